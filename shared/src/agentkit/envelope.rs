@@ -1,0 +1,136 @@
+//! The response envelope every action answers with, and how an error inside it is classified.
+//!
+//! An error can arrive with a non-200 status or inside a 200: the error code in
+//! `ResponseMetadata.Error.Code` decides first, the HTTP status second (agentkit.md).
+
+use serde::{Deserialize, Serialize};
+
+use super::AgentKitError;
+
+/// The object (or the Tool in this region) does not exist.
+pub const NOT_FOUND: &str = "InvalidResource.NotFound";
+/// CreateSession may have half-succeeded.
+pub const CREATE_SESSION_FAIL: &str = "ErrCreateSessionFail";
+/// What AgentKit (and the simulator) answer when a request is throttled.
+pub const THROTTLED: &str = "Throttling";
+/// A request whose signature does not verify.
+pub const SIGNATURE_DOES_NOT_MATCH: &str = "SignatureDoesNotMatch";
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "PascalCase", default)]
+pub struct ApiError {
+    pub code: String,
+    pub message: String,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "PascalCase", default)]
+pub struct ResponseMetadata {
+    pub request_id: String,
+    pub action: String,
+    pub version: String,
+    pub service: String,
+    pub region: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<ApiError>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct Envelope<T> {
+    pub response_metadata: ResponseMetadata,
+    #[serde(default = "Option::default", skip_serializing_if = "Option::is_none")]
+    pub result: Option<T>,
+}
+
+/// Whether an error code means "slow down".
+pub fn is_throttling_code(code: &str) -> bool {
+    let c = code.to_ascii_lowercase();
+    c.contains("throttl") || c.contains("toomanyrequests") || c.contains("limitexceeded")
+}
+
+/// Classify an error answered by AgentKit. `code` is `ResponseMetadata.Error.Code` when the
+/// envelope had one.
+pub fn classify(
+    action: &'static str,
+    status: u16,
+    code: Option<&str>,
+    message: &str,
+) -> AgentKitError {
+    match code {
+        Some(NOT_FOUND) => AgentKitError::NotFound {
+            action,
+            message: message.into(),
+        },
+        Some(CREATE_SESSION_FAIL) => AgentKitError::CreateSessionFailed {
+            message: message.into(),
+        },
+        Some(c) if is_throttling_code(c) => AgentKitError::Throttled {
+            action,
+            retry_after: None,
+        },
+        None if status == 429 || status == 503 => AgentKitError::Throttled {
+            action,
+            retry_after: None,
+        },
+        _ => AgentKitError::Provider {
+            action,
+            code: code.unwrap_or("HttpError").to_string(),
+            status,
+            message: message.into(),
+        },
+    }
+}
+
+/// Whether an HTTP status alone asks for a retry (429 and 503 always do, whatever the code).
+pub fn is_retry_status(status: u16) -> bool {
+    status == 429 || status == 503
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_decide_before_statuses() {
+        assert!(matches!(
+            classify("GetSession", 200, Some(NOT_FOUND), ""),
+            AgentKitError::NotFound { .. }
+        ));
+        assert!(matches!(
+            classify("GetSession", 404, Some(NOT_FOUND), ""),
+            AgentKitError::NotFound { .. }
+        ));
+        assert!(matches!(
+            classify("CreateSession", 500, Some(CREATE_SESSION_FAIL), ""),
+            AgentKitError::CreateSessionFailed { .. }
+        ));
+        assert!(matches!(
+            classify("CreateTool", 200, Some("Throttling.User"), ""),
+            AgentKitError::Throttled { .. }
+        ));
+        assert!(matches!(
+            classify("CreateTool", 429, None, ""),
+            AgentKitError::Throttled { .. }
+        ));
+        let e = classify("GetTool", 500, Some("InternalError"), "boom");
+        assert!(e.is_retryable());
+        let e = classify("GetTool", 400, Some("InvalidParameter"), "bad");
+        assert!(!e.is_retryable());
+        assert_eq!(e.code(), Some("InvalidParameter"));
+    }
+
+    #[test]
+    fn envelope_reads_with_and_without_result() {
+        let ok: Envelope<super::super::types::Empty> = serde_json::from_str(
+            r#"{"ResponseMetadata":{"RequestId":"r","Action":"UpdateTool","Version":"2025-10-30","Service":"agentkit","Region":"cn-beijing"}}"#,
+        )
+        .unwrap();
+        assert!(ok.result.is_none() && ok.response_metadata.error.is_none());
+        let err: Envelope<super::super::types::Empty> = serde_json::from_str(
+            r#"{"ResponseMetadata":{"RequestId":"r","Error":{"Code":"InvalidResource.NotFound","Message":"m"}},"Result":null}"#,
+        )
+        .unwrap();
+        assert_eq!(err.response_metadata.error.unwrap().code, NOT_FOUND);
+    }
+}

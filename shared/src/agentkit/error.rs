@@ -1,0 +1,96 @@
+//! How an AgentKit call can fail, classified so callers can act on it (agentkit.md, "Errors to
+//! recognise"). Messages from the provider are kept for logs only; [`crate::http::problem`]
+//! never shows them to callers.
+
+use std::time::Duration;
+
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum AgentKitError {
+    /// `InvalidResource.NotFound`: the object, or the Tool in this region, does not exist.
+    #[error("AgentKit {action}: not found")]
+    NotFound {
+        action: &'static str,
+        message: String,
+    },
+
+    /// `ErrCreateSessionFail`: CreateSession may have half-succeeded; reconcile by listing.
+    #[error("AgentKit CreateSession may have failed: {message}")]
+    CreateSessionFailed { message: String },
+
+    /// 429/503 or a throttling code, still failing when the retries or the deadline ran out.
+    #[error("AgentKit throttled {action}")]
+    Throttled {
+        action: &'static str,
+        retry_after: Option<Duration>,
+    },
+
+    /// Any other error answered by AgentKit.
+    #[error("AgentKit {action} failed: {code} (HTTP {status})")]
+    Provider {
+        action: &'static str,
+        code: String,
+        status: u16,
+        message: String,
+    },
+
+    /// The request never got an answer (connection refused, reset, timed out).
+    #[error("AgentKit {action}: transport error: {detail}")]
+    Transport {
+        action: &'static str,
+        detail: String,
+    },
+
+    /// The answer could not be read, or a listing misbehaved (a repeated NextToken, too many
+    /// pages).
+    #[error("AgentKit {action}: invalid response: {detail}")]
+    InvalidResponse {
+        action: &'static str,
+        detail: String,
+    },
+
+    /// Credentials are missing or could not be loaded.
+    #[error("AgentKit credentials: {0}")]
+    Credentials(String),
+}
+
+impl AgentKitError {
+    /// The AgentKit action the error belongs to.
+    pub fn action(&self) -> &'static str {
+        match self {
+            AgentKitError::NotFound { action, .. }
+            | AgentKitError::Throttled { action, .. }
+            | AgentKitError::Provider { action, .. }
+            | AgentKitError::Transport { action, .. }
+            | AgentKitError::InvalidResponse { action, .. } => action,
+            AgentKitError::CreateSessionFailed { .. } => "CreateSession",
+            AgentKitError::Credentials(_) => "credentials",
+        }
+    }
+
+    /// The provider's error code, when it gave one.
+    pub fn code(&self) -> Option<&str> {
+        match self {
+            AgentKitError::NotFound { .. } => Some(super::envelope::NOT_FOUND),
+            AgentKitError::CreateSessionFailed { .. } => Some(super::envelope::CREATE_SESSION_FAIL),
+            AgentKitError::Provider { code, .. } => Some(code),
+            _ => None,
+        }
+    }
+
+    /// Whether the same call may succeed if simply tried again later.
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            AgentKitError::Throttled { .. }
+            | AgentKitError::Transport { .. }
+            | AgentKitError::CreateSessionFailed { .. } => true,
+            AgentKitError::Provider { status, .. } => *status >= 500,
+            AgentKitError::NotFound { .. }
+            | AgentKitError::InvalidResponse { .. }
+            | AgentKitError::Credentials(_) => false,
+        }
+    }
+
+    pub fn is_not_found(&self) -> bool {
+        matches!(self, AgentKitError::NotFound { .. })
+    }
+}

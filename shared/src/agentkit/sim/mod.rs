@@ -1,0 +1,1 @@
+//! The AgentKit simulator (work in progress).

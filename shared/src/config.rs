@@ -1,0 +1,332 @@
+//! Environment → typed configuration, read and validated once at cold start.
+//!
+//! Every function builds a [`Config`] before serving its first request; a bad value is a
+//! [`ConfigError`] naming the variable (never echoing a secret's value), so a misconfigured
+//! deployment fails loudly at start instead of answering odd errors later.
+//! [`Config::from_lookup`] takes any lookup function, so tests never touch the process
+//! environment.
+
+use std::time::Duration;
+
+use crate::agentkit::signer::Credentials;
+
+/// The default order of claims that identify a person (identity.md).
+pub const DEFAULT_OWNER_CLAIMS: &str = "sub,user_id,uid,email,preferred_username,username,login";
+pub const DEFAULT_AGENTKIT_ENDPOINT: &str = "https://open.volcengineapi.com";
+pub const DEFAULT_AGENTKIT_REGIONS: &str = "cn-beijing,cn-shanghai";
+/// The port of the AWS Parameters and Secrets Lambda Extension when none is configured.
+pub const DEFAULT_SECRETS_EXTENSION_PORT: u16 = 2773;
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigError {
+    #[error("{var} is required but not set")]
+    Missing { var: &'static str },
+    #[error("{var} is invalid: {reason}")]
+    Invalid { var: &'static str, reason: String },
+}
+
+/// Who is who: how the owner id is read and who is an admin.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IdentityConfig {
+    /// Claims tried in order for the owner id (`SNAPWAKE_OWNER_CLAIMS`).
+    pub owner_claims: Vec<String>,
+    /// Identifier claim values that make a caller admin, case-folded (`SNAPWAKE_ADMINS`).
+    pub admins: Vec<String>,
+    /// Group names that make a caller admin (`SNAPWAKE_ADMIN_GROUPS`).
+    pub admin_groups: Vec<String>,
+}
+
+impl Default for IdentityConfig {
+    /// Nobody is an admin by default.
+    fn default() -> Self {
+        IdentityConfig {
+            owner_claims: split_list(DEFAULT_OWNER_CLAIMS),
+            admins: Vec::new(),
+            admin_groups: Vec::new(),
+        }
+    }
+}
+
+/// Where AgentKit credentials come from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CredentialsSource {
+    /// `VOLCENGINE_ACCESS_KEY`, `VOLCENGINE_SECRET_KEY`, optional `VOLCENGINE_SESSION_TOKEN`.
+    Static(Credentials),
+    /// A Secrets Manager secret (`AGENTKIT_CREDENTIALS_SECRET`) read through the AWS
+    /// Parameters and Secrets Lambda Extension on `port`, with the token in `AWS_SESSION_TOKEN`.
+    SecretsExtension {
+        secret_id: String,
+        port: u16,
+        aws_session_token: String,
+    },
+}
+
+/// How to reach AgentKit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AgentKitConfig {
+    /// `AGENTKIT_ENDPOINT`, default the global Volcengine OpenAPI host.
+    pub endpoint: String,
+    /// `AGENTKIT_REGIONS`, tried in order.
+    pub regions: Vec<String>,
+    pub credentials: CredentialsSource,
+    /// Per-attempt HTTP timeout (`AGENTKIT_TIMEOUT_MS`, default 10 000).
+    pub request_timeout: Duration,
+}
+
+/// The whole configuration of a function.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Config {
+    pub identity: IdentityConfig,
+    pub agentkit: AgentKitConfig,
+}
+
+impl Config {
+    /// Read the process environment.
+    pub fn from_env() -> Result<Config, ConfigError> {
+        Config::from_lookup(|name| std::env::var(name).ok())
+    }
+
+    /// Read configuration through `lookup` (a variable set to the empty string counts as unset).
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Config, ConfigError> {
+        let get = |name: &str| lookup(name).filter(|v| !v.trim().is_empty());
+        Ok(Config {
+            identity: identity_config(&get)?,
+            agentkit: agentkit_config(&get)?,
+        })
+    }
+}
+
+fn identity_config(get: &impl Fn(&str) -> Option<String>) -> Result<IdentityConfig, ConfigError> {
+    let owner_claims = split_list(
+        &get("SNAPWAKE_OWNER_CLAIMS").unwrap_or_else(|| DEFAULT_OWNER_CLAIMS.to_string()),
+    );
+    if owner_claims.is_empty() {
+        return Err(ConfigError::Invalid {
+            var: "SNAPWAKE_OWNER_CLAIMS",
+            reason: "lists no claim".into(),
+        });
+    }
+    Ok(IdentityConfig {
+        owner_claims,
+        admins: split_list(&get("SNAPWAKE_ADMINS").unwrap_or_default())
+            .into_iter()
+            .map(|a| a.to_lowercase())
+            .collect(),
+        admin_groups: split_list(&get("SNAPWAKE_ADMIN_GROUPS").unwrap_or_default()),
+    })
+}
+
+fn agentkit_config(get: &impl Fn(&str) -> Option<String>) -> Result<AgentKitConfig, ConfigError> {
+    let endpoint = get("AGENTKIT_ENDPOINT").unwrap_or_else(|| DEFAULT_AGENTKIT_ENDPOINT.into());
+    let endpoint = endpoint.trim_end_matches('/').to_string();
+    match reqwest::Url::parse(&endpoint) {
+        Ok(u) if matches!(u.scheme(), "http" | "https") && u.host_str().is_some() => {}
+        _ => {
+            return Err(ConfigError::Invalid {
+                var: "AGENTKIT_ENDPOINT",
+                reason: format!("{endpoint:?} is not an http(s) URL"),
+            })
+        }
+    }
+    let regions = split_list(
+        &get("AGENTKIT_REGIONS").unwrap_or_else(|| DEFAULT_AGENTKIT_REGIONS.to_string()),
+    );
+    if regions.is_empty() {
+        return Err(ConfigError::Invalid {
+            var: "AGENTKIT_REGIONS",
+            reason: "lists no region".into(),
+        });
+    }
+    if let Some(bad) = regions
+        .iter()
+        .find(|r| !r.chars().all(|c| c.is_ascii_alphanumeric() || c == '-'))
+    {
+        return Err(ConfigError::Invalid {
+            var: "AGENTKIT_REGIONS",
+            reason: format!("{bad:?} is not a region name"),
+        });
+    }
+    let request_timeout = Duration::from_millis(parse_number(get, "AGENTKIT_TIMEOUT_MS", 10_000)?);
+    Ok(AgentKitConfig {
+        endpoint,
+        regions,
+        credentials: credentials_source(get)?,
+        request_timeout,
+    })
+}
+
+/// The secret wins over static keys: in Lambda it is the preferred source (agentkit.md).
+fn credentials_source(
+    get: &impl Fn(&str) -> Option<String>,
+) -> Result<CredentialsSource, ConfigError> {
+    if let Some(secret_id) = get("AGENTKIT_CREDENTIALS_SECRET") {
+        let aws_session_token = get("AWS_SESSION_TOKEN").ok_or(ConfigError::Missing {
+            var: "AWS_SESSION_TOKEN",
+        })?;
+        let port = parse_number(
+            get,
+            "PARAMETERS_SECRETS_EXTENSION_HTTP_PORT",
+            u64::from(DEFAULT_SECRETS_EXTENSION_PORT),
+        )?;
+        let port = u16::try_from(port).map_err(|_| ConfigError::Invalid {
+            var: "PARAMETERS_SECRETS_EXTENSION_HTTP_PORT",
+            reason: "not a port number".into(),
+        })?;
+        return Ok(CredentialsSource::SecretsExtension {
+            secret_id,
+            port,
+            aws_session_token,
+        });
+    }
+    let access_key = get("VOLCENGINE_ACCESS_KEY").ok_or(ConfigError::Missing {
+        var: "VOLCENGINE_ACCESS_KEY",
+    })?;
+    let secret_key = get("VOLCENGINE_SECRET_KEY").ok_or(ConfigError::Missing {
+        var: "VOLCENGINE_SECRET_KEY",
+    })?;
+    Ok(CredentialsSource::Static(Credentials::new(
+        access_key,
+        secret_key,
+        get("VOLCENGINE_SESSION_TOKEN"),
+    )))
+}
+
+fn parse_number(
+    get: &impl Fn(&str) -> Option<String>,
+    var: &'static str,
+    default: u64,
+) -> Result<u64, ConfigError> {
+    match get(var) {
+        None => Ok(default),
+        Some(v) => v.trim().parse().map_err(|_| ConfigError::Invalid {
+            var,
+            reason: format!("{v:?} is not a whole number"),
+        }),
+    }
+}
+
+/// A comma-separated list, trimmed, without empty items.
+pub fn split_list(value: &str) -> Vec<String> {
+    value
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn config(vars: &[(&str, &str)]) -> Result<Config, ConfigError> {
+        let map: HashMap<String, String> = vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        Config::from_lookup(|k| map.get(k).cloned())
+    }
+
+    const KEYS: [(&str, &str); 2] = [
+        ("VOLCENGINE_ACCESS_KEY", "AK"),
+        ("VOLCENGINE_SECRET_KEY", "SK"),
+    ];
+
+    #[test]
+    fn defaults_make_nobody_admin_and_use_both_regions() {
+        let c = config(&KEYS).unwrap();
+        assert!(c.identity.admins.is_empty() && c.identity.admin_groups.is_empty());
+        assert_eq!(c.identity.owner_claims[0], "sub");
+        assert_eq!(c.identity.owner_claims.len(), 7);
+        assert_eq!(c.agentkit.regions, vec!["cn-beijing", "cn-shanghai"]);
+        assert_eq!(c.agentkit.endpoint, DEFAULT_AGENTKIT_ENDPOINT);
+        assert!(matches!(
+            c.agentkit.credentials,
+            CredentialsSource::Static(_)
+        ));
+    }
+
+    #[test]
+    fn lists_are_trimmed_and_admins_case_folded() {
+        let mut vars = KEYS.to_vec();
+        vars.extend([
+            ("SNAPWAKE_ADMINS", " Alice@Example.com , ,bob "),
+            ("SNAPWAKE_ADMIN_GROUPS", "admins"),
+            ("AGENTKIT_REGIONS", "cn-shanghai"),
+            ("AGENTKIT_ENDPOINT", "http://127.0.0.1:9000/"),
+        ]);
+        let c = config(&vars).unwrap();
+        assert_eq!(c.identity.admins, vec!["alice@example.com", "bob"]);
+        assert_eq!(c.identity.admin_groups, vec!["admins"]);
+        assert_eq!(c.agentkit.regions, vec!["cn-shanghai"]);
+        assert_eq!(c.agentkit.endpoint, "http://127.0.0.1:9000");
+    }
+
+    #[test]
+    fn bad_values_name_the_variable() {
+        let err = config(&[]).unwrap_err();
+        assert_eq!(
+            err,
+            ConfigError::Missing {
+                var: "VOLCENGINE_ACCESS_KEY"
+            }
+        );
+        let mut vars = KEYS.to_vec();
+        vars.push(("AGENTKIT_ENDPOINT", "ftp://x"));
+        assert!(config(&vars)
+            .unwrap_err()
+            .to_string()
+            .contains("AGENTKIT_ENDPOINT"));
+        let mut vars = KEYS.to_vec();
+        vars.push(("AGENTKIT_REGIONS", "cn beijing"));
+        assert!(config(&vars)
+            .unwrap_err()
+            .to_string()
+            .contains("AGENTKIT_REGIONS"));
+        let mut vars = KEYS.to_vec();
+        vars.push(("AGENTKIT_TIMEOUT_MS", "soon"));
+        assert!(config(&vars)
+            .unwrap_err()
+            .to_string()
+            .contains("AGENTKIT_TIMEOUT_MS"));
+        let mut vars = KEYS.to_vec();
+        vars.push(("SNAPWAKE_OWNER_CLAIMS", " , "));
+        assert!(config(&vars)
+            .unwrap_err()
+            .to_string()
+            .contains("SNAPWAKE_OWNER_CLAIMS"));
+    }
+
+    #[test]
+    fn the_secret_is_preferred_and_needs_the_lambda_token() {
+        let mut vars = KEYS.to_vec();
+        vars.push(("AGENTKIT_CREDENTIALS_SECRET", "snapwake/agentkit"));
+        assert_eq!(
+            config(&vars).unwrap_err(),
+            ConfigError::Missing {
+                var: "AWS_SESSION_TOKEN"
+            }
+        );
+        vars.push(("AWS_SESSION_TOKEN", "tok"));
+        let c = config(&vars).unwrap();
+        assert_eq!(
+            c.agentkit.credentials,
+            CredentialsSource::SecretsExtension {
+                secret_id: "snapwake/agentkit".into(),
+                port: 2773,
+                aws_session_token: "tok".into()
+            }
+        );
+    }
+
+    #[test]
+    fn a_secret_value_is_never_echoed_in_errors() {
+        let mut vars = KEYS.to_vec();
+        vars.push(("AGENTKIT_CREDENTIALS_SECRET", "x"));
+        vars.push(("AWS_SESSION_TOKEN", "tok"));
+        vars.push(("PARAMETERS_SECRETS_EXTENSION_HTTP_PORT", "99999"));
+        let err = config(&vars).unwrap_err().to_string();
+        assert!(err.contains("PARAMETERS_SECRETS_EXTENSION_HTTP_PORT") && !err.contains("tok"));
+    }
+}

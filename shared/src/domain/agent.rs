@@ -1,0 +1,112 @@
+//! The agent view: what the API says about one agent, derived from AgentKit's truth plus
+//! snapwake's agent record. It never carries a session `Endpoint` or any credential — the
+//! type has no field that could hold one.
+
+use serde::{Deserialize, Serialize};
+
+use super::{Kind, Retention};
+
+/// The state a person sees (http-api.md, "Views").
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AgentState {
+    /// A live session is Ready.
+    Awake,
+    /// A live session exists but is not Ready yet.
+    Starting,
+    /// A resume is in flight.
+    Waking,
+    /// No live session, at least one Ready snapshot.
+    Asleep,
+    /// A delete holds the agent.
+    Deleting,
+    /// No live session and no Ready snapshot.
+    Unavailable,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionView {
+    pub session_id: String,
+    pub status: Option<String>,
+    pub created_at: Option<String>,
+    pub expire_at: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SnapshotView {
+    pub snapshot_id: String,
+    pub source_session_id: Option<String>,
+    pub status: Option<String>,
+    pub reason: Option<String>,
+    pub created_at: Option<String>,
+}
+
+/// The wake lock as the API shows it: `waking` while a resume is in flight, `failed` with the
+/// reason after one failed (the agent stays wakeable).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WakeView {
+    pub state: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub since: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AgentView {
+    pub kind: Kind,
+    pub agent_id: String,
+    pub display_name: String,
+    /// `None` for ownerless legacy agents.
+    pub owner: Option<String>,
+    pub created_by: Option<String>,
+    pub retention: Retention,
+    pub state: AgentState,
+    pub session: Option<SessionView>,
+    /// Newest first.
+    pub snapshots: Vec<SnapshotView>,
+    pub wake: Option<WakeView>,
+    /// The agent record's version, quoted; absent when no record exists yet.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub etag: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn view_serialises_in_the_documented_shape() {
+        let view = AgentView {
+            kind: Kind::Codex,
+            agent_id: "studio-alice-0f3c".into(),
+            display_name: "Data helper".into(),
+            owner: Some("alice".into()),
+            created_by: Some("alice@example.com".into()),
+            retention: Retention::Recoverable,
+            state: AgentState::Asleep,
+            session: None,
+            snapshots: vec![SnapshotView {
+                snapshot_id: "snap-1".into(),
+                source_session_id: Some("s-1".into()),
+                status: Some("Ready".into()),
+                reason: Some("Expired".into()),
+                created_at: Some("2026-12-01T00:00:00Z".into()),
+            }],
+            wake: None,
+            etag: Some("\"7\"".into()),
+        };
+        let v = serde_json::to_value(&view).unwrap();
+        assert_eq!(v["kind"], "codex");
+        assert_eq!(v["retention"], "recoverable");
+        assert_eq!(v["state"], "asleep");
+        assert!(v["session"].is_null());
+        assert!(v["wake"].is_null());
+        assert_eq!(v["snapshots"][0]["source_session_id"], "s-1");
+        assert_eq!(v["etag"], "\"7\"");
+        let back: AgentView = serde_json::from_value(v).unwrap();
+        assert_eq!(back, view);
+    }
+}

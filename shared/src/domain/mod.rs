@@ -1,0 +1,10 @@
+//! The vocabulary of snapwake, free of I/O: sandbox kinds, retention, and the views of agents,
+//! sessions and snapshots that the API returns.
+
+mod agent;
+mod kind;
+mod session;
+
+pub use agent::{AgentState, AgentView, SessionView, SnapshotView, WakeView};
+pub use kind::{Kind, ParseKindError, ParseRetentionError, Retention};
+pub use session::{is_session_active, is_session_usable, is_snapshot_wakeable};

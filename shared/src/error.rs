@@ -1,0 +1,84 @@
+//! The one error type of the crate. Every failure a handler can meet is a variant here, and
+//! [`crate::http::problem`] maps each to exactly one problem+json response.
+
+use crate::agentkit::AgentKitError;
+use crate::config::ConfigError;
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// No verified identity in the request context.
+    #[error("the request carries no verified identity")]
+    Unauthenticated,
+
+    /// The agent does not exist, or it is not the caller's (indistinguishable on purpose).
+    #[error("no such agent")]
+    AgentNotFound,
+
+    /// The agent was deleted; its tombstone answers until it expires.
+    #[error("the agent was deleted")]
+    AgentGone,
+
+    /// Another operation holds the agent's lock.
+    #[error("{detail}")]
+    AgentBusy { detail: String, retry_after_s: u64 },
+
+    /// `If-Match` named another version than the current one.
+    #[error("the agent changed since version {given}")]
+    PreconditionFailed { given: String },
+
+    /// Malformed or unacceptable input (400), or well-formed but not processable (422).
+    #[error("{detail}")]
+    InvalidRequest { status: u16, detail: String },
+
+    /// The agent exists but cannot be woken (422 `NOT_WAKEABLE`).
+    #[error("{0}")]
+    NotWakeable(String),
+
+    /// A request body above the limit.
+    #[error("the request body is larger than {limit} bytes")]
+    PayloadTooLarge { limit: usize },
+
+    /// The route exists but this method is not served there.
+    #[error("method not allowed; allowed: {allow}")]
+    MethodNotAllowed { allow: String },
+
+    /// No route matches.
+    #[error("no such route")]
+    RouteNotFound,
+
+    /// What the request needs is not deployed or configured (503).
+    #[error("{0}")]
+    NotConfigured(String),
+
+    /// A call to AgentKit failed.
+    #[error(transparent)]
+    AgentKit(#[from] AgentKitError),
+
+    /// Configuration read at cold start is invalid.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+
+    /// A failure snapwake cannot explain to the caller; the detail is logged, not returned.
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+impl Error {
+    /// A 400 `INVALID_REQUEST`.
+    pub fn bad_request(detail: impl Into<String>) -> Self {
+        Error::InvalidRequest {
+            status: 400,
+            detail: detail.into(),
+        }
+    }
+
+    /// A 422 `INVALID_REQUEST`: well-formed, but not acceptable.
+    pub fn unprocessable(detail: impl Into<String>) -> Self {
+        Error::InvalidRequest {
+            status: 422,
+            detail: detail.into(),
+        }
+    }
+}

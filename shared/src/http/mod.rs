@@ -1,0 +1,5 @@
+//! HTTP concerns shared by every function: problem+json errors.
+
+pub mod problem;
+
+pub use problem::Problem;

@@ -1,0 +1,334 @@
+//! RFC 9457 problem+json: the single place where an [`Error`] becomes an HTTP answer.
+//!
+//! Every function answers errors in one shape:
+//! `{"type", "title", "status", "detail", "code", "retryable", "request_id"}` with
+//! `Content-Type: application/problem+json`, plus `Retry-After` or `Allow` where they apply.
+//! `detail` is human text chosen here; it never carries provider messages, secrets, endpoints
+//! or stack traces (internal details go to the log, not the caller).
+
+use lambda_http::Body;
+use serde::Serialize;
+
+use crate::agentkit::AgentKitError;
+use crate::error::Error;
+
+pub const CONTENT_TYPE: &str = "application/problem+json";
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Problem {
+    #[serde(rename = "type")]
+    pub type_uri: String,
+    pub title: &'static str,
+    pub status: u16,
+    pub detail: String,
+    pub code: &'static str,
+    pub retryable: bool,
+    pub request_id: Option<String>,
+    /// Seconds for the `Retry-After` header (not part of the body).
+    #[serde(skip)]
+    pub retry_after_s: Option<u64>,
+    /// Methods for the `Allow` header of a 405 (not part of the body).
+    #[serde(skip)]
+    pub allow: Option<String>,
+}
+
+impl Problem {
+    fn new(
+        status: u16,
+        code: &'static str,
+        title: &'static str,
+        detail: impl Into<String>,
+    ) -> Self {
+        let kebab = code.to_ascii_lowercase().replace('_', "-");
+        Problem {
+            type_uri: format!("urn:snapwake:problem:{kebab}"),
+            title,
+            status,
+            detail: detail.into(),
+            code,
+            retryable: false,
+            request_id: None,
+            retry_after_s: None,
+            allow: None,
+        }
+    }
+
+    fn retryable(mut self, retry_after_s: Option<u64>) -> Self {
+        self.retryable = true;
+        self.retry_after_s = retry_after_s;
+        self
+    }
+
+    pub fn with_request_id(mut self, request_id: impl Into<String>) -> Self {
+        self.request_id = Some(request_id.into());
+        self
+    }
+
+    /// The HTTP response: status, problem+json body and the headers that go with it.
+    pub fn into_response(self) -> http::Response<Body> {
+        let mut builder = http::Response::builder()
+            .status(self.status)
+            .header(http::header::CONTENT_TYPE, CONTENT_TYPE);
+        if let Some(s) = self.retry_after_s {
+            builder = builder.header(http::header::RETRY_AFTER, s.to_string());
+        }
+        if let Some(allow) = &self.allow {
+            builder = builder.header(http::header::ALLOW, allow.as_str());
+        }
+        // Serialising a struct of strings and numbers cannot fail.
+        let body = serde_json::to_string(&self).unwrap_or_default();
+        builder
+            .body(Body::Text(body))
+            .unwrap_or_else(|_| http::Response::new(Body::Empty))
+    }
+}
+
+impl From<&Error> for Problem {
+    fn from(err: &Error) -> Self {
+        match err {
+            Error::Unauthenticated => Problem::new(
+                401,
+                "UNAUTHENTICATED",
+                "Unauthenticated",
+                "sign in: the request carries no verified identity",
+            ),
+            Error::AgentNotFound => Problem::new(
+                404,
+                "AGENT_NOT_FOUND",
+                "Agent not found",
+                "no such agent, or it is not yours",
+            ),
+            Error::AgentGone => {
+                Problem::new(410, "AGENT_GONE", "Agent deleted", "the agent was deleted")
+            }
+            Error::AgentBusy {
+                detail,
+                retry_after_s,
+            } => Problem::new(409, "AGENT_BUSY", "Agent busy", detail.clone())
+                .retryable(Some(*retry_after_s)),
+            Error::PreconditionFailed { .. } => Problem::new(
+                412,
+                "PRECONDITION_FAILED",
+                "Precondition failed",
+                err.to_string(),
+            ),
+            Error::InvalidRequest { status, detail } => {
+                let status = if *status == 422 { 422 } else { 400 };
+                Problem::new(status, "INVALID_REQUEST", "Invalid request", detail.clone())
+            }
+            Error::NotWakeable(detail) => {
+                Problem::new(422, "NOT_WAKEABLE", "Agent not wakeable", detail.clone())
+            }
+            Error::PayloadTooLarge { .. } => Problem::new(
+                413,
+                "PAYLOAD_TOO_LARGE",
+                "Payload too large",
+                err.to_string(),
+            ),
+            Error::MethodNotAllowed { allow } => {
+                let mut p = Problem::new(
+                    405,
+                    "METHOD_NOT_ALLOWED",
+                    "Method not allowed",
+                    err.to_string(),
+                );
+                p.allow = Some(allow.clone());
+                p
+            }
+            Error::RouteNotFound => {
+                Problem::new(404, "ROUTE_NOT_FOUND", "Not found", "no such route")
+            }
+            Error::NotConfigured(detail) => {
+                Problem::new(503, "NOT_CONFIGURED", "Not configured", detail.clone())
+            }
+            Error::AgentKit(e) => agentkit_problem(e),
+            Error::Config(_) | Error::Internal(_) => Problem::new(
+                500,
+                "INTERNAL",
+                "Internal error",
+                "snapwake failed to answer; the failure is logged",
+            ),
+        }
+    }
+}
+
+fn agentkit_problem(err: &AgentKitError) -> Problem {
+    match err {
+        AgentKitError::Throttled { retry_after, .. } => Problem::new(
+            429,
+            "PROVIDER_THROTTLED",
+            "AgentKit throttled",
+            "AgentKit is throttling requests; retry later",
+        )
+        .retryable(Some(retry_after.map_or(1, |d| d.as_secs().max(1)))),
+        AgentKitError::Credentials(_) => Problem::new(
+            503,
+            "NOT_CONFIGURED",
+            "Not configured",
+            "AgentKit credentials are not configured",
+        ),
+        other => {
+            let p = Problem::new(
+                502,
+                "PROVIDER_ERROR",
+                "AgentKit error",
+                format!(
+                    "AgentKit {} failed ({})",
+                    other.action(),
+                    other.code().unwrap_or("no code")
+                ),
+            );
+            if other.is_retryable() {
+                p.retryable(None)
+            } else {
+                p
+            }
+        }
+    }
+}
+
+impl Error {
+    /// This error as a problem+json response.
+    pub fn into_response(&self, request_id: Option<&str>) -> http::Response<Body> {
+        let mut p = Problem::from(self);
+        if let Some(id) = request_id {
+            p = p.with_request_id(id);
+        }
+        p.into_response()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn body_json(resp: &http::Response<Body>) -> serde_json::Value {
+        match resp.body() {
+            Body::Text(t) => serde_json::from_str(t).unwrap(),
+            other => panic!("unexpected body {other:?}"),
+        }
+    }
+
+    #[test]
+    fn every_variant_maps_to_its_documented_code_and_status() {
+        let cases: Vec<(Error, u16, &str, bool)> = vec![
+            (Error::Unauthenticated, 401, "UNAUTHENTICATED", false),
+            (Error::AgentNotFound, 404, "AGENT_NOT_FOUND", false),
+            (Error::AgentGone, 410, "AGENT_GONE", false),
+            (
+                Error::AgentBusy {
+                    detail: "a wake holds the agent".into(),
+                    retry_after_s: 3,
+                },
+                409,
+                "AGENT_BUSY",
+                true,
+            ),
+            (
+                Error::PreconditionFailed { given: "4".into() },
+                412,
+                "PRECONDITION_FAILED",
+                false,
+            ),
+            (Error::bad_request("bad"), 400, "INVALID_REQUEST", false),
+            (Error::unprocessable("bad"), 422, "INVALID_REQUEST", false),
+            (
+                Error::NotWakeable("no snapshot".into()),
+                422,
+                "NOT_WAKEABLE",
+                false,
+            ),
+            (
+                Error::PayloadTooLarge { limit: 16384 },
+                413,
+                "PAYLOAD_TOO_LARGE",
+                false,
+            ),
+            (
+                Error::NotConfigured("x".into()),
+                503,
+                "NOT_CONFIGURED",
+                false,
+            ),
+            (
+                Error::AgentKit(AgentKitError::Throttled {
+                    action: "ListSessions",
+                    retry_after: Some(Duration::from_secs(2)),
+                }),
+                429,
+                "PROVIDER_THROTTLED",
+                true,
+            ),
+            (
+                Error::AgentKit(AgentKitError::Provider {
+                    action: "GetSession",
+                    code: "InternalError".into(),
+                    status: 500,
+                    message: "secret-ish provider text".into(),
+                }),
+                502,
+                "PROVIDER_ERROR",
+                true,
+            ),
+            (
+                Error::AgentKit(AgentKitError::Provider {
+                    action: "GetSession",
+                    code: "InvalidParameter".into(),
+                    status: 400,
+                    message: "m".into(),
+                }),
+                502,
+                "PROVIDER_ERROR",
+                false,
+            ),
+            (
+                Error::Internal("db exploded at 0xdead".into()),
+                500,
+                "INTERNAL",
+                false,
+            ),
+        ];
+        for (err, status, code, retryable) in cases {
+            let resp = err.into_response(Some("req-1"));
+            assert_eq!(resp.status().as_u16(), status, "{err:?}");
+            assert_eq!(
+                resp.headers()[http::header::CONTENT_TYPE],
+                "application/problem+json"
+            );
+            let v = body_json(&resp);
+            assert_eq!(v["code"], code);
+            assert_eq!(v["status"], status);
+            assert_eq!(v["retryable"], retryable, "{err:?}");
+            assert_eq!(v["request_id"], "req-1");
+            let kebab = code.to_ascii_lowercase().replace('_', "-");
+            assert_eq!(v["type"], format!("urn:snapwake:problem:{kebab}"));
+            assert!(v["title"].as_str().is_some_and(|t| !t.is_empty()));
+            let detail = v["detail"].as_str().unwrap();
+            assert!(!detail.contains("0xdead") && !detail.contains("secret-ish"));
+        }
+    }
+
+    #[test]
+    fn busy_and_throttled_carry_retry_after_and_405_carries_allow() {
+        let busy = Error::AgentBusy {
+            detail: "busy".into(),
+            retry_after_s: 5,
+        }
+        .into_response(None);
+        assert_eq!(busy.headers()[http::header::RETRY_AFTER], "5");
+        let throttled = Error::AgentKit(AgentKitError::Throttled {
+            action: "CreateTool",
+            retry_after: None,
+        })
+        .into_response(None);
+        assert_eq!(throttled.headers()[http::header::RETRY_AFTER], "1");
+        let not_allowed = Error::MethodNotAllowed {
+            allow: "GET, POST".into(),
+        }
+        .into_response(None);
+        assert_eq!(not_allowed.status().as_u16(), 405);
+        assert_eq!(not_allowed.headers()[http::header::ALLOW], "GET, POST");
+        assert!(body_json(&not_allowed)["request_id"].is_null());
+    }
+}

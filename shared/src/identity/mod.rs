@@ -1,0 +1,1 @@
+//! Who the caller is, and the UserSessionId codec (work in progress).

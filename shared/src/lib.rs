@@ -1,0 +1,23 @@
+//! snapwake's shared core: everything the Lambda functions, the local server and the CLI have
+//! in common.
+//!
+//! The crate is laid out as ports and adapters:
+//!
+//! - [`domain`]: kinds, retention, the agent, session and snapshot views (no I/O);
+//! - [`identity`]: the caller read from an API Gateway request, and the UserSessionId codec;
+//! - [`agentkit`]: the AgentKit client (signing, envelope, retries, regions) and, behind the
+//!   `sim` feature, a strict simulator of the service;
+//! - [`http`]: problem+json responses;
+//! - [`config`]: environment → typed configuration, validated once at cold start;
+//! - [`error`]: the one error type, mapped to problem+json in [`http::problem`].
+//!
+//! Dependencies point one way: the domain imports nothing of ours; adapters depend on ports.
+
+pub mod agentkit;
+pub mod config;
+pub mod domain;
+pub mod error;
+pub mod http;
+pub mod identity;
+
+pub use error::{Error, Result};
