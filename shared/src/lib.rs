@@ -15,6 +15,7 @@
 
 pub mod agentkit;
 pub mod config;
+pub mod deadline;
 pub mod domain;
 pub mod error;
 pub mod http;

@@ -3,14 +3,20 @@
 //!
 //! The client never logs a secret, a signature or a session `Endpoint`.
 
+mod client;
 mod error;
 
+pub mod credentials;
 pub mod envelope;
+pub mod pagination;
+pub mod retry;
 pub mod signer;
 pub mod types;
 
 #[cfg(feature = "sim")]
 pub mod sim;
 
+pub use client::{AgentKitClient, Regional};
 pub use error::AgentKitError;
+pub use pagination::{Paged, Pager};
 pub use signer::Credentials;

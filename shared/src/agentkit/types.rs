@@ -24,6 +24,11 @@ pub trait Action: Serialize + DeserializeOwned + Send + Sync {
     type Output: Serialize + DeserializeOwned + Default + Send;
     /// CreateTool and UpdateTool share a write throttle (3/s) in AgentKit.
     const IS_TOOL_WRITE: bool = false;
+    /// Whether sending the same request twice has the effect of sending it once. A request
+    /// that may have reached AgentKit (a timeout after it was sent) is retried only when this
+    /// holds: a second CreateSession or ResumeSessionFromSnapshot would start a second,
+    /// billable sandbox.
+    const IDEMPOTENT: bool = true;
 }
 
 /// A `{Key, Type, Value}` metadata entry of a session (or `SessionMetadata` of a snapshot).
@@ -273,6 +278,7 @@ pub struct CreateSessionResult {
 
 impl Action for CreateSession {
     const NAME: &'static str = "CreateSession";
+    const IDEMPOTENT: bool = false;
     type Output = CreateSessionResult;
 }
 
@@ -349,6 +355,7 @@ pub struct ResumeSessionFromSnapshotResult {
 
 impl Action for ResumeSessionFromSnapshot {
     const NAME: &'static str = "ResumeSessionFromSnapshot";
+    const IDEMPOTENT: bool = false;
     type Output = ResumeSessionFromSnapshotResult;
 }
 
@@ -457,6 +464,7 @@ pub struct CreateToolResult {
 
 impl Action for CreateTool {
     const NAME: &'static str = "CreateTool";
+    const IDEMPOTENT: bool = false;
     type Output = CreateToolResult;
     const IS_TOOL_WRITE: bool = true;
 }

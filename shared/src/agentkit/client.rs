@@ -1,0 +1,403 @@
+//! The AgentKit HTTP client: signs each request, reads the envelope, classifies errors, retries
+//! what may be retried within the caller's deadline, and falls back across regions.
+//!
+//! Built once per container (outside the handler) and shared: it holds a connection pool.
+//! It logs the action, region, status and attempt of each call, never the body, a header, a
+//! signature or a session `Endpoint`.
+
+use std::time::Duration;
+
+use reqwest::header::{HeaderValue, CONTENT_TYPE, HOST, RETRY_AFTER};
+use reqwest::Url;
+use time::OffsetDateTime;
+
+use super::envelope::{self, Envelope};
+use super::retry::{parse_retry_after, RetryPolicy};
+use super::signer::{self, Credentials};
+use super::types::{Action, API_VERSION};
+use super::AgentKitError;
+use crate::config::AgentKitConfig;
+use crate::deadline::Deadline;
+
+const JSON: &str = "application/json";
+
+/// A result together with the region that answered it; resume and delete must go back to the
+/// region where the object was found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Regional<T> {
+    pub region: String,
+    pub value: T,
+}
+
+#[derive(Clone)]
+pub struct AgentKitClient {
+    http: reqwest::Client,
+    endpoint: Url,
+    /// The `Host` header exactly as it is signed and sent.
+    host: String,
+    regions: Vec<String>,
+    credentials: Credentials,
+    retry: RetryPolicy,
+    request_timeout: Duration,
+}
+
+impl std::fmt::Debug for AgentKitClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AgentKitClient")
+            .field("endpoint", &self.endpoint.as_str())
+            .field("regions", &self.regions)
+            .field("credentials", &self.credentials)
+            .finish()
+    }
+}
+
+/// One attempt's failure, with what the retry loop needs to decide.
+struct Failure {
+    error: AgentKitError,
+    /// Retrying may help (429/503, throttling code, no answer).
+    retryable: bool,
+    /// The request surely did not reach AgentKit, so even a non-idempotent action may be sent
+    /// again.
+    not_sent: bool,
+    retry_after: Option<Duration>,
+}
+
+impl AgentKitClient {
+    /// A client for `config` with already loaded `credentials` (see [`super::credentials`]).
+    pub fn new(config: &AgentKitConfig, credentials: Credentials) -> Result<Self, AgentKitError> {
+        Self::with_http(http_client()?, config, credentials)
+    }
+
+    /// A client for `config`, loading its credentials from where the configuration says
+    /// (the environment, or the Secrets Manager extension). Call once at cold start.
+    pub async fn from_config(config: &AgentKitConfig) -> Result<Self, AgentKitError> {
+        let http = http_client()?;
+        let credentials = super::credentials::load(&config.credentials, &http).await?;
+        Self::with_http(http, config, credentials)
+    }
+
+    /// As [`AgentKitClient::new`], reusing an HTTP client.
+    pub fn with_http(
+        http: reqwest::Client,
+        config: &AgentKitConfig,
+        credentials: Credentials,
+    ) -> Result<Self, AgentKitError> {
+        let invalid = |why: &str| AgentKitError::InvalidResponse {
+            action: "configure",
+            detail: format!("AGENTKIT_ENDPOINT {why}"),
+        };
+        let mut endpoint = Url::parse(&config.endpoint).map_err(|_| invalid("is not a URL"))?;
+        endpoint.set_path("/");
+        endpoint.set_query(None);
+        let host_name = endpoint.host_str().ok_or_else(|| invalid("has no host"))?;
+        // `Url::port` is None for the scheme's default port, which is also what the Python
+        // signer does (it drops :80 and :443 from the signed Host).
+        let host = match endpoint.port() {
+            Some(port) => format!("{host_name}:{port}"),
+            None => host_name.to_string(),
+        };
+        if config.regions.is_empty() {
+            return Err(invalid("has no region configured"));
+        }
+        Ok(AgentKitClient {
+            http,
+            endpoint,
+            host,
+            regions: config.regions.clone(),
+            credentials,
+            retry: RetryPolicy::default(),
+            request_timeout: config.request_timeout,
+        })
+    }
+
+    /// Replace the retry policy (tests use shorter waits).
+    pub fn with_retry_policy(mut self, retry: RetryPolicy) -> Self {
+        self.retry = retry;
+        self
+    }
+
+    /// The configured regions, in the order they are tried.
+    pub fn regions(&self) -> &[String] {
+        &self.regions
+    }
+
+    /// Call `request` in `region`, retrying throttles and lost connections within `deadline`.
+    pub async fn call<A: Action>(
+        &self,
+        region: &str,
+        request: &A,
+        deadline: Deadline,
+    ) -> Result<A::Output, AgentKitError> {
+        let body = serde_json::to_vec(request).map_err(|e| AgentKitError::InvalidResponse {
+            action: A::NAME,
+            detail: format!("request did not serialise: {e}"),
+        })?;
+        let mut retry = 0;
+        loop {
+            let failure = match self.attempt::<A>(region, &body, deadline).await {
+                Ok(out) => return Ok(out),
+                Err(f) => f,
+            };
+            let may_resend = failure.not_sent || A::IDEMPOTENT;
+            let wait = if failure.retryable && may_resend {
+                self.retry.next_wait(retry, failure.retry_after, deadline)
+            } else {
+                None
+            };
+            let Some(wait) = wait else {
+                return Err(match failure.error {
+                    AgentKitError::Throttled { action, .. } => AgentKitError::Throttled {
+                        action,
+                        retry_after: failure.retry_after,
+                    },
+                    other => other,
+                });
+            };
+            tracing::debug!(
+                action = A::NAME,
+                region,
+                retry,
+                wait_ms = wait.as_millis() as u64,
+                error = %failure.error,
+                "agentkit call will be retried"
+            );
+            tokio::time::sleep(wait).await;
+            retry += 1;
+        }
+    }
+
+    /// Call `request` in each configured region in turn, moving on only when the answer is
+    /// `InvalidResource.NotFound` (the object or its Tool lives in another region). Any other
+    /// error stops the search: a throttled region is not a missing object.
+    pub async fn call_any_region<A: Action>(
+        &self,
+        request: &A,
+        deadline: Deadline,
+    ) -> Result<Regional<A::Output>, AgentKitError> {
+        let mut last = None;
+        for region in &self.regions {
+            match self.call(region, request, deadline).await {
+                Ok(value) => {
+                    return Ok(Regional {
+                        region: region.clone(),
+                        value,
+                    })
+                }
+                Err(e) if e.is_not_found() => last = Some(e),
+                Err(e) => return Err(e),
+            }
+        }
+        Err(last.unwrap_or(AgentKitError::NotFound {
+            action: A::NAME,
+            message: "no region configured".into(),
+        }))
+    }
+
+    async fn attempt<A: Action>(
+        &self,
+        region: &str,
+        body: &[u8],
+        deadline: Deadline,
+    ) -> Result<A::Output, Failure> {
+        let timeout = self.request_timeout.min(deadline.remaining());
+        if timeout.is_zero() {
+            return Err(Failure {
+                error: AgentKitError::Transport {
+                    action: A::NAME,
+                    detail: "the deadline passed before the request was sent".into(),
+                },
+                retryable: false,
+                not_sent: true,
+                retry_after: None,
+            });
+        }
+        let query = [("Action", A::NAME), ("Version", API_VERSION)];
+        let signed = signer::sign(
+            &self.credentials,
+            region,
+            OffsetDateTime::now_utc(),
+            &signer::Request {
+                host: &self.host,
+                query: &query,
+                content_type: JSON,
+                body,
+            },
+        );
+        let mut url = self.endpoint.clone();
+        url.query_pairs_mut()
+            .append_pair("Action", A::NAME)
+            .append_pair("Version", API_VERSION);
+        let mut req = self
+            .http
+            .post(url)
+            .timeout(timeout)
+            .header(HOST, &self.host)
+            .header(CONTENT_TYPE, JSON)
+            .header("X-Date", &signed.x_date)
+            .header("X-Content-Sha256", &signed.x_content_sha256)
+            .header("Authorization", &signed.authorization)
+            .body(body.to_vec());
+        if let Some(token) = &signed.x_security_token {
+            req = req.header("X-Security-Token", token);
+        }
+
+        let resp = match req.send().await {
+            Ok(r) => r,
+            Err(e) => {
+                tracing::info!(
+                    action = A::NAME,
+                    region,
+                    connect = e.is_connect(),
+                    timeout = e.is_timeout(),
+                    "agentkit call got no answer"
+                );
+                return Err(Failure {
+                    error: AgentKitError::Transport {
+                        action: A::NAME,
+                        detail: transport_detail(&e),
+                    },
+                    retryable: true,
+                    not_sent: e.is_connect(),
+                    retry_after: None,
+                });
+            }
+        };
+        let status = resp.status().as_u16();
+        let retry_after = parse_retry_after(
+            resp.headers()
+                .get(RETRY_AFTER)
+                .and_then(|v: &HeaderValue| v.to_str().ok()),
+        );
+        let bytes = match resp.bytes().await {
+            Ok(b) => b,
+            Err(e) => {
+                return Err(Failure {
+                    error: AgentKitError::Transport {
+                        action: A::NAME,
+                        detail: transport_detail(&e),
+                    },
+                    retryable: true,
+                    not_sent: false,
+                    retry_after,
+                })
+            }
+        };
+        tracing::debug!(action = A::NAME, region, status, "agentkit answered");
+        read_envelope::<A>(status, &bytes).map_err(|error| {
+            let retryable = envelope::is_retry_status(status)
+                || matches!(error, AgentKitError::Throttled { .. });
+            // A 429 or a throttling code means AgentKit refused the request before acting.
+            let not_sent = status == 429 || matches!(error, AgentKitError::Throttled { .. });
+            if !retryable {
+                tracing::info!(
+                    action = A::NAME,
+                    region,
+                    status,
+                    code = error.code().unwrap_or(""),
+                    "agentkit call failed"
+                );
+            }
+            Failure {
+                error,
+                retryable,
+                not_sent,
+                retry_after,
+            }
+        })
+    }
+}
+
+fn http_client() -> Result<reqwest::Client, AgentKitError> {
+    reqwest::Client::builder()
+        .connect_timeout(Duration::from_secs(3))
+        .pool_idle_timeout(Duration::from_secs(60))
+        .build()
+        .map_err(|e| AgentKitError::Credentials(format!("HTTP client: {e}")))
+}
+
+/// Decide a response by the envelope's error code first, the HTTP status second.
+fn read_envelope<A: Action>(status: u16, bytes: &[u8]) -> Result<A::Output, AgentKitError> {
+    let parsed: Result<Envelope<A::Output>, _> = serde_json::from_slice(bytes);
+    match parsed {
+        Ok(env) => {
+            if let Some(err) = env.response_metadata.error {
+                return Err(envelope::classify(
+                    A::NAME,
+                    status,
+                    Some(err.code.as_str()),
+                    &err.message,
+                ));
+            }
+            if !(200..300).contains(&status) {
+                return Err(envelope::classify(A::NAME, status, None, ""));
+            }
+            Ok(env.result.unwrap_or_default())
+        }
+        Err(e) if (200..300).contains(&status) => Err(AgentKitError::InvalidResponse {
+            action: A::NAME,
+            detail: format!("unreadable envelope: {e}"),
+        }),
+        Err(_) => Err(envelope::classify(A::NAME, status, None, "")),
+    }
+}
+
+/// The transport error without the URL (it holds nothing secret today, but the query and host
+/// are not the caller's business either).
+fn transport_detail(e: &reqwest::Error) -> String {
+    let kind = if e.is_timeout() {
+        "timed out"
+    } else if e.is_connect() {
+        "could not connect"
+    } else if e.is_body() || e.is_decode() {
+        "broken response body"
+    } else {
+        "request failed"
+    };
+    kind.to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agentkit::types::{GetSession, Session};
+
+    #[test]
+    fn envelope_errors_win_over_a_200() {
+        let body =
+            br#"{"ResponseMetadata":{"Error":{"Code":"InvalidResource.NotFound","Message":"no"}}}"#;
+        let err = read_envelope::<GetSession>(200, body).unwrap_err();
+        assert!(err.is_not_found());
+    }
+
+    #[test]
+    fn a_bare_status_without_envelope_is_classified() {
+        let err = read_envelope::<GetSession>(503, b"<html>busy</html>").unwrap_err();
+        assert!(matches!(err, AgentKitError::Throttled { .. }));
+        let err = read_envelope::<GetSession>(502, b"").unwrap_err();
+        assert!(matches!(err, AgentKitError::Provider { status: 502, .. }));
+        let err = read_envelope::<GetSession>(200, b"not json").unwrap_err();
+        assert!(matches!(err, AgentKitError::InvalidResponse { .. }));
+    }
+
+    #[test]
+    fn a_result_is_read() {
+        let body = br#"{"ResponseMetadata":{"RequestId":"r"},"Result":{"SessionId":"s-1","Status":"Ready"}}"#;
+        let s: Session = read_envelope::<GetSession>(200, body).unwrap();
+        assert_eq!(s.session_id.as_deref(), Some("s-1"));
+    }
+
+    #[test]
+    fn debug_shows_no_secret() {
+        let config = AgentKitConfig {
+            endpoint: "http://127.0.0.1:9".into(),
+            regions: vec!["cn-beijing".into()],
+            credentials: crate::config::CredentialsSource::Static(Credentials::new(
+                "AK", "SECRET", None,
+            )),
+            request_timeout: Duration::from_secs(1),
+        };
+        let c = AgentKitClient::new(&config, Credentials::new("AK", "SECRET", None)).unwrap();
+        assert!(!format!("{c:?}").contains("SECRET"));
+        assert_eq!(c.host, "127.0.0.1:9");
+    }
+}

@@ -1,0 +1,108 @@
+//! Loading AgentKit credentials once at cold start.
+//!
+//! From the environment (`VOLCENGINE_ACCESS_KEY`, `VOLCENGINE_SECRET_KEY`, optional
+//! `VOLCENGINE_SESSION_TOKEN`), or — preferred in Lambda — from a Secrets Manager secret read
+//! through the AWS Parameters and Secrets Lambda Extension on localhost, which needs nothing
+//! but an HTTP client. The secret's value is JSON with either the environment variable names
+//! as keys or `access_key_id` / `secret_access_key` / `session_token`.
+//!
+//! Errors say what went wrong without echoing the secret or the extension's answer.
+
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use super::signer::Credentials;
+use super::AgentKitError;
+use crate::config::CredentialsSource;
+
+/// How often the extension is asked before giving up: it may still be starting when the
+/// function's init phase runs.
+const EXTENSION_ATTEMPTS: u32 = 3;
+
+/// The credentials `source` names.
+pub async fn load(
+    source: &CredentialsSource,
+    http: &reqwest::Client,
+) -> Result<Credentials, AgentKitError> {
+    match source {
+        CredentialsSource::Static(c) => Ok(c.clone()),
+        CredentialsSource::SecretsExtension {
+            secret_id,
+            port,
+            aws_session_token,
+        } => {
+            let url = format!("http://localhost:{port}/secretsmanager/get");
+            from_extension(http, &url, secret_id, aws_session_token).await
+        }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "PascalCase")]
+struct GetSecretValue {
+    secret_string: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct SecretValue {
+    #[serde(alias = "VOLCENGINE_ACCESS_KEY")]
+    access_key_id: Option<String>,
+    #[serde(alias = "VOLCENGINE_SECRET_KEY")]
+    secret_access_key: Option<String>,
+    #[serde(alias = "VOLCENGINE_SESSION_TOKEN")]
+    session_token: Option<String>,
+}
+
+/// Read `secret_id` from the extension at `url` (`…/secretsmanager/get`).
+pub async fn from_extension(
+    http: &reqwest::Client,
+    url: &str,
+    secret_id: &str,
+    aws_session_token: &str,
+) -> Result<Credentials, AgentKitError> {
+    let fail = |why: &str| AgentKitError::Credentials(format!("secret {secret_id:?}: {why}"));
+    let mut last = fail("not read");
+    for attempt in 0..EXTENSION_ATTEMPTS {
+        if attempt > 0 {
+            tokio::time::sleep(Duration::from_millis(100 * u64::from(attempt))).await;
+        }
+        let resp = http
+            .get(url)
+            .query(&[("secretId", secret_id)])
+            .header("X-Aws-Parameters-Secrets-Token", aws_session_token)
+            .timeout(Duration::from_secs(2))
+            .send()
+            .await;
+        let resp = match resp {
+            Ok(r) if r.status().is_success() => r,
+            Ok(r) => {
+                last = fail(&format!(
+                    "the extension answered HTTP {}",
+                    r.status().as_u16()
+                ));
+                continue;
+            }
+            Err(_) => {
+                last = fail("the extension did not answer");
+                continue;
+            }
+        };
+        let value: GetSecretValue = resp
+            .json()
+            .await
+            .map_err(|_| fail("the extension's answer is not GetSecretValue JSON"))?;
+        let secret = value
+            .secret_string
+            .ok_or_else(|| fail("the secret has no SecretString"))?;
+        let parsed: SecretValue = serde_json::from_str(&secret)
+            .map_err(|_| fail("the SecretString is not a JSON object of keys"))?;
+        let access = parsed.access_key_id.filter(|s| !s.is_empty());
+        let secret_key = parsed.secret_access_key.filter(|s| !s.is_empty());
+        return match (access, secret_key) {
+            (Some(ak), Some(sk)) => Ok(Credentials::new(ak, sk, parsed.session_token)),
+            _ => Err(fail("the secret lacks the access key or the secret key")),
+        };
+    }
+    Err(last)
+}

@@ -1,0 +1,159 @@
+//! Walking `NextToken` listings with guards.
+//!
+//! A listing ends when AgentKit answers no token (or an empty one). Two guards keep a
+//! misbehaving listing from looping forever or eating a Lambda's whole budget: a token that
+//! comes back a second time is an error, and so is a listing longer than the caller's page cap.
+
+use std::collections::HashSet;
+
+use super::client::AgentKitClient;
+use super::types::{
+    Action, ListSessionSnapshots, ListSessions, ListTools, Session, Snapshot, Tool, MAX_PAGE_SIZE,
+};
+use super::AgentKitError;
+use crate::deadline::Deadline;
+
+/// A listing action that pages with `NextToken`.
+pub trait Paged: Action + Clone {
+    type Item: Send;
+    fn set_next_token(&mut self, token: Option<String>);
+    fn set_page_size(&mut self, size: u32);
+    fn into_page(output: Self::Output) -> (Vec<Self::Item>, Option<String>);
+}
+
+impl Paged for ListSessions {
+    type Item = Session;
+    fn set_next_token(&mut self, token: Option<String>) {
+        self.next_token = token;
+    }
+    fn set_page_size(&mut self, size: u32) {
+        self.max_results = Some(size);
+    }
+    fn into_page(o: Self::Output) -> (Vec<Session>, Option<String>) {
+        (o.session_infos, o.next_token)
+    }
+}
+
+impl Paged for ListSessionSnapshots {
+    type Item = Snapshot;
+    fn set_next_token(&mut self, token: Option<String>) {
+        self.next_token = token;
+    }
+    fn set_page_size(&mut self, size: u32) {
+        self.max_results = Some(size);
+    }
+    fn into_page(o: Self::Output) -> (Vec<Snapshot>, Option<String>) {
+        (o.snapshots, o.next_token)
+    }
+}
+
+impl Paged for ListTools {
+    type Item = Tool;
+    fn set_next_token(&mut self, token: Option<String>) {
+        self.next_token = token;
+    }
+    fn set_page_size(&mut self, size: u32) {
+        self.max_results = Some(size);
+    }
+    fn into_page(o: Self::Output) -> (Vec<Tool>, Option<String>) {
+        (o.tools, o.next_token)
+    }
+}
+
+/// Pages of one listing in one region, fetched on demand.
+pub struct Pager<'c, A: Paged> {
+    client: &'c AgentKitClient,
+    region: String,
+    request: A,
+    seen: HashSet<String>,
+    pages: usize,
+    page_cap: usize,
+    next: Option<String>,
+    done: bool,
+}
+
+impl<'c, A: Paged> Pager<'c, A> {
+    /// Page through `request` in `region`, at most `page_cap` pages. The request's own
+    /// `NextToken` (if any) is where the listing starts, so a stored cursor can resume it.
+    pub fn new(client: &'c AgentKitClient, region: &str, request: A, page_cap: usize) -> Self {
+        Pager {
+            client,
+            region: region.to_string(),
+            request,
+            seen: HashSet::new(),
+            pages: 0,
+            page_cap,
+            next: None,
+            done: false,
+        }
+    }
+
+    /// The token that fetches the next page: `None` before the first page and at the end.
+    /// A caller that stops early (a paged API) hands it out as its own cursor.
+    pub fn next_token(&self) -> Option<&str> {
+        self.next.as_deref()
+    }
+
+    /// Whether the listing has been read to its end.
+    pub fn is_done(&self) -> bool {
+        self.done
+    }
+
+    /// The next page, or `None` when the listing is over.
+    pub async fn next_page(
+        &mut self,
+        deadline: Deadline,
+    ) -> Result<Option<Vec<A::Item>>, AgentKitError> {
+        if self.done {
+            return Ok(None);
+        }
+        if self.pages >= self.page_cap {
+            return Err(AgentKitError::InvalidResponse {
+                action: A::NAME,
+                detail: format!("listing has more than {} pages", self.page_cap),
+            });
+        }
+        let out = self
+            .client
+            .call(&self.region, &self.request, deadline)
+            .await?;
+        self.pages += 1;
+        let (items, token) = A::into_page(out);
+        match token.filter(|t| !t.is_empty()) {
+            None => {
+                self.done = true;
+                self.next = None;
+            }
+            Some(t) => {
+                if !self.seen.insert(t.clone()) {
+                    return Err(AgentKitError::InvalidResponse {
+                        action: A::NAME,
+                        detail: "NextToken repeated: the listing would loop".into(),
+                    });
+                }
+                self.next = Some(t.clone());
+                self.request.set_next_token(Some(t));
+            }
+        }
+        Ok(Some(items))
+    }
+}
+
+impl AgentKitClient {
+    /// Every item of a listing in `region`, at most `page_cap` pages of the largest size.
+    pub async fn list_all<A: Paged>(
+        &self,
+        region: &str,
+        mut request: A,
+        page_cap: usize,
+        deadline: Deadline,
+    ) -> Result<Vec<A::Item>, AgentKitError> {
+        request.set_page_size(MAX_PAGE_SIZE);
+        let mut pager = Pager::new(self, region, request, page_cap);
+        let mut all = Vec::new();
+        while let Some(items) = pager.next_page(deadline).await? {
+            all.extend(items);
+        }
+        Ok(all)
+    }
+}

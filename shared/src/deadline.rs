@@ -1,0 +1,46 @@
+//! A point in time by which an operation must have answered.
+//!
+//! Every call that may wait (AgentKit retries, readiness polling) takes a [`Deadline`] from its
+//! caller instead of inventing its own timeout: a Lambda has its remaining time, an HTTP request
+//! its budget, and nothing may run past either.
+
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Deadline(Instant);
+
+impl Deadline {
+    /// `budget` from now.
+    pub fn after(budget: Duration) -> Self {
+        Deadline(Instant::now() + budget)
+    }
+
+    pub fn at(instant: Instant) -> Self {
+        Deadline(instant)
+    }
+
+    pub fn instant(self) -> Instant {
+        self.0
+    }
+
+    /// Time left, zero once passed.
+    pub fn remaining(self) -> Duration {
+        self.0.saturating_duration_since(Instant::now())
+    }
+
+    pub fn is_past(self) -> bool {
+        self.remaining().is_zero()
+    }
+
+    /// Whether waiting `wait` would still leave time before the deadline.
+    pub fn allows(self, wait: Duration) -> bool {
+        Instant::now() + wait < self.0
+    }
+
+    /// The earlier of this deadline and `budget` from now.
+    pub fn min_after(self, budget: Duration) -> Self {
+        self.min(Deadline::after(budget))
+    }
+}
