@@ -3,6 +3,7 @@
 
 use crate::agentkit::AgentKitError;
 use crate::config::ConfigError;
+use crate::store::StoreError;
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -36,6 +37,11 @@ pub enum Error {
     #[error("{0}")]
     NotWakeable(String),
 
+    /// A wake did not produce a usable session; the snapshot is intact and the agent still
+    /// wakeable (502, retryable).
+    #[error("{0}")]
+    WakeFailed(String),
+
     /// A request body above the limit.
     #[error("the request body is larger than {limit} bytes")]
     PayloadTooLarge { limit: usize },
@@ -55,6 +61,10 @@ pub enum Error {
     /// A call to AgentKit failed.
     #[error(transparent)]
     AgentKit(#[from] AgentKitError),
+
+    /// The table could not be read or written.
+    #[error(transparent)]
+    Store(#[from] StoreError),
 
     /// Configuration read at cold start is invalid.
     #[error(transparent)]

@@ -20,6 +20,8 @@ pub mod domain;
 pub mod error;
 pub mod http;
 pub mod identity;
+pub mod registry;
 pub mod store;
+pub mod wake;
 
 pub use error::{Error, Result};

@@ -11,6 +11,7 @@ use serde::Serialize;
 
 use crate::agentkit::AgentKitError;
 use crate::error::Error;
+use crate::store::StoreError;
 
 pub const CONTENT_TYPE: &str = "application/problem+json";
 
@@ -142,7 +143,21 @@ impl From<&Error> for Problem {
                 Problem::new(503, "NOT_CONFIGURED", "Not configured", detail.clone())
             }
             Error::AgentKit(e) => agentkit_problem(e),
-            Error::Config(_) | Error::Internal(_) => Problem::new(
+            Error::WakeFailed(_) => Problem::new(
+                502,
+                "PROVIDER_ERROR",
+                "Wake failed",
+                "the sandbox did not start; its snapshot is intact, retry the resume",
+            )
+            .retryable(None),
+            Error::Store(StoreError::Unavailable(_)) => Problem::new(
+                503,
+                "STORE_UNAVAILABLE",
+                "Store unavailable",
+                "the agent table could not be reached; retry shortly",
+            )
+            .retryable(Some(1)),
+            Error::Config(_) | Error::Internal(_) | Error::Store(_) => Problem::new(
                 500,
                 "INTERNAL",
                 "Internal error",

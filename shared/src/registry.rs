@@ -1,0 +1,137 @@
+//! The tool registry as the functions read it: the registry item deploy writes, with explicit
+//! Tool ids from the environment (`SNAPWAKE_TOOL_<KEY>`) laid over it, cached for a minute in a
+//! warm container so a burst of requests costs one read.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use crate::domain::{Kind, Retention, ToolRegistry};
+use crate::error::Error;
+use crate::store::AgentStore;
+
+/// How long a read registry is trusted.
+pub const REGISTRY_TTL: Duration = Duration::from_secs(60);
+
+/// Catalogue keys whose Tool id may be pinned by `SNAPWAKE_TOOL_<KEY>`, and what they name.
+pub const TOOL_KEYS: [(&str, Kind, Retention); 6] = [
+    ("CODEX", Kind::Codex, Retention::Temporary),
+    ("CODEX_SNAPSHOT", Kind::Codex, Retention::Recoverable),
+    ("OPENCLAW", Kind::Openclaw, Retention::Temporary),
+    ("OPENCLAW_SNAPSHOT", Kind::Openclaw, Retention::Recoverable),
+    ("HERMES", Kind::Hermes, Retention::Temporary),
+    ("HERMES_SNAPSHOT", Kind::Hermes, Retention::Recoverable),
+];
+
+/// Explicit Tool ids from the environment, by catalogue key (`CODEX_SNAPSHOT`, ...).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ToolOverrides(pub BTreeMap<String, String>);
+
+impl ToolOverrides {
+    /// Read `SNAPWAKE_TOOL_<KEY>` for every known key.
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Self {
+        let mut map = BTreeMap::new();
+        for (key, _, _) in TOOL_KEYS {
+            if let Some(id) = lookup(&format!("SNAPWAKE_TOOL_{key}")).filter(|v| !v.trim().is_empty()) {
+                map.insert(key.to_string(), id.trim().to_string());
+            }
+        }
+        ToolOverrides(map)
+    }
+
+    /// `registry` with the overrides laid over it.
+    pub fn apply(&self, mut registry: ToolRegistry) -> ToolRegistry {
+        for (key, kind, retention) in TOOL_KEYS {
+            if let Some(id) = self.0.get(key) {
+                let tools = registry.kinds.entry(kind).or_default();
+                match retention {
+                    Retention::Temporary => tools.temporary = Some(id.clone()),
+                    Retention::Recoverable => tools.recoverable = Some(id.clone()),
+                }
+            }
+        }
+        registry
+    }
+}
+
+/// The registry of a warm container.
+#[derive(Debug)]
+pub struct RegistryCache {
+    overrides: ToolOverrides,
+    ttl: Duration,
+    cached: Mutex<Option<(Instant, Arc<ToolRegistry>)>>,
+}
+
+impl RegistryCache {
+    pub fn new(overrides: ToolOverrides) -> Self {
+        Self::with_ttl(overrides, REGISTRY_TTL)
+    }
+
+    pub fn with_ttl(overrides: ToolOverrides, ttl: Duration) -> Self {
+        RegistryCache {
+            overrides,
+            ttl,
+            cached: Mutex::new(None),
+        }
+    }
+
+    /// The current registry: cached if read less than a TTL ago, else read from `store`.
+    /// No registry written yet reads as an empty one (plus overrides).
+    pub async fn get<S: AgentStore>(&self, store: &S) -> Result<Arc<ToolRegistry>, Error> {
+        if let Some(hit) = self.fresh() {
+            return Ok(hit);
+        }
+        let stored = store.get_registry().await?.unwrap_or_default();
+        let registry = Arc::new(self.overrides.apply(stored));
+        if let Ok(mut slot) = self.cached.lock() {
+            *slot = Some((Instant::now(), registry.clone()));
+        }
+        Ok(registry)
+    }
+
+    /// Forget the cached registry (deploy calls this after writing a new one).
+    pub fn invalidate(&self) {
+        if let Ok(mut slot) = self.cached.lock() {
+            *slot = None;
+        }
+    }
+
+    fn fresh(&self) -> Option<Arc<ToolRegistry>> {
+        let slot = self.cached.lock().ok()?;
+        let (at, registry) = slot.as_ref()?;
+        (at.elapsed() < self.ttl).then(|| registry.clone())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::KindTools;
+
+    #[test]
+    fn overrides_win_over_the_stored_registry() {
+        let mut stored = ToolRegistry::default();
+        stored.kinds.insert(
+            Kind::Codex,
+            KindTools {
+                temporary: Some("t-temp".into()),
+                recoverable: Some("t-rec".into()),
+                legacy_snapshot_tools: vec!["t-old".into()],
+            },
+        );
+        let env = |k: &str| match k {
+            "SNAPWAKE_TOOL_CODEX_SNAPSHOT" => Some("t-pinned".to_string()),
+            "SNAPWAKE_TOOL_HERMES" => Some(" t-h ".to_string()),
+            "SNAPWAKE_TOOL_OPENCLAW" => Some("".to_string()),
+            _ => None,
+        };
+        let r = ToolOverrides::from_lookup(env).apply(stored);
+        assert_eq!(r.tool(Kind::Codex, Retention::Recoverable), Some("t-pinned"));
+        assert_eq!(r.tool(Kind::Codex, Retention::Temporary), Some("t-temp"));
+        assert_eq!(r.tool(Kind::Hermes, Retention::Temporary), Some("t-h"));
+        assert_eq!(r.tool(Kind::Openclaw, Retention::Temporary), None);
+        assert!(r.is_snapshot_tool(Kind::Codex, "t-old"));
+    }
+}
