@@ -66,8 +66,8 @@ fn jwt_without_groups() {
     assert!(!c.is_admin);
     assert!(caller("jwt-no-groups", &config(&["Bob"], &[])).is_admin);
     assert!(caller("jwt-no-groups", &config(&["github|583231"], &[])).is_admin);
-    // `name` is a display-name claim, hence an identifier.
-    assert!(caller("jwt-no-groups", &config(&["bob builder"], &[])).is_admin);
+    // `name` is free text people can often edit themselves: it never makes an admin.
+    assert!(!caller("jwt-no-groups", &config(&["bob builder"], &[])).is_admin);
     // A configured owner claim order is honoured.
     let by_username = IdentityConfig {
         owner_claims: vec!["preferred_username".into(), "sub".into()],

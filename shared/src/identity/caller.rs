@@ -67,8 +67,9 @@ impl Caller {
     ///
     /// - owner id: the first non-blank claim of `config.owner_claims`; none → unauthenticated;
     /// - display name: the first non-blank of [`DISPLAY_NAME_CLAIMS`], else the owner id;
-    /// - admin: a value of an identifier claim (the owner claims and the display-name claims),
-    ///   case-folded, is in `config.admins`; or a group claim ([`GROUP_CLAIMS`]) names one of
+    /// - admin: a value of an identifier claim (the configured owner claims), case-folded, is
+    ///   in `config.admins` — never a free-text claim such as `name`, which people can often
+    ///   edit themselves; or a group claim ([`GROUP_CLAIMS`]) names one of
     ///   `config.admin_groups` (group names compare exactly: identity providers treat them as
     ///   case-sensitive, so `Admins` is not `admins`).
     ///
@@ -112,8 +113,6 @@ fn is_admin(claims: &Claims, config: &IdentityConfig) -> bool {
         && config
             .owner_claims
             .iter()
-            .map(String::as_str)
-            .chain(DISPLAY_NAME_CLAIMS)
             .flat_map(|name| claims.values(name))
             .filter(|value| !value.trim().is_empty())
             .map(str::to_lowercase)
