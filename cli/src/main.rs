@@ -1,1 +1,44 @@
-fn main() {}
+//! `snapwake`: the command-line entry point. Parses arguments and hands each subcommand to its
+//! module; every module exposes `run(args) -> Result<(), CliError>`.
+
+mod error;
+mod usid;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+use crate::error::CliError;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "snapwake",
+    version,
+    about = "The snapwake control plane's command line"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Encode owners and decode UserSessionIds (support tools).
+    Usid(usid::UsidArgs),
+}
+
+fn run(cli: Cli) -> Result<(), CliError> {
+    match cli.command {
+        Command::Usid(args) => usid::run(args),
+    }
+}
+
+fn main() -> ExitCode {
+    match run(Cli::parse()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("snapwake: {err}");
+            ExitCode::from(err.exit_code())
+        }
+    }
+}

@@ -1,0 +1,25 @@
+//! The error every subcommand returns, and the exit code it maps to.
+
+/// A subcommand failure, printed as `snapwake: <message>` on stderr.
+#[derive(Debug, thiserror::Error)]
+pub enum CliError {
+    /// The arguments parse but are not acceptable (exit code 2, like clap's own usage errors).
+    #[error("{0}")]
+    Usage(String),
+    /// Writing the output failed.
+    #[error("cannot write output: {0}")]
+    Io(#[from] std::io::Error),
+    /// Serialising the output failed.
+    #[error("cannot serialise output: {0}")]
+    Json(#[from] serde_json::Error),
+}
+
+impl CliError {
+    /// 2 for bad input (the convention clap follows), 1 for everything else.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            CliError::Usage(_) => 2,
+            CliError::Io(_) | CliError::Json(_) => 1,
+        }
+    }
+}
