@@ -23,6 +23,9 @@ pub(crate) struct Throttle {
     pub(crate) max_in_window: u32,
     /// How many writes were refused with 429.
     pub(crate) throttled: u64,
+    /// Writes before this instant still throttle but no longer count toward
+    /// `max_in_window` (set by a counter reset).
+    counted_since: Option<Instant>,
 }
 
 impl Throttle {
@@ -32,6 +35,7 @@ impl Throttle {
             accepted: VecDeque::new(),
             max_in_window: 0,
             throttled: 0,
+            counted_since: None,
         }
     }
 
@@ -58,13 +62,18 @@ impl Throttle {
         self.accepted.push_back(now);
         // A window ending at an accepted write holds the most writes, so this is the maximum
         // over every sliding window.
-        self.max_in_window = self.max_in_window.max(self.accepted.len() as u32);
+        let counted = match self.counted_since {
+            None => self.accepted.len(),
+            Some(since) => self.accepted.iter().filter(|t| **t >= since).count(),
+        };
+        self.max_in_window = self.max_in_window.max(counted as u32);
         Ok(())
     }
 
     pub(crate) fn reset_counters(&mut self) {
         self.max_in_window = 0;
         self.throttled = 0;
+        self.counted_since = Some(Instant::now());
     }
 }
 
