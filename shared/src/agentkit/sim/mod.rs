@@ -284,10 +284,15 @@ impl SimControl {
         })
     }
 
-    /// Add a fault (checked in the order added). Refuses a rate outside 0..=1 or a status
-    /// that is not 4xx/5xx.
+    /// Add a fault (checked in the order added). Refuses an unknown action name (a typo would
+    /// silently never fire), a rate outside 0..=1, or a status that is not 4xx/5xx.
     pub fn inject(&self, f: Fault) -> Result<(), SimError> {
         f.validate()?;
+        if let Some(a) = &f.action {
+            if actions::lookup(a).is_none() {
+                return Err(SimError::invalid(format!("no action named {a}")));
+            }
+        }
         self.0.with(|i, _| i.faults.add(f));
         Ok(())
     }
