@@ -9,6 +9,7 @@ mod error;
 pub mod credentials;
 pub mod envelope;
 pub mod pagination;
+pub mod port;
 pub mod retry;
 pub mod signer;
 pub mod types;
@@ -18,5 +19,6 @@ pub mod sim;
 
 pub use client::{AgentKitClient, Regional};
 pub use error::AgentKitError;
-pub use pagination::{Paged, Pager};
+pub use pagination::{list_all, Paged, Pager};
+pub use port::AgentKit;
 pub use signer::Credentials;

@@ -6,7 +6,7 @@
 
 use std::collections::HashSet;
 
-use super::client::AgentKitClient;
+use super::port::AgentKit;
 use super::types::{
     Action, ListSessionSnapshots, ListSessions, ListTools, Session, Snapshot, Tool, MAX_PAGE_SIZE,
 };
@@ -14,7 +14,7 @@ use super::AgentKitError;
 use crate::deadline::Deadline;
 
 /// A listing action that pages with `NextToken`.
-pub trait Paged: Action + Clone {
+pub trait Paged: Action + Clone + 'static {
     type Item: Send;
     fn set_next_token(&mut self, token: Option<String>);
     fn set_page_size(&mut self, size: u32);
@@ -61,8 +61,8 @@ impl Paged for ListTools {
 }
 
 /// Pages of one listing in one region, fetched on demand.
-pub struct Pager<'c, A: Paged> {
-    client: &'c AgentKitClient,
+pub struct Pager<'c, K: AgentKit, A: Paged> {
+    client: &'c K,
     region: String,
     request: A,
     seen: HashSet<String>,
@@ -72,10 +72,10 @@ pub struct Pager<'c, A: Paged> {
     done: bool,
 }
 
-impl<'c, A: Paged> Pager<'c, A> {
+impl<'c, K: AgentKit, A: Paged> Pager<'c, K, A> {
     /// Page through `request` in `region`, at most `page_cap` pages. The request's own
     /// `NextToken` (if any) is where the listing starts, so a stored cursor can resume it.
-    pub fn new(client: &'c AgentKitClient, region: &str, request: A, page_cap: usize) -> Self {
+    pub fn new(client: &'c K, region: &str, request: A, page_cap: usize) -> Self {
         Pager {
             client,
             region: region.to_string(),
@@ -139,21 +139,62 @@ impl<'c, A: Paged> Pager<'c, A> {
     }
 }
 
-impl AgentKitClient {
-    /// Every item of a listing in `region`, at most `page_cap` pages of the largest size.
-    pub async fn list_all<A: Paged>(
-        &self,
-        region: &str,
-        mut request: A,
-        page_cap: usize,
-        deadline: Deadline,
-    ) -> Result<Vec<A::Item>, AgentKitError> {
-        request.set_page_size(MAX_PAGE_SIZE);
-        let mut pager = Pager::new(self, region, request, page_cap);
-        let mut all = Vec::new();
-        while let Some(items) = pager.next_page(deadline).await? {
-            all.extend(items);
+/// Every item of a listing in `region`, at most `page_cap` pages of the largest size.
+pub async fn list_all<K: AgentKit, A: Paged>(
+    client: &K,
+    region: &str,
+    mut request: A,
+    page_cap: usize,
+    deadline: Deadline,
+) -> Result<Vec<A::Item>, AgentKitError> {
+    request.set_page_size(MAX_PAGE_SIZE);
+    let mut pager = Pager::new(client, region, request, page_cap);
+    let mut all = Vec::new();
+    while let Some(items) = pager.next_page(deadline).await? {
+        all.extend(items);
+    }
+    Ok(all)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agentkit::types::ListToolsResult;
+    use std::time::Duration;
+
+    /// A service that always answers the same NextToken: a listing that would never end.
+    struct Looping;
+
+    impl AgentKit for Looping {
+        async fn call<A: Action + 'static>(
+            &self,
+            _region: &str,
+            _request: &A,
+            _deadline: Deadline,
+        ) -> Result<A::Output, AgentKitError> {
+            let page = ListToolsResult {
+                tools: vec![Tool::default()],
+                next_token: Some("same".into()),
+            };
+            serde_json::from_value(serde_json::to_value(page).unwrap()).map_err(|e| {
+                AgentKitError::InvalidResponse {
+                    action: A::NAME,
+                    detail: e.to_string(),
+                }
+            })
         }
-        Ok(all)
+
+        fn regions(&self) -> &[String] {
+            &[]
+        }
+    }
+
+    #[tokio::test]
+    async fn a_repeated_next_token_is_an_error_not_a_loop() {
+        let deadline = Deadline::after(Duration::from_secs(5));
+        let err = list_all(&Looping, "r", ListTools::default(), 100, deadline)
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains("NextToken repeated"), "{err}");
     }
 }
