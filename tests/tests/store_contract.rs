@@ -638,6 +638,57 @@ async fn owner_index_skips_expired_and_ownerless<S: AgentStore>(store: Arc<S>) {
     );
 }
 
+/// More tombstones than one query round reads, newer than every live record: the listing
+/// must go on past them (DynamoDB: `LastEvaluatedKey` continuation inside one page).
+async fn owner_index_pages_past_many_tombstones<S: AgentStore>(store: Arc<S>) {
+    for i in 0..3u32 {
+        let at = format!("2026-01-01T00:00:{i:02}Z");
+        store
+            .update(
+                &key(&format!("live{i}")),
+                &Condition::Absent,
+                &described(Some("studio-t"), Some(&at)),
+            )
+            .await
+            .unwrap();
+    }
+    for i in 0..40u32 {
+        let k = key(&format!("dead{i:02}"));
+        let at = format!("2026-06-01T00:00:{i:02}Z");
+        store
+            .update(
+                &k,
+                &Condition::Absent,
+                &described(Some("studio-t"), Some(&at)),
+            )
+            .await
+            .unwrap();
+        store
+            .update(
+                &k,
+                &Condition::Version(1),
+                &Changes {
+                    state: Some(WakeState::Gone),
+                    expires_at: Some(Some(now_s() - 1)),
+                    ..Default::default()
+                },
+            )
+            .await
+            .unwrap();
+    }
+    let expected = vec![key("live2"), key("live1"), key("live0")];
+    for page in [1, 2, 3, 50] {
+        assert_eq!(
+            list_all(&*store, "studio-t", page).await,
+            expected,
+            "page {page}"
+        );
+    }
+    let first = store.query_owner("studio-t", 2, None).await.unwrap();
+    assert_eq!(first.records.len(), 2);
+    assert!(first.cursor.is_some());
+}
+
 async fn owner_index_rejects_foreign_cursors<S: AgentStore>(store: Arc<S>) {
     for id in ["c0", "c1"] {
         store
@@ -840,6 +891,7 @@ contract!(
     describe_fields_round_trip,
     owner_index_newest_first_with_pages,
     owner_index_skips_expired_and_ownerless,
+    owner_index_pages_past_many_tombstones,
     owner_index_rejects_foreign_cursors,
     registry_cas,
     concurrent_absent_acquires_one_winner,

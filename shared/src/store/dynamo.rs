@@ -346,6 +346,9 @@ fn update_expression(expr: &mut Expr, key: &AgentKey, creates: bool, changes: &C
     }
 }
 
+/// The smallest `Limit` of one owner-index query round.
+const MIN_QUERY_LIMIT: usize = 25;
+
 type Item = HashMap<String, AttributeValue>;
 
 fn get_s(item: &Item, name: &str) -> Result<Option<String>, StoreError> {
@@ -539,7 +542,9 @@ impl AgentStore for DynamoStore {
         // returned, never from DynamoDB's `LastEvaluatedKey` (which may lie past records
         // this page did not return).
         'pages: loop {
-            let want = limit - records.len() + 1;
+            // At least a few dozen, so that a run of tombstones costs few round trips;
+            // reading past the page is harmless since the cursor never comes from DynamoDB.
+            let want = (limit - records.len() + 1).max(MIN_QUERY_LIMIT);
             let out = self
                 .client
                 .query()
