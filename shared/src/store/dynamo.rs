@@ -317,7 +317,8 @@ fn update_expression(expr: &mut Expr, key: &AgentKey, creates: bool, changes: &C
     // `<created_at or NO_CREATED_AT>#<kind>#<agent_id>` on every item, indexed or not, so a
     // write that adds an owner key to an existing record need not know its `created_at`:
     // - a write that sets `created_at` sets `gsi1sk` from it;
-    // - a create sets it from nothing (the old `created_at` is cleared);
+    // - a create sets it from its own `created_at` or the fallback (an expired item's
+    //   `created_at` is cleared with everything else);
     // - any other write keeps the existing one (`if_not_exists` covers items written before
     //   this rule, which had none).
     if let Some(owner_key) = &describe.owner_key {
