@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The project's one test command (README, .ci/run): formatting, lints, then every test of the
-# workspace. Runs on a fresh machine with Rust; installs anything else it needs itself.
+# workspace against a DynamoDB Local it installs, starts and stops itself. Runs on a fresh
+# machine with Rust, Java 17 and Node 20.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -9,6 +10,10 @@ cargo fmt --all -- --check
 
 echo "== cargo clippy -D warnings"
 cargo clippy --workspace --all-targets --all-features -- -D warnings
+
+echo "== DynamoDB Local"
+trap 'scripts/stop-dynamodb-local.sh' EXIT
+eval "$(scripts/start-dynamodb-local.sh)"
 
 echo "== cargo test --workspace"
 cargo test --workspace --all-features

@@ -20,5 +20,6 @@ pub mod domain;
 pub mod error;
 pub mod http;
 pub mod identity;
+pub mod store;
 
 pub use error::{Error, Result};

@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Stop the DynamoDB Local that start-dynamodb-local.sh started (if it did start one).
+set -u
+pidfile="$(cd "$(dirname "$0")/.." && pwd)/.dynamodb-local/pid"
+[ -f "$pidfile" ] || exit 0
+pid=$(cat "$pidfile")
+kill "$pid" 2>/dev/null && for _ in $(seq 1 20); do kill -0 "$pid" 2>/dev/null || break; sleep 0.25; done
+kill -9 "$pid" 2>/dev/null || true
+rm -f "$pidfile"

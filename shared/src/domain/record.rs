@@ -1,0 +1,161 @@
+//! The agent record: snapwake's own memory of an agent (who owns it, how to show it) and its
+//! wake lock (wake-protocol.md). AgentKit stays the truth about sessions and snapshots; the
+//! record adds what AgentKit cannot say: who holds the agent right now, and which session a
+//! wake in flight has started.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+use super::{Kind, Retention};
+
+/// The lock state of an agent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum WakeState {
+    /// Nothing in flight (also what a missing record reads as).
+    Asleep,
+    /// A resume holds the agent.
+    Waking,
+    /// The recorded session was seen Ready.
+    Awake,
+    /// The last resume failed; the agent is still wakeable.
+    Failed,
+    /// A delete holds the agent.
+    Deleting,
+    /// Deleted: the tombstone answers 410 until it expires.
+    Gone,
+}
+
+impl WakeState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WakeState::Asleep => "asleep",
+            WakeState::Waking => "waking",
+            WakeState::Awake => "awake",
+            WakeState::Failed => "failed",
+            WakeState::Deleting => "deleting",
+            WakeState::Gone => "gone",
+        }
+    }
+
+    /// States that hold the lock while their lease lives.
+    pub fn is_held(self) -> bool {
+        matches!(self, WakeState::Waking | WakeState::Deleting)
+    }
+}
+
+impl fmt::Display for WakeState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for WakeState {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        [
+            WakeState::Asleep,
+            WakeState::Waking,
+            WakeState::Awake,
+            WakeState::Failed,
+            WakeState::Deleting,
+            WakeState::Gone,
+        ]
+        .into_iter()
+        .find(|w| w.as_str() == s)
+        .ok_or_else(|| format!("unknown wake state {s:?}"))
+    }
+}
+
+/// Which agent: `(kind, agent_id)`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct AgentKey {
+    pub kind: Kind,
+    pub agent_id: String,
+}
+
+impl AgentKey {
+    pub fn new(kind: Kind, agent_id: impl Into<String>) -> Self {
+        AgentKey {
+            kind,
+            agent_id: agent_id.into(),
+        }
+    }
+}
+
+impl fmt::Display for AgentKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.kind, self.agent_id)
+    }
+}
+
+/// Everything the table keeps about one agent.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AgentRecord {
+    pub key: AgentKey,
+    /// The raw owner id, when known.
+    pub owner: Option<String>,
+    /// The owner index key derived from the UserSessionId (`None` for ownerless agents).
+    pub owner_key: Option<String>,
+    pub display_name: Option<String>,
+    pub created_by: Option<String>,
+    pub retention: Option<Retention>,
+    pub tool_id: Option<String>,
+    pub region: Option<String>,
+    /// RFC 3339.
+    pub created_at: Option<String>,
+
+    pub state: WakeState,
+    /// Random token of the invocation holding the lock.
+    pub holder: Option<String>,
+    /// +1 on every acquire: a holder's writes are fenced by the value it acquired.
+    pub fence: u64,
+    pub lease_until_ms: u64,
+    pub snapshot_id: Option<String>,
+    pub session_id: Option<String>,
+    pub error: Option<String>,
+    /// +1 on every write; the ETag.
+    pub version: u64,
+    pub updated_at: Option<String>,
+    /// Epoch seconds after which the record reads as absent (tombstones, TTL).
+    pub expires_at: Option<i64>,
+}
+
+impl AgentRecord {
+    /// What a missing record reads as: asleep, version 0.
+    pub fn absent(key: AgentKey) -> Self {
+        AgentRecord {
+            key,
+            owner: None,
+            owner_key: None,
+            display_name: None,
+            created_by: None,
+            retention: None,
+            tool_id: None,
+            region: None,
+            created_at: None,
+            state: WakeState::Asleep,
+            holder: None,
+            fence: 0,
+            lease_until_ms: 0,
+            snapshot_id: None,
+            session_id: None,
+            error: None,
+            version: 0,
+            updated_at: None,
+            expires_at: None,
+        }
+    }
+
+    /// Whether the record has expired (TTL deletion is lazy, so reads must check).
+    pub fn is_expired(&self, now_s: i64) -> bool {
+        self.expires_at.is_some_and(|t| t < now_s)
+    }
+
+    /// The quoted version, as sent in `ETag`.
+    pub fn etag(&self) -> String {
+        format!("\"{}\"", self.version)
+    }
+}

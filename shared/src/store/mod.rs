@@ -1,0 +1,169 @@
+//! The store port: how snapwake reads and writes its one DynamoDB table, and two adapters —
+//! [`dynamo::DynamoStore`] (production, and tests against DynamoDB Local) and, behind the
+//! `memory` feature, [`memory::MemoryStore`] (local runs). Both honour exactly the same
+//! conditions, which one contract test suite checks against both.
+//!
+//! Every write is conditional (wake-protocol.md). A write is an *update* of named fields: the
+//! store, not the caller, increments `version` (and `fence` on an acquire), so a holder's
+//! fenced write after a concurrent complete-by-anyone never moves the version backwards.
+//! A failed condition returns the current record in the same round trip (DynamoDB's
+//! `ReturnValuesOnConditionCheckFailure = ALL_OLD`), so a loser decides again without a read.
+//!
+//! Records whose `expires_at` has passed read as absent everywhere (TTL deletion is lazy), and
+//! [`Condition::Absent`] holds for them.
+//!
+//! Files: `mod.rs` the port (this trait, conditions, changes, errors); `keys.rs` the item
+//! layout and owner-index cursor both adapters share; `dynamo.rs` the DynamoDB adapter;
+//! `table.rs` creating the table (tests and local runs; production's comes from infra);
+//! `memory.rs` the in-memory adapter.
+
+use std::future::Future;
+
+use crate::domain::{AgentKey, AgentRecord, Retention, ToolRegistry, WakeState};
+
+pub mod dynamo;
+pub mod keys;
+#[cfg(feature = "memory")]
+pub mod memory;
+pub mod table;
+
+/// When a write may happen.
+///
+/// Only [`Condition::Absent`] can hold without a live record: an expired record is absent, so
+/// the other three fail on it (with `current: None`), exactly as they fail on a missing one.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Condition {
+    /// No live record: none at all, or only an expired one (`attribute_not_exists(pk)`).
+    Absent,
+    /// CAS: the record is at exactly this version. `Version(0)` is the version of an absent
+    /// record (what a read of a missing key answers), so it means [`Condition::Absent`].
+    Version(u64),
+    /// Fenced: this caller holds the lock (`holder = :me AND fence = :mine`).
+    Held { holder: String, fence: u64 },
+    /// Complete-by-anyone: `state = waking AND fence = :f AND session_id = :s`.
+    WakingWith { fence: u64, session_id: String },
+}
+
+/// The descriptive fields of a record: who owns the agent and how to show it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Description {
+    pub owner: Option<String>,
+    pub owner_key: Option<String>,
+    pub display_name: Option<String>,
+    pub created_by: Option<String>,
+    pub retention: Option<Retention>,
+    pub tool_id: Option<String>,
+    pub region: Option<String>,
+    pub created_at: Option<String>,
+}
+
+/// What a write changes; `None` leaves a field as it is, `Some(None)` removes it. Every write
+/// also sets `version = version + 1` and `updated_at`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Changes {
+    pub state: Option<WakeState>,
+    pub holder: Option<Option<String>>,
+    /// `fence = fence + 1` (acquire).
+    pub bump_fence: bool,
+    pub lease_until_ms: Option<u64>,
+    pub snapshot_id: Option<Option<String>>,
+    pub session_id: Option<Option<String>>,
+    pub error: Option<Option<String>>,
+    pub expires_at: Option<Option<i64>>,
+    /// Descriptive fields to set; each `Some` field of it overwrites.
+    pub describe: Option<Description>,
+}
+
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum StoreError {
+    /// The condition did not hold; `current` is the record as it is (`None`: absent).
+    #[error("condition failed")]
+    ConditionFailed { current: Option<Box<AgentRecord>> },
+    /// The store could not be reached or answered an error. For a write this is ambiguous:
+    /// it may have been applied; re-read before deciding.
+    #[error("store unavailable: {0}")]
+    Unavailable(String),
+    /// An item could not be read as a record.
+    #[error("corrupt item: {0}")]
+    Corrupt(String),
+    /// A `query_owner` cursor that this store did not issue for this owner key (a client
+    /// error: answer 400).
+    #[error("invalid cursor: {0}")]
+    InvalidCursor(String),
+    /// `put_registry`'s expected version was not the stored one; `current` is the registry as
+    /// it is (`None`: none stored).
+    #[error("registry version conflict")]
+    RegistryConflict { current: Option<Box<ToolRegistry>> },
+}
+
+/// A page of an owner's agents from the owner index, newest first.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct OwnerPage {
+    pub records: Vec<AgentRecord>,
+    /// Present when more records follow.
+    pub cursor: Option<String>,
+}
+
+/// The store port.
+pub trait AgentStore: Send + Sync + 'static {
+    /// The live record of `key` (strongly consistent; expired → `None`).
+    fn get(
+        &self,
+        key: &AgentKey,
+    ) -> impl Future<Output = Result<Option<AgentRecord>, StoreError>> + Send;
+
+    /// Apply `changes` to `key` if `condition` holds; answers the record as written.
+    ///
+    /// With [`Condition::Absent`] (or `Version(0)`) the write creates the record afresh: an
+    /// expired record under the key is replaced, and only its `fence` and `version` carry on
+    /// (so a holder of the old incarnation can never match a fence or an ETag of the new one);
+    /// every other field is what `changes` sets.
+    ///
+    /// A write the SDK retried after a lost response may come back as `ConditionFailed` whose
+    /// `current` is the caller's own write (same `holder`, same `fence`): callers that set a
+    /// new holder token compare it before deciding they lost.
+    fn update(
+        &self,
+        key: &AgentKey,
+        condition: &Condition,
+        changes: &Changes,
+    ) -> impl Future<Output = Result<AgentRecord, StoreError>> + Send;
+
+    /// Records in the owner index under `owner_key`, newest `created_at` first.
+    fn query_owner(
+        &self,
+        owner_key: &str,
+        limit: u32,
+        cursor: Option<&str>,
+    ) -> impl Future<Output = Result<OwnerPage, StoreError>> + Send;
+
+    /// The tool registry, if deploy has written one.
+    fn get_registry(&self)
+        -> impl Future<Output = Result<Option<ToolRegistry>, StoreError>> + Send;
+
+    /// Write the registry if its stored version is `expected_version` (0: none stored yet);
+    /// answers the registry as written (version + 1).
+    fn put_registry(
+        &self,
+        registry: &ToolRegistry,
+        expected_version: u64,
+    ) -> impl Future<Output = Result<ToolRegistry, StoreError>> + Send;
+}
+
+/// Now, in epoch seconds and milliseconds (the store and the lock share one clock: the system's).
+pub fn now_ms() -> u64 {
+    let now = time::OffsetDateTime::now_utc();
+    (now.unix_timestamp_nanos() / 1_000_000) as u64
+}
+
+/// Now, in epoch seconds: what `expires_at` is compared with.
+pub fn now_s() -> i64 {
+    time::OffsetDateTime::now_utc().unix_timestamp()
+}
+
+/// Now as RFC 3339 (UTC), for `updated_at`.
+pub fn now_rfc3339() -> String {
+    time::OffsetDateTime::now_utc()
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_default()
+}
