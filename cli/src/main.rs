@@ -2,6 +2,7 @@
 //! module; every module exposes `run(args) -> Result<(), CliError>`.
 
 mod error;
+mod sim;
 mod usid;
 
 use std::process::ExitCode;
@@ -23,12 +24,15 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Serve the AgentKit simulator on loopback until Ctrl-C.
+    Sim(sim::SimArgs),
     /// Encode owners and decode UserSessionIds (support tools).
     Usid(usid::UsidArgs),
 }
 
 fn run(cli: Cli) -> Result<(), CliError> {
     match cli.command {
+        Command::Sim(args) => sim::run(args),
         Command::Usid(args) => usid::run(args),
     }
 }

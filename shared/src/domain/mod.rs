@@ -8,7 +8,7 @@ mod registry;
 mod session;
 
 pub use agent::{AgentState, AgentView, SessionView, SnapshotView, WakeView};
-pub use registry::{KindTools, ToolRegistry};
-pub use record::{AgentKey, AgentRecord, WakeState};
 pub use kind::{Kind, ParseKindError, ParseRetentionError, Retention};
+pub use record::{AgentKey, AgentRecord, WakeState};
+pub use registry::{KindTools, ToolRegistry};
 pub use session::{is_session_active, is_session_usable, is_snapshot_wakeable};

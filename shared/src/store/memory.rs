@@ -1,1 +1,231 @@
-//! (to be written)
+//! The in-memory adapter (feature `memory`): the embedded table of local runs, and the second
+//! adapter the store contract suite runs against.
+//!
+//! It mirrors [`super::dynamo::DynamoStore`] exactly, not approximately: the same four
+//! conditions, the store-side `version`/`fence` increments, the current record on a failed
+//! condition (DynamoDB's `ALL_OLD`), expired records kept (as DynamoDB Local keeps them) but
+//! read as absent, and the owner index ordered and paged by the same `gsi1sk` and cursor.
+//!
+//! One `std::sync::Mutex` guards everything. Every method takes it, does its work without an
+//! `.await`, and lets it go, so a write's check and apply are one atomic step, as a
+//! conditional `UpdateItem` is.
+
+use std::collections::HashMap;
+use std::sync::{Mutex, MutexGuard};
+
+use super::keys::{self, OwnerCursor};
+use super::{now_rfc3339, now_s, AgentStore, Changes, Condition, OwnerPage, StoreError};
+use crate::domain::{AgentKey, AgentRecord, ToolRegistry, WakeState};
+
+#[derive(Default)]
+struct Tables {
+    /// Expired records stay here (their fence and version carry on into a re-creation).
+    agents: HashMap<AgentKey, AgentRecord>,
+    registry: Option<ToolRegistry>,
+}
+
+/// The in-memory store. Cheap to create; each instance is its own empty table.
+#[derive(Default)]
+pub struct MemoryStore {
+    tables: Mutex<Tables>,
+}
+
+impl MemoryStore {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Tables> {
+        // A panic while holding the lock cannot leave a half-applied write: writes are built
+        // on a copy and stored in one assignment. So a poisoned lock is still consistent.
+        self.tables.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// Whether `condition` holds for `live`, the record as reads see it (expired → `None`).
+fn holds(condition: &Condition, live: Option<&AgentRecord>) -> bool {
+    match condition {
+        Condition::Absent | Condition::Version(0) => live.is_none(),
+        Condition::Version(v) => live.is_some_and(|r| r.version == *v),
+        Condition::Held { holder, fence } => {
+            live.is_some_and(|r| r.holder.as_deref() == Some(holder.as_str()) && r.fence == *fence)
+        }
+        Condition::WakingWith { fence, session_id } => live.is_some_and(|r| {
+            r.state == WakeState::Waking
+                && r.fence == *fence
+                && r.session_id.as_deref() == Some(session_id.as_str())
+        }),
+    }
+}
+
+fn creates(condition: &Condition) -> bool {
+    matches!(condition, Condition::Absent | Condition::Version(0))
+}
+
+/// `changes` applied to `base`, with the store's own increments.
+fn apply(mut r: AgentRecord, changes: &Changes) -> AgentRecord {
+    if let Some(state) = changes.state {
+        r.state = state;
+    }
+    if let Some(holder) = &changes.holder {
+        r.holder.clone_from(holder);
+    }
+    if changes.bump_fence {
+        r.fence += 1;
+    }
+    if let Some(lease) = changes.lease_until_ms {
+        r.lease_until_ms = lease;
+    }
+    if let Some(v) = &changes.snapshot_id {
+        r.snapshot_id.clone_from(v);
+    }
+    if let Some(v) = &changes.session_id {
+        r.session_id.clone_from(v);
+    }
+    if let Some(v) = &changes.error {
+        r.error.clone_from(v);
+    }
+    if let Some(v) = changes.expires_at {
+        r.expires_at = v;
+    }
+    if let Some(d) = &changes.describe {
+        macro_rules! set {
+            ($($field:ident),*) => {$(
+                if let Some(v) = &d.$field {
+                    r.$field = Some(v.clone());
+                }
+            )*};
+        }
+        set!(
+            owner,
+            owner_key,
+            display_name,
+            created_by,
+            tool_id,
+            region,
+            created_at
+        );
+        if let Some(retention) = d.retention {
+            r.retention = Some(retention);
+        }
+    }
+    r.version += 1;
+    r.updated_at = Some(now_rfc3339());
+    r
+}
+
+impl AgentStore for MemoryStore {
+    async fn get(&self, key: &AgentKey) -> Result<Option<AgentRecord>, StoreError> {
+        let now = now_s();
+        let tables = self.lock();
+        Ok(tables
+            .agents
+            .get(key)
+            .filter(|r| !r.is_expired(now))
+            .cloned())
+    }
+
+    async fn update(
+        &self,
+        key: &AgentKey,
+        condition: &Condition,
+        changes: &Changes,
+    ) -> Result<AgentRecord, StoreError> {
+        let now = now_s();
+        let mut tables = self.lock();
+        let stored = tables.agents.get(key);
+        let live = stored.filter(|r| !r.is_expired(now));
+        if !holds(condition, live) {
+            return Err(StoreError::ConditionFailed {
+                current: live.cloned().map(Box::new),
+            });
+        }
+        let base = if creates(condition) {
+            // A fresh record; an expired one under the key leaves only its counters.
+            let mut fresh = AgentRecord::absent(key.clone());
+            if let Some(old) = stored {
+                fresh.fence = old.fence;
+                fresh.version = old.version;
+            }
+            fresh
+        } else {
+            // `holds` saw a live record.
+            live.cloned()
+                .unwrap_or_else(|| AgentRecord::absent(key.clone()))
+        };
+        let written = apply(base, changes);
+        tables.agents.insert(key.clone(), written.clone());
+        Ok(written)
+    }
+
+    async fn query_owner(
+        &self,
+        owner_key: &str,
+        limit: u32,
+        cursor: Option<&str>,
+    ) -> Result<OwnerPage, StoreError> {
+        let after = cursor
+            .map(|c| OwnerCursor::decode(c, owner_key))
+            .transpose()?;
+        let limit = limit.max(1) as usize;
+        let now = now_s();
+        let mut indexed: Vec<(String, AgentRecord)> = {
+            let tables = self.lock();
+            tables
+                .agents
+                .values()
+                .filter(|r| r.owner_key.as_deref() == Some(owner_key) && !r.is_expired(now))
+                .map(|r| {
+                    (
+                        keys::owner_gsi_sk(r.created_at.as_deref(), &r.key),
+                        r.clone(),
+                    )
+                })
+                .filter(|(sk, _)| after.as_ref().is_none_or(|c| *sk < c.gsi1sk))
+                .collect()
+        };
+        // Newest first, as `ScanIndexForward = false` reads the index.
+        indexed.sort_by(|a, b| b.0.cmp(&a.0));
+        let more = indexed.len() > limit;
+        indexed.truncate(limit);
+        let cursor = if more {
+            indexed.last().map(|(sk, r)| {
+                OwnerCursor {
+                    pk: keys::agent_pk(&r.key),
+                    sk: keys::AGENT_SK.to_string(),
+                    gsi1pk: keys::owner_gsi_pk(owner_key),
+                    gsi1sk: sk.clone(),
+                }
+                .encode()
+            })
+        } else {
+            None
+        };
+        Ok(OwnerPage {
+            records: indexed.into_iter().map(|(_, r)| r).collect(),
+            cursor,
+        })
+    }
+
+    async fn get_registry(&self) -> Result<Option<ToolRegistry>, StoreError> {
+        Ok(self.lock().registry.clone())
+    }
+
+    async fn put_registry(
+        &self,
+        registry: &ToolRegistry,
+        expected_version: u64,
+    ) -> Result<ToolRegistry, StoreError> {
+        let mut tables = self.lock();
+        let stored_version = tables.registry.as_ref().map_or(0, |r| r.version);
+        if stored_version != expected_version {
+            return Err(StoreError::RegistryConflict {
+                current: tables.registry.clone().map(Box::new),
+            });
+        }
+        let mut written = registry.clone();
+        written.version = expected_version + 1;
+        tables.registry = Some(written.clone());
+        Ok(written)
+    }
+}

@@ -11,22 +11,32 @@
 //!
 //! Records whose `expires_at` has passed read as absent everywhere (TTL deletion is lazy), and
 //! [`Condition::Absent`] holds for them.
+//!
+//! Files: `mod.rs` the port (this trait, conditions, changes, errors); `keys.rs` the item
+//! layout and owner-index cursor both adapters share; `dynamo.rs` the DynamoDB adapter;
+//! `table.rs` creating the table (tests and local runs; production's comes from infra);
+//! `memory.rs` the in-memory adapter.
 
 use std::future::Future;
 
 use crate::domain::{AgentKey, AgentRecord, Retention, ToolRegistry, WakeState};
 
 pub mod dynamo;
+pub mod keys;
 #[cfg(feature = "memory")]
 pub mod memory;
 pub mod table;
 
 /// When a write may happen.
+///
+/// Only [`Condition::Absent`] can hold without a live record: an expired record is absent, so
+/// the other three fail on it (with `current: None`), exactly as they fail on a missing one.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Condition {
     /// No live record: none at all, or only an expired one (`attribute_not_exists(pk)`).
     Absent,
-    /// CAS: the record is at exactly this version.
+    /// CAS: the record is at exactly this version. `Version(0)` is the version of an absent
+    /// record (what a read of a missing key answers), so it means [`Condition::Absent`].
     Version(u64),
     /// Fenced: this caller holds the lock (`holder = :me AND fence = :mine`).
     Held { holder: String, fence: u64 },
@@ -76,6 +86,14 @@ pub enum StoreError {
     /// An item could not be read as a record.
     #[error("corrupt item: {0}")]
     Corrupt(String),
+    /// A `query_owner` cursor that this store did not issue for this owner key (a client
+    /// error: answer 400).
+    #[error("invalid cursor: {0}")]
+    InvalidCursor(String),
+    /// `put_registry`'s expected version was not the stored one; `current` is the registry as
+    /// it is (`None`: none stored).
+    #[error("registry version conflict")]
+    RegistryConflict { current: Option<Box<ToolRegistry>> },
 }
 
 /// A page of an owner's agents from the owner index, newest first.
@@ -95,6 +113,15 @@ pub trait AgentStore: Send + Sync + 'static {
     ) -> impl Future<Output = Result<Option<AgentRecord>, StoreError>> + Send;
 
     /// Apply `changes` to `key` if `condition` holds; answers the record as written.
+    ///
+    /// With [`Condition::Absent`] (or `Version(0)`) the write creates the record afresh: an
+    /// expired record under the key is replaced, and only its `fence` and `version` carry on
+    /// (so a holder of the old incarnation can never match a fence or an ETag of the new one);
+    /// every other field is what `changes` sets.
+    ///
+    /// A write the SDK retried after a lost response may come back as `ConditionFailed` whose
+    /// `current` is the caller's own write (same `holder`, same `fence`): callers that set a
+    /// new holder token compare it before deciding they lost.
     fn update(
         &self,
         key: &AgentKey,
@@ -111,7 +138,8 @@ pub trait AgentStore: Send + Sync + 'static {
     ) -> impl Future<Output = Result<OwnerPage, StoreError>> + Send;
 
     /// The tool registry, if deploy has written one.
-    fn get_registry(&self) -> impl Future<Output = Result<Option<ToolRegistry>, StoreError>> + Send;
+    fn get_registry(&self)
+        -> impl Future<Output = Result<Option<ToolRegistry>, StoreError>> + Send;
 
     /// Write the registry if its stored version is `expected_version` (0: none stored yet);
     /// answers the registry as written (version + 1).
@@ -126,4 +154,16 @@ pub trait AgentStore: Send + Sync + 'static {
 pub fn now_ms() -> u64 {
     let now = time::OffsetDateTime::now_utc();
     (now.unix_timestamp_nanos() / 1_000_000) as u64
+}
+
+/// Now, in epoch seconds: what `expires_at` is compared with.
+pub fn now_s() -> i64 {
+    time::OffsetDateTime::now_utc().unix_timestamp()
+}
+
+/// Now as RFC 3339 (UTC), for `updated_at`.
+pub fn now_rfc3339() -> String {
+    time::OffsetDateTime::now_utc()
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_default()
 }

@@ -1,1 +1,135 @@
-//! (to be written)
+//! Creating snapwake's table (wake-protocol.md): for tests against DynamoDB Local and local
+//! runs. Production's table comes from infra (`infra/template.yaml`, which also turns on
+//! point-in-time recovery, something DynamoDB Local has no use for).
+
+use std::time::{Duration, Instant};
+
+use aws_sdk_dynamodb::error::{DisplayErrorContext, ProvideErrorMetadata};
+use aws_sdk_dynamodb::types::{
+    AttributeDefinition, BillingMode, GlobalSecondaryIndex, IndexStatus, KeySchemaElement, KeyType,
+    Projection, ProjectionType, ScalarAttributeType, TableStatus, TimeToLiveSpecification,
+    TimeToLiveStatus,
+};
+use aws_sdk_dynamodb::Client;
+
+use super::keys::OWNER_INDEX;
+use super::StoreError;
+
+/// How long [`create_table`] waits for the table and its index to become ACTIVE.
+const ACTIVE_WITHIN: Duration = Duration::from_secs(120);
+
+fn failed(op: &str, e: impl std::fmt::Display) -> StoreError {
+    StoreError::Unavailable(format!("{op}: {e}"))
+}
+
+fn key(name: &str, key_type: KeyType) -> Result<KeySchemaElement, StoreError> {
+    KeySchemaElement::builder()
+        .attribute_name(name)
+        .key_type(key_type)
+        .build()
+        .map_err(|e| failed("KeySchemaElement", e))
+}
+
+fn string_attr(name: &str) -> Result<AttributeDefinition, StoreError> {
+    AttributeDefinition::builder()
+        .attribute_name(name)
+        .attribute_type(ScalarAttributeType::S)
+        .build()
+        .map_err(|e| failed("AttributeDefinition", e))
+}
+
+/// Create table `name` (keys `pk`/`sk`, GSI `by_owner` on `gsi1pk`/`gsi1sk` projecting
+/// everything, on-demand billing, TTL on `expires_at`) and wait until it and its index are
+/// ACTIVE. Idempotent: an existing table is waited for, and TTL is only turned on if it is off.
+pub async fn create_table(client: &Client, name: &str) -> Result<(), StoreError> {
+    let index = GlobalSecondaryIndex::builder()
+        .index_name(OWNER_INDEX)
+        .key_schema(key("gsi1pk", KeyType::Hash)?)
+        .key_schema(key("gsi1sk", KeyType::Range)?)
+        // ALL: a listing answers from the index alone, with no GetItem per agent.
+        .projection(
+            Projection::builder()
+                .projection_type(ProjectionType::All)
+                .build(),
+        )
+        .build()
+        .map_err(|e| failed("GlobalSecondaryIndex", e))?;
+    let created = client
+        .create_table()
+        .table_name(name)
+        .attribute_definitions(string_attr("pk")?)
+        .attribute_definitions(string_attr("sk")?)
+        .attribute_definitions(string_attr("gsi1pk")?)
+        .attribute_definitions(string_attr("gsi1sk")?)
+        .key_schema(key("pk", KeyType::Hash)?)
+        .key_schema(key("sk", KeyType::Range)?)
+        .global_secondary_indexes(index)
+        .billing_mode(BillingMode::PayPerRequest)
+        .send()
+        .await;
+    if let Err(err) = created {
+        // The table exists already (another test run, another function's cold start).
+        if err.code() != Some("ResourceInUseException") {
+            return Err(failed("CreateTable", DisplayErrorContext(&err)));
+        }
+    }
+
+    wait_active(client, name).await?;
+
+    let ttl = client
+        .describe_time_to_live()
+        .table_name(name)
+        .send()
+        .await
+        .map_err(|e| failed("DescribeTimeToLive", DisplayErrorContext(&e)))?;
+    let on = ttl.time_to_live_description().is_some_and(|d| {
+        matches!(
+            d.time_to_live_status(),
+            Some(TimeToLiveStatus::Enabled | TimeToLiveStatus::Enabling)
+        )
+    });
+    if !on {
+        client
+            .update_time_to_live()
+            .table_name(name)
+            .time_to_live_specification(
+                TimeToLiveSpecification::builder()
+                    .enabled(true)
+                    .attribute_name("expires_at")
+                    .build()
+                    .map_err(|e| failed("TimeToLiveSpecification", e))?,
+            )
+            .send()
+            .await
+            .map_err(|e| failed("UpdateTimeToLive", DisplayErrorContext(&e)))?;
+    }
+    Ok(())
+}
+
+async fn wait_active(client: &Client, name: &str) -> Result<(), StoreError> {
+    let started = Instant::now();
+    loop {
+        let out = client
+            .describe_table()
+            .table_name(name)
+            .send()
+            .await
+            .map_err(|e| failed("DescribeTable", DisplayErrorContext(&e)))?;
+        let ready = out.table().is_some_and(|t| {
+            t.table_status() == Some(&TableStatus::Active)
+                && t.global_secondary_indexes()
+                    .iter()
+                    .all(|i| i.index_status() == Some(&IndexStatus::Active))
+        });
+        if ready {
+            return Ok(());
+        }
+        if started.elapsed() > ACTIVE_WITHIN {
+            return Err(failed(
+                "DescribeTable",
+                format!("table {name} not ACTIVE within {ACTIVE_WITHIN:?}"),
+            ));
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}

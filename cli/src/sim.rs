@@ -1,0 +1,76 @@
+//! `snapwake sim`: the AgentKit simulator as a standalone server on loopback, for trying a
+//! client by hand or pointing `AGENTKIT_ENDPOINT` at it. Prints where it listens, then serves
+//! until Ctrl-C.
+
+use std::time::Duration;
+
+use clap::Args;
+use snapwake::agentkit::sim::{SimConfig, Simulator};
+use snapwake::agentkit::Credentials;
+
+use crate::error::CliError;
+
+#[derive(Debug, Args)]
+pub struct SimArgs {
+    /// Port on 127.0.0.1 (0 picks a free one).
+    #[arg(long, default_value_t = 9100)]
+    port: u16,
+    /// Access key requests must be signed with.
+    #[arg(long, env = "VOLCENGINE_ACCESS_KEY", default_value = "sim-access-key")]
+    access_key: String,
+    /// Secret key requests must be signed with.
+    #[arg(
+        long,
+        env = "VOLCENGINE_SECRET_KEY",
+        default_value = "sim-secret-key",
+        hide_env_values = true
+    )]
+    secret_key: String,
+    /// Regions the simulated service knows, comma separated.
+    #[arg(long, default_value = "cn-beijing,cn-shanghai", value_delimiter = ',')]
+    regions: Vec<String>,
+    /// How long a new or resumed session stays starting before it is Ready, in milliseconds.
+    #[arg(long, default_value_t = 0)]
+    session_ready_delay_ms: u64,
+    /// How long a new Tool is Creating before it is Ready, in milliseconds.
+    #[arg(long, default_value_t = 0)]
+    tool_ready_delay_ms: u64,
+    /// Turn off AgentKit's 3-per-second throttle of CreateTool/UpdateTool.
+    #[arg(long)]
+    no_write_throttle: bool,
+}
+
+pub fn run(args: SimArgs) -> Result<(), CliError> {
+    let runtime = tokio::runtime::Runtime::new()?;
+    runtime.block_on(serve(args))
+}
+
+async fn serve(args: SimArgs) -> Result<(), CliError> {
+    let config = SimConfig {
+        credentials: Credentials::new(args.access_key.clone(), args.secret_key, None),
+        regions: args.regions,
+        session_ready_delay: Duration::from_millis(args.session_ready_delay_ms),
+        tool_ready_delay: Duration::from_millis(args.tool_ready_delay_ms),
+        tool_write_limit: (!args.no_write_throttle).then_some(3),
+        port: args.port,
+        ..SimConfig::default()
+    };
+    let sim = Simulator::start(config).await?;
+    println!(
+        "AgentKit simulator listening on {} (access key {}; control surface {}/_sim/)",
+        sim.endpoint(),
+        args.access_key,
+        sim.endpoint()
+    );
+    // Whoever started us may be waiting for this line on a pipe.
+    std::io::Write::flush(&mut std::io::stdout())?;
+    sim.serve_until(async {
+        // If Ctrl-C cannot be watched, serve until killed.
+        if tokio::signal::ctrl_c().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    })
+    .await;
+    eprintln!("simulator stopped");
+    Ok(())
+}

@@ -1,0 +1,217 @@
+//! The `/_sim/` control surface: the operations of [`SimControl`] as unsigned JSON endpoints
+//! (documented with examples in the module docs of `sim`). Loopback only.
+
+use std::time::Duration;
+
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::{json, Value};
+
+use super::clock::{format_ts, parse_ts};
+use super::error::SimError;
+use super::{Fault, SeedSession, SeedSnapshot, SeedTool, SimControl};
+
+pub(crate) fn routes() -> Router<SimControl> {
+    Router::new()
+        .route("/_sim/clock", get(clock))
+        .route("/_sim/clock/advance", post(advance))
+        .route("/_sim/clock/set", post(set_clock))
+        .route("/_sim/tools", post(seed_tool))
+        .route("/_sim/tools/{id}", get(peek_tool))
+        .route("/_sim/sessions", post(seed_session))
+        .route("/_sim/sessions/{id}", get(peek_session))
+        .route("/_sim/snapshots", post(seed_snapshots))
+        .route("/_sim/snapshots/{id}", get(peek_snapshot))
+        .route("/_sim/settings", get(settings).post(set_settings))
+        .route(
+            "/_sim/faults",
+            get(faults).post(inject).delete(clear_faults),
+        )
+        .route("/_sim/counters", get(counters))
+        .route("/_sim/counters/reset", post(reset_counters))
+}
+
+/// A control error as `{"error": {"code", "message"}}`.
+struct ControlError(SimError);
+
+impl From<SimError> for ControlError {
+    fn from(e: SimError) -> Self {
+        ControlError(e)
+    }
+}
+
+impl IntoResponse for ControlError {
+    fn into_response(self) -> Response {
+        let body = json!({"error": {"code": self.0.code, "message": self.0.message}});
+        (self.0.http_status(), Json(body)).into_response()
+    }
+}
+
+type Answer = Result<Json<Value>, ControlError>;
+
+fn parse<T: DeserializeOwned>(body: &[u8]) -> Result<T, ControlError> {
+    serde_json::from_slice(body)
+        .map_err(|e| ControlError(SimError::invalid(format!("malformed control body: {e}"))))
+}
+
+fn now_json(c: &SimControl) -> Json<Value> {
+    Json(json!({"now": format_ts(c.now())}))
+}
+
+async fn clock(State(c): State<SimControl>) -> Json<Value> {
+    now_json(&c)
+}
+
+#[derive(Deserialize)]
+struct Advance {
+    seconds: f64,
+}
+
+async fn advance(State(c): State<SimControl>, body: Bytes) -> Answer {
+    let a: Advance = parse(&body)?;
+    let by = Duration::try_from_secs_f64(a.seconds)
+        .map_err(|_| SimError::invalid("seconds must be a non-negative number"))?;
+    c.advance(by);
+    Ok(now_json(&c))
+}
+
+#[derive(Deserialize)]
+struct SetClock {
+    now: String,
+}
+
+async fn set_clock(State(c): State<SimControl>, body: Bytes) -> Answer {
+    let s: SetClock = parse(&body)?;
+    let t = parse_ts(&s.now).ok_or_else(|| SimError::invalid("now must be RFC 3339"))?;
+    c.set_now(t);
+    Ok(now_json(&c))
+}
+
+#[derive(Deserialize)]
+struct SeedToolReq {
+    #[serde(default)]
+    region: Option<String>,
+    #[serde(flatten)]
+    tool: SeedTool,
+}
+
+async fn seed_tool(State(c): State<SimControl>, body: Bytes) -> Answer {
+    let r: SeedToolReq = parse(&body)?;
+    let region = match r.region {
+        Some(region) => region,
+        None => c.regions().first().cloned().unwrap_or_default(),
+    };
+    let id = c.seed_tool(&region, r.tool)?;
+    Ok(Json(json!({"tool_id": id})))
+}
+
+fn not_found(what: &str) -> ControlError {
+    ControlError(SimError::not_found(format!("no such {what}")))
+}
+
+async fn peek_tool(State(c): State<SimControl>, Path(id): Path<String>) -> Answer {
+    let (region, tool) = c.tool(&id).ok_or_else(|| not_found("Tool"))?;
+    Ok(Json(json!({"region": region, "tool": tool})))
+}
+
+async fn seed_session(State(c): State<SimControl>, body: Bytes) -> Answer {
+    let s: SeedSession = parse(&body)?;
+    let id = c.seed_session(s)?;
+    Ok(Json(json!({"session_id": id})))
+}
+
+async fn peek_session(State(c): State<SimControl>, Path(id): Path<String>) -> Answer {
+    let s = c.session(&id).ok_or_else(|| not_found("session"))?;
+    Ok(Json(json!(s)))
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum OneOrMany {
+    Many(Vec<SeedSnapshot>),
+    One(Box<SeedSnapshot>),
+}
+
+async fn seed_snapshots(State(c): State<SimControl>, body: Bytes) -> Answer {
+    match parse::<OneOrMany>(&body)? {
+        OneOrMany::One(s) => Ok(Json(json!({"snapshot_id": c.seed_snapshot(*s)?}))),
+        OneOrMany::Many(all) => Ok(Json(json!({"snapshot_ids": c.seed_snapshots(all)?}))),
+    }
+}
+
+async fn peek_snapshot(State(c): State<SimControl>, Path(id): Path<String>) -> Answer {
+    let s = c.snapshot(&id).ok_or_else(|| not_found("snapshot"))?;
+    Ok(Json(json!(s)))
+}
+
+#[derive(Serialize, Deserialize, Default)]
+#[serde(default)]
+struct Settings {
+    session_ready_delay_ms: Option<u64>,
+    tool_ready_delay_ms: Option<u64>,
+    /// Absent = unchanged; `null` = throttle off.
+    #[serde(deserialize_with = "present", skip_serializing_if = "Option::is_none")]
+    tool_write_limit: Option<Option<u32>>,
+}
+
+/// A present field, even `null`, is `Some(..)`; an absent one stays `None` (the default).
+fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<T>, D::Error> {
+    T::deserialize(d).map(Some)
+}
+
+fn settings_json(c: &SimControl) -> Json<Value> {
+    let (s, t, l) = c.settings();
+    Json(json!({
+        "session_ready_delay_ms": s.as_millis() as u64,
+        "tool_ready_delay_ms": t.as_millis() as u64,
+        "tool_write_limit": l,
+    }))
+}
+
+async fn settings(State(c): State<SimControl>) -> Json<Value> {
+    settings_json(&c)
+}
+
+async fn set_settings(State(c): State<SimControl>, body: Bytes) -> Answer {
+    let s: Settings = parse(&body)?;
+    if let Some(ms) = s.session_ready_delay_ms {
+        c.set_session_ready_delay(Duration::from_millis(ms));
+    }
+    if let Some(ms) = s.tool_ready_delay_ms {
+        c.set_tool_ready_delay(Duration::from_millis(ms));
+    }
+    if let Some(l) = s.tool_write_limit {
+        c.set_tool_write_limit(l);
+    }
+    Ok(settings_json(&c))
+}
+
+async fn faults(State(c): State<SimControl>) -> Json<Value> {
+    Json(json!(c.faults()))
+}
+
+async fn inject(State(c): State<SimControl>, body: Bytes) -> Answer {
+    let f: Fault = parse(&body)?;
+    c.inject(f)?;
+    Ok(Json(json!({"faults": c.faults().len()})))
+}
+
+async fn clear_faults(State(c): State<SimControl>) -> Json<Value> {
+    c.clear_faults();
+    Json(json!({"faults": 0}))
+}
+
+async fn counters(State(c): State<SimControl>) -> Json<Value> {
+    Json(json!(c.counters()))
+}
+
+async fn reset_counters(State(c): State<SimControl>) -> StatusCode {
+    c.reset_counters();
+    StatusCode::NO_CONTENT
+}
