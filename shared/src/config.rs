@@ -9,6 +9,8 @@
 use std::time::Duration;
 
 use crate::agentkit::signer::Credentials;
+use crate::registry::ToolOverrides;
+use crate::wake::WakeSettings;
 
 /// The default order of claims that identify a person (identity.md).
 pub const DEFAULT_OWNER_CLAIMS: &str = "sub,user_id,uid,email,preferred_username,username,login";
@@ -78,6 +80,12 @@ pub struct AgentKitConfig {
 pub struct Config {
     pub identity: IdentityConfig,
     pub agentkit: AgentKitConfig,
+    /// The DynamoDB table (`SNAPWAKE_TABLE`); `None` runs on the in-memory store locally.
+    pub table: Option<String>,
+    /// Wake timings (`SNAPWAKE_WAIT_S`, `SNAPWAKE_READY_TIMEOUT_S`).
+    pub wake: WakeSettings,
+    /// Explicit Tool ids (`SNAPWAKE_TOOL_<KEY>`), laid over the registry.
+    pub tool_overrides: ToolOverrides,
 }
 
 impl Config {
@@ -92,6 +100,9 @@ impl Config {
         Ok(Config {
             identity: identity_config(&get)?,
             agentkit: agentkit_config(&get)?,
+            table: get("SNAPWAKE_TABLE").map(|t| t.trim().to_string()),
+            wake: wake_settings(&get)?,
+            tool_overrides: ToolOverrides::from_lookup(get),
         })
     }
 }
@@ -113,6 +124,34 @@ fn identity_config(get: &impl Fn(&str) -> Option<String>) -> Result<IdentityConf
             .map(|a| a.to_lowercase())
             .collect(),
         admin_groups: split_list(&get("SNAPWAKE_ADMIN_GROUPS").unwrap_or_default()),
+    })
+}
+
+fn wake_settings(get: &impl Fn(&str) -> Option<String>) -> Result<WakeSettings, ConfigError> {
+    let defaults = WakeSettings::default();
+    let wait_s = parse_number(get, "SNAPWAKE_WAIT_S", defaults.wait.as_secs())?;
+    let ready_s = parse_number(
+        get,
+        "SNAPWAKE_READY_TIMEOUT_S",
+        defaults.ready_timeout.as_secs(),
+    )?;
+    // API Gateway cuts HTTP requests at 30 s: a longer wait could never be answered.
+    if wait_s > 28 {
+        return Err(ConfigError::Invalid {
+            var: "SNAPWAKE_WAIT_S",
+            reason: "must be at most 28 (API Gateway answers 504 after 30 s)".into(),
+        });
+    }
+    if ready_s == 0 {
+        return Err(ConfigError::Invalid {
+            var: "SNAPWAKE_READY_TIMEOUT_S",
+            reason: "must be positive".into(),
+        });
+    }
+    Ok(WakeSettings {
+        wait: Duration::from_secs(wait_s),
+        ready_timeout: Duration::from_secs(ready_s),
+        ..defaults
     })
 }
 

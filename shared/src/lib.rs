@@ -14,14 +14,17 @@
 //! Dependencies point one way: the domain imports nothing of ours; adapters depend on ports.
 
 pub mod agentkit;
+pub mod bootstrap;
 pub mod config;
 pub mod deadline;
 pub mod domain;
 pub mod error;
 pub mod http;
 pub mod identity;
+pub mod locate;
 pub mod registry;
 pub mod store;
+pub mod view;
 pub mod wake;
 
 pub use error::{Error, Result};

@@ -34,7 +34,9 @@ impl ToolOverrides {
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Self {
         let mut map = BTreeMap::new();
         for (key, _, _) in TOOL_KEYS {
-            if let Some(id) = lookup(&format!("SNAPWAKE_TOOL_{key}")).filter(|v| !v.trim().is_empty()) {
+            if let Some(id) =
+                lookup(&format!("SNAPWAKE_TOOL_{key}")).filter(|v| !v.trim().is_empty())
+            {
                 map.insert(key.to_string(), id.trim().to_string());
             }
         }
@@ -128,7 +130,10 @@ mod tests {
             _ => None,
         };
         let r = ToolOverrides::from_lookup(env).apply(stored);
-        assert_eq!(r.tool(Kind::Codex, Retention::Recoverable), Some("t-pinned"));
+        assert_eq!(
+            r.tool(Kind::Codex, Retention::Recoverable),
+            Some("t-pinned")
+        );
         assert_eq!(r.tool(Kind::Codex, Retention::Temporary), Some("t-temp"));
         assert_eq!(r.tool(Kind::Hermes, Retention::Temporary), Some("t-h"));
         assert_eq!(r.tool(Kind::Openclaw, Retention::Temporary), None);

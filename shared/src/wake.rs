@@ -155,8 +155,23 @@ impl<'a, S: AgentStore, K: AgentKit> WakeLock<'a, S, K> {
     }
 
     /// Ensure `target` is awake, waiting at most until `deadline`.
-    pub async fn wake(&self, target: &WakeTarget, deadline: Deadline) -> Result<WakeOutcome, Error> {
-        let mut record = self.store.get(&target.key).await?;
+    pub async fn wake(
+        &self,
+        target: &WakeTarget,
+        deadline: Deadline,
+    ) -> Result<WakeOutcome, Error> {
+        let record = self.store.get(&target.key).await?;
+        self.wake_from(target, record, deadline).await
+    }
+
+    /// As [`WakeLock::wake`], deciding from a record the caller has just read consistently
+    /// (the resume handler reads it to authorise; reading twice would cost a call per wake).
+    pub async fn wake_from(
+        &self,
+        target: &WakeTarget,
+        mut record: Option<AgentRecord>,
+        deadline: Deadline,
+    ) -> Result<WakeOutcome, Error> {
         let mut rounds = 0;
         loop {
             match self.decide(record) {
@@ -254,13 +269,22 @@ impl<'a, S: AgentStore, K: AgentKit> WakeLock<'a, S, K> {
         };
         match self.store.update(&target.key, &condition, &changes).await {
             Ok(r) => Ok(Acquired::Held(r, me)),
+            // The SDK may have retried a write that had landed: our own token in the "current"
+            // record means we won.
+            Err(StoreError::ConditionFailed {
+                current: Some(current),
+            }) if current.holder.as_deref() == Some(me.as_str()) => {
+                Ok(Acquired::Held(*current, me))
+            }
             Err(StoreError::ConditionFailed { current }) => Ok(Acquired::Lost(current.map(|b| *b))),
             Err(StoreError::Unavailable(why)) => {
                 // Ambiguous: the write may have landed. Only the holder token tells.
                 tracing::warn!(agent = %target.key, %why, "acquire was ambiguous; re-reading");
                 let now = self.store.get(&target.key).await?;
                 match now {
-                    Some(r) if r.holder.as_deref() == Some(me.as_str()) => Ok(Acquired::Held(r, me)),
+                    Some(r) if r.holder.as_deref() == Some(me.as_str()) => {
+                        Ok(Acquired::Held(r, me))
+                    }
                     other => Ok(Acquired::Lost(other)),
                 }
             }
@@ -287,9 +311,7 @@ impl<'a, S: AgentStore, K: AgentKit> WakeLock<'a, S, K> {
             Err(StoreError::Unavailable(why)) => {
                 tracing::warn!(agent = %target.key, %why, "fenced write was ambiguous; re-reading");
                 let now = self.store.get(&target.key).await?;
-                Ok(now.filter(|r| {
-                    r.holder.as_deref() == Some(me) && r.fence == fence && r.version > 0
-                }))
+                Ok(now.filter(|r| r.holder.as_deref() == Some(me) && r.fence == fence))
             }
             Err(e) => Err(e.into()),
         }
@@ -318,8 +340,9 @@ impl<'a, S: AgentStore, K: AgentKit> WakeLock<'a, S, K> {
                         self.release(target, me, fence).await?;
                         return Err(Error::NotWakeable(match &target.snapshot_id {
                             Some(id) => format!("snapshot {id} is not Ready or does not exist"),
-                            None => "the agent has neither a live session nor a Ready snapshot"
-                                .into(),
+                            None => {
+                                "the agent has neither a live session nor a Ready snapshot".into()
+                            }
                         }));
                     }
                     Err(e) => return Err(self.fail(target, me, fence, e).await),
@@ -346,9 +369,7 @@ impl<'a, S: AgentStore, K: AgentKit> WakeLock<'a, S, K> {
                 Changes {
                     session_id: Some(Some(session_id.clone())),
                     snapshot_id: Some(snapshot_id),
-                    lease_until_ms: Some(
-                        now_ms() + self.settings.ready_timeout.as_millis() as u64,
-                    ),
+                    lease_until_ms: Some(now_ms() + self.settings.ready_timeout.as_millis() as u64),
                     ..Changes::default()
                 },
             )
@@ -545,9 +566,11 @@ impl<'a, S: AgentStore, K: AgentKit> WakeLock<'a, S, K> {
             Err(StoreError::ConditionFailed { current }) => {
                 Ok(current.map(|b| *b).unwrap_or_else(|| record.clone()))
             }
-            Err(StoreError::Unavailable(_)) => {
-                Ok(self.store.get(&target.key).await?.unwrap_or_else(|| record.clone()))
-            }
+            Err(StoreError::Unavailable(_)) => Ok(self
+                .store
+                .get(&target.key)
+                .await?
+                .unwrap_or_else(|| record.clone())),
             Err(e) => Err(e.into()),
         }
     }
@@ -563,7 +586,10 @@ impl<'a, S: AgentStore, K: AgentKit> WakeLock<'a, S, K> {
         let mut pause = self.settings.poll_min;
         loop {
             if record.session_id.is_some() && record.state == WakeState::Waking {
-                return match self.wait_ready(target, record.clone(), None, true, deadline).await {
+                return match self
+                    .wait_ready(target, record.clone(), None, true, deadline)
+                    .await
+                {
                     Ok(o) => Ok(Joined::Done(o)),
                     // The holder records the failure; a joiner reports it the same way.
                     Err(e) => Err(e),

@@ -157,6 +157,12 @@ impl From<&Error> for Problem {
                 "the agent table could not be reached; retry shortly",
             )
             .retryable(Some(1)),
+            Error::Store(StoreError::InvalidCursor(_)) => Problem::new(
+                400,
+                "INVALID_REQUEST",
+                "Invalid request",
+                "the cursor is malformed or was not issued for this listing",
+            ),
             Error::Config(_) | Error::Internal(_) | Error::Store(_) => Problem::new(
                 500,
                 "INTERNAL",

@@ -167,3 +167,45 @@ pub fn now_rfc3339() -> String {
         .format(&time::format_description::well_known::Rfc3339)
         .unwrap_or_default()
 }
+
+/// A shared store is a store: several handlers (or a test's callers) can hold one adapter.
+impl<T: AgentStore> AgentStore for std::sync::Arc<T> {
+    fn get(
+        &self,
+        key: &AgentKey,
+    ) -> impl Future<Output = Result<Option<AgentRecord>, StoreError>> + Send {
+        (**self).get(key)
+    }
+
+    fn update(
+        &self,
+        key: &AgentKey,
+        condition: &Condition,
+        changes: &Changes,
+    ) -> impl Future<Output = Result<AgentRecord, StoreError>> + Send {
+        (**self).update(key, condition, changes)
+    }
+
+    fn query_owner(
+        &self,
+        owner_key: &str,
+        limit: u32,
+        cursor: Option<&str>,
+    ) -> impl Future<Output = Result<OwnerPage, StoreError>> + Send {
+        (**self).query_owner(owner_key, limit, cursor)
+    }
+
+    fn get_registry(
+        &self,
+    ) -> impl Future<Output = Result<Option<ToolRegistry>, StoreError>> + Send {
+        (**self).get_registry()
+    }
+
+    fn put_registry(
+        &self,
+        registry: &ToolRegistry,
+        expected_version: u64,
+    ) -> impl Future<Output = Result<ToolRegistry, StoreError>> + Send {
+        (**self).put_registry(registry, expected_version)
+    }
+}

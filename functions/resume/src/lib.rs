@@ -1,0 +1,270 @@
+//! `POST /v1/agents/{kind}/{agent_id}/resume`: a convergent "ensure awake".
+//!
+//! 200 with the agent when it is awake (`"resumed": true` when this call or a concurrent one
+//! woke it, `false` when it already was); 202 with `Retry-After` and `Location` when it is still
+//! waking at the end of this request's budget; 404 when the agent does not exist or is not the
+//! caller's; 409 while a delete holds it; 410 once deleted; 422 when nothing can be woken.
+//! The exactly-once guarantee lives in [`snapwake::wake`]; this handler authorises, finds the
+//! agent's Tool and answers.
+
+use std::time::Duration;
+
+use lambda_http::{Body, Request, RequestExt, Response};
+use serde::{Deserialize, Serialize};
+use snapwake::agentkit::AgentKit;
+use snapwake::config::IdentityConfig;
+use snapwake::deadline::Deadline;
+use snapwake::domain::{AgentKey, AgentRecord, AgentView, Retention};
+use snapwake::error::{Error, Result};
+use snapwake::http::request::{self as req, Route};
+use snapwake::http::response;
+use snapwake::identity::{usid, Caller};
+use snapwake::locate::{self, user_session_id};
+use snapwake::registry::RegistryCache;
+use snapwake::store::{now_ms, AgentStore, Description};
+use snapwake::view::{agent_view, AgentFacts};
+use snapwake::wake::{WakeLock, WakeOutcome, WakeSettings, WakeTarget};
+
+pub const ROUTES: [Route; 1] = [Route {
+    method: "POST",
+    pattern: "/v1/agents/{kind}/{agent_id}/resume",
+}];
+
+/// Time kept back from the Lambda's remaining time to answer after the wait.
+const ANSWER_MARGIN: Duration = Duration::from_secs(2);
+/// What a 202 suggests before asking again.
+const RETRY_AFTER_S: u64 = 2;
+
+/// The resume function's context: ports and settings built once per container.
+pub struct Resume<S, K> {
+    pub store: S,
+    pub agentkit: K,
+    pub registry: RegistryCache,
+    pub identity: IdentityConfig,
+    pub wake: WakeSettings,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct ResumeBody {
+    #[serde(default)]
+    snapshot_id: Option<String>,
+}
+
+/// The answer body: the agent view plus whether it was woken.
+#[derive(Serialize)]
+struct Resumed<'a> {
+    #[serde(flatten)]
+    agent: &'a AgentView,
+    resumed: bool,
+}
+
+impl<S: AgentStore, K: AgentKit> Resume<S, K> {
+    /// Serve one request; every failure becomes a problem+json response.
+    pub async fn handle(&self, request: Request) -> Response<Body> {
+        let request_id = req::request_id(&request);
+        match self.resume(&request).await {
+            Ok(resp) => resp,
+            Err(err) => {
+                match &err {
+                    Error::Internal(_)
+                    | Error::Store(_)
+                    | Error::AgentKit(_)
+                    | Error::WakeFailed(_) => {
+                        tracing::warn!(request_id = request_id.as_deref().unwrap_or(""), error = %err, "resume failed")
+                    }
+                    _ => {
+                        tracing::info!(request_id = request_id.as_deref().unwrap_or(""), error = %err, "resume refused")
+                    }
+                }
+                err.into_response(request_id.as_deref())
+            }
+        }
+    }
+
+    async fn resume(&self, request: &Request) -> Result<Response<Body>> {
+        let matched = req::route(&ROUTES, request.method().as_str(), req::path(request))?;
+        let caller = Caller::from_request(request, &self.identity)?;
+        let kind = req::parse_kind(&matched.params[0])?;
+        let agent_id = req::parse_id(&matched.params[1])?;
+        let body: ResumeBody = req::optional_json(request)?.unwrap_or_default();
+        let snapshot_id = body.snapshot_id.as_deref().map(req::parse_id).transpose()?;
+        let deadline = self.deadline(request);
+        let key = AgentKey::new(kind, agent_id);
+
+        let record = self.store.get(&key).await?;
+        if !may_act(&caller, &key, record.as_ref()) {
+            return Err(Error::AgentNotFound);
+        }
+        let registry = self.registry.get(&self.store).await?;
+        let recorded_tool = record.as_ref().and_then(|r| {
+            let tool = r.tool_id.as_deref()?;
+            let region = r.region.as_deref()?;
+            registry
+                .is_snapshot_tool(kind, tool)
+                .then(|| (tool.to_string(), region.to_string()))
+        });
+        let (tool_id, region, snapshots) = match recorded_tool {
+            Some((tool, region)) => (tool, region, None),
+            // A tombstone answers 410 even when AgentKit no longer knows the agent.
+            None if record
+                .as_ref()
+                .is_some_and(|r| r.state == snapwake::domain::WakeState::Gone) =>
+            {
+                return Err(Error::AgentGone)
+            }
+            None => match locate::locate(&self.agentkit, &registry, &key, deadline).await? {
+                Some(found) => (found.tool_id, found.region, Some(found.snapshots)),
+                None => return Err(Error::AgentNotFound),
+            },
+        };
+
+        let target = WakeTarget {
+            describe: Some(describe(
+                &caller,
+                &key,
+                record.as_ref(),
+                &tool_id,
+                &region,
+                snapshots.as_deref(),
+            )),
+            user_session_id: user_session_id(&key.agent_id).map(str::to_string),
+            key: key.clone(),
+            tool_id,
+            region,
+            snapshot_id,
+            snapshots: snapshots.clone(),
+        };
+        let lock = WakeLock::new(&self.store, &self.agentkit, &self.wake);
+        let outcome = lock.wake_from(&target, record, deadline).await?;
+        let snapshots = snapshots.unwrap_or_default();
+        Ok(match outcome {
+            WakeOutcome::Awake {
+                session,
+                resumed,
+                record,
+            } => {
+                tracing::info!(agent = %key, resumed, "awake");
+                let view = self.view(&key, &record, std::slice::from_ref(&session), &snapshots);
+                with_etag(
+                    response::json(
+                        200,
+                        &Resumed {
+                            agent: &view,
+                            resumed,
+                        },
+                    ),
+                    &record,
+                )
+            }
+            WakeOutcome::Waking { record } => {
+                tracing::info!(agent = %key, "still waking");
+                let view = self.view(&key, &record, &[], &snapshots);
+                let mut resp = with_etag(
+                    response::json(
+                        202,
+                        &Resumed {
+                            agent: &view,
+                            resumed: false,
+                        },
+                    ),
+                    &record,
+                );
+                let headers = resp.headers_mut();
+                headers.insert(lambda_http::http::header::RETRY_AFTER, RETRY_AFTER_S.into());
+                if let Ok(location) = format!("/v1/agents/{}/{}", key.kind, key.agent_id).parse() {
+                    headers.insert(lambda_http::http::header::LOCATION, location);
+                }
+                resp
+            }
+        })
+    }
+
+    fn view(
+        &self,
+        key: &AgentKey,
+        record: &AgentRecord,
+        sessions: &[snapwake::agentkit::types::Session],
+        snapshots: &[snapwake::agentkit::types::Snapshot],
+    ) -> AgentView {
+        agent_view(
+            &AgentFacts {
+                key,
+                record: Some(record),
+                sessions,
+                snapshots,
+                retention: Retention::Recoverable,
+            },
+            now_ms(),
+            &self.wake,
+        )
+    }
+
+    /// This request's wait: the configured wait, cut to the Lambda's remaining time less a
+    /// margin to answer (API Gateway gives up at 30 s).
+    fn deadline(&self, request: &Request) -> Deadline {
+        let mut budget = self.wake.wait;
+        if let Some(ctx) = request.lambda_context_ref() {
+            let remaining_ms = ctx.deadline.saturating_sub(now_ms());
+            let remaining = Duration::from_millis(remaining_ms).saturating_sub(ANSWER_MARGIN);
+            budget = budget.min(remaining);
+        }
+        Deadline::after(budget)
+    }
+}
+
+/// Whether `caller` may see and act on `key`: admins always; others when the record names
+/// them, or when the UserSessionId is theirs. `snapshot-<id>` agents are admin-only.
+pub fn may_act(caller: &Caller, key: &AgentKey, record: Option<&AgentRecord>) -> bool {
+    if caller.is_admin {
+        return true;
+    }
+    if record.and_then(|r| r.owner.as_deref()) == Some(caller.owner.as_str()) {
+        return true;
+    }
+    user_session_id(&key.agent_id).is_some_and(|id| usid::belongs_to(id, &caller.owner))
+}
+
+/// What the first write of the record should say about the agent.
+fn describe(
+    caller: &Caller,
+    key: &AgentKey,
+    record: Option<&AgentRecord>,
+    tool_id: &str,
+    region: &str,
+    snapshots: Option<&[snapwake::agentkit::types::Snapshot]>,
+) -> Description {
+    let usid = user_session_id(&key.agent_id);
+    // The raw owner is known only when it is the caller's own agent (an admin acting on
+    // someone else's agent must not be recorded as its owner).
+    let owner = record.and_then(|r| r.owner.clone()).or_else(|| {
+        usid.filter(|id| usid::belongs_to(id, &caller.owner))
+            .map(|_| caller.owner.clone())
+    });
+    let metadata_name = snapshots.and_then(|s| {
+        s.iter().find_map(|s| {
+            snapwake::agentkit::types::metadata_value(&s.session_metadata, "veadk_display_name")
+                .map(str::to_string)
+        })
+    });
+    Description {
+        owner,
+        owner_key: usid.and_then(|id| usid::UserSessionId::parse(id).owner_key()),
+        display_name: record
+            .and_then(|r| r.display_name.clone())
+            .or(metadata_name),
+        tool_id: Some(tool_id.to_string()),
+        region: Some(region.to_string()),
+        retention: Some(Retention::Recoverable),
+        ..Description::default()
+    }
+}
+
+fn with_etag(mut resp: Response<Body>, record: &AgentRecord) -> Response<Body> {
+    if record.version > 0 {
+        if let Ok(v) = record.etag().parse() {
+            resp.headers_mut()
+                .insert(lambda_http::http::header::ETAG, v);
+        }
+    }
+    resp
+}

@@ -1,0 +1,41 @@
+//! Cold-start wiring shared by every function's `main`: logs, then configuration and clients
+//! built once, outside the handler, so a warm container reuses its connection pools.
+
+use crate::agentkit::AgentKitClient;
+use crate::config::Config;
+use crate::error::Error;
+use crate::store::dynamo::DynamoStore;
+
+/// Logs as JSON lines in Lambda (CloudWatch parses them), plain text elsewhere; `RUST_LOG`
+/// filters (default `info`). Safe to call more than once.
+pub fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt().with_env_filter(filter);
+    let in_lambda = std::env::var_os("AWS_LAMBDA_FUNCTION_NAME").is_some();
+    let _ = if in_lambda {
+        builder
+            .json()
+            .without_time()
+            .with_current_span(false)
+            .try_init()
+    } else {
+        builder.try_init()
+    };
+}
+
+/// The DynamoDB store of a deployed function: `SNAPWAKE_TABLE` is required there.
+pub async fn dynamo_store(config: &Config) -> Result<DynamoStore, Error> {
+    let table = config
+        .table
+        .clone()
+        .ok_or(crate::config::ConfigError::Missing {
+            var: "SNAPWAKE_TABLE",
+        })?;
+    Ok(DynamoStore::from_env(table).await)
+}
+
+/// The AgentKit client, credentials loaded once.
+pub async fn agentkit(config: &Config) -> Result<AgentKitClient, Error> {
+    Ok(AgentKitClient::from_config(&config.agentkit).await?)
+}

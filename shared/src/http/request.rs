@@ -1,0 +1,209 @@
+//! Reading an API Gateway HTTP API request: routes, path parameters, bodies and headers, each
+//! failure a typed [`Error`] (so a problem+json 4xx), never a panic.
+
+use lambda_http::{Body, Request, RequestExt};
+use percent_encoding::percent_decode_str;
+use serde::de::DeserializeOwned;
+
+use crate::domain::Kind;
+use crate::error::{Error, Result};
+use crate::identity::validate_agent_id;
+
+/// Bodies above this are refused with 413.
+pub const MAX_BODY_BYTES: usize = 16 * 1024;
+
+/// One route of a function: a method and a path pattern whose `{name}` segments capture.
+#[derive(Clone, Copy, Debug)]
+pub struct Route {
+    pub method: &'static str,
+    pub pattern: &'static str,
+}
+
+/// The route a request matched, with its captured (percent-decoded) segments in order.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Matched {
+    pub pattern: &'static str,
+    pub params: Vec<String>,
+}
+
+/// Match `method` and `path` against `routes`: an unknown path → 404, a known path with
+/// another method → 405 listing the allowed ones.
+pub fn route(routes: &[Route], method: &str, path: &str) -> Result<Matched> {
+    let mut allowed: Vec<&str> = Vec::new();
+    for r in routes {
+        if let Some(params) = match_path(r.pattern, path)? {
+            if r.method.eq_ignore_ascii_case(method) {
+                return Ok(Matched {
+                    pattern: r.pattern,
+                    params,
+                });
+            }
+            allowed.push(r.method);
+        }
+    }
+    if allowed.is_empty() {
+        Err(Error::RouteNotFound)
+    } else {
+        Err(Error::MethodNotAllowed {
+            allow: allowed.join(", "),
+        })
+    }
+}
+
+/// Captures of `path` against `pattern`, or `None` if it does not match. Each captured
+/// segment is percent-decoded exactly once; a segment that is not UTF-8 once decoded is a 400.
+fn match_path(pattern: &str, path: &str) -> Result<Option<Vec<String>>> {
+    let want: Vec<&str> = pattern.trim_matches('/').split('/').collect();
+    let got: Vec<&str> = path
+        .trim_end_matches('/')
+        .trim_start_matches('/')
+        .split('/')
+        .collect();
+    if want.len() != got.len() {
+        return Ok(None);
+    }
+    let mut params = Vec::new();
+    for (w, g) in want.iter().zip(&got) {
+        if w.starts_with('{') && w.ends_with('}') {
+            let decoded = percent_decode_str(g)
+                .decode_utf8()
+                .map_err(|_| Error::bad_request("a path segment is not valid UTF-8"))?;
+            params.push(decoded.into_owned());
+        } else if w != g {
+            return Ok(None);
+        }
+    }
+    Ok(Some(params))
+}
+
+/// The request's path as the client sent it (percent-encoded, without API Gateway's stage
+/// prefix), so each segment is decoded exactly once by [`route`].
+pub fn path(req: &Request) -> &str {
+    let raw = req.raw_http_path();
+    if raw.is_empty() {
+        req.uri().path()
+    } else {
+        raw
+    }
+}
+
+/// A `{kind}` path parameter.
+pub fn parse_kind(raw: &str) -> Result<Kind> {
+    raw.parse::<Kind>()
+        .map_err(|e| Error::bad_request(e.to_string()))
+}
+
+/// A `{agent_id}` (or snapshot id) path parameter: `^[A-Za-z0-9_.:-]{1,200}$`.
+pub fn parse_id(raw: &str) -> Result<String> {
+    validate_agent_id(raw).map(str::to_string)
+}
+
+/// The request body as bytes, refused above [`MAX_BODY_BYTES`].
+pub fn body_bytes(req: &Request) -> Result<&[u8]> {
+    let bytes: &[u8] = match req.body() {
+        Body::Empty => &[],
+        Body::Text(t) => t.as_bytes(),
+        Body::Binary(b) => b.as_slice(),
+        _ => &[],
+    };
+    if bytes.len() > MAX_BODY_BYTES {
+        return Err(Error::PayloadTooLarge {
+            limit: MAX_BODY_BYTES,
+        });
+    }
+    Ok(bytes)
+}
+
+/// An optional JSON body: absent or blank → `None`; malformed or of the wrong shape → 400.
+pub fn optional_json<T: DeserializeOwned>(req: &Request) -> Result<Option<T>> {
+    let bytes = body_bytes(req)?;
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Ok(None);
+    }
+    serde_json::from_slice(bytes)
+        .map(Some)
+        .map_err(|e| Error::bad_request(format!("invalid JSON body: {}", json_error(&e))))
+}
+
+/// A required JSON body.
+pub fn json<T: DeserializeOwned>(req: &Request) -> Result<T> {
+    optional_json(req)?.ok_or_else(|| Error::bad_request("a JSON body is required"))
+}
+
+/// serde's message without echoing the input back.
+fn json_error(e: &serde_json::Error) -> String {
+    use serde_json::error::Category;
+    match e.classify() {
+        Category::Syntax | Category::Eof | Category::Io => {
+            format!("malformed JSON at line {} column {}", e.line(), e.column())
+        }
+        Category::Data => e.to_string(),
+    }
+}
+
+/// A header as text, if present and readable.
+pub fn header<'r>(req: &'r Request, name: &str) -> Option<&'r str> {
+    req.headers().get(name).and_then(|v| v.to_str().ok())
+}
+
+/// The id API Gateway gave this request (logged and returned in problems), else Lambda's.
+pub fn request_id(req: &Request) -> Option<String> {
+    if let Some(lambda_http::request::RequestContext::ApiGatewayV2(ctx)) = req.request_context_ref()
+    {
+        if let Some(id) = &ctx.request_id {
+            return Some(id.clone());
+        }
+    }
+    req.lambda_context_ref().map(|c| c.request_id.clone())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ROUTES: [Route; 3] = [
+        Route {
+            method: "GET",
+            pattern: "/v1/agents/{kind}/{agent_id}",
+        },
+        Route {
+            method: "DELETE",
+            pattern: "/v1/agents/{kind}/{agent_id}",
+        },
+        Route {
+            method: "POST",
+            pattern: "/v1/agents/{kind}/{agent_id}/resume",
+        },
+    ];
+
+    #[test]
+    fn routes_capture_decoded_segments() {
+        let m = route(&ROUTES, "POST", "/v1/agents/codex/studio-a%3Ab/resume").unwrap();
+        assert_eq!(m.params, vec!["codex", "studio-a:b"]);
+        let m = route(&ROUTES, "GET", "/v1/agents/codex/x/").unwrap();
+        assert_eq!(m.params, vec!["codex", "x"]);
+    }
+
+    #[test]
+    fn unknown_paths_are_404_and_wrong_methods_405() {
+        assert!(matches!(
+            route(&ROUTES, "GET", "/v1/nope"),
+            Err(Error::RouteNotFound)
+        ));
+        match route(&ROUTES, "PUT", "/v1/agents/codex/x") {
+            Err(Error::MethodNotAllowed { allow }) => assert_eq!(allow, "GET, DELETE"),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_slash_inside_an_id_is_refused_once_decoded() {
+        let m = route(&ROUTES, "GET", "/v1/agents/codex/a%2Fb").unwrap();
+        assert!(parse_id(&m.params[1]).is_err());
+        assert!(parse_id("..").is_ok(), "dots are legal id characters");
+        assert!(parse_id(&"a".repeat(201)).is_err());
+        assert!(parse_id("a\u{7}").is_err());
+        assert!(route(&ROUTES, "GET", "/v1/agents/codex/%FF").is_err());
+        assert!(parse_kind("Codex").is_err());
+    }
+}

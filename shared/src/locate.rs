@@ -1,0 +1,153 @@
+//! Finding where an agent lives: which of its kind's snapshot Tools (and which region) holds
+//! its snapshots or its live session. Resume and delete start here for an agent the table has
+//! no Tool for yet.
+
+use crate::agentkit::types::{Filter, ListSessionSnapshots, ListSessions, Session, Snapshot};
+use crate::agentkit::{list_all, AgentKit, AgentKitError, Pager};
+use crate::deadline::Deadline;
+use crate::domain::{AgentKey, ToolRegistry};
+use crate::error::Error;
+
+/// How many pages of a snapshot Tool are read to find a `snapshot-<id>` agent (an admin-only,
+/// rare lookup: ids without a UserSessionId can only be found by listing).
+const SNAPSHOT_SCAN_PAGES: usize = 200;
+
+/// The prefix of agent ids made for snapshots without a UserSessionId.
+pub const SNAPSHOT_AGENT_PREFIX: &str = "snapshot-";
+
+/// Where an agent was found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Located {
+    pub tool_id: String,
+    pub region: String,
+    /// The agent's snapshots on that Tool (any status).
+    pub snapshots: Vec<Snapshot>,
+    /// The agent's active sessions on that Tool, when it was found by them.
+    pub sessions: Vec<Session>,
+}
+
+/// The UserSessionId of an agent id (`None` for `snapshot-<id>` agents).
+pub fn user_session_id(agent_id: &str) -> Option<&str> {
+    (!agent_id.starts_with(SNAPSHOT_AGENT_PREFIX)).then_some(agent_id)
+}
+
+/// Regions to try: the registry's first, then the configured ones.
+pub fn regions<'a>(registry: &'a ToolRegistry, agentkit: &'a impl AgentKit) -> Vec<&'a str> {
+    let mut out: Vec<&str> = registry.region.as_deref().into_iter().collect();
+    for r in agentkit.regions() {
+        if !out.contains(&r.as_str()) {
+            out.push(r);
+        }
+    }
+    out
+}
+
+/// Find `key` on its kind's snapshot Tools. `hint` (a Tool and region from the agent record)
+/// is tried first.
+pub async fn locate<K: AgentKit>(
+    agentkit: &K,
+    registry: &ToolRegistry,
+    key: &AgentKey,
+    deadline: Deadline,
+) -> Result<Option<Located>, Error> {
+    let Some(tools) = registry.kind(key.kind) else {
+        return Ok(None);
+    };
+    let tools: Vec<&str> = tools.snapshot_tools().collect();
+    let regions = regions(registry, agentkit);
+    for tool in &tools {
+        for region in &regions {
+            match snapshots_of(agentkit, tool, region, key, deadline).await {
+                Ok(snaps) if !snaps.is_empty() => {
+                    return Ok(Some(Located {
+                        tool_id: tool.to_string(),
+                        region: region.to_string(),
+                        snapshots: snaps,
+                        sessions: Vec::new(),
+                    }))
+                }
+                // The Tool exists here and the agent has no snapshot on it.
+                Ok(_) => break,
+                // The Tool lives in another region.
+                Err(e) if e.is_not_found() => continue,
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+    // No snapshot: an agent that is awake and never slept is found by its session.
+    let Some(usid) = user_session_id(&key.agent_id) else {
+        return Ok(None);
+    };
+    for tool in &tools {
+        for region in &regions {
+            let req = ListSessions {
+                tool_id: tool.to_string(),
+                filters: Some(vec![Filter::one("UserSessionId", usid)]),
+                ..ListSessions::default()
+            };
+            match list_all(agentkit, region, req, 10, deadline).await {
+                Ok(sessions) => {
+                    let active: Vec<Session> = sessions
+                        .into_iter()
+                        .filter(|s| s.is_active() && s.user_session_id.as_deref() == Some(usid))
+                        .collect();
+                    if !active.is_empty() {
+                        return Ok(Some(Located {
+                            tool_id: tool.to_string(),
+                            region: region.to_string(),
+                            snapshots: Vec::new(),
+                            sessions: active,
+                        }));
+                    }
+                    break;
+                }
+                Err(e) if e.is_not_found() => continue,
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+    Ok(None)
+}
+
+/// The snapshots of one agent on one Tool.
+async fn snapshots_of<K: AgentKit>(
+    agentkit: &K,
+    tool: &str,
+    region: &str,
+    key: &AgentKey,
+    deadline: Deadline,
+) -> Result<Vec<Snapshot>, AgentKitError> {
+    match user_session_id(&key.agent_id) {
+        Some(usid) => {
+            let req = ListSessionSnapshots {
+                tool_id: tool.to_string(),
+                user_session_id: Some(usid.to_string()),
+                ..ListSessionSnapshots::default()
+            };
+            let all = list_all(agentkit, region, req, 20, deadline).await?;
+            // Trust but verify the service's filter: never act on another agent's snapshot.
+            Ok(all
+                .into_iter()
+                .filter(|s| s.user_session_id.as_deref() == Some(usid))
+                .collect())
+        }
+        None => {
+            let wanted = &key.agent_id[SNAPSHOT_AGENT_PREFIX.len()..];
+            let req = ListSessionSnapshots {
+                tool_id: tool.to_string(),
+                max_results: Some(crate::agentkit::types::MAX_PAGE_SIZE),
+                ..ListSessionSnapshots::default()
+            };
+            let mut pager = Pager::new(agentkit, region, req, SNAPSHOT_SCAN_PAGES);
+            while let Some(page) = pager.next_page(deadline).await? {
+                if let Some(s) = page.into_iter().find(|s| {
+                    s.snapshot_id.as_deref() == Some(wanted)
+                        && s.user_session_id.as_deref().is_none_or(str::is_empty)
+                }) {
+                    return Ok(vec![s]);
+                }
+            }
+            Ok(Vec::new())
+        }
+    }
+}

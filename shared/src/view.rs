@@ -1,0 +1,218 @@
+//! The agent view derived from AgentKit's truth (sessions, snapshots) plus the agent record
+//! (http-api.md, "Views"). It carries no session `Endpoint` and no credential.
+
+use crate::agentkit::types::{metadata_value, Session, Snapshot};
+use crate::domain::{
+    AgentKey, AgentRecord, AgentState, AgentView, Retention, SessionView, SnapshotView, WakeState,
+    WakeView,
+};
+use crate::identity::display_name;
+use crate::identity::names::METADATA_DISPLAY_NAME_KEY;
+use crate::wake::{newest_session, WakeSettings};
+
+/// Metadata key holding the raw owner id.
+pub const METADATA_OWNER_KEY: &str = "Username";
+/// Metadata key holding the creator's display name.
+pub const METADATA_CREATOR_KEY: &str = "veadk_creator_name";
+
+/// What is known about one agent.
+pub struct AgentFacts<'a> {
+    pub key: &'a AgentKey,
+    pub record: Option<&'a AgentRecord>,
+    /// The agent's sessions, any status.
+    pub sessions: &'a [Session],
+    /// The agent's snapshots, any status.
+    pub snapshots: &'a [Snapshot],
+    /// The retention of the Tool the agent lives on.
+    pub retention: Retention,
+}
+
+fn rfc3339_key(s: Option<&str>) -> i128 {
+    s.and_then(|s| {
+        time::OffsetDateTime::parse(s, &time::format_description::well_known::Rfc3339).ok()
+    })
+    .map_or(i128::MIN, |t| t.unix_timestamp_nanos())
+}
+
+/// The view of one agent at `now_ms`.
+pub fn agent_view(facts: &AgentFacts<'_>, now_ms: u64, settings: &WakeSettings) -> AgentView {
+    let record = facts.record;
+    let live = newest_session(facts.sessions.iter().filter(|s| s.is_active()).cloned());
+    let mut snapshots: Vec<&Snapshot> = facts.snapshots.iter().collect();
+    snapshots.sort_by_key(|s| std::cmp::Reverse(rfc3339_key(s.created_at.as_deref())));
+
+    let held = |state: WakeState| {
+        record.is_some_and(|r| r.state == state && settings.lease_is_live(r, now_ms))
+    };
+    let state = if held(WakeState::Deleting) {
+        AgentState::Deleting
+    } else if held(WakeState::Waking) {
+        AgentState::Waking
+    } else if let Some(s) = &live {
+        if s.status
+            .as_deref()
+            .is_some_and(|st| st.eq_ignore_ascii_case("ready"))
+        {
+            AgentState::Awake
+        } else {
+            AgentState::Starting
+        }
+    } else if snapshots.iter().any(|s| s.is_wakeable()) {
+        AgentState::Asleep
+    } else {
+        AgentState::Unavailable
+    };
+
+    let metadata = live
+        .as_ref()
+        .map(|s| s.metadata.as_slice())
+        .or_else(|| facts.sessions.first().map(|s| s.metadata.as_slice()))
+        .filter(|m| !m.is_empty())
+        .or_else(|| snapshots.first().map(|s| s.session_metadata.as_slice()))
+        .unwrap_or_default();
+    let usid = Some(facts.key.agent_id.as_str()).filter(|id| !id.starts_with("snapshot-"));
+    let name = display_name(
+        record.and_then(|r| r.display_name.as_deref()),
+        metadata_value(metadata, METADATA_DISPLAY_NAME_KEY),
+        usid,
+        snapshots.first().and_then(|s| s.snapshot_id.as_deref()),
+    );
+    let owner = record
+        .and_then(|r| r.owner.clone())
+        .or_else(|| metadata_value(metadata, METADATA_OWNER_KEY).map(str::to_string));
+    let created_by = record
+        .and_then(|r| r.created_by.clone())
+        .or_else(|| metadata_value(metadata, METADATA_CREATOR_KEY).map(str::to_string));
+
+    let wake = record.and_then(|r| match r.state {
+        WakeState::Waking if settings.lease_is_live(r, now_ms) => Some(WakeView {
+            state: "waking".into(),
+            since: r.updated_at.clone(),
+            session_id: r.session_id.clone(),
+            error: None,
+        }),
+        WakeState::Failed => Some(WakeView {
+            state: "failed".into(),
+            since: r.updated_at.clone(),
+            session_id: None,
+            error: r.error.clone(),
+        }),
+        _ => None,
+    });
+
+    AgentView {
+        kind: facts.key.kind,
+        agent_id: facts.key.agent_id.clone(),
+        display_name: name,
+        owner,
+        created_by,
+        retention: record.and_then(|r| r.retention).unwrap_or(facts.retention),
+        state,
+        session: live.map(|s| SessionView {
+            session_id: s.session_id.unwrap_or_default(),
+            status: s.status,
+            created_at: s.created_at,
+            expire_at: s.expire_at,
+        }),
+        snapshots: snapshots
+            .into_iter()
+            .map(|s| SnapshotView {
+                snapshot_id: s.snapshot_id.clone().unwrap_or_default(),
+                source_session_id: s.session_id.clone(),
+                status: s.status.clone(),
+                reason: s.reason.clone(),
+                created_at: s.created_at.clone(),
+            })
+            .collect(),
+        wake,
+        etag: record.filter(|r| r.version > 0).map(AgentRecord::etag),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agentkit::types::MetadataEntry;
+    use crate::domain::Kind;
+
+    fn snap(id: &str, status: &str, at: &str) -> Snapshot {
+        Snapshot {
+            snapshot_id: Some(id.into()),
+            status: Some(status.into()),
+            created_at: Some(at.into()),
+            session_metadata: vec![MetadataEntry::string("veadk_display_name", "Helper")],
+            ..Snapshot::default()
+        }
+    }
+
+    #[test]
+    fn asleep_with_newest_snapshot_first_and_metadata_name() {
+        let key = AgentKey::new(Kind::Codex, "studio-alice-0123");
+        let snaps = [
+            snap("old", "Ready", "2026-12-01T01:00:00Z"),
+            snap("new", "Ready", "2026-12-01T09:00:00Z"),
+        ];
+        let v = agent_view(
+            &AgentFacts {
+                key: &key,
+                record: None,
+                sessions: &[],
+                snapshots: &snaps,
+                retention: Retention::Recoverable,
+            },
+            0,
+            &WakeSettings::default(),
+        );
+        assert_eq!(v.state, AgentState::Asleep);
+        assert_eq!(v.snapshots[0].snapshot_id, "new");
+        assert_eq!(v.display_name, "Helper");
+        assert!(v.etag.is_none() && v.wake.is_none() && v.session.is_none());
+    }
+
+    #[test]
+    fn waking_failed_awake_starting_unavailable() {
+        let key = AgentKey::new(Kind::Codex, "studio-alice-0123");
+        let mut rec = AgentRecord::absent(key.clone());
+        rec.state = WakeState::Waking;
+        rec.lease_until_ms = 10_000;
+        rec.version = 3;
+        let settings = WakeSettings::default();
+        let facts = |r: Option<&AgentRecord>, sessions: &[Session], snaps: &[Snapshot], now| {
+            agent_view(
+                &AgentFacts {
+                    key: &key,
+                    record: r,
+                    sessions,
+                    snapshots: snaps,
+                    retention: Retention::Recoverable,
+                },
+                now,
+                &settings,
+            )
+        };
+        let v = facts(Some(&rec), &[], &[], 5_000);
+        assert_eq!(v.state, AgentState::Waking);
+        assert_eq!(v.etag.as_deref(), Some("\"3\""));
+        // The lease ran out (beyond the skew margin): no longer waking.
+        assert_eq!(
+            facts(Some(&rec), &[], &[], 20_000).state,
+            AgentState::Unavailable
+        );
+        rec.state = WakeState::Failed;
+        rec.error = Some("boom".into());
+        let snaps = [snap("s", "Ready", "2026-12-01T01:00:00Z")];
+        let v = facts(Some(&rec), &[], &snaps, 5_000);
+        assert_eq!(v.state, AgentState::Asleep);
+        assert_eq!(v.wake.unwrap().state, "failed");
+        let running = Session {
+            session_id: Some("s-1".into()),
+            status: Some("Creating".into()),
+            endpoint: Some("https://secret.example/?auth=x".into()),
+            ..Session::default()
+        };
+        let v = facts(None, std::slice::from_ref(&running), &[], 0);
+        assert_eq!(v.state, AgentState::Starting);
+        let json = serde_json::to_string(&v).unwrap();
+        assert!(!json.contains("secret.example"), "no endpoint in a view");
+    }
+}

@@ -1,0 +1,222 @@
+//! What the integration tests share: a DynamoDB Local table per test, a simulated AgentKit
+//! with snapshot Tools and a registry, asleep agents, and API Gateway v2 requests built from
+//! the fixture of a real event.
+#![allow(dead_code)]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::Value;
+use snapwake::agentkit::retry::RetryPolicy;
+use snapwake::agentkit::sim::{RunningSim, SeedSnapshot, SeedTool, SimConfig, Simulator};
+use snapwake::agentkit::types::MetadataEntry;
+use snapwake::agentkit::AgentKitClient;
+use snapwake::config::{AgentKitConfig, CredentialsSource};
+use snapwake::domain::{Kind, KindTools, ToolRegistry};
+use snapwake::identity::usid;
+use snapwake::store::dynamo::DynamoStore;
+use snapwake::store::table::create_table;
+use snapwake::store::AgentStore;
+
+pub const REGION: &str = "cn-beijing";
+
+/// A fresh table on DynamoDB Local. Without `AWS_ENDPOINT_URL` this fails loudly: the
+/// DynamoDB-backed tests must not pass by not running (scripts/test.sh starts it).
+pub async fn dynamo_store(test: &str) -> DynamoStore {
+    assert!(
+        std::env::var_os("AWS_ENDPOINT_URL").is_some(),
+        "AWS_ENDPOINT_URL is not set: start DynamoDB Local with \
+         `eval \"$(scripts/start-dynamodb-local.sh)\"` or run scripts/test.sh"
+    );
+    let table = format!(
+        "{}-{}",
+        test.replace('_', "-"),
+        uuid::Uuid::new_v4().simple()
+    );
+    dynamo_table(&table, true).await
+}
+
+/// The store over `table`, creating it when asked.
+pub async fn dynamo_table(table: &str, create: bool) -> DynamoStore {
+    let store = DynamoStore::from_env(table).await;
+    if create {
+        create_table(store.client(), table)
+            .await
+            .unwrap_or_else(|e| panic!("cannot create table {table}: {e}"));
+    }
+    store
+}
+
+/// The simulator, one recoverable and one temporary codex Tool, and the registry naming them.
+pub struct World {
+    pub sim: RunningSim,
+    pub recoverable: String,
+    pub temporary: String,
+}
+
+impl World {
+    pub async fn start(session_ready_delay: Duration) -> World {
+        let sim = Simulator::start(SimConfig {
+            session_ready_delay,
+            ..SimConfig::default()
+        })
+        .await
+        .unwrap();
+        let ctl = sim.control();
+        let tool = |name: &str, snapshots: bool| SeedTool {
+            name: name.into(),
+            tool_type: "CodeEnv".into(),
+            enable_snapshot: snapshots,
+            ..SeedTool::default()
+        };
+        let recoverable = ctl.seed_tool(REGION, tool("chat-snapshot", true)).unwrap();
+        let temporary = ctl
+            .seed_tool(REGION, tool("chat-temporary", false))
+            .unwrap();
+        World {
+            sim,
+            recoverable,
+            temporary,
+        }
+    }
+
+    pub fn registry(&self) -> ToolRegistry {
+        let mut r = ToolRegistry {
+            region: Some(REGION.into()),
+            ..ToolRegistry::default()
+        };
+        r.kinds.insert(
+            Kind::Codex,
+            KindTools {
+                temporary: Some(self.temporary.clone()),
+                recoverable: Some(self.recoverable.clone()),
+                legacy_snapshot_tools: Vec::new(),
+            },
+        );
+        r
+    }
+
+    /// Write the registry into `store` (deploy's job in production).
+    pub async fn register<S: AgentStore>(&self, store: &S) {
+        let current = store.get_registry().await.unwrap().map_or(0, |r| r.version);
+        store.put_registry(&self.registry(), current).await.unwrap();
+    }
+
+    pub fn client(&self) -> AgentKitClient {
+        client(&self.sim.endpoint())
+    }
+
+    /// An asleep agent of `owner`: one Ready snapshot. Answers (agent id, snapshot id).
+    pub fn asleep_agent(&self, owner: &str, name: &str) -> (String, String) {
+        let agent_id = usid::mint(owner);
+        let snapshot = self
+            .sim
+            .control()
+            .seed_snapshot(SeedSnapshot {
+                tool_id: self.recoverable.clone(),
+                user_session_id: Some(agent_id.clone()),
+                session_id: Some(format!("s-old-{}", &agent_id[agent_id.len() - 8..])),
+                session_metadata: vec![
+                    MetadataEntry::string("Username", owner),
+                    MetadataEntry::string("veadk_display_name", name),
+                    MetadataEntry::string("veadk_creator_name", owner),
+                ],
+                ..SeedSnapshot::default()
+            })
+            .unwrap();
+        (agent_id, snapshot)
+    }
+}
+
+/// A client of the simulator at `endpoint` (quick retries).
+pub fn client(endpoint: &str) -> AgentKitClient {
+    let config = AgentKitConfig {
+        endpoint: endpoint.to_string(),
+        regions: vec![REGION.into(), "cn-shanghai".into()],
+        credentials: CredentialsSource::Static(SimConfig::default().credentials),
+        request_timeout: Duration::from_secs(10),
+    };
+    AgentKitClient::new(&config, SimConfig::default().credentials)
+        .unwrap()
+        .with_retry_policy(RetryPolicy {
+            max_retries: 2,
+            base: Duration::from_millis(20),
+            max_wait: Duration::from_secs(1),
+        })
+}
+
+/// Who makes a request.
+#[derive(Clone, Copy, Debug)]
+pub enum Who<'a> {
+    /// A signed-in person with this `sub`.
+    User(&'a str),
+    /// A signed-in person in the `admins` group.
+    Admin(&'a str),
+    /// No authorizer at all.
+    Nobody,
+}
+
+/// An API Gateway HTTP API (payload 2.0) request, built from the recorded JWT fixture.
+pub fn request(
+    method: &str,
+    raw_path: &str,
+    who: Who<'_>,
+    body: Option<&str>,
+) -> lambda_http::Request {
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/fixtures/apigw/jwt-no-groups.json"
+    ))
+    .unwrap();
+    let mut event: Value = serde_json::from_str(&text).unwrap();
+    event["rawPath"] = raw_path.into();
+    event["routeKey"] = format!("{method} {raw_path}").into();
+    event["requestContext"]["http"]["method"] = method.into();
+    event["requestContext"]["http"]["path"] = raw_path.into();
+    event["requestContext"]["requestId"] = uuid::Uuid::new_v4().simple().to_string().into();
+    match body {
+        Some(b) => event["body"] = b.into(),
+        None => event["body"] = Value::Null,
+    }
+    let claims = &mut event["requestContext"]["authorizer"]["jwt"]["claims"];
+    match who {
+        Who::User(sub) => {
+            claims["sub"] = sub.into();
+            claims["preferred_username"] = sub.into();
+        }
+        Who::Admin(sub) => {
+            claims["sub"] = sub.into();
+            claims["preferred_username"] = sub.into();
+            claims["cognito:groups"] = "[admins]".into();
+        }
+        Who::Nobody => {
+            event["requestContext"]
+                .as_object_mut()
+                .unwrap()
+                .remove("authorizer");
+        }
+    }
+    lambda_http::request::from_str(&event.to_string()).unwrap()
+}
+
+/// The identity configuration of the tests: the `admins` group is admin.
+pub fn identity() -> snapwake::config::IdentityConfig {
+    snapwake::config::IdentityConfig {
+        admin_groups: vec!["admins".into()],
+        ..Default::default()
+    }
+}
+
+/// Status and JSON body of a response.
+pub fn answer(resp: &lambda_http::Response<lambda_http::Body>) -> (u16, Value) {
+    let body = match resp.body() {
+        lambda_http::Body::Text(t) => serde_json::from_str(t).unwrap_or(Value::Null),
+        lambda_http::Body::Binary(b) => serde_json::from_slice(b).unwrap_or(Value::Null),
+        _ => Value::Null,
+    };
+    (resp.status().as_u16(), body)
+}
+
+pub fn shared<T>(t: T) -> Arc<T> {
+    Arc::new(t)
+}
