@@ -25,7 +25,10 @@ use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue, ReturnValuesOnConditi
 use aws_sdk_dynamodb::Client;
 
 use super::keys::{self, OwnerCursor};
-use super::{now_rfc3339, now_s, AgentStore, Changes, Condition, OwnerPage, StoreError};
+use super::{
+    now_rfc3339, now_s, AgentStore, Changes, Condition, Document, DocumentKey, OwnerPage,
+    StoreError,
+};
 use crate::domain::{AgentKey, AgentRecord, Retention, ToolRegistry, WakeState};
 
 /// Attribute names of the agent record item.
@@ -54,6 +57,8 @@ mod attr {
     pub const EXPIRES_AT: &str = "expires_at";
     /// The registry item's JSON.
     pub const REGISTRY: &str = "registry";
+    /// A document item's JSON.
+    pub const DOC: &str = "doc";
 }
 
 /// Everything of a record that a create (an `Absent` write) must clear when it replaces an
@@ -417,6 +422,25 @@ fn live_record(item: &Item, now: i64) -> Result<Option<AgentRecord>, StoreError>
     Ok((!record.is_expired(now)).then_some(record))
 }
 
+fn document_from_item(item: &Item) -> Result<Document, StoreError> {
+    let json = get_s(item, attr::DOC)?
+        .ok_or_else(|| StoreError::Corrupt("document item without doc".into()))?;
+    Ok(Document {
+        value: serde_json::from_str(&json)
+            .map_err(|e| StoreError::Corrupt(format!("document: {e}")))?,
+        version: get_n(item, attr::VERSION)?.unwrap_or(0),
+        expires_at: get_n(item, attr::EXPIRES_AT)?,
+    })
+}
+
+/// The document of `item` if it is live at `now` (TTL deletion is lazy).
+fn live_document(item: Option<&Item>, now: i64) -> Result<Option<Document>, StoreError> {
+    Ok(item
+        .map(document_from_item)
+        .transpose()?
+        .filter(|d| d.expires_at.is_none_or(|t| t >= now)))
+}
+
 fn registry_from_item(item: &Item) -> Result<ToolRegistry, StoreError> {
     let json = get_s(item, attr::REGISTRY)?
         .ok_or_else(|| StoreError::Corrupt("registry item without registry".into()))?;
@@ -652,6 +676,91 @@ impl AgentStore for DynamoStore {
                     });
                 }
                 Err(unavailable("PutItem", &err))
+            }
+        }
+    }
+
+    async fn get_document(&self, key: DocumentKey<'_>) -> Result<Option<Document>, StoreError> {
+        let out = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .key(attr::PK, s(key.pk))
+            .key(attr::SK, s(key.sk))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(|e| unavailable("GetItem", &e))?;
+        live_document(out.item(), now_s())
+    }
+
+    async fn put_document(
+        &self,
+        key: DocumentKey<'_>,
+        value: &serde_json::Value,
+        expected_version: u64,
+        expires_at: Option<i64>,
+    ) -> Result<Document, StoreError> {
+        let json = serde_json::to_string(value)
+            .map_err(|e| StoreError::Corrupt(format!("document: {e}")))?;
+        let now = now_s();
+        // One UpdateItem: the version is incremented by DynamoDB itself, so an expired
+        // document's version carries on and a stale writer can never reuse a number.
+        let mut update =
+            "SET #doc = :doc, #version = if_not_exists(#version, :zero) + :one".to_string();
+        update.push_str(if expires_at.is_some() {
+            ", #expires_at = :expires_at"
+        } else {
+            " REMOVE #expires_at"
+        });
+        let mut request = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .key(attr::PK, s(key.pk))
+            .key(attr::SK, s(key.sk))
+            .update_expression(update)
+            .expression_attribute_names("#doc", attr::DOC)
+            .expression_attribute_names("#version", attr::VERSION)
+            .expression_attribute_names("#expires_at", attr::EXPIRES_AT)
+            .expression_attribute_values(":doc", s(&json))
+            .expression_attribute_values(":zero", n(0))
+            .expression_attribute_values(":one", n(1))
+            .return_values(ReturnValue::AllNew)
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld);
+        if let Some(t) = expires_at {
+            request = request.expression_attribute_values(":expires_at", n(t));
+        }
+        request = if expected_version == 0 {
+            // Absent, or present but expired: TTL deletion is lazy, so an expired document
+            // still physically there must not block a new one.
+            request
+                .condition_expression("attribute_not_exists(#pk) OR #expires_at < :now")
+                .expression_attribute_names("#pk", attr::PK)
+                .expression_attribute_values(":now", n(now))
+        } else {
+            request
+                .condition_expression(
+                    "#version = :expected AND (attribute_not_exists(#expires_at) OR #expires_at >= :now)",
+                )
+                .expression_attribute_values(":expected", n(expected_version))
+                .expression_attribute_values(":now", n(now))
+        };
+        match request.send().await {
+            Ok(out) => out
+                .attributes()
+                .map(document_from_item)
+                .transpose()?
+                .ok_or_else(|| StoreError::Corrupt("UpdateItem answered no attributes".into())),
+            Err(err) => {
+                if let Some(UpdateItemError::ConditionalCheckFailedException(e)) =
+                    err.as_service_error()
+                {
+                    return Err(StoreError::DocumentConflict {
+                        current: live_document(e.item(), now)?.map(Box::new),
+                    });
+                }
+                Err(unavailable("UpdateItem", &err))
             }
         }
     }

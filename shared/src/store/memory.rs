@@ -14,7 +14,10 @@ use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard};
 
 use super::keys::{self, OwnerCursor};
-use super::{now_rfc3339, now_s, AgentStore, Changes, Condition, OwnerPage, StoreError};
+use super::{
+    now_rfc3339, now_s, AgentStore, Changes, Condition, Document, DocumentKey, OwnerPage,
+    StoreError,
+};
 use crate::domain::{AgentKey, AgentRecord, ToolRegistry, WakeState};
 
 #[derive(Default)]
@@ -22,6 +25,7 @@ struct Tables {
     /// Expired records stay here (their fence and version carry on into a re-creation).
     agents: HashMap<AgentKey, AgentRecord>,
     registry: Option<ToolRegistry>,
+    documents: HashMap<(String, String), Document>,
 }
 
 /// The in-memory store. Cheap to create; each instance is its own empty table.
@@ -226,6 +230,43 @@ impl AgentStore for MemoryStore {
         let mut written = registry.clone();
         written.version = expected_version + 1;
         tables.registry = Some(written.clone());
+        Ok(written)
+    }
+
+    async fn get_document(&self, key: DocumentKey<'_>) -> Result<Option<Document>, StoreError> {
+        let now = now_s();
+        Ok(self
+            .lock()
+            .documents
+            .get(&(key.pk.to_string(), key.sk.to_string()))
+            .filter(|d| d.expires_at.is_none_or(|t| t >= now))
+            .cloned())
+    }
+
+    async fn put_document(
+        &self,
+        key: DocumentKey<'_>,
+        value: &serde_json::Value,
+        expected_version: u64,
+        expires_at: Option<i64>,
+    ) -> Result<Document, StoreError> {
+        let now = now_s();
+        let mut tables = self.lock();
+        let slot = (key.pk.to_string(), key.sk.to_string());
+        let stored = tables.documents.get(&slot);
+        let live = stored.filter(|d| d.expires_at.is_none_or(|t| t >= now));
+        if live.map_or(0, |d| d.version) != expected_version {
+            return Err(StoreError::DocumentConflict {
+                current: live.cloned().map(Box::new),
+            });
+        }
+        // An expired document's version carries on, as DynamoDB's would.
+        let written = Document {
+            value: value.clone(),
+            version: stored.map_or(0, |d| d.version).max(expected_version) + 1,
+            expires_at,
+        };
+        tables.documents.insert(slot, written.clone());
         Ok(written)
     }
 }

@@ -94,6 +94,29 @@ pub enum StoreError {
     /// it is (`None`: none stored).
     #[error("registry version conflict")]
     RegistryConflict { current: Option<Box<ToolRegistry>> },
+    /// A document write found another version; `current` is the live document (`None`:
+    /// absent or expired).
+    #[error("document version conflict")]
+    DocumentConflict { current: Option<Box<Document>> },
+}
+
+/// A small JSON document under its own key — an idempotency record, the deploy lock, the sweep
+/// checkpoint — versioned for compare-and-swap and optionally expiring.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Document {
+    pub value: serde_json::Value,
+    /// +1 on every write; 0 is never stored (it means "absent" in a condition).
+    pub version: u64,
+    /// Epoch seconds after which the document reads as absent.
+    pub expires_at: Option<i64>,
+}
+
+/// Where a document lives: `pk` must not collide with agent records (`AGENT#…`) or the
+/// registry (`REGISTRY`); by convention `IDEM#…`, `LOCK#…`, `SWEEP`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DocumentKey<'a> {
+    pub pk: &'a str,
+    pub sk: &'a str,
 }
 
 /// A page of an owner's agents from the owner index, newest first.
@@ -140,6 +163,23 @@ pub trait AgentStore: Send + Sync + 'static {
     /// The tool registry, if deploy has written one.
     fn get_registry(&self)
         -> impl Future<Output = Result<Option<ToolRegistry>, StoreError>> + Send;
+
+    /// The live document at `key` (consistent read; expired → `None`).
+    fn get_document(
+        &self,
+        key: DocumentKey<'_>,
+    ) -> impl Future<Output = Result<Option<Document>, StoreError>> + Send;
+
+    /// Write `value` at `key` if the live document is at `expected_version` (0: absent or
+    /// expired); answers the document as written (version + 1). A failed condition is
+    /// [`StoreError::DocumentConflict`] carrying the live document.
+    fn put_document(
+        &self,
+        key: DocumentKey<'_>,
+        value: &serde_json::Value,
+        expected_version: u64,
+        expires_at: Option<i64>,
+    ) -> impl Future<Output = Result<Document, StoreError>> + Send;
 
     /// Write the registry if its stored version is `expected_version` (0: none stored yet);
     /// answers the registry as written (version + 1).
@@ -199,6 +239,23 @@ impl<T: AgentStore> AgentStore for std::sync::Arc<T> {
         &self,
     ) -> impl Future<Output = Result<Option<ToolRegistry>, StoreError>> + Send {
         (**self).get_registry()
+    }
+
+    fn get_document(
+        &self,
+        key: DocumentKey<'_>,
+    ) -> impl Future<Output = Result<Option<Document>, StoreError>> + Send {
+        (**self).get_document(key)
+    }
+
+    fn put_document(
+        &self,
+        key: DocumentKey<'_>,
+        value: &serde_json::Value,
+        expected_version: u64,
+        expires_at: Option<i64>,
+    ) -> impl Future<Output = Result<Document, StoreError>> + Send {
+        (**self).put_document(key, value, expected_version, expires_at)
     }
 
     fn put_registry(
