@@ -1,1 +1,4 @@
-//! Integration tests live in `tests/`; this library is intentionally empty.
+//! Helpers for snapwake's integration tests and benchmarks (the tests themselves live in
+//! `tests/`, the benchmarks in `benches/`).
+
+pub mod counting;

@@ -1,0 +1,229 @@
+//! Wake benchmarks on DynamoDB Local and the simulated AgentKit (quality.md):
+//!
+//! 1. the storm: 500 concurrent resumes of one asleep agent — one ResumeSessionFromSnapshot,
+//!    one SessionId for everybody, and how long the joiners waited;
+//! 2. throughput: 1000 distinct asleep agents woken by 32 concurrent callers — wakes per
+//!    second and the calls each wake costs.
+//!
+//! Run by `scripts/bench.sh`, which starts DynamoDB Local and writes `BENCHMARKS.md` from
+//! what this prints (Markdown).
+
+#[path = "../tests/support/mod.rs"]
+mod support;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use snapwake::registry::{RegistryCache, ToolOverrides};
+use snapwake::wake::WakeSettings;
+use snapwake_resume::Resume;
+use snapwake_tests::counting::CountingStore;
+use support::*;
+
+const STORM: usize = 500;
+const READY_DELAY: Duration = Duration::from_secs(2);
+const AGENTS: usize = 1000;
+const CALLERS: usize = 32;
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[i.min(sorted.len() - 1)]
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.0} ms", d.as_secs_f64() * 1000.0)
+}
+
+fn agentkit_calls(counters: &snapwake::agentkit::sim::Counters) -> Vec<(String, u64)> {
+    counters
+        .actions
+        .iter()
+        .map(|(a, c)| (a.clone(), c.received))
+        .filter(|(_, n)| *n > 0)
+        .collect()
+}
+
+async fn storm() {
+    let world = World::start(READY_DELAY).await;
+    let store = CountingStore::new(dynamo_store("bench-storm").await);
+    world.register(&store).await;
+    let (agent_id, snapshot_id) = world.asleep_agent("alice", "Storm");
+    let calls = store.calls.clone();
+    let before = calls.total();
+    world.sim.control().reset_counters();
+    let function = Arc::new(Resume {
+        store,
+        agentkit: world.client(),
+        registry: RegistryCache::new(ToolOverrides::default()),
+        identity: identity(),
+        wake: WakeSettings::default(),
+    });
+    let started = Instant::now();
+    let mut tasks = Vec::new();
+    for _ in 0..STORM {
+        let f = function.clone();
+        let p = format!("/v1/agents/codex/{agent_id}/resume");
+        tasks.push(tokio::spawn(async move {
+            let t = Instant::now();
+            let (status, body) = answer(
+                &f.handle(request("POST", &p, Who::User("alice"), None))
+                    .await,
+            );
+            let sid = body["session"]["session_id"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string();
+            (status, sid, t.elapsed())
+        }));
+    }
+    let mut latencies = Vec::new();
+    let mut sessions = std::collections::HashSet::new();
+    let mut errors = 0;
+    for t in tasks {
+        let (status, sid, took) = t.await.expect("caller task");
+        if status != 200 {
+            errors += 1;
+        }
+        sessions.insert(sid);
+        latencies.push(took);
+    }
+    let total = started.elapsed();
+    latencies.sort();
+    let counters = world.sim.control().counters();
+    let store_calls = calls.total() - before;
+    println!("## Wake storm: {STORM} concurrent resumes of one asleep agent\n");
+    println!("DynamoDB Local + simulated AgentKit over loopback HTTP, session readiness delay {}, one process, 8 worker threads.\n", ms(READY_DELAY));
+    println!("| measure | value |\n|---|---|");
+    println!(
+        "| ResumeSessionFromSnapshot sent | {} |",
+        counters.resumes_of(&snapshot_id)
+    );
+    println!("| distinct SessionIds answered | {} |", sessions.len());
+    println!("| errors (non-200) | {errors} |");
+    println!("| wall time for all {STORM} | {} |", ms(total));
+    println!(
+        "| caller latency p50 | {} |",
+        ms(percentile(&latencies, 0.50))
+    );
+    println!(
+        "| caller latency p99 | {} |",
+        ms(percentile(&latencies, 0.99))
+    );
+    println!(
+        "| caller latency max | {} |",
+        ms(*latencies.last().unwrap_or(&Duration::ZERO))
+    );
+    println!(
+        "| budget for p99 (readiness + one 2 s poll) | {} |",
+        ms(READY_DELAY + Duration::from_secs(2))
+    );
+    println!(
+        "| DynamoDB calls in all (per caller) | {} ({:.2}) |",
+        store_calls,
+        store_calls as f64 / STORM as f64
+    );
+    println!(
+        "| live sessions of the agent afterwards | {} |",
+        counters.live_sessions_of(&agent_id)
+    );
+    for (action, n) in agentkit_calls(&counters) {
+        println!(
+            "| AgentKit {action} (per caller) | {n} ({:.2}) |",
+            n as f64 / STORM as f64
+        );
+    }
+    println!();
+}
+
+async fn throughput() {
+    let world = World::start(Duration::ZERO).await;
+    let store = CountingStore::new(dynamo_store("bench-throughput").await);
+    world.register(&store).await;
+    let agents: Vec<String> = (0..AGENTS)
+        .map(|i| world.asleep_agent(&format!("owner{}", i % 100), "Agent").0)
+        .collect();
+    let calls = store.calls.clone();
+    world.sim.control().reset_counters();
+    let function = Arc::new(Resume {
+        store,
+        agentkit: world.client(),
+        registry: RegistryCache::new(ToolOverrides::default()),
+        identity: identity(),
+        wake: WakeSettings::default(),
+    });
+    // Warm the registry cache so the numbers are per wake.
+    let _ = function.registry.get(&function.store).await;
+    let (gets0, updates0) = (calls.get(&calls.gets), calls.get(&calls.updates));
+    let queue = Arc::new(tokio::sync::Mutex::new(agents.clone()));
+    let started = Instant::now();
+    let mut workers = Vec::new();
+    for _ in 0..CALLERS {
+        let f = function.clone();
+        let q = queue.clone();
+        workers.push(tokio::spawn(async move {
+            let mut failed = 0;
+            loop {
+                let Some(agent) = q.lock().await.pop() else {
+                    break;
+                };
+                let owner = agent.split('-').nth(1).unwrap_or_default().to_string();
+                let p = format!("/v1/agents/codex/{agent}/resume");
+                let (status, _) =
+                    answer(&f.handle(request("POST", &p, Who::User(&owner), None)).await);
+                if status != 200 {
+                    failed += 1;
+                }
+            }
+            failed
+        }));
+    }
+    let mut failed = 0;
+    for w in workers {
+        failed += w.await.expect("worker");
+    }
+    let took = started.elapsed();
+    let counters = world.sim.control().counters();
+    let per = |n: u64| n as f64 / AGENTS as f64;
+    println!("## Wake throughput: {AGENTS} distinct asleep agents, {CALLERS} concurrent callers\n");
+    println!("DynamoDB Local + simulated AgentKit, readiness immediate, one process.\n");
+    println!("| measure | value |\n|---|---|");
+    println!("| wakes | {} ({failed} failed) |", AGENTS);
+    println!("| wall time | {} |", ms(took));
+    println!(
+        "| wakes per second | {:.0} |",
+        AGENTS as f64 / took.as_secs_f64()
+    );
+    println!(
+        "| DynamoDB reads per wake | {:.2} |",
+        per(calls.get(&calls.gets) - gets0)
+    );
+    println!(
+        "| DynamoDB conditional writes per wake | {:.2} |",
+        per(calls.get(&calls.updates) - updates0)
+    );
+    for (action, n) in agentkit_calls(&counters) {
+        println!("| AgentKit {action} per wake | {:.2} |", per(n));
+    }
+    println!();
+    println!("These are first wakes of agents the table has no record of yet: the one");
+    println!("ListSessionSnapshots per wake finds the agent's Tool and newest Ready snapshot. The");
+    println!("rest is the protocol's happy path: 1 consistent read and 3 conditional writes");
+    println!(
+        "(acquire, record the SessionId, complete), 1 ListSessions (reconcile), 1 Resume, and"
+    );
+    println!("GetSession polls until Ready.");
+    println!();
+}
+
+fn main() {
+    // `cargo bench` passes `--bench`; nothing else to parse.
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(8)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    rt.block_on(async {
+        storm().await;
+        throughput().await;
+    });
+}
