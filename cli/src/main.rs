@@ -2,6 +2,7 @@
 //! module; every module exposes `run(args) -> Result<(), CliError>`.
 
 mod error;
+mod serve;
 mod sim;
 mod usid;
 
@@ -24,6 +25,8 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Serve the whole HTTP API on loopback (embedded store and simulator by default).
+    Serve(serve::ServeArgs),
     /// Serve the AgentKit simulator on loopback until Ctrl-C.
     Sim(sim::SimArgs),
     /// Encode owners and decode UserSessionIds (support tools).
@@ -32,6 +35,7 @@ enum Command {
 
 fn run(cli: Cli) -> Result<(), CliError> {
     match cli.command {
+        Command::Serve(args) => serve::run(args),
         Command::Sim(args) => sim::run(args),
         Command::Usid(args) => usid::run(args),
     }

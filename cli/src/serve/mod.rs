@@ -1,0 +1,214 @@
+//! `snapwake serve`: the whole HTTP API in one process, through the same handler code the
+//! Lambda functions run.
+//!
+//! Embedded defaults: the in-memory store and the AgentKit simulator (with a Tool per kind and
+//! retention). Real parts by configuration: `SNAPWAKE_TABLE` (+ `AWS_ENDPOINT_URL`) for
+//! DynamoDB, `AGENTKIT_ENDPOINT` + Volcengine credentials for AgentKit. Local identity comes
+//! from `X-Snapwake-User` / `X-Snapwake-Admin: 1` (see [`adapter`]). One log line per request;
+//! Ctrl-C shuts down cleanly.
+
+mod adapter;
+mod app;
+mod demo;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{HeaderMap, Method, Uri};
+use clap::Args;
+use snapwake::agentkit::sim::{RunningSim, SimConfig, Simulator};
+use snapwake::agentkit::{AgentKit, AgentKitClient};
+use snapwake::config::{AgentKitConfig, Config, CredentialsSource, IdentityConfig};
+use snapwake::registry::RegistryCache;
+use snapwake::store::dynamo::DynamoStore;
+use snapwake::store::memory::MemoryStore;
+use snapwake::store::AgentStore;
+use snapwake_resume::Resume;
+
+use crate::error::CliError;
+use app::App;
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Port on 127.0.0.1.
+    #[arg(long, default_value_t = 8080)]
+    port: u16,
+    /// Seed the simulator with demo agents of a few owners.
+    #[arg(long)]
+    demo: bool,
+    /// How long a resumed session of the embedded simulator takes to become Ready, in ms.
+    #[arg(long, default_value_t = 1500)]
+    session_ready_delay_ms: u64,
+}
+
+/// What the server runs on, resolved from the environment.
+struct Parts {
+    config: Config,
+    /// The embedded simulator, when `AGENTKIT_ENDPOINT` is not set (kept alive here).
+    sim: Option<RunningSim>,
+}
+
+pub fn run(args: ServeArgs) -> Result<(), CliError> {
+    snapwake::bootstrap::init_tracing();
+    let runtime = tokio::runtime::Runtime::new()?;
+    runtime.block_on(serve(args))
+}
+
+async fn serve(args: ServeArgs) -> Result<(), CliError> {
+    let parts = parts(&args).await?;
+    match parts.config.table.clone() {
+        Some(table) => {
+            let store = DynamoStore::from_env(&table).await;
+            if std::env::var_os("AWS_ENDPOINT_URL").is_some() {
+                // A local engine: make the table if it is not there yet. Production's table
+                // comes from infra, and this never runs against AWS itself.
+                snapwake::store::table::create_table(store.client(), &table)
+                    .await
+                    .map_err(|e| CliError::Usage(format!("cannot create table {table}: {e}")))?;
+            }
+            run_with(args, parts, store).await
+        }
+        None => run_with(args, parts, MemoryStore::new()).await,
+    }
+}
+
+async fn parts(args: &ServeArgs) -> Result<Parts, CliError> {
+    if std::env::var_os("AGENTKIT_ENDPOINT").is_some() {
+        let config = Config::from_env().map_err(|e| CliError::Usage(e.to_string()))?;
+        return Ok(Parts { config, sim: None });
+    }
+    let sim = Simulator::start(SimConfig {
+        session_ready_delay: Duration::from_millis(args.session_ready_delay_ms),
+        ..SimConfig::default()
+    })
+    .await?;
+    // The embedded simulator's own credentials; everything else from the environment.
+    let endpoint = sim.endpoint();
+    let credentials = SimConfig::default().credentials;
+    let config = Config::from_lookup(|name| match name {
+        "AGENTKIT_ENDPOINT" => Some(endpoint.clone()),
+        "VOLCENGINE_ACCESS_KEY" => Some(credentials.access_key_id.clone()),
+        "VOLCENGINE_SECRET_KEY" => Some(credentials.secret_access_key().to_string()),
+        "VOLCENGINE_SESSION_TOKEN" | "AGENTKIT_CREDENTIALS_SECRET" => None,
+        other => std::env::var(other).ok(),
+    })
+    .map_err(|e| CliError::Usage(e.to_string()))?;
+    Ok(Parts {
+        config,
+        sim: Some(sim),
+    })
+}
+
+async fn run_with<S: AgentStore>(args: ServeArgs, parts: Parts, store: S) -> Result<(), CliError> {
+    let store = Arc::new(store);
+    let agentkit = Arc::new(agentkit(&parts.config.agentkit).await?);
+    if let Some(sim) = &parts.sim {
+        let registry = demo::seed_tools(&sim.control()).map_err(CliError::Usage)?;
+        let current = store
+            .get_registry()
+            .await
+            .ok()
+            .flatten()
+            .map_or(0, |r| r.version);
+        store
+            .put_registry(&registry, current)
+            .await
+            .map_err(|e| CliError::Usage(format!("cannot write the registry: {e}")))?;
+        if args.demo {
+            demo::seed_agents(&sim.control()).map_err(CliError::Usage)?;
+        }
+    }
+    let identity = local_identity(&parts.config.identity);
+    let app = Arc::new(App {
+        resume: Resume {
+            store: store.clone(),
+            agentkit: agentkit.clone(),
+            registry: RegistryCache::new(parts.config.tool_overrides.clone()),
+            identity: identity.clone(),
+            wake: parts.config.wake.clone(),
+        },
+    });
+
+    let addr = SocketAddr::from(([127, 0, 0, 1], args.port));
+    let listener = tokio::net::TcpListener::bind(addr).await?;
+    let router = axum::Router::new()
+        .fallback(handle::<S, AgentKitClient>)
+        .with_state(app);
+    println!(
+        "snapwake serving on http://{} (store: {}, AgentKit: {}{})",
+        listener.local_addr()?,
+        if parts.config.table.is_some() {
+            "DynamoDB"
+        } else {
+            "in memory"
+        },
+        parts.sim.as_ref().map_or_else(
+            || parts.config.agentkit.endpoint.clone(),
+            |s| format!("simulator at {}", s.endpoint())
+        ),
+        if args.demo {
+            ", demo agents seeded"
+        } else {
+            ""
+        },
+    );
+    std::io::Write::flush(&mut std::io::stdout())?;
+    axum::serve(listener, router)
+        .with_graceful_shutdown(async {
+            if tokio::signal::ctrl_c().await.is_err() {
+                std::future::pending::<()>().await;
+            }
+        })
+        .await?;
+    if let Some(sim) = parts.sim {
+        sim.shutdown().await;
+    }
+    eprintln!("snapwake stopped");
+    Ok(())
+}
+
+async fn agentkit(config: &AgentKitConfig) -> Result<AgentKitClient, CliError> {
+    match &config.credentials {
+        CredentialsSource::Static(c) => AgentKitClient::new(config, c.clone()),
+        CredentialsSource::SecretsExtension { .. } => AgentKitClient::from_config(config).await,
+    }
+    .map_err(|e| CliError::Usage(e.to_string()))
+}
+
+/// The configured identity, plus the local admin group `X-Snapwake-Admin: 1` maps to.
+fn local_identity(config: &IdentityConfig) -> IdentityConfig {
+    let mut identity = config.clone();
+    identity
+        .admin_groups
+        .push(adapter::LOCAL_ADMIN_GROUP.into());
+    identity
+}
+
+async fn handle<S: AgentStore, K: AgentKit>(
+    State(app): State<Arc<App<Arc<S>, Arc<K>>>>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> axum::response::Response {
+    let started = Instant::now();
+    let request_id = uuid::Uuid::new_v4().simple().to_string();
+    let event = adapter::event(&method, &uri, &headers, &body, &request_id);
+    let response = match adapter::lambda_request(&event) {
+        Ok(request) => app.handle(request).await,
+        Err(e) => snapwake::Error::bad_request(format!("unreadable request: {e}"))
+            .into_response(Some(&request_id)),
+    };
+    tracing::info!(
+        request_id,
+        method = %method,
+        path = uri.path(),
+        status = response.status().as_u16(),
+        ms = started.elapsed().as_millis() as u64,
+        "request"
+    );
+    adapter::axum_response(response)
+}
