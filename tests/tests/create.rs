@@ -834,3 +834,86 @@ async fn a_dead_attempt_is_taken_over_without_a_second_session() {
     let again = function.handle(req()).await;
     assert_eq!(again.body(), retry.body());
 }
+
+#[tokio::test]
+async fn a_tool_in_another_region_is_found_and_its_region_recorded() {
+    let store = Arc::new(dynamo_store("create-region").await);
+    let world = World::start(Duration::from_secs(30)).await;
+    let shanghai = world
+        .sim
+        .control()
+        .seed_tool(
+            "cn-shanghai",
+            snapwake::agentkit::sim::SeedTool {
+                name: "chat-snapshot-sh".into(),
+                tool_type: "CodeEnv".into(),
+                enable_snapshot: true,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    // The registry says cn-beijing, but the recoverable Tool lives in cn-shanghai.
+    let mut registry = world.registry();
+    registry.kinds.get_mut(&Kind::Codex).unwrap().recoverable = Some(shanghai.clone());
+    store.put_registry(&registry, 0).await.unwrap();
+    let function = create_fn(store.clone(), world.client());
+    let resp = function
+        .handle(create_request(
+            Who::User("alice"),
+            &body("codex", "Far away", None),
+            None,
+        ))
+        .await;
+    let (status, view) = answer(&resp);
+    assert_eq!(status, 201, "{view}");
+    let record = store
+        .get(&AgentKey::new(Kind::Codex, agent_id(&view)))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(record.region.as_deref(), Some("cn-shanghai"));
+    assert_eq!(record.tool_id.as_deref(), Some(shanghai.as_str()));
+    assert_eq!(
+        header_of(&resp, "etag"),
+        Some(record.etag().as_str()),
+        "the answer carries the version that recorded the region"
+    );
+    assert_eq!(view["etag"], record.etag());
+    assert_eq!(creates(&world), 2, "one NotFound in cn-beijing, one create");
+    assert_eq!(world.sim.control().sessions().len(), 1);
+}
+
+#[tokio::test]
+async fn an_ambiguous_5xx_after_the_session_was_created_is_reconciled() {
+    let store = Arc::new(MemoryStore::new());
+    let world = World::start(Duration::from_secs(30)).await;
+    world.register(&store).await;
+    world
+        .sim
+        .control()
+        .inject(
+            Fault::error(Some("CreateSession"), "InternalError", 500)
+                .after_apply()
+                .next(1),
+        )
+        .unwrap();
+    let function = create_fn(store.clone(), world.client());
+    let resp = function
+        .handle(create_request(
+            Who::User("alice"),
+            &body("codex", "Lost answer", None),
+            None,
+        ))
+        .await;
+    let (status, view) = answer(&resp);
+    assert_eq!(status, 201, "{view}");
+    assert_eq!(creates(&world), 1);
+    assert_eq!(
+        world
+            .sim
+            .control()
+            .counters()
+            .live_sessions_of(&agent_id(&view)),
+        1
+    );
+}
