@@ -30,6 +30,16 @@ impl KindTools {
         }
     }
 
+    /// The retention a new agent of this kind gets when none is asked for: recoverable when a
+    /// recoverable Tool is deployed, else temporary (http-api.md, capabilities).
+    pub fn default_retention(&self) -> Retention {
+        if self.recoverable.is_some() {
+            Retention::Recoverable
+        } else {
+            Retention::Temporary
+        }
+    }
+
     /// Every Tool that may hold snapshots of this kind: the recoverable one first.
     pub fn snapshot_tools(&self) -> impl Iterator<Item = &str> {
         self.recoverable
@@ -66,6 +76,13 @@ impl ToolRegistry {
 
     pub fn tool(&self, kind: Kind, retention: Retention) -> Option<&str> {
         self.kind(kind).and_then(|k| k.tool(retention))
+    }
+
+    /// The default retention of `kind` ([`KindTools::default_retention`]); temporary for a
+    /// kind with no Tools at all.
+    pub fn default_retention(&self, kind: Kind) -> Retention {
+        self.kind(kind)
+            .map_or(Retention::Temporary, KindTools::default_retention)
     }
 
     /// Whether `tool_id` is one of `kind`'s snapshot Tools.

@@ -220,3 +220,92 @@ pub fn answer(resp: &lambda_http::Response<lambda_http::Body>) -> (u16, Value) {
 pub fn shared<T>(t: T) -> Arc<T> {
     Arc::new(t)
 }
+
+// ---------------------------------------------------------------------------------------------
+// Create (functions/create): more kinds in the registry, and request headers.
+
+/// Tools of the kinds beyond codex: hermes has only a temporary Tool; openclaw has a temporary
+/// Tool and a legacy snapshot Tool, but no recoverable one.
+pub struct MoreKinds {
+    pub hermes_temporary: String,
+    pub openclaw_temporary: String,
+    pub openclaw_legacy: String,
+}
+
+impl World {
+    /// Seed the Tools of [`MoreKinds`] in the simulator.
+    pub fn seed_more_kinds(&self) -> MoreKinds {
+        let ctl = self.sim.control();
+        let tool = |name: &str, tool_type: &str, snapshots: bool| SeedTool {
+            name: name.into(),
+            tool_type: tool_type.into(),
+            enable_snapshot: snapshots,
+            ..SeedTool::default()
+        };
+        MoreKinds {
+            hermes_temporary: ctl
+                .seed_tool(REGION, tool("hermes-temporary", "HermesEnv", false))
+                .unwrap(),
+            openclaw_temporary: ctl
+                .seed_tool(REGION, tool("openclaw-temporary", "ArkClawEnv", false))
+                .unwrap(),
+            openclaw_legacy: ctl
+                .seed_tool(REGION, tool("openclaw-legacy", "ArkClawEnv", true))
+                .unwrap(),
+        }
+    }
+
+    /// [`World::registry`] plus the Tools of `more`.
+    pub fn registry_with(&self, more: &MoreKinds) -> ToolRegistry {
+        let mut r = self.registry();
+        r.kinds.insert(
+            Kind::Hermes,
+            KindTools {
+                temporary: Some(more.hermes_temporary.clone()),
+                ..KindTools::default()
+            },
+        );
+        r.kinds.insert(
+            Kind::Openclaw,
+            KindTools {
+                temporary: Some(more.openclaw_temporary.clone()),
+                recoverable: None,
+                legacy_snapshot_tools: vec![more.openclaw_legacy.clone()],
+            },
+        );
+        r
+    }
+
+    /// Write [`World::registry_with`] into `store`.
+    pub async fn register_with<S: AgentStore>(&self, store: &S, more: &MoreKinds) {
+        let current = store.get_registry().await.unwrap().map_or(0, |r| r.version);
+        store
+            .put_registry(&self.registry_with(more), current)
+            .await
+            .unwrap();
+    }
+}
+
+/// `POST /v1/agents` by `who` with `body`, and the `Idempotency-Key` given (the JWT fixture
+/// carries one; `None` removes it).
+pub fn create_request(
+    who: Who<'_>,
+    body: &str,
+    idempotency_key: Option<&str>,
+) -> lambda_http::Request {
+    let mut req = request("POST", "/v1/agents", who, Some(body));
+    let headers = req.headers_mut();
+    headers.remove("idempotency-key");
+    if let Some(key) = idempotency_key {
+        headers.insert("idempotency-key", key.parse().unwrap());
+    }
+    req
+}
+
+/// A header of a response as text.
+pub fn header_of<'r>(
+    resp: &'r lambda_http::Response<lambda_http::Body>,
+    name: &str,
+) -> Option<&'r str> {
+    resp.headers().get(name).and_then(|v| v.to_str().ok())
+}

@@ -1,0 +1,650 @@
+//! `POST /v1/agents`: create an agent.
+//!
+//! Body `{"kind", "display_name", "retention"?}`; answers 201 with the agent view, a
+//! `Location: /v1/agents/{kind}/{agent_id}` header and the record's `ETag`.
+//!
+//! # Steps
+//!
+//! 1. Authenticate (401), read and check the body: malformed JSON, a field of the wrong type,
+//!    an unknown field, an unknown kind or retention → 400; a display name that breaks the
+//!    rules (trimmed, 1–40 characters, no control characters) → 422; over 16 KiB → 413.
+//!    Unknown fields are refused rather than ignored, so a misspelt `retension` cannot quietly
+//!    create an agent with the default retention.
+//! 2. Resolve the Tool from the registry: the asked retention, else the kind's default
+//!    (recoverable when a recoverable Tool is deployed, else temporary). A retention whose Tool
+//!    is not deployed → 503 `NOT_CONFIGURED`. Legacy snapshot Tools never receive new agents.
+//! 3. Mint the UserSessionId `studio-<safe_owner>-<32 hex>` (identity.md); it is the agent id.
+//! 4. Write the agent record first (condition: absent): owner, owner key, display name,
+//!    creator, retention, Tool, region, `created_at`, state `asleep`. A crash after
+//!    CreateSession therefore never leaves an agent snapwake has no record of.
+//! 5. `CreateSession` in the registry's region; only `InvalidResource.NotFound` (the Tool is not
+//!    in that region) moves on to the next configured region, and the region that answered is
+//!    written back to the record.
+//! 6. `ErrCreateSessionFail`, or an ambiguous failure after the request may have reached
+//!    AgentKit (transport error, 5xx other than a throttle, an unreadable answer) →
+//!    reconcile: `ListSessions` filtered by the UserSessionId; an active session is the
+//!    agent's (201); none → 502 retryable. A throttle → 429 with `Retry-After` (AgentKit
+//!    refused it, so nothing was created). When it is certain that no session exists, the
+//!    record is retired (expired at once, so it reads as absent) rather than left behind as
+//!    an "unavailable" ghost in the owner's list.
+//! 7. Answer with the view of the new agent (its session `starting`, or `awake` once Ready),
+//!    read back with one GetSession; if that read fails, the session is shown as `Creating`,
+//!    the first status of every new session.
+//!
+//! # Idempotency-Key
+//!
+//! Optional header, 1–200 characters of `[A-Za-z0-9_.:-]` (else 400), scoped to the owner and
+//! kept 24 h in a store document `IDEM#<owner_key>#<key>` / `IDEM` ([`idempotency`]). Body
+//! checks and Tool resolution run first and are not recorded (they answer the same way every
+//! time); then:
+//!
+//! - put `running` (fingerprint of the resolved request, the freshly minted UserSessionId, an
+//!   attempt token, the start time) with expected version 0;
+//! - on a conflict, read the live document: another fingerprint → 422; `done` → replay its
+//!   stored answer exactly (status, `Location`, `ETag`, body); `running` and younger than
+//!   [`STALE_RUNNING`] → 409 `AGENT_BUSY` with `Retry-After` ("still in progress");
+//! - `running` but older than [`STALE_RUNNING`] (its invocation died), or `failed` (a retryable
+//!   failure released it) → take it over by CAS on its version, and create **with the
+//!   UserSessionId stored in it**, reconciling first: an existing record is adopted, and an
+//!   active session with that UserSessionId is adopted instead of calling CreateSession. So
+//!   however many attempts a key sees, at most one session exists for it. Two retries taking
+//!   over at once race on the CAS; the loser sees a fresh `running` and answers 409.
+//! - when the create answers: a success or a 4xx → CAS the document to `done` with the
+//!   answer; a 5xx or a 429 → CAS it to `failed`, so a retry with the same key runs again.
+//!   If that CAS fails (someone took over), the answer is still returned.
+//!
+//! An attempt never works longer than [`CreateSettings::budget`] (default [`CREATE_BUDGET`]) (and API Gateway cuts requests at
+//! 30 s), well inside [`STALE_RUNNING`]: a takeover only ever happens after the first attempt
+//! has stopped talking to AgentKit, so a takeover's reconcile sees whatever it created.
+//!
+//! The fingerprint covers the retention as resolved: a retry that omits `retention` after the
+//! default changed (a recoverable Tool was deployed in between) counts as another request.
+
+pub mod idempotency;
+
+use std::time::Duration;
+
+use lambda_http::http::header;
+use lambda_http::{Body, Request, RequestExt, Response};
+use serde::Deserialize;
+use snapwake::agentkit::types::{
+    CreateSession, Filter, GetSession, ListSessions, MetadataEntry, Session,
+};
+use snapwake::agentkit::{list_all, AgentKit, AgentKitError};
+use snapwake::config::IdentityConfig;
+use snapwake::deadline::Deadline;
+use snapwake::domain::{AgentKey, AgentRecord, Kind, Retention, WakeState};
+use snapwake::error::{Error, Result};
+use snapwake::http::request::{self as req, Route};
+use snapwake::http::response;
+use snapwake::identity::names::METADATA_DISPLAY_NAME_KEY;
+use snapwake::identity::{usid, validate_display_name, Caller};
+use snapwake::locate;
+use snapwake::registry::RegistryCache;
+use snapwake::store::{
+    now_ms, now_rfc3339, now_s, AgentStore, Changes, Condition, Description, StoreError,
+};
+use snapwake::view::{agent_view, AgentFacts, METADATA_CREATOR_KEY, METADATA_OWNER_KEY};
+use snapwake::wake::{newest_session, WakeSettings};
+
+use idempotency::{IdemDoc, State, Stored};
+
+pub const ROUTES: [Route; 1] = [Route {
+    method: "POST",
+    pattern: "/v1/agents",
+}];
+
+/// Longest time one create works by default (AgentKit calls and retries included).
+pub const CREATE_BUDGET: Duration = Duration::from_secs(20);
+/// By default, a `running` idempotency document older than this belongs to an invocation
+/// that died.
+pub const STALE_RUNNING: Duration = Duration::from_secs(60);
+
+/// Timing of the create. `budget` must stay well below `stale_running` (crate docs).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CreateSettings {
+    /// Longest time one create works; further cut to the Lambda's remaining time.
+    pub budget: Duration,
+    /// Age after which a `running` idempotency document may be taken over.
+    pub stale_running: Duration,
+}
+
+impl Default for CreateSettings {
+    fn default() -> Self {
+        CreateSettings {
+            budget: CREATE_BUDGET,
+            stale_running: STALE_RUNNING,
+        }
+    }
+}
+/// Time kept back from the Lambda's remaining time to answer.
+const ANSWER_MARGIN: Duration = Duration::from_secs(2);
+/// What a 409 for a key still in progress suggests before asking again.
+const BUSY_RETRY_AFTER_S: u64 = 2;
+/// Rounds of put/inspect on the idempotency document before giving up.
+const IDEMPOTENCY_ROUNDS: usize = 4;
+/// Pages of ListSessions read when reconciling (one agent has very few sessions).
+const RECONCILE_PAGES: usize = 10;
+
+/// The create function's context: ports and settings built once per container.
+pub struct Create<S, K> {
+    pub store: S,
+    pub agentkit: K,
+    pub registry: RegistryCache,
+    pub identity: IdentityConfig,
+    /// Only for the view (a freshly created agent holds no lease).
+    pub wake: WakeSettings,
+    pub settings: CreateSettings,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CreateBody {
+    kind: String,
+    display_name: String,
+    #[serde(default)]
+    retention: Option<String>,
+}
+
+/// A checked request: who creates what, on which Tool.
+#[derive(Clone, Debug)]
+struct Plan {
+    caller: Caller,
+    kind: Kind,
+    display_name: String,
+    retention: Retention,
+    tool_id: String,
+    /// Regions to try, the registry's first.
+    regions: Vec<String>,
+}
+
+/// An agent with its session.
+struct Created {
+    record: AgentRecord,
+    session: Session,
+}
+
+fn parse_retention(raw: &str) -> Result<Retention> {
+    Retention::ALL
+        .into_iter()
+        .find(|r| r.as_str() == raw)
+        .ok_or_else(|| {
+            Error::bad_request(format!(
+                "unknown retention {raw:?}: expected temporary or recoverable"
+            ))
+        })
+}
+
+/// Failures after which CreateSession may have been carried out all the same.
+fn is_ambiguous(err: &AgentKitError) -> bool {
+    match err {
+        AgentKitError::CreateSessionFailed { .. }
+        | AgentKitError::Transport { .. }
+        | AgentKitError::InvalidResponse { .. } => true,
+        AgentKitError::Provider { status, .. } => *status >= 500,
+        AgentKitError::NotFound { .. }
+        | AgentKitError::Throttled { .. }
+        | AgentKitError::Credentials(_) => false,
+    }
+}
+
+impl<S: AgentStore, K: AgentKit> Create<S, K> {
+    /// Serve one request; every failure becomes a problem+json response.
+    pub async fn handle(&self, request: Request) -> Response<Body> {
+        let request_id = req::request_id(&request);
+        match self.create(&request, request_id.as_deref()).await {
+            Ok(resp) => resp,
+            Err(err) => problem(&err, request_id.as_deref()),
+        }
+    }
+
+    async fn create(&self, request: &Request, request_id: Option<&str>) -> Result<Response<Body>> {
+        req::route(&ROUTES, request.method().as_str(), req::path(request))?;
+        let caller = Caller::from_request(request, &self.identity)?;
+        let idempotency_key = idempotency::key(request)?;
+        let body: CreateBody = req::json(request)?;
+        let kind = req::parse_kind(&body.kind)?;
+        let display_name = validate_display_name(&body.display_name)?;
+        let asked = body.retention.as_deref().map(parse_retention).transpose()?;
+
+        let registry = self.registry.get(&self.store).await?;
+        let retention = asked.unwrap_or_else(|| registry.default_retention(kind));
+        let tool_id = registry
+            .tool(kind, retention)
+            .ok_or_else(|| {
+                Error::NotConfigured(format!(
+                    "no {} Tool is deployed for {kind}",
+                    retention.as_str()
+                ))
+            })?
+            .to_string();
+        let plan = Plan {
+            regions: locate::regions(&registry, &self.agentkit)
+                .into_iter()
+                .map(str::to_string)
+                .collect(),
+            caller,
+            kind,
+            display_name,
+            retention,
+            tool_id,
+        };
+        let deadline = self.deadline(request);
+
+        match idempotency_key {
+            None => {
+                let agent_id = usid::mint(&plan.caller.owner);
+                let created = self.create_agent(&plan, &agent_id, false, deadline).await?;
+                Ok(self.created_response(&plan, &created))
+            }
+            Some(key) => {
+                self.create_idempotent(&plan, &key, deadline, request_id)
+                    .await
+            }
+        }
+    }
+
+    /// The create under an `Idempotency-Key` (crate docs, "Idempotency-Key").
+    async fn create_idempotent(
+        &self,
+        plan: &Plan,
+        key: &str,
+        deadline: Deadline,
+        request_id: Option<&str>,
+    ) -> Result<Response<Body>> {
+        let pk = idempotency::pk(&plan.caller.owner, key);
+        let doc_key = idempotency::document_key(&pk);
+        let fingerprint = idempotency::fingerprint(plan.kind, &plan.display_name, plan.retention);
+        let attempt = uuid::Uuid::new_v4().simple().to_string();
+        let mut agent_id = usid::mint(&plan.caller.owner);
+        let mut expected = 0;
+        let mut takeover = false;
+
+        for _ in 0..IDEMPOTENCY_ROUNDS {
+            let running = IdemDoc::running(&fingerprint, &agent_id, &attempt, now_ms());
+            let written = self
+                .store
+                .put_document(
+                    doc_key,
+                    &running.to_value(),
+                    expected,
+                    Some(now_s() + idempotency::KEEP_S),
+                )
+                .await;
+            let current = match written {
+                Ok(doc) => {
+                    return Ok(self
+                        .run_recorded(
+                            plan,
+                            doc_key,
+                            running,
+                            doc.version,
+                            takeover,
+                            deadline,
+                            request_id,
+                        )
+                        .await)
+                }
+                Err(StoreError::DocumentConflict { current }) => current,
+                Err(e) => return Err(e.into()),
+            };
+            let Some(current) = current else {
+                // The document expired between our reads: start afresh (keeping the id is
+                // harmless, and reconciling is then still right).
+                expected = 0;
+                continue;
+            };
+            let stored = IdemDoc::from_value(&current.value)?;
+            if stored.fingerprint != fingerprint {
+                return Err(Error::unprocessable(
+                    "this Idempotency-Key was used with a different request body",
+                ));
+            }
+            if stored.attempt == attempt && stored.state == State::Running {
+                // Our own write, retried by the SDK after a lost answer.
+                return Ok(self
+                    .run_recorded(
+                        plan,
+                        doc_key,
+                        stored,
+                        current.version,
+                        takeover,
+                        deadline,
+                        request_id,
+                    )
+                    .await);
+            }
+            match stored.state {
+                State::Done => {
+                    return stored.answer().map(|a| a.to_response()).ok_or_else(|| {
+                        Error::Internal("a done idempotency document has no answer".into())
+                    })
+                }
+                State::Running
+                    if now_ms().saturating_sub(stored.started_at_ms)
+                        < self.settings.stale_running.as_millis() as u64 =>
+                {
+                    return Err(busy());
+                }
+                // A dead attempt, or a released one: take over its UserSessionId.
+                State::Running | State::Failed => {
+                    tracing::info!(user_session_id = %stored.user_session_id, state = ?stored.state, "taking over an idempotent create");
+                    agent_id = stored.user_session_id;
+                    expected = current.version;
+                    takeover = true;
+                }
+            }
+        }
+        Err(busy())
+    }
+
+    /// Run the create whose `running` document is at `version`, then record its answer.
+    #[allow(clippy::too_many_arguments)]
+    async fn run_recorded(
+        &self,
+        plan: &Plan,
+        doc_key: snapwake::store::DocumentKey<'_>,
+        running: IdemDoc,
+        version: u64,
+        takeover: bool,
+        deadline: Deadline,
+        request_id: Option<&str>,
+    ) -> Response<Body> {
+        let outcome = self
+            .create_agent(plan, &running.user_session_id, takeover, deadline)
+            .await;
+        let resp = match outcome {
+            Ok(created) => self.created_response(plan, &created),
+            Err(err) => problem(&err, request_id),
+        };
+        let answer = Stored::capture(&resp);
+        let finished = running.finished(&answer);
+        if let Err(e) = self
+            .store
+            .put_document(
+                doc_key,
+                &finished.to_value(),
+                version,
+                Some(now_s() + idempotency::KEEP_S),
+            )
+            .await
+        {
+            // The answer stands; a retry either replays it or (after a takeover) reconciles to
+            // the same agent.
+            tracing::warn!(error = %e, "could not record the idempotent answer");
+        }
+        answer.to_response()
+    }
+
+    /// Create agent `agent_id` for `plan`: record, then session. With `reconcile`, an earlier
+    /// attempt may have created it already: its record and an active session are adopted.
+    async fn create_agent(
+        &self,
+        plan: &Plan,
+        agent_id: &str,
+        reconcile: bool,
+        deadline: Deadline,
+    ) -> Result<Created> {
+        let key = AgentKey::new(plan.kind, agent_id);
+        let first_region = plan
+            .regions
+            .first()
+            .cloned()
+            .ok_or_else(|| Error::NotConfigured("no AgentKit region is configured".into()))?;
+        let mut record = self.write_record(plan, &key, &first_region).await?;
+
+        if reconcile {
+            if let Some((session, region)) = self
+                .find_session(plan, agent_id, &plan.regions, deadline)
+                .await?
+            {
+                tracing::info!(agent = %key, "adopted the session of an earlier attempt");
+                record = self.record_region(record, &region).await;
+                return Ok(Created { record, session });
+            }
+        }
+
+        let metadata = vec![
+            MetadataEntry::string(METADATA_OWNER_KEY, &plan.caller.owner),
+            MetadataEntry::string(METADATA_DISPLAY_NAME_KEY, &plan.display_name),
+            MetadataEntry::string(METADATA_CREATOR_KEY, &plan.caller.display_name),
+        ];
+        let request = CreateSession::new(&plan.tool_id, agent_id, metadata);
+        for region in &plan.regions {
+            match self.agentkit.call(region, &request, deadline).await {
+                Ok(out) => {
+                    tracing::info!(agent = %key, session_id = %out.session_id, region = %region, "session created");
+                    let session = self
+                        .read_session(plan, agent_id, &out.session_id, region, deadline)
+                        .await;
+                    record = self.record_region(record, region).await;
+                    return Ok(Created { record, session });
+                }
+                Err(e) if e.is_not_found() => continue,
+                Err(e) if is_ambiguous(&e) => {
+                    tracing::warn!(agent = %key, error = %e, "CreateSession may have half-succeeded; reconciling");
+                    let found = self
+                        .find_session(plan, agent_id, std::slice::from_ref(region), deadline)
+                        .await?;
+                    return match found {
+                        Some((session, region)) => {
+                            tracing::info!(agent = %key, "reconciled: the session exists");
+                            record = self.record_region(record, &region).await;
+                            Ok(Created { record, session })
+                        }
+                        None => {
+                            self.retire(&record).await;
+                            Err(e.into())
+                        }
+                    };
+                }
+                Err(e) => {
+                    self.retire(&record).await;
+                    return Err(e.into());
+                }
+            }
+        }
+        self.retire(&record).await;
+        Err(Error::NotConfigured(format!(
+            "the {} {} Tool was not found in any configured region",
+            plan.kind,
+            plan.retention.as_str()
+        )))
+    }
+
+    /// Write the agent record (condition: absent). A record already there with this owner and
+    /// Tool is this agent's own, written by an earlier attempt or by the SDK's retry of this
+    /// write: it is adopted. Anything else is a UserSessionId collision that cannot happen with
+    /// 122 random bits, and is refused.
+    async fn write_record(&self, plan: &Plan, key: &AgentKey, region: &str) -> Result<AgentRecord> {
+        let changes = Changes {
+            state: Some(WakeState::Asleep),
+            describe: Some(Description {
+                owner: Some(plan.caller.owner.clone()),
+                owner_key: usid::UserSessionId::parse(&key.agent_id).owner_key(),
+                display_name: Some(plan.display_name.clone()),
+                created_by: Some(plan.caller.display_name.clone()),
+                retention: Some(plan.retention),
+                tool_id: Some(plan.tool_id.clone()),
+                region: Some(region.to_string()),
+                created_at: Some(now_rfc3339()),
+            }),
+            ..Changes::default()
+        };
+        match self.store.update(key, &Condition::Absent, &changes).await {
+            Ok(record) => Ok(record),
+            Err(StoreError::ConditionFailed {
+                current: Some(current),
+            }) if current.owner.as_deref() == Some(plan.caller.owner.as_str())
+                && current.tool_id.as_deref() == Some(plan.tool_id.as_str()) =>
+            {
+                Ok(*current)
+            }
+            Err(StoreError::ConditionFailed { .. }) => Err(Error::Internal(format!(
+                "agent record {key} already exists for someone else"
+            ))),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Point the record at the region the session lives in, if it says another. Best effort:
+    /// on a lost race the record is kept as read and the mismatch logged (resume and delete
+    /// still find the agent by listing).
+    async fn record_region(&self, record: AgentRecord, region: &str) -> AgentRecord {
+        if record.region.as_deref() == Some(region) {
+            return record;
+        }
+        let changes = Changes {
+            describe: Some(Description {
+                region: Some(region.to_string()),
+                ..Description::default()
+            }),
+            ..Changes::default()
+        };
+        match self
+            .store
+            .update(&record.key, &Condition::Version(record.version), &changes)
+            .await
+        {
+            Ok(updated) => updated,
+            Err(e) => {
+                tracing::warn!(agent = %record.key, error = %e, "could not record the session's region");
+                record
+            }
+        }
+    }
+
+    /// Expire a record whose agent certainly has no session, so it reads as absent instead of
+    /// showing an agent that never started. Best effort.
+    async fn retire(&self, record: &AgentRecord) {
+        let changes = Changes {
+            expires_at: Some(Some(now_s() - 1)),
+            ..Changes::default()
+        };
+        if let Err(e) = self
+            .store
+            .update(&record.key, &Condition::Version(record.version), &changes)
+            .await
+        {
+            tracing::warn!(agent = %record.key, error = %e, "could not retire the record of a failed create");
+        }
+    }
+
+    /// The newest active session of `agent_id` on the plan's Tool, trying `regions` in order
+    /// (a region where the Tool does not exist is skipped).
+    async fn find_session(
+        &self,
+        plan: &Plan,
+        agent_id: &str,
+        regions: &[String],
+        deadline: Deadline,
+    ) -> Result<Option<(Session, String)>> {
+        for region in regions {
+            let request = ListSessions {
+                tool_id: plan.tool_id.clone(),
+                filters: Some(vec![Filter::one("UserSessionId", agent_id)]),
+                ..ListSessions::default()
+            };
+            match list_all(&self.agentkit, region, request, RECONCILE_PAGES, deadline).await {
+                Ok(sessions) => {
+                    // Trust but verify the service's filter.
+                    let active = sessions.into_iter().filter(|s| {
+                        s.is_active() && s.user_session_id.as_deref() == Some(agent_id)
+                    });
+                    return Ok(newest_session(active).map(|s| (s, region.clone())));
+                }
+                Err(e) if e.is_not_found() => continue,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok(None)
+    }
+
+    /// The new session as AgentKit describes it; if that read fails, what CreateSession said
+    /// (a new session starts as `Creating`).
+    async fn read_session(
+        &self,
+        plan: &Plan,
+        agent_id: &str,
+        session_id: &str,
+        region: &str,
+        deadline: Deadline,
+    ) -> Session {
+        let request = GetSession {
+            tool_id: plan.tool_id.clone(),
+            session_id: session_id.to_string(),
+        };
+        match self.agentkit.call(region, &request, deadline).await {
+            Ok(session) if session.session_id.is_some() => session,
+            outcome => {
+                if let Err(e) = outcome {
+                    tracing::warn!(session_id, error = %e, "could not read the new session");
+                }
+                Session {
+                    session_id: Some(session_id.to_string()),
+                    user_session_id: Some(agent_id.to_string()),
+                    status: Some("Creating".into()),
+                    ..Session::default()
+                }
+            }
+        }
+    }
+
+    /// 201 with the view, `Location` and `ETag`.
+    fn created_response(&self, plan: &Plan, created: &Created) -> Response<Body> {
+        let record = &created.record;
+        let view = agent_view(
+            &AgentFacts {
+                key: &record.key,
+                record: Some(record),
+                sessions: std::slice::from_ref(&created.session),
+                snapshots: &[],
+                retention: plan.retention,
+            },
+            now_ms(),
+            &self.wake,
+        );
+        let mut resp = response::json(201, &view);
+        let headers = resp.headers_mut();
+        if let Ok(location) =
+            format!("/v1/agents/{}/{}", record.key.kind, record.key.agent_id).parse()
+        {
+            headers.insert(header::LOCATION, location);
+        }
+        if let Ok(etag) = record.etag().parse() {
+            headers.insert(header::ETAG, etag);
+        }
+        resp
+    }
+
+    /// This request's budget: the configured one, cut to the Lambda's remaining time less a
+    /// margin to answer.
+    fn deadline(&self, request: &Request) -> Deadline {
+        let mut budget = self.settings.budget;
+        if let Some(ctx) = request.lambda_context_ref() {
+            let remaining_ms = ctx.deadline.saturating_sub(now_ms());
+            let remaining = Duration::from_millis(remaining_ms).saturating_sub(ANSWER_MARGIN);
+            budget = budget.min(remaining);
+        }
+        Deadline::after(budget)
+    }
+}
+
+fn busy() -> Error {
+    Error::AgentBusy {
+        detail: "a request with this Idempotency-Key is still in progress".into(),
+        retry_after_s: BUSY_RETRY_AFTER_S,
+    }
+}
+
+/// `err` as a problem+json response, logged by its nature.
+fn problem(err: &Error, request_id: Option<&str>) -> Response<Body> {
+    let id = request_id.unwrap_or("");
+    match err {
+        Error::Internal(_) | Error::Store(_) | Error::AgentKit(_) | Error::NotConfigured(_) => {
+            tracing::warn!(request_id = id, error = %err, "create failed")
+        }
+        _ => tracing::info!(request_id = id, error = %err, "create refused"),
+    }
+    err.into_response(request_id)
+}

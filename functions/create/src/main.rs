@@ -1,0 +1,24 @@
+//! The create Lambda: configuration and clients built once, then every request to the handler.
+
+use lambda_http::{service_fn, Error, Request};
+use snapwake::{bootstrap, config::Config, registry::RegistryCache};
+use snapwake_create::{Create, CreateSettings};
+
+#[tokio::main]
+async fn main() -> Result<(), Error> {
+    bootstrap::init_tracing();
+    let config = Config::from_env()?;
+    let create = Create {
+        store: bootstrap::dynamo_store(&config).await?,
+        agentkit: bootstrap::agentkit(&config).await?,
+        registry: RegistryCache::new(config.tool_overrides.clone()),
+        identity: config.identity.clone(),
+        wake: config.wake.clone(),
+        settings: CreateSettings::default(),
+    };
+    let create = &create;
+    lambda_http::run(service_fn(move |req: Request| async move {
+        Ok::<_, std::convert::Infallible>(create.handle(req).await)
+    }))
+    .await
+}

@@ -1,0 +1,919 @@
+//! The create function end to end: API Gateway v2 requests into the handler, agent records and
+//! idempotency documents on DynamoDB Local (and the in-memory store where it is cheap),
+//! AgentKit simulated over HTTP.
+
+mod support;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::Value;
+use snapwake::agentkit::sim::Fault;
+use snapwake::agentkit::types::{metadata_value, Action, Filter, ListSessions};
+use snapwake::agentkit::{list_all, AgentKit, AgentKitClient, AgentKitError};
+use snapwake::deadline::Deadline;
+use snapwake::domain::{AgentKey, Kind, Retention, WakeState};
+use snapwake::identity::usid;
+use snapwake::registry::{RegistryCache, ToolOverrides};
+use snapwake::store::memory::MemoryStore;
+use snapwake::store::{AgentStore, DocumentKey};
+use snapwake::wake::WakeSettings;
+use snapwake_create::{Create, CreateSettings};
+use support::*;
+use tokio::sync::Notify;
+
+fn create_fn<S: AgentStore, K: AgentKit>(store: S, agentkit: K) -> Create<S, K> {
+    Create {
+        store,
+        agentkit,
+        registry: RegistryCache::new(ToolOverrides::default()),
+        identity: identity(),
+        wake: WakeSettings::default(),
+        settings: CreateSettings::default(),
+    }
+}
+
+fn body(kind: &str, name: &str, retention: Option<&str>) -> String {
+    let mut v = serde_json::json!({"kind": kind, "display_name": name});
+    if let Some(r) = retention {
+        v["retention"] = r.into();
+    }
+    v.to_string()
+}
+
+fn agent_id(body: &Value) -> String {
+    body["agent_id"].as_str().unwrap_or_default().to_string()
+}
+
+fn creates(world: &World) -> u64 {
+    world.sim.control().counters().received("CreateSession")
+}
+
+/// Sessions with `user_session_id` on `tool` (any status), as AgentKit lists them.
+async fn sessions_on(world: &World, tool: &str, user_session_id: &str) -> usize {
+    let req = ListSessions {
+        tool_id: tool.into(),
+        filters: Some(vec![Filter::one("UserSessionId", user_session_id)]),
+        ..ListSessions::default()
+    };
+    let deadline = Deadline::after(Duration::from_secs(10));
+    list_all(&world.client(), REGION, req, 10, deadline)
+        .await
+        .unwrap()
+        .len()
+}
+
+fn assert_problem(resp: &lambda_http::Response<lambda_http::Body>, status: u16, code: &str) {
+    let (got, body) = answer(resp);
+    assert_eq!(got, status, "{body}");
+    assert_eq!(
+        header_of(resp, "content-type"),
+        Some("application/problem+json")
+    );
+    assert_eq!(body["code"], code, "{body}");
+    assert_eq!(body["status"], status);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Creating
+
+async fn creates_an_agent<S: AgentStore>(store: S) {
+    let world = World::start(Duration::from_secs(30)).await;
+    world.register(&store).await;
+    let store = Arc::new(store);
+    let function = create_fn(store.clone(), world.client());
+    let owner = "alice@example.com";
+
+    let resp = function
+        .handle(create_request(
+            Who::User(owner),
+            r#"{"kind":"codex","display_name":"  Data helper "}"#,
+            None,
+        ))
+        .await;
+    let (status, view) = answer(&resp);
+    assert_eq!(status, 201, "{view}");
+    let id = agent_id(&view);
+    assert!(
+        id.starts_with("studio-u_MFWGSY3FIBSXQYLNOBWGKLTDN5WQ-"),
+        "{id}"
+    );
+    assert_eq!(id.len(), usid::prefix(owner).len() + 32);
+    assert_eq!(
+        header_of(&resp, "location"),
+        Some(format!("/v1/agents/codex/{id}").as_str())
+    );
+    assert_eq!(header_of(&resp, "etag"), Some("\"1\""));
+    assert_eq!(header_of(&resp, "content-type"), Some("application/json"));
+    assert_eq!(view["kind"], "codex");
+    assert_eq!(view["display_name"], "Data helper");
+    assert_eq!(view["owner"], owner);
+    assert_eq!(view["created_by"], owner);
+    assert_eq!(view["retention"], "recoverable");
+    assert_eq!(view["state"], "starting");
+    assert_eq!(view["etag"], "\"1\"");
+    assert!(view["wake"].is_null());
+    assert_eq!(view["snapshots"], serde_json::json!([]));
+    let session_id = view["session"]["session_id"].as_str().unwrap().to_string();
+    assert!(!session_id.is_empty());
+    assert!(!view.to_string().contains("Endpoint") && !view.to_string().contains("http"));
+
+    // The record.
+    let record = store
+        .get(&AgentKey::new(Kind::Codex, &id))
+        .await
+        .unwrap()
+        .expect("the agent record");
+    assert_eq!(record.owner.as_deref(), Some(owner));
+    assert_eq!(
+        record.owner_key.as_deref(),
+        Some("studio-u_MFWGSY3FIBSXQYLNOBWGKLTDN5WQ")
+    );
+    assert_eq!(record.display_name.as_deref(), Some("Data helper"));
+    assert_eq!(record.created_by.as_deref(), Some(owner));
+    assert_eq!(record.retention, Some(Retention::Recoverable));
+    assert_eq!(record.tool_id.as_deref(), Some(world.recoverable.as_str()));
+    assert_eq!(record.region.as_deref(), Some(REGION));
+    assert_eq!(record.state, WakeState::Asleep);
+    assert!(record.created_at.is_some());
+    let page = store
+        .query_owner(&usid::owner_keys(owner)[0], 10, None)
+        .await
+        .unwrap();
+    assert_eq!(page.records.len(), 1, "the owner index lists the new agent");
+
+    // The session, on the recoverable Tool, with the Studio's metadata.
+    let sessions = world.sim.control().sessions();
+    assert_eq!(sessions.len(), 1);
+    let s = &sessions[0];
+    assert_eq!(s.session_id.as_deref(), Some(session_id.as_str()));
+    assert_eq!(s.user_session_id.as_deref(), Some(id.as_str()));
+    assert_eq!(metadata_value(&s.metadata, "Username"), Some(owner));
+    assert_eq!(
+        metadata_value(&s.metadata, "veadk_display_name"),
+        Some("Data helper")
+    );
+    assert_eq!(
+        metadata_value(&s.metadata, "veadk_creator_name"),
+        Some(owner)
+    );
+    assert_eq!(sessions_on(&world, &world.recoverable, &id).await, 1);
+    assert_eq!(creates(&world), 1);
+}
+
+#[tokio::test]
+async fn creates_an_agent_on_dynamodb() {
+    creates_an_agent(dynamo_store("create-basic").await).await;
+}
+
+#[tokio::test]
+async fn creates_an_agent_in_memory() {
+    creates_an_agent(MemoryStore::new()).await;
+}
+
+#[tokio::test]
+async fn a_ready_session_shows_the_agent_awake() {
+    let store = MemoryStore::new();
+    let world = World::start(Duration::ZERO).await;
+    world.register(&store).await;
+    let function = create_fn(store, world.client());
+    let resp = function
+        .handle(create_request(
+            Who::User("alice"),
+            &body("codex", "Quick", None),
+            None,
+        ))
+        .await;
+    let (status, view) = answer(&resp);
+    assert_eq!(status, 201, "{view}");
+    assert_eq!(view["state"], "awake");
+    assert_eq!(view["session"]["status"], "Ready");
+    assert!(agent_id(&view).starts_with("studio-alice-"));
+}
+
+#[tokio::test]
+async fn retention_defaults_to_recoverable_when_deployed_else_temporary() {
+    let store = Arc::new(dynamo_store("create-retention").await);
+    let world = World::start(Duration::from_secs(30)).await;
+    let more = world.seed_more_kinds();
+    world.register_with(&store, &more).await;
+    let function = create_fn(store.clone(), world.client());
+
+    let cases = [
+        ("codex", None, "recoverable", world.recoverable.clone()),
+        (
+            "codex",
+            Some("temporary"),
+            "temporary",
+            world.temporary.clone(),
+        ),
+        (
+            "codex",
+            Some("recoverable"),
+            "recoverable",
+            world.recoverable.clone(),
+        ),
+        ("hermes", None, "temporary", more.hermes_temporary.clone()),
+        (
+            "openclaw",
+            None,
+            "temporary",
+            more.openclaw_temporary.clone(),
+        ),
+    ];
+    for (kind, retention, expected, tool) in cases.clone() {
+        let resp = function
+            .handle(create_request(
+                Who::User("alice"),
+                &body(kind, "Helper", retention),
+                None,
+            ))
+            .await;
+        let (status, view) = answer(&resp);
+        assert_eq!(status, 201, "{kind} {retention:?}: {view}");
+        assert_eq!(view["retention"], expected, "{kind} {retention:?}");
+        let id = agent_id(&view);
+        let record = store
+            .get(&AgentKey::new(kind.parse().unwrap(), &id))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(record.tool_id.as_deref(), Some(tool.as_str()), "{kind}");
+        assert_eq!(sessions_on(&world, &tool, &id).await, 1, "{kind}");
+    }
+    assert_eq!(creates(&world), cases.len() as u64);
+}
+
+#[tokio::test]
+async fn an_undeployed_retention_is_503_and_legacy_tools_never_get_agents() {
+    let store = Arc::new(MemoryStore::new());
+    let world = World::start(Duration::from_secs(30)).await;
+    let more = world.seed_more_kinds();
+    world.register_with(&store, &more).await;
+    let function = create_fn(store.clone(), world.client());
+
+    for kind in ["hermes", "openclaw"] {
+        let resp = function
+            .handle(create_request(
+                Who::User("alice"),
+                &body(kind, "Helper", Some("recoverable")),
+                None,
+            ))
+            .await;
+        assert_problem(&resp, 503, "NOT_CONFIGURED");
+    }
+    assert_eq!(creates(&world), 0, "nothing is created on a legacy Tool");
+
+    // openclaw's default is temporary, never its legacy snapshot Tool.
+    let resp = function
+        .handle(create_request(
+            Who::User("alice"),
+            &body("openclaw", "Claw", None),
+            None,
+        ))
+        .await;
+    let (status, view) = answer(&resp);
+    assert_eq!(status, 201, "{view}");
+    let id = agent_id(&view);
+    assert_eq!(sessions_on(&world, &more.openclaw_legacy, &id).await, 0);
+    assert_eq!(sessions_on(&world, &more.openclaw_temporary, &id).await, 1);
+
+    // No registry entry at all for a kind: 503 as well.
+    let empty = create_fn(MemoryStore::new(), world.client());
+    let resp = empty
+        .handle(create_request(
+            Who::User("alice"),
+            &body("codex", "Helper", None),
+            None,
+        ))
+        .await;
+    assert_problem(&resp, 503, "NOT_CONFIGURED");
+}
+
+#[tokio::test]
+async fn invalid_requests_are_problems_and_create_nothing() {
+    let store = Arc::new(MemoryStore::new());
+    let world = World::start(Duration::from_secs(30)).await;
+    world.register(&store).await;
+    let function = create_fn(store.clone(), world.client());
+    let alice = Who::User("alice");
+    let long_name = "x".repeat(41);
+    let long_key = "k".repeat(201);
+    let huge = format!(
+        r#"{{"kind":"codex","display_name":"a","pad":"{}"}}"#,
+        "x".repeat(17 * 1024)
+    );
+
+    let cases: Vec<(String, Who<'_>, Option<&str>, u16, &str)> = vec![
+        ("{not json".into(), alice, None, 400, "INVALID_REQUEST"),
+        ("".into(), alice, None, 400, "INVALID_REQUEST"),
+        (
+            r#"{"kind":1,"display_name":"a"}"#.into(),
+            alice,
+            None,
+            400,
+            "INVALID_REQUEST",
+        ),
+        (
+            r#"{"kind":"codex","display_name":7}"#.into(),
+            alice,
+            None,
+            400,
+            "INVALID_REQUEST",
+        ),
+        (
+            r#"{"kind":"codex","display_name":"a","retention":true}"#.into(),
+            alice,
+            None,
+            400,
+            "INVALID_REQUEST",
+        ),
+        (r#"["codex"]"#.into(), alice, None, 400, "INVALID_REQUEST"),
+        (
+            r#"{"kind":"codex"}"#.into(),
+            alice,
+            None,
+            400,
+            "INVALID_REQUEST",
+        ),
+        (
+            body("Codex", "a", None),
+            alice,
+            None,
+            400,
+            "INVALID_REQUEST",
+        ),
+        (
+            body("gemini", "a", None),
+            alice,
+            None,
+            400,
+            "INVALID_REQUEST",
+        ),
+        (
+            body("codex", "a", Some("forever")),
+            alice,
+            None,
+            400,
+            "INVALID_REQUEST",
+        ),
+        (
+            r#"{"kind":"codex","display_name":"a","retension":"temporary"}"#.into(),
+            alice,
+            None,
+            400,
+            "INVALID_REQUEST",
+        ),
+        (body("codex", "", None), alice, None, 422, "INVALID_REQUEST"),
+        (
+            body("codex", "   ", None),
+            alice,
+            None,
+            422,
+            "INVALID_REQUEST",
+        ),
+        (
+            body("codex", &long_name, None),
+            alice,
+            None,
+            422,
+            "INVALID_REQUEST",
+        ),
+        (
+            body("codex", "bad\u{7}name", None),
+            alice,
+            None,
+            422,
+            "INVALID_REQUEST",
+        ),
+        (
+            body("codex", "two\nlines", None),
+            alice,
+            None,
+            422,
+            "INVALID_REQUEST",
+        ),
+        (huge, alice, None, 413, "PAYLOAD_TOO_LARGE"),
+        (
+            body("codex", "a", None),
+            Who::Nobody,
+            None,
+            401,
+            "UNAUTHENTICATED",
+        ),
+        (
+            body("codex", "a", None),
+            alice,
+            Some("has space"),
+            400,
+            "INVALID_REQUEST",
+        ),
+        (
+            body("codex", "a", None),
+            alice,
+            Some(long_key.as_str()),
+            400,
+            "INVALID_REQUEST",
+        ),
+        (
+            body("codex", "a", None),
+            alice,
+            Some("ключ"),
+            400,
+            "INVALID_REQUEST",
+        ),
+    ];
+    for (text, who, key, status, code) in &cases {
+        let req = match key {
+            Some(k) if !k.is_ascii() => {
+                let mut r = create_request(*who, text, None);
+                r.headers_mut().insert(
+                    "idempotency-key",
+                    lambda_http::http::HeaderValue::from_bytes(k.as_bytes()).unwrap(),
+                );
+                r
+            }
+            _ => create_request(*who, text, *key),
+        };
+        let resp = function.handle(req).await;
+        let (_, problem) = answer(&resp);
+        assert_problem(&resp, *status, code);
+        assert_eq!(problem["retryable"], false, "{text:.80}");
+        assert!(problem["request_id"].as_str().is_some());
+        assert!(problem["type"]
+            .as_str()
+            .unwrap()
+            .starts_with("urn:snapwake:problem:"));
+    }
+    // A 40-character name (in characters, not bytes) is fine.
+    let resp = function
+        .handle(create_request(
+            alice,
+            &body("codex", &"助".repeat(40), None),
+            None,
+        ))
+        .await;
+    assert_eq!(answer(&resp).0, 201);
+
+    let wrong_method = function
+        .handle(request("GET", "/v1/agents/codex/x", alice, None))
+        .await;
+    assert_eq!(answer(&wrong_method).0, 404);
+    let mut get = request("GET", "/v1/agents", alice, None);
+    get.headers_mut().remove("idempotency-key");
+    let resp = function.handle(get).await;
+    assert_problem(&resp, 405, "METHOD_NOT_ALLOWED");
+    assert_eq!(header_of(&resp, "allow"), Some("POST"));
+
+    assert_eq!(
+        creates(&world),
+        1,
+        "only the valid request created a session"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Half-succeeded and failed CreateSession
+
+#[tokio::test]
+async fn create_session_fail_with_the_session_created_is_reconciled_to_201() {
+    let store = Arc::new(dynamo_store("create-half").await);
+    let world = World::start(Duration::from_secs(30)).await;
+    world.register(&store).await;
+    world
+        .sim
+        .control()
+        .inject(
+            Fault::error(Some("CreateSession"), "ErrCreateSessionFail", 500)
+                .after_apply()
+                .next(1),
+        )
+        .unwrap();
+    let function = create_fn(store.clone(), world.client());
+    let resp = function
+        .handle(create_request(
+            Who::User("alice"),
+            &body("codex", "Half", None),
+            None,
+        ))
+        .await;
+    let (status, view) = answer(&resp);
+    assert_eq!(status, 201, "{view}");
+    let id = agent_id(&view);
+    assert_eq!(view["state"], "starting");
+    assert_eq!(creates(&world), 1, "reconciled, not created twice");
+    assert_eq!(world.sim.control().counters().live_sessions_of(&id), 1);
+    assert!(store
+        .get(&AgentKey::new(Kind::Codex, &id))
+        .await
+        .unwrap()
+        .is_some());
+}
+
+#[tokio::test]
+async fn create_session_fail_with_nothing_created_is_502_retryable() {
+    let store = Arc::new(dynamo_store("create-fail").await);
+    let world = World::start(Duration::from_secs(30)).await;
+    world.register(&store).await;
+    world
+        .sim
+        .control()
+        .inject(Fault::error(Some("CreateSession"), "ErrCreateSessionFail", 500).next(1))
+        .unwrap();
+    let function = create_fn(store.clone(), world.client());
+    let resp = function
+        .handle(create_request(
+            Who::User("alice"),
+            &body("codex", "Nothing", None),
+            None,
+        ))
+        .await;
+    assert_problem(&resp, 502, "PROVIDER_ERROR");
+    assert_eq!(answer(&resp).1["retryable"], true);
+    assert_eq!(creates(&world), 1, "never retried blindly");
+    assert!(world.sim.control().sessions().is_empty());
+    // The record of the agent that never started reads as absent.
+    let page = store
+        .query_owner(&usid::owner_keys("alice")[0], 10, None)
+        .await
+        .unwrap();
+    assert!(
+        page.records.is_empty(),
+        "no ghost agent: {:?}",
+        page.records
+    );
+}
+
+#[tokio::test]
+async fn a_throttled_create_is_429_with_retry_after() {
+    let store = Arc::new(MemoryStore::new());
+    let world = World::start(Duration::from_secs(30)).await;
+    world.register(&store).await;
+    world
+        .sim
+        .control()
+        .inject(Fault::error(Some("CreateSession"), "Throttling", 429).retry_after(1))
+        .unwrap();
+    let function = create_fn(store.clone(), world.client());
+    let resp = function
+        .handle(create_request(
+            Who::User("alice"),
+            &body("codex", "Slow down", None),
+            None,
+        ))
+        .await;
+    assert_problem(&resp, 429, "PROVIDER_THROTTLED");
+    assert_eq!(answer(&resp).1["retryable"], true);
+    assert!(header_of(&resp, "retry-after").is_some());
+    assert!(world.sim.control().sessions().is_empty());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Idempotency-Key
+
+async fn same_key_and_body_replay_one_create<S: AgentStore>(store: S) {
+    let world = World::start(Duration::from_secs(30)).await;
+    world.register(&store).await;
+    let function = create_fn(store, world.client());
+    let req = || {
+        create_request(
+            Who::User("alice"),
+            &body("codex", "Once", None),
+            Some("key-1"),
+        )
+    };
+    // The first answer is lost on its way back to the client.
+    drop(function.handle(req()).await);
+    let second = function.handle(req()).await;
+    let third = function.handle(req()).await;
+    assert_eq!(creates(&world), 1);
+    let (status, view) = answer(&second);
+    assert_eq!(status, 201, "{view}");
+    for h in ["location", "etag", "content-type"] {
+        assert_eq!(header_of(&second, h), header_of(&third, h), "{h}");
+        assert!(header_of(&second, h).is_some(), "{h}");
+    }
+    assert_eq!(second.body(), third.body(), "replayed byte for byte");
+    assert_eq!(
+        world
+            .sim
+            .control()
+            .counters()
+            .live_sessions_of(&agent_id(&view)),
+        1
+    );
+
+    // A body that differs only by an omitted default is the same request.
+    let same = function
+        .handle(create_request(
+            Who::User("alice"),
+            &body("codex", " Once ", Some("recoverable")),
+            Some("key-1"),
+        ))
+        .await;
+    assert_eq!(same.body(), second.body());
+    // Another body under the same key: 422.
+    let other = function
+        .handle(create_request(
+            Who::User("alice"),
+            &body("codex", "Twice", None),
+            Some("key-1"),
+        ))
+        .await;
+    assert_problem(&other, 422, "INVALID_REQUEST");
+    assert_eq!(creates(&world), 1);
+}
+
+#[tokio::test]
+async fn same_key_and_body_replay_one_create_on_dynamodb() {
+    same_key_and_body_replay_one_create(dynamo_store("create-idem").await).await;
+}
+
+#[tokio::test]
+async fn same_key_and_body_replay_one_create_in_memory() {
+    same_key_and_body_replay_one_create(MemoryStore::new()).await;
+}
+
+#[tokio::test]
+async fn a_duplicate_in_flight_gets_409_with_retry_after() {
+    let store = Arc::new(dynamo_store("create-inflight").await);
+    let world = World::start(Duration::from_secs(30)).await;
+    world.register(&store).await;
+    world
+        .sim
+        .control()
+        .inject(Fault::latency(Some("CreateSession"), 1500))
+        .unwrap();
+    let function = Arc::new(create_fn(store.clone(), world.client()));
+    let req = || {
+        create_request(
+            Who::User("alice"),
+            &body("codex", "Busy", None),
+            Some("key-busy"),
+        )
+    };
+    let first = {
+        let function = function.clone();
+        let req = req();
+        tokio::spawn(async move { function.handle(req).await })
+    };
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let second = function.handle(req()).await;
+    assert_problem(&second, 409, "AGENT_BUSY");
+    let (_, problem) = answer(&second);
+    assert_eq!(problem["retryable"], true);
+    assert!(problem["detail"]
+        .as_str()
+        .unwrap()
+        .contains("still in progress"));
+    assert!(header_of(&second, "retry-after").is_some());
+
+    let first = first.await.unwrap();
+    assert_eq!(answer(&first).0, 201);
+    assert_eq!(creates(&world), 1);
+    // Once it finished, the duplicate replays it.
+    let later = function.handle(req()).await;
+    assert_eq!(later.body(), first.body());
+    assert_eq!(header_of(&later, "etag"), header_of(&first, "etag"));
+    assert_eq!(creates(&world), 1);
+}
+
+#[tokio::test]
+async fn a_key_is_per_owner() {
+    let store = Arc::new(dynamo_store("create-owner-key").await);
+    let world = World::start(Duration::from_secs(30)).await;
+    world.register(&store).await;
+    let function = create_fn(store.clone(), world.client());
+    let alice = function
+        .handle(create_request(
+            Who::User("alice"),
+            &body("codex", "Mine", None),
+            Some("shared-key"),
+        ))
+        .await;
+    // Bob's key of the same name is his own, even with another body.
+    let bob = function
+        .handle(create_request(
+            Who::User("bob"),
+            &body("codex", "Also mine", None),
+            Some("shared-key"),
+        ))
+        .await;
+    let (sa, va) = answer(&alice);
+    let (sb, vb) = answer(&bob);
+    assert_eq!((sa, sb), (201, 201), "{va} {vb}");
+    assert!(agent_id(&va).starts_with("studio-alice-"));
+    assert!(agent_id(&vb).starts_with("studio-bob-"));
+    assert_eq!(vb["owner"], "bob");
+    assert_eq!(creates(&world), 2);
+}
+
+#[tokio::test]
+async fn a_retryable_failure_releases_the_key_and_the_retry_creates_the_same_agent() {
+    let store = Arc::new(dynamo_store("create-release").await);
+    let world = World::start(Duration::from_secs(30)).await;
+    world.register(&store).await;
+    world
+        .sim
+        .control()
+        .inject(Fault::error(Some("CreateSession"), "ErrCreateSessionFail", 500).next(1))
+        .unwrap();
+    let function = create_fn(store.clone(), world.client());
+    let req = || {
+        create_request(
+            Who::User("alice"),
+            &body("codex", "Again", None),
+            Some("key-retry"),
+        )
+    };
+    let first = function.handle(req()).await;
+    assert_problem(&first, 502, "PROVIDER_ERROR");
+    let pk = "IDEM#studio-alice#key-retry";
+    let doc = store
+        .get_document(DocumentKey { pk, sk: "IDEM" })
+        .await
+        .unwrap()
+        .expect("the idempotency document");
+    assert_eq!(doc.value["state"], "failed");
+    let minted = doc.value["user_session_id"].as_str().unwrap().to_string();
+    assert!(doc.expires_at.is_some());
+
+    let second = function.handle(req()).await;
+    let (status, view) = answer(&second);
+    assert_eq!(status, 201, "{view}");
+    assert_eq!(
+        agent_id(&view),
+        minted,
+        "the retry keeps the first attempt's id"
+    );
+    assert_eq!(creates(&world), 2);
+    assert_eq!(world.sim.control().counters().live_sessions_of(&minted), 1);
+    let doc = store
+        .get_document(DocumentKey { pk, sk: "IDEM" })
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(doc.value["state"], "done");
+    assert_eq!(doc.value["status"], 201);
+}
+
+/// An AgentKit port that lets CreateSession through once, then never answers: the invocation
+/// dies right after AgentKit created the session.
+struct DieAfterCreate {
+    inner: AgentKitClient,
+    armed: AtomicBool,
+    reached: Notify,
+}
+
+impl AgentKit for DieAfterCreate {
+    async fn call<A: Action + 'static>(
+        &self,
+        region: &str,
+        request: &A,
+        deadline: Deadline,
+    ) -> Result<A::Output, AgentKitError> {
+        let out = self.inner.call(region, request, deadline).await;
+        if A::NAME == "CreateSession" && self.armed.swap(false, Ordering::SeqCst) {
+            self.reached.notify_one();
+            std::future::pending::<()>().await;
+        }
+        out
+    }
+
+    fn regions(&self) -> &[String] {
+        self.inner.regions()
+    }
+}
+
+#[tokio::test]
+async fn a_dead_attempt_is_taken_over_without_a_second_session() {
+    let store = Arc::new(dynamo_store("create-takeover").await);
+    let world = World::start(Duration::from_secs(30)).await;
+    world.register(&store).await;
+    let agentkit = Arc::new(DieAfterCreate {
+        inner: world.client(),
+        armed: AtomicBool::new(true),
+        reached: Notify::new(),
+    });
+    let mut function = create_fn(store.clone(), agentkit.clone());
+    function.settings.stale_running = Duration::from_millis(800);
+    let function = Arc::new(function);
+    let req = || {
+        create_request(
+            Who::User("alice"),
+            &body("codex", "Phoenix", None),
+            Some("key-dead"),
+        )
+    };
+    let first = {
+        let function = function.clone();
+        let req = req();
+        tokio::spawn(async move { function.handle(req).await })
+    };
+    agentkit.reached.notified().await;
+    first.abort();
+    assert_eq!(creates(&world), 1);
+
+    // While the dead attempt's document is fresh, a retry is told to wait.
+    let early = function.handle(req()).await;
+    assert_problem(&early, 409, "AGENT_BUSY");
+
+    tokio::time::sleep(Duration::from_millis(900)).await;
+    let retry = function.handle(req()).await;
+    let (status, view) = answer(&retry);
+    assert_eq!(status, 201, "{view}");
+    assert_eq!(
+        creates(&world),
+        1,
+        "the session of the dead attempt is adopted"
+    );
+    let id = agent_id(&view);
+    assert_eq!(world.sim.control().counters().live_sessions_of(&id), 1);
+    assert_eq!(view["display_name"], "Phoenix");
+    let again = function.handle(req()).await;
+    assert_eq!(again.body(), retry.body());
+}
+
+#[tokio::test]
+async fn a_tool_in_another_region_is_found_and_its_region_recorded() {
+    let store = Arc::new(dynamo_store("create-region").await);
+    let world = World::start(Duration::from_secs(30)).await;
+    let shanghai = world
+        .sim
+        .control()
+        .seed_tool(
+            "cn-shanghai",
+            snapwake::agentkit::sim::SeedTool {
+                name: "chat-snapshot-sh".into(),
+                tool_type: "CodeEnv".into(),
+                enable_snapshot: true,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    // The registry says cn-beijing, but the recoverable Tool lives in cn-shanghai.
+    let mut registry = world.registry();
+    registry.kinds.get_mut(&Kind::Codex).unwrap().recoverable = Some(shanghai.clone());
+    store.put_registry(&registry, 0).await.unwrap();
+    let function = create_fn(store.clone(), world.client());
+    let resp = function
+        .handle(create_request(
+            Who::User("alice"),
+            &body("codex", "Far away", None),
+            None,
+        ))
+        .await;
+    let (status, view) = answer(&resp);
+    assert_eq!(status, 201, "{view}");
+    let record = store
+        .get(&AgentKey::new(Kind::Codex, agent_id(&view)))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(record.region.as_deref(), Some("cn-shanghai"));
+    assert_eq!(record.tool_id.as_deref(), Some(shanghai.as_str()));
+    assert_eq!(
+        header_of(&resp, "etag"),
+        Some(record.etag().as_str()),
+        "the answer carries the version that recorded the region"
+    );
+    assert_eq!(view["etag"], record.etag());
+    assert_eq!(creates(&world), 2, "one NotFound in cn-beijing, one create");
+    assert_eq!(world.sim.control().sessions().len(), 1);
+}
+
+#[tokio::test]
+async fn an_ambiguous_5xx_after_the_session_was_created_is_reconciled() {
+    let store = Arc::new(MemoryStore::new());
+    let world = World::start(Duration::from_secs(30)).await;
+    world.register(&store).await;
+    world
+        .sim
+        .control()
+        .inject(
+            Fault::error(Some("CreateSession"), "InternalError", 500)
+                .after_apply()
+                .next(1),
+        )
+        .unwrap();
+    let function = create_fn(store.clone(), world.client());
+    let resp = function
+        .handle(create_request(
+            Who::User("alice"),
+            &body("codex", "Lost answer", None),
+            None,
+        ))
+        .await;
+    let (status, view) = answer(&resp);
+    assert_eq!(status, 201, "{view}");
+    assert_eq!(creates(&world), 1);
+    assert_eq!(
+        world
+            .sim
+            .control()
+            .counters()
+            .live_sessions_of(&agent_id(&view)),
+        1
+    );
+}
