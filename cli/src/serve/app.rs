@@ -1,46 +1,51 @@
 //! Every HTTP route of snapwake in one process: the same handler code the Lambda functions run,
-//! dispatched by route.
+//! dispatched by each function's own route table.
 
 use lambda_http::{Body, Request, Response};
 use snapwake::agentkit::AgentKit;
 use snapwake::http::request::{self as req, Route};
 use snapwake::store::AgentStore;
+use snapwake_create::Create;
 use snapwake_resume::Resume;
 
 /// Which function serves a route.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Function {
+    Create,
     Resume,
 }
 
-const ROUTES: [(Route, Function); 1] = [(
-    Route {
-        method: "POST",
-        pattern: "/v1/agents/{kind}/{agent_id}/resume",
-    },
-    Function::Resume,
-)];
+fn routes() -> Vec<(Route, Function)> {
+    let tag =
+        |routes: &[Route], f: Function| routes.iter().map(move |r| (*r, f)).collect::<Vec<_>>();
+    [
+        tag(&snapwake_create::ROUTES, Function::Create),
+        tag(&snapwake_resume::ROUTES, Function::Resume),
+    ]
+    .concat()
+}
 
 /// The functions, each with its own context over the shared store and AgentKit.
 pub struct App<S, K> {
+    pub create: Create<S, K>,
     pub resume: Resume<S, K>,
 }
 
 impl<S: AgentStore, K: AgentKit> App<S, K> {
     pub async fn handle(&self, request: Request) -> Response<Body> {
-        let routes: Vec<Route> = ROUTES.iter().map(|(r, _)| *r).collect();
-        let matched = match req::route(&routes, request.method().as_str(), req::path(&request)) {
+        let table = routes();
+        let all: Vec<Route> = table.iter().map(|(r, _)| *r).collect();
+        let matched = match req::route(&all, request.method().as_str(), req::path(&request)) {
             Ok(m) => m,
             Err(e) => return e.into_response(req::request_id(&request).as_deref()),
         };
-        let function = ROUTES
+        let method = request.method().as_str().to_string();
+        let function = table
             .iter()
-            .find(|(r, _)| {
-                r.pattern == matched.pattern
-                    && r.method.eq_ignore_ascii_case(request.method().as_str())
-            })
+            .find(|(r, _)| r.pattern == matched.pattern && r.method.eq_ignore_ascii_case(&method))
             .map(|(_, f)| *f);
         match function {
+            Some(Function::Create) => self.create.handle(request).await,
             Some(Function::Resume) => self.resume.handle(request).await,
             None => {
                 snapwake::Error::RouteNotFound.into_response(req::request_id(&request).as_deref())

@@ -26,6 +26,7 @@ use snapwake::registry::RegistryCache;
 use snapwake::store::dynamo::DynamoStore;
 use snapwake::store::memory::MemoryStore;
 use snapwake::store::AgentStore;
+use snapwake_create::{Create, CreateSettings};
 use snapwake_resume::Resume;
 
 use crate::error::CliError;
@@ -123,6 +124,14 @@ async fn run_with<S: AgentStore>(args: ServeArgs, parts: Parts, store: S) -> Res
     }
     let identity = local_identity(&parts.config.identity);
     let app = Arc::new(App {
+        create: Create {
+            store: store.clone(),
+            agentkit: agentkit.clone(),
+            registry: RegistryCache::new(parts.config.tool_overrides.clone()),
+            identity: identity.clone(),
+            wake: parts.config.wake.clone(),
+            settings: CreateSettings::default(),
+        },
         resume: Resume {
             store: store.clone(),
             agentkit: agentkit.clone(),
