@@ -86,6 +86,9 @@ pub struct Config {
     pub wake: WakeSettings,
     /// Explicit Tool ids (`SNAPWAKE_TOOL_<KEY>`), laid over the registry.
     pub tool_overrides: ToolOverrides,
+    /// The key that authenticates list cursors (`SNAPWAKE_CURSOR_KEY`, at least 32
+    /// characters); `None`: the list function keeps a random key in the table instead.
+    pub cursor_key: Option<String>,
 }
 
 impl Config {
@@ -103,6 +106,7 @@ impl Config {
             table: get("SNAPWAKE_TABLE").map(|t| t.trim().to_string()),
             wake: wake_settings(&get)?,
             tool_overrides: ToolOverrides::from_lookup(get),
+            cursor_key: cursor_key(&get)?,
         })
     }
 }
@@ -125,6 +129,19 @@ fn identity_config(get: &impl Fn(&str) -> Option<String>) -> Result<IdentityConf
             .collect(),
         admin_groups: split_list(&get("SNAPWAKE_ADMIN_GROUPS").unwrap_or_default()),
     })
+}
+
+/// Shorter keys would make forged cursors guessable.
+pub const MIN_CURSOR_KEY_LEN: usize = 32;
+
+fn cursor_key(get: &impl Fn(&str) -> Option<String>) -> Result<Option<String>, ConfigError> {
+    match get("SNAPWAKE_CURSOR_KEY") {
+        Some(k) if k.trim().len() < MIN_CURSOR_KEY_LEN => Err(ConfigError::Invalid {
+            var: "SNAPWAKE_CURSOR_KEY",
+            reason: format!("must be at least {MIN_CURSOR_KEY_LEN} characters"),
+        }),
+        k => Ok(k.map(|k| k.trim().to_string())),
+    }
 }
 
 fn wake_settings(get: &impl Fn(&str) -> Option<String>) -> Result<WakeSettings, ConfigError> {
@@ -357,6 +374,19 @@ mod tests {
                 aws_session_token: "tok".into()
             }
         );
+    }
+
+    #[test]
+    fn a_cursor_key_must_be_long_and_is_never_echoed() {
+        assert_eq!(config(&KEYS).unwrap().cursor_key, None);
+        let mut vars = KEYS.to_vec();
+        vars.push(("SNAPWAKE_CURSOR_KEY", "short-secret"));
+        let err = config(&vars).unwrap_err().to_string();
+        assert!(err.contains("SNAPWAKE_CURSOR_KEY") && !err.contains("short-secret"));
+        let key = "k".repeat(32);
+        let mut vars = KEYS.to_vec();
+        vars.push(("SNAPWAKE_CURSOR_KEY", &key));
+        assert_eq!(config(&vars).unwrap().cursor_key, Some(key.clone()));
     }
 
     #[test]

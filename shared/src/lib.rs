@@ -21,6 +21,7 @@ pub mod domain;
 pub mod error;
 pub mod http;
 pub mod identity;
+pub mod index_sync;
 pub mod locate;
 pub mod registry;
 pub mod store;

@@ -308,4 +308,19 @@ pub fn header_of<'r>(
     name: &str,
 ) -> Option<&'r str> {
     resp.headers().get(name).and_then(|v| v.to_str().ok())
+// List function (branch `list`): requests with a query string.
+
+/// [`request`] with query string parameters (as API Gateway passes them).
+pub fn request_query(
+    method: &str,
+    raw_path: &str,
+    query: &[(&str, &str)],
+    who: Who<'_>,
+) -> lambda_http::Request {
+    use lambda_http::RequestExt;
+    let map: std::collections::HashMap<String, String> = query
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    request(method, raw_path, who, None).with_query_string_parameters(map)
 }

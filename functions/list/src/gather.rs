@@ -1,0 +1,268 @@
+//! Collecting what AgentKit and the table know about a set of agents, and turning it into
+//! views: the calls every listing makes (per-Tool listings in the region that knows the Tool,
+//! exact per-agent listings), what went missing when a call failed, and the rules of which
+//! agents a list shows and in which order.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+use snapwake::agentkit::types::{Filter, ListSessionSnapshots, ListSessions, Session, Snapshot};
+use snapwake::agentkit::{list_all, AgentKit, AgentKitError, Paged};
+use snapwake::deadline::Deadline;
+use snapwake::domain::{
+    AgentKey, AgentRecord, AgentState, AgentView, Kind, Retention, ToolRegistry, WakeState,
+};
+use snapwake::store::now_ms;
+use snapwake::view::{agent_view, AgentFacts};
+use snapwake::wake::WakeSettings;
+
+/// Pages read for one agent's own snapshots or sessions.
+pub const AGENT_PAGES: usize = 20;
+
+/// Something a listing could not read: the Tool (and region, and agent) and why.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Missing {
+    pub tool_id: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub region: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agent_id: Option<String>,
+    /// The action and the provider's code (or the class of failure); never a provider message,
+    /// an endpoint or a credential.
+    pub error: String,
+}
+
+impl Missing {
+    pub fn new(tool_id: &str, region: Option<&str>, error: &AgentKitError) -> Self {
+        let what = match error {
+            AgentKitError::NotFound { .. } => "Tool not found in any region".to_string(),
+            AgentKitError::Throttled { .. } => "throttled".into(),
+            AgentKitError::Provider { code, status, .. } => format!("{code} (HTTP {status})"),
+            AgentKitError::Transport { .. } => "no answer".into(),
+            AgentKitError::InvalidResponse { .. } => "invalid response".into(),
+            AgentKitError::Credentials(_) => "credentials unavailable".into(),
+            AgentKitError::CreateSessionFailed { .. } => "failed".into(),
+        };
+        Missing {
+            tool_id: tool_id.to_string(),
+            region: region.map(str::to_string),
+            agent_id: None,
+            error: format!("{}: {what}", error.action()),
+        }
+    }
+
+    pub fn agent(mut self, agent_id: &str) -> Self {
+        self.agent_id = Some(agent_id.to_string());
+        self
+    }
+}
+
+/// Everything known about the agents of one listing.
+#[derive(Default)]
+pub struct Collected {
+    pub sessions: BTreeMap<AgentKey, Vec<Session>>,
+    pub snapshots: BTreeMap<AgentKey, Vec<Snapshot>>,
+    pub records: BTreeMap<AgentKey, AgentRecord>,
+    /// The retention of the Tool each agent was found on.
+    pub retention: BTreeMap<AgentKey, Retention>,
+    pub missing: Vec<Missing>,
+}
+
+impl Collected {
+    pub fn add_sessions(&mut self, key: AgentKey, retention: Retention, sessions: Vec<Session>) {
+        self.retention.entry(key.clone()).or_insert(retention);
+        self.sessions.entry(key).or_default().extend(sessions);
+    }
+
+    pub fn add_snapshots(&mut self, key: AgentKey, snapshots: Vec<Snapshot>) {
+        self.retention
+            .entry(key.clone())
+            .or_insert(Retention::Recoverable);
+        self.snapshots.entry(key).or_default().extend(snapshots);
+    }
+
+    /// The visible agents among `kinds` in `state` (any when `None`), newest activity first.
+    pub fn views(
+        &self,
+        kinds: &[Kind],
+        state: Option<AgentState>,
+        settings: &WakeSettings,
+    ) -> Vec<AgentView> {
+        let mut keys: Vec<&AgentKey> = self
+            .sessions
+            .keys()
+            .chain(self.snapshots.keys())
+            .chain(self.records.keys())
+            .filter(|k| kinds.contains(&k.kind))
+            .collect();
+        keys.sort();
+        keys.dedup();
+        let now = now_ms();
+        let mut views: Vec<AgentView> = keys
+            .into_iter()
+            .filter_map(|key| {
+                let view = view_of(
+                    key,
+                    self.records.get(key),
+                    self.sessions.get(key).map_or(&[], Vec::as_slice),
+                    self.snapshots.get(key).map_or(&[], Vec::as_slice),
+                    self.retention.get(key).copied(),
+                    now,
+                    settings,
+                )?;
+                state.is_none_or(|s| s == view.state).then_some(view)
+            })
+            .collect();
+        sort_newest_activity_first(&mut views);
+        views
+    }
+}
+
+/// The view of one agent, or `None` when a list does not show it: a `gone` record, or nothing
+/// left to show — no live session, no snapshot and no wake or delete in flight (a temporary
+/// agent whose session ended, or a record of an agent AgentKit no longer has).
+pub fn view_of(
+    key: &AgentKey,
+    record: Option<&AgentRecord>,
+    sessions: &[Session],
+    snapshots: &[Snapshot],
+    retention: Option<Retention>,
+    now: u64,
+    settings: &WakeSettings,
+) -> Option<AgentView> {
+    if record.is_some_and(|r| r.state == WakeState::Gone) {
+        return None;
+    }
+    let view = agent_view(
+        &AgentFacts {
+            key,
+            record,
+            sessions,
+            snapshots,
+            retention: retention.unwrap_or(Retention::Recoverable),
+        },
+        now,
+        settings,
+    );
+    let something = sessions.iter().any(Session::is_active)
+        || !snapshots.is_empty()
+        || matches!(view.state, AgentState::Waking | AgentState::Deleting);
+    something.then_some(view)
+}
+
+fn instant(s: Option<&str>) -> i128 {
+    s.and_then(|s| {
+        time::OffsetDateTime::parse(s, &time::format_description::well_known::Rfc3339).ok()
+    })
+    .map_or(i128::MIN, |t| t.unix_timestamp_nanos())
+}
+
+/// An agent's last activity: its live session's start or its newest snapshot, whichever is
+/// later. Ties (and agents with neither) order by kind, then id, so the order is total.
+pub fn sort_newest_activity_first(views: &mut [AgentView]) {
+    let activity = |v: &AgentView| {
+        let session = instant(v.session.as_ref().and_then(|s| s.created_at.as_deref()));
+        let snapshot = instant(v.snapshots.first().and_then(|s| s.created_at.as_deref()));
+        session.max(snapshot)
+    };
+    views.sort_by(|a, b| {
+        activity(b)
+            .cmp(&activity(a))
+            .then(a.kind.cmp(&b.kind))
+            .then(a.agent_id.cmp(&b.agent_id))
+    });
+}
+
+/// The retention of `tool` in `kind`'s Tools.
+pub fn retention_of(registry: &ToolRegistry, kind: Kind, tool: &str) -> Retention {
+    match registry.tool(kind, Retention::Temporary) {
+        Some(t) if t == tool => Retention::Temporary,
+        _ => Retention::Recoverable,
+    }
+}
+
+/// `(kind, tool)` pairs to read, each once: every Tool of `kinds` when `all`, else only the
+/// snapshot Tools.
+pub fn tools_of(registry: &ToolRegistry, kinds: &[Kind], all: bool) -> Vec<(Kind, String)> {
+    let mut out: Vec<(Kind, String)> = Vec::new();
+    for kind in kinds {
+        let Some(tools) = registry.kind(*kind) else {
+            continue;
+        };
+        let ids: Vec<&str> = if all {
+            tools.all_tools().collect()
+        } else {
+            tools.snapshot_tools().collect()
+        };
+        for id in ids {
+            if !out.iter().any(|(k, t)| k == kind && t == id) {
+                out.push((*kind, id.to_string()));
+            }
+        }
+    }
+    out
+}
+
+/// Every item of `request` on its Tool, in the first of `regions` that knows the Tool.
+/// Answers the region too; the error says in which region it happened.
+pub async fn list_on_tool<K: AgentKit, A: Paged>(
+    agentkit: &K,
+    regions: &[String],
+    request: A,
+    page_cap: usize,
+    deadline: Deadline,
+) -> Result<(String, Vec<A::Item>), (Option<String>, AgentKitError)> {
+    let mut last = None;
+    for region in regions {
+        match list_all(agentkit, region, request.clone(), page_cap, deadline).await {
+            Ok(items) => return Ok((region.clone(), items)),
+            Err(e) if e.is_not_found() => last = Some(e),
+            Err(e) => return Err((Some(region.clone()), e)),
+        }
+    }
+    Err((
+        None,
+        last.unwrap_or(AgentKitError::NotFound {
+            action: A::NAME,
+            message: "no region configured".into(),
+        }),
+    ))
+}
+
+/// The sessions of one owner on one Tool (the `Username` metadata filter).
+pub fn sessions_of_owner(tool: &str, owner: &str) -> ListSessions {
+    ListSessions {
+        tool_id: tool.to_string(),
+        metadata: Some(vec![snapwake::agentkit::types::MetadataFilter {
+            key: snapwake::view::METADATA_OWNER_KEY.into(),
+            value: owner.to_string(),
+        }]),
+        ..ListSessions::default()
+    }
+}
+
+/// The sessions of one agent on one Tool (the `UserSessionId` filter).
+pub fn sessions_of_agent(tool: &str, usid: &str) -> ListSessions {
+    ListSessions {
+        tool_id: tool.to_string(),
+        filters: Some(vec![Filter::one("UserSessionId", usid)]),
+        ..ListSessions::default()
+    }
+}
+
+/// The snapshots of one agent on one Tool (exact `UserSessionId`).
+pub fn snapshots_of_agent(tool: &str, usid: &str) -> ListSessionSnapshots {
+    ListSessionSnapshots {
+        tool_id: tool.to_string(),
+        user_session_id: Some(usid.to_string()),
+        ..ListSessionSnapshots::default()
+    }
+}
+
+/// Keep what really is `usid`'s (trust but verify the service's filter).
+pub fn only_of<T>(items: Vec<T>, usid: &str, id_of: impl Fn(&T) -> Option<&str>) -> Vec<T> {
+    items
+        .into_iter()
+        .filter(|i| id_of(i) == Some(usid))
+        .collect()
+}

@@ -1,0 +1,506 @@
+//! The list function: `GET /v1/capabilities`, `GET /v1/agents`, `GET /v1/agents/{kind}/{agent_id}`.
+//!
+//! - **capabilities**: per kind, whether each retention is enabled (a Tool of it is in the
+//!   registry) and why not, and the default retention (recoverable when enabled).
+//! - **list** `?kind=&state=&owner=&limit=&cursor=` →
+//!   `{"agents": [...], "truncated": bool, "partial": [...]}` (plus `next_cursor` for
+//!   `owner=*`), newest activity first, at most 1000. `partial` is always present: each entry
+//!   `{"tool_id", "region"?, "agent_id"?, "error"}` names a Tool (or one agent on it) that could
+//!   not be read, so an empty array means the answer is complete. One owner's agents come from
+//!   the owner index once a full index sync has covered the Tools asked about, else from a
+//!   scan (see [`owner`]); `owner=*` (admins) pages everyone (see [`everyone`]).
+//! - **one agent**: its view with an `ETag` (the record's version, when it has a record);
+//!   another owner's agent answers 404 exactly like a missing one; a deleted one 410.
+//!
+//! Choices where the specification is silent:
+//! - `owner` naming someone else (or `*`) from a non-admin answers **404** (`AGENT_NOT_FOUND`):
+//!   other owners do not exist for them, as their agents do not. `owner=<themselves>` is fine.
+//! - `cursor` without `owner=*` is a 400; `limit` is validated (1–100) wherever given but only
+//!   pages `owner=*`.
+//! - A list shows an agent that has a live session, a snapshot, or a wake or delete in flight;
+//!   a record with nothing left in AgentKit (a temporary agent whose session ended) is not
+//!   listed, and its single GET is a 404.
+//! - "Activity" is the later of the live session's start and the newest snapshot.
+//! - A warm container caches the registry (60 s) and, once seen, the index sync's completion
+//!   (it only ever moves forward), so a warm list of one owner costs exactly the two owner-index
+//!   queries in DynamoDB.
+
+pub mod cursor;
+pub mod everyone;
+pub mod gather;
+pub mod owner;
+
+use std::sync::Mutex;
+use std::time::Duration;
+
+use lambda_http::{Body, Request, RequestExt, Response};
+use serde::Serialize;
+use snapwake::agentkit::types::{Session, Snapshot};
+use snapwake::agentkit::AgentKit;
+use snapwake::config::IdentityConfig;
+use snapwake::deadline::Deadline;
+use snapwake::domain::{
+    AgentKey, AgentRecord, AgentState, AgentView, Kind, Retention, ToolRegistry, WakeState,
+};
+use snapwake::error::{Error, Result};
+use snapwake::http::request::{self as req, Route};
+use snapwake::http::response;
+use snapwake::identity::{belongs_to, Caller};
+use snapwake::index_sync::{index_status, IndexStatus};
+use snapwake::locate::{self, regions, user_session_id};
+use snapwake::registry::RegistryCache;
+use snapwake::store::{now_ms, AgentStore};
+use snapwake::wake::WakeSettings;
+
+use crate::cursor::CursorKeys;
+use crate::everyone::Everyone;
+use crate::gather::{
+    list_on_tool, only_of, retention_of, sessions_of_agent, snapshots_of_agent, view_of, Missing,
+    AGENT_PAGES,
+};
+use crate::owner::{Path, MAX_AGENTS};
+
+pub const ROUTES: [Route; 3] = [
+    Route {
+        method: "GET",
+        pattern: "/v1/capabilities",
+    },
+    Route {
+        method: "GET",
+        pattern: "/v1/agents",
+    },
+    Route {
+        method: "GET",
+        pattern: "/v1/agents/{kind}/{agent_id}",
+    },
+];
+
+/// The most a list request works, whatever time the Lambda has left.
+const LIST_BUDGET: Duration = Duration::from_secs(25);
+/// Time kept back from the Lambda's remaining time to answer.
+const ANSWER_MARGIN: Duration = Duration::from_secs(2);
+/// The default and largest page of `owner=*`.
+pub const DEFAULT_LIMIT: u32 = 50;
+pub const MAX_LIMIT: u32 = 100;
+
+/// The list function's context: ports and settings built once per container.
+pub struct List<S, K> {
+    pub store: S,
+    pub agentkit: K,
+    pub registry: RegistryCache,
+    pub identity: IdentityConfig,
+    pub wake: WakeSettings,
+    cursor_keys: CursorKeys,
+    /// The index sync's completion, once seen.
+    index: Mutex<Option<IndexStatus>>,
+}
+
+/// A list answer.
+#[derive(Serialize)]
+struct Listing {
+    agents: Vec<AgentView>,
+    truncated: bool,
+    partial: Vec<Missing>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    next_cursor: Option<String>,
+}
+
+/// The parsed query of `GET /v1/agents`.
+struct ListQuery {
+    kind: Option<Kind>,
+    state: Option<AgentState>,
+    owner: Option<String>,
+    limit: u32,
+    cursor: Option<String>,
+}
+
+impl<S: AgentStore, K: AgentKit> List<S, K> {
+    /// `cursor_key`: `SNAPWAKE_CURSOR_KEY`, else a key kept in the table ([`cursor`]).
+    pub fn new(
+        store: S,
+        agentkit: K,
+        registry: RegistryCache,
+        identity: IdentityConfig,
+        wake: WakeSettings,
+        cursor_key: Option<String>,
+    ) -> Self {
+        List {
+            store,
+            agentkit,
+            registry,
+            identity,
+            wake,
+            cursor_keys: CursorKeys::new(cursor_key),
+            index: Mutex::new(None),
+        }
+    }
+
+    /// Serve one request; every failure becomes a problem+json response.
+    pub async fn handle(&self, request: Request) -> Response<Body> {
+        let request_id = req::request_id(&request);
+        match self.route(&request).await {
+            Ok(resp) => resp,
+            Err(err) => {
+                match &err {
+                    Error::Internal(_) | Error::Store(_) | Error::AgentKit(_) => {
+                        tracing::warn!(request_id = request_id.as_deref().unwrap_or(""), error = %err, "list failed")
+                    }
+                    _ => {
+                        tracing::info!(request_id = request_id.as_deref().unwrap_or(""), error = %err, "list refused")
+                    }
+                }
+                err.into_response(request_id.as_deref())
+            }
+        }
+    }
+
+    async fn route(&self, request: &Request) -> Result<Response<Body>> {
+        let matched = req::route(&ROUTES, request.method().as_str(), req::path(request))?;
+        let caller = Caller::from_request(request, &self.identity)?;
+        let deadline = self.deadline(request);
+        match matched.pattern {
+            "/v1/capabilities" => self.capabilities().await,
+            "/v1/agents" => self.list(request, &caller, deadline).await,
+            _ => {
+                let kind = req::parse_kind(&matched.params[0])?;
+                let agent_id = req::parse_id(&matched.params[1])?;
+                self.one(&caller, AgentKey::new(kind, agent_id), deadline)
+                    .await
+            }
+        }
+    }
+
+    async fn capabilities(&self) -> Result<Response<Body>> {
+        let registry = self.registry.get(&self.store).await?;
+        Ok(response::json(200, &capabilities(&registry)))
+    }
+
+    async fn list(
+        &self,
+        request: &Request,
+        caller: &Caller,
+        deadline: Deadline,
+    ) -> Result<Response<Body>> {
+        let q = list_query(request)?;
+        let kinds: Vec<Kind> = match q.kind {
+            Some(k) => vec![k],
+            None => Kind::ALL.to_vec(),
+        };
+        let owner = match q.owner.as_deref() {
+            None => caller.owner.clone(),
+            Some(o) if o == caller.owner => caller.owner.clone(),
+            Some(_) if !caller.is_admin => return Err(Error::AgentNotFound),
+            Some("*") => return self.everyone(&q, kinds, deadline).await,
+            Some(o) => o.to_string(),
+        };
+        if q.cursor.is_some() {
+            return Err(Error::bad_request("cursor is only for owner=*"));
+        }
+        let registry = self.registry.get(&self.store).await?;
+        let path = if self.index_trusted(&registry, &kinds).await? {
+            Path::Index
+        } else {
+            Path::Scan
+        };
+        let (collected, more_records) = owner::collect(
+            &self.store,
+            &self.agentkit,
+            &registry,
+            &owner,
+            &kinds,
+            path,
+            deadline,
+        )
+        .await?;
+        let mut agents = collected.views(&kinds, q.state, &self.wake);
+        let truncated = more_records || agents.len() > MAX_AGENTS;
+        agents.truncate(MAX_AGENTS);
+        tracing::info!(
+            ?path,
+            agents = agents.len(),
+            partial = collected.missing.len(),
+            "listed"
+        );
+        Ok(response::json(
+            200,
+            &Listing {
+                agents,
+                truncated,
+                partial: collected.missing,
+                next_cursor: None,
+            },
+        ))
+    }
+
+    async fn everyone(
+        &self,
+        q: &ListQuery,
+        kinds: Vec<Kind>,
+        deadline: Deadline,
+    ) -> Result<Response<Body>> {
+        let registry = self.registry.get(&self.store).await?;
+        let signer = self.cursor_keys.key(&self.store).await?;
+        let query = format!(
+            "{}|{}",
+            q.kind.map_or("", Kind::as_str),
+            q.state.map(state_name).unwrap_or_default()
+        );
+        let page = Everyone {
+            store: &self.store,
+            agentkit: &self.agentkit,
+            registry: &registry,
+            settings: &self.wake,
+            signer,
+            kinds,
+            state: q.state,
+            query,
+            limit: q.limit,
+            deadline,
+        }
+        .page(q.cursor.as_deref())
+        .await?;
+        Ok(response::json(
+            200,
+            &Listing {
+                truncated: page.next_cursor.is_some(),
+                agents: page.agents,
+                partial: page.missing,
+                next_cursor: page.next_cursor,
+            },
+        ))
+    }
+
+    /// Whether the owner index may answer for `kinds`: a completed sync covered their Tools.
+    async fn index_trusted(&self, registry: &ToolRegistry, kinds: &[Kind]) -> Result<bool> {
+        let cached = self.index.lock().ok().and_then(|g| g.clone());
+        if cached.as_ref().is_some_and(|s| s.covers(registry, kinds)) {
+            return Ok(true);
+        }
+        let Some(status) = index_status(&self.store).await? else {
+            return Ok(false);
+        };
+        let covers = status.covers(registry, kinds);
+        if let Ok(mut slot) = self.index.lock() {
+            *slot = Some(status);
+        }
+        Ok(covers)
+    }
+
+    /// `GET /v1/agents/{kind}/{agent_id}`.
+    async fn one(
+        &self,
+        caller: &Caller,
+        key: AgentKey,
+        deadline: Deadline,
+    ) -> Result<Response<Body>> {
+        let record = self.store.get(&key).await?;
+        if !may_see(caller, &key, record.as_ref()) {
+            return Err(Error::AgentNotFound);
+        }
+        if record.as_ref().is_some_and(|r| r.state == WakeState::Gone) {
+            return Err(Error::AgentGone);
+        }
+        let registry = self.registry.get(&self.store).await?;
+        let (sessions, snapshots, retention) = self
+            .find(&registry, &key, record.as_ref(), deadline)
+            .await?;
+        let view = view_of(
+            &key,
+            record.as_ref(),
+            &sessions,
+            &snapshots,
+            Some(
+                record
+                    .as_ref()
+                    .and_then(|r| r.retention)
+                    .unwrap_or(retention),
+            ),
+            now_ms(),
+            &self.wake,
+        )
+        .ok_or(Error::AgentNotFound)?;
+        let mut resp = response::json(200, &view);
+        if let Some(tag) = view.etag.as_deref().and_then(|t| t.parse().ok()) {
+            resp.headers_mut()
+                .insert(lambda_http::http::header::ETAG, tag);
+        }
+        Ok(resp)
+    }
+
+    /// One agent's sessions and snapshots: on its recorded Tool, else on the first of its
+    /// kind's Tools that has either. Failures are errors here (one agent, nothing to be partial
+    /// about).
+    async fn find(
+        &self,
+        registry: &ToolRegistry,
+        key: &AgentKey,
+        record: Option<&AgentRecord>,
+        deadline: Deadline,
+    ) -> Result<(Vec<Session>, Vec<Snapshot>, Retention)> {
+        let Some(usid) = user_session_id(&key.agent_id) else {
+            // `snapshot-<id>`: found only by listing its Tool; it has no sessions.
+            return Ok(
+                match locate::locate(&self.agentkit, registry, key, deadline).await? {
+                    Some(found) => (Vec::new(), found.snapshots, Retention::Recoverable),
+                    None => (Vec::new(), Vec::new(), Retention::Recoverable),
+                },
+            );
+        };
+        let all: Vec<String> = regions(registry, &self.agentkit)
+            .into_iter()
+            .map(str::to_string)
+            .collect();
+        let recorded = record.and_then(|r| r.tool_id.clone());
+        let mut tools: Vec<String> = recorded.iter().cloned().collect();
+        if let Some(k) = registry.kind(key.kind) {
+            tools.extend(
+                k.all_tools()
+                    .map(str::to_string)
+                    .filter(|t| Some(t) != recorded.as_ref()),
+            );
+        }
+        for tool in tools {
+            let hint = record
+                .filter(|r| r.tool_id.as_ref() == Some(&tool))
+                .and_then(|r| r.region.clone());
+            let mut order: Vec<String> = hint.iter().cloned().collect();
+            order.extend(all.iter().filter(|r| Some(*r) != hint.as_ref()).cloned());
+            let sessions = match list_on_tool(
+                &self.agentkit,
+                &order,
+                sessions_of_agent(&tool, usid),
+                AGENT_PAGES,
+                deadline,
+            )
+            .await
+            {
+                Ok((region, s)) => (region, only_of(s, usid, |s| s.user_session_id.as_deref())),
+                Err((_, e)) if e.is_not_found() => continue,
+                Err((_, e)) => return Err(e.into()),
+            };
+            let (region, sessions) = sessions;
+            let snapshots = if registry.is_snapshot_tool(key.kind, &tool) {
+                let all = snapwake::agentkit::list_all(
+                    &self.agentkit,
+                    &region,
+                    snapshots_of_agent(&tool, usid),
+                    AGENT_PAGES,
+                    deadline,
+                )
+                .await?;
+                only_of(all, usid, |s| s.user_session_id.as_deref())
+            } else {
+                Vec::new()
+            };
+            if !sessions.is_empty() || !snapshots.is_empty() {
+                return Ok((sessions, snapshots, retention_of(registry, key.kind, &tool)));
+            }
+        }
+        Ok((Vec::new(), Vec::new(), Retention::Recoverable))
+    }
+
+    /// This request's budget: [`LIST_BUDGET`], cut to the Lambda's remaining time less a
+    /// margin to answer.
+    fn deadline(&self, request: &Request) -> Deadline {
+        let mut budget = LIST_BUDGET;
+        if let Some(ctx) = request.lambda_context_ref() {
+            let remaining_ms = ctx.deadline.saturating_sub(now_ms());
+            budget = budget.min(Duration::from_millis(remaining_ms).saturating_sub(ANSWER_MARGIN));
+        }
+        Deadline::after(budget)
+    }
+}
+
+/// Whether `caller` may see `key`: admins always; others when the record names them as owner
+/// or the UserSessionId is theirs. `snapshot-<id>` agents and older ids are admin-only.
+pub fn may_see(caller: &Caller, key: &AgentKey, record: Option<&AgentRecord>) -> bool {
+    caller.is_admin
+        || record.and_then(|r| r.owner.as_deref()) == Some(caller.owner.as_str())
+        || user_session_id(&key.agent_id).is_some_and(|id| belongs_to(id, &caller.owner))
+}
+
+fn state_name(s: AgentState) -> &'static str {
+    match s {
+        AgentState::Awake => "awake",
+        AgentState::Starting => "starting",
+        AgentState::Waking => "waking",
+        AgentState::Asleep => "asleep",
+        AgentState::Deleting => "deleting",
+        AgentState::Unavailable => "unavailable",
+    }
+}
+
+fn parse_state(s: &str) -> Result<AgentState> {
+    [
+        AgentState::Awake,
+        AgentState::Starting,
+        AgentState::Waking,
+        AgentState::Asleep,
+        AgentState::Deleting,
+        AgentState::Unavailable,
+    ]
+    .into_iter()
+    .find(|x| state_name(*x) == s)
+    .ok_or_else(|| {
+        Error::bad_request(
+            "state must be one of awake, starting, waking, asleep, deleting, unavailable",
+        )
+    })
+}
+
+fn list_query(request: &Request) -> Result<ListQuery> {
+    let params = request.query_string_parameters();
+    let get = |name: &str| params.first(name).map(str::to_string);
+    let kind = get("kind").map(|k| req::parse_kind(&k)).transpose()?;
+    let state = get("state").map(|s| parse_state(&s)).transpose()?;
+    let owner = get("owner").filter(|o| !o.trim().is_empty());
+    let limit = match get("limit") {
+        None => DEFAULT_LIMIT,
+        Some(l) => match l.parse::<u32>() {
+            Ok(n) if (1..=MAX_LIMIT).contains(&n) => n,
+            _ => {
+                return Err(Error::bad_request(
+                    "limit must be a whole number from 1 to 100",
+                ))
+            }
+        },
+    };
+    let cursor = get("cursor").filter(|c| !c.is_empty());
+    Ok(ListQuery {
+        kind,
+        state,
+        owner,
+        limit,
+        cursor,
+    })
+}
+
+/// The capabilities document (http-api.md).
+pub fn capabilities(registry: &ToolRegistry) -> serde_json::Value {
+    let kinds: Vec<serde_json::Value> = Kind::ALL
+        .into_iter()
+        .map(|kind| {
+            let one = |retention: Retention| match registry.tool(kind, retention) {
+                Some(_) => serde_json::json!({"enabled": true}),
+                None => serde_json::json!({
+                    "enabled": false,
+                    "reason": format!("no {retention} Tool is deployed"),
+                }),
+            };
+            let default = if registry.tool(kind, Retention::Recoverable).is_some() {
+                Retention::Recoverable
+            } else {
+                Retention::Temporary
+            };
+            serde_json::json!({
+                "kind": kind,
+                "default_retention": default,
+                "retention": {
+                    "temporary": one(Retention::Temporary),
+                    "recoverable": one(Retention::Recoverable),
+                },
+            })
+        })
+        .collect();
+    serde_json::json!({ "kinds": kinds })
+}

@@ -1,0 +1,24 @@
+//! The list Lambda: configuration and clients built once, then every request to the handler.
+
+use lambda_http::{service_fn, Error, Request};
+use snapwake::{bootstrap, config::Config, registry::RegistryCache};
+use snapwake_list::List;
+
+#[tokio::main]
+async fn main() -> Result<(), Error> {
+    bootstrap::init_tracing();
+    let config = Config::from_env()?;
+    let list = List::new(
+        bootstrap::dynamo_store(&config).await?,
+        bootstrap::agentkit(&config).await?,
+        RegistryCache::new(config.tool_overrides.clone()),
+        config.identity.clone(),
+        config.wake.clone(),
+        config.cursor_key.clone(),
+    );
+    let list = &list;
+    lambda_http::run(service_fn(move |req: Request| async move {
+        Ok::<_, std::convert::Infallible>(list.handle(req).await)
+    }))
+    .await
+}

@@ -1,0 +1,268 @@
+//! One owner's agents (the caller's, or the one an admin names with `owner=<id>`).
+//!
+//! Two ways to find the asleep ones, one answer:
+//!
+//! - **index** (once a full index sync has covered every snapshot Tool asked about): the
+//!   owner's records from the owner index (both owner keys: one query each), then one exact
+//!   `UserSessionId` ListSessionSnapshots per recoverable agent, [`AGENT_CONCURRENCY`] at once;
+//! - **scan** (before that): every snapshot of every snapshot Tool, kept when its
+//!   UserSessionId belongs to the owner (as the reference Studio did), so no agent is missing
+//!   while the index is not yet trusted. The records still come from the owner index, to show
+//!   wakes in flight and failures.
+//!
+//! Both add the live sessions: one `Username`-filtered ListSessions per Tool of every kind
+//! (temporary and recoverable), each session kept only when its UserSessionId belongs to the
+//! owner (metadata is free text; the id is the proof).
+
+use futures::StreamExt;
+use snapwake::agentkit::types::{ListSessionSnapshots, Session, Snapshot, MAX_PAGE_SIZE};
+use snapwake::agentkit::{AgentKit, Pager};
+use snapwake::deadline::Deadline;
+use snapwake::domain::{AgentKey, AgentRecord, Kind, Retention, ToolRegistry, WakeState};
+use snapwake::error::Result;
+use snapwake::identity::{belongs_to, owner_keys};
+use snapwake::index_sync::agent_of;
+use snapwake::locate::{regions, user_session_id};
+use snapwake::store::AgentStore;
+
+use crate::gather::{
+    list_on_tool, only_of, retention_of, sessions_of_owner, snapshots_of_agent, tools_of,
+    Collected, Missing, AGENT_PAGES,
+};
+
+/// Exact per-agent AgentKit calls in flight at once.
+pub const AGENT_CONCURRENCY: usize = 8;
+/// Most agents one list answers with.
+pub const MAX_AGENTS: usize = 1000;
+/// Pages of an owner's live sessions read per Tool.
+const SESSION_PAGES: usize = 20;
+/// Pages of a snapshot Tool the scan reads (100 snapshots each).
+const SCAN_PAGES: usize = 2000;
+
+/// How the asleep agents are found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Path {
+    Index,
+    Scan,
+}
+
+/// What is known about `owner`'s agents of `kinds`; `true` when the owner index held more
+/// records than one list reads.
+pub async fn collect<S: AgentStore, K: AgentKit>(
+    store: &S,
+    agentkit: &K,
+    registry: &ToolRegistry,
+    owner: &str,
+    kinds: &[Kind],
+    path: Path,
+    deadline: Deadline,
+) -> Result<(Collected, bool)> {
+    let regions: Vec<String> = regions(registry, agentkit)
+        .into_iter()
+        .map(str::to_string)
+        .collect();
+    let [current, legacy] = owner_keys(owner);
+    let limit = MAX_AGENTS as u32;
+    let (a, b) = futures::join!(
+        store.query_owner(&current, limit, None),
+        store.query_owner(&legacy, limit, None)
+    );
+    let (a, b) = (a?, b?);
+    let truncated = a.cursor.is_some() || b.cursor.is_some();
+    let mut c = Collected::default();
+    for record in a.records.into_iter().chain(b.records) {
+        if kinds.contains(&record.key.kind) {
+            c.records.insert(record.key.clone(), record);
+        }
+    }
+
+    let sessions = live_sessions(agentkit, registry, &regions, owner, kinds, deadline);
+    match path {
+        Path::Index => {
+            let records: Vec<AgentRecord> = c.records.values().cloned().collect();
+            let asleep = indexed_snapshots(agentkit, registry, &regions, &records, deadline);
+            let (sessions, asleep) = futures::join!(sessions, asleep);
+            merge_sessions(&mut c, sessions);
+            for (key, found) in asleep {
+                match found {
+                    Ok(snaps) => c.add_snapshots(key, snaps),
+                    Err(m) => c.missing.push(m),
+                }
+            }
+        }
+        Path::Scan => {
+            let scan = scan_snapshots(agentkit, registry, &regions, owner, kinds, deadline);
+            let (sessions, (found, missing)) = futures::join!(sessions, scan);
+            merge_sessions(&mut c, sessions);
+            for (key, snaps) in found {
+                c.add_snapshots(key, snaps);
+            }
+            c.missing.extend(missing);
+        }
+    }
+    Ok((c, truncated))
+}
+
+type Found = Vec<(AgentKey, Retention, Vec<Session>)>;
+
+fn merge_sessions(c: &mut Collected, (found, missing): (Found, Vec<Missing>)) {
+    for (key, retention, sessions) in found {
+        c.add_sessions(key, retention, sessions);
+    }
+    c.missing.extend(missing);
+}
+
+/// The owner's sessions on every Tool of `kinds`, one filtered listing per Tool.
+async fn live_sessions<K: AgentKit>(
+    agentkit: &K,
+    registry: &ToolRegistry,
+    regions: &[String],
+    owner: &str,
+    kinds: &[Kind],
+    deadline: Deadline,
+) -> (Found, Vec<Missing>) {
+    let tools = tools_of(registry, kinds, true);
+    let answers = futures::future::join_all(tools.iter().map(|(kind, tool)| async move {
+        let request = sessions_of_owner(tool, owner);
+        (
+            *kind,
+            tool,
+            list_on_tool(agentkit, regions, request, SESSION_PAGES, deadline).await,
+        )
+    }))
+    .await;
+    let mut found: Found = Vec::new();
+    let mut missing = Vec::new();
+    for (kind, tool, answer) in answers {
+        match answer {
+            Ok((_, sessions)) => {
+                let retention = retention_of(registry, kind, tool);
+                for s in sessions {
+                    let Some(usid) = s.user_session_id.as_deref() else {
+                        continue;
+                    };
+                    if user_session_id(usid).is_none() || !belongs_to(usid, owner) {
+                        continue;
+                    }
+                    found.push((AgentKey::new(kind, usid), retention, vec![s]));
+                }
+            }
+            Err((region, e)) => missing.push(Missing::new(tool, region.as_deref(), &e)),
+        }
+    }
+    (found, missing)
+}
+
+/// The snapshots of each indexed agent, by one exact listing on its recorded Tool.
+async fn indexed_snapshots<K: AgentKit>(
+    agentkit: &K,
+    registry: &ToolRegistry,
+    regions: &[String],
+    records: &[AgentRecord],
+    deadline: Deadline,
+) -> Vec<(AgentKey, std::result::Result<Vec<Snapshot>, Missing>)> {
+    let wanted: Vec<(AgentKey, String, String, Vec<String>)> = records
+        .iter()
+        .filter_map(|r| {
+            if r.state == WakeState::Gone || r.retention == Some(Retention::Temporary) {
+                return None;
+            }
+            let usid = user_session_id(&r.key.agent_id)?;
+            let tool = r.tool_id.as_deref()?;
+            if !registry.is_snapshot_tool(r.key.kind, tool) {
+                return None;
+            }
+            // The recorded region first, then the others.
+            let mut order: Vec<String> = r.region.iter().cloned().collect();
+            order.extend(
+                regions
+                    .iter()
+                    .filter(|x| Some(*x) != r.region.as_ref())
+                    .cloned(),
+            );
+            Some((r.key.clone(), usid.to_string(), tool.to_string(), order))
+        })
+        .collect();
+    futures::stream::iter(wanted)
+        .map(|(key, usid, tool, order)| async move {
+            let request = snapshots_of_agent(&tool, &usid);
+            let found = match list_on_tool(agentkit, &order, request, AGENT_PAGES, deadline).await {
+                Ok((_, snaps)) => Ok(only_of(snaps, &usid, |s| s.user_session_id.as_deref())),
+                Err((region, e)) => {
+                    Err(Missing::new(&tool, region.as_deref(), &e).agent(&key.agent_id))
+                }
+            };
+            (key, found)
+        })
+        .buffer_unordered(AGENT_CONCURRENCY)
+        .collect()
+        .await
+}
+
+/// Every snapshot of the snapshot Tools of `kinds` that belongs to `owner`, by agent.
+async fn scan_snapshots<K: AgentKit>(
+    agentkit: &K,
+    registry: &ToolRegistry,
+    regions: &[String],
+    owner: &str,
+    kinds: &[Kind],
+    deadline: Deadline,
+) -> (Vec<(AgentKey, Vec<Snapshot>)>, Vec<Missing>) {
+    let mut found: Vec<(AgentKey, Vec<Snapshot>)> = Vec::new();
+    let mut missing = Vec::new();
+    for (kind, tool) in tools_of(registry, kinds, false) {
+        match scan_tool(agentkit, regions, kind, &tool, owner, deadline).await {
+            Ok(mut agents) => found.append(&mut agents),
+            Err(m) => missing.push(m),
+        }
+    }
+    (found, missing)
+}
+
+async fn scan_tool<K: AgentKit>(
+    agentkit: &K,
+    regions: &[String],
+    kind: Kind,
+    tool: &str,
+    owner: &str,
+    deadline: Deadline,
+) -> std::result::Result<Vec<(AgentKey, Vec<Snapshot>)>, Missing> {
+    let mut last = None;
+    'regions: for region in regions {
+        let request = ListSessionSnapshots {
+            tool_id: tool.to_string(),
+            max_results: Some(MAX_PAGE_SIZE),
+            ..ListSessionSnapshots::default()
+        };
+        let mut pager = Pager::new(agentkit, region, request, SCAN_PAGES);
+        let mut by_agent: std::collections::BTreeMap<AgentKey, Vec<Snapshot>> = Default::default();
+        let mut first = true;
+        loop {
+            match pager.next_page(deadline).await {
+                Ok(Some(page)) => {
+                    first = false;
+                    for s in page {
+                        let owned = s
+                            .user_session_id
+                            .as_deref()
+                            .is_some_and(|u| belongs_to(u, owner));
+                        if let Some(key) = agent_of(kind, &s).filter(|_| owned) {
+                            by_agent.entry(key).or_default().push(s);
+                        }
+                    }
+                }
+                Ok(None) => return Ok(by_agent.into_iter().collect()),
+                Err(e) if first && e.is_not_found() => {
+                    last = Some(e);
+                    continue 'regions;
+                }
+                Err(e) => return Err(Missing::new(tool, Some(region), &e)),
+            }
+        }
+    }
+    let e = last.unwrap_or(snapwake::agentkit::AgentKitError::NotFound {
+        action: "ListSessionSnapshots",
+        message: "no region configured".into(),
+    });
+    Err(Missing::new(tool, None, &e))
+}

@@ -1,0 +1,901 @@
+//! The list function end to end: API Gateway v2 requests into the handler, records on DynamoDB
+//! Local, AgentKit simulated over HTTP; and the index sync that lets a list of one owner skip
+//! the scan of every snapshot.
+
+mod support;
+
+use std::collections::BTreeSet;
+use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use data_encoding::BASE64URL_NOPAD;
+use serde_json::Value;
+use snapwake::agentkit::sim::{Fault, SeedSession, SeedSnapshot, SeedTool};
+use snapwake::agentkit::types::MetadataEntry;
+use snapwake::agentkit::AgentKitClient;
+use snapwake::deadline::Deadline;
+use snapwake::domain::{AgentKey, AgentRecord, Kind, Retention, ToolRegistry, WakeState};
+use snapwake::identity::usid;
+use snapwake::index_sync::{sync_index, IndexSyncReport};
+use snapwake::registry::{RegistryCache, ToolOverrides};
+use snapwake::store::{
+    now_ms, now_s, AgentStore, Changes, Condition, Description, Document, DocumentKey, OwnerPage,
+    StoreError,
+};
+use snapwake::wake::WakeSettings;
+use snapwake_list::List;
+use support::*;
+
+fn list_fn<S: AgentStore>(store: S, agentkit: AgentKitClient) -> List<S, AgentKitClient> {
+    List::new(
+        store,
+        agentkit,
+        RegistryCache::new(ToolOverrides::default()),
+        identity(),
+        WakeSettings::default(),
+        None,
+    )
+}
+
+async fn get<S: AgentStore>(
+    f: &List<S, AgentKitClient>,
+    path: &str,
+    query: &[(&str, &str)],
+    who: Who<'_>,
+) -> (u16, Value) {
+    answer(&f.handle(request_query("GET", path, query, who)).await)
+}
+
+async fn sync<S: AgentStore>(store: &S, world: &World, registry: &ToolRegistry) -> IndexSyncReport {
+    sync_index(
+        store,
+        &world.client(),
+        registry,
+        Deadline::after(Duration::from_secs(120)),
+    )
+    .await
+}
+
+/// What both list paths must agree on, per agent, in order.
+fn summary(body: &Value) -> Vec<(String, String, String, String, Value, Value)> {
+    body["agents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| {
+            (
+                a["kind"].as_str().unwrap().to_string(),
+                a["agent_id"].as_str().unwrap().to_string(),
+                a["state"].as_str().unwrap().to_string(),
+                a["display_name"].as_str().unwrap().to_string(),
+                a["wake"]["state"].clone(),
+                a["owner"].clone(),
+            )
+        })
+        .collect()
+}
+
+fn ids(body: &Value) -> BTreeSet<String> {
+    body["agents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["agent_id"].as_str().unwrap().to_string())
+        .collect()
+}
+
+fn agent<'a>(body: &'a Value, id: &str) -> &'a Value {
+    body["agents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["agent_id"] == id)
+        .unwrap_or_else(|| panic!("{id} not listed in {body}"))
+}
+
+/// A live session on `tool` (Ready, or `Creating` for a long while) whose metadata names
+/// `username` and `name`.
+fn session(world: &World, tool: &str, usid: &str, username: &str, name: &str, status: &str) {
+    world
+        .sim
+        .control()
+        .seed_session(SeedSession {
+            tool_id: tool.into(),
+            user_session_id: Some(usid.into()),
+            status: Some(status.into()),
+            metadata: vec![
+                MetadataEntry::string("Username", username),
+                MetadataEntry::string("veadk_display_name", name),
+            ],
+            ..SeedSession::default()
+        })
+        .unwrap();
+}
+
+/// A record as the resume or delete function would leave it.
+async fn record<S: AgentStore>(
+    store: &S,
+    world: &World,
+    id: &str,
+    changes: Changes,
+) -> AgentRecord {
+    let key = AgentKey::new(Kind::Codex, id);
+    let describe = Description {
+        owner: Some("alice".into()),
+        owner_key: usid::UserSessionId::parse(id).owner_key(),
+        tool_id: Some(world.recoverable.clone()),
+        region: Some(REGION.into()),
+        retention: Some(Retention::Recoverable),
+        ..Description::default()
+    };
+    store
+        .update(
+            &key,
+            &Condition::Absent,
+            &Changes {
+                describe: Some(describe),
+                ..changes
+            },
+        )
+        .await
+        .unwrap()
+}
+
+/// Alice's, Bob's and nobody's agents in every state a list distinguishes.
+struct Seeded {
+    asleep: String,
+    awake_temporary: String,
+    starting: String,
+    resumed: String,
+    failed: String,
+    waking: String,
+    gone: String,
+    legacy: String,
+    bob_asleep: String,
+    bob_awake: String,
+    mislabelled: String,
+    ownerless: String,
+    older: String,
+}
+
+async fn seed<S: AgentStore>(store: &S, world: &World) -> Seeded {
+    world.register(store).await;
+    let ctl = world.sim.control();
+    let (asleep, _) = world.asleep_agent("alice", "Sleepy");
+    // Two more snapshots of the same agent, older and newer, so they spread over pages.
+    for at in ["2026-01-01T00:00:00Z", "2030-01-01T00:00:00Z"] {
+        ctl.seed_snapshot(SeedSnapshot {
+            tool_id: world.recoverable.clone(),
+            user_session_id: Some(asleep.clone()),
+            created_at: Some(
+                time::OffsetDateTime::parse(at, &time::format_description::well_known::Rfc3339)
+                    .unwrap(),
+            ),
+            session_metadata: vec![
+                MetadataEntry::string("Username", "alice"),
+                MetadataEntry::string("veadk_display_name", "Sleepy"),
+            ],
+            ..SeedSnapshot::default()
+        })
+        .unwrap();
+    }
+    let awake_temporary = usid::mint("alice");
+    session(
+        world,
+        &world.temporary,
+        &awake_temporary,
+        "alice",
+        "Live",
+        "Ready",
+    );
+    let starting = usid::mint("alice");
+    session(
+        world,
+        &world.temporary,
+        &starting,
+        "alice",
+        "Starting",
+        "Creating",
+    );
+    let (resumed, _) = world.asleep_agent("alice", "Resumed");
+    // Resumed sessions carry their snapshot's metadata.
+    session(
+        world,
+        &world.recoverable,
+        &resumed,
+        "alice",
+        "Resumed",
+        "Ready",
+    );
+    let (failed, _) = world.asleep_agent("alice", "Failed");
+    record(
+        store,
+        world,
+        &failed,
+        Changes {
+            state: Some(WakeState::Failed),
+            error: Some(Some("session failed".into())),
+            ..Changes::default()
+        },
+    )
+    .await;
+    let (waking, _) = world.asleep_agent("alice", "Waking");
+    record(
+        store,
+        world,
+        &waking,
+        Changes {
+            state: Some(WakeState::Waking),
+            holder: Some(Some("h".into())),
+            bump_fence: true,
+            lease_until_ms: Some(now_ms() + 600_000),
+            ..Changes::default()
+        },
+    )
+    .await;
+    let (gone, _) = world.asleep_agent("alice", "Gone");
+    record(
+        store,
+        world,
+        &gone,
+        Changes {
+            state: Some(WakeState::Gone),
+            expires_at: Some(Some(now_s() + 86_400)),
+            ..Changes::default()
+        },
+    )
+    .await;
+    let legacy = format!(
+        "studio2-{}-0123456789abcdef-{}",
+        usid::fingerprint("alice"),
+        BASE64URL_NOPAD.encode("Alice Old".as_bytes())
+    );
+    ctl.seed_snapshot(SeedSnapshot {
+        tool_id: world.recoverable.clone(),
+        user_session_id: Some(legacy.clone()),
+        ..SeedSnapshot::default()
+    })
+    .unwrap();
+    let (bob_asleep, _) = world.asleep_agent("bob", "Bob's");
+    let bob_awake = usid::mint("bob");
+    session(
+        world,
+        &world.temporary,
+        &bob_awake,
+        "bob",
+        "Bob live",
+        "Ready",
+    );
+    // Metadata says alice, the id says bob: the id wins.
+    let mislabelled = usid::mint("bob");
+    session(
+        world,
+        &world.temporary,
+        &mislabelled,
+        "alice",
+        "Trick",
+        "Ready",
+    );
+    let snap = ctl
+        .seed_snapshot(SeedSnapshot {
+            tool_id: world.recoverable.clone(),
+            ..SeedSnapshot::default()
+        })
+        .unwrap();
+    let older = format!("studio-{}", uuid::Uuid::new_v4().hyphenated());
+    ctl.seed_snapshot(SeedSnapshot {
+        tool_id: world.recoverable.clone(),
+        user_session_id: Some(older.clone()),
+        ..SeedSnapshot::default()
+    })
+    .unwrap();
+    Seeded {
+        asleep,
+        awake_temporary,
+        starting,
+        resumed,
+        failed,
+        waking,
+        gone,
+        legacy,
+        bob_asleep,
+        bob_awake,
+        mislabelled,
+        ownerless: format!("snapshot-{snap}"),
+        older,
+    }
+}
+
+fn alices(s: &Seeded) -> BTreeSet<String> {
+    [
+        &s.asleep,
+        &s.awake_temporary,
+        &s.starting,
+        &s.resumed,
+        &s.failed,
+        &s.waking,
+        &s.legacy,
+    ]
+    .into_iter()
+    .cloned()
+    .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn capabilities_follow_the_registry() {
+    let store = dynamo_store("list-capabilities").await;
+    let world = World::start(Duration::ZERO).await;
+    let f = list_fn(store.clone(), world.client());
+    // Nothing deployed: nothing enabled, temporary by default.
+    let (status, body) = get(&f, "/v1/capabilities", &[], Who::User("alice")).await;
+    assert_eq!(status, 200, "{body}");
+    let codex = &body["kinds"][0];
+    assert_eq!(codex["kind"], "codex");
+    assert_eq!(codex["default_retention"], "temporary");
+    assert_eq!(codex["retention"]["recoverable"]["enabled"], false);
+    assert_eq!(
+        codex["retention"]["recoverable"]["reason"],
+        "no recoverable Tool is deployed"
+    );
+    assert_eq!(codex["retention"]["temporary"]["enabled"], false);
+
+    // Codex has both Tools, openclaw only a temporary one.
+    let mut registry = world.registry();
+    registry.kinds.insert(
+        Kind::Openclaw,
+        snapwake::domain::KindTools {
+            temporary: Some("t-claw".into()),
+            ..Default::default()
+        },
+    );
+    store.put_registry(&registry, 0).await.unwrap();
+    let f = list_fn(store.clone(), world.client());
+    let (_, body) = get(&f, "/v1/capabilities", &[], Who::User("alice")).await;
+    let kinds = body["kinds"].as_array().unwrap();
+    assert_eq!(kinds.len(), 3);
+    assert_eq!(kinds[0]["default_retention"], "recoverable");
+    assert_eq!(
+        kinds[0]["retention"]["recoverable"],
+        serde_json::json!({"enabled": true})
+    );
+    assert_eq!(kinds[1]["kind"], "openclaw");
+    assert_eq!(kinds[1]["default_retention"], "temporary");
+    assert_eq!(kinds[1]["retention"]["temporary"]["enabled"], true);
+    assert_eq!(kinds[1]["retention"]["recoverable"]["enabled"], false);
+    assert_eq!(kinds[2]["retention"]["temporary"]["enabled"], false);
+
+    let (status, _) = get(&f, "/v1/capabilities", &[], Who::Nobody).await;
+    assert_eq!(status, 401);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scan_before_the_sync_and_index_after_it_list_the_same_agents() {
+    let store = dynamo_store("list-paths").await;
+    let world = World::start(Duration::from_secs(3600)).await;
+    let s = seed(&store, &world).await;
+    let ctl = world.sim.control();
+    let f = list_fn(store.clone(), world.client());
+
+    ctl.reset_counters();
+    let (status, scanned) = get(&f, "/v1/agents", &[], Who::User("alice")).await;
+    assert_eq!(status, 200, "{scanned}");
+    // The scan read the snapshot Tool's one page; the index was not used.
+    assert_eq!(ctl.counters().received("ListSessionSnapshots"), 1);
+    assert_eq!(ids(&scanned), alices(&s));
+    assert_eq!(scanned["truncated"], false);
+    assert_eq!(scanned["partial"], serde_json::json!([]));
+    assert_eq!(agent(&scanned, &s.asleep)["state"], "asleep");
+    assert_eq!(agent(&scanned, &s.asleep)["display_name"], "Sleepy");
+    assert_eq!(
+        agent(&scanned, &s.asleep)["snapshots"]
+            .as_array()
+            .unwrap()
+            .len(),
+        3
+    );
+    assert_eq!(agent(&scanned, &s.awake_temporary)["state"], "awake");
+    assert_eq!(
+        agent(&scanned, &s.awake_temporary)["retention"],
+        "temporary"
+    );
+    assert_eq!(agent(&scanned, &s.starting)["state"], "starting");
+    assert_eq!(agent(&scanned, &s.resumed)["state"], "awake");
+    assert_eq!(agent(&scanned, &s.failed)["state"], "asleep");
+    assert_eq!(agent(&scanned, &s.failed)["wake"]["state"], "failed");
+    assert_eq!(
+        agent(&scanned, &s.failed)["wake"]["error"],
+        "session failed"
+    );
+    assert_eq!(agent(&scanned, &s.waking)["state"], "waking");
+    assert_eq!(agent(&scanned, &s.legacy)["display_name"], "Alice Old");
+    assert!(
+        !scanned.to_string().contains("sandbox.example"),
+        "no endpoint"
+    );
+    // Newest activity first: the agent with a snapshot of 2030 leads.
+    assert_eq!(scanned["agents"][0]["agent_id"], s.asleep.as_str());
+
+    let report = sync(&store, &world, &world.registry()).await;
+    assert!(report.completed, "{report:?}");
+    // alice: 6 snapshot agents; bob 1; the ownerless and the older id.
+    assert_eq!(report.seen, 9, "{report:?}");
+    // The failed, waking and gone agents had records; gone is left alone, the other two are
+    // filled in (their created_at).
+    assert_eq!((report.indexed, report.errors), (8, 0), "{report:?}");
+    let again = sync(&store, &world, &world.registry()).await;
+    assert_eq!(
+        (again.indexed, again.unchanged, again.completed),
+        (0, 9, true),
+        "{again:?}"
+    );
+
+    ctl.reset_counters();
+    let (status, indexed) = get(&f, "/v1/agents", &[], Who::User("alice")).await;
+    assert_eq!(status, 200, "{indexed}");
+    // One exact listing per recoverable agent of alice's (the gone one is skipped).
+    assert_eq!(ctl.counters().received("ListSessionSnapshots"), 5);
+    assert_eq!(summary(&indexed), summary(&scanned));
+    // The index sync recorded the legacy agent's name, and its records carry ETags now.
+    let legacy = store
+        .get(&AgentKey::new(Kind::Codex, s.legacy.as_str()))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(legacy.display_name.as_deref(), Some("Alice Old"));
+    assert!(agent(&indexed, &s.asleep)["etag"].is_string());
+
+    // Bob sees his own, never alice's, and never the mislabelled one by its metadata.
+    let (_, bobs) = get(&f, "/v1/agents", &[], Who::User("bob")).await;
+    assert_eq!(
+        ids(&bobs),
+        [s.bob_asleep.clone(), s.bob_awake.clone()]
+            .into_iter()
+            .collect()
+    );
+    assert!(!ids(&indexed).contains(&s.mislabelled));
+    assert!(!ids(&indexed).contains(&s.gone));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn admins_list_one_owner_or_page_everyone_exactly_once() {
+    let store = dynamo_store("list-admin").await;
+    let world = World::start(Duration::from_secs(3600)).await;
+    let s = seed(&store, &world).await;
+    let f = list_fn(store.clone(), world.client());
+
+    let (status, own) = get(&f, "/v1/agents", &[], Who::User("alice")).await;
+    assert_eq!(status, 200);
+    let (status, by_admin) = get(&f, "/v1/agents", &[("owner", "alice")], Who::Admin("root")).await;
+    assert_eq!(status, 200, "{by_admin}");
+    assert_eq!(summary(&by_admin), summary(&own));
+    // Naming oneself is fine; naming anyone else (or everyone) is not, for a non-admin.
+    let (status, _) = get(&f, "/v1/agents", &[("owner", "alice")], Who::User("alice")).await;
+    assert_eq!(status, 200);
+    for other in ["bob", "*"] {
+        let (status, body) = get(&f, "/v1/agents", &[("owner", other)], Who::User("alice")).await;
+        assert_eq!(status, 404, "{body}");
+        assert_eq!(body["code"], "AGENT_NOT_FOUND");
+    }
+
+    // Everyone, two at a time: every visible agent exactly once, ownerless ones included.
+    let mut seen = Vec::new();
+    let mut cursor: Option<String> = None;
+    let mut pages = 0;
+    loop {
+        let mut q = vec![("owner", "*"), ("limit", "2")];
+        if let Some(c) = cursor.as_deref() {
+            q.push(("cursor", c));
+        }
+        let (status, page) = get(&f, "/v1/agents", &q, Who::Admin("root")).await;
+        assert_eq!(status, 200, "{page}");
+        assert!(page["agents"].as_array().unwrap().len() <= 2);
+        assert_eq!(page["partial"], serde_json::json!([]));
+        seen.extend(ids(&page));
+        pages += 1;
+        assert!(pages < 50, "paging does not end");
+        match page["next_cursor"].as_str() {
+            Some(c) => cursor = Some(c.to_string()),
+            None => break,
+        }
+    }
+    let unique: BTreeSet<String> = seen.iter().cloned().collect();
+    assert_eq!(
+        unique.len(),
+        seen.len(),
+        "an agent appeared twice: {seen:?}"
+    );
+    let mut everyone = alices(&s);
+    everyone.extend([
+        s.bob_asleep.clone(),
+        s.bob_awake.clone(),
+        s.mislabelled.clone(),
+        s.ownerless.clone(),
+        s.older.clone(),
+    ]);
+    assert_eq!(unique, everyone);
+    assert!(pages > 4, "limit 2 must page: {pages}");
+
+    // Cursors are tamper-evident and bound to their query.
+    let (_, first) = get(
+        &f,
+        "/v1/agents",
+        &[("owner", "*"), ("limit", "1")],
+        Who::Admin("root"),
+    )
+    .await;
+    let c = first["next_cursor"].as_str().unwrap().to_string();
+    let (payload, tag) = c.split_once('.').unwrap();
+    let mut json: Value =
+        serde_json::from_slice(&BASE64URL_NOPAD.decode(payload.as_bytes()).unwrap()).unwrap();
+    json["t"] = world.temporary.clone().into();
+    let forged = format!(
+        "{}.{tag}",
+        BASE64URL_NOPAD.encode(&serde_json::to_vec(&json).unwrap())
+    );
+    for bad in [forged.as_str(), "garbage", &c[..c.len() - 2]] {
+        let (status, body) = get(
+            &f,
+            "/v1/agents",
+            &[("owner", "*"), ("cursor", bad)],
+            Who::Admin("root"),
+        )
+        .await;
+        assert_eq!(status, 400, "{body}");
+        assert_eq!(body["code"], "INVALID_REQUEST");
+    }
+    let (status, _) = get(
+        &f,
+        "/v1/agents",
+        &[("owner", "*"), ("cursor", &c), ("kind", "codex")],
+        Who::Admin("root"),
+    )
+    .await;
+    assert_eq!(status, 400, "a cursor of another query");
+    let (status, _) = get(
+        &f,
+        "/v1/agents",
+        &[("owner", "*"), ("cursor", &c)],
+        Who::Admin("root"),
+    )
+    .await;
+    assert_eq!(status, 200);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_queries_missing_identity_and_single_agents() {
+    let store = dynamo_store("list-single").await;
+    let world = World::start(Duration::from_secs(3600)).await;
+    let s = seed(&store, &world).await;
+    let f = list_fn(store.clone(), world.client());
+
+    for q in [
+        vec![("kind", "Codex")],
+        vec![("state", "sleeping")],
+        vec![("cursor", "x")],
+        vec![("limit", "0")],
+        vec![("limit", "101")],
+        vec![("limit", "ten")],
+    ] {
+        let (status, body) = get(&f, "/v1/agents", &q, Who::Admin("root")).await;
+        assert_eq!(status, 400, "{q:?}: {body}");
+        assert_eq!(body["code"], "INVALID_REQUEST");
+    }
+    let (status, body) = get(&f, "/v1/agents", &[], Who::Nobody).await;
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (401, Some("UNAUTHENTICATED"))
+    );
+    let (status, body) = get(&f, "/v1/agents", &[("state", "asleep")], Who::User("alice")).await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        ids(&body),
+        [&s.asleep, &s.failed, &s.legacy]
+            .into_iter()
+            .cloned()
+            .collect()
+    );
+    let (_, body) = get(&f, "/v1/agents", &[("kind", "hermes")], Who::User("alice")).await;
+    assert_eq!(body["agents"], serde_json::json!([]));
+
+    let one = |id: &str| format!("/v1/agents/codex/{id}");
+    let resp = f
+        .handle(request_query(
+            "GET",
+            &one(&s.failed),
+            &[],
+            Who::User("alice"),
+        ))
+        .await;
+    let etag = resp
+        .headers()
+        .get("etag")
+        .map(|v| v.to_str().unwrap().to_string());
+    let (status, body) = answer(&resp);
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(etag.as_deref(), Some("\"1\""));
+    assert_eq!(body["etag"], "\"1\"");
+    assert_eq!(body["wake"]["state"], "failed");
+    assert_eq!(get(&f, &one(&s.failed), &[], Who::User("bob")).await.0, 404);
+    assert_eq!(get(&f, &one(&s.gone), &[], Who::User("alice")).await.0, 410);
+    assert_eq!(get(&f, &one(&s.gone), &[], Who::User("bob")).await.0, 404);
+    assert_eq!(
+        get(&f, &one(&usid::mint("alice")), &[], Who::User("alice"))
+            .await
+            .0,
+        404
+    );
+    let resp = f
+        .handle(request_query(
+            "GET",
+            &one(&s.awake_temporary),
+            &[],
+            Who::User("alice"),
+        ))
+        .await;
+    assert!(resp.headers().get("etag").is_none(), "no record, no ETag");
+    let (status, body) = answer(&resp);
+    assert_eq!((status, body["state"].as_str()), (200, Some("awake")));
+    assert_eq!(body["retention"], "temporary");
+    let (status, body) = get(&f, &one(&s.legacy), &[], Who::User("alice")).await;
+    assert_eq!(
+        (status, body["display_name"].as_str()),
+        (200, Some("Alice Old"))
+    );
+    assert_eq!(
+        get(&f, &one(&s.ownerless), &[], Who::User("alice")).await.0,
+        404
+    );
+    assert_eq!(
+        get(&f, &one(&s.ownerless), &[], Who::Admin("root")).await.0,
+        200
+    );
+    assert_eq!(
+        get(&f, &one(&s.older), &[], Who::Admin("root")).await.0,
+        200
+    );
+    assert_eq!(
+        get(&f, &one(&s.older), &[], Who::User("alice")).await.0,
+        404
+    );
+    let (status, _) = get(&f, "/v1/agents/codex/a%2Fb", &[], Who::User("alice")).await;
+    assert_eq!(status, 400);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_tool_still_answers_with_what_the_others_have() {
+    let store = dynamo_store("list-partial").await;
+    let world = World::start(Duration::ZERO).await;
+    let ctl = world.sim.control();
+    let legacy_tool = ctl
+        .seed_tool(
+            REGION,
+            SeedTool {
+                name: "old-snapshots".into(),
+                tool_type: "CodeEnv".into(),
+                enable_snapshot: true,
+                ..SeedTool::default()
+            },
+        )
+        .unwrap();
+    let mut registry = world.registry();
+    registry
+        .kinds
+        .get_mut(&Kind::Codex)
+        .unwrap()
+        .legacy_snapshot_tools
+        .push(legacy_tool.clone());
+    store.put_registry(&registry, 0).await.unwrap();
+    let (on_recoverable, _) = world.asleep_agent("alice", "New");
+    let on_legacy = usid::mint("alice");
+    ctl.seed_snapshot(SeedSnapshot {
+        tool_id: legacy_tool.clone(),
+        user_session_id: Some(on_legacy.clone()),
+        ..SeedSnapshot::default()
+    })
+    .unwrap();
+    let f = list_fn(store.clone(), world.client());
+
+    // The scan reads the recoverable Tool first: its listing fails (a client error, so not
+    // retried), the legacy Tool's answers.
+    ctl.inject(Fault::error(Some("ListSessionSnapshots"), "InvalidParameter", 400).next(1))
+        .unwrap();
+    let (status, body) = get(&f, "/v1/agents", &[], Who::User("alice")).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(ids(&body), [on_legacy.clone()].into_iter().collect());
+    assert_eq!(
+        body["partial"],
+        serde_json::json!([{
+            "tool_id": world.recoverable,
+            "region": REGION,
+            "error": "ListSessionSnapshots: InvalidParameter (HTTP 400)",
+        }])
+    );
+    let (_, body) = get(&f, "/v1/agents", &[], Who::User("alice")).await;
+    assert_eq!(body["partial"], serde_json::json!([]));
+    assert_eq!(ids(&body).len(), 2);
+
+    // The index path names the one agent it could not read.
+    assert!(sync(&store, &world, &registry).await.completed);
+    ctl.inject(Fault::error(Some("ListSessionSnapshots"), "InvalidParameter", 400).next(1))
+        .unwrap();
+    let (status, body) = get(&f, "/v1/agents", &[], Who::User("alice")).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(ids(&body).len(), 1);
+    let missing = body["partial"].as_array().unwrap();
+    assert_eq!(missing.len(), 1, "{body}");
+    let lost = missing[0]["agent_id"].as_str().unwrap();
+    assert!(lost == on_recoverable || lost == on_legacy);
+    assert!(!ids(&body).contains(lost));
+}
+
+// ---------------------------------------------------------------------------------------------
+// The budget (quality.md): one owner's list among 20,000 snapshots of 1,000 owners.
+
+/// A store that counts every call it forwards.
+struct Counting<S> {
+    inner: S,
+    calls: AtomicU64,
+}
+
+impl<S> Counting<S> {
+    fn take(&self) -> u64 {
+        self.calls.swap(0, Ordering::SeqCst)
+    }
+    fn tick(&self) {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+impl<S: AgentStore> AgentStore for Counting<S> {
+    fn get(
+        &self,
+        key: &AgentKey,
+    ) -> impl Future<Output = Result<Option<AgentRecord>, StoreError>> + Send {
+        self.tick();
+        self.inner.get(key)
+    }
+    fn update(
+        &self,
+        key: &AgentKey,
+        condition: &Condition,
+        changes: &Changes,
+    ) -> impl Future<Output = Result<AgentRecord, StoreError>> + Send {
+        self.tick();
+        self.inner.update(key, condition, changes)
+    }
+    fn query_owner(
+        &self,
+        owner_key: &str,
+        limit: u32,
+        cursor: Option<&str>,
+    ) -> impl Future<Output = Result<OwnerPage, StoreError>> + Send {
+        self.tick();
+        self.inner.query_owner(owner_key, limit, cursor)
+    }
+    fn get_registry(
+        &self,
+    ) -> impl Future<Output = Result<Option<ToolRegistry>, StoreError>> + Send {
+        self.tick();
+        self.inner.get_registry()
+    }
+    fn get_document(
+        &self,
+        key: DocumentKey<'_>,
+    ) -> impl Future<Output = Result<Option<Document>, StoreError>> + Send {
+        self.tick();
+        self.inner.get_document(key)
+    }
+    fn put_document(
+        &self,
+        key: DocumentKey<'_>,
+        value: &Value,
+        expected_version: u64,
+        expires_at: Option<i64>,
+    ) -> impl Future<Output = Result<Document, StoreError>> + Send {
+        self.tick();
+        self.inner
+            .put_document(key, value, expected_version, expires_at)
+    }
+    fn put_registry(
+        &self,
+        registry: &ToolRegistry,
+        expected_version: u64,
+    ) -> impl Future<Output = Result<ToolRegistry, StoreError>> + Send {
+        self.tick();
+        self.inner.put_registry(registry, expected_version)
+    }
+}
+
+fn agentkit_calls(world: &World) -> u64 {
+    world
+        .sim
+        .control()
+        .counters()
+        .actions
+        .values()
+        .map(|a| a.received)
+        .sum()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_owner_among_20000_snapshots_costs_two_queries_and_one_call_per_agent() {
+    const OWNERS: usize = 1000;
+    let dynamo = dynamo_store("list-budget").await;
+    let store = Arc::new(Counting {
+        inner: dynamo,
+        calls: AtomicU64::new(0),
+    });
+    let world = World::start(Duration::ZERO).await;
+    world.register(&store).await;
+    // owner-0000: 10 agents of 2 snapshots; 999 others: 2 agents of 10 snapshots.
+    let mut seeds = Vec::new();
+    let mut mine = BTreeSet::new();
+    for o in 0..OWNERS {
+        let owner = format!("owner-{o:04}");
+        let (agents, per_agent) = if o == 0 { (10, 2) } else { (2, 10) };
+        for _ in 0..agents {
+            let id = usid::mint(&owner);
+            if o == 0 {
+                mine.insert(id.clone());
+            }
+            for _ in 0..per_agent {
+                seeds.push(SeedSnapshot {
+                    tool_id: world.recoverable.clone(),
+                    user_session_id: Some(id.clone()),
+                    session_metadata: vec![MetadataEntry::string("Username", &owner)],
+                    ..SeedSnapshot::default()
+                });
+            }
+        }
+    }
+    assert_eq!(seeds.len(), 20_000);
+    let ctl = world.sim.control();
+    ctl.seed_snapshots(seeds).unwrap();
+    let f = list_fn(store.clone(), world.client());
+    let me = Who::User("owner-0000");
+
+    // Before the sync: the reference Studio's scan of every snapshot.
+    ctl.reset_counters();
+    let (status, scanned) = get(&f, "/v1/agents", &[], me).await;
+    assert_eq!(status, 200);
+    assert_eq!(ids(&scanned), mine);
+    let scan_pages = ctl.counters().received("ListSessionSnapshots");
+    assert!((200..=201).contains(&scan_pages), "{scan_pages} pages");
+    eprintln!(
+        "scan path: {} AgentKit calls ({scan_pages} snapshot pages)",
+        agentkit_calls(&world)
+    );
+
+    let report = sync(&store, &world, &world.registry()).await;
+    assert!(report.completed && report.errors == 0, "{report:?}");
+    assert_eq!(report.seen, 10 + 2 * (OWNERS as u64 - 1));
+
+    // The first list after the sync also reads the sync's completion once.
+    store.take();
+    let (_, first) = get(&f, "/v1/agents", &[], me).await;
+    assert!(store.take() <= 3);
+    assert_eq!(summary(&first), summary(&scanned));
+
+    // A warm list: the two owner-index queries, one exact listing per agent, one
+    // Username-filtered listing per Tool.
+    store.take();
+    ctl.reset_counters();
+    let (status, indexed) = get(&f, "/v1/agents", &[], me).await;
+    assert_eq!(status, 200);
+    assert_eq!(summary(&indexed), summary(&scanned));
+    let dynamo_calls = store.take();
+    let counters = ctl.counters();
+    let calls = agentkit_calls(&world);
+    eprintln!("index path: {dynamo_calls} DynamoDB calls, {calls} AgentKit calls");
+    assert!(dynamo_calls <= 2, "{dynamo_calls} DynamoDB calls");
+    assert_eq!(counters.received("ListSessionSnapshots"), 10);
+    assert_eq!(counters.received("ListSessions"), 2);
+    let tools = 2;
+    assert!(calls <= 1 + 10 + tools, "{calls} AgentKit calls");
+    assert!(
+        calls * 10 < scan_pages,
+        "the index path is far cheaper than the scan"
+    );
+}
