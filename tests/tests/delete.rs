@@ -804,3 +804,55 @@ async fn a_resume_that_listed_before_a_snapshot_delete_wakes_from_what_is_left()
         counters.succeeded("ResumeSessionFromSnapshot")
     );
 }
+
+/// AgentKit failing part-way through an agent delete: the error is answered, the lock is
+/// handed back (no 409 for a minute), and a retry finishes the job.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_agent_delete_releases_the_agent_and_a_retry_finishes() {
+    let store = Arc::new(dynamo_store("delfault").await);
+    let world = World::start(Duration::ZERO).await;
+    world.register(&store).await;
+    let (agent_id, _) = world.asleep_agent("alice", "Flaky");
+    world.more_snapshots("alice", &agent_id, 2);
+    let ctl = world.sim.control();
+    // Every attempt (the client retries twice) of the first snapshot deletion fails.
+    ctl.inject(
+        snapwake::agentkit::sim::Fault::error(Some("DeleteSessionSnapshot"), "InternalError", 500)
+            .next(3),
+    )
+    .unwrap();
+    let f = delete_fn(store.clone(), world.client(), quick());
+    let (status, body) = answer(
+        &f.handle(request(
+            "DELETE",
+            &agent_path(&agent_id),
+            Who::User("alice"),
+            None,
+        ))
+        .await,
+    );
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (502, Some("PROVIDER_ERROR")),
+        "{body}"
+    );
+    let record = store.get(&key(&agent_id)).await.unwrap().unwrap();
+    assert_eq!((record.state, record.holder), (WakeState::Asleep, None));
+    assert!(ctl.counters().faults_fired > 0);
+
+    ctl.clear_faults();
+
+    let (status, body) = answer(
+        &f.handle(request(
+            "DELETE",
+            &agent_path(&agent_id),
+            Who::User("alice"),
+            None,
+        ))
+        .await,
+    );
+    assert_eq!(status, 204, "{body}");
+    assert!(world.snapshots_of(&agent_id).is_empty());
+    let record = store.get(&key(&agent_id)).await.unwrap().unwrap();
+    assert_eq!(record.state, WakeState::Gone);
+}
