@@ -17,6 +17,10 @@ pub enum Error {
     #[error("no such agent")]
     AgentNotFound,
 
+    /// The agent has no such snapshot (never had it, or it belongs to another agent).
+    #[error("no such snapshot of this agent")]
+    SnapshotNotFound,
+
     /// The agent was deleted; its tombstone answers until it expires.
     #[error("the agent was deleted")]
     AgentGone,

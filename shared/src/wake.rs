@@ -195,12 +195,16 @@ impl<'a, S: AgentStore, K: AgentKit> WakeLock<'a, S, K> {
                         })
                     }
                     None => match self.acquire(target, Some(r)).await? {
-                        Acquired::Held(r, me) => return self.hold(target, r, &me, deadline).await,
+                        Acquired::Held(r, me) => {
+                            return self.hold(target, r, &me, rounds == 0, deadline).await
+                        }
                         Acquired::Lost(r) => record = r,
                     },
                 },
                 Decision::Acquire(r) => match self.acquire(target, r).await? {
-                    Acquired::Held(r, me) => return self.hold(target, r, &me, deadline).await,
+                    Acquired::Held(r, me) => {
+                        return self.hold(target, r, &me, rounds == 0, deadline).await
+                    }
                     Acquired::Lost(r) => record = r,
                 },
             }
@@ -318,11 +322,17 @@ impl<'a, S: AgentStore, K: AgentKit> WakeLock<'a, S, K> {
     }
 
     /// The winner's path: reconcile, resume if needed, record, wait, complete.
+    ///
+    /// `listing_is_current`: the acquire's CAS held on the version read before the caller
+    /// listed `target.snapshots`, so no delete can have happened since the listing. After a
+    /// lost round the record has changed (a snapshot delete may have come and gone), and the
+    /// listing is read again rather than resuming a snapshot that may no longer exist.
     async fn hold(
         &self,
         target: &WakeTarget,
         record: AgentRecord,
         me: &str,
+        listing_is_current: bool,
         deadline: Deadline,
     ) -> Result<WakeOutcome, Error> {
         let fence = record.fence;
@@ -334,7 +344,10 @@ impl<'a, S: AgentStore, K: AgentKit> WakeLock<'a, S, K> {
         let (session_id, snapshot_id) = match adopted {
             Some(s) => (s.session_id.unwrap_or_default(), record.snapshot_id.clone()),
             None => {
-                let snapshot = match self.pick_snapshot(target, deadline).await {
+                let snapshot = match self
+                    .pick_snapshot(target, listing_is_current, deadline)
+                    .await
+                {
                     Ok(Some(s)) => s,
                     Ok(None) => {
                         self.release(target, me, fence).await?;
@@ -419,13 +432,20 @@ impl<'a, S: AgentStore, K: AgentKit> WakeLock<'a, S, K> {
         })))
     }
 
-    /// The snapshot to resume: the named one if Ready, else the newest Ready one.
+    /// The snapshot to resume: the named one if Ready, else the newest Ready one. The caller's
+    /// listing is used only while it is current (a `snapshot-<id>` agent, found by a scan and
+    /// not listable by UserSessionId, always uses it).
     async fn pick_snapshot(
         &self,
         target: &WakeTarget,
+        listing_is_current: bool,
         deadline: Deadline,
     ) -> Result<Option<String>, Error> {
-        let snapshots = match &target.snapshots {
+        let cached = target
+            .snapshots
+            .as_ref()
+            .filter(|_| listing_is_current || target.user_session_id.is_none());
+        let snapshots = match cached {
             Some(s) => s.clone(),
             None => {
                 let Some(usid) = target.user_session_id.as_deref() else {

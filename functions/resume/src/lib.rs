@@ -18,10 +18,11 @@ use snapwake::domain::{AgentKey, AgentRecord, AgentView, Retention};
 use snapwake::error::{Error, Result};
 use snapwake::http::request::{self as req, Route};
 use snapwake::http::response;
-use snapwake::identity::{usid, Caller};
+pub use snapwake::identity::may_act;
+use snapwake::identity::{describe, Caller};
 use snapwake::locate::{self, user_session_id};
 use snapwake::registry::RegistryCache;
-use snapwake::store::{now_ms, AgentStore, Description};
+use snapwake::store::{now_ms, AgentStore};
 use snapwake::view::{agent_view, AgentFacts};
 use snapwake::wake::{WakeLock, WakeOutcome, WakeSettings, WakeTarget};
 
@@ -125,6 +126,7 @@ impl<S: AgentStore, K: AgentKit> Resume<S, K> {
                 record.as_ref(),
                 &tool_id,
                 &region,
+                Retention::Recoverable,
                 snapshots.as_deref(),
             )),
             user_session_id: user_session_id(&key.agent_id).map(str::to_string),
@@ -209,53 +211,6 @@ impl<S: AgentStore, K: AgentKit> Resume<S, K> {
             budget = budget.min(remaining);
         }
         Deadline::after(budget)
-    }
-}
-
-/// Whether `caller` may see and act on `key`: admins always; others when the record names
-/// them, or when the UserSessionId is theirs. `snapshot-<id>` agents are admin-only.
-pub fn may_act(caller: &Caller, key: &AgentKey, record: Option<&AgentRecord>) -> bool {
-    if caller.is_admin {
-        return true;
-    }
-    if record.and_then(|r| r.owner.as_deref()) == Some(caller.owner.as_str()) {
-        return true;
-    }
-    user_session_id(&key.agent_id).is_some_and(|id| usid::belongs_to(id, &caller.owner))
-}
-
-/// What the first write of the record should say about the agent.
-fn describe(
-    caller: &Caller,
-    key: &AgentKey,
-    record: Option<&AgentRecord>,
-    tool_id: &str,
-    region: &str,
-    snapshots: Option<&[snapwake::agentkit::types::Snapshot]>,
-) -> Description {
-    let usid = user_session_id(&key.agent_id);
-    // The raw owner is known only when it is the caller's own agent (an admin acting on
-    // someone else's agent must not be recorded as its owner).
-    let owner = record.and_then(|r| r.owner.clone()).or_else(|| {
-        usid.filter(|id| usid::belongs_to(id, &caller.owner))
-            .map(|_| caller.owner.clone())
-    });
-    let metadata_name = snapshots.and_then(|s| {
-        s.iter().find_map(|s| {
-            snapwake::agentkit::types::metadata_value(&s.session_metadata, "veadk_display_name")
-                .map(str::to_string)
-        })
-    });
-    Description {
-        owner,
-        owner_key: usid.and_then(|id| usid::UserSessionId::parse(id).owner_key()),
-        display_name: record
-            .and_then(|r| r.display_name.clone())
-            .or(metadata_name),
-        tool_id: Some(tool_id.to_string()),
-        region: Some(region.to_string()),
-        retention: Some(Retention::Recoverable),
-        ..Description::default()
     }
 }
 

@@ -99,6 +99,12 @@ impl From<&Error> for Problem {
                 "Agent not found",
                 "no such agent, or it is not yours",
             ),
+            Error::SnapshotNotFound => Problem::new(
+                404,
+                "SNAPSHOT_NOT_FOUND",
+                "Snapshot not found",
+                "the agent has no such snapshot",
+            ),
             Error::AgentGone => {
                 Problem::new(410, "AGENT_GONE", "Agent deleted", "the agent was deleted")
             }
@@ -237,6 +243,7 @@ mod tests {
             (Error::Unauthenticated, 401, "UNAUTHENTICATED", false),
             (Error::AgentNotFound, 404, "AGENT_NOT_FOUND", false),
             (Error::AgentGone, 410, "AGENT_GONE", false),
+            (Error::SnapshotNotFound, 404, "SNAPSHOT_NOT_FOUND", false),
             (
                 Error::AgentBusy {
                     detail: "a wake holds the agent".into(),

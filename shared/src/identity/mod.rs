@@ -3,17 +3,20 @@
 //! - [`claims`]: verified claims from the API Gateway authorizer (JWT or Lambda), normalised;
 //! - [`caller`]: the [`Caller`] (owner id, display name, admin) built from those claims;
 //! - [`usid`]: UserSessionId encoding, parsing, ownership and owner-index keys;
-//! - [`names`]: agent display names (resolution and validation) and agent id validation.
+//! - [`names`]: agent display names (resolution and validation) and agent id validation;
+//! - [`access`]: who may act on an agent, and whom its record names as owner.
 //!
 //! Nobody is an admin unless `SNAPWAKE_ADMINS` or `SNAPWAKE_ADMIN_GROUPS` says so. The Lambda
 //! functions read identity only from the verified request context, never from headers; the
 //! local server's `X-Snapwake-User` / `X-Snapwake-Admin` headers go through [`Caller::local`].
 
+pub mod access;
 pub mod caller;
 pub mod claims;
 pub mod names;
 pub mod usid;
 
+pub use access::{describe, may_act};
 pub use caller::Caller;
 pub use claims::{ClaimValue, Claims};
 pub use names::{display_name, is_valid_agent_id, validate_agent_id, validate_display_name};

@@ -323,4 +323,83 @@ pub fn request_query(
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
     request(method, raw_path, who, None).with_query_string_parameters(map)
+// Delete tests: more of an agent (sessions, many snapshots), headers, and AgentKit jitter.
+
+impl World {
+    /// `count` more Ready snapshots of `owner`'s agent `agent_id`, created
+    /// a second apart before now so the newest stays the one seeded last. Answers their ids.
+    pub fn more_snapshots(&self, owner: &str, agent_id: &str, count: usize) -> Vec<String> {
+        let base = time::OffsetDateTime::now_utc() - Duration::from_secs(3600 + count as u64);
+        let seeds = (0..count)
+            .map(|i| SeedSnapshot {
+                tool_id: self.recoverable.clone(),
+                user_session_id: Some(agent_id.to_string()),
+                session_id: Some(format!("s-older-{i}")),
+                created_at: Some(base + Duration::from_secs(i as u64)),
+                session_metadata: vec![MetadataEntry::string("Username", owner)],
+                ..SeedSnapshot::default()
+            })
+            .collect();
+        self.sim.control().seed_snapshots(seeds).unwrap()
+    }
+
+    /// A Ready session of `agent_id` on the recoverable Tool. Answers its id.
+    pub fn live_session(&self, owner: &str, agent_id: &str) -> String {
+        self.sim
+            .control()
+            .seed_session(snapwake::agentkit::sim::SeedSession {
+                tool_id: self.recoverable.clone(),
+                user_session_id: Some(agent_id.to_string()),
+                metadata: vec![MetadataEntry::string("Username", owner)],
+                ..Default::default()
+            })
+            .unwrap()
+    }
+
+    /// The snapshots the simulator still holds for `agent_id`.
+    pub fn snapshots_of(&self, agent_id: &str) -> Vec<String> {
+        self.sim
+            .control()
+            .snapshots()
+            .into_iter()
+            .filter(|s| s.user_session_id.as_deref() == Some(agent_id))
+            .filter_map(|s| s.snapshot_id)
+            .collect()
+    }
+}
+
+/// `request` with one more header.
+pub fn with_header(
+    mut request: lambda_http::Request,
+    name: &'static str,
+    value: &str,
+) -> lambda_http::Request {
+    request
+        .headers_mut()
+        .insert(name, http::HeaderValue::from_str(value).unwrap());
+    request
+}
+
+/// AgentKit in front of another that waits a random 0..`max_ms` ms before each call, so
+/// racing callers interleave differently every round.
+pub struct Jitter<K> {
+    pub inner: K,
+    pub max_ms: u64,
+}
+
+impl<K: snapwake::agentkit::AgentKit> snapwake::agentkit::AgentKit for Jitter<K> {
+    async fn call<A: snapwake::agentkit::types::Action + 'static>(
+        &self,
+        region: &str,
+        request: &A,
+        deadline: snapwake::deadline::Deadline,
+    ) -> Result<A::Output, snapwake::agentkit::AgentKitError> {
+        let pause = u64::from(uuid::Uuid::new_v4().as_bytes()[0]) * self.max_ms / 256;
+        tokio::time::sleep(Duration::from_millis(pause)).await;
+        self.inner.call(region, request, deadline).await
+    }
+
+    fn regions(&self) -> &[String] {
+        self.inner.regions()
+    }
 }

@@ -1,0 +1,380 @@
+//! The HTTP routes of the delete function.
+//!
+//! Both routes authorise exactly as resume does (another owner's agent is 404, admins may act
+//! on any agent, `snapshot-<id>` agents are admin-only), read the agent record once
+//! (consistently), find the agent's Tool (the record's, else [`locate`]), and hand the work to
+//! [`crate::deletion`]. Both answer 204 when there is nothing left to delete.
+//!
+//! Choices where the specification is silent:
+//! - `If-Match` takes one entity tag, `"<version>"` (a weak `W/` prefix is ignored); `*`
+//!   matches any agent; anything else can match no version and answers 412. An agent without
+//!   a record has version 0.
+//! - A snapshot the agent does not have answers 404 `SNAPSHOT_NOT_FOUND`, unless snapwake
+//!   deleted that very snapshot of that agent within the tombstone time (then 204: deleting
+//!   is idempotent). Another agent's snapshot is therefore never deleted through this agent.
+//! - A tombstoned agent answers 204 to both routes (its snapshots went with it).
+
+use std::time::Duration;
+
+use lambda_http::{Body, Request, RequestExt, Response};
+use snapwake::agentkit::types::{ListSessionSnapshots, Snapshot};
+use snapwake::agentkit::{list_all, AgentKit};
+use snapwake::deadline::Deadline;
+use snapwake::domain::{AgentKey, AgentRecord, Retention, ToolRegistry};
+use snapwake::error::{Error, Result};
+use snapwake::http::request::{self as req, Route};
+use snapwake::http::response;
+use snapwake::identity::{describe, may_act, Caller};
+use snapwake::locate::{self, user_session_id, SNAPSHOT_AGENT_PREFIX};
+use snapwake::store::{now_ms, AgentStore};
+
+use crate::deletion::{decide, AgentPlace, Decision, DeleteTarget, SnapshotRef, REQUEST_BUDGET};
+use crate::Delete;
+
+pub const ROUTES: [Route; 2] = [
+    Route {
+        method: "DELETE",
+        pattern: "/v1/agents/{kind}/{agent_id}/snapshots/{snapshot_id}",
+    },
+    Route {
+        method: "DELETE",
+        pattern: "/v1/agents/{kind}/{agent_id}",
+    },
+];
+
+/// Time kept back from the Lambda's remaining time to answer.
+const ANSWER_MARGIN: Duration = Duration::from_secs(2);
+/// Page cap of one agent's snapshot listing on one Tool.
+const SNAPSHOT_PAGES: usize = 100;
+
+/// Where a snapshot was looked for.
+enum Lookup {
+    /// Neither a record nor AgentKit knows the agent.
+    UnknownAgent,
+    /// The agent is known, the snapshot is not among its snapshots.
+    NotTheAgents,
+    /// The agent's snapshot, on this Tool.
+    Found {
+        tool_id: String,
+        region: String,
+        snapshots: Vec<Snapshot>,
+    },
+}
+
+impl<S: AgentStore, K: AgentKit> Delete<S, K> {
+    /// Serve one request; every failure becomes a problem+json response.
+    pub async fn handle(&self, request: Request) -> Response<Body> {
+        let request_id = req::request_id(&request);
+        match self.serve(&request).await {
+            Ok(resp) => resp,
+            Err(err) => {
+                let id = request_id.as_deref().unwrap_or("");
+                match &err {
+                    Error::Internal(_) | Error::Store(_) | Error::AgentKit(_) => {
+                        tracing::warn!(request_id = id, error = %err, "delete failed")
+                    }
+                    _ => tracing::info!(request_id = id, error = %err, "delete refused"),
+                }
+                err.into_response(request_id.as_deref())
+            }
+        }
+    }
+
+    async fn serve(&self, request: &Request) -> Result<Response<Body>> {
+        let matched = req::route(&ROUTES, request.method().as_str(), req::path(request))?;
+        let caller = Caller::from_request(request, &self.identity)?;
+        let kind = req::parse_kind(&matched.params[0])?;
+        let agent_id = req::parse_id(&matched.params[1])?;
+        let snapshot_id = matched
+            .params
+            .get(2)
+            .map(|s| req::parse_id(s))
+            .transpose()?;
+        let if_match = if_match(req::header(request, "if-match"))?;
+        let deadline = deadline(request);
+        let key = AgentKey::new(kind, agent_id);
+
+        let record = self.store.get(&key).await?;
+        if !may_act(&caller, &key, record.as_ref()) {
+            return Err(Error::AgentNotFound);
+        }
+        // Cheap refusals first (a tombstone, a stale If-Match, a lease), before AgentKit.
+        if decide(&self.wake, record.as_ref(), if_match)? == Decision::Gone {
+            return Ok(response::no_content());
+        }
+        match snapshot_id {
+            Some(snapshot_id) => {
+                self.delete_snapshot(&caller, key, record, &snapshot_id, if_match, deadline)
+                    .await?
+            }
+            None => {
+                self.delete_agent(&caller, key, record, if_match, deadline)
+                    .await?
+            }
+        }
+        Ok(response::no_content())
+    }
+
+    async fn delete_snapshot(
+        &self,
+        caller: &Caller,
+        key: AgentKey,
+        record: Option<AgentRecord>,
+        snapshot_id: &str,
+        if_match: Option<u64>,
+        deadline: Deadline,
+    ) -> Result<()> {
+        // A `snapshot-<id>` agent has exactly one snapshot.
+        if let Some(own) = key.agent_id.strip_prefix(SNAPSHOT_AGENT_PREFIX) {
+            if own != snapshot_id {
+                return Err(Error::SnapshotNotFound);
+            }
+        }
+        let registry = self.registry.get(&self.store).await?;
+        let lookup = self
+            .find_snapshot(&registry, &key, record.as_ref(), snapshot_id, deadline)
+            .await?;
+        let deleter = self.deleter();
+        let (tool_id, region, snapshots) = match lookup {
+            Lookup::UnknownAgent => return Err(Error::AgentNotFound),
+            Lookup::NotTheAgents => {
+                return if deleter.was_deleted(&key, snapshot_id).await? {
+                    Ok(())
+                } else {
+                    Err(Error::SnapshotNotFound)
+                }
+            }
+            Lookup::Found {
+                tool_id,
+                region,
+                snapshots,
+            } => (tool_id, region, snapshots),
+        };
+        let target = DeleteTarget {
+            describe: Some(describe(
+                caller,
+                &key,
+                record.as_ref(),
+                &tool_id,
+                &region,
+                Retention::Recoverable,
+                Some(&snapshots),
+            )),
+            user_session_id: user_session_id(&key.agent_id).map(str::to_string),
+            key,
+        };
+        deleter
+            .delete_snapshot(
+                &target,
+                &SnapshotRef {
+                    tool_id,
+                    region,
+                    snapshot_id: snapshot_id.to_string(),
+                },
+                record,
+                if_match,
+                deadline,
+            )
+            .await?;
+        Ok(())
+    }
+
+    async fn delete_agent(
+        &self,
+        caller: &Caller,
+        key: AgentKey,
+        record: Option<AgentRecord>,
+        if_match: Option<u64>,
+        deadline: Deadline,
+    ) -> Result<()> {
+        let registry = self.registry.get(&self.store).await?;
+        let (home, snapshots) = match recorded_place(record.as_ref()) {
+            Some(place) => (Some(place), None),
+            None => match locate::locate(&self.agentkit, &registry, &key, deadline).await? {
+                Some(found) => (Some((found.tool_id, found.region)), Some(found.snapshots)),
+                // A record without a Tool: nothing of it reached AgentKit that we could find;
+                // the tombstone is still written.
+                None if record.is_some() => (None, None),
+                None => return Err(Error::AgentNotFound),
+            },
+        };
+        let region = home
+            .as_ref()
+            .map(|(_, r)| r.clone())
+            .or_else(|| registry.region.clone())
+            .or_else(|| self.agentkit.regions().first().cloned());
+        // Every Tool of the kind, the agent's own first: an agent deleted is deleted wherever
+        // a session or snapshot of it may be.
+        let mut tools: Vec<String> = home.iter().map(|(t, _)| t.clone()).collect();
+        if let Some(kind_tools) = registry.kind(key.kind) {
+            for t in kind_tools.all_tools() {
+                if !tools.iter().any(|have| have == t) {
+                    tools.push(t.to_string());
+                }
+            }
+        }
+        let place = AgentPlace {
+            region: region.clone().unwrap_or_default(),
+            tools: if region.is_some() { tools } else { Vec::new() },
+        };
+        let target = DeleteTarget {
+            describe: home.as_ref().map(|(tool, region)| {
+                describe(
+                    caller,
+                    &key,
+                    record.as_ref(),
+                    tool,
+                    region,
+                    retention_of(&registry, &key, tool),
+                    snapshots.as_deref(),
+                )
+            }),
+            user_session_id: user_session_id(&key.agent_id).map(str::to_string),
+            key,
+        };
+        self.deleter()
+            .delete_agent(&target, &place, record, if_match, deadline)
+            .await?;
+        Ok(())
+    }
+
+    /// Look for `snapshot_id` among the agent's snapshots: on the record's Tool (or where
+    /// [`locate`] finds the agent) first, then on the kind's other snapshot Tools.
+    async fn find_snapshot(
+        &self,
+        registry: &ToolRegistry,
+        key: &AgentKey,
+        record: Option<&AgentRecord>,
+        snapshot_id: &str,
+        deadline: Deadline,
+    ) -> Result<Lookup> {
+        let (home, mut listed) = match recorded_place(record) {
+            Some(place) => (Some(place), None),
+            None => match locate::locate(&self.agentkit, registry, key, deadline).await? {
+                Some(found) => (Some((found.tool_id, found.region)), Some(found.snapshots)),
+                None if record.is_some() => (None, None),
+                None => return Ok(Lookup::UnknownAgent),
+            },
+        };
+        let Some(region) = home
+            .as_ref()
+            .map(|(_, r)| r.clone())
+            .or_else(|| registry.region.clone())
+        else {
+            return Ok(Lookup::NotTheAgents);
+        };
+        let mut tools: Vec<String> = home.iter().map(|(t, _)| t.clone()).collect();
+        if let Some(kind_tools) = registry.kind(key.kind) {
+            for t in kind_tools.snapshot_tools() {
+                if !tools.iter().any(|have| have == t) {
+                    tools.push(t.to_string());
+                }
+            }
+        }
+        let usid = user_session_id(&key.agent_id);
+        for tool_id in tools {
+            let snapshots = match (listed.take(), usid) {
+                (Some(s), _) => s,
+                (None, Some(usid)) => {
+                    let req = ListSessionSnapshots {
+                        tool_id: tool_id.clone(),
+                        user_session_id: Some(usid.to_string()),
+                        ..ListSessionSnapshots::default()
+                    };
+                    match list_all(&self.agentkit, &region, req, SNAPSHOT_PAGES, deadline).await {
+                        Ok(all) => all,
+                        Err(e) if e.is_not_found() => continue,
+                        Err(e) => return Err(e.into()),
+                    }
+                }
+                // A `snapshot-<id>` agent's one snapshot is its id (checked by the caller):
+                // on its recorded Tool, deleting it is safe even if it is gone already.
+                (None, None) => {
+                    return Ok(Lookup::Found {
+                        tool_id,
+                        region,
+                        snapshots: Vec::new(),
+                    })
+                }
+            };
+            // Trust but verify the service's filter: never act on another agent's snapshot.
+            let mine = snapshots.iter().any(|s| {
+                s.snapshot_id.as_deref() == Some(snapshot_id)
+                    && match usid {
+                        Some(u) => s.user_session_id.as_deref() == Some(u),
+                        None => true,
+                    }
+            });
+            if mine {
+                return Ok(Lookup::Found {
+                    tool_id,
+                    region,
+                    snapshots,
+                });
+            }
+        }
+        Ok(Lookup::NotTheAgents)
+    }
+}
+
+/// The Tool and region the record names.
+fn recorded_place(record: Option<&AgentRecord>) -> Option<(String, String)> {
+    let r = record?;
+    Some((r.tool_id.clone()?, r.region.clone()?))
+}
+
+fn retention_of(registry: &ToolRegistry, key: &AgentKey, tool_id: &str) -> Retention {
+    if registry.tool(key.kind, Retention::Temporary) == Some(tool_id) {
+        Retention::Temporary
+    } else {
+        Retention::Recoverable
+    }
+}
+
+/// The `If-Match` version: `None` without the header or with `*`.
+fn if_match(value: Option<&str>) -> Result<Option<u64>> {
+    let Some(raw) = value.map(str::trim) else {
+        return Ok(None);
+    };
+    if raw == "*" {
+        return Ok(None);
+    }
+    let tag = raw.strip_prefix("W/").unwrap_or(raw);
+    tag.strip_prefix('"')
+        .and_then(|t| t.strip_suffix('"'))
+        .and_then(|v| v.parse::<u64>().ok())
+        .map(Some)
+        .ok_or_else(|| Error::PreconditionFailed {
+            given: raw.chars().take(40).collect(),
+        })
+}
+
+/// This request's budget: [`REQUEST_BUDGET`], cut to the Lambda's remaining time less a
+/// margin to answer.
+fn deadline(request: &Request) -> Deadline {
+    let mut budget = REQUEST_BUDGET;
+    if let Some(ctx) = request.lambda_context_ref() {
+        let remaining_ms = ctx.deadline.saturating_sub(now_ms());
+        budget = budget.min(Duration::from_millis(remaining_ms).saturating_sub(ANSWER_MARGIN));
+    }
+    Deadline::after(budget)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn if_match_takes_one_quoted_version() {
+        assert_eq!(if_match(None).unwrap(), None);
+        assert_eq!(if_match(Some("*")).unwrap(), None);
+        assert_eq!(if_match(Some("\"7\"")).unwrap(), Some(7));
+        assert_eq!(if_match(Some(" W/\"12\" ")).unwrap(), Some(12));
+        for bad in ["7", "\"x\"", "\"1\", \"2\"", "\"-1\"", ""] {
+            assert!(
+                matches!(if_match(Some(bad)), Err(Error::PreconditionFailed { .. })),
+                "{bad:?}"
+            );
+        }
+    }
+}

@@ -1,0 +1,39 @@
+//! The delete function: `DELETE /v1/agents/{kind}/{agent_id}/snapshots/{snapshot_id}` and
+//! `DELETE /v1/agents/{kind}/{agent_id}` (http-api.md), both answering 204.
+//!
+//! - [`deletion`]: the deletions themselves under the agent's lock — acquire as `deleting`,
+//!   act on AgentKit idempotently, then one fenced write (resting state or tombstone). Every
+//!   entry point of this function goes through it.
+//! - `http`: the routes — authorise, read the record, find the agent's Tool, answer.
+//!
+//! The EventBridge handlers of cleanup.md (the retention sweep and offboarding) belong beside
+//! `http` as an `events` module over the same [`Delete`] context and [`deletion`].
+
+use snapwake::agentkit::AgentKit;
+use snapwake::config::IdentityConfig;
+use snapwake::registry::RegistryCache;
+use snapwake::store::AgentStore;
+use snapwake::wake::WakeSettings;
+
+pub mod deletion;
+mod http;
+
+pub use deletion::{AgentPlace, DeleteTarget, Deleted, Deleter, SnapshotRef, TOMBSTONE_TTL_S};
+pub use http::ROUTES;
+
+/// The delete function's context: ports and settings built once per container.
+pub struct Delete<S, K> {
+    pub store: S,
+    pub agentkit: K,
+    pub registry: RegistryCache,
+    pub identity: IdentityConfig,
+    /// The lock's timings: the lease a delete takes, and when another's lease has expired.
+    pub wake: WakeSettings,
+}
+
+impl<S: AgentStore, K: AgentKit> Delete<S, K> {
+    /// Deletions over this context's store and AgentKit.
+    pub fn deleter(&self) -> Deleter<'_, S, K> {
+        Deleter::new(&self.store, &self.agentkit, &self.wake)
+    }
+}
