@@ -308,6 +308,9 @@ pub fn header_of<'r>(
     name: &str,
 ) -> Option<&'r str> {
     resp.headers().get(name).and_then(|v| v.to_str().ok())
+}
+
+// ---------------------------------------------------------------------------------------------
 // List function (branch `list`): requests with a query string.
 
 /// [`request`] with query string parameters (as API Gateway passes them).
@@ -323,6 +326,9 @@ pub fn request_query(
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
     request(method, raw_path, who, None).with_query_string_parameters(map)
+}
+
+// ---------------------------------------------------------------------------------------------
 // Delete tests: more of an agent (sessions, many snapshots), headers, and AgentKit jitter.
 
 impl World {
