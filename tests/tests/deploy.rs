@@ -225,7 +225,8 @@ async fn tools_not_ready_before_the_deadline_are_pending_and_the_next_run_finish
     let cat = catalogue(&[]);
     let f = deploy_fn(store, &sim.endpoint(), cat.clone());
 
-    let first = run(&f, apply(), Duration::from_secs(4)).await;
+    // Long enough for the seven creates even on a busy machine; never long enough for Ready.
+    let first = run(&f, apply(), Duration::from_secs(8)).await;
     assert_eq!(first.count(EntryStatus::Pending), 7, "{first:#?}");
     assert!(first
         .entries
@@ -634,4 +635,28 @@ async fn a_former_recoverable_tool_stays_listed_until_its_snapshots_are_gone() {
         .any(|w| w.contains("no snapshot left")));
     let tools = codex(&store.get_registry().await.unwrap().unwrap());
     assert!(tools.legacy_snapshot_tools.is_empty());
+}
+
+#[tokio::test]
+async fn a_429_from_agentkit_waits_and_retries_in_a_fresh_slot() {
+    let sim = sim(Duration::ZERO).await;
+    let ctl = sim.control();
+    // Someone else's writes exhaust the quota: the next two CreateTool calls answer 429.
+    let mut fault = snapwake::agentkit::sim::Fault::error(Some("CreateTool"), "Throttling", 429);
+    if let Some(e) = fault.error.as_mut() {
+        e.retry_after = Some(1);
+    }
+    fault.trigger = snapwake::agentkit::sim::Trigger::Next(2);
+    ctl.inject(fault).unwrap();
+    let store = dynamo_store("deploy_429").await;
+    let cat = catalogue(&[]);
+    let f = deploy_fn(store, &sim.endpoint(), cat.clone());
+    let report = run(&f, apply(), Duration::from_secs(60)).await;
+    assert_eq!(report.count(EntryStatus::Created), 7, "{report:#?}");
+    assert_eq!(report.throttles, 2);
+    assert_eq!(report.writes, 7);
+    let c = ctl.counters();
+    assert_eq!(c.received("CreateTool"), 9);
+    assert!(c.max_tool_writes_per_second <= 3, "{c:?}");
+    assert_one_tool_per_name(&sim.endpoint(), &cat).await;
 }

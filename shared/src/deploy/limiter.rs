@@ -6,6 +6,13 @@
 //! the lock. Evenly spaced slots keep every sliding one-second window at ≤ 3 writes, whatever
 //! the window's phase (a token bucket would allow a burst of 3 followed by more).
 //!
+//! Even spacing at the sender is not enough on its own: a write delayed on the way (a slow
+//! connection, a busy host) reaches AgentKit late and the next one on time, so two can land
+//! closer than 334 ms and four inside one second. So each write also holds one of 3 permits
+//! from its slot until one second after its answer: AgentKit accepts a write between its
+//! sending and its answer, so any four accepted writes are at least a second apart, whatever
+//! the latency.
+//!
 //! A 429 (or throttling code) from AgentKit means someone else shares the account's quota: the
 //! limiter pushes its next slot past `Retry-After` (or a backoff of one second per attempt)
 //! and tries again with a fresh slot. The writes go through a client that does not retry by
@@ -14,7 +21,9 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use tokio::sync::Mutex;
+use std::sync::Arc;
+
+use tokio::sync::{Mutex, OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
 
 use crate::agentkit::types::Action;
@@ -23,6 +32,11 @@ use crate::deadline::Deadline;
 
 /// The spacing of 3 writes per second, rounded up so three never fit in one second.
 pub const WRITE_SPACING: Duration = Duration::from_millis(334);
+
+/// Writes allowed in one second.
+pub const WRITES_PER_WINDOW: usize = 3;
+/// The throttle's window: a permit is held this long after its write's answer.
+const WINDOW: Duration = Duration::from_secs(1);
 
 /// How many times a throttled write is tried in all.
 pub const MAX_WRITE_ATTEMPTS: u32 = 5;
@@ -37,9 +51,31 @@ pub enum WriteError {
     AgentKit(#[from] AgentKitError),
 }
 
+/// A write's place: its start instant and a permit, released one window after the slot is
+/// dropped (drop it when the write has its answer).
+#[derive(Debug)]
+pub struct Slot {
+    pub at: Instant,
+    permit: Option<OwnedSemaphorePermit>,
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        if let Some(permit) = self.permit.take() {
+            if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+                runtime.spawn(async move {
+                    tokio::time::sleep(WINDOW).await;
+                    drop(permit);
+                });
+            }
+        }
+    }
+}
+
 #[derive(Debug)]
 pub struct WriteLimiter {
     spacing: Duration,
+    permits: Arc<Semaphore>,
     next: Mutex<Instant>,
     writes: AtomicU64,
     throttles: AtomicU64,
@@ -55,26 +91,37 @@ impl WriteLimiter {
     pub fn new(spacing: Duration) -> Self {
         WriteLimiter {
             spacing,
+            permits: Arc::new(Semaphore::new(WRITES_PER_WINDOW)),
             next: Mutex::new(Instant::now()),
             writes: AtomicU64::new(0),
             throttles: AtomicU64::new(0),
         }
     }
 
-    /// Wait for the next free slot; `Err(NoTime)` (taking no slot) when it would start at or
-    /// after `deadline`. Answers the slot's instant.
-    pub async fn acquire(&self, deadline: Deadline) -> Result<Instant, WriteError> {
-        let slot = {
+    /// Wait for a permit and the next free slot; `Err(NoTime)` (taking nothing) when the
+    /// write could not start before `deadline`.
+    pub async fn acquire(&self, deadline: Deadline) -> Result<Slot, WriteError> {
+        let permit =
+            tokio::time::timeout_at(deadline.instant(), self.permits.clone().acquire_owned())
+                .await
+                .map_err(|_| WriteError::NoTime)?
+                .map_err(|_| WriteError::NoTime)?;
+        let at = {
             let mut next = self.next.lock().await;
-            let slot = (*next).max(Instant::now());
-            if slot >= deadline.instant() {
+            let at = (*next).max(Instant::now());
+            if at >= deadline.instant() {
+                // Not a write: give the permit back at once.
+                drop(permit);
                 return Err(WriteError::NoTime);
             }
-            *next = slot + self.spacing;
-            slot
+            *next = at + self.spacing;
+            at
         };
-        tokio::time::sleep_until(slot).await;
-        Ok(slot)
+        tokio::time::sleep_until(at).await;
+        Ok(Slot {
+            at,
+            permit: Some(permit),
+        })
     }
 
     /// Keep every slot clear of the next `wait` (a throttle answered by AgentKit).
@@ -94,8 +141,10 @@ impl WriteLimiter {
         let mut attempt = 0;
         loop {
             attempt += 1;
-            self.acquire(deadline).await?;
-            match agentkit.call(region, request, deadline).await {
+            let slot = self.acquire(deadline).await?;
+            let answer = agentkit.call(region, request, deadline).await;
+            drop(slot);
+            match answer {
                 Ok(out) => {
                     self.writes.fetch_add(1, Ordering::Relaxed);
                     return Ok(out);
@@ -146,7 +195,7 @@ mod tests {
         let tasks: Vec<_> = (0..9)
             .map(|_| {
                 let l = limiter.clone();
-                tokio::spawn(async move { l.acquire(deadline).await.unwrap() })
+                tokio::spawn(async move { l.acquire(deadline).await.unwrap().at })
             })
             .collect();
         let mut slots = Vec::new();
@@ -175,8 +224,8 @@ mod tests {
     async fn no_slot_past_the_deadline() {
         let limiter = WriteLimiter::default();
         let deadline = Deadline::after(Duration::from_millis(500));
-        assert!(limiter.acquire(deadline).await.is_ok());
-        assert!(limiter.acquire(deadline).await.is_ok());
+        drop(limiter.acquire(deadline).await.unwrap());
+        drop(limiter.acquire(deadline).await.unwrap());
         assert!(matches!(
             limiter.acquire(deadline).await,
             Err(WriteError::NoTime)

@@ -178,3 +178,54 @@ impl DeployLock {
         }
     }
 }
+
+#[cfg(all(test, feature = "memory"))]
+mod tests {
+    use super::*;
+    use crate::store::memory::MemoryStore;
+
+    #[tokio::test]
+    async fn one_holder_at_a_time_fences_grow_and_an_expired_lease_is_taken_over() {
+        let store = MemoryStore::new();
+        let Acquired::Held(first) = acquire(&store, Duration::from_secs(60)).await.unwrap() else {
+            panic!("a free lock is taken")
+        };
+        assert_eq!(first.fence, 1);
+        assert!(matches!(
+            acquire(&store, Duration::from_secs(60)).await.unwrap(),
+            Acquired::Busy { .. }
+        ));
+        first.release(&store).await.unwrap();
+        let Acquired::Held(mut second) = acquire(&store, Duration::ZERO).await.unwrap() else {
+            panic!("a released lock is taken")
+        };
+        assert_eq!(second.fence, 2);
+        // A zero lease is still live within the skew margin...
+        assert!(matches!(
+            acquire(&store, Duration::from_secs(60)).await.unwrap(),
+            Acquired::Busy { .. }
+        ));
+        // ...and taken over once past it (simulated by writing an old lease).
+        let stale = LockState {
+            holder: Some(second.holder.clone()),
+            fence: second.fence,
+            lease_until_ms: 1,
+        };
+        let doc = put(&store, &stale, second.version).await.unwrap();
+        second.version = doc.version;
+        let Acquired::Held(third) = acquire(&store, Duration::from_secs(60)).await.unwrap() else {
+            panic!("an expired lease is taken over")
+        };
+        assert_eq!(third.fence, 3);
+        // The old holder finds out and writes nothing.
+        assert!(!second
+            .confirm(&store, Duration::from_secs(60))
+            .await
+            .unwrap());
+        second.release(&store).await.unwrap();
+        assert!(matches!(
+            acquire(&store, Duration::from_secs(60)).await.unwrap(),
+            Acquired::Busy { .. }
+        ));
+    }
+}
