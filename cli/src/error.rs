@@ -12,6 +12,9 @@ pub enum CliError {
     /// Serialising the output failed.
     #[error("cannot serialise output: {0}")]
     Json(#[from] serde_json::Error),
+    /// A snapwake operation (deploy) failed.
+    #[error("{0}")]
+    Snapwake(#[from] snapwake::Error),
 }
 
 impl CliError {
@@ -19,7 +22,7 @@ impl CliError {
     pub fn exit_code(&self) -> u8 {
         match self {
             CliError::Usage(_) => 2,
-            CliError::Io(_) | CliError::Json(_) => 1,
+            CliError::Io(_) | CliError::Json(_) | CliError::Snapwake(_) => 1,
         }
     }
 }

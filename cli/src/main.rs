@@ -1,6 +1,7 @@
 //! `snapwake`: the command-line entry point. Parses arguments and hands each subcommand to its
 //! module; every module exposes `run(args) -> Result<(), CliError>`.
 
+mod deploy;
 mod error;
 mod serve;
 mod sim;
@@ -27,6 +28,8 @@ struct Cli {
 enum Command {
     /// Serve the whole HTTP API on loopback (embedded store and simulator by default).
     Serve(serve::ServeArgs),
+    /// Plan or apply the AgentKit Tools snapwake needs (the deploy function's code).
+    Deploy(deploy::DeployArgs),
     /// Serve the AgentKit simulator on loopback until Ctrl-C.
     Sim(sim::SimArgs),
     /// Encode owners and decode UserSessionIds (support tools).
@@ -36,6 +39,7 @@ enum Command {
 fn run(cli: Cli) -> Result<(), CliError> {
     match cli.command {
         Command::Serve(args) => serve::run(args),
+        Command::Deploy(args) => deploy::run(args),
         Command::Sim(args) => sim::run(args),
         Command::Usid(args) => usid::run(args),
     }

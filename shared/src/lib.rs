@@ -17,6 +17,7 @@ pub mod agentkit;
 pub mod bootstrap;
 pub mod config;
 pub mod deadline;
+pub mod deploy;
 pub mod domain;
 pub mod error;
 pub mod http;

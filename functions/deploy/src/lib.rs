@@ -1,0 +1,109 @@
+//! The deploy function: an EventBridge `Scheduled Event`, or a direct invoke with
+//! `{"dry_run": bool, "migrate_legacy": bool}`, reconciles the catalogue of AgentKit Tools
+//! ([`snapwake::deploy`]) and answers the report (also logged as one line).
+//!
+//! A scheduled event runs a plain apply (no dry run, no migration: a migration is a decision
+//! an operator makes by invoking). Any other event must be the invoke body; unknown fields are
+//! refused, so a typo (`"dryrun"`) never turns a plan into an apply. A second run while one
+//! holds the deploy lock answers an `already_running` report, not an error.
+
+use std::time::Duration;
+
+use serde_json::Value;
+use snapwake::agentkit::AgentKit;
+use snapwake::deadline::Deadline;
+use snapwake::deploy::{Catalogue, DeployOptions, DeploySettings, Deployer, NoProgress, Report};
+use snapwake::error::{Error, Result};
+use snapwake::store::AgentStore;
+
+/// Time the run leaves unused before the Lambda's own deadline.
+const LAMBDA_MARGIN: Duration = Duration::from_secs(2);
+
+/// The deploy function's context: ports and desired state built once per container.
+pub struct Deploy<S, K> {
+    pub store: S,
+    /// Reads, with the client's retries.
+    pub agentkit: K,
+    /// Writes, through a client that does not retry by itself (the limiter does).
+    pub writer: K,
+    pub catalogue: Catalogue,
+    pub settings: DeploySettings,
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Invoke {
+    #[serde(default)]
+    dry_run: bool,
+    #[serde(default)]
+    migrate_legacy: bool,
+}
+
+/// What an event asks for.
+pub fn options(event: &Value) -> Result<DeployOptions> {
+    let scheduled = event.get("source").and_then(Value::as_str) == Some("aws.events")
+        || event.get("detail-type").and_then(Value::as_str) == Some("Scheduled Event");
+    if scheduled {
+        return Ok(DeployOptions::default());
+    }
+    if event.is_null() {
+        return Ok(DeployOptions::default());
+    }
+    let invoke: Invoke = serde_json::from_value(event.clone())
+        .map_err(|e| Error::bad_request(format!("deploy event: {e}")))?;
+    Ok(DeployOptions {
+        dry_run: invoke.dry_run,
+        migrate_legacy: invoke.migrate_legacy,
+    })
+}
+
+impl<S: AgentStore, K: AgentKit> Deploy<S, K> {
+    /// Run for `event` until `deadline_ms` (epoch ms, the Lambda context's deadline).
+    pub async fn handle(&self, event: Value, deadline_ms: u64) -> Result<Value> {
+        let options = options(&event)?;
+        let remaining =
+            Duration::from_millis(deadline_ms.saturating_sub(snapwake::store::now_ms()))
+                .saturating_sub(LAMBDA_MARGIN);
+        let report = self.run(options, Deadline::after(remaining)).await?;
+        Ok(report.to_json())
+    }
+
+    /// Run with `options` until `deadline`, logging the report.
+    pub async fn run(&self, options: DeployOptions, deadline: Deadline) -> Result<Report> {
+        let deployer = Deployer {
+            store: &self.store,
+            agentkit: &self.agentkit,
+            writer: &self.writer,
+            catalogue: &self.catalogue,
+            settings: &self.settings,
+            progress: &NoProgress,
+        };
+        let report = deployer.run(options, deadline).await.inspect_err(|e| {
+            tracing::error!(error = %e, "deploy failed");
+        })?;
+        tracing::info!(
+            report = %serde_json::to_string(&report).unwrap_or_default(),
+            "deploy report"
+        );
+        Ok(report)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn events_map_to_options() {
+        let scheduled = json!({"source": "aws.events", "detail-type": "Scheduled Event",
+            "detail": {}, "id": "x", "time": "2026-01-01T00:00:00Z"});
+        assert_eq!(options(&scheduled).unwrap(), DeployOptions::default());
+        let invoke = json!({"dry_run": true, "migrate_legacy": true});
+        let o = options(&invoke).unwrap();
+        assert!(o.dry_run && o.migrate_legacy);
+        assert_eq!(options(&json!({})).unwrap(), DeployOptions::default());
+        assert!(options(&json!({"dryrun": true})).is_err());
+        assert!(options(&json!({"dry_run": "yes"})).is_err());
+    }
+}

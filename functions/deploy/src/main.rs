@@ -1,0 +1,30 @@
+//! The deploy Lambda: configuration, catalogue and clients built once, then every event to the
+//! handler, bounded by the invocation's deadline.
+
+use lambda_runtime::{service_fn, Error, LambdaEvent};
+use serde_json::Value;
+use snapwake::deploy::{no_retry_policy, Catalogue, DeploySettings};
+use snapwake::{bootstrap, config::Config};
+use snapwake_deploy::Deploy;
+
+#[tokio::main]
+async fn main() -> Result<(), Error> {
+    bootstrap::init_tracing();
+    let config = Config::from_env()?;
+    let agentkit = bootstrap::agentkit(&config).await?;
+    let deploy = Deploy {
+        store: bootstrap::dynamo_store(&config).await?,
+        writer: agentkit.clone().with_retry_policy(no_retry_policy()),
+        agentkit,
+        catalogue: Catalogue::from_lookup(|name| std::env::var(name).ok())?,
+        settings: DeploySettings::default(),
+    };
+    let deploy = &deploy;
+    lambda_runtime::run(service_fn(move |event: LambdaEvent<Value>| async move {
+        deploy
+            .handle(event.payload, event.context.deadline)
+            .await
+            .map_err(Error::from)
+    }))
+    .await
+}

@@ -1,0 +1,275 @@
+//! Deploy (deploy.md): reconcile the catalogue of AgentKit Tools, like a small
+//! `terraform apply` — lock, plan, apply only differences (every tool write through one
+//! 3-per-second limiter), wait for readiness within the time left, write the registry, report.
+//! A second run of an unchanged catalogue makes no write.
+//!
+//! The deploy function and `snapwake deploy` run the same [`Deployer`].
+//!
+//! Files: `catalogue.rs` (desired state and names), `plan.rs` (reads → steps, legacy rules),
+//! `limiter.rs` (the write rate limiter), `apply.rs` (steps, readiness polling), `registry.rs`
+//! (the registry item after a run), `lock.rs` (the deploy lock), `report.rs` (the report).
+//!
+//! Writes must pass the limiter on *every* attempt, so the [`Deployer::writer`] client must
+//! not retry by itself (build it with `RetryPolicy { max_retries: 0, .. }`, see
+//! [`no_retry_policy`]); the limiter retries throttles in fresh slots. Reads use a client with
+//! the usual retries.
+
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use crate::agentkit::retry::RetryPolicy;
+use crate::agentkit::AgentKit;
+use crate::deadline::Deadline;
+use crate::error::Error;
+use crate::store::{now_ms, AgentStore, StoreError};
+
+pub mod apply;
+pub mod catalogue;
+pub mod limiter;
+pub mod lock;
+pub mod plan;
+pub mod registry;
+pub mod report;
+
+pub use catalogue::Catalogue;
+pub use limiter::WriteLimiter;
+pub use report::{EntryReport, EntryStatus, Report, RunOutcome};
+
+/// What a run is asked to do.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Deserialize)]
+pub struct DeployOptions {
+    /// Stop after planning and report the plan (no lock, no write).
+    #[serde(default)]
+    pub dry_run: bool,
+    /// Re-purpose a legacy single Tool as the recoverable one (plan.rs).
+    #[serde(default)]
+    pub migrate_legacy: bool,
+}
+
+/// Timings of a run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeploySettings {
+    /// GetTool polling interval while waiting for readiness (deploy.md: 5 s).
+    pub poll_interval: Duration,
+    /// Time kept back from the deadline for the registry write, the release and the report.
+    pub finish_margin: Duration,
+    /// Spacing of tool writes (≥ 334 ms: 3 per second).
+    pub write_spacing: Duration,
+}
+
+impl Default for DeploySettings {
+    fn default() -> Self {
+        DeploySettings {
+            poll_interval: Duration::from_secs(5),
+            finish_margin: Duration::from_secs(5),
+            write_spacing: limiter::WRITE_SPACING,
+        }
+    }
+}
+
+/// The retry policy of the writer client: none (the limiter retries).
+pub fn no_retry_policy() -> RetryPolicy {
+    RetryPolicy {
+        max_retries: 0,
+        ..RetryPolicy::default()
+    }
+}
+
+/// Observes a run as it goes (the CLI draws progress bars; the function logs).
+pub trait Progress: Send + Sync {
+    /// The plan of an entry is known.
+    fn planned(&self, _entry: &EntryReport) {}
+    /// An entry starts a step.
+    fn step(&self, _key: &str, _step: &str) {}
+    /// An entry is done (any status).
+    fn finished(&self, _entry: &EntryReport) {}
+}
+
+/// Observes nothing.
+pub struct NoProgress;
+impl Progress for NoProgress {}
+
+/// One deploy run's ports and desired state.
+pub struct Deployer<'a, S, K> {
+    pub store: &'a S,
+    /// Reads.
+    pub agentkit: &'a K,
+    /// Writes: a client without retries of its own.
+    pub writer: &'a K,
+    pub catalogue: &'a Catalogue,
+    pub settings: &'a DeploySettings,
+    pub progress: &'a dyn Progress,
+}
+
+impl<S: AgentStore, K: AgentKit> Deployer<'_, S, K> {
+    /// Run once, finishing by `deadline`.
+    pub async fn run(&self, options: DeployOptions, deadline: Deadline) -> Result<Report, Error> {
+        let started = Instant::now();
+        let mut report = Report {
+            outcome: RunOutcome::Applied,
+            dry_run: options.dry_run,
+            migrate_legacy: options.migrate_legacy,
+            message: None,
+            region: None,
+            entries: Vec::new(),
+            warnings: Vec::new(),
+            writes: 0,
+            throttles: 0,
+            duration_ms: 0,
+            registry_written: false,
+            registry: None,
+        };
+        if options.dry_run {
+            let previous = self.store.get_registry().await?;
+            let plan = plan::plan(
+                self.agentkit,
+                self.catalogue,
+                previous.as_ref(),
+                options.migrate_legacy,
+                deadline,
+            )
+            .await?;
+            report.outcome = RunOutcome::Planned;
+            report.region = Some(plan.region.clone());
+            report.entries = plan.entries.iter().map(plan::Planned::report).collect();
+            for e in &report.entries {
+                self.progress.planned(e);
+            }
+            report.warnings = plan.warnings;
+            report.registry = previous;
+            report.duration_ms = started.elapsed().as_millis() as u64;
+            return Ok(report);
+        }
+
+        let lock = match lock::acquire(self.store, deadline.remaining()).await? {
+            lock::Acquired::Held(lock) => lock,
+            lock::Acquired::Busy { lease_until_ms } => {
+                report.outcome = RunOutcome::AlreadyRunning;
+                report.message = Some(format!(
+                    "already running: another deploy holds the lock (lease ends in {} s)",
+                    lease_until_ms.saturating_sub(now_ms()).div_ceil(1000)
+                ));
+                report.duration_ms = started.elapsed().as_millis() as u64;
+                return Ok(report);
+            }
+        };
+        let outcome = self.locked_run(options, deadline, &mut report, lock).await;
+        report.duration_ms = started.elapsed().as_millis() as u64;
+        outcome.map(|()| report)
+    }
+
+    async fn locked_run(
+        &self,
+        options: DeployOptions,
+        deadline: Deadline,
+        report: &mut Report,
+        mut lock: lock::DeployLock,
+    ) -> Result<(), Error> {
+        let result = self.apply_run(options, deadline, report, &mut lock).await;
+        // Release whatever happened; a failed release only delays the next run to the lease.
+        if let Err(e) = lock.release(self.store).await {
+            tracing::warn!(error = %e, "deploy lock release failed");
+        }
+        result
+    }
+
+    async fn apply_run(
+        &self,
+        options: DeployOptions,
+        deadline: Deadline,
+        report: &mut Report,
+        lock: &mut lock::DeployLock,
+    ) -> Result<(), Error> {
+        let previous = self.store.get_registry().await?;
+        let plan = plan::plan(
+            self.agentkit,
+            self.catalogue,
+            previous.as_ref(),
+            options.migrate_legacy,
+            deadline,
+        )
+        .await?;
+        report.region = Some(plan.region.clone());
+        report.warnings = plan.warnings.clone();
+        for p in &plan.entries {
+            self.progress.planned(&p.report());
+        }
+
+        let limiter = WriteLimiter::new(self.settings.write_spacing);
+        let apply_deadline = Deadline::at(
+            deadline
+                .instant()
+                .checked_sub(self.settings.finish_margin)
+                .unwrap_or_else(Instant::now),
+        );
+        let applier = apply::Applier {
+            agentkit: self.agentkit,
+            writer: self.writer,
+            limiter: &limiter,
+            poll_interval: self.settings.poll_interval,
+            deadline: apply_deadline,
+            progress: self.progress,
+        };
+        let applied = applier.apply_all(&plan.entries).await;
+        report.entries = applied.iter().map(|a| a.report.clone()).collect();
+        report.writes = limiter.writes();
+        report.throttles = limiter.throttles();
+
+        let mut notes = Vec::new();
+        let next = registry::next_registry(
+            self.agentkit,
+            previous.as_ref(),
+            &plan,
+            &applied,
+            deadline,
+            &mut notes,
+        )
+        .await;
+        report.warnings.extend(notes);
+        let unchanged = previous
+            .as_ref()
+            .is_some_and(|p| registry::same_content(p, &next));
+        if unchanged {
+            report.registry = previous;
+            return Ok(());
+        }
+        if !lock.confirm(self.store, deadline.remaining()).await? {
+            report.warnings.push(
+                "the deploy lock was taken over (this run outlived its lease); the registry \
+                 was not written"
+                    .into(),
+            );
+            return Ok(());
+        }
+        let expected = previous.as_ref().map_or(0, |p| p.version);
+        let written = match self.store.put_registry(&next, expected).await {
+            Ok(r) => r,
+            Err(StoreError::RegistryConflict { current }) => {
+                // Someone wrote it outside a deploy: keep every legacy Tool either side knows.
+                let current = current.map(|b| *b).unwrap_or_default();
+                let mut merged = next.clone();
+                for (kind, theirs) in &current.kinds {
+                    let ours = merged.kinds.entry(*kind).or_default();
+                    for t in &theirs.legacy_snapshot_tools {
+                        if !ours.legacy_snapshot_tools.contains(t)
+                            && ours.recoverable.as_ref() != Some(t)
+                        {
+                            ours.legacy_snapshot_tools.push(t.clone());
+                        }
+                    }
+                }
+                report.warnings.push(
+                    "the registry changed during the run; written over it, legacy Tools kept"
+                        .into(),
+                );
+                self.store.put_registry(&merged, current.version).await?
+            }
+            Err(e) => return Err(e.into()),
+        };
+        tracing::info!(version = written.version, "tool registry written");
+        report.registry_written = true;
+        report.registry = Some(written);
+        Ok(())
+    }
+}
