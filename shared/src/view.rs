@@ -79,7 +79,8 @@ pub fn agent_view(facts: &AgentFacts<'_>, now_ms: u64, settings: &WakeSettings) 
     );
     let owner = record
         .and_then(|r| r.owner.clone())
-        .or_else(|| metadata_value(metadata, METADATA_OWNER_KEY).map(str::to_string));
+        .or_else(|| metadata_value(metadata, METADATA_OWNER_KEY).map(str::to_string))
+        .filter(|o| !o.trim().is_empty());
     let created_by = record
         .and_then(|r| r.created_by.clone())
         .or_else(|| metadata_value(metadata, METADATA_CREATOR_KEY).map(str::to_string));

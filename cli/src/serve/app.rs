@@ -6,29 +6,37 @@ use snapwake::agentkit::AgentKit;
 use snapwake::http::request::{self as req, Route};
 use snapwake::store::AgentStore;
 use snapwake_create::Create;
+use snapwake_delete::Delete;
+use snapwake_list::List;
 use snapwake_resume::Resume;
 
 /// Which function serves a route.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Function {
+    List,
     Create,
     Resume,
+    Delete,
 }
 
 fn routes() -> Vec<(Route, Function)> {
     let tag =
         |routes: &[Route], f: Function| routes.iter().map(move |r| (*r, f)).collect::<Vec<_>>();
     [
+        tag(&snapwake_list::ROUTES, Function::List),
         tag(&snapwake_create::ROUTES, Function::Create),
         tag(&snapwake_resume::ROUTES, Function::Resume),
+        tag(&snapwake_delete::ROUTES, Function::Delete),
     ]
     .concat()
 }
 
 /// The functions, each with its own context over the shared store and AgentKit.
 pub struct App<S, K> {
+    pub list: List<S, K>,
     pub create: Create<S, K>,
     pub resume: Resume<S, K>,
+    pub delete: Delete<S, K>,
 }
 
 impl<S: AgentStore, K: AgentKit> App<S, K> {
@@ -45,8 +53,10 @@ impl<S: AgentStore, K: AgentKit> App<S, K> {
             .find(|(r, _)| r.pattern == matched.pattern && r.method.eq_ignore_ascii_case(&method))
             .map(|(_, f)| *f);
         match function {
+            Some(Function::List) => self.list.handle(request).await,
             Some(Function::Create) => self.create.handle(request).await,
             Some(Function::Resume) => self.resume.handle(request).await,
+            Some(Function::Delete) => self.delete.handle(request).await,
             None => {
                 snapwake::Error::RouteNotFound.into_response(req::request_id(&request).as_deref())
             }

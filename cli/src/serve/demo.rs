@@ -48,12 +48,20 @@ pub fn seed_tools(sim: &SimControl) -> Result<ToolRegistry, String> {
     Ok(registry)
 }
 
+/// Session metadata as the Studio writes it; agents from before owners were recorded (empty
+/// owner) carry none.
 fn metadata(owner: &str, name: &str) -> Vec<MetadataEntry> {
-    vec![
+    if owner.is_empty() {
+        return Vec::new();
+    }
+    let mut m = vec![
         MetadataEntry::string("Username", owner),
-        MetadataEntry::string("veadk_display_name", name),
         MetadataEntry::string("veadk_creator_name", owner),
-    ]
+    ];
+    if !name.is_empty() {
+        m.push(MetadataEntry::string("veadk_display_name", name));
+    }
+    m
 }
 
 fn asleep(

@@ -22,11 +22,15 @@ use clap::Args;
 use snapwake::agentkit::sim::{RunningSim, SimConfig, Simulator};
 use snapwake::agentkit::{AgentKit, AgentKitClient};
 use snapwake::config::{AgentKitConfig, Config, CredentialsSource, IdentityConfig};
+use snapwake::deadline::Deadline;
+use snapwake::index_sync::sync_index;
 use snapwake::registry::RegistryCache;
 use snapwake::store::dynamo::DynamoStore;
 use snapwake::store::memory::MemoryStore;
 use snapwake::store::AgentStore;
 use snapwake_create::{Create, CreateSettings};
+use snapwake_delete::Delete;
+use snapwake_list::List;
 use snapwake_resume::Resume;
 
 use crate::error::CliError;
@@ -123,11 +127,46 @@ async fn run_with<S: AgentStore>(args: ServeArgs, parts: Parts, store: S) -> Res
         }
     }
     let identity = local_identity(&parts.config.identity);
+    if args.demo {
+        // The owner index is trusted only after a full sync (cleanup.md); the retention sweep
+        // runs it on schedule in AWS, the demo once at start.
+        if let Some(registry) = store.get_registry().await.ok().flatten() {
+            let report = sync_index(
+                store.as_ref(),
+                agentkit.as_ref(),
+                &registry,
+                Deadline::after(Duration::from_secs(30)),
+            )
+            .await;
+            tracing::info!(
+                seen = report.seen,
+                indexed = report.indexed,
+                completed = report.completed,
+                "index sync"
+            );
+        }
+    }
+    let registry = || RegistryCache::new(parts.config.tool_overrides.clone());
     let app = Arc::new(App {
+        list: List::new(
+            store.clone(),
+            agentkit.clone(),
+            registry(),
+            identity.clone(),
+            parts.config.wake.clone(),
+            parts.config.cursor_key.clone(),
+        ),
+        delete: Delete {
+            store: store.clone(),
+            agentkit: agentkit.clone(),
+            registry: registry(),
+            identity: identity.clone(),
+            wake: parts.config.wake.clone(),
+        },
         create: Create {
             store: store.clone(),
             agentkit: agentkit.clone(),
-            registry: RegistryCache::new(parts.config.tool_overrides.clone()),
+            registry: registry(),
             identity: identity.clone(),
             wake: parts.config.wake.clone(),
             settings: CreateSettings::default(),
@@ -135,7 +174,7 @@ async fn run_with<S: AgentStore>(args: ServeArgs, parts: Parts, store: S) -> Res
         resume: Resume {
             store: store.clone(),
             agentkit: agentkit.clone(),
-            registry: RegistryCache::new(parts.config.tool_overrides.clone()),
+            registry: registry(),
             identity: identity.clone(),
             wake: parts.config.wake.clone(),
         },
