@@ -17,7 +17,11 @@ const EXPECTED: [(u16, &[&str], &[&str]); 8] = [
         &["\"state\":\"awake\"", "\"resumed\":true", "Data helper"],
         &["auth="],
     ),
-    (404, &["AGENT_NOT_FOUND", "urn:snapwake:problem:agent-not-found"], &[]),
+    (
+        404,
+        &["AGENT_NOT_FOUND", "urn:snapwake:problem:agent-not-found"],
+        &[],
+    ),
     (204, &[], &[]),
     (204, &[], &[]),
     (410, &["AGENT_GONE"], &[]),

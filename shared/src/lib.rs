@@ -26,6 +26,7 @@ pub mod index_sync;
 pub mod locate;
 pub mod registry;
 pub mod store;
+pub mod timestamp;
 pub mod view;
 pub mod wake;
 

@@ -27,19 +27,13 @@ pub struct AgentFacts<'a> {
     pub retention: Retention,
 }
 
-fn rfc3339_key(s: Option<&str>) -> i128 {
-    s.and_then(|s| {
-        time::OffsetDateTime::parse(s, &time::format_description::well_known::Rfc3339).ok()
-    })
-    .map_or(i128::MIN, |t| t.unix_timestamp_nanos())
-}
-
 /// The view of one agent at `now_ms`.
 pub fn agent_view(facts: &AgentFacts<'_>, now_ms: u64, settings: &WakeSettings) -> AgentView {
     let record = facts.record;
     let live = newest_session(facts.sessions.iter().filter(|s| s.is_active()).cloned());
     let mut snapshots: Vec<&Snapshot> = facts.snapshots.iter().collect();
-    snapshots.sort_by_key(|s| std::cmp::Reverse(rfc3339_key(s.created_at.as_deref())));
+    snapshots
+        .sort_by_key(|s| std::cmp::Reverse(crate::timestamp::sort_key(s.created_at.as_deref())));
 
     let held = |state: WakeState| {
         record.is_some_and(|r| r.state == state && settings.lease_is_live(r, now_ms))

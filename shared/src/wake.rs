@@ -466,7 +466,9 @@ impl<'a, S: AgentStore, K: AgentKit> WakeLock<'a, S, K> {
                 .find(|s| s.snapshot_id.as_deref() == Some(want))
                 .map(|_| want.to_string()));
         }
-        ready.sort_by_key(|s| std::cmp::Reverse(timestamp(s.created_at.as_deref())));
+        ready.sort_by_key(|s| {
+            std::cmp::Reverse(crate::timestamp::sort_key(s.created_at.as_deref()))
+        });
         Ok(ready.first().and_then(|s| s.snapshot_id.clone()))
     }
 
@@ -657,14 +659,7 @@ enum Joined {
     DecideAgain(Option<AgentRecord>),
 }
 
-fn timestamp(s: Option<&str>) -> i128 {
-    s.and_then(|s| {
-        time::OffsetDateTime::parse(s, &time::format_description::well_known::Rfc3339).ok()
-    })
-    .map_or(i128::MIN, |t| t.unix_timestamp_nanos())
-}
-
 /// The most recently created session of an iterator.
 pub fn newest_session(sessions: impl Iterator<Item = Session>) -> Option<Session> {
-    sessions.max_by_key(|s| timestamp(s.created_at.as_deref()))
+    sessions.max_by_key(|s| crate::timestamp::sort_key(s.created_at.as_deref()))
 }

@@ -538,15 +538,7 @@ async fn seeded_sessions_past_their_expiry_become_snapshots() {
 }
 
 fn snapwake_ts(t: OffsetDateTime) -> String {
-    format!(
-        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}Z",
-        t.year(),
-        u8::from(t.month()),
-        t.day(),
-        t.hour(),
-        t.minute(),
-        t.second()
-    )
+    snapwake::timestamp::format(t)
 }
 
 #[tokio::test]

@@ -150,19 +150,15 @@ pub fn view_of(
     something.then_some(view)
 }
 
-fn instant(s: Option<&str>) -> i128 {
-    s.and_then(|s| {
-        time::OffsetDateTime::parse(s, &time::format_description::well_known::Rfc3339).ok()
-    })
-    .map_or(i128::MIN, |t| t.unix_timestamp_nanos())
-}
-
 /// An agent's last activity: its live session's start or its newest snapshot, whichever is
 /// later. Ties (and agents with neither) order by kind, then id, so the order is total.
 pub fn sort_newest_activity_first(views: &mut [AgentView]) {
     let activity = |v: &AgentView| {
-        let session = instant(v.session.as_ref().and_then(|s| s.created_at.as_deref()));
-        let snapshot = instant(v.snapshots.first().and_then(|s| s.created_at.as_deref()));
+        let session =
+            snapwake::timestamp::sort_key(v.session.as_ref().and_then(|s| s.created_at.as_deref()));
+        let snapshot = snapwake::timestamp::sort_key(
+            v.snapshots.first().and_then(|s| s.created_at.as_deref()),
+        );
         session.max(snapshot)
     };
     views.sort_by(|a, b| {

@@ -80,16 +80,10 @@ pub struct SignedHeaders {
 
 /// `YYYYMMDDTHHMMSSZ` in UTC.
 pub fn format_x_date(at: OffsetDateTime) -> String {
-    let t = at.to_offset(time::UtcOffset::UTC);
-    format!(
-        "{:04}{:02}{:02}T{:02}{:02}{:02}Z",
-        t.year(),
-        u8::from(t.month()),
-        t.day(),
-        t.hour(),
-        t.minute(),
-        t.second()
-    )
+    let fmt = time::macros::format_description!("[year][month][day]T[hour][minute][second]Z");
+    at.to_offset(time::UtcOffset::UTC)
+        .format(&fmt)
+        .unwrap_or_default()
 }
 
 pub fn sha256_hex(data: &[u8]) -> String {

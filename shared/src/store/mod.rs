@@ -203,9 +203,7 @@ pub fn now_s() -> i64 {
 
 /// Now as RFC 3339 (UTC), for `updated_at`.
 pub fn now_rfc3339() -> String {
-    time::OffsetDateTime::now_utc()
-        .format(&time::format_description::well_known::Rfc3339)
-        .unwrap_or_default()
+    crate::timestamp::now()
 }
 
 /// A shared store is a store: several handlers (or a test's callers) can hold one adapter.

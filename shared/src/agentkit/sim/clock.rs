@@ -48,21 +48,12 @@ impl Clock {
 
 /// RFC 3339 UTC with whole seconds, e.g. `2026-12-02T10:00:00Z`, as AgentKit writes timestamps.
 pub(crate) fn format_ts(t: OffsetDateTime) -> String {
-    let t = t.to_offset(time::UtcOffset::UTC);
-    format!(
-        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}Z",
-        t.year(),
-        u8::from(t.month()),
-        t.day(),
-        t.hour(),
-        t.minute(),
-        t.second()
-    )
+    crate::timestamp::format(t)
 }
 
 /// Parse an RFC 3339 timestamp (any offset).
 pub(crate) fn parse_ts(s: &str) -> Option<OffsetDateTime> {
-    OffsetDateTime::parse(s, &time::format_description::well_known::Rfc3339).ok()
+    crate::timestamp::parse(s)
 }
 
 #[cfg(test)]

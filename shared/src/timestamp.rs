@@ -1,0 +1,52 @@
+//! Timestamps as AgentKit writes them and snapwake stores them: RFC 3339 in UTC with whole
+//! seconds (`2026-12-02T10:00:00Z`). They arrive as strings; they are parsed to be compared,
+//! never sorted as text.
+
+use time::format_description::well_known::Rfc3339;
+use time::macros::format_description;
+use time::{OffsetDateTime, UtcOffset};
+
+/// `t` as `YYYY-MM-DDTHH:MM:SSZ`.
+pub fn format(t: OffsetDateTime) -> String {
+    let fmt = format_description!("[year]-[month]-[day]T[hour]:[minute]:[second]Z");
+    t.to_offset(UtcOffset::UTC).format(&fmt).unwrap_or_default()
+}
+
+/// Now, formatted.
+pub fn now() -> String {
+    format(OffsetDateTime::now_utc())
+}
+
+/// An RFC 3339 timestamp with any offset.
+pub fn parse(s: &str) -> Option<OffsetDateTime> {
+    OffsetDateTime::parse(s, &Rfc3339).ok()
+}
+
+/// A key that orders optional timestamps in time; missing or unreadable ones come first.
+pub fn sort_key(s: Option<&str>) -> i128 {
+    s.and_then(parse)
+        .map_or(i128::MIN, OffsetDateTime::unix_timestamp_nanos)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use time::macros::datetime;
+
+    #[test]
+    fn formats_utc_whole_seconds_and_orders_by_time_not_text() {
+        assert_eq!(
+            format(datetime!(2026-12-02 10:00:00.75 +08:00)),
+            "2026-12-02T02:00:00Z"
+        );
+        // Text order would put "…T09…+00:00" after "…T08…-02:00"; time order does not.
+        let a = sort_key(Some("2026-12-02T09:00:00+00:00"));
+        let b = sort_key(Some("2026-12-02T08:00:00-02:00"));
+        assert!(a < b);
+        assert!(sort_key(None) < a && sort_key(Some("soon")) == sort_key(None));
+        assert_eq!(
+            parse("2026-12-02T02:00:00Z"),
+            Some(datetime!(2026-12-02 02:00:00 UTC))
+        );
+    }
+}
