@@ -45,7 +45,7 @@ use snapwake::domain::{
 use snapwake::error::{Error, Result};
 use snapwake::http::request::{self as req, Route};
 use snapwake::http::response;
-use snapwake::identity::{belongs_to, Caller};
+use snapwake::identity::{may_act, Caller};
 use snapwake::index_sync::{index_status, IndexStatus};
 use snapwake::locate::{self, regions, user_session_id};
 use snapwake::registry::RegistryCache;
@@ -243,7 +243,7 @@ impl<S: AgentStore, K: AgentKit> List<S, K> {
         let query = format!(
             "{}|{}",
             q.kind.map_or("", Kind::as_str),
-            q.state.map(state_name).unwrap_or_default()
+            q.state.map(AgentState::as_str).unwrap_or_default()
         );
         let page = Everyone {
             store: &self.store,
@@ -294,7 +294,7 @@ impl<S: AgentStore, K: AgentKit> List<S, K> {
         deadline: Deadline,
     ) -> Result<Response<Body>> {
         let record = self.store.get(&key).await?;
-        if !may_see(caller, &key, record.as_ref()) {
+        if !may_act(caller, &key, record.as_ref()) {
             return Err(Error::AgentNotFound);
         }
         if record.as_ref().is_some_and(|r| r.state == WakeState::Gone) {
@@ -413,46 +413,13 @@ impl<S: AgentStore, K: AgentKit> List<S, K> {
 
 /// Whether `caller` may see `key`: admins always; others when the record names them as owner
 /// or the UserSessionId is theirs. `snapshot-<id>` agents and older ids are admin-only.
-pub fn may_see(caller: &Caller, key: &AgentKey, record: Option<&AgentRecord>) -> bool {
-    caller.is_admin
-        || record.and_then(|r| r.owner.as_deref()) == Some(caller.owner.as_str())
-        || user_session_id(&key.agent_id).is_some_and(|id| belongs_to(id, &caller.owner))
-}
-
-fn state_name(s: AgentState) -> &'static str {
-    match s {
-        AgentState::Awake => "awake",
-        AgentState::Starting => "starting",
-        AgentState::Waking => "waking",
-        AgentState::Asleep => "asleep",
-        AgentState::Deleting => "deleting",
-        AgentState::Unavailable => "unavailable",
-    }
-}
-
-fn parse_state(s: &str) -> Result<AgentState> {
-    [
-        AgentState::Awake,
-        AgentState::Starting,
-        AgentState::Waking,
-        AgentState::Asleep,
-        AgentState::Deleting,
-        AgentState::Unavailable,
-    ]
-    .into_iter()
-    .find(|x| state_name(*x) == s)
-    .ok_or_else(|| {
-        Error::bad_request(
-            "state must be one of awake, starting, waking, asleep, deleting, unavailable",
-        )
-    })
-}
-
 fn list_query(request: &Request) -> Result<ListQuery> {
     let params = request.query_string_parameters();
     let get = |name: &str| params.first(name).map(str::to_string);
     let kind = get("kind").map(|k| req::parse_kind(&k)).transpose()?;
-    let state = get("state").map(|s| parse_state(&s)).transpose()?;
+    let state = get("state")
+        .map(|s| s.parse::<AgentState>().map_err(Error::bad_request))
+        .transpose()?;
     let owner = get("owner").filter(|o| !o.trim().is_empty());
     let limit = match get("limit") {
         None => DEFAULT_LIMIT,

@@ -24,6 +24,41 @@ pub enum AgentState {
     Unavailable,
 }
 
+impl AgentState {
+    pub const ALL: [AgentState; 6] = [
+        AgentState::Awake,
+        AgentState::Starting,
+        AgentState::Waking,
+        AgentState::Asleep,
+        AgentState::Deleting,
+        AgentState::Unavailable,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AgentState::Awake => "awake",
+            AgentState::Starting => "starting",
+            AgentState::Waking => "waking",
+            AgentState::Asleep => "asleep",
+            AgentState::Deleting => "deleting",
+            AgentState::Unavailable => "unavailable",
+        }
+    }
+}
+
+impl std::str::FromStr for AgentState {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        AgentState::ALL
+            .into_iter()
+            .find(|a| a.as_str() == s)
+            .ok_or_else(|| {
+                "state must be one of awake, starting, waking, asleep, deleting, unavailable".into()
+            })
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SessionView {
     pub session_id: String,
