@@ -455,6 +455,34 @@ async fn wake<S: AgentStore>(
     status
 }
 
+/// Whether `owner`'s `GET /v1/agents` lists `agent_id` (the list function, scan path: the
+/// snapshot Tools of the registry, legacy ones included).
+async fn listed<S: AgentStore>(
+    store: S,
+    endpoint: &str,
+    overrides: ToolOverrides,
+    owner: &str,
+    agent_id: &str,
+) -> bool {
+    let list = snapwake_list::List::new(
+        store,
+        client(endpoint),
+        RegistryCache::new(overrides),
+        identity(),
+        WakeSettings::default(),
+        Some("a-cursor-key-of-at-least-32-characters".into()),
+    );
+    let (status, body) = answer(
+        &list
+            .handle(request("GET", "/v1/agents", Who::User(owner), None))
+            .await,
+    );
+    assert_eq!(status, 200, "{body:#}");
+    body["agents"]
+        .as_array()
+        .is_some_and(|agents| agents.iter().any(|a| a["agent_id"] == agent_id))
+}
+
 fn codex(registry: &ToolRegistry) -> snapwake::domain::KindTools {
     registry.kind(Kind::Codex).cloned().unwrap_or_default()
 }
@@ -491,9 +519,27 @@ async fn legacy_without_migration_keeps_the_tool_temporary_and_its_snapshots_wak
     assert_eq!(ctl.tool(&old).unwrap().1.enable_snapshot, Some(true));
     assert_eq!(ctl.counters().received("UpdateTool"), 0);
 
-    // The asleep agent on it stays wakeable.
+    // The asleep agent on it stays listed and wakeable.
     let overrides = ToolOverrides([("CODEX".to_string(), old.clone())].into());
-    wake(store.clone(), &sim.endpoint(), overrides, "alice", &agent).await;
+    assert!(
+        listed(
+            store.clone(),
+            &sim.endpoint(),
+            overrides.clone(),
+            "alice",
+            &agent
+        )
+        .await
+    );
+    wake(
+        store.clone(),
+        &sim.endpoint(),
+        overrides.clone(),
+        "alice",
+        &agent,
+    )
+    .await;
+    assert!(listed(store.clone(), &sim.endpoint(), overrides, "alice", &agent).await);
 
     // A second run changes nothing and keeps it listed.
     let again = run(&f, apply(), Duration::from_secs(60)).await;
@@ -548,6 +594,16 @@ async fn legacy_with_migration_adopts_the_tool_as_recoverable_and_creates_a_temp
         "one new temporary + 5 others"
     );
 
+    assert!(
+        listed(
+            store.clone(),
+            &sim.endpoint(),
+            overrides.clone(),
+            "bob",
+            &agent
+        )
+        .await
+    );
     wake(
         store.clone(),
         &sim.endpoint(),
@@ -569,6 +625,16 @@ async fn legacy_with_migration_adopts_the_tool_as_recoverable_and_creates_a_temp
         Some(old.as_str())
     );
     let another = asleep_on(&ctl, &old, "bob");
+    assert!(
+        listed(
+            store.clone(),
+            &sim.endpoint(),
+            overrides.clone(),
+            "bob",
+            &another
+        )
+        .await
+    );
     wake(store.clone(), &sim.endpoint(), overrides, "bob", &another).await;
 }
 
