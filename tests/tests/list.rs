@@ -5,8 +5,6 @@
 mod support;
 
 use std::collections::BTreeSet;
-use std::future::Future;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -20,12 +18,10 @@ use snapwake::domain::{AgentKey, AgentRecord, Kind, Retention, ToolRegistry, Wak
 use snapwake::identity::usid;
 use snapwake::index_sync::{sync_index, IndexSyncReport};
 use snapwake::registry::{RegistryCache, ToolOverrides};
-use snapwake::store::{
-    now_ms, now_s, AgentStore, Changes, Condition, Description, Document, DocumentKey, OwnerPage,
-    StoreError,
-};
+use snapwake::store::{now_ms, now_s, AgentStore, Changes, Condition, Description};
 use snapwake::wake::WakeSettings;
 use snapwake_list::List;
+use snapwake_tests::counting::CountingStore;
 use support::*;
 
 fn list_fn<S: AgentStore>(store: S, agentkit: AgentKitClient) -> List<S, AgentKitClient> {
@@ -733,81 +729,6 @@ async fn a_failing_tool_still_answers_with_what_the_others_have() {
 // ---------------------------------------------------------------------------------------------
 // The budget (quality.md): one owner's list among 20,000 snapshots of 1,000 owners.
 
-/// A store that counts every call it forwards.
-struct Counting<S> {
-    inner: S,
-    calls: AtomicU64,
-}
-
-impl<S> Counting<S> {
-    fn take(&self) -> u64 {
-        self.calls.swap(0, Ordering::SeqCst)
-    }
-    fn tick(&self) {
-        self.calls.fetch_add(1, Ordering::SeqCst);
-    }
-}
-
-impl<S: AgentStore> AgentStore for Counting<S> {
-    fn get(
-        &self,
-        key: &AgentKey,
-    ) -> impl Future<Output = Result<Option<AgentRecord>, StoreError>> + Send {
-        self.tick();
-        self.inner.get(key)
-    }
-    fn update(
-        &self,
-        key: &AgentKey,
-        condition: &Condition,
-        changes: &Changes,
-    ) -> impl Future<Output = Result<AgentRecord, StoreError>> + Send {
-        self.tick();
-        self.inner.update(key, condition, changes)
-    }
-    fn query_owner(
-        &self,
-        owner_key: &str,
-        limit: u32,
-        cursor: Option<&str>,
-    ) -> impl Future<Output = Result<OwnerPage, StoreError>> + Send {
-        self.tick();
-        self.inner.query_owner(owner_key, limit, cursor)
-    }
-    fn get_registry(
-        &self,
-    ) -> impl Future<Output = Result<Option<ToolRegistry>, StoreError>> + Send {
-        self.tick();
-        self.inner.get_registry()
-    }
-    fn get_document(
-        &self,
-        key: DocumentKey<'_>,
-    ) -> impl Future<Output = Result<Option<Document>, StoreError>> + Send {
-        self.tick();
-        self.inner.get_document(key)
-    }
-    fn put_document(
-        &self,
-        key: DocumentKey<'_>,
-        value: &Value,
-        expected_version: u64,
-        expires_at: Option<i64>,
-    ) -> impl Future<Output = Result<Document, StoreError>> + Send {
-        self.tick();
-        self.inner
-            .put_document(key, value, expected_version, expires_at)
-    }
-    fn put_registry(
-        &self,
-        registry: &ToolRegistry,
-        expected_version: u64,
-    ) -> impl Future<Output = Result<ToolRegistry, StoreError>> + Send {
-        self.tick();
-        self.inner.put_registry(registry, expected_version)
-    }
-}
-
 fn agentkit_calls(world: &World) -> u64 {
     world
         .sim
@@ -823,10 +744,7 @@ fn agentkit_calls(world: &World) -> u64 {
 async fn one_owner_among_20000_snapshots_costs_two_queries_and_one_call_per_agent() {
     const OWNERS: usize = 1000;
     let dynamo = dynamo_store("list-budget").await;
-    let store = Arc::new(Counting {
-        inner: dynamo,
-        calls: AtomicU64::new(0),
-    });
+    let store = Arc::new(CountingStore::new(dynamo));
     let world = World::start(Duration::ZERO).await;
     world.register(&store).await;
     // owner-0000: 10 agents of 2 snapshots; 999 others: 2 agents of 10 snapshots.
@@ -873,19 +791,19 @@ async fn one_owner_among_20000_snapshots_costs_two_queries_and_one_call_per_agen
     assert_eq!(report.seen, 10 + 2 * (OWNERS as u64 - 1));
 
     // The first list after the sync also reads the sync's completion once.
-    store.take();
+    let before = store.calls.total();
     let (_, first) = get(&f, "/v1/agents", &[], me).await;
-    assert!(store.take() <= 3);
+    assert!(store.calls.total() - before <= 3);
     assert_eq!(summary(&first), summary(&scanned));
 
     // A warm list: the two owner-index queries, one exact listing per agent, one
     // Username-filtered listing per Tool.
-    store.take();
+    let before = store.calls.total();
     ctl.reset_counters();
     let (status, indexed) = get(&f, "/v1/agents", &[], me).await;
     assert_eq!(status, 200);
     assert_eq!(summary(&indexed), summary(&scanned));
-    let dynamo_calls = store.take();
+    let dynamo_calls = store.calls.total() - before;
     let counters = ctl.counters();
     let calls = agentkit_calls(&world);
     eprintln!("index path: {dynamo_calls} DynamoDB calls, {calls} AgentKit calls");
