@@ -655,3 +655,46 @@ pub fn problem_fault(
         .collect();
     (!wrong.is_empty()).then(|| format!("{} (body {body})", wrong.join("; ")))
 }
+
+impl World {
+    /// [`World::start`] with a simulator configured by `config` (its own credentials, say).
+    pub async fn start_with(config: SimConfig) -> World {
+        let sim = Simulator::start(config).await.unwrap();
+        let ctl = sim.control();
+        let tool = |name: &str, snapshots: bool| SeedTool {
+            name: name.into(),
+            tool_type: "CodeEnv".into(),
+            enable_snapshot: snapshots,
+            ..SeedTool::default()
+        };
+        let recoverable = ctl.seed_tool(REGION, tool("chat-snapshot", true)).unwrap();
+        let temporary = ctl
+            .seed_tool(REGION, tool("chat-temporary", false))
+            .unwrap();
+        World {
+            sim,
+            recoverable,
+            temporary,
+        }
+    }
+}
+
+/// [`client`] signing with `credentials`.
+pub fn client_with(
+    endpoint: &str,
+    credentials: snapwake::agentkit::signer::Credentials,
+) -> AgentKitClient {
+    let config = AgentKitConfig {
+        endpoint: endpoint.to_string(),
+        regions: vec![REGION.into(), "cn-shanghai".into()],
+        credentials: CredentialsSource::Static(credentials.clone()),
+        request_timeout: Duration::from_secs(10),
+    };
+    AgentKitClient::new(&config, credentials)
+        .unwrap()
+        .with_retry_policy(RetryPolicy {
+            max_retries: 2,
+            base: Duration::from_millis(20),
+            max_wait: Duration::from_secs(1),
+        })
+}
