@@ -90,7 +90,13 @@ impl<S: AgentStore, K: AgentKit> Delete<S, K> {
             .get(2)
             .map(|s| req::parse_id(s))
             .transpose()?;
-        let if_match = if_match(req::header(request, "if-match"))?;
+        // An If-Match that is not text cannot match any version: never read it as absent.
+        let if_match = if_match(
+            request
+                .headers()
+                .get("if-match")
+                .map(|v| v.to_str().unwrap_or("(not text)")),
+        )?;
         let deadline = deadline(request);
         let key = AgentKey::new(kind, agent_id);
 

@@ -45,7 +45,10 @@ pub struct Resume<S, K> {
     pub wake: WakeSettings,
 }
 
+/// Unknown fields are refused (400) rather than ignored: a misspelt `snapshotid` must not
+/// quietly wake the newest snapshot instead of the one named.
 #[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
 struct ResumeBody {
     #[serde(default)]
     snapshot_id: Option<String>,

@@ -115,10 +115,16 @@ pub fn body_bytes(req: &Request) -> Result<&[u8]> {
 }
 
 /// An optional JSON body: absent or blank → `None`; malformed or of the wrong shape → 400.
+///
+/// Every body of this API is a JSON object: anything else is refused before serde sees it,
+/// because serde would read a struct from an array too (`[]` as a struct of optional fields).
 pub fn optional_json<T: DeserializeOwned>(req: &Request) -> Result<Option<T>> {
     let bytes = body_bytes(req)?;
-    if bytes.iter().all(u8::is_ascii_whitespace) {
+    let Some(first) = bytes.iter().find(|b| !b.is_ascii_whitespace()) else {
         return Ok(None);
+    };
+    if *first != b'{' {
+        return Err(Error::bad_request("the JSON body must be an object"));
     }
     serde_json::from_slice(bytes)
         .map(Some)
@@ -194,6 +200,33 @@ mod tests {
             Err(Error::MethodNotAllowed { allow }) => assert_eq!(allow, "GET, DELETE"),
             other => panic!("{other:?}"),
         }
+    }
+
+    fn with_body(body: &str) -> Request {
+        let mut req = Request::default();
+        *req.body_mut() = Body::Text(body.into());
+        req
+    }
+
+    #[test]
+    fn a_json_body_must_be_an_object() {
+        #[derive(Debug, Default, serde::Deserialize)]
+        #[allow(dead_code)]
+        struct Optional {
+            #[serde(default)]
+            id: Option<String>,
+        }
+        for bad in ["[]", "[\"x\"]", "null", "7", "\"x\"", "true", " \n[1]"] {
+            assert!(
+                optional_json::<Optional>(&with_body(bad)).is_err(),
+                "{bad:?}"
+            );
+        }
+        assert!(optional_json::<Optional>(&with_body(" \n "))
+            .unwrap()
+            .is_none());
+        let ok = optional_json::<Optional>(&with_body(" {\"id\":\"a\"}")).unwrap();
+        assert_eq!(ok.unwrap().id.as_deref(), Some("a"));
     }
 
     #[test]

@@ -409,3 +409,292 @@ impl<K: snapwake::agentkit::AgentKit> snapwake::agentkit::AgentKit for Jitter<K>
         self.inner.regions()
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Security tests (branch `matrix`): every HTTP route behind one dispatcher, requests built
+// from an editable event, and the problem+json shape.
+
+/// Every HTTP function of snapwake over one store and one AgentKit, each with its own context,
+/// dispatched by the functions' own route tables (API Gateway's job in production).
+pub struct Api<S, K> {
+    pub list: snapwake_list::List<S, K>,
+    pub create: snapwake_create::Create<S, K>,
+    pub resume: snapwake_resume::Resume<S, K>,
+    pub delete: snapwake_delete::Delete<S, K>,
+}
+
+/// Which function serves a route.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Function {
+    List,
+    Create,
+    Resume,
+    Delete,
+}
+
+impl Function {
+    pub const ALL: [Function; 4] = [
+        Function::List,
+        Function::Create,
+        Function::Resume,
+        Function::Delete,
+    ];
+
+    pub fn routes(self) -> &'static [snapwake::http::request::Route] {
+        match self {
+            Function::List => &snapwake_list::ROUTES,
+            Function::Create => &snapwake_create::ROUTES,
+            Function::Resume => &snapwake_resume::ROUTES,
+            Function::Delete => &snapwake_delete::ROUTES,
+        }
+    }
+}
+
+/// Short polls and leases, so a resume answers quickly on the simulator.
+pub fn quick_wake() -> snapwake::wake::WakeSettings {
+    snapwake::wake::WakeSettings {
+        lease: Duration::from_secs(5),
+        ready_timeout: Duration::from_secs(3),
+        skew_margin: Duration::from_millis(200),
+        poll_min: Duration::from_millis(20),
+        poll_max: Duration::from_millis(100),
+        wait: Duration::from_secs(3),
+        ..snapwake::wake::WakeSettings::default()
+    }
+}
+
+impl<S, K> Api<S, K>
+where
+    S: AgentStore + Clone,
+    K: snapwake::agentkit::AgentKit + Clone,
+{
+    /// All four functions over `store` and `agentkit`, with `identity` and [`quick_wake`].
+    pub fn new(store: S, agentkit: K, identity: snapwake::config::IdentityConfig) -> Self {
+        use snapwake::registry::{RegistryCache, ToolOverrides};
+        let registry = || RegistryCache::new(ToolOverrides::default());
+        Api {
+            list: snapwake_list::List::new(
+                store.clone(),
+                agentkit.clone(),
+                registry(),
+                identity.clone(),
+                quick_wake(),
+                None,
+            ),
+            create: snapwake_create::Create {
+                store: store.clone(),
+                agentkit: agentkit.clone(),
+                registry: registry(),
+                identity: identity.clone(),
+                wake: quick_wake(),
+                settings: snapwake_create::CreateSettings {
+                    budget: Duration::from_secs(5),
+                    ..Default::default()
+                },
+            },
+            resume: snapwake_resume::Resume {
+                store: store.clone(),
+                agentkit: agentkit.clone(),
+                registry: registry(),
+                identity: identity.clone(),
+                wake: quick_wake(),
+            },
+            delete: snapwake_delete::Delete {
+                store,
+                agentkit,
+                registry: registry(),
+                identity,
+                wake: quick_wake(),
+            },
+        }
+    }
+}
+
+impl<S: AgentStore, K: snapwake::agentkit::AgentKit> Api<S, K> {
+    /// The function's own `handle`, called directly (no dispatch).
+    pub async fn handle_by(
+        &self,
+        function: Function,
+        request: lambda_http::Request,
+    ) -> lambda_http::Response<lambda_http::Body> {
+        match function {
+            Function::List => self.list.handle(request).await,
+            Function::Create => self.create.handle(request).await,
+            Function::Resume => self.resume.handle(request).await,
+            Function::Delete => self.delete.handle(request).await,
+        }
+    }
+
+    /// Route `request` as API Gateway would: an unknown path → 404, a known path with another
+    /// method → 405 with `Allow` (all functions' methods for it), else the function's `handle`.
+    pub async fn handle(
+        &self,
+        request: lambda_http::Request,
+    ) -> lambda_http::Response<lambda_http::Body> {
+        use snapwake::http::request as req;
+        let table: Vec<(req::Route, Function)> = Function::ALL
+            .into_iter()
+            .flat_map(|f| f.routes().iter().map(move |r| (*r, f)))
+            .collect();
+        let all: Vec<req::Route> = table.iter().map(|(r, _)| *r).collect();
+        let method = request.method().as_str().to_string();
+        let matched = match req::route(&all, &method, req::path(&request)) {
+            Ok(m) => m,
+            Err(e) => return e.into_response(req::request_id(&request).as_deref()),
+        };
+        let function = table
+            .iter()
+            .find(|(r, _)| r.pattern == matched.pattern && r.method.eq_ignore_ascii_case(&method))
+            .map(|(_, f)| *f);
+        match function {
+            Some(f) => self.handle_by(f, request).await,
+            None => {
+                snapwake::Error::RouteNotFound.into_response(req::request_id(&request).as_deref())
+            }
+        }
+    }
+}
+
+/// The API Gateway v2 event [`request`] builds, as JSON to edit before [`from_event`].
+pub fn event(method: &str, raw_path: &str, who: Who<'_>, body: Option<&str>) -> Value {
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/fixtures/apigw/jwt-no-groups.json"
+    ))
+    .unwrap();
+    let mut event: Value = serde_json::from_str(&text).unwrap();
+    event["rawPath"] = raw_path.into();
+    event["routeKey"] = format!("{method} {raw_path}").into();
+    event["requestContext"]["http"]["method"] = method.into();
+    event["requestContext"]["http"]["path"] = raw_path.into();
+    event["requestContext"]["requestId"] = uuid::Uuid::new_v4().simple().to_string().into();
+    event["body"] = body.map_or(Value::Null, Value::from);
+    let headers = event["headers"].as_object_mut().unwrap();
+    headers.remove("idempotency-key");
+    headers.remove("content-length");
+    let claims = &mut event["requestContext"]["authorizer"]["jwt"]["claims"];
+    match who {
+        Who::User(sub) => {
+            claims["sub"] = sub.into();
+            claims["preferred_username"] = sub.into();
+        }
+        Who::Admin(sub) => {
+            claims["sub"] = sub.into();
+            claims["preferred_username"] = sub.into();
+            claims["cognito:groups"] = "[admins]".into();
+        }
+        Who::Nobody => {
+            event["requestContext"]
+                .as_object_mut()
+                .unwrap()
+                .remove("authorizer");
+        }
+    }
+    event
+}
+
+/// The request of an (edited) [`event`].
+pub fn from_event(event: &Value) -> lambda_http::Request {
+    lambda_http::request::from_str(&event.to_string()).unwrap()
+}
+
+/// The request id an event carries.
+pub fn request_id_of(event: &Value) -> String {
+    event["requestContext"]["requestId"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+/// Why `resp` is not a well-formed problem+json answer of `status`, if it is not: the
+/// `Content-Type`, `status` and `code` (upper snake case) in the body, `type`
+/// `urn:snapwake:problem:<code in kebab case>`, a title, and `request_id` when one is given.
+pub fn problem_fault(
+    resp: &lambda_http::Response<lambda_http::Body>,
+    status: u16,
+    request_id: Option<&str>,
+) -> Option<String> {
+    let (got, body) = answer(resp);
+    let content_type = header_of(resp, "content-type").unwrap_or("");
+    let code = body["code"].as_str().unwrap_or("");
+    let kebab = code.to_ascii_lowercase().replace('_', "-");
+    let faults = [
+        (got != status, format!("status {got}, want {status}")),
+        (
+            content_type != "application/problem+json",
+            format!("Content-Type {content_type:?}"),
+        ),
+        (
+            body["status"] != status,
+            format!("body status {}", body["status"]),
+        ),
+        (
+            code.is_empty()
+                || !code
+                    .chars()
+                    .all(|c| c.is_ascii_uppercase() || c == '_' || c.is_ascii_digit()),
+            format!("code {:?}", body["code"]),
+        ),
+        (
+            body["type"] != format!("urn:snapwake:problem:{kebab}").as_str(),
+            format!("type {}", body["type"]),
+        ),
+        (
+            body["title"].as_str().is_none_or(str::is_empty),
+            "no title".to_string(),
+        ),
+        (
+            request_id.is_some_and(|id| body["request_id"] != id),
+            format!("request_id {}", body["request_id"]),
+        ),
+    ];
+    let wrong: Vec<String> = faults
+        .into_iter()
+        .filter(|(bad, _)| *bad)
+        .map(|(_, why)| why)
+        .collect();
+    (!wrong.is_empty()).then(|| format!("{} (body {body})", wrong.join("; ")))
+}
+
+impl World {
+    /// [`World::start`] with a simulator configured by `config` (its own credentials, say).
+    pub async fn start_with(config: SimConfig) -> World {
+        let sim = Simulator::start(config).await.unwrap();
+        let ctl = sim.control();
+        let tool = |name: &str, snapshots: bool| SeedTool {
+            name: name.into(),
+            tool_type: "CodeEnv".into(),
+            enable_snapshot: snapshots,
+            ..SeedTool::default()
+        };
+        let recoverable = ctl.seed_tool(REGION, tool("chat-snapshot", true)).unwrap();
+        let temporary = ctl
+            .seed_tool(REGION, tool("chat-temporary", false))
+            .unwrap();
+        World {
+            sim,
+            recoverable,
+            temporary,
+        }
+    }
+}
+
+/// [`client`] signing with `credentials`.
+pub fn client_with(
+    endpoint: &str,
+    credentials: snapwake::agentkit::signer::Credentials,
+) -> AgentKitClient {
+    let config = AgentKitConfig {
+        endpoint: endpoint.to_string(),
+        regions: vec![REGION.into(), "cn-shanghai".into()],
+        credentials: CredentialsSource::Static(credentials.clone()),
+        request_timeout: Duration::from_secs(10),
+    };
+    AgentKitClient::new(&config, credentials)
+        .unwrap()
+        .with_retry_policy(RetryPolicy {
+            max_retries: 2,
+            base: Duration::from_millis(20),
+            max_wait: Duration::from_secs(1),
+        })
+}

@@ -1,0 +1,272 @@
+//! No secret, signature or session Endpoint appears in any response or log line (quality.md):
+//! a canary secret key and session token go through the whole flow — create, list, expiry into
+//! a snapshot, resume, get, delete snapshot, delete agent, plus refusals and a client signing
+//! with the wrong secret — on DynamoDB Local and the simulator, with every `tracing` event at
+//! every level (whatever `RUST_LOG` says) captured in memory.
+//!
+//! This binary holds one test because it installs the global subscriber.
+
+mod support;
+
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use snapwake::agentkit::sim::SimConfig;
+use snapwake::agentkit::Credentials;
+use snapwake::store::dynamo::DynamoStore;
+use support::*;
+
+const SECRET: &str = "canary-SECRET-8d1f";
+const TOKEN: &str = "canary-TOKEN-51c9e";
+const WRONG_SECRET: &str = "canary-WRONG-SECRET-77aa";
+
+/// A `tracing` writer into a shared buffer.
+#[derive(Clone, Default)]
+struct Captured(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Captured {
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
+    }
+}
+
+/// Every response of the flow as text: status, headers and body.
+#[derive(Default)]
+struct Transcript {
+    responses: Vec<String>,
+}
+
+impl Transcript {
+    /// Record `resp` and answer its status and JSON body.
+    fn record(
+        &mut self,
+        step: &str,
+        resp: &lambda_http::Response<lambda_http::Body>,
+    ) -> (u16, serde_json::Value) {
+        let mut text = format!("{step}: {}\n", resp.status());
+        for (name, value) in resp.headers() {
+            text.push_str(&format!(
+                "{name}: {}\n",
+                String::from_utf8_lossy(value.as_bytes())
+            ));
+        }
+        match resp.body() {
+            lambda_http::Body::Text(t) => text.push_str(t),
+            lambda_http::Body::Binary(b) => text.push_str(&String::from_utf8_lossy(b)),
+            _ => {}
+        }
+        self.responses.push(text);
+        answer(resp)
+    }
+}
+
+/// The session Endpoints the simulator holds now.
+fn endpoints(world: &World) -> Vec<String> {
+    world
+        .sim
+        .control()
+        .sessions()
+        .into_iter()
+        .filter_map(|s| s.endpoint)
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_secret_signature_or_endpoint_reaches_a_response_or_a_log_line() {
+    let logs = Captured::default();
+    let writer = logs.clone();
+    tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::TRACE)
+        .with_ansi(false)
+        .with_writer(move || writer.clone())
+        .try_init()
+        .expect("the only subscriber of this test binary");
+
+    let credentials = Credentials::new("AKcanary", SECRET, Some(TOKEN.to_string()));
+    let world = World::start_with(SimConfig {
+        credentials: credentials.clone(),
+        ..SimConfig::default()
+    })
+    .await;
+    let store = Arc::new(dynamo_store("canary").await);
+    world.register(&store).await;
+    let endpoint = world.sim.endpoint();
+    let api: Api<Arc<DynamoStore>, _> = Api::new(
+        store.clone(),
+        client_with(&endpoint, credentials),
+        identity(),
+    );
+    let mut seen_endpoints = Vec::new();
+    let mut t = Transcript::default();
+    let alice = Who::User("alice");
+
+    // Create.
+    let (status, created) = t.record(
+        "create",
+        &api.handle(from_event(&event(
+            "POST",
+            "/v1/agents",
+            alice,
+            Some(r#"{"kind":"codex","display_name":"Canary","retention":"recoverable"}"#),
+        )))
+        .await,
+    );
+    assert_eq!(status, 201, "{created}");
+    let agent_id = created["agent_id"].as_str().unwrap().to_string();
+    let agent = format!("/v1/agents/codex/{agent_id}");
+    seen_endpoints.extend(endpoints(&world));
+
+    // The session expires into a snapshot (simulated time), and the agent sleeps.
+    world.sim.control().advance(Duration::from_secs(9 * 3600));
+    let (status, listed) = t.record(
+        "list",
+        &api.handle(from_event(&event("GET", "/v1/agents", alice, None)))
+            .await,
+    );
+    assert_eq!(status, 200, "{listed}");
+    assert!(
+        listed["agents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|a| a["agent_id"] == agent_id.as_str()),
+        "{listed}"
+    );
+
+    // Resume, then get.
+    let (status, resumed) = t.record(
+        "resume",
+        &api.handle(from_event(&event(
+            "POST",
+            &format!("{agent}/resume"),
+            alice,
+            None,
+        )))
+        .await,
+    );
+    assert_eq!(status, 200, "{resumed}");
+    assert_eq!(resumed["state"], "awake", "{resumed}");
+    seen_endpoints.extend(endpoints(&world));
+    let (status, got) = t.record(
+        "get",
+        &api.handle(from_event(&event("GET", &agent, alice, None)))
+            .await,
+    );
+    assert_eq!(status, 200, "{got}");
+    let snapshot = got["snapshots"][0]["snapshot_id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("the expired session left a snapshot: {got}"))
+        .to_string();
+
+    // Refusals: another owner, bad input.
+    let (status, _) = t.record(
+        "foreign get",
+        &api.handle(from_event(&event("GET", &agent, Who::User("bob"), None)))
+            .await,
+    );
+    assert_eq!(status, 404);
+    let (status, _) = t.record(
+        "bad resume body",
+        &api.handle(from_event(&event(
+            "POST",
+            &format!("{agent}/resume"),
+            alice,
+            Some(r#"{"snapshot_id":"a/b"}"#),
+        )))
+        .await,
+    );
+    assert_eq!(status, 400);
+
+    // A client signing with the wrong secret: AgentKit refuses it, snapwake answers a problem.
+    let wrong = Api::new(
+        store.clone(),
+        client_with(
+            &endpoint,
+            Credentials::new("AKcanary", WRONG_SECRET, Some(TOKEN.to_string())),
+        ),
+        identity(),
+    );
+    let (status, refused) = t.record(
+        "wrong secret",
+        &wrong
+            .handle(from_event(&event("GET", &agent, alice, None)))
+            .await,
+    );
+    assert!(status >= 500, "{status} {refused}");
+
+    // Delete the snapshot, then the agent.
+    let (status, body) = t.record(
+        "delete snapshot",
+        &api.handle(from_event(&event(
+            "DELETE",
+            &format!("{agent}/snapshots/{snapshot}"),
+            alice,
+            None,
+        )))
+        .await,
+    );
+    assert_eq!(status, 204, "{body}");
+    seen_endpoints.extend(endpoints(&world));
+    let (status, body) = t.record(
+        "delete agent",
+        &api.handle(from_event(&event("DELETE", &agent, alice, None)))
+            .await,
+    );
+    assert_eq!(status, 204, "{body}");
+
+    seen_endpoints.sort();
+    seen_endpoints.dedup();
+    assert!(
+        seen_endpoints.len() >= 2 && seen_endpoints.iter().all(|e| e.contains("auth=")),
+        "the flow had sessions with Endpoints: {seen_endpoints:?}"
+    );
+    let logs = logs.text();
+    // The capture works and is at trace level: AgentKit calls, store calls and refusals show.
+    for expected in [
+        "ResumeSessionFromSnapshot",
+        "agentkit answered",
+        agent_id.as_str(),
+        "refused",
+    ] {
+        assert!(
+            logs.contains(expected),
+            "the captured log lacks {expected:?}: capture is broken"
+        );
+    }
+
+    let mut needles: Vec<String> = vec![
+        SECRET.into(),
+        TOKEN.into(),
+        WRONG_SECRET.into(),
+        "Signature=".into(),
+        "?auth=".into(),
+    ];
+    needles.extend(seen_endpoints);
+    let mut leaks = Vec::new();
+    for needle in &needles {
+        for line in logs.lines().filter(|l| l.contains(needle.as_str())) {
+            leaks.push(format!("log line has {needle:?}: {line:.400}"));
+        }
+        for resp in t.responses.iter().filter(|r| r.contains(needle.as_str())) {
+            leaks.push(format!("response has {needle:?}: {resp:.400}"));
+        }
+    }
+    assert!(
+        leaks.is_empty(),
+        "{} leaks:\n  {}",
+        leaks.len(),
+        leaks.join("\n  ")
+    );
+}
