@@ -191,10 +191,20 @@ impl<K: AgentKit> Applier<'_, K> {
             tool_id: tool_id.to_string(),
         };
         loop {
-            let tool = self
+            // Out of time before or during a poll is not a failure: the Tool exists and the
+            // next run finishes waiting for it.
+            if self.deadline.is_past() {
+                return Ok(None);
+            }
+            let tool = match self
                 .agentkit
                 .call(&planned.region, &request, self.deadline)
-                .await?;
+                .await
+            {
+                Ok(tool) => tool,
+                Err(_) if self.deadline.is_past() => return Ok(None),
+                Err(e) => return Err(e),
+            };
             let snapshots_ok = !planned.entry.recoverable || tool.enable_snapshot == Some(true);
             if tool.is_ready() && snapshots_ok {
                 return Ok(Some(tool));

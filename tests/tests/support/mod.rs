@@ -156,47 +156,15 @@ pub enum Who<'a> {
     Nobody,
 }
 
-/// An API Gateway HTTP API (payload 2.0) request, built from the recorded JWT fixture.
+/// An API Gateway HTTP API (payload 2.0) request, built from the recorded JWT fixture (see
+/// [`event`]).
 pub fn request(
     method: &str,
     raw_path: &str,
     who: Who<'_>,
     body: Option<&str>,
 ) -> lambda_http::Request {
-    let text = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/fixtures/apigw/jwt-no-groups.json"
-    ))
-    .unwrap();
-    let mut event: Value = serde_json::from_str(&text).unwrap();
-    event["rawPath"] = raw_path.into();
-    event["routeKey"] = format!("{method} {raw_path}").into();
-    event["requestContext"]["http"]["method"] = method.into();
-    event["requestContext"]["http"]["path"] = raw_path.into();
-    event["requestContext"]["requestId"] = uuid::Uuid::new_v4().simple().to_string().into();
-    match body {
-        Some(b) => event["body"] = b.into(),
-        None => event["body"] = Value::Null,
-    }
-    let claims = &mut event["requestContext"]["authorizer"]["jwt"]["claims"];
-    match who {
-        Who::User(sub) => {
-            claims["sub"] = sub.into();
-            claims["preferred_username"] = sub.into();
-        }
-        Who::Admin(sub) => {
-            claims["sub"] = sub.into();
-            claims["preferred_username"] = sub.into();
-            claims["cognito:groups"] = "[admins]".into();
-        }
-        Who::Nobody => {
-            event["requestContext"]
-                .as_object_mut()
-                .unwrap()
-                .remove("authorizer");
-        }
-    }
-    lambda_http::request::from_str(&event.to_string()).unwrap()
+    from_event(&event(method, raw_path, who, body))
 }
 
 /// The identity configuration of the tests: the `admins` group is admin.
