@@ -24,6 +24,7 @@ const STORM: usize = 500;
 const READY_DELAY: Duration = Duration::from_secs(2);
 const AGENTS: usize = 1000;
 const CALLERS: usize = 32;
+const WARM_UP: usize = 300;
 
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
     let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
@@ -92,7 +93,7 @@ async fn storm() {
     let counters = world.sim.control().counters();
     let store_calls = calls.total() - before;
     println!("## Wake storm: {STORM} concurrent resumes of one asleep agent\n");
-    println!("DynamoDB Local + simulated AgentKit over loopback HTTP, session readiness delay {}, one process, 8 worker threads.\n", ms(READY_DELAY));
+    println!("DynamoDB Local + simulated AgentKit over loopback HTTP, session readiness delay {}, one process, 8 worker threads, after {WARM_UP} unmeasured wakes that warm up DynamoDB Local's JVM.\n", ms(READY_DELAY));
     println!("| measure | value |\n|---|---|");
     println!(
         "| ResumeSessionFromSnapshot sent | {} |",
@@ -215,6 +216,34 @@ async fn throughput() {
     println!();
 }
 
+/// Unmeasured wakes first: DynamoDB Local is a JVM, and its first thousand requests run
+/// interpreted. Without this the numbers measure its JIT warming up, not snapwake.
+async fn warm_up() {
+    let world = World::start(Duration::ZERO).await;
+    let store = dynamo_store("bench-warm-up").await;
+    world.register(&store).await;
+    let function = Arc::new(Resume {
+        store,
+        agentkit: world.client(),
+        registry: RegistryCache::new(ToolOverrides::default()),
+        identity: identity(),
+        wake: WakeSettings::default(),
+    });
+    let mut tasks = Vec::new();
+    for i in 0..WARM_UP {
+        let owner = format!("warm{}", i % 16);
+        let agent = world.asleep_agent(&owner, "Warm").0;
+        let f = function.clone();
+        tasks.push(tokio::spawn(async move {
+            let p = format!("/v1/agents/codex/{agent}/resume");
+            f.handle(request("POST", &p, Who::User(&owner), None)).await
+        }));
+    }
+    for t in tasks {
+        let _ = t.await;
+    }
+}
+
 fn main() {
     // `cargo bench` passes `--bench`; nothing else to parse.
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -223,6 +252,7 @@ fn main() {
         .build()
         .expect("runtime");
     rt.block_on(async {
+        warm_up().await;
         storm().await;
         throughput().await;
     });
