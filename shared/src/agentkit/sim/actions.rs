@@ -78,6 +78,34 @@ fn ttl(ttl: u64, unit: &str) -> Result<time::Duration, SimError> {
 // ---------------------------------------------------------------------------------------------
 // Sessions
 
+/// The value sets of `{Name, Values}` filters that may only name `allowed`, each sorted and
+/// de-duplicated (any-of within a filter, all-of across filters), in a canonical order so a
+/// NextToken can be tied to them.
+fn filter_values(
+    filters: Option<Vec<Filter>>,
+    action: &str,
+    allowed: &str,
+) -> Result<Vec<Vec<String>>, SimError> {
+    let mut out: Vec<Vec<String>> = Vec::new();
+    for f in filters.unwrap_or_default() {
+        if f.name != allowed {
+            return Err(SimError::invalid(format!(
+                "unknown {action} filter {}",
+                f.name
+            )));
+        }
+        if f.values.is_empty() {
+            return Err(SimError::invalid("a filter needs at least one value"));
+        }
+        let mut v = f.values;
+        v.sort();
+        v.dedup();
+        out.push(v);
+    }
+    out.sort();
+    Ok(out)
+}
+
 /// Sessions of a Tool that still exist, oldest first. `Metadata` filters must all match
 /// (exact key and value); each `Filters` entry must be `UserSessionId` with non-empty
 /// `Values`, matched any-of (several entries are ANDed). Another filter name is refused.
@@ -95,23 +123,7 @@ fn list_sessions(
         .map(|m| (m.key, m.value))
         .collect();
     meta.sort();
-    let mut filters: Vec<Vec<String>> = Vec::new();
-    for f in r.filters.unwrap_or_default() {
-        if f.name != "UserSessionId" {
-            return Err(SimError::invalid(format!(
-                "unknown ListSessions filter {}",
-                f.name
-            )));
-        }
-        if f.values.is_empty() {
-            return Err(SimError::invalid("a filter needs at least one value"));
-        }
-        let mut v = f.values;
-        v.sort();
-        v.dedup();
-        filters.push(v);
-    }
-    filters.sort();
+    let filters = filter_values(r.filters, "ListSessions", "UserSessionId")?;
     let mut parts = vec![
         "ListSessions".to_string(),
         cx.region.into(),
@@ -290,23 +302,7 @@ fn delete_session_snapshot(
 /// project). `Filters` may only be `Name` (exact, any-of).
 fn list_tools(w: &mut World, cx: &Ctx<'_>, r: ListTools) -> Result<ListToolsResult, SimError> {
     let size = pagination::page_size(r.max_results)?;
-    let mut names: Vec<Vec<String>> = Vec::new();
-    for f in r.filters.unwrap_or_default() {
-        if f.name != "Name" {
-            return Err(SimError::invalid(format!(
-                "unknown ListTools filter {}",
-                f.name
-            )));
-        }
-        if f.values.is_empty() {
-            return Err(SimError::invalid("a filter needs at least one value"));
-        }
-        let mut v = f.values;
-        v.sort();
-        v.dedup();
-        names.push(v);
-    }
-    names.sort();
+    let names = filter_values(r.filters, "ListTools", "Name")?;
     let p = format!("p:{}", r.project_name);
     let mut parts = vec!["ListTools", cx.region, p.as_str()];
     let joined: Vec<String> = names
