@@ -159,10 +159,12 @@ fn wake_settings(get: &impl Fn(&str) -> Option<String>) -> Result<WakeSettings, 
             reason: "must be at most 28 (API Gateway answers 504 after 30 s)".into(),
         });
     }
-    if ready_s == 0 {
+    // The holder's lease after a Resume must outlive the request that waits on it, or a
+    // caller could take over a wake that is still being polled.
+    if ready_s <= wait_s {
         return Err(ConfigError::Invalid {
             var: "SNAPWAKE_READY_TIMEOUT_S",
-            reason: "must be positive".into(),
+            reason: format!("must be longer than SNAPWAKE_WAIT_S ({wait_s} s)"),
         });
     }
     Ok(WakeSettings {
@@ -387,6 +389,23 @@ mod tests {
         let mut vars = KEYS.to_vec();
         vars.push(("SNAPWAKE_CURSOR_KEY", &key));
         assert_eq!(config(&vars).unwrap().cursor_key, Some(key.clone()));
+    }
+
+    #[test]
+    fn the_readiness_timeout_outlives_the_wait() {
+        let mut vars = KEYS.to_vec();
+        vars.extend([
+            ("SNAPWAKE_WAIT_S", "20"),
+            ("SNAPWAKE_READY_TIMEOUT_S", "20"),
+        ]);
+        assert!(config(&vars)
+            .unwrap_err()
+            .to_string()
+            .contains("SNAPWAKE_READY_TIMEOUT_S"));
+        let mut vars = KEYS.to_vec();
+        vars.extend([("SNAPWAKE_WAIT_S", "5"), ("SNAPWAKE_READY_TIMEOUT_S", "30")]);
+        let c = config(&vars).unwrap();
+        assert_eq!(c.wake.ready_timeout, Duration::from_secs(30));
     }
 
     #[test]

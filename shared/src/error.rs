@@ -46,6 +46,12 @@ pub enum Error {
     #[error("{0}")]
     WakeFailed(String),
 
+    /// Not enough of this request's budget is left to do the work safely (a Resume or
+    /// CreateSession is never sent with less than one AgentKit request timeout left); nothing
+    /// was changed. 503, retryable.
+    #[error("{detail}")]
+    Deferred { detail: String, retry_after_s: u64 },
+
     /// A request body above the limit.
     #[error("the request body is larger than {limit} bytes")]
     PayloadTooLarge { limit: usize },

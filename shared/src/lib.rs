@@ -24,6 +24,7 @@ pub mod http;
 pub mod identity;
 pub mod index_sync;
 pub mod locate;
+pub mod lock;
 pub mod registry;
 pub mod store;
 pub mod timestamp;

@@ -1,11 +1,11 @@
-//! Finding where an agent lives: which of its kind's snapshot Tools (and which region) holds
-//! its snapshots or its live session. Resume and delete start here for an agent the table has
-//! no Tool for yet.
+//! Finding where an agent lives: which of its kind's Tools (and which region) holds its
+//! snapshots or its live session. The holder of a wake, and delete, start here for an agent the
+//! table has no Tool for yet.
 
 use crate::agentkit::types::{Filter, ListSessionSnapshots, ListSessions, Session, Snapshot};
 use crate::agentkit::{list_all, AgentKit, AgentKitError, Pager};
 use crate::deadline::Deadline;
-use crate::domain::{AgentKey, ToolRegistry};
+use crate::domain::{AgentKey, Retention, ToolRegistry};
 use crate::error::Error;
 
 /// How many pages of a snapshot Tool are read to find a `snapshot-<id>` agent (an admin-only,
@@ -20,6 +20,8 @@ pub const SNAPSHOT_AGENT_PREFIX: &str = "snapshot-";
 pub struct Located {
     pub tool_id: String,
     pub region: String,
+    /// The retention of that Tool.
+    pub retention: Retention,
     /// The agent's snapshots on that Tool (any status).
     pub snapshots: Vec<Snapshot>,
     /// The agent's active sessions on that Tool, when it was found by them.
@@ -42,26 +44,27 @@ pub fn regions<'a>(registry: &'a ToolRegistry, agentkit: &'a impl AgentKit) -> V
     out
 }
 
-/// Find `key` on its kind's snapshot Tools. `hint` (a Tool and region from the agent record)
-/// is tried first.
+/// Find `key`: its snapshots on its kind's snapshot Tools, else its live session on any Tool
+/// of its kind (an agent awake that never slept, a temporary agent).
 pub async fn locate<K: AgentKit>(
     agentkit: &K,
     registry: &ToolRegistry,
     key: &AgentKey,
     deadline: Deadline,
 ) -> Result<Option<Located>, Error> {
-    let Some(tools) = registry.kind(key.kind) else {
+    let Some(kind_tools) = registry.kind(key.kind) else {
         return Ok(None);
     };
-    let tools: Vec<&str> = tools.snapshot_tools().collect();
+    let tools: Vec<&str> = kind_tools.snapshot_tools().collect();
     let regions = regions(registry, agentkit);
     for tool in &tools {
         for region in &regions {
-            match snapshots_of(agentkit, tool, region, key, deadline).await {
+            match snapshots_on(agentkit, tool, region, key, deadline).await {
                 Ok(snaps) if !snaps.is_empty() => {
                     return Ok(Some(Located {
                         tool_id: tool.to_string(),
                         region: region.to_string(),
+                        retention: Retention::Recoverable,
                         snapshots: snaps,
                         sessions: Vec::new(),
                     }))
@@ -78,7 +81,7 @@ pub async fn locate<K: AgentKit>(
     let Some(usid) = user_session_id(&key.agent_id) else {
         return Ok(None);
     };
-    for tool in &tools {
+    for tool in kind_tools.all_tools() {
         for region in &regions {
             let req = ListSessions {
                 tool_id: tool.to_string(),
@@ -92,9 +95,15 @@ pub async fn locate<K: AgentKit>(
                         .filter(|s| s.is_active() && s.user_session_id.as_deref() == Some(usid))
                         .collect();
                     if !active.is_empty() {
+                        let retention = if kind_tools.temporary.as_deref() == Some(tool) {
+                            Retention::Temporary
+                        } else {
+                            Retention::Recoverable
+                        };
                         return Ok(Some(Located {
                             tool_id: tool.to_string(),
                             region: region.to_string(),
+                            retention,
                             snapshots: Vec::new(),
                             sessions: active,
                         }));
@@ -109,8 +118,9 @@ pub async fn locate<K: AgentKit>(
     Ok(None)
 }
 
-/// The snapshots of one agent on one Tool.
-async fn snapshots_of<K: AgentKit>(
+/// The snapshots of one agent on one Tool (any status): by its exact UserSessionId, or for a
+/// `snapshot-<id>` agent, its one snapshot found by listing the Tool.
+pub async fn snapshots_on<K: AgentKit>(
     agentkit: &K,
     tool: &str,
     region: &str,

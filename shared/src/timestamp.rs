@@ -22,6 +22,19 @@ pub fn parse(s: &str) -> Option<OffsetDateTime> {
     OffsetDateTime::parse(s, &Rfc3339).ok()
 }
 
+/// An RFC 3339 timestamp as epoch milliseconds (`None`: unreadable, or before 1970).
+pub fn epoch_ms(s: &str) -> Option<u64> {
+    let ms = parse(s)?.unix_timestamp_nanos() / 1_000_000;
+    u64::try_from(ms).ok()
+}
+
+/// Epoch milliseconds, formatted (whole seconds, as AgentKit writes them).
+pub fn format_ms(ms: u64) -> String {
+    let t = OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000)
+        .unwrap_or(OffsetDateTime::UNIX_EPOCH);
+    format(t)
+}
+
 /// A key that orders optional timestamps in time; missing or unreadable ones come first.
 pub fn sort_key(s: Option<&str>) -> i128 {
     s.and_then(parse)
@@ -48,5 +61,13 @@ mod tests {
             parse("2026-12-02T02:00:00Z"),
             Some(datetime!(2026-12-02 02:00:00 UTC))
         );
+    }
+
+    #[test]
+    fn epoch_milliseconds_round_trip_to_the_second() {
+        let ms = epoch_ms("2026-12-02T02:00:00+01:00").unwrap();
+        assert_eq!(format_ms(ms), "2026-12-02T01:00:00Z");
+        assert_eq!(format_ms(ms + 999), "2026-12-02T01:00:00Z");
+        assert_eq!(epoch_ms("later"), None);
     }
 }

@@ -8,7 +8,8 @@ use crate::domain::{
 };
 use crate::identity::display_name;
 use crate::identity::names::METADATA_DISPLAY_NAME_KEY;
-use crate::wake::{newest_session, WakeSettings};
+use crate::lock::LockSettings;
+use crate::wake::newest_session;
 
 /// Metadata key holding the raw owner id.
 pub const METADATA_OWNER_KEY: &str = "Username";
@@ -28,7 +29,7 @@ pub struct AgentFacts<'a> {
 }
 
 /// The view of one agent at `now_ms`.
-pub fn agent_view(facts: &AgentFacts<'_>, now_ms: u64, settings: &WakeSettings) -> AgentView {
+pub fn agent_view(facts: &AgentFacts<'_>, now_ms: u64, settings: &LockSettings) -> AgentView {
     let record = facts.record;
     let live = newest_session(facts.sessions.iter().filter(|s| s.is_active()).cloned());
     let mut snapshots: Vec<&Snapshot> = facts.snapshots.iter().collect();
@@ -156,7 +157,7 @@ mod tests {
                 retention: Retention::Recoverable,
             },
             0,
-            &WakeSettings::default(),
+            &LockSettings::default(),
         );
         assert_eq!(v.state, AgentState::Asleep);
         assert_eq!(v.snapshots[0].snapshot_id, "new");
@@ -171,7 +172,7 @@ mod tests {
         rec.state = WakeState::Waking;
         rec.lease_until_ms = 10_000;
         rec.version = 3;
-        let settings = WakeSettings::default();
+        let settings = LockSettings::default();
         let facts = |r: Option<&AgentRecord>, sessions: &[Session], snaps: &[Snapshot], now| {
             agent_view(
                 &AgentFacts {

@@ -24,7 +24,6 @@ use snapwake::identity::usid;
 use snapwake::index_sync::sync_index;
 use snapwake::registry::{RegistryCache, ToolOverrides};
 use snapwake::store::AgentStore;
-use snapwake::wake::WakeSettings;
 use snapwake_list::List;
 use snapwake_tests::counting::CountingStore;
 use support::*;
@@ -136,7 +135,7 @@ async fn bench() {
         world.client(),
         RegistryCache::new(ToolOverrides::default()),
         identity(),
-        WakeSettings::default(),
+        snapwake::lock::LockSettings::default(),
         None,
     );
     let latency = || Fault::latency(None, LATENCY_MS);

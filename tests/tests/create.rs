@@ -18,7 +18,6 @@ use snapwake::identity::usid;
 use snapwake::registry::{RegistryCache, ToolOverrides};
 use snapwake::store::memory::MemoryStore;
 use snapwake::store::{AgentStore, DocumentKey};
-use snapwake::wake::WakeSettings;
 use snapwake_create::{Create, CreateSettings};
 use support::*;
 use tokio::sync::Notify;
@@ -29,7 +28,6 @@ fn create_fn<S: AgentStore, K: AgentKit>(store: S, agentkit: K) -> Create<S, K> 
         agentkit,
         registry: RegistryCache::new(ToolOverrides::default()),
         identity: identity(),
-        wake: WakeSettings::default(),
         settings: CreateSettings::default(),
     }
 }
@@ -104,7 +102,8 @@ async fn creates_an_agent<S: AgentStore>(store: S) {
         header_of(&resp, "location"),
         Some(format!("/v1/agents/codex/{id}").as_str())
     );
-    assert_eq!(header_of(&resp, "etag"), Some("\"1\""));
+    // Two writes: the record taken as `creating`, then the session recorded.
+    assert_eq!(header_of(&resp, "etag"), Some("\"2\""));
     assert_eq!(header_of(&resp, "content-type"), Some("application/json"));
     assert_eq!(view["kind"], "codex");
     assert_eq!(view["display_name"], "Data helper");
@@ -112,7 +111,7 @@ async fn creates_an_agent<S: AgentStore>(store: S) {
     assert_eq!(view["created_by"], owner);
     assert_eq!(view["retention"], "recoverable");
     assert_eq!(view["state"], "starting");
-    assert_eq!(view["etag"], "\"1\"");
+    assert_eq!(view["etag"], "\"2\"");
     assert!(view["wake"].is_null());
     assert_eq!(view["snapshots"], serde_json::json!([]));
     let session_id = view["session"]["session_id"].as_str().unwrap().to_string();
@@ -135,7 +134,11 @@ async fn creates_an_agent<S: AgentStore>(store: S) {
     assert_eq!(record.retention, Some(Retention::Recoverable));
     assert_eq!(record.tool_id.as_deref(), Some(world.recoverable.as_str()));
     assert_eq!(record.region.as_deref(), Some(REGION));
-    assert_eq!(record.state, WakeState::Asleep);
+    // Awake with its session recorded, the lock given back; not yet verified (Creating).
+    assert_eq!(record.state, WakeState::Awake);
+    assert_eq!(record.session_id.as_deref(), Some(session_id.as_str()));
+    assert!(record.holder.is_none() && record.session_expire_at.is_some());
+    assert_eq!(record.verified_at_ms, 0);
     assert!(record.created_at.is_some());
     let page = store
         .query_owner(&usid::owner_keys(owner)[0], 10, None)
@@ -784,6 +787,10 @@ impl AgentKit for DieAfterCreate {
     fn regions(&self) -> &[String] {
         self.inner.regions()
     }
+
+    fn request_timeout(&self) -> std::time::Duration {
+        self.inner.request_timeout()
+    }
 }
 
 #[tokio::test]
@@ -798,6 +805,7 @@ async fn a_dead_attempt_is_taken_over_without_a_second_session() {
     });
     let mut function = create_fn(store.clone(), agentkit.clone());
     function.settings.stale_running = Duration::from_millis(800);
+    function.settings.lock = quick_lock(Duration::from_millis(400));
     let function = Arc::new(function);
     let req = || {
         create_request(

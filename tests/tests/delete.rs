@@ -31,7 +31,7 @@ fn delete_fn<S: AgentStore, K: AgentKit>(
         agentkit,
         registry: RegistryCache::new(ToolOverrides::default()),
         identity: identity(),
-        wake,
+        settings: delete_settings(&wake),
     }
 }
 
@@ -51,15 +51,7 @@ fn resume_fn<S: AgentStore, K: AgentKit>(
 
 /// Short polls and leases that still cover a delete's work.
 fn quick() -> WakeSettings {
-    WakeSettings {
-        lease: Duration::from_secs(5),
-        ready_timeout: Duration::from_secs(3),
-        skew_margin: Duration::from_millis(200),
-        poll_min: Duration::from_millis(20),
-        poll_max: Duration::from_millis(100),
-        wait: Duration::from_secs(3),
-        ..WakeSettings::default()
-    }
+    quick_wake()
 }
 
 fn agent_path(agent_id: &str) -> String {
@@ -742,13 +734,18 @@ impl<K: AgentKit> AgentKit for Gate<K> {
     fn regions(&self) -> &[String] {
         self.inner.regions()
     }
+
+    fn request_timeout(&self) -> std::time::Duration {
+        self.inner.request_timeout()
+    }
 }
 
-/// A resume lists the agent's snapshots, then a whole snapshot delete happens before it
-/// acquires the lock: it must not resume the snapshot it listed (now deleted), but the one
-/// that is left.
+/// A resume lists the agent's snapshots only once it holds the lock, so the interleaving that
+/// once let a wake resume a snapshot deleted after its listing cannot happen: a snapshot
+/// delete arriving while the holder lists answers 409 and deletes nothing; once the wake is
+/// done, the delete goes through and the agent stays awake.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_resume_that_listed_before_a_snapshot_delete_wakes_from_what_is_left() {
+async fn a_snapshot_delete_while_the_holder_lists_waits_for_the_wake() {
     let store = Arc::new(dynamo_store("stale-list").await);
     let world = World::start(Duration::ZERO).await;
     world.register(&store).await;
@@ -776,32 +773,55 @@ async fn a_resume_that_listed_before_a_snapshot_delete_wakes_from_what_is_left()
     });
     tokio::time::timeout(Duration::from_secs(10), gate.reached.notified())
         .await
-        .expect("the resume listed the snapshots");
+        .expect("the holder listed the snapshots");
+    let held = store.get(&key(&agent_id)).await.unwrap().unwrap();
+    assert_eq!(held.state, WakeState::Waking, "it lists under the lock");
 
     let delete = delete_fn(store.clone(), world.client(), quick());
-    let resp = delete
-        .handle(request(
+    let del = || {
+        request(
             "DELETE",
             &snapshot_path(&agent_id, &newest),
             Who::User("alice"),
             None,
-        ))
-        .await;
-    assert_eq!(resp.status().as_u16(), 204);
+        )
+    };
+    let (status, body) = answer(&delete.handle(del()).await);
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (409, Some("AGENT_BUSY")),
+        "{body}"
+    );
+    assert!(
+        world.sim.control().snapshot(&newest).is_some(),
+        "nothing deleted under a wake"
+    );
     gate.release.notify_one();
 
     let (status, body) = r.await.unwrap();
     assert_eq!(status, 200, "{body}");
+    let woken = body["session"]["session_id"].as_str().unwrap().to_string();
     let counters = world.sim.control().counters();
-    assert_eq!(counters.resumes_of(&newest), 0);
     assert_eq!(
-        counters.resumes_of(&older),
+        counters.resumes_of(&newest),
         1,
-        "woke from the snapshot that is left"
+        "woke from the newest snapshot"
     );
+    assert_eq!(counters.resumes_of(&older), 0);
+
+    let (status, body) = answer(&delete.handle(del()).await);
+    assert_eq!(status, 204, "{body}");
+    assert!(world.sim.control().snapshot(&newest).is_none());
+    let record = store.get(&key(&agent_id)).await.unwrap().unwrap();
     assert_eq!(
-        counters.received("ResumeSessionFromSnapshot"),
-        counters.succeeded("ResumeSessionFromSnapshot")
+        record.state,
+        WakeState::Awake,
+        "the delete handed the agent back awake"
+    );
+    assert_eq!(record.session_id.as_deref(), Some(woken.as_str()));
+    assert_eq!(
+        world.sim.control().counters().live_sessions_of(&agent_id),
+        1
     );
 }
 

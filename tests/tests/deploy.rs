@@ -469,7 +469,7 @@ async fn listed<S: AgentStore>(
         client(endpoint),
         RegistryCache::new(overrides),
         identity(),
-        WakeSettings::default(),
+        snapwake::lock::LockSettings::default(),
         Some("a-cursor-key-of-at-least-32-characters".into()),
     );
     let (status, body) = answer(

@@ -19,7 +19,6 @@ use snapwake::identity::usid;
 use snapwake::index_sync::{sync_index, IndexSyncReport};
 use snapwake::registry::{RegistryCache, ToolOverrides};
 use snapwake::store::{now_ms, now_s, AgentStore, Changes, Condition, Description};
-use snapwake::wake::WakeSettings;
 use snapwake_list::List;
 use snapwake_tests::counting::CountingStore;
 use support::*;
@@ -30,7 +29,7 @@ fn list_fn<S: AgentStore>(store: S, agentkit: AgentKitClient) -> List<S, AgentKi
         agentkit,
         RegistryCache::new(ToolOverrides::default()),
         identity(),
-        WakeSettings::default(),
+        snapwake::lock::LockSettings::default(),
         None,
     )
 }

@@ -47,11 +47,13 @@ fn path(agent_id: &str) -> String {
 /// Short leases so the crash tests do not wait a minute for an expiry.
 fn quick() -> WakeSettings {
     WakeSettings {
-        lease: Duration::from_millis(500),
+        lock: quick_lock(Duration::from_millis(500)),
         ready_timeout: Duration::from_millis(1500),
-        skew_margin: Duration::from_millis(200),
         poll_min: Duration::from_millis(50),
         poll_max: Duration::from_millis(200),
+        watch_min: Duration::from_millis(25),
+        watch_max: Duration::from_millis(100),
+        poll_lease: Duration::from_millis(300),
         wait: Duration::from_secs(5),
         ..WakeSettings::default()
     }
@@ -256,6 +258,10 @@ impl AgentKit for Stall {
     fn regions(&self) -> &[String] {
         self.inner.regions()
     }
+
+    fn request_timeout(&self) -> std::time::Duration {
+        self.inner.request_timeout()
+    }
 }
 
 async fn crash_at(action: &'static str, after: bool) {
@@ -343,50 +349,87 @@ async fn a_holder_dead_after_recording_the_session_is_recovered_by_polling() {
 // ---------------------------------------------------------------------------------------------
 // Faults and slowness, on both store adapters
 
+/// Two ways a wake fails for sure: AgentKit refuses the Resume (throttled through every retry,
+/// so it surely did not act), or the resumed session ends before it is Ready. Either way the
+/// record says `failed`, the snapshot is untouched, and the next resume wakes the agent with
+/// one live session in all.
 async fn failed_resume_keeps_the_snapshot<S: AgentStore + Clone>(store: S) {
     let world = World::start(Duration::ZERO).await;
     world.register(&store).await;
-    let (agent_id, snapshot_id) = world.asleep_agent("alice", "Fragile");
     let ctl = world.sim.control();
-    ctl.inject(Fault::error(Some("ResumeSessionFromSnapshot"), "InternalError", 500).next(1))
-        .unwrap();
     let f = resume_fn(store.clone(), world.client(), quick());
+    let key = |id: &str| AgentKey::new(Kind::Codex, id);
+
+    // A refusal: 429 on the first attempt and both retries.
+    let (agent_id, snapshot_id) = world.asleep_agent("alice", "Refused");
+    ctl.inject(Fault::error(Some("ResumeSessionFromSnapshot"), "Throttling", 429).next(3))
+        .unwrap();
     let (status, body) = answer(
         &f.handle(request("POST", &path(&agent_id), Who::User("alice"), None))
             .await,
     );
-    assert_eq!(status, 502, "{body}");
-    assert_eq!(body["code"], "PROVIDER_ERROR");
+    assert_eq!(status, 429, "{body}");
+    assert_eq!(body["code"], "PROVIDER_THROTTLED");
     assert_eq!(body["retryable"], true);
+    assert_eq!(ctl.counters().live_sessions_of(&agent_id), 0);
     assert!(
         ctl.snapshot(&snapshot_id).is_some(),
         "the snapshot is untouched"
     );
-    let record = store
-        .get(&AgentKey::new(Kind::Codex, &agent_id))
-        .await
-        .unwrap()
-        .unwrap();
+    let record = store.get(&key(&agent_id)).await.unwrap().unwrap();
     assert_eq!(record.state, WakeState::Failed);
-    assert!(record.holder.is_none());
-
-    // Still wakeable: the next resume succeeds.
+    assert!(record.holder.is_none() && record.resume_sent_at_ms.is_none());
     let (status, body) = answer(
         &f.handle(request("POST", &path(&agent_id), Who::User("alice"), None))
             .await,
     );
     assert_eq!(status, 200, "{body}");
-    assert_eq!(body["resumed"], true);
-    assert_eq!(body["state"], "awake");
+    assert_eq!(
+        (body["resumed"].as_bool(), body["state"].as_str()),
+        (Some(true), Some("awake"))
+    );
+    assert_eq!(ctl.counters().live_sessions_of(&agent_id), 1);
+
+    // The resumed session is gone at the first poll (AgentKit says NotFound).
+    let (agent_id, snapshot_id) = world.asleep_agent("alice", "Vanishing");
+    ctl.inject(Fault::error(Some("GetSession"), "InvalidResource.NotFound", 404).next(1))
+        .unwrap();
+    let (status, body) = answer(
+        &f.handle(request("POST", &path(&agent_id), Who::User("alice"), None))
+            .await,
+    );
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (502, Some("PROVIDER_ERROR")),
+        "{body}"
+    );
+    assert_eq!(body["retryable"], true);
+    assert!(
+        ctl.snapshot(&snapshot_id).is_some(),
+        "the snapshot is untouched"
+    );
+    let record = store.get(&key(&agent_id)).await.unwrap().unwrap();
+    assert_eq!(record.state, WakeState::Failed);
+    assert!(record.error.as_deref().is_some_and(|e| e.contains("ended")));
+    // Still wakeable; the session AgentKit did start is adopted, not doubled.
+    let (status, body) = answer(
+        &f.handle(request("POST", &path(&agent_id), Who::User("alice"), None))
+            .await,
+    );
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(ctl.counters().resumes_of(&snapshot_id), 1);
     assert_eq!(ctl.counters().live_sessions_of(&agent_id), 1);
 }
 
 async fn slow_readiness_answers_202_then_200<S: AgentStore + Clone>(store: S) {
-    let world = World::start(Duration::from_millis(1500)).await;
+    // Readiness takes longer than one request may wait (which still leaves a whole AgentKit
+    // request timeout, 2 s here, for the Resume).
+    let world = World::start(Duration::from_millis(3500)).await;
     world.register(&store).await;
     let (agent_id, snapshot_id) = world.asleep_agent("alice", "Sleepy");
     let settings = WakeSettings {
-        wait: Duration::from_millis(400),
+        wait: Duration::from_millis(2500),
+        ready_timeout: Duration::from_secs(8),
         ..quick()
     };
     let f = resume_fn(store.clone(), world.client(), settings);
@@ -403,7 +446,7 @@ async fn slow_readiness_answers_202_then_200<S: AgentStore + Clone>(store: S) {
     );
     let waking_session = body["wake"]["session_id"].as_str().unwrap().to_string();
 
-    tokio::time::sleep(Duration::from_millis(1300)).await;
+    tokio::time::sleep(Duration::from_millis(1200)).await;
     let (status, body) = answer(
         &f.handle(request("POST", &path(&agent_id), Who::User("alice"), None))
             .await,

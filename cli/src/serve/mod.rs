@@ -29,7 +29,7 @@ use snapwake::store::dynamo::DynamoStore;
 use snapwake::store::memory::MemoryStore;
 use snapwake::store::AgentStore;
 use snapwake_create::{Create, CreateSettings};
-use snapwake_delete::Delete;
+use snapwake_delete::{Delete, DeleteSettings};
 use snapwake_list::List;
 use snapwake_resume::Resume;
 
@@ -153,7 +153,7 @@ async fn run_with<S: AgentStore>(args: ServeArgs, parts: Parts, store: S) -> Res
             agentkit.clone(),
             registry(),
             identity.clone(),
-            parts.config.wake.clone(),
+            parts.config.wake.lock.clone(),
             parts.config.cursor_key.clone(),
         ),
         delete: Delete {
@@ -161,14 +161,13 @@ async fn run_with<S: AgentStore>(args: ServeArgs, parts: Parts, store: S) -> Res
             agentkit: agentkit.clone(),
             registry: registry(),
             identity: identity.clone(),
-            wake: parts.config.wake.clone(),
+            settings: DeleteSettings::default(),
         },
         create: Create {
             store: store.clone(),
             agentkit: agentkit.clone(),
             registry: registry(),
             identity: identity.clone(),
-            wake: parts.config.wake.clone(),
             settings: CreateSettings::default(),
         },
         resume: Resume {

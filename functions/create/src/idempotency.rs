@@ -188,10 +188,11 @@ impl Stored {
         }
     }
 
-    /// Whether this answer is the final word for its key: a success or a client error. A 5xx
-    /// or a 429 is not: a retry may succeed.
+    /// Whether this answer is the final word for its key: a success or a client error. A 5xx,
+    /// a 429 or a 409 (the agent is held by an attempt whose outcome is not known yet) is not:
+    /// a retry may succeed.
     pub fn is_final(&self) -> bool {
-        self.status < 500 && self.status != 429
+        self.status < 500 && self.status != 429 && self.status != 409
     }
 
     pub fn to_response(&self) -> Response<Body> {

@@ -70,7 +70,7 @@ use serde::Deserialize;
 use snapwake::agentkit::types::{
     CreateSession, Filter, GetSession, ListSessions, MetadataEntry, Session,
 };
-use snapwake::agentkit::{list_all, AgentKit, AgentKitError};
+use snapwake::agentkit::{list_all, AgentKit};
 use snapwake::config::IdentityConfig;
 use snapwake::deadline::Deadline;
 use snapwake::domain::{AgentKey, AgentRecord, Kind, Retention, WakeState};
@@ -80,12 +80,13 @@ use snapwake::http::response;
 use snapwake::identity::names::METADATA_DISPLAY_NAME_KEY;
 use snapwake::identity::{usid, validate_display_name, Caller};
 use snapwake::locate;
-use snapwake::registry::RegistryCache;
-use snapwake::store::{
-    now_ms, now_rfc3339, now_s, AgentStore, Changes, Condition, Description, StoreError,
+use snapwake::lock::{
+    decide, Acquire, Acquired, AgentLock, Decision, Generation, Held, Intent, LockSettings, Written,
 };
+use snapwake::registry::RegistryCache;
+use snapwake::store::{now_ms, now_rfc3339, now_s, AgentStore, Changes, Description, StoreError};
 use snapwake::view::{agent_view, AgentFacts, METADATA_CREATOR_KEY, METADATA_OWNER_KEY};
-use snapwake::wake::{newest_session, WakeSettings};
+use snapwake::wake::newest_session;
 
 use idempotency::{IdemDoc, State, Stored};
 
@@ -100,13 +101,17 @@ pub const CREATE_BUDGET: Duration = Duration::from_secs(20);
 /// that died.
 pub const STALE_RUNNING: Duration = Duration::from_secs(60);
 
-/// Timing of the create. `budget` must stay well below `stale_running` (crate docs).
+/// Timing of the create. `budget` must stay well below `stale_running` and the lock's lease
+/// (crate docs).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CreateSettings {
     /// Longest time one create works; further cut to the Lambda's remaining time.
     pub budget: Duration,
     /// Age after which a `running` idempotency document may be taken over.
     pub stale_running: Duration,
+    /// The agent's lock, held as `creating` around CreateSession (lease 30 s: the budget and a
+    /// margin, below `stale_running`).
+    pub lock: LockSettings,
 }
 
 impl Default for CreateSettings {
@@ -114,6 +119,8 @@ impl Default for CreateSettings {
         CreateSettings {
             budget: CREATE_BUDGET,
             stale_running: STALE_RUNNING,
+            // Covers the whole budget, and ends well before a stale attempt may be taken over.
+            lock: LockSettings::default().with_lease(Duration::from_secs(30)),
         }
     }
 }
@@ -132,8 +139,6 @@ pub struct Create<S, K> {
     pub agentkit: K,
     pub registry: RegistryCache,
     pub identity: IdentityConfig,
-    /// Only for the view (a freshly created agent holds no lease).
-    pub wake: WakeSettings,
     pub settings: CreateSettings,
 }
 
@@ -173,19 +178,6 @@ fn parse_retention(raw: &str) -> Result<Retention> {
                 "unknown retention {raw:?}: expected temporary or recoverable"
             ))
         })
-}
-
-/// Failures after which CreateSession may have been carried out all the same.
-fn is_ambiguous(err: &AgentKitError) -> bool {
-    match err {
-        AgentKitError::CreateSessionFailed { .. }
-        | AgentKitError::Transport { .. }
-        | AgentKitError::InvalidResponse { .. } => true,
-        AgentKitError::Provider { status, .. } => *status >= 500,
-        AgentKitError::NotFound { .. }
-        | AgentKitError::Throttled { .. }
-        | AgentKitError::Credentials(_) => false,
-    }
 }
 
 impl<S: AgentStore, K: AgentKit> Create<S, K> {
@@ -376,32 +368,48 @@ impl<S: AgentStore, K: AgentKit> Create<S, K> {
         answer.to_response()
     }
 
-    /// Create agent `agent_id` for `plan`: record, then session. With `reconcile`, an earlier
-    /// attempt may have created it already: its record and an active session are adopted.
+    /// Create agent `agent_id` for `plan` under the agent's lock: take its record as
+    /// `creating`, then CreateSession, then record the session (fenced). With `takeover`, an
+    /// earlier attempt may have created it already: its record is taken over and an active
+    /// session adopted; a tombstone (the agent was deleted meanwhile) is 410, never a second
+    /// life.
     async fn create_agent(
         &self,
         plan: &Plan,
         agent_id: &str,
-        reconcile: bool,
+        takeover: bool,
         deadline: Deadline,
     ) -> Result<Created> {
         let key = AgentKey::new(plan.kind, agent_id);
+        let lock = AgentLock::new(&self.store, &self.settings.lock, deadline);
         let first_region = plan
             .regions
             .first()
             .cloned()
             .ok_or_else(|| Error::NotConfigured("no AgentKit region is configured".into()))?;
-        let mut record = self.write_record(plan, &key, &first_region).await?;
+        let seen = if takeover {
+            lock.read(&key).await?
+        } else {
+            None
+        };
+        let mut held = self.take(&lock, plan, &key, &first_region, seen).await?;
 
-        if reconcile {
+        if takeover || held.before.is_some() {
             if let Some((session, region)) = self
                 .find_session(plan, agent_id, &plan.regions, deadline)
                 .await?
             {
                 tracing::info!(agent = %key, "adopted the session of an earlier attempt");
-                record = self.record_region(record, &region).await;
-                return Ok(Created { record, session });
+                return self.record_created(&lock, held, session, &region).await;
             }
+        }
+        if deadline.remaining() < self.agentkit.request_timeout() {
+            self.retire(&lock, &mut held).await;
+            return Err(Error::Deferred {
+                detail: "not enough time left in this request to create the agent safely; retry"
+                    .into(),
+                retry_after_s: 1,
+            });
         }
 
         let metadata = vec![
@@ -417,11 +425,10 @@ impl<S: AgentStore, K: AgentKit> Create<S, K> {
                     let session = self
                         .read_session(plan, agent_id, &out.session_id, region, deadline)
                         .await;
-                    record = self.record_region(record, region).await;
-                    return Ok(Created { record, session });
+                    return self.record_created(&lock, held, session, region).await;
                 }
                 Err(e) if e.is_not_found() => continue,
-                Err(e) if is_ambiguous(&e) => {
+                Err(e) if e.outcome_unknown() => {
                     tracing::warn!(agent = %key, error = %e, "CreateSession may have half-succeeded; reconciling");
                     let found = self
                         .find_session(plan, agent_id, std::slice::from_ref(region), deadline)
@@ -429,22 +436,24 @@ impl<S: AgentStore, K: AgentKit> Create<S, K> {
                     return match found {
                         Some((session, region)) => {
                             tracing::info!(agent = %key, "reconciled: the session exists");
-                            record = self.record_region(record, &region).await;
-                            Ok(Created { record, session })
+                            self.record_created(&lock, held, session, &region).await
                         }
+                        // The listing is AgentKit's word that nothing was created
+                        // (agentkit.md): the record goes, and a retry with the same
+                        // Idempotency-Key starts afresh with the same UserSessionId.
                         None => {
-                            self.retire(&record).await;
+                            self.retire(&lock, &mut held).await;
                             Err(e.into())
                         }
                     };
                 }
                 Err(e) => {
-                    self.retire(&record).await;
+                    self.retire(&lock, &mut held).await;
                     return Err(e.into());
                 }
             }
         }
-        self.retire(&record).await;
+        self.retire(&lock, &mut held).await;
         Err(Error::NotConfigured(format!(
             "the {} {} Tool was not found in any configured region",
             plan.kind,
@@ -452,81 +461,119 @@ impl<S: AgentStore, K: AgentKit> Create<S, K> {
         )))
     }
 
-    /// Write the agent record (condition: absent). A record already there with this owner and
-    /// Tool is this agent's own, written by an earlier attempt or by the SDK's retry of this
-    /// write: it is adopted. Anything else is a UserSessionId collision that cannot happen with
-    /// 122 random bits, and is refused.
-    async fn write_record(&self, plan: &Plan, key: &AgentKey, region: &str) -> Result<AgentRecord> {
-        let changes = Changes {
-            state: Some(WakeState::Asleep),
-            describe: Some(Description {
-                owner: Some(plan.caller.owner.clone()),
-                owner_key: usid::UserSessionId::parse(&key.agent_id).owner_key(),
-                display_name: Some(plan.display_name.clone()),
-                created_by: Some(plan.caller.display_name.clone()),
-                retention: Some(plan.retention),
-                tool_id: Some(plan.tool_id.clone()),
-                region: Some(region.to_string()),
-                created_at: Some(now_rfc3339()),
-            }),
-            ..Changes::default()
-        };
-        match self.store.update(key, &Condition::Absent, &changes).await {
-            Ok(record) => Ok(record),
-            Err(StoreError::ConditionFailed {
-                current: Some(current),
-            }) if current.owner.as_deref() == Some(plan.caller.owner.as_str())
-                && current.tool_id.as_deref() == Some(plan.tool_id.as_str()) =>
-            {
-                Ok(*current)
+    /// Take the new agent's record as `creating` (a new generation). A record already there
+    /// is this agent's own only when it names this owner and Tool (an earlier attempt with the
+    /// same Idempotency-Key); anything else is a UserSessionId collision that cannot happen
+    /// with 122 random bits, and is refused.
+    async fn take(
+        &self,
+        lock: &AgentLock<'_, S>,
+        plan: &Plan,
+        key: &AgentKey,
+        region: &str,
+        mut seen: Option<AgentRecord>,
+    ) -> Result<Held> {
+        for _ in 0..self.settings.lock.max_rounds.max(1) {
+            let condition = match decide(seen.as_ref(), now_ms(), Intent::Create, lock.settings()) {
+                Decision::Gone => return Err(Error::AgentGone),
+                Decision::Busy {
+                    state,
+                    retry_after_s,
+                } => {
+                    return Err(Error::AgentBusy {
+                        detail: match state {
+                            WakeState::Deleting => "a delete holds the agent",
+                            _ => "the agent is still being created",
+                        }
+                        .into(),
+                        retry_after_s,
+                    })
+                }
+                Decision::Acquire(c) => c,
+                other => {
+                    return Err(Error::Internal(format!(
+                        "create got a wake decision: {other:?}"
+                    )))
+                }
+            };
+            if let Some(r) = &seen {
+                let ours = r.owner.as_deref() == Some(plan.caller.owner.as_str())
+                    && r.tool_id.as_deref() == Some(plan.tool_id.as_str());
+                if !ours {
+                    return Err(Error::Internal(format!(
+                        "agent record {key} already exists for someone else"
+                    )));
+                }
             }
-            Err(StoreError::ConditionFailed { .. }) => Err(Error::Internal(format!(
-                "agent record {key} already exists for someone else"
-            ))),
-            Err(e) => Err(e.into()),
+            let how = Acquire {
+                state: WakeState::Creating,
+                generation: Generation::New,
+                lease: self.settings.lock.lease,
+                describe: Some(Description {
+                    owner: Some(plan.caller.owner.clone()),
+                    owner_key: usid::UserSessionId::parse(&key.agent_id).owner_key(),
+                    display_name: Some(plan.display_name.clone()),
+                    created_by: Some(plan.caller.display_name.clone()),
+                    retention: Some(plan.retention),
+                    tool_id: Some(plan.tool_id.clone()),
+                    region: Some(region.to_string()),
+                    // An earlier attempt's record keeps its place in the owner's list.
+                    created_at: Some(
+                        seen.as_ref()
+                            .and_then(|r| r.created_at.clone())
+                            .unwrap_or_else(now_rfc3339),
+                    ),
+                }),
+                poll_until_ms: None,
+            };
+            match lock.acquire(key, &condition, seen.as_ref(), &how).await? {
+                Acquired::Held(held) => return Ok(*held),
+                Acquired::Lost(current) => seen = current,
+            }
         }
+        Err(Error::AgentBusy {
+            detail: "too many concurrent changes to the agent; retry".into(),
+            retry_after_s: 1,
+        })
     }
 
-    /// Point the record at the region the session lives in, if it says another. Best effort:
-    /// on a lost race the record is kept as read and the mismatch logged (resume and delete
-    /// still find the agent by listing).
-    async fn record_region(&self, record: AgentRecord, region: &str) -> AgentRecord {
-        if record.region.as_deref() == Some(region) {
-            return record;
-        }
+    /// Record the agent's session and give the lock back: the agent is awake. It does not
+    /// count as verified: the first resume asks AgentKit once.
+    async fn record_created(
+        &self,
+        lock: &AgentLock<'_, S>,
+        mut held: Held,
+        session: Session,
+        region: &str,
+    ) -> Result<Created> {
         let changes = Changes {
+            session_id: Some(session.session_id.clone()),
+            session_expire_at: Some(session.expire_at.clone()),
             describe: Some(Description {
                 region: Some(region.to_string()),
                 ..Description::default()
             }),
             ..Changes::default()
         };
-        match self
-            .store
-            .update(&record.key, &Condition::Version(record.version), &changes)
-            .await
-        {
-            Ok(updated) => updated,
-            Err(e) => {
-                tracing::warn!(agent = %record.key, error = %e, "could not record the session's region");
-                record
-            }
+        match lock.release(&mut held, WakeState::Awake, changes).await? {
+            Written::Done(record) => Ok(Created { record, session }),
+            // Our lease ran out and somebody else (a delete) took the agent over.
+            Written::Lost(_) => Err(Error::AgentBusy {
+                detail: "the agent changed while it was being created; retry".into(),
+                retry_after_s: 1,
+            }),
         }
     }
 
-    /// Expire a record whose agent certainly has no session, so it reads as absent instead of
-    /// showing an agent that never started. Best effort.
-    async fn retire(&self, record: &AgentRecord) {
+    /// Give back a record whose agent certainly has no session, expired at once so it reads as
+    /// absent instead of showing an agent that never started. Best effort.
+    async fn retire(&self, lock: &AgentLock<'_, S>, held: &mut Held) {
         let changes = Changes {
             expires_at: Some(Some(now_s() - 1)),
             ..Changes::default()
         };
-        if let Err(e) = self
-            .store
-            .update(&record.key, &Condition::Version(record.version), &changes)
-            .await
-        {
-            tracing::warn!(agent = %record.key, error = %e, "could not retire the record of a failed create");
+        if let Err(e) = lock.release(held, WakeState::Asleep, changes).await {
+            tracing::warn!(agent = %held.key, error = %e, "could not retire the record of a failed create");
         }
     }
 
@@ -602,7 +649,7 @@ impl<S: AgentStore, K: AgentKit> Create<S, K> {
                 retention: plan.retention,
             },
             now_ms(),
-            &self.wake,
+            &self.settings.lock,
         );
         let mut resp = response::json(201, &view);
         let headers = resp.headers_mut();

@@ -13,7 +13,6 @@ async fn main() -> Result<(), Error> {
         agentkit: bootstrap::agentkit(&config).await?,
         registry: RegistryCache::new(config.tool_overrides.clone()),
         identity: config.identity.clone(),
-        wake: config.wake.clone(),
         settings: CreateSettings::default(),
     };
     let create = &create;

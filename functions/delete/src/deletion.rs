@@ -1,19 +1,20 @@
 //! Deleting under the agent's lock (wake-protocol.md, "Delete").
 //!
-//! Every deletion follows one shape: **acquire** the agent record as `deleting` (a CAS on the
-//! version seen, or on the version an `If-Match` names), act on AgentKit, then **one fenced
-//! write**: back to the state the agent rested in (asleep, awake or failed) after a snapshot
-//! delete, or to the `gone` tombstone after an agent delete.
+//! Every deletion follows one shape, through [`snapwake::lock`]: **acquire** the agent record as
+//! `deleting` (a CAS on the version seen, or on the version an `If-Match` names; the wake
+//! fields are kept, not a new generation), act on AgentKit, then **one fenced write**: back to
+//! the state the agent rested in (asleep, awake or failed) after a snapshot delete, or to the
+//! `gone` tombstone after an agent delete.
 //!
-//! - Nothing is deleted before the lock is held, and nothing while a wake holds it: a live
-//!   `waking` (or `deleting`) lease answers 409 with `Retry-After`.
+//! - Nothing is deleted before the lock is held, and nothing while a wake or a create holds
+//!   it: a live `waking`, `creating` (or `deleting`) lease answers 409 with `Retry-After`.
 //! - Every AgentKit step is idempotent (NotFound is success), so a holder that died part-way
 //!   is finished by the next delete once its lease has expired.
 //! - The work under the lock is bounded by the lease, so a holder never acts after another
 //!   caller could have taken the agent over. A failure part-way hands the lock back (the agent
 //!   rests again, partly cleaned) and answers the error; a retry finishes the job.
 //!
-//! The HTTP routes use this module; so will the sweep and offboarding handlers (cleanup.md).
+//! The HTTP routes use this module; so do the sweep and offboarding handlers (cleanup.md).
 
 use std::time::Duration;
 
@@ -25,10 +26,30 @@ use snapwake::deadline::Deadline;
 use snapwake::domain::{AgentKey, AgentRecord, WakeState};
 use snapwake::error::Error;
 use snapwake::locate::SNAPSHOT_AGENT_PREFIX;
+use snapwake::lock::{
+    self, Acquire, Acquired, AgentLock, Generation, Intent, LockSettings, Written,
+};
 use snapwake::store::{
     now_ms, now_s, AgentStore, Changes, Condition, Description, DocumentKey, StoreError,
 };
-use snapwake::wake::WakeSettings;
+
+/// The delete's own settings (not the wake's).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeleteSettings {
+    /// The lock: a delete's lease (60 s) bounds the work done under it.
+    pub lock: LockSettings,
+    /// Longest time one delete request works (API Gateway gives up at 30 s).
+    pub budget: Duration,
+}
+
+impl Default for DeleteSettings {
+    fn default() -> Self {
+        DeleteSettings {
+            lock: LockSettings::default(),
+            budget: REQUEST_BUDGET,
+        }
+    }
+}
 
 /// How long a tombstone (and the memory of a deleted snapshot) answers: 30 days.
 pub const TOMBSTONE_TTL_S: i64 = 30 * 24 * 3600;
@@ -87,9 +108,10 @@ pub enum Decision {
 }
 
 /// Decide from the record seen: a tombstone is done; an `If-Match` naming another version
-/// is 412; a live `waking` or `deleting` lease is 409; anything else may be acquired.
+/// is 412; a live lease of a wake, a create or another delete is 409; anything else may be
+/// acquired ([`lock::decide`]).
 pub fn decide(
-    settings: &WakeSettings,
+    settings: &LockSettings,
     seen: Option<&AgentRecord>,
     if_match: Option<u64>,
 ) -> Result<Decision, Error> {
@@ -104,25 +126,24 @@ pub fn decide(
             });
         }
     }
-    if let Some(r) = seen {
-        let now = now_ms();
-        if r.state.is_held() && settings.lease_is_live(r, now) {
-            let what = if r.state == WakeState::Waking {
-                "a wake holds the agent"
-            } else {
-                "a delete holds the agent"
-            };
-            return Err(Error::AgentBusy {
-                detail: what.into(),
-                retry_after_s: settings.retry_after_s(r, now),
-            });
-        }
+    match lock::decide(seen, now_ms(), Intent::Delete, settings) {
+        lock::Decision::Gone => Ok(Decision::Gone),
+        lock::Decision::Acquire(c) => Ok(Decision::Acquire(c)),
+        lock::Decision::Busy {
+            state,
+            retry_after_s,
+        } => Err(Error::AgentBusy {
+            detail: match state {
+                WakeState::Waking => "a wake holds the agent",
+                WakeState::Creating => "the agent is being created",
+                _ => "a delete holds the agent",
+            }
+            .into(),
+            retry_after_s,
+        }),
+        // A delete is never told to join, trust or verify; whatever else, a CAS decides.
+        _ => Ok(Decision::Acquire(Condition::Version(version))),
     }
-    Ok(Decision::Acquire(if version == 0 {
-        Condition::Absent
-    } else {
-        Condition::Version(version)
-    }))
 }
 
 /// The state an agent rests in once a snapshot delete hands it back: what it was, unless it
@@ -136,18 +157,15 @@ fn resting(seen: Option<&AgentRecord>) -> WakeState {
 }
 
 /// The lock as this caller holds it.
-struct Held {
-    /// The record as the acquire wrote it.
-    record: AgentRecord,
-    me: String,
-    fence: u64,
+struct Holding {
+    held: lock::Held,
     resting: WakeState,
     /// The work under the lock ends before the lease does.
     deadline: Deadline,
 }
 
-enum Acquired {
-    Held(Box<Held>),
+enum Taken {
+    Held(Box<Holding>),
     Gone,
 }
 
@@ -155,16 +173,20 @@ enum Acquired {
 pub struct Deleter<'a, S, K> {
     store: &'a S,
     agentkit: &'a K,
-    settings: &'a WakeSettings,
+    settings: &'a DeleteSettings,
 }
 
 impl<'a, S: AgentStore, K: AgentKit> Deleter<'a, S, K> {
-    pub fn new(store: &'a S, agentkit: &'a K, settings: &'a WakeSettings) -> Self {
+    pub fn new(store: &'a S, agentkit: &'a K, settings: &'a DeleteSettings) -> Self {
         Deleter {
             store,
             agentkit,
             settings,
         }
+    }
+
+    fn lock(&self, deadline: Deadline) -> AgentLock<'a, S> {
+        AgentLock::new(self.store, &self.settings.lock, deadline)
     }
 
     /// Delete one snapshot of `target` (its membership checked by the caller), deciding from
@@ -177,9 +199,10 @@ impl<'a, S: AgentStore, K: AgentKit> Deleter<'a, S, K> {
         if_match: Option<u64>,
         deadline: Deadline,
     ) -> Result<Deleted, Error> {
-        let held = match self.acquire(target, seen, if_match, deadline).await? {
-            Acquired::Gone => return Ok(Deleted::AlreadyGone),
-            Acquired::Held(h) => h,
+        let lock = self.lock(deadline);
+        let mut held = match self.acquire(&lock, target, seen, if_match).await? {
+            Taken::Gone => return Ok(Deleted::AlreadyGone),
+            Taken::Held(h) => h,
         };
         let SnapshotRef {
             tool_id,
@@ -192,7 +215,7 @@ impl<'a, S: AgentStore, K: AgentKit> Deleter<'a, S, K> {
             self.remember_deleted(&target.key, snapshot_id).await
         };
         let result = work.await;
-        let restored = self.restore(target, &held).await;
+        let restored = self.restore(&lock, &mut held).await;
         result?;
         match restored {
             Ok(true) => {}
@@ -218,39 +241,42 @@ impl<'a, S: AgentStore, K: AgentKit> Deleter<'a, S, K> {
         if_match: Option<u64>,
         deadline: Deadline,
     ) -> Result<Deleted, Error> {
-        let held = match self.acquire(target, seen, if_match, deadline).await? {
-            Acquired::Gone => return Ok(Deleted::AlreadyGone),
-            Acquired::Held(h) => h,
+        let lock = self.lock(deadline);
+        let mut held = match self.acquire(&lock, target, seen, if_match).await? {
+            Taken::Gone => return Ok(Deleted::AlreadyGone),
+            Taken::Held(h) => h,
         };
         // The session a wake recorded, in case a listing does not show it yet.
         let recorded = held
+            .held
             .record
             .tool_id
             .clone()
-            .zip(held.record.session_id.clone())
+            .zip(held.held.record.session_id.clone())
             .filter(|(t, _)| place.tools.contains(t));
         if let Err(e) = self.clean(target, place, recorded, held.deadline).await {
-            if let Err(release) = self.restore(target, &held).await {
+            if let Err(release) = self.restore(&lock, &mut held).await {
                 tracing::warn!(agent = %target.key, error = %release, "could not release the lock after a failed delete");
             }
             return Err(e);
         }
         let tombstone = Changes {
-            state: Some(WakeState::Gone),
-            holder: Some(None),
-            lease_until_ms: Some(0),
             error: Some(None),
+            resume_sent_at_ms: Some(None),
             expires_at: Some(Some(now_s() + TOMBSTONE_TTL_S)),
             ..Changes::default()
         };
-        match self.fenced(target, &held, tombstone).await? {
-            Some(_) => {
+        match lock
+            .release(&mut held.held, WakeState::Gone, tombstone)
+            .await?
+        {
+            Written::Done(_) => {
                 tracing::info!(agent = %target.key, "agent deleted; tombstone written");
                 Ok(Deleted::Done)
             }
             // Our lease ran out and somebody else holds the agent now: we cannot promise it
             // is gone. A retry decides again.
-            None => Err(Error::AgentBusy {
+            Written::Lost(_) => Err(Error::AgentBusy {
                 detail: "the agent changed while it was being deleted; retry".into(),
                 retry_after_s: 1,
             }),
@@ -395,55 +421,36 @@ impl<'a, S: AgentStore, K: AgentKit> Deleter<'a, S, K> {
     /// Acquire the agent as `deleting`; on a lost CAS decide again with the winner's record.
     async fn acquire(
         &self,
+        lock: &AgentLock<'_, S>,
         target: &DeleteTarget,
         mut seen: Option<AgentRecord>,
         if_match: Option<u64>,
-        deadline: Deadline,
-    ) -> Result<Acquired, Error> {
-        for _ in 0..self.settings.max_rounds.max(1) {
-            let condition = match decide(self.settings, seen.as_ref(), if_match)? {
-                Decision::Gone => return Ok(Acquired::Gone),
+    ) -> Result<Taken, Error> {
+        let how = Acquire {
+            state: WakeState::Deleting,
+            generation: Generation::Keep,
+            lease: self.settings.lock.lease,
+            describe: target.describe.clone(),
+            poll_until_ms: None,
+        };
+        for _ in 0..self.settings.lock.max_rounds.max(1) {
+            let condition = match decide(&self.settings.lock, seen.as_ref(), if_match)? {
+                Decision::Gone => return Ok(Taken::Gone),
                 Decision::Acquire(c) => c,
             };
-            let me = uuid::Uuid::new_v4().simple().to_string();
-            let changes = Changes {
-                state: Some(WakeState::Deleting),
-                holder: Some(Some(me.clone())),
-                bump_fence: true,
-                lease_until_ms: Some(now_ms() + self.settings.lease.as_millis() as u64),
-                describe: target.describe.clone(),
-                ..Changes::default()
-            };
-            let lease_deadline = deadline.min_after(self.settings.lease);
             let resting = resting(seen.as_ref());
-            let held = |r: AgentRecord, me: String| {
-                Acquired::Held(Box::new(Held {
-                    fence: r.fence,
-                    record: r,
-                    me,
-                    resting,
-                    deadline: lease_deadline,
-                }))
-            };
-            match self.store.update(&target.key, &condition, &changes).await {
-                Ok(r) => return Ok(held(r, me)),
-                // The SDK retried a write that had landed: our token means we won.
-                Err(StoreError::ConditionFailed {
-                    current: Some(current),
-                }) if current.holder.as_deref() == Some(me.as_str()) => {
-                    return Ok(held(*current, me))
+            match lock
+                .acquire(&target.key, &condition, seen.as_ref(), &how)
+                .await?
+            {
+                Acquired::Held(held) => {
+                    return Ok(Taken::Held(Box::new(Holding {
+                        held: *held,
+                        resting,
+                        deadline: lock.deadline().min_after(self.settings.lock.lease),
+                    })))
                 }
-                Err(StoreError::ConditionFailed { current }) => seen = current.map(|b| *b),
-                Err(StoreError::Unavailable(why)) => {
-                    tracing::warn!(agent = %target.key, %why, "acquire was ambiguous; re-reading");
-                    match self.store.get(&target.key).await? {
-                        Some(r) if r.holder.as_deref() == Some(me.as_str()) => {
-                            return Ok(held(r, me))
-                        }
-                        other => seen = other,
-                    }
-                }
-                Err(e) => return Err(e.into()),
+                Acquired::Lost(current) => seen = current,
             }
         }
         Err(Error::AgentBusy {
@@ -453,57 +460,11 @@ impl<'a, S: AgentStore, K: AgentKit> Deleter<'a, S, K> {
     }
 
     /// Hand the agent back in the state it rested in. `Ok(false)`: the lock was lost.
-    async fn restore(&self, target: &DeleteTarget, held: &Held) -> Result<bool, Error> {
-        let changes = Changes {
-            state: Some(held.resting),
-            holder: Some(None),
-            lease_until_ms: Some(0),
-            ..Changes::default()
-        };
-        Ok(self.fenced(target, held, changes).await?.is_some())
-    }
-
-    /// A fenced write by the holder that sets a state and clears the holder; `Ok(None)` when
-    /// the lock was lost. An ambiguous write is re-read: the record at our fence with our
-    /// state and no holder is our write landed (after a new acquire the fence differs); still
-    /// held by us means it did not land, and it is sent again.
-    async fn fenced(
-        &self,
-        target: &DeleteTarget,
-        held: &Held,
-        changes: Changes,
-    ) -> Result<Option<AgentRecord>, Error> {
-        let condition = Condition::Held {
-            holder: held.me.clone(),
-            fence: held.fence,
-        };
-        let landed = |r: &AgentRecord| {
-            r.holder.is_none() && r.fence == held.fence && changes.state == Some(r.state)
-        };
-        let mut last = String::new();
-        for _ in 0..3 {
-            match self.store.update(&target.key, &condition, &changes).await {
-                Ok(r) => return Ok(Some(r)),
-                Err(StoreError::ConditionFailed { current }) => {
-                    return Ok(current.map(|b| *b).filter(|r| landed(r)))
-                }
-                Err(StoreError::Unavailable(why)) => {
-                    tracing::warn!(agent = %target.key, %why, "fenced write was ambiguous; re-reading");
-                    match self.store.get(&target.key).await? {
-                        Some(r) if landed(&r) => return Ok(Some(r)),
-                        Some(r)
-                            if r.holder.as_deref() == Some(held.me.as_str())
-                                && r.fence == held.fence =>
-                        {
-                            last = why
-                        }
-                        _ => return Ok(None),
-                    }
-                }
-                Err(e) => return Err(e.into()),
-            }
-        }
-        Err(StoreError::Unavailable(last).into())
+    async fn restore(&self, lock: &AgentLock<'_, S>, holding: &mut Holding) -> Result<bool, Error> {
+        let written = lock
+            .release(&mut holding.held, holding.resting, Changes::default())
+            .await?;
+        Ok(matches!(written, Written::Done(_)))
     }
 }
 
@@ -513,5 +474,5 @@ fn deleted_snapshot_pk(key: &AgentKey, snapshot_id: &str) -> String {
     format!("SNAPDEL#{}#{}#{}", key.kind, key.agent_id, snapshot_id)
 }
 
-/// The budget of one delete request: API Gateway gives up at 30 s.
+/// The default budget of one delete request: API Gateway gives up at 30 s.
 pub const REQUEST_BUDGET: Duration = Duration::from_secs(25);

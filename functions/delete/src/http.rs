@@ -24,11 +24,11 @@ use snapwake::domain::{AgentKey, AgentRecord, Retention, ToolRegistry};
 use snapwake::error::{Error, Result};
 use snapwake::http::request::{self as req, Route};
 use snapwake::http::response;
-use snapwake::identity::{describe, may_act, Caller};
+use snapwake::identity::{describe, may_act, Caller, Place};
 use snapwake::locate::{self, user_session_id, SNAPSHOT_AGENT_PREFIX};
 use snapwake::store::{now_ms, AgentStore};
 
-use crate::deletion::{decide, AgentPlace, Decision, DeleteTarget, SnapshotRef, REQUEST_BUDGET};
+use crate::deletion::{decide, AgentPlace, Decision, DeleteTarget, SnapshotRef};
 use crate::Delete;
 
 pub const ROUTES: [Route; 2] = [
@@ -97,7 +97,7 @@ impl<S: AgentStore, K: AgentKit> Delete<S, K> {
                 .get("if-match")
                 .map(|v| v.to_str().unwrap_or("(not text)")),
         )?;
-        let deadline = deadline(request);
+        let deadline = deadline(request, self.settings.budget);
         let key = AgentKey::new(kind, agent_id);
 
         let record = self.store.get(&key).await?;
@@ -105,7 +105,7 @@ impl<S: AgentStore, K: AgentKit> Delete<S, K> {
             return Err(Error::AgentNotFound);
         }
         // Cheap refusals first (a tombstone, a stale If-Match, a lease), before AgentKit.
-        if decide(&self.wake, record.as_ref(), if_match)? == Decision::Gone {
+        if decide(&self.settings.lock, record.as_ref(), if_match)? == Decision::Gone {
             return Ok(response::no_content());
         }
         match snapshot_id {
@@ -161,9 +161,11 @@ impl<S: AgentStore, K: AgentKit> Delete<S, K> {
                 caller,
                 &key,
                 record.as_ref(),
-                &tool_id,
-                &region,
-                Retention::Recoverable,
+                Some(Place {
+                    tool_id: &tool_id,
+                    region: &region,
+                    retention: Retention::Recoverable,
+                }),
                 Some(&snapshots),
             )),
             user_session_id: user_session_id(&key.agent_id).map(str::to_string),
@@ -229,9 +231,11 @@ impl<S: AgentStore, K: AgentKit> Delete<S, K> {
                     caller,
                     &key,
                     record.as_ref(),
-                    tool,
-                    region,
-                    retention_of(&registry, &key, tool),
+                    Some(Place {
+                        tool_id: tool,
+                        region,
+                        retention: retention_of(&registry, &key, tool),
+                    }),
                     snapshots.as_deref(),
                 )
             }),
@@ -355,10 +359,8 @@ fn if_match(value: Option<&str>) -> Result<Option<u64>> {
         })
 }
 
-/// This request's budget: [`REQUEST_BUDGET`], cut to the Lambda's remaining time less a
-/// margin to answer.
-fn deadline(request: &Request) -> Deadline {
-    let mut budget = REQUEST_BUDGET;
+/// This request's budget, cut to the Lambda's remaining time less a margin to answer.
+fn deadline(request: &Request, mut budget: Duration) -> Deadline {
     if let Some(ctx) = request.lambda_context_ref() {
         let remaining_ms = ctx.deadline.saturating_sub(now_ms());
         budget = budget.min(Duration::from_millis(remaining_ms).saturating_sub(ANSWER_MARGIN));

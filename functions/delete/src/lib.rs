@@ -13,12 +13,13 @@ use snapwake::agentkit::AgentKit;
 use snapwake::config::IdentityConfig;
 use snapwake::registry::RegistryCache;
 use snapwake::store::AgentStore;
-use snapwake::wake::WakeSettings;
 
 pub mod deletion;
 mod http;
 
-pub use deletion::{AgentPlace, DeleteTarget, Deleted, Deleter, SnapshotRef, TOMBSTONE_TTL_S};
+pub use deletion::{
+    AgentPlace, DeleteSettings, DeleteTarget, Deleted, Deleter, SnapshotRef, TOMBSTONE_TTL_S,
+};
 pub use http::ROUTES;
 
 /// The delete function's context: ports and settings built once per container.
@@ -27,13 +28,13 @@ pub struct Delete<S, K> {
     pub agentkit: K,
     pub registry: RegistryCache,
     pub identity: IdentityConfig,
-    /// The lock's timings: the lease a delete takes, and when another's lease has expired.
-    pub wake: WakeSettings,
+    /// The delete's lock timings and request budget.
+    pub settings: DeleteSettings,
 }
 
 impl<S: AgentStore, K: AgentKit> Delete<S, K> {
     /// Deletions over this context's store and AgentKit.
     pub fn deleter(&self) -> Deleter<'_, S, K> {
-        Deleter::new(&self.store, &self.agentkit, &self.wake)
+        Deleter::new(&self.store, &self.agentkit, &self.settings)
     }
 }

@@ -17,7 +17,7 @@ async fn main() -> Result<(), Error> {
         agentkit: bootstrap::agentkit(&config).await?,
         registry: RegistryCache::new(config.tool_overrides.clone()),
         identity: config.identity.clone(),
-        wake: config.wake.clone(),
+        settings: snapwake_delete::DeleteSettings::default(),
     };
     let delete = &delete;
     lambda_http::run(service_fn(move |req: Request| async move {

@@ -28,8 +28,8 @@ use snapwake::domain::{AgentKey, AgentState, AgentView, Kind, Retention, ToolReg
 use snapwake::error::{Error, Result};
 use snapwake::index_sync::agent_of;
 use snapwake::locate::{regions, user_session_id};
+use snapwake::lock::LockSettings;
 use snapwake::store::{now_ms, AgentStore};
-use snapwake::wake::WakeSettings;
 
 use crate::cursor::Signer;
 use crate::gather::{
@@ -89,7 +89,7 @@ pub struct Everyone<'a, S, K> {
     pub store: &'a S,
     pub agentkit: &'a K,
     pub registry: &'a ToolRegistry,
-    pub settings: &'a WakeSettings,
+    pub settings: &'a LockSettings,
     pub signer: Signer,
     pub kinds: Vec<Kind>,
     pub state: Option<AgentState>,

@@ -12,9 +12,9 @@ use snapwake::deadline::Deadline;
 use snapwake::domain::{
     AgentKey, AgentRecord, AgentState, AgentView, Kind, Retention, ToolRegistry, WakeState,
 };
+use snapwake::lock::LockSettings;
 use snapwake::store::now_ms;
 use snapwake::view::{agent_view, AgentFacts};
-use snapwake::wake::WakeSettings;
 
 /// Pages read for one agent's own snapshots or sessions.
 pub const AGENT_PAGES: usize = 20;
@@ -86,7 +86,7 @@ impl Collected {
         &self,
         kinds: &[Kind],
         state: Option<AgentState>,
-        settings: &WakeSettings,
+        settings: &LockSettings,
     ) -> Vec<AgentView> {
         let mut keys: Vec<&AgentKey> = self
             .sessions
@@ -128,7 +128,7 @@ pub fn view_of(
     snapshots: &[Snapshot],
     retention: Option<Retention>,
     now: u64,
-    settings: &WakeSettings,
+    settings: &LockSettings,
 ) -> Option<AgentView> {
     if record.is_some_and(|r| r.state == WakeState::Gone) {
         return None;

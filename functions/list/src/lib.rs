@@ -48,9 +48,9 @@ use snapwake::http::response;
 use snapwake::identity::{may_act, Caller};
 use snapwake::index_sync::{index_status, IndexStatus};
 use snapwake::locate::{self, regions, user_session_id};
+use snapwake::lock::LockSettings;
 use snapwake::registry::RegistryCache;
 use snapwake::store::{now_ms, AgentStore};
-use snapwake::wake::WakeSettings;
 
 use crate::cursor::CursorKeys;
 use crate::everyone::Everyone;
@@ -89,7 +89,8 @@ pub struct List<S, K> {
     pub agentkit: K,
     pub registry: RegistryCache,
     pub identity: IdentityConfig,
-    pub wake: WakeSettings,
+    /// The lock's timings, to tell a live lease (a wake or delete in flight) in a view.
+    pub lock: LockSettings,
     cursor_keys: CursorKeys,
     /// The index sync's completion, once seen.
     index: Mutex<Option<IndexStatus>>,
@@ -121,7 +122,7 @@ impl<S: AgentStore, K: AgentKit> List<S, K> {
         agentkit: K,
         registry: RegistryCache,
         identity: IdentityConfig,
-        wake: WakeSettings,
+        lock: LockSettings,
         cursor_key: Option<String>,
     ) -> Self {
         List {
@@ -129,7 +130,7 @@ impl<S: AgentStore, K: AgentKit> List<S, K> {
             agentkit,
             registry,
             identity,
-            wake,
+            lock,
             cursor_keys: CursorKeys::new(cursor_key),
             index: Mutex::new(None),
         }
@@ -212,7 +213,7 @@ impl<S: AgentStore, K: AgentKit> List<S, K> {
             deadline,
         )
         .await?;
-        let mut agents = collected.views(&kinds, q.state, &self.wake);
+        let mut agents = collected.views(&kinds, q.state, &self.lock);
         let truncated = more_records || agents.len() > MAX_AGENTS;
         agents.truncate(MAX_AGENTS);
         tracing::info!(
@@ -249,7 +250,7 @@ impl<S: AgentStore, K: AgentKit> List<S, K> {
             store: &self.store,
             agentkit: &self.agentkit,
             registry: &registry,
-            settings: &self.wake,
+            settings: &self.lock,
             signer,
             kinds,
             state: q.state,
@@ -316,7 +317,7 @@ impl<S: AgentStore, K: AgentKit> List<S, K> {
                     .unwrap_or(retention),
             ),
             now_ms(),
-            &self.wake,
+            &self.lock,
         )
         .ok_or(Error::AgentNotFound)?;
         let mut resp = response::json(200, &view);

@@ -13,7 +13,7 @@ async fn main() -> Result<(), Error> {
         bootstrap::agentkit(&config).await?,
         RegistryCache::new(config.tool_overrides.clone()),
         config.identity.clone(),
-        config.wake.clone(),
+        config.wake.lock.clone(),
         config.cursor_key.clone(),
     );
     let list = &list;

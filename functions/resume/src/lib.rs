@@ -4,8 +4,9 @@
 //! woke it, `false` when it already was); 202 with `Retry-After` and `Location` when it is still
 //! waking at the end of this request's budget; 404 when the agent does not exist or is not the
 //! caller's; 409 while a delete holds it; 410 once deleted; 422 when nothing can be woken.
-//! The exactly-once guarantee lives in [`snapwake::wake`]; this handler authorises, finds the
-//! agent's Tool and answers.
+//! The exactly-once guarantee lives in [`snapwake::wake`]; this handler authorises, reads
+//! where the record says the agent lives (the caller that wins the lock locates an agent
+//! the table does not place yet) and answers.
 
 use std::time::Duration;
 
@@ -19,12 +20,13 @@ use snapwake::error::{Error, Result};
 use snapwake::http::request::{self as req, Route};
 use snapwake::http::response;
 pub use snapwake::identity::may_act;
-use snapwake::identity::{describe, Caller};
-use snapwake::locate::{self, user_session_id};
+use snapwake::identity::{describe, Caller, Place};
+use snapwake::lock::agent::STORE_GRACE;
+use snapwake::lock::AgentLock;
 use snapwake::registry::RegistryCache;
 use snapwake::store::{now_ms, AgentStore};
 use snapwake::view::{agent_view, AgentFacts};
-use snapwake::wake::{WakeLock, WakeOutcome, WakeSettings, WakeTarget};
+use snapwake::wake::{home_of, Wake, WakeOutcome, WakeSettings, WakeTarget};
 
 pub const ROUTES: [Route; 1] = [Route {
     method: "POST",
@@ -95,58 +97,50 @@ impl<S: AgentStore, K: AgentKit> Resume<S, K> {
         let deadline = self.deadline(request);
         let key = AgentKey::new(kind, agent_id);
 
-        let record = self.store.get(&key).await?;
+        // Every store call of the request takes its time from the request's budget.
+        let record = AgentLock::new(&self.store, &self.wake.lock, deadline)
+            .read(&key)
+            .await?;
         if !may_act(&caller, &key, record.as_ref()) {
             return Err(Error::AgentNotFound);
         }
-        let registry = self.registry.get(&self.store).await?;
-        let recorded_tool = record.as_ref().and_then(|r| {
-            let tool = r.tool_id.as_deref()?;
-            let region = r.region.as_deref()?;
-            registry
-                .is_snapshot_tool(kind, tool)
-                .then(|| (tool.to_string(), region.to_string()))
-        });
-        let (tool_id, region, snapshots) = match recorded_tool {
-            Some((tool, region)) => (tool, region, None),
-            // A tombstone answers 410 even when AgentKit no longer knows the agent.
-            None if record
-                .as_ref()
-                .is_some_and(|r| r.state == snapwake::domain::WakeState::Gone) =>
-            {
-                return Err(Error::AgentGone)
-            }
-            None => match locate::locate(&self.agentkit, &registry, &key, deadline).await? {
-                Some(found) => (found.tool_id, found.region, Some(found.snapshots)),
-                None => return Err(Error::AgentNotFound),
-            },
-        };
-
+        let registry = tokio::time::timeout(
+            deadline.remaining() + STORE_GRACE,
+            self.registry.get(&self.store),
+        )
+        .await
+        .map_err(|_| {
+            Error::Store(snapwake::store::StoreError::Unavailable(
+                "the registry could not be read within the request's budget".into(),
+            ))
+        })??;
+        // Where the record says the agent lives (any Tool of its kind the registry knows);
+        // otherwise only the caller that wins the lock looks for it.
+        let home = record.as_ref().and_then(|r| home_of(&registry, r));
         let target = WakeTarget {
-            describe: Some(describe(
+            describe: describe(
                 &caller,
                 &key,
                 record.as_ref(),
-                &tool_id,
-                &region,
-                Retention::Recoverable,
-                snapshots.as_deref(),
-            )),
-            user_session_id: user_session_id(&key.agent_id).map(str::to_string),
+                home.as_ref().map(|h| Place {
+                    tool_id: &h.tool_id,
+                    region: &h.region,
+                    retention: h.retention,
+                }),
+                None,
+            ),
             key: key.clone(),
-            tool_id,
-            region,
+            home,
             snapshot_id,
-            snapshots: snapshots.clone(),
         };
-        let lock = WakeLock::new(&self.store, &self.agentkit, &self.wake);
-        let outcome = lock.wake_from(&target, record, deadline).await?;
-        let snapshots = snapshots.unwrap_or_default();
+        let wake = Wake::new(&self.store, &self.agentkit, &registry, &self.wake);
+        let outcome = wake.run(&target, record, deadline).await?;
         Ok(match outcome {
             WakeOutcome::Awake {
                 session,
                 resumed,
                 record,
+                snapshots,
             } => {
                 tracing::info!(agent = %key, resumed, "awake");
                 let view = self.view(&key, &record, std::slice::from_ref(&session), &snapshots);
@@ -163,7 +157,7 @@ impl<S: AgentStore, K: AgentKit> Resume<S, K> {
             }
             WakeOutcome::Waking { record } => {
                 tracing::info!(agent = %key, "still waking");
-                let view = self.view(&key, &record, &[], &snapshots);
+                let view = self.view(&key, &record, &[], &[]);
                 let mut resp = with_etag(
                     response::json(
                         202,
@@ -197,10 +191,10 @@ impl<S: AgentStore, K: AgentKit> Resume<S, K> {
                 record: Some(record),
                 sessions,
                 snapshots,
-                retention: Retention::Recoverable,
+                retention: record.retention.unwrap_or(Retention::Recoverable),
             },
             now_ms(),
-            &self.wake,
+            &self.wake.lock,
         )
     }
 

@@ -121,6 +121,11 @@ impl AgentKitClient {
         &self.regions
     }
 
+    /// The per-attempt timeout.
+    pub fn request_timeout(&self) -> Duration {
+        self.request_timeout
+    }
+
     /// Call `request` in `region`, retrying throttles and lost connections within `deadline`.
     pub async fn call<A: Action>(
         &self,
@@ -205,6 +210,7 @@ impl AgentKitClient {
                 error: AgentKitError::Transport {
                     action: A::NAME,
                     detail: "the deadline passed before the request was sent".into(),
+                    sent: false,
                 },
                 retryable: false,
                 not_sent: true,
@@ -255,6 +261,7 @@ impl AgentKitClient {
                     error: AgentKitError::Transport {
                         action: A::NAME,
                         detail: transport_detail(&e),
+                        sent: !e.is_connect(),
                     },
                     retryable: true,
                     not_sent: e.is_connect(),
@@ -275,6 +282,7 @@ impl AgentKitClient {
                     error: AgentKitError::Transport {
                         action: A::NAME,
                         detail: transport_detail(&e),
+                        sent: true,
                     },
                     retryable: true,
                     not_sent: false,
@@ -286,7 +294,9 @@ impl AgentKitClient {
         read_envelope::<A>(status, &bytes).map_err(|error| {
             let retryable = envelope::is_retry_status(status)
                 || matches!(error, AgentKitError::Throttled { .. });
-            // A 429 or a throttling code means AgentKit refused the request before acting.
+            // Only a 429 or an explicit throttling code says AgentKit refused the request before
+            // acting; a bare 503 or any other 5xx may come after it acted (outcome unknown), so
+            // a non-idempotent action is not sent again (wake-protocol.md).
             let not_sent = status == 429 || matches!(error, AgentKitError::Throttled { .. });
             if !retryable {
                 tracing::info!(
@@ -372,6 +382,9 @@ mod tests {
     #[test]
     fn a_bare_status_without_envelope_is_classified() {
         let err = read_envelope::<GetSession>(503, b"<html>busy</html>").unwrap_err();
+        assert!(matches!(err, AgentKitError::Provider { status: 503, .. }));
+        assert!(err.outcome_unknown());
+        let err = read_envelope::<GetSession>(429, b"").unwrap_err();
         assert!(matches!(err, AgentKitError::Throttled { .. }));
         let err = read_envelope::<GetSession>(502, b"").unwrap_err();
         assert!(matches!(err, AgentKitError::Provider { status: 502, .. }));

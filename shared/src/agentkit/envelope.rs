@@ -69,7 +69,9 @@ pub fn classify(
             action,
             retry_after: None,
         },
-        None if status == 429 || status == 503 => AgentKitError::Throttled {
+        // A bare 429 refuses the request; a bare 503 (a gateway's page, no envelope) says
+        // nothing of whether AgentKit acted, so it is a provider error, not a throttle.
+        None if status == 429 => AgentKitError::Throttled {
             action,
             retry_after: None,
         },
@@ -113,6 +115,10 @@ mod tests {
             classify("CreateTool", 429, None, ""),
             AgentKitError::Throttled { .. }
         ));
+        // A bare 503 may come after AgentKit acted: retryable, but not a throttle.
+        let bare = classify("ResumeSessionFromSnapshot", 503, None, "");
+        assert!(matches!(bare, AgentKitError::Provider { status: 503, .. }));
+        assert!(bare.is_retryable() && bare.outcome_unknown());
         let e = classify("GetTool", 500, Some("InternalError"), "boom");
         assert!(e.is_retryable());
         let e = classify("GetTool", 400, Some("InvalidParameter"), "bad");

@@ -17,7 +17,8 @@ pub enum AgentKitError {
     #[error("AgentKit CreateSession may have failed: {message}")]
     CreateSessionFailed { message: String },
 
-    /// 429/503 or a throttling code, still failing when the retries or the deadline ran out.
+    /// HTTP 429 or an explicit throttling code, still failing when the retries or the deadline
+    /// ran out. AgentKit refused the request: it surely did not act.
     #[error("AgentKit throttled {action}")]
     Throttled {
         action: &'static str,
@@ -33,11 +34,14 @@ pub enum AgentKitError {
         message: String,
     },
 
-    /// The request never got an answer (connection refused, reset, timed out).
+    /// The request never got an answer (connection refused, reset, timed out). `sent`: the
+    /// request may have reached AgentKit (anything but a refused connection or a deadline
+    /// that passed before sending), so AgentKit may have acted.
     #[error("AgentKit {action}: transport error: {detail}")]
     Transport {
         action: &'static str,
         detail: String,
+        sent: bool,
     },
 
     /// The answer could not be read, or a listing misbehaved (a repeated NextToken, too many
@@ -92,5 +96,24 @@ impl AgentKitError {
 
     pub fn is_not_found(&self) -> bool {
         matches!(self, AgentKitError::NotFound { .. })
+    }
+
+    /// Whether AgentKit may have carried the request out although it answered an error
+    /// (wake-protocol.md, "Ambiguous AgentKit answers"): a timeout or dropped connection after
+    /// sending, a 5xx (a bare 503 included), an unreadable answer, `ErrCreateSessionFail`. For
+    /// a non-idempotent action (Resume, CreateSession) this is **unknown**, not failed: the
+    /// caller must reconcile, never send it again blindly. Throttles, NotFound and other 4xx
+    /// are refusals: AgentKit did nothing.
+    pub fn outcome_unknown(&self) -> bool {
+        match self {
+            AgentKitError::Transport { sent, .. } => *sent,
+            AgentKitError::Provider { status, .. } => *status >= 500,
+            AgentKitError::InvalidResponse { .. } | AgentKitError::CreateSessionFailed { .. } => {
+                true
+            }
+            AgentKitError::NotFound { .. }
+            | AgentKitError::Throttled { .. }
+            | AgentKitError::Credentials(_) => false,
+        }
     }
 }

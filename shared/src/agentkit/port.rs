@@ -3,6 +3,7 @@
 //! without any hook in production code.
 
 use std::future::Future;
+use std::time::Duration;
 
 use super::types::Action;
 use super::{AgentKitClient, AgentKitError};
@@ -19,7 +20,17 @@ pub trait AgentKit: Send + Sync + 'static {
 
     /// The configured regions, in the order they are tried.
     fn regions(&self) -> &[String];
+
+    /// How long one attempt of a call may take (`AGENTKIT_TIMEOUT_MS`). A non-idempotent
+    /// action is never sent with less budget left than this (wake-protocol.md): an answer cut
+    /// short by the caller's deadline would leave its outcome unknown.
+    fn request_timeout(&self) -> Duration {
+        DEFAULT_REQUEST_TIMEOUT
+    }
 }
+
+/// The per-attempt timeout when none is configured.
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 
 impl AgentKit for AgentKitClient {
     fn call<A: Action + 'static>(
@@ -28,11 +39,17 @@ impl AgentKit for AgentKitClient {
         request: &A,
         deadline: Deadline,
     ) -> impl Future<Output = Result<A::Output, AgentKitError>> + Send {
-        AgentKitClient::call(self, region, request, deadline)
+        // Boxed: an HTTP request is a large future, and the protocol code awaits many of them
+        // (debug builds would otherwise need megabytes of stack per request).
+        Box::pin(AgentKitClient::call(self, region, request, deadline))
     }
 
     fn regions(&self) -> &[String] {
         AgentKitClient::regions(self)
+    }
+
+    fn request_timeout(&self) -> Duration {
+        AgentKitClient::request_timeout(self)
     }
 }
 
@@ -48,5 +65,9 @@ impl<T: AgentKit> AgentKit for std::sync::Arc<T> {
 
     fn regions(&self) -> &[String] {
         (**self).regions()
+    }
+
+    fn request_timeout(&self) -> Duration {
+        (**self).request_timeout()
     }
 }

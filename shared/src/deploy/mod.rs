@@ -22,6 +22,7 @@ use crate::agentkit::retry::RetryPolicy;
 use crate::agentkit::AgentKit;
 use crate::deadline::Deadline;
 use crate::error::Error;
+use crate::lock::{DocumentLock, LockSettings};
 use crate::store::{now_ms, AgentStore, StoreError};
 
 pub mod apply;
@@ -142,7 +143,9 @@ impl<S: AgentStore, K: AgentKit> Deployer<'_, S, K> {
             return Ok(report);
         }
 
-        let lock = match lock::acquire(self.store, deadline.remaining()).await? {
+        let lock_settings = LockSettings::default();
+        let deploy_lock = lock::deploy_lock(self.store, &lock_settings);
+        let lock = match deploy_lock.acquire(deadline.remaining()).await? {
             lock::Acquired::Held(lock) => lock,
             lock::Acquired::Busy { lease_until_ms } => {
                 report.outcome = RunOutcome::AlreadyRunning;
@@ -154,7 +157,9 @@ impl<S: AgentStore, K: AgentKit> Deployer<'_, S, K> {
                 return Ok(report);
             }
         };
-        let outcome = self.locked_run(options, deadline, &mut report, lock).await;
+        let outcome = self
+            .locked_run(options, deadline, &mut report, &deploy_lock, lock)
+            .await;
         report.duration_ms = started.elapsed().as_millis() as u64;
         outcome.map(|()| report)
     }
@@ -164,11 +169,14 @@ impl<S: AgentStore, K: AgentKit> Deployer<'_, S, K> {
         options: DeployOptions,
         deadline: Deadline,
         report: &mut Report,
+        deploy_lock: &DocumentLock<'_, S>,
         mut lock: lock::DeployLock,
     ) -> Result<(), Error> {
-        let result = self.apply_run(options, deadline, report, &mut lock).await;
+        let result = self
+            .apply_run(options, deadline, report, deploy_lock, &mut lock)
+            .await;
         // Release whatever happened; a failed release only delays the next run to the lease.
-        if let Err(e) = lock.release(self.store).await {
+        if let Err(e) = deploy_lock.release(lock).await {
             tracing::warn!(error = %e, "deploy lock release failed");
         }
         result
@@ -179,6 +187,7 @@ impl<S: AgentStore, K: AgentKit> Deployer<'_, S, K> {
         options: DeployOptions,
         deadline: Deadline,
         report: &mut Report,
+        deploy_lock: &DocumentLock<'_, S>,
         lock: &mut lock::DeployLock,
     ) -> Result<(), Error> {
         let previous = self.store.get_registry().await?;
@@ -234,7 +243,7 @@ impl<S: AgentStore, K: AgentKit> Deployer<'_, S, K> {
             report.registry = previous;
             return Ok(());
         }
-        if !lock.confirm(self.store, deadline.remaining()).await? {
+        if !deploy_lock.confirm(lock, deadline.remaining()).await? {
             report.warnings.push(
                 "the deploy lock was taken over (this run outlived its lease); the registry \
                  was not written"

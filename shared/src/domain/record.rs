@@ -26,6 +26,8 @@ pub enum WakeState {
     Deleting,
     /// Deleted: the tombstone answers 410 until it expires.
     Gone,
+    /// A create holds the agent around CreateSession.
+    Creating,
 }
 
 impl WakeState {
@@ -37,12 +39,16 @@ impl WakeState {
             WakeState::Failed => "failed",
             WakeState::Deleting => "deleting",
             WakeState::Gone => "gone",
+            WakeState::Creating => "creating",
         }
     }
 
     /// States that hold the lock while their lease lives.
     pub fn is_held(self) -> bool {
-        matches!(self, WakeState::Waking | WakeState::Deleting)
+        matches!(
+            self,
+            WakeState::Waking | WakeState::Deleting | WakeState::Creating
+        )
     }
 }
 
@@ -62,6 +68,7 @@ impl FromStr for WakeState {
             WakeState::Failed,
             WakeState::Deleting,
             WakeState::Gone,
+            WakeState::Creating,
         ]
         .into_iter()
         .find(|w| w.as_str() == s)
@@ -115,6 +122,16 @@ pub struct AgentRecord {
     pub lease_until_ms: u64,
     pub snapshot_id: Option<String>,
     pub session_id: Option<String>,
+    /// When the recorded session ends (AgentKit's `ExpireAt`, RFC 3339), so an `awake` record
+    /// whose session has expired is known asleep without asking AgentKit.
+    pub session_expire_at: Option<String>,
+    /// When the recorded session was last seen active by AgentKit (epoch ms; 0: never).
+    pub verified_at_ms: u64,
+    /// When a Resume was (about to be) sent and its outcome is not known yet (epoch ms).
+    pub resume_sent_at_ms: Option<u64>,
+    /// Until when one caller polls AgentKit for this wake (the holder, or the winner of a poll
+    /// lease); the others watch the record (epoch ms; 0: nobody).
+    pub poll_until_ms: u64,
     pub error: Option<String>,
     /// +1 on every write; the ETag.
     pub version: u64,
@@ -142,6 +159,10 @@ impl AgentRecord {
             lease_until_ms: 0,
             snapshot_id: None,
             session_id: None,
+            session_expire_at: None,
+            verified_at_ms: 0,
+            resume_sent_at_ms: None,
+            poll_until_ms: 0,
             error: None,
             version: 0,
             updated_at: None,

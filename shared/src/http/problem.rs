@@ -148,6 +148,11 @@ impl From<&Error> for Problem {
             Error::NotConfigured(detail) => {
                 Problem::new(503, "NOT_CONFIGURED", "Not configured", detail.clone())
             }
+            Error::Deferred {
+                detail,
+                retry_after_s,
+            } => Problem::new(503, "TRY_AGAIN", "Try again", detail.clone())
+                .retryable(Some(*retry_after_s)),
             Error::AgentKit(e) => agentkit_problem(e),
             Error::WakeFailed(_) => Problem::new(
                 502,

@@ -20,15 +20,22 @@ pub fn may_act(caller: &Caller, key: &AgentKey, record: Option<&AgentRecord>) ->
     user_session_id(&key.agent_id).is_some_and(|id| usid::belongs_to(id, &caller.owner))
 }
 
+/// Where an agent lives, as a record describes it: its Tool, the Tool's region and retention.
+#[derive(Clone, Copy, Debug)]
+pub struct Place<'a> {
+    pub tool_id: &'a str,
+    pub region: &'a str,
+    pub retention: Retention,
+}
+
 /// What the first write of an agent's record should say about it: the record's own fields
-/// first, then what the UserSessionId and the snapshots' metadata tell.
+/// first, then what the UserSessionId and the snapshots' metadata tell. `place`, when known,
+/// adds the Tool (a wake that has not located the agent yet writes it later).
 pub fn describe(
     caller: &Caller,
     key: &AgentKey,
     record: Option<&AgentRecord>,
-    tool_id: &str,
-    region: &str,
-    retention: Retention,
+    place: Option<Place<'_>>,
     snapshots: Option<&[Snapshot]>,
 ) -> Description {
     let usid = user_session_id(&key.agent_id);
@@ -49,9 +56,11 @@ pub fn describe(
         display_name: record
             .and_then(|r| r.display_name.clone())
             .or(metadata_name),
-        tool_id: Some(tool_id.to_string()),
-        region: Some(region.to_string()),
-        retention: Some(record.and_then(|r| r.retention).unwrap_or(retention)),
+        tool_id: place.map(|p| p.tool_id.to_string()),
+        region: place.map(|p| p.region.to_string()),
+        retention: record
+            .and_then(|r| r.retention)
+            .or(place.map(|p| p.retention)),
         ..Description::default()
     }
 }
@@ -84,13 +93,16 @@ mod tests {
     fn an_admin_is_never_recorded_as_someone_elses_owner() {
         let id = usid::mint("alice");
         let key = AgentKey::new(Kind::Codex, &id);
+        let place = |retention| Place {
+            tool_id: "t-1",
+            region: "r",
+            retention,
+        };
         let d = describe(
             &caller("root", true),
             &key,
             None,
-            "t-1",
-            "r",
-            Retention::Recoverable,
+            Some(place(Retention::Recoverable)),
             None,
         );
         assert_eq!(d.owner, None);
@@ -99,11 +111,12 @@ mod tests {
             &caller("alice", false),
             &key,
             None,
-            "t-1",
-            "r",
-            Retention::Temporary,
+            Some(place(Retention::Temporary)),
             None,
         );
+        assert_eq!(d.tool_id.as_deref(), Some("t-1"));
+        let unplaced = describe(&caller("alice", false), &key, None, None, None);
+        assert_eq!((unplaced.tool_id, unplaced.retention), (None, None));
         assert_eq!(d.owner.as_deref(), Some("alice"));
         assert_eq!(d.retention, Some(Retention::Temporary));
     }

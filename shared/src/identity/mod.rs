@@ -16,7 +16,7 @@ pub mod claims;
 pub mod names;
 pub mod usid;
 
-pub use access::{describe, may_act};
+pub use access::{describe, may_act, Place};
 pub use caller::Caller;
 pub use claims::{ClaimValue, Claims};
 pub use names::{display_name, is_valid_agent_id, validate_agent_id, validate_display_name};

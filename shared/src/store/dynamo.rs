@@ -51,6 +51,11 @@ mod attr {
     pub const LEASE_UNTIL_MS: &str = "lease_until_ms";
     pub const SNAPSHOT_ID: &str = "snapshot_id";
     pub const SESSION_ID: &str = "session_id";
+    pub const SESSION_EXPIRE_AT: &str = "session_expire_at";
+    pub const VERIFIED_AT_MS: &str = "verified_at_ms";
+    /// Epoch ms (N).
+    pub const RESUME_SENT_AT: &str = "resume_sent_at";
+    pub const POLL_UNTIL_MS: &str = "poll_until_ms";
     pub const ERROR: &str = "error";
     pub const VERSION: &str = "version";
     pub const UPDATED_AT: &str = "updated_at";
@@ -63,7 +68,7 @@ mod attr {
 
 /// Everything of a record that a create (an `Absent` write) must clear when it replaces an
 /// expired item: all fields but the two counters, which carry on.
-const CLEARED_ON_CREATE: [&str; 16] = [
+const CLEARED_ON_CREATE: [&str; 20] = [
     attr::OWNER,
     attr::OWNER_KEY,
     attr::DISPLAY_NAME,
@@ -77,6 +82,10 @@ const CLEARED_ON_CREATE: [&str; 16] = [
     attr::LEASE_UNTIL_MS,
     attr::SNAPSHOT_ID,
     attr::SESSION_ID,
+    attr::SESSION_EXPIRE_AT,
+    attr::VERIFIED_AT_MS,
+    attr::RESUME_SENT_AT,
+    attr::POLL_UNTIL_MS,
     attr::ERROR,
     attr::EXPIRES_AT,
     attr::GSI1PK,
@@ -291,6 +300,20 @@ fn update_expression(expr: &mut Expr, key: &AgentKey, creates: bool, changes: &C
     if let Some(v) = &changes.session_id {
         expr.set_or_remove_s(attr::SESSION_ID, v);
     }
+    if let Some(v) = &changes.session_expire_at {
+        expr.set_or_remove_s(attr::SESSION_EXPIRE_AT, v);
+    }
+    if let Some(v) = changes.verified_at_ms {
+        expr.set(attr::VERIFIED_AT_MS, n(v));
+    }
+    match changes.resume_sent_at_ms {
+        Some(Some(t)) => expr.set(attr::RESUME_SENT_AT, n(t)),
+        Some(None) => expr.remove(attr::RESUME_SENT_AT),
+        None => {}
+    }
+    if let Some(v) = changes.poll_until_ms {
+        expr.set(attr::POLL_UNTIL_MS, n(v));
+    }
     if let Some(v) = &changes.error {
         expr.set_or_remove_s(attr::ERROR, v);
     }
@@ -409,6 +432,10 @@ fn record_from_item(item: &Item) -> Result<AgentRecord, StoreError> {
         lease_until_ms: get_n(item, attr::LEASE_UNTIL_MS)?.unwrap_or(0),
         snapshot_id: get_s(item, attr::SNAPSHOT_ID)?,
         session_id: get_s(item, attr::SESSION_ID)?,
+        session_expire_at: get_s(item, attr::SESSION_EXPIRE_AT)?,
+        verified_at_ms: get_n(item, attr::VERIFIED_AT_MS)?.unwrap_or(0),
+        resume_sent_at_ms: get_n(item, attr::RESUME_SENT_AT)?,
+        poll_until_ms: get_n(item, attr::POLL_UNTIL_MS)?.unwrap_or(0),
         error: get_s(item, attr::ERROR)?,
         version: get_n(item, attr::VERSION)?.unwrap_or(0),
         updated_at: get_s(item, attr::UPDATED_AT)?,

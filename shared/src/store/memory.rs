@@ -86,6 +86,18 @@ fn apply(mut r: AgentRecord, changes: &Changes) -> AgentRecord {
     if let Some(v) = &changes.session_id {
         r.session_id.clone_from(v);
     }
+    if let Some(v) = &changes.session_expire_at {
+        r.session_expire_at.clone_from(v);
+    }
+    if let Some(v) = changes.verified_at_ms {
+        r.verified_at_ms = v;
+    }
+    if let Some(v) = changes.resume_sent_at_ms {
+        r.resume_sent_at_ms = v;
+    }
+    if let Some(v) = changes.poll_until_ms {
+        r.poll_until_ms = v;
+    }
     if let Some(v) = &changes.error {
         r.error.clone_from(v);
     }

@@ -68,6 +68,10 @@ pub struct Changes {
     pub lease_until_ms: Option<u64>,
     pub snapshot_id: Option<Option<String>>,
     pub session_id: Option<Option<String>>,
+    pub session_expire_at: Option<Option<String>>,
+    pub verified_at_ms: Option<u64>,
+    pub resume_sent_at_ms: Option<Option<u64>>,
+    pub poll_until_ms: Option<u64>,
     pub error: Option<Option<String>>,
     pub expires_at: Option<Option<i64>>,
     /// Descriptive fields to set; each `Some` field of it overwrites.

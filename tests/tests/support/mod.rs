@@ -134,7 +134,7 @@ pub fn client(endpoint: &str) -> AgentKitClient {
         endpoint: endpoint.to_string(),
         regions: vec![REGION.into(), "cn-shanghai".into()],
         credentials: CredentialsSource::Static(SimConfig::default().credentials),
-        request_timeout: Duration::from_secs(10),
+        request_timeout: Duration::from_secs(2),
     };
     AgentKitClient::new(&config, SimConfig::default().credentials)
         .unwrap()
@@ -376,6 +376,10 @@ impl<K: snapwake::agentkit::AgentKit> snapwake::agentkit::AgentKit for Jitter<K>
     fn regions(&self) -> &[String] {
         self.inner.regions()
     }
+
+    fn request_timeout(&self) -> std::time::Duration {
+        self.inner.request_timeout()
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -418,16 +422,35 @@ impl Function {
     }
 }
 
+/// A lock with a short lease and skew margin, so tests of expiry do not wait a minute.
+pub fn quick_lock(lease: Duration) -> snapwake::lock::LockSettings {
+    snapwake::lock::LockSettings {
+        lease,
+        skew_margin: Duration::from_millis(200),
+        ..snapwake::lock::LockSettings::default()
+    }
+}
+
 /// Short polls and leases, so a resume answers quickly on the simulator.
 pub fn quick_wake() -> snapwake::wake::WakeSettings {
     snapwake::wake::WakeSettings {
-        lease: Duration::from_secs(5),
+        lock: quick_lock(Duration::from_secs(5)),
         ready_timeout: Duration::from_secs(3),
-        skew_margin: Duration::from_millis(200),
         poll_min: Duration::from_millis(20),
         poll_max: Duration::from_millis(100),
-        wait: Duration::from_secs(3),
+        watch_min: Duration::from_millis(20),
+        watch_max: Duration::from_millis(100),
+        poll_lease: Duration::from_millis(500),
+        wait: Duration::from_secs(4),
         ..snapwake::wake::WakeSettings::default()
+    }
+}
+
+/// A delete's settings with the lock of `wake`.
+pub fn delete_settings(wake: &snapwake::wake::WakeSettings) -> snapwake_delete::DeleteSettings {
+    snapwake_delete::DeleteSettings {
+        lock: wake.lock.clone(),
+        ..snapwake_delete::DeleteSettings::default()
     }
 }
 
@@ -446,7 +469,7 @@ where
                 agentkit.clone(),
                 registry(),
                 identity.clone(),
-                quick_wake(),
+                quick_wake().lock,
                 None,
             ),
             create: snapwake_create::Create {
@@ -454,7 +477,6 @@ where
                 agentkit: agentkit.clone(),
                 registry: registry(),
                 identity: identity.clone(),
-                wake: quick_wake(),
                 settings: snapwake_create::CreateSettings {
                     budget: Duration::from_secs(5),
                     ..Default::default()
@@ -472,7 +494,7 @@ where
                 agentkit,
                 registry: registry(),
                 identity,
-                wake: quick_wake(),
+                settings: delete_settings(&quick_wake()),
             },
         }
     }
@@ -656,7 +678,7 @@ pub fn client_with(
         endpoint: endpoint.to_string(),
         regions: vec![REGION.into(), "cn-shanghai".into()],
         credentials: CredentialsSource::Static(credentials.clone()),
-        request_timeout: Duration::from_secs(10),
+        request_timeout: Duration::from_secs(2),
     };
     AgentKitClient::new(&config, credentials)
         .unwrap()

@@ -16,7 +16,8 @@
 //!   `SignatureExpired` (`X-Date` more than 15 minutes from wall-clock time),
 //!   `InvalidSecurityToken` (the configured STS token is missing, unsigned or different),
 //!   `SignatureDoesNotMatch` (everything else: wrong signature, body hash, scope, headers).
-//! - Injected faults answer whatever code and status they were given.
+//! - Injected faults answer whatever code and status they were given; a *bare* fault answers
+//!   its status with a plain-text body and no envelope at all (no error code).
 
 use axum::http::StatusCode;
 
@@ -34,6 +35,9 @@ pub struct SimError {
     pub message: String,
     /// `Retry-After` seconds, for throttling answers.
     pub retry_after: Option<u64>,
+    /// Answer the bare status with a non-envelope body and no error code, as a load balancer
+    /// in front of AgentKit does (an injected fault only).
+    pub bare: bool,
 }
 
 impl SimError {
@@ -44,6 +48,7 @@ impl SimError {
             code: code.into(),
             message: message.into(),
             retry_after: None,
+            bare: false,
         }
     }
 

@@ -6,7 +6,10 @@
 //! keeps its count). A fault fires on its next `n` matching calls, at a rate (with the
 //! simulator's seeded RNG, so a run is repeatable for one seed and one order of calls), or
 //! always. With `after_apply`, the action is carried out and its answer replaced by the error:
-//! a half-succeeded CreateSession, or a lost response.
+//! a half-succeeded CreateSession, or a lost response; its latency then comes *after* the
+//! action (AgentKit acted at once, the answer was late), so a client timeout shorter than the
+//! latency models "timed out after AgentKit acted". A *bare* error has no envelope and no
+//! code: a gateway's 503 page, which says nothing of whether the action ran.
 
 use rand::rngs::StdRng;
 use rand::Rng;
@@ -29,13 +32,18 @@ pub enum Trigger {
 /// The error a fault answers with.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FaultError {
-    /// AgentKit error code, e.g. `ServiceUnavailable`, `Throttling`, `ErrCreateSessionFail`.
+    /// AgentKit error code, e.g. `ServiceUnavailable`, `Throttling`, `ErrCreateSessionFail`
+    /// (empty for a bare error).
+    #[serde(default)]
     pub code: String,
     /// HTTP status, e.g. 503.
     pub status: u16,
     /// `Retry-After` seconds to send, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retry_after: Option<u64>,
+    /// No envelope, no code: just the status and a plain-text body.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub bare: bool,
 }
 
 /// One injected fault. JSON (control surface):
@@ -69,11 +77,22 @@ impl Fault {
                 code: code.into(),
                 status,
                 retry_after: None,
+                bare: false,
             }),
             latency_ms: 0,
             trigger: Trigger::Always,
             after_apply: false,
         }
+    }
+
+    /// A fault answering a bare HTTP `status` (no envelope, no error code) on every call of
+    /// `action`, e.g. a gateway's 503.
+    pub fn bare(action: Option<&str>, status: u16) -> Self {
+        let mut f = Fault::error(action, "", status);
+        if let Some(e) = f.error.as_mut() {
+            e.bare = true;
+        }
+        f
     }
 
     /// A latency-only fault of `ms` milliseconds on every call of `action`.
@@ -127,9 +146,9 @@ impl Fault {
             }
         }
         if let Some(e) = &self.error {
-            if !(400..=599).contains(&e.status) || e.code.is_empty() {
+            if !(400..=599).contains(&e.status) || (e.code.is_empty() && !e.bare) {
                 return Err(SimError::invalid(
-                    "fault error needs a code and a 4xx/5xx status",
+                    "fault error needs a 4xx/5xx status and a code (unless bare)",
                 ));
             }
         }
@@ -190,6 +209,7 @@ impl Faults {
                     code: e.code.clone(),
                     message: "injected fault".into(),
                     retry_after: e.retry_after,
+                    bare: e.bare,
                 });
                 v.after_apply = f.after_apply;
                 break;

@@ -82,7 +82,9 @@
 //! - `GET /_sim/faults` → `[…]`; `POST /_sim/faults` `{"action": "CreateSession",
 //!   "error": {"code": "ErrCreateSessionFail", "status": 500, "retry_after": null},
 //!   "latency_ms": 0, "trigger": {"next": 1}, "after_apply": true}` → `{"faults": n}`
-//!   (`trigger` is `{"next": n}`, `{"rate": 0.2}` or `"always"`; `action` null = all actions);
+//!   (`trigger` is `{"next": n}`, `{"rate": 0.2}` or `"always"`; `action` null = all actions;
+//!   `"error": {"status": 503, "bare": true}` answers a bare status with no envelope and no
+//!   code; with `after_apply` the action runs first and `latency_ms` delays only the answer);
 //!   `DELETE /_sim/faults` clears them
 //! - `GET /_sim/counters` → [`Counters`] as JSON; `POST /_sim/counters/reset`
 

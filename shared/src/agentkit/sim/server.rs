@@ -114,6 +114,14 @@ fn respond(mut meta: ResponseMetadata, outcome: Result<Value, SimError>) -> Resp
             result: Some(result),
         })
         .into_response(),
+        Err(e) if e.bare => {
+            let mut resp = (e.http_status(), "Service Unavailable\n").into_response();
+            if let Some(secs) = e.retry_after {
+                resp.headers_mut()
+                    .insert(header::RETRY_AFTER, HeaderValue::from(secs));
+            }
+            resp
+        }
         Err(e) => {
             meta.error = Some(ApiError {
                 code: e.code.clone(),
@@ -204,7 +212,9 @@ async fn action(
             return respond(meta, Err(e));
         }
     };
-    if verdict.latency_ms > 0 {
+    // An after-apply fault acts at once and answers late; any other latency comes first.
+    let late = verdict.error.is_some() && verdict.after_apply;
+    if verdict.latency_ms > 0 && !late {
         tokio::time::sleep(Duration::from_millis(verdict.latency_ms)).await;
     }
     let run = verdict.error.is_none() || verdict.after_apply;
@@ -220,6 +230,9 @@ async fn action(
     } else {
         Ok(Value::Null)
     };
+    if verdict.latency_ms > 0 && late {
+        tokio::time::sleep(Duration::from_millis(verdict.latency_ms)).await;
+    }
     let outcome = match verdict.error {
         Some(e) => Err(e),
         None => outcome,

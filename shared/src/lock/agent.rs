@@ -1,0 +1,622 @@
+//! The lock on one agent record: acquire, fenced writes, writes by anyone, poll leases.
+//!
+//! Every method bounds its store calls by the caller's deadline (plus [`STORE_GRACE`], so a
+//! final write such as a release still gets a chance at the very end of a request), and treats
+//! a call that timed out or answered 5xx as *ambiguous*: it may have landed. How each kind of
+//! write resolves that is documented on the method.
+
+use std::future::Future;
+use std::time::Duration;
+
+use super::LockSettings;
+use crate::deadline::Deadline;
+use crate::domain::{AgentKey, AgentRecord, WakeState};
+use crate::store::{now_ms, AgentStore, Changes, Condition, Description, StoreError};
+
+/// Store calls may run this long past the caller's deadline. Deadlines already keep a margin
+/// to answer (2 s before the Lambda's end), and a write that gives the lock back or records a
+/// failure is worth finishing rather than leaving the agent held until its lease runs out.
+pub const STORE_GRACE: Duration = Duration::from_millis(1000);
+
+/// Whether an acquire starts a new generation of the wake fields.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Generation {
+    /// A wake or a create: the last wake's session, snapshot, expiry, verification and error
+    /// are cleared, so nobody waits on an expired session (the holder still sees them in
+    /// [`Held::before`]). An unknown Resume (`resume_sent_at`) is kept: its outcome is still
+    /// owed to whoever holds the agent next.
+    New,
+    /// A delete: the agent's session is what it was, and the holder hands it back as it was.
+    Keep,
+}
+
+/// How to take the lock.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Acquire {
+    /// The state that says who holds it (`waking`, `deleting`, `creating`).
+    pub state: WakeState,
+    pub generation: Generation,
+    /// The lease, from now.
+    pub lease: Duration,
+    /// Descriptive fields to write with the acquire (owner, Tool, ...).
+    pub describe: Option<Description>,
+    /// Until when the new holder itself polls AgentKit (a wake: until its own deadline).
+    pub poll_until_ms: Option<u64>,
+}
+
+/// The lock as its holder has it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Held {
+    pub key: AgentKey,
+    /// The record as the holder's last write left it.
+    pub record: AgentRecord,
+    /// The record the acquire replaced (`None`: there was none): what the previous holder,
+    /// or the previous generation, left behind.
+    pub before: Option<AgentRecord>,
+    me: String,
+}
+
+impl Held {
+    /// The fence this tenure writes under.
+    pub fn fence(&self) -> u64 {
+        self.record.fence
+    }
+
+    fn condition(&self) -> Condition {
+        Condition::Held {
+            holder: self.me.clone(),
+            fence: self.record.fence,
+        }
+    }
+}
+
+/// The outcome of an acquire.
+// Returned once per call and consumed at once: the size difference costs nothing.
+#[allow(clippy::large_enum_variant)]
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Acquired {
+    Held(Box<Held>),
+    /// Somebody else changed the record first: here it is (`None`: absent), decide again.
+    Lost(Option<AgentRecord>),
+}
+
+/// The outcome of a fenced write or a CAS on a version seen.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Written {
+    /// The write is in the record (this is the record).
+    Done(AgentRecord),
+    /// The condition no longer held and the record does not show the write: the lock (or the
+    /// version) was lost. The record as it is now (`None`: absent).
+    Lost(Option<AgentRecord>),
+}
+
+/// The outcome of a write by anyone.
+pub type Settled = Written;
+
+/// The lock over one store, within one caller's deadline.
+pub struct AgentLock<'a, S> {
+    store: &'a S,
+    settings: &'a LockSettings,
+    deadline: Deadline,
+}
+
+impl<'a, S: AgentStore> AgentLock<'a, S> {
+    pub fn new(store: &'a S, settings: &'a LockSettings, deadline: Deadline) -> Self {
+        AgentLock {
+            store,
+            settings,
+            deadline,
+        }
+    }
+
+    pub fn settings(&self) -> &LockSettings {
+        self.settings
+    }
+
+    pub fn deadline(&self) -> Deadline {
+        self.deadline
+    }
+
+    /// `call` within the deadline (plus the grace); past it, the call is abandoned and counts
+    /// as unavailable (for a write: ambiguous).
+    async fn bounded<T>(
+        &self,
+        call: impl Future<Output = Result<T, StoreError>>,
+    ) -> Result<T, StoreError> {
+        let limit = self.deadline.remaining() + STORE_GRACE;
+        // Boxed: an SDK request is a large future, and every caller of the lock would carry
+        // one per call site (debug builds then need megabytes of stack).
+        match tokio::time::timeout(limit, Box::pin(call)).await {
+            Ok(answer) => answer,
+            Err(_) => Err(StoreError::Unavailable(
+                "the table did not answer within the request's budget".into(),
+            )),
+        }
+    }
+
+    /// The record of `key` (consistent read).
+    pub async fn read(&self, key: &AgentKey) -> Result<Option<AgentRecord>, StoreError> {
+        self.bounded(self.store.get(key)).await
+    }
+
+    /// Take the lock of `key` under `condition` (absence, or the version of `seen`).
+    ///
+    /// The SDK may retry a write whose answer it lost; the second try then fails its condition
+    /// and hands back our own write, recognised by our fresh holder token. A write that stays
+    /// ambiguous is decided by a consistent read: our token means we hold it; the record
+    /// unchanged since `seen` means the write did not land, and it is sent again.
+    pub async fn acquire(
+        &self,
+        key: &AgentKey,
+        condition: &Condition,
+        seen: Option<&AgentRecord>,
+        how: &Acquire,
+    ) -> Result<Acquired, StoreError> {
+        let me = uuid::Uuid::new_v4().simple().to_string();
+        let mut changes = Changes {
+            state: Some(how.state),
+            holder: Some(Some(me.clone())),
+            bump_fence: true,
+            lease_until_ms: Some(now_ms() + how.lease.as_millis() as u64),
+            expires_at: Some(None),
+            describe: how.describe.clone(),
+            poll_until_ms: how.poll_until_ms,
+            ..Changes::default()
+        };
+        if how.generation == Generation::New {
+            changes.session_id = Some(None);
+            changes.snapshot_id = Some(None);
+            changes.session_expire_at = Some(None);
+            changes.verified_at_ms = Some(0);
+            changes.error = Some(None);
+        }
+        let held = |record: AgentRecord| {
+            Acquired::Held(Box::new(Held {
+                key: key.clone(),
+                record,
+                before: seen.cloned(),
+                me: me.clone(),
+            }))
+        };
+        let mut why = String::new();
+        for _ in 0..self.settings.write_attempts.max(1) {
+            match self
+                .bounded(self.store.update(key, condition, &changes))
+                .await
+            {
+                Ok(r) => return Ok(held(r)),
+                Err(StoreError::ConditionFailed {
+                    current: Some(current),
+                }) if current.holder.as_deref() == Some(me.as_str()) => return Ok(held(*current)),
+                Err(StoreError::ConditionFailed { current }) => {
+                    return Ok(Acquired::Lost(current.map(|b| *b)))
+                }
+                Err(StoreError::Unavailable(e)) => {
+                    tracing::warn!(agent = %key, error = %e, "acquire was ambiguous; re-reading");
+                    why = e;
+                    let now = self.read(key).await?;
+                    if let Some(r) = now.as_ref().filter(|r| r.holder.as_deref() == Some(&me)) {
+                        return Ok(held(r.clone()));
+                    }
+                    // Unchanged since `seen`: our write did not land; send it again.
+                    let unchanged = now.as_ref().map(|r| r.version) == seen.map(|r| r.version);
+                    if !unchanged {
+                        return Ok(Acquired::Lost(now));
+                    }
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Err(StoreError::Unavailable(why))
+    }
+
+    /// A fenced write by the holder (`holder = me AND fence = mine`).
+    ///
+    /// An ambiguous write is sent again: under its fence it is idempotent. A failed condition
+    /// is compared with the fields the write sets: if the record shows them at our fence, the
+    /// write landed (an earlier, ambiguous attempt, or the SDK's own retry); otherwise the
+    /// lock was lost (our lease expired and somebody took the agent over) and the caller must
+    /// not act as holder any more.
+    pub async fn write(&self, held: &mut Held, changes: Changes) -> Result<Written, StoreError> {
+        let condition = held.condition();
+        let fence = held.fence();
+        let written = self
+            .settle(&held.key, &condition, &changes, |r| {
+                r.fence == fence && shows(&changes, r)
+            })
+            .await?;
+        if let Written::Done(r) = &written {
+            held.record = r.clone();
+        }
+        Ok(written)
+    }
+
+    /// Give the lock back: `state`, no holder, no lease, plus `changes`.
+    pub async fn release(
+        &self,
+        held: &mut Held,
+        state: WakeState,
+        changes: Changes,
+    ) -> Result<Written, StoreError> {
+        let changes = Changes {
+            state: Some(state),
+            holder: Some(None),
+            lease_until_ms: Some(0),
+            poll_until_ms: Some(0),
+            ..changes
+        };
+        self.write(held, changes).await
+    }
+
+    /// Complete-by-anyone or fail-by-anyone (`state = waking AND fence = f AND session_id =
+    /// s`): whoever saw the recorded session Ready (or ended) settles that wake, and only that
+    /// one: a later acquire bumps the fence, another session is another wake.
+    pub async fn settle_by_anyone(
+        &self,
+        key: &AgentKey,
+        fence: u64,
+        session_id: &str,
+        changes: Changes,
+    ) -> Result<Settled, StoreError> {
+        let condition = Condition::WakingWith {
+            fence,
+            session_id: session_id.to_string(),
+        };
+        self.settle(key, &condition, &changes, |r| {
+            r.fence == fence && shows(&changes, r)
+        })
+        .await
+    }
+
+    /// A CAS on the version of `seen` (a poll lease, a session a reconcile found, a
+    /// verification): whoever changed the record first wins, the others learn it in the same
+    /// round trip.
+    pub async fn write_seen(
+        &self,
+        seen: &AgentRecord,
+        changes: Changes,
+    ) -> Result<Written, StoreError> {
+        let condition = Condition::Version(seen.version);
+        let fence = seen.fence;
+        self.settle(&seen.key, &condition, &changes, |r| {
+            r.fence == fence && r.version > seen.version && shows(&changes, r)
+        })
+        .await
+    }
+
+    /// Take the poll lease of `seen` until `until_ms`: the winner alone asks AgentKit about
+    /// this wake until then; everyone else watches the record.
+    pub async fn take_poll_lease(
+        &self,
+        seen: &AgentRecord,
+        until_ms: u64,
+    ) -> Result<Written, StoreError> {
+        let changes = Changes {
+            poll_until_ms: Some(until_ms),
+            ..Changes::default()
+        };
+        self.write_seen(seen, changes).await
+    }
+
+    /// Send a conditional write until it is known to have landed or not, up to the configured
+    /// attempts. `landed` recognises the record after our write.
+    async fn settle(
+        &self,
+        key: &AgentKey,
+        condition: &Condition,
+        changes: &Changes,
+        landed: impl Fn(&AgentRecord) -> bool,
+    ) -> Result<Written, StoreError> {
+        let mut why = String::new();
+        for attempt in 0..self.settings.write_attempts.max(1) {
+            match self
+                .bounded(self.store.update(key, condition, changes))
+                .await
+            {
+                Ok(r) => return Ok(Written::Done(r)),
+                Err(StoreError::ConditionFailed { current }) => {
+                    let current = current.map(|b| *b);
+                    return Ok(match current {
+                        Some(r) if landed(&r) => Written::Done(r),
+                        other => Written::Lost(other),
+                    });
+                }
+                Err(StoreError::Unavailable(e)) => {
+                    tracing::warn!(agent = %key, attempt, error = %e, "a lock write was ambiguous; sending it again");
+                    why = e;
+                    if self.deadline.is_past() {
+                        break;
+                    }
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        // Still ambiguous: the record decides.
+        match self.read(key).await? {
+            Some(r) if landed(&r) => Ok(Written::Done(r)),
+            Some(r) if holds_condition(condition, &r) => Err(StoreError::Unavailable(why)),
+            other => Ok(Written::Lost(other)),
+        }
+    }
+}
+
+/// Whether `condition` holds for `r` (the write could still be made).
+fn holds_condition(condition: &Condition, r: &AgentRecord) -> bool {
+    match condition {
+        Condition::Absent | Condition::Version(0) => false,
+        Condition::Version(v) => r.version == *v,
+        Condition::Held { holder, fence } => {
+            r.holder.as_deref() == Some(holder.as_str()) && r.fence == *fence
+        }
+        Condition::WakingWith { fence, session_id } => {
+            r.state == WakeState::Waking
+                && r.fence == *fence
+                && r.session_id.as_deref() == Some(session_id.as_str())
+        }
+    }
+}
+
+/// Whether `r` shows every field `changes` sets (the counters and `updated_at` aside).
+pub fn shows(changes: &Changes, r: &AgentRecord) -> bool {
+    fn same<T: PartialEq>(want: &Option<T>, have: &T) -> bool {
+        want.as_ref().is_none_or(|w| w == have)
+    }
+    let d = changes.describe.clone().unwrap_or_default();
+    let described = [
+        (&d.owner, &r.owner),
+        (&d.owner_key, &r.owner_key),
+        (&d.display_name, &r.display_name),
+        (&d.created_by, &r.created_by),
+        (&d.tool_id, &r.tool_id),
+        (&d.region, &r.region),
+        (&d.created_at, &r.created_at),
+    ]
+    .into_iter()
+    .all(|(want, have)| want.is_none() || want == have);
+    described
+        && d.retention.is_none_or(|w| r.retention == Some(w))
+        && same(&changes.state, &r.state)
+        && same(&changes.holder, &r.holder)
+        && same(&changes.lease_until_ms, &r.lease_until_ms)
+        && same(&changes.snapshot_id, &r.snapshot_id)
+        && same(&changes.session_id, &r.session_id)
+        && same(&changes.session_expire_at, &r.session_expire_at)
+        && same(&changes.verified_at_ms, &r.verified_at_ms)
+        && same(&changes.resume_sent_at_ms, &r.resume_sent_at_ms)
+        && same(&changes.poll_until_ms, &r.poll_until_ms)
+        && same(&changes.error, &r.error)
+        && same(&changes.expires_at, &r.expires_at)
+}
+
+#[cfg(all(test, feature = "memory"))]
+mod tests {
+    use super::*;
+    use crate::domain::Kind;
+    use crate::store::memory::MemoryStore;
+    use std::sync::atomic::{AtomicU32, Ordering};
+    use std::sync::Arc;
+
+    /// A store whose next `fail` updates land but lose their answer.
+    struct LosesAnswers {
+        inner: MemoryStore,
+        fail: AtomicU32,
+    }
+
+    impl AgentStore for LosesAnswers {
+        async fn get(&self, key: &AgentKey) -> Result<Option<AgentRecord>, StoreError> {
+            self.inner.get(key).await
+        }
+        async fn update(
+            &self,
+            key: &AgentKey,
+            condition: &Condition,
+            changes: &Changes,
+        ) -> Result<AgentRecord, StoreError> {
+            let out = self.inner.update(key, condition, changes).await;
+            let lose = self
+                .fail
+                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+                .is_ok();
+            match out {
+                Ok(_) if lose => Err(StoreError::Unavailable("answer lost".into())),
+                other => other,
+            }
+        }
+        async fn query_owner(
+            &self,
+            owner_key: &str,
+            limit: u32,
+            cursor: Option<&str>,
+        ) -> Result<crate::store::OwnerPage, StoreError> {
+            self.inner.query_owner(owner_key, limit, cursor).await
+        }
+        async fn get_registry(&self) -> Result<Option<crate::domain::ToolRegistry>, StoreError> {
+            self.inner.get_registry().await
+        }
+        async fn get_document(
+            &self,
+            key: crate::store::DocumentKey<'_>,
+        ) -> Result<Option<crate::store::Document>, StoreError> {
+            self.inner.get_document(key).await
+        }
+        async fn put_document(
+            &self,
+            key: crate::store::DocumentKey<'_>,
+            value: &serde_json::Value,
+            expected_version: u64,
+            expires_at: Option<i64>,
+        ) -> Result<crate::store::Document, StoreError> {
+            self.inner
+                .put_document(key, value, expected_version, expires_at)
+                .await
+        }
+        async fn put_registry(
+            &self,
+            registry: &crate::domain::ToolRegistry,
+            expected_version: u64,
+        ) -> Result<crate::domain::ToolRegistry, StoreError> {
+            self.inner.put_registry(registry, expected_version).await
+        }
+    }
+
+    fn wake() -> Acquire {
+        Acquire {
+            state: WakeState::Waking,
+            generation: Generation::New,
+            lease: Duration::from_secs(60),
+            describe: None,
+            poll_until_ms: None,
+        }
+    }
+
+    #[tokio::test]
+    async fn lost_answers_are_resolved_by_the_fields_written() {
+        let store = Arc::new(LosesAnswers {
+            inner: MemoryStore::new(),
+            fail: AtomicU32::new(0),
+        });
+        let settings = LockSettings::default();
+        let lock = AgentLock::new(
+            store.as_ref(),
+            &settings,
+            Deadline::after(Duration::from_secs(5)),
+        );
+        let key = AgentKey::new(Kind::Codex, "studio-alice-01");
+
+        // The acquire lands, its answer is lost: the re-read shows our token.
+        store.fail.store(1, Ordering::SeqCst);
+        let Acquired::Held(mut held) = lock
+            .acquire(&key, &Condition::Absent, None, &wake())
+            .await
+            .unwrap()
+        else {
+            panic!("acquired")
+        };
+        assert_eq!(held.fence(), 1);
+
+        // A fenced write that keeps the holder lands twice (re-sent): still ours, recorded.
+        store.fail.store(1, Ordering::SeqCst);
+        let record = Changes {
+            session_id: Some(Some("s-1".into())),
+            ..Changes::default()
+        };
+        let Written::Done(r) = lock.write(&mut held, record).await.unwrap() else {
+            panic!("recorded")
+        };
+        assert_eq!(r.session_id.as_deref(), Some("s-1"));
+
+        // A release whose answer is lost: the re-send fails its condition, and the record
+        // shows the release, so it is done, not lost.
+        store.fail.store(1, Ordering::SeqCst);
+        let done = lock
+            .release(&mut held, WakeState::Asleep, Changes::default())
+            .await
+            .unwrap();
+        assert!(matches!(done, Written::Done(ref r) if r.holder.is_none()));
+
+        // A stale holder finds out it lost.
+        let Acquired::Held(mut next) = lock
+            .acquire(
+                &key,
+                &Condition::Version(held.record.version),
+                Some(&held.record),
+                &wake(),
+            )
+            .await
+            .unwrap()
+        else {
+            panic!("acquired again")
+        };
+        assert_eq!(next.fence(), 2);
+        assert!(next.before.as_ref().is_some_and(|b| b.session_id.is_some()));
+        assert_eq!(next.record.session_id, None, "a new generation");
+        let stale = lock
+            .write(
+                &mut held,
+                Changes {
+                    state: Some(WakeState::Failed),
+                    ..Changes::default()
+                },
+            )
+            .await
+            .unwrap();
+        assert!(matches!(stale, Written::Lost(Some(_))));
+        let ok = lock
+            .release(&mut next, WakeState::Asleep, Changes::default())
+            .await
+            .unwrap();
+        assert!(matches!(ok, Written::Done(_)));
+    }
+
+    #[tokio::test]
+    async fn anyone_settles_only_the_wake_it_watched() {
+        let store = MemoryStore::new();
+        let settings = LockSettings::default();
+        let lock = AgentLock::new(&store, &settings, Deadline::after(Duration::from_secs(5)));
+        let key = AgentKey::new(Kind::Codex, "studio-alice-02");
+        let Acquired::Held(mut held) = lock
+            .acquire(&key, &Condition::Absent, None, &wake())
+            .await
+            .unwrap()
+        else {
+            panic!()
+        };
+        let _ = lock
+            .write(
+                &mut held,
+                Changes {
+                    session_id: Some(Some("s-1".into())),
+                    ..Changes::default()
+                },
+            )
+            .await
+            .unwrap();
+        let awake = Changes {
+            state: Some(WakeState::Awake),
+            holder: Some(None),
+            ..Changes::default()
+        };
+        // Another session, or another fence, is another wake.
+        let other = lock
+            .settle_by_anyone(&key, held.fence(), "s-2", awake.clone())
+            .await
+            .unwrap();
+        assert!(matches!(other, Written::Lost(_)));
+        let old = lock
+            .settle_by_anyone(&key, held.fence() - 1, "s-1", awake.clone())
+            .await
+            .unwrap();
+        assert!(matches!(old, Written::Lost(_)));
+        let done = lock
+            .settle_by_anyone(&key, held.fence(), "s-1", awake.clone())
+            .await
+            .unwrap();
+        assert!(matches!(done, Written::Done(ref r) if r.state == WakeState::Awake));
+        // Settling twice is the same outcome (the record shows it), not a loss.
+        let again = lock
+            .settle_by_anyone(&key, held.fence(), "s-1", awake)
+            .await
+            .unwrap();
+        assert!(matches!(again, Written::Done(_)));
+    }
+
+    #[tokio::test]
+    async fn one_poll_lease_per_version() {
+        let store = MemoryStore::new();
+        let settings = LockSettings::default();
+        let lock = AgentLock::new(&store, &settings, Deadline::after(Duration::from_secs(5)));
+        let key = AgentKey::new(Kind::Codex, "studio-alice-03");
+        let Acquired::Held(held) = lock
+            .acquire(&key, &Condition::Absent, None, &wake())
+            .await
+            .unwrap()
+        else {
+            panic!()
+        };
+        let seen = held.record.clone();
+        let first = lock.take_poll_lease(&seen, 10).await.unwrap();
+        assert!(matches!(first, Written::Done(ref r) if r.poll_until_ms == 10));
+        let second = lock.take_poll_lease(&seen, 20).await.unwrap();
+        assert!(matches!(second, Written::Lost(Some(ref r)) if r.poll_until_ms == 10));
+    }
+}

@@ -1,0 +1,254 @@
+//! The same lock discipline on a store document (`holder`, `fence`, `lease_until_ms` as JSON):
+//! the deploy lock (`LOCK#deploy` / `LOCK`), which guards no agent and so has no agent record.
+//!
+//! Documents are written by a CAS on their version, so "fenced" here means a CAS on the version
+//! the holder itself wrote: after a takeover the version has moved and the old holder finds
+//! out instead of overwriting. Liveness uses [`LockSettings::lease_holds`] (the same skew
+//! margin as agents); an ambiguous write is decided by a consistent read of the fields it set.
+//! The document never expires on its own: the fence must keep growing across runs.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use super::LockSettings;
+use crate::store::{now_ms, AgentStore, Document, DocumentKey, StoreError};
+
+/// What the document holds.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LockState {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub holder: Option<String>,
+    #[serde(default)]
+    pub fence: u64,
+    #[serde(default)]
+    pub lease_until_ms: u64,
+}
+
+impl LockState {
+    fn read(doc: &Document) -> LockState {
+        serde_json::from_value(doc.value.clone()).unwrap_or_default()
+    }
+}
+
+/// The lock as held by this caller.
+#[derive(Debug)]
+pub struct DocumentHold {
+    pub holder: String,
+    pub fence: u64,
+    version: u64,
+}
+
+/// The result of trying to take the lock.
+#[derive(Debug)]
+pub enum DocumentAcquired {
+    Held(DocumentHold),
+    /// Another caller holds it until `lease_until_ms`.
+    Busy {
+        lease_until_ms: u64,
+    },
+}
+
+/// A lock kept in the document at `key`.
+pub struct DocumentLock<'a, S> {
+    store: &'a S,
+    key: DocumentKey<'a>,
+    settings: &'a LockSettings,
+}
+
+impl<'a, S: AgentStore> DocumentLock<'a, S> {
+    pub fn new(store: &'a S, key: DocumentKey<'a>, settings: &'a LockSettings) -> Self {
+        DocumentLock {
+            store,
+            key,
+            settings,
+        }
+    }
+
+    /// Take the lock for `lease` (a live lease of somebody else: [`DocumentAcquired::Busy`]).
+    pub async fn acquire(&self, lease: Duration) -> Result<DocumentAcquired, StoreError> {
+        let me = uuid::Uuid::new_v4().simple().to_string();
+        let mut seen = self.store.get_document(self.key).await?;
+        for _ in 0..self.settings.max_rounds.max(1) {
+            let state = seen.as_ref().map(LockState::read).unwrap_or_default();
+            let now = now_ms();
+            if state.holder.is_some() && self.settings.lease_holds(state.lease_until_ms, now) {
+                return Ok(DocumentAcquired::Busy {
+                    lease_until_ms: state.lease_until_ms,
+                });
+            }
+            let mine = LockState {
+                holder: Some(me.clone()),
+                fence: state.fence + 1,
+                lease_until_ms: now + lease.as_millis() as u64,
+            };
+            let expected = seen.as_ref().map_or(0, |d| d.version);
+            match self.put(&mine, expected).await {
+                Ok(doc) => return Ok(DocumentAcquired::Held(hold(&mine, &doc))),
+                // A retried write of our own comes back as a conflict showing our token.
+                Err(StoreError::DocumentConflict { current }) => {
+                    if let Some(doc) = current.as_deref() {
+                        if LockState::read(doc).holder.as_deref() == Some(me.as_str()) {
+                            return Ok(DocumentAcquired::Held(hold(&mine, doc)));
+                        }
+                    }
+                    seen = current.map(|b| *b);
+                }
+                Err(StoreError::Unavailable(why)) => {
+                    tracing::warn!(lock = self.key.pk, %why, "lock acquire was ambiguous; re-reading");
+                    seen = self.store.get_document(self.key).await?;
+                    if let Some(doc) = seen.as_ref() {
+                        if LockState::read(doc).holder.as_deref() == Some(me.as_str()) {
+                            return Ok(DocumentAcquired::Held(hold(&mine, doc)));
+                        }
+                    }
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        let state = seen.as_ref().map(LockState::read).unwrap_or_default();
+        Ok(DocumentAcquired::Busy {
+            lease_until_ms: state.lease_until_ms,
+        })
+    }
+
+    /// Fenced check before a write that must come from the holder: extend the lease to `lease`
+    /// from now. `false`: the lock was taken over (our lease expired); do not write.
+    pub async fn confirm(
+        &self,
+        hold: &mut DocumentHold,
+        lease: Duration,
+    ) -> Result<bool, StoreError> {
+        let state = LockState {
+            holder: Some(hold.holder.clone()),
+            fence: hold.fence,
+            lease_until_ms: now_ms() + lease.as_millis() as u64,
+        };
+        self.fenced(hold, &state).await
+    }
+
+    /// Give the lock back: holder and lease cleared, the fence kept. A lock taken over
+    /// meanwhile is left alone.
+    pub async fn release(&self, mut hold: DocumentHold) -> Result<(), StoreError> {
+        let state = LockState {
+            holder: None,
+            fence: hold.fence,
+            lease_until_ms: 0,
+        };
+        if !self.fenced(&mut hold, &state).await? {
+            tracing::warn!(
+                lock = self.key.pk,
+                "the lock was taken over before release; leaving it"
+            );
+        }
+        Ok(())
+    }
+
+    /// Write `state` by a CAS on the version we last wrote; `false` when the lock was lost. A
+    /// conflict or an ambiguous answer is decided by whether the document shows `state`.
+    async fn fenced(&self, hold: &mut DocumentHold, state: &LockState) -> Result<bool, StoreError> {
+        let mut why = String::new();
+        for _ in 0..self.settings.write_attempts.max(1) {
+            match self.put(state, hold.version).await {
+                Ok(doc) => {
+                    hold.version = doc.version;
+                    return Ok(true);
+                }
+                Err(StoreError::DocumentConflict { current }) => {
+                    return Ok(self.landed(hold, state, current.as_deref()));
+                }
+                Err(StoreError::Unavailable(e)) => why = e,
+                Err(e) => return Err(e),
+            }
+        }
+        let current = self.store.get_document(self.key).await?;
+        if self.landed(hold, state, current.as_ref()) {
+            return Ok(true);
+        }
+        match current {
+            Some(doc) if doc.version == hold.version => Err(StoreError::Unavailable(why)),
+            _ => Ok(false),
+        }
+    }
+
+    fn landed(&self, hold: &mut DocumentHold, state: &LockState, doc: Option<&Document>) -> bool {
+        match doc {
+            Some(doc) if LockState::read(doc) == *state => {
+                hold.version = doc.version;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    async fn put(&self, state: &LockState, expected: u64) -> Result<Document, StoreError> {
+        let value = serde_json::to_value(state).unwrap_or_default();
+        self.store
+            .put_document(self.key, &value, expected, None)
+            .await
+    }
+}
+
+fn hold(state: &LockState, doc: &Document) -> DocumentHold {
+    DocumentHold {
+        holder: state.holder.clone().unwrap_or_default(),
+        fence: state.fence,
+        version: doc.version,
+    }
+}
+
+#[cfg(all(test, feature = "memory"))]
+mod tests {
+    use super::*;
+    use crate::store::memory::MemoryStore;
+
+    const KEY: DocumentKey<'static> = DocumentKey {
+        pk: "LOCK#test",
+        sk: "LOCK",
+    };
+
+    #[tokio::test]
+    async fn one_holder_at_a_time_fences_grow_and_an_expired_lease_is_taken_over() {
+        let store = MemoryStore::new();
+        let settings = LockSettings::default();
+        let lock = DocumentLock::new(&store, KEY, &settings);
+        let minute = Duration::from_secs(60);
+        let DocumentAcquired::Held(first) = lock.acquire(minute).await.unwrap() else {
+            panic!("a free lock is taken")
+        };
+        assert_eq!(first.fence, 1);
+        assert!(matches!(
+            lock.acquire(minute).await.unwrap(),
+            DocumentAcquired::Busy { .. }
+        ));
+        lock.release(first).await.unwrap();
+        let DocumentAcquired::Held(mut second) = lock.acquire(Duration::ZERO).await.unwrap() else {
+            panic!("a released lock is taken")
+        };
+        assert_eq!(second.fence, 2);
+        // A zero lease is still live within the skew margin...
+        assert!(matches!(
+            lock.acquire(minute).await.unwrap(),
+            DocumentAcquired::Busy { .. }
+        ));
+        // ...and taken over once past it (simulated by writing an old lease).
+        let stale = LockState {
+            holder: Some(second.holder.clone()),
+            fence: second.fence,
+            lease_until_ms: 1,
+        };
+        let doc = lock.put(&stale, second.version).await.unwrap();
+        second.version = doc.version;
+        let DocumentAcquired::Held(third) = lock.acquire(minute).await.unwrap() else {
+            panic!("an expired lease is taken over")
+        };
+        assert_eq!(third.fence, 3);
+        // The old holder finds out and writes nothing.
+        assert!(!lock.confirm(&mut second, minute).await.unwrap());
+        lock.release(second).await.unwrap();
+        assert!(matches!(
+            lock.acquire(minute).await.unwrap(),
+            DocumentAcquired::Busy { .. }
+        ));
+    }
+}

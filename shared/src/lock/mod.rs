@@ -1,0 +1,327 @@
+//! The per-agent lock (wake-protocol.md, docs/wake-protocol.md): the one place that says how
+//! the agent record is taken, written and given back. Wake, create, delete (HTTP and the
+//! cleanup events) and the deploy lock all go through it; none of them writes a lock field of
+//! its own.
+//!
+//! The record is a lease-based lock with a fence. Every write is conditional, of three kinds:
+//!
+//! - **acquire** ([`agent::AgentLock::acquire`]): a CAS on the version seen (or on absence)
+//!   that sets a fresh random holder token, `fence + 1` and a lease. A wake or a create also
+//!   starts a **new generation**: the last wake's session, snapshot, expiry and error are
+//!   cleared, so nobody ever waits on the session of an earlier wake. A lost CAS hands back
+//!   the winner's record in the same round trip.
+//! - **fenced** ([`agent::AgentLock::write`]): `holder = me AND fence = mine`, for everything
+//!   the holder writes afterwards. A fenced write is idempotent under its fence, so an
+//!   ambiguous one (timeout, 5xx) is sent again; an answer that says the condition failed is
+//!   checked against **the fields the write set** (a write recording a SessionId leaves holder
+//!   and fence as they were, so those alone prove nothing).
+//! - **by anyone** ([`agent::AgentLock::settle_by_anyone`]): `state = waking AND fence = f AND
+//!   session_id = s`, so whoever sees the recorded session Ready (or ended) may complete (or
+//!   fail) the wake, and a dead holder never leaves an agent stuck until its lease runs out.
+//!   Short *poll leases* ([`agent::AgentLock::take_poll_lease`]) and the recording of a
+//!   session found by a reconcile are CASes on the version seen.
+//!
+//! A lease counts as expired only once `lease_until_ms + skew margin < now`, so clocks a
+//! little apart never let two holders overlap. There are no heartbeats (Lambda freezes between
+//! invocations): a lease covers exactly the work of one invocation.
+//!
+//! Every store call made under the lock takes its timeout from the caller's deadline
+//! ([`agent::AgentLock::new`]), so a slow or unreachable table turns into an answer before
+//! API Gateway's 30 s, never a hang.
+//!
+//! Files: `mod.rs` (this: settings, [`decide`]), `agent.rs` (the lock on an agent record),
+//! `document.rs` (the same discipline on a store document: the deploy lock).
+
+use std::time::Duration;
+
+use crate::domain::{AgentRecord, WakeState};
+use crate::store::Condition;
+
+pub mod agent;
+pub mod document;
+
+pub use agent::{Acquire, Acquired, AgentLock, Generation, Held, Settled, Written};
+pub use document::{DocumentAcquired, DocumentHold, DocumentLock};
+
+/// What every user of the lock shares: the lease it takes, the skew margin, and how hard it
+/// tries. Wake, create, delete and deploy each carry their own copy with their own lease.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LockSettings {
+    /// The lease an acquire takes.
+    pub lease: Duration,
+    /// A lease counts as expired only this long after its end (wake-protocol.md: 2 s).
+    pub skew_margin: Duration,
+    /// How many times a caller decides again after losing a CAS before it answers 409.
+    pub max_rounds: u32,
+    /// How many times an ambiguous fenced write is sent in all.
+    pub write_attempts: u32,
+}
+
+impl Default for LockSettings {
+    fn default() -> Self {
+        LockSettings {
+            lease: Duration::from_secs(60),
+            skew_margin: Duration::from_secs(2),
+            max_rounds: 5,
+            write_attempts: 3,
+        }
+    }
+}
+
+impl LockSettings {
+    /// These settings with another lease.
+    pub fn with_lease(mut self, lease: Duration) -> Self {
+        self.lease = lease;
+        self
+    }
+
+    /// Whether a lease ending at `lease_until_ms` still holds at `now_ms`.
+    pub fn lease_holds(&self, lease_until_ms: u64, now_ms: u64) -> bool {
+        lease_until_ms.saturating_add(self.skew_margin.as_millis() as u64) >= now_ms
+    }
+
+    /// Whether `record`'s lease still holds at `now_ms`.
+    pub fn lease_is_live(&self, record: &AgentRecord, now_ms: u64) -> bool {
+        self.lease_holds(record.lease_until_ms, now_ms)
+    }
+
+    /// Whether `record` is held by a live lease at `now_ms` (a state that holds the lock).
+    pub fn is_held(&self, record: &AgentRecord, now_ms: u64) -> bool {
+        record.state.is_held() && self.lease_is_live(record, now_ms)
+    }
+
+    /// Seconds a caller turned away by a live lease should wait before asking again.
+    pub fn retry_after_s(&self, record: &AgentRecord, now_ms: u64) -> u64 {
+        let left_ms = record.lease_until_ms.saturating_sub(now_ms);
+        (left_ms / 1000).clamp(1, 5)
+    }
+}
+
+/// What a caller wants of the agent, for [`decide`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Intent {
+    /// Ensure it is awake. An `awake` record verified within `verify_fresh` is trusted as it is.
+    Wake { verify_fresh: Duration },
+    /// Delete it, or one of its snapshots.
+    Delete,
+    /// Create it (or take over an earlier attempt at creating it).
+    Create,
+}
+
+/// What the record says a caller may do, before any AgentKit call.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Decision {
+    /// Take the lock under this condition.
+    Acquire(Condition),
+    /// A tombstone: the agent was deleted.
+    Gone,
+    /// Another operation holds the agent (`state`); ask again in `retry_after_s`.
+    Busy {
+        state: WakeState,
+        retry_after_s: u64,
+    },
+    /// A wake is in flight: wait on it rather than start another (wake only).
+    Join,
+    /// Awake, and its session was seen alive moments ago: answer from the record (wake only).
+    Awake,
+    /// Awake, not verified lately: check the recorded session once (wake only).
+    Verify,
+    /// Another caller is checking the awake record's session right now: watch the record for
+    /// its verdict (wake only).
+    AwaitVerify,
+}
+
+/// The pure decision of wake-protocol.md, step 2, for `intent` at `now_ms`.
+///
+/// `awake` records: an expired session (`session_expire_at` passed) is asleep without asking
+/// AgentKit; a record verified within `verify_fresh` is trusted; otherwise somebody checks the
+/// session once, and whoever finds a check under way (a live poll lease) waits for its
+/// verdict. Deletes and creates treat `awake` like any resting state.
+pub fn decide(
+    record: Option<&AgentRecord>,
+    now_ms: u64,
+    intent: Intent,
+    settings: &LockSettings,
+) -> Decision {
+    let Some(r) = record else {
+        return Decision::Acquire(Condition::Absent);
+    };
+    let cas = Decision::Acquire(Condition::Version(r.version));
+    if r.state == WakeState::Gone {
+        return Decision::Gone;
+    }
+    if settings.is_held(r, now_ms) {
+        return match (intent, r.state) {
+            (Intent::Wake { .. }, WakeState::Waking) => Decision::Join,
+            (_, state) => Decision::Busy {
+                state,
+                retry_after_s: settings.retry_after_s(r, now_ms),
+            },
+        };
+    }
+    let Intent::Wake { verify_fresh } = intent else {
+        return cas;
+    };
+    if r.state != WakeState::Awake || r.session_id.is_none() {
+        return cas;
+    }
+    let expired = r
+        .session_expire_at
+        .as_deref()
+        .and_then(crate::timestamp::epoch_ms)
+        .is_some_and(|t| t <= now_ms);
+    if expired {
+        return cas;
+    }
+    if r.verified_at_ms > 0
+        && r.verified_at_ms
+            .saturating_add(verify_fresh.as_millis() as u64)
+            >= now_ms
+    {
+        return Decision::Awake;
+    }
+    if settings.lease_holds(r.poll_until_ms, now_ms) && r.poll_until_ms > 0 {
+        return Decision::AwaitVerify;
+    }
+    Decision::Verify
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::{AgentKey, Kind};
+
+    const NOW: u64 = 1_800_000_000_000;
+    const WAKE: Intent = Intent::Wake {
+        verify_fresh: Duration::from_secs(5),
+    };
+
+    fn record(state: WakeState) -> AgentRecord {
+        let mut r = AgentRecord::absent(AgentKey::new(Kind::Codex, "studio-alice-01"));
+        r.state = state;
+        r.version = 7;
+        r.fence = 3;
+        r
+    }
+
+    fn s() -> LockSettings {
+        LockSettings::default()
+    }
+
+    #[test]
+    fn nothing_recorded_is_acquired_on_absence() {
+        for intent in [WAKE, Intent::Delete, Intent::Create] {
+            assert_eq!(
+                decide(None, NOW, intent, &s()),
+                Decision::Acquire(Condition::Absent)
+            );
+        }
+    }
+
+    #[test]
+    fn a_tombstone_is_gone_for_everyone() {
+        let r = record(WakeState::Gone);
+        for intent in [WAKE, Intent::Delete, Intent::Create] {
+            assert_eq!(decide(Some(&r), NOW, intent, &s()), Decision::Gone);
+        }
+    }
+
+    #[test]
+    fn a_live_lease_is_joined_by_wakes_and_refused_to_the_rest() {
+        let mut r = record(WakeState::Waking);
+        r.lease_until_ms = NOW + 10_000;
+        assert_eq!(decide(Some(&r), NOW, WAKE, &s()), Decision::Join);
+        assert_eq!(
+            decide(Some(&r), NOW, Intent::Delete, &s()),
+            Decision::Busy {
+                state: WakeState::Waking,
+                retry_after_s: 5
+            }
+        );
+        for state in [WakeState::Deleting, WakeState::Creating] {
+            r.state = state;
+            for intent in [WAKE, Intent::Delete, Intent::Create] {
+                assert!(matches!(
+                    decide(Some(&r), NOW, intent, &s()),
+                    Decision::Busy { state: st, .. } if st == state
+                ));
+            }
+        }
+    }
+
+    #[test]
+    fn a_lease_lives_until_the_skew_margin_has_passed() {
+        let mut r = record(WakeState::Waking);
+        r.lease_until_ms = NOW - 2_000;
+        assert_eq!(decide(Some(&r), NOW, WAKE, &s()), Decision::Join);
+        r.lease_until_ms = NOW - 2_001;
+        assert_eq!(
+            decide(Some(&r), NOW, WAKE, &s()),
+            Decision::Acquire(Condition::Version(7))
+        );
+        assert_eq!(s().retry_after_s(&r, NOW), 1);
+    }
+
+    #[test]
+    fn resting_states_are_acquired_by_version() {
+        for state in [WakeState::Asleep, WakeState::Failed, WakeState::Awake] {
+            let r = record(state);
+            for intent in [Intent::Delete, Intent::Create] {
+                assert_eq!(
+                    decide(Some(&r), NOW, intent, &s()),
+                    Decision::Acquire(Condition::Version(7))
+                );
+            }
+        }
+        // Awake with no session recorded: nothing to trust, wake it (the reconcile adopts
+        // whatever is alive).
+        let r = record(WakeState::Awake);
+        assert_eq!(
+            decide(Some(&r), NOW, WAKE, &s()),
+            Decision::Acquire(Condition::Version(7))
+        );
+    }
+
+    #[test]
+    fn awake_records_are_trusted_checked_or_known_expired() {
+        let mut r = record(WakeState::Awake);
+        r.session_id = Some("s-1".into());
+        r.session_expire_at = Some(crate::timestamp::format_ms(NOW + 3_600_000));
+        r.verified_at_ms = NOW - 1_000;
+        assert_eq!(decide(Some(&r), NOW, WAKE, &s()), Decision::Awake);
+        // Verified too long ago: somebody checks once.
+        r.verified_at_ms = NOW - 60_000;
+        assert_eq!(decide(Some(&r), NOW, WAKE, &s()), Decision::Verify);
+        // ...and whoever comes while that check runs waits for it.
+        r.poll_until_ms = NOW + 3_000;
+        assert_eq!(decide(Some(&r), NOW, WAKE, &s()), Decision::AwaitVerify);
+        // A check that died is taken over once its lease has passed.
+        r.poll_until_ms = NOW - 5_000;
+        assert_eq!(decide(Some(&r), NOW, WAKE, &s()), Decision::Verify);
+        // The session's own expiry has passed: asleep, without asking anybody.
+        r.session_expire_at = Some(crate::timestamp::format_ms(NOW - 1_000));
+        r.verified_at_ms = NOW - 1_000;
+        assert_eq!(
+            decide(Some(&r), NOW, WAKE, &s()),
+            Decision::Acquire(Condition::Version(7))
+        );
+        // An unreadable expiry is no evidence either way.
+        r.session_expire_at = Some("soon".into());
+        assert_eq!(decide(Some(&r), NOW, WAKE, &s()), Decision::Awake);
+    }
+
+    #[test]
+    fn expired_leases_of_every_holding_state_are_taken_over() {
+        for state in [WakeState::Waking, WakeState::Deleting, WakeState::Creating] {
+            let mut r = record(state);
+            r.lease_until_ms = NOW - 60_000;
+            for intent in [WAKE, Intent::Delete, Intent::Create] {
+                assert_eq!(
+                    decide(Some(&r), NOW, intent, &s()),
+                    Decision::Acquire(Condition::Version(7)),
+                    "{state} {intent:?}"
+                );
+            }
+        }
+    }
+}

@@ -1,0 +1,423 @@
+//! The winner's path (wake-protocol.md, steps 3–5): locate, reconcile, resume, record, poll.
+//!
+//! Every step after the acquire is a fenced write, in this order, so that a holder stopped at
+//! any point leaves a record the next caller can finish from without a second Resume:
+//!
+//! 1. where: the record's Tool, else [`crate::locate::locate`] (only the winner lists);
+//! 2. reconcile: a session an earlier holder of this agent started is adopted (GetSession of
+//!    the session the previous generation recorded; ListSessions by UserSessionId; for a
+//!    `snapshot-<id>` agent after an unknown Resume, the one unclaimed session it left);
+//! 3. a Resume sent by somebody whose outcome nobody knows yet (`resume_sent_at` within the
+//!    readiness timeout) is waited out, never doubled;
+//! 4. the snapshot: the named one, else the newest Ready one, re-checked as the agent's own;
+//! 5. budget: at least one AgentKit request timeout left, else the lock is given back (503);
+//! 6. `resume_sent_at`, the snapshot, the Tool, lease = the readiness timeout (fenced);
+//! 7. `ResumeSessionFromSnapshot`: its SessionId is recorded at once (fenced); a NotFound is
+//!    422 (the snapshot is gone, the agent rests); an unknown outcome keeps the lock and
+//!    answers 202; a refusal records `failed` (the snapshot untouched);
+//! 8. poll GetSession until Ready (complete), ended (failed), or the budget ends (202).
+
+use crate::agentkit::types::{ResumeSessionFromSnapshot, Session, Snapshot};
+use crate::agentkit::AgentKit;
+use crate::domain::{Retention, WakeState};
+use crate::error::Error;
+use crate::lock::{AgentLock, Held, Written};
+use crate::store::{now_ms, now_s, AgentStore, Changes, Description};
+
+use super::sessions::{live_session, orphan_of, pick, session, snapshots};
+use super::watch::{Polled, Poller, Watched};
+use super::{deadline_ms, Home, Wake, WakeOutcome, WakeTarget};
+
+/// What the holder knows when it starts polling a recorded session.
+pub(super) struct Recorded {
+    pub session_id: String,
+    pub snapshot_id: Option<String>,
+    /// The session as last seen (an adopted one), so the first poll is not repeated.
+    pub seen: Option<Session>,
+    /// This wake started it (or a concurrent, earlier holder of this wake did).
+    pub resumed: bool,
+}
+
+impl<S: AgentStore, K: AgentKit> Wake<'_, S, K> {
+    /// Hold the agent through its wake. `session_ended`: the caller already saw the session of
+    /// the previous generation ended (no need to ask again).
+    pub(super) async fn hold(
+        &self,
+        lock: &AgentLock<'_, S>,
+        target: &WakeTarget,
+        mut held: Held,
+        session_ended: bool,
+    ) -> Result<WakeOutcome, Error> {
+        let deadline = lock.deadline();
+        let key = &target.key;
+
+        // 1. Where the agent lives.
+        let (home, mut listed) = match self.home_of_record(target, &held.record) {
+            Some(home) => (home, None),
+            None => match Box::pin(crate::locate::locate(
+                self.agentkit,
+                self.registry,
+                key,
+                deadline,
+            ))
+            .await
+            {
+                Ok(Some(found)) => (
+                    Home {
+                        tool_id: found.tool_id,
+                        region: found.region,
+                        retention: found.retention,
+                    },
+                    Some(found.snapshots),
+                ),
+                Ok(None) => {
+                    self.give_back_unknown(lock, &mut held).await;
+                    return Err(Error::AgentNotFound);
+                }
+                Err(e) => return Err(self.fail(lock, &mut held, e).await),
+            },
+        };
+
+        // 2. Reconcile before resuming.
+        let before = held.before.clone();
+        let previous = before
+            .as_ref()
+            .filter(|b| !session_ended && b.tool_id.as_deref() == Some(home.tool_id.as_str()))
+            .and_then(|b| b.session_id.clone());
+        let mut adopted = None;
+        if let Some(previous) = previous {
+            match session(self.agentkit, &home, &previous, deadline).await {
+                Ok(Some(s)) if s.is_active() => adopted = Some(s),
+                Ok(_) => {}
+                Err(e) => return Err(self.fail(lock, &mut held, e.into()).await),
+            }
+        }
+        if adopted.is_none() {
+            let metadata = snapshot_metadata(
+                listed.as_deref().unwrap_or_default(),
+                before.as_ref().and_then(|b| b.snapshot_id.as_deref()),
+            );
+            let sent = held.record.resume_sent_at_ms;
+            adopted = match self
+                .find_started(&home, target, sent, &metadata, deadline)
+                .await
+            {
+                Ok(found) => found,
+                Err(e) => return Err(self.fail(lock, &mut held, e).await),
+            };
+        }
+        if let Some(s) = adopted {
+            // A wake in flight (a holder that died, an unknown Resume) started it: it counts
+            // as woken. A session that simply was alive all along does not.
+            let resumed = before
+                .as_ref()
+                .is_some_and(|b| b.state == WakeState::Waking || b.resume_sent_at_ms.is_some());
+            tracing::info!(agent = %key, resumed, "wake: adopted a live session");
+            let recorded = Recorded {
+                session_id: s.session_id.clone().unwrap_or_default(),
+                snapshot_id: before.as_ref().and_then(|b| b.snapshot_id.clone()),
+                seen: Some(s),
+                resumed,
+            };
+            let snapshots = listed.unwrap_or_default();
+            return Box::pin(self.record_and_poll(lock, target, held, &home, recorded, snapshots))
+                .await;
+        }
+
+        // 3. A Resume somebody sent, outcome unknown: wait it out rather than double it.
+        if let Some(sent) = held.record.resume_sent_at_ms {
+            let until = sent + self.settings.ready_timeout.as_millis() as u64;
+            if now_ms() < until {
+                tracing::info!(agent = %key, "wake: an earlier Resume is unaccounted for; waiting for it");
+                let changes = Changes {
+                    lease_until_ms: Some(until),
+                    poll_until_ms: Some(0),
+                    describe: Some(home_description(&home)),
+                    ..Changes::default()
+                };
+                return match lock.write(&mut held, changes).await? {
+                    Written::Done(r) => Ok(WakeOutcome::Waking { record: r }),
+                    Written::Lost(r) => Box::pin(self.follow(lock, target, r)).await,
+                };
+            }
+        }
+
+        // 4. Which snapshot.
+        if home.retention == Retention::Temporary {
+            self.give_back(lock, &mut held, &home).await;
+            return Err(Error::NotWakeable(
+                "a temporary agent cannot be woken once its session has ended".into(),
+            ));
+        }
+        let listing = match listed.take() {
+            Some(l) => l,
+            None => match snapshots(self.agentkit, &home, key, deadline).await {
+                Ok(l) => l,
+                Err(e) => return Err(self.fail(lock, &mut held, e.into()).await),
+            },
+        };
+        let Some(snapshot) = pick(&listing, key, target.snapshot_id.as_deref()).cloned() else {
+            self.give_back(lock, &mut held, &home).await;
+            return Err(Error::NotWakeable(match &target.snapshot_id {
+                Some(id) => format!("snapshot {id} is not Ready or does not exist"),
+                None => "the agent has neither a live session nor a Ready snapshot".into(),
+            }));
+        };
+        let snapshot_id = snapshot.snapshot_id.clone().unwrap_or_default();
+
+        // 5. Enough budget for one whole AgentKit request, or none is sent.
+        if deadline.remaining() < self.agentkit.request_timeout() {
+            self.give_back(lock, &mut held, &home).await;
+            return Err(Error::Deferred {
+                detail: "not enough time left in this request to wake the agent safely; retry"
+                    .into(),
+                retry_after_s: 1,
+            });
+        }
+
+        // 6. Say a Resume is on its way before it is.
+        let sent_at = now_ms();
+        let changes = Changes {
+            resume_sent_at_ms: Some(Some(sent_at)),
+            snapshot_id: Some(Some(snapshot_id.clone())),
+            lease_until_ms: Some(sent_at + self.settings.ready_timeout.as_millis() as u64),
+            poll_until_ms: Some(deadline_ms(deadline)),
+            describe: Some(home_description(&home)),
+            ..Changes::default()
+        };
+        if let Written::Lost(r) = lock.write(&mut held, changes).await? {
+            return Box::pin(self.follow(lock, target, r)).await;
+        }
+
+        // 7. Resume.
+        let request = ResumeSessionFromSnapshot::new(&home.tool_id, &snapshot_id);
+        let answer = self.agentkit.call(&home.region, &request, deadline).await;
+        let session_id = match answer {
+            Ok(r) if !r.session_id.is_empty() => r.session_id,
+            Ok(_) => {
+                tracing::warn!(agent = %key, "Resume answered no SessionId; its outcome is unknown");
+                return Box::pin(self.unknown_resume(lock, target, held, &home, &listing)).await;
+            }
+            Err(e) if e.is_not_found() => {
+                tracing::info!(agent = %key, %snapshot_id, "the snapshot vanished before Resume");
+                self.give_back(lock, &mut held, &home).await;
+                return Err(Error::NotWakeable(format!(
+                    "snapshot {snapshot_id} no longer exists"
+                )));
+            }
+            Err(e) if e.outcome_unknown() => {
+                tracing::warn!(agent = %key, error = %e, "Resume may have acted; its outcome is unknown");
+                return Box::pin(self.unknown_resume(lock, target, held, &home, &listing)).await;
+            }
+            Err(e) => return Err(self.fail(lock, &mut held, e.into()).await),
+        };
+        tracing::info!(agent = %key, %session_id, "wake: resumed");
+        let recorded = Recorded {
+            session_id,
+            snapshot_id: Some(snapshot_id),
+            seen: None,
+            resumed: true,
+        };
+        Box::pin(self.record_and_poll(lock, target, held, &home, recorded, listing)).await
+    }
+
+    /// A session this wake's earlier holders started: by UserSessionId, or for an agent
+    /// without one after an unknown Resume (`resume_sent_at`), the one unclaimed session it
+    /// left (recognised by `metadata` too, when known).
+    pub(super) async fn find_started(
+        &self,
+        home: &Home,
+        target: &WakeTarget,
+        resume_sent_at_ms: Option<u64>,
+        metadata: &[crate::agentkit::types::MetadataEntry],
+        deadline: crate::deadline::Deadline,
+    ) -> Result<Option<Session>, Error> {
+        match (target.user_session_id(), resume_sent_at_ms) {
+            (Some(usid), _) => Ok(live_session(self.agentkit, home, usid, deadline).await?),
+            (None, Some(sent)) => {
+                // AgentKit writes whole seconds; allow for that and for clocks a little apart.
+                let margin = self.settings.lock.skew_margin.as_millis() as u64 + 1000;
+                Ok(orphan_of(self.agentkit, home, sent, margin, metadata, deadline).await?)
+            }
+            (None, None) => Ok(None),
+        }
+    }
+
+    /// Record the session at once (fenced; lease extended to the readiness timeout), then poll
+    /// it until Ready within the budget.
+    pub(super) async fn record_and_poll(
+        &self,
+        lock: &AgentLock<'_, S>,
+        target: &WakeTarget,
+        mut held: Held,
+        home: &Home,
+        recorded: Recorded,
+        snapshots: Vec<Snapshot>,
+    ) -> Result<WakeOutcome, Error> {
+        let deadline = lock.deadline();
+        let changes = Changes {
+            session_id: Some(Some(recorded.session_id.clone())),
+            snapshot_id: Some(recorded.snapshot_id.clone()),
+            resume_sent_at_ms: Some(None),
+            lease_until_ms: Some(now_ms() + self.settings.ready_timeout.as_millis() as u64),
+            poll_until_ms: Some(deadline_ms(deadline)),
+            describe: Some(home_description(home)),
+            ..Changes::default()
+        };
+        let record = match lock.write(&mut held, changes).await? {
+            Written::Done(r) => r,
+            Written::Lost(r) => return Box::pin(self.follow(lock, target, r)).await,
+        };
+        let polled = Box::pin(self.poll_session(
+            lock,
+            Poller::Holder(&mut held),
+            home,
+            record,
+            recorded.seen,
+            recorded.resumed,
+            snapshots,
+            deadline,
+        ))
+        .await?;
+        Ok(match polled {
+            Polled::Awake(outcome) => outcome,
+            Polled::Starting(record) => WakeOutcome::Waking { record },
+        })
+    }
+
+    /// A Resume whose outcome is unknown: the lock stays held (its lease already covers the
+    /// readiness timeout, `resume_sent_at` is recorded). A session that already shows up is
+    /// adopted at once; otherwise pollers may look for it as soon as this request ends.
+    async fn unknown_resume(
+        &self,
+        lock: &AgentLock<'_, S>,
+        target: &WakeTarget,
+        mut held: Held,
+        home: &Home,
+        listing: &[Snapshot],
+    ) -> Result<WakeOutcome, Error> {
+        let metadata = snapshot_metadata(listing, held.record.snapshot_id.as_deref());
+        let found = self
+            .find_started(
+                home,
+                target,
+                held.record.resume_sent_at_ms,
+                &metadata,
+                lock.deadline(),
+            )
+            .await
+            .unwrap_or_else(|e| {
+                tracing::warn!(agent = %target.key, error = %e, "could not reconcile an unknown Resume yet");
+                None
+            });
+        if let Some(s) = found {
+            let recorded = Recorded {
+                session_id: s.session_id.clone().unwrap_or_default(),
+                snapshot_id: held.record.snapshot_id.clone(),
+                seen: Some(s),
+                resumed: true,
+            };
+            let snapshots = listing.to_vec();
+            return Box::pin(self.record_and_poll(lock, target, held, home, recorded, snapshots))
+                .await;
+        }
+        let changes = Changes {
+            poll_until_ms: Some(0),
+            ..Changes::default()
+        };
+        match lock.write(&mut held, changes).await {
+            Ok(Written::Done(r)) => Ok(WakeOutcome::Waking { record: r }),
+            Ok(Written::Lost(r)) => Box::pin(self.follow(lock, target, r)).await,
+            Err(e) => {
+                tracing::warn!(agent = %target.key, error = %e, "could not hand polling over");
+                Ok(WakeOutcome::Waking {
+                    record: held.record,
+                })
+            }
+        }
+    }
+
+    /// The lock was lost (our lease ran out and somebody took the agent over): follow them.
+    pub(super) async fn follow(
+        &self,
+        lock: &AgentLock<'_, S>,
+        target: &WakeTarget,
+        record: Option<crate::domain::AgentRecord>,
+    ) -> Result<WakeOutcome, Error> {
+        let Some(record) = record else {
+            return Err(Error::AgentNotFound);
+        };
+        match Box::pin(self.watch(lock, target, record, true)).await? {
+            Watched::Done(outcome) => Ok(outcome),
+            Watched::Again(r) => Ok(WakeOutcome::Waking {
+                record: r.unwrap_or_else(|| crate::domain::AgentRecord::absent(target.key.clone())),
+            }),
+        }
+    }
+
+    /// Record a failed wake (the snapshot untouched, the agent wakeable) and hand back the
+    /// error to answer.
+    pub(super) async fn fail(&self, lock: &AgentLock<'_, S>, held: &mut Held, err: Error) -> Error {
+        let reason = err.to_string();
+        tracing::warn!(agent = %held.key, %reason, "wake failed");
+        let changes = Changes {
+            error: Some(Some(reason)),
+            resume_sent_at_ms: Some(None),
+            ..Changes::default()
+        };
+        if let Err(e) = lock.release(held, WakeState::Failed, changes).await {
+            tracing::warn!(agent = %held.key, error = %e, "could not record the failed wake");
+        }
+        err
+    }
+
+    /// Give the lock back with nothing woken: the agent rests asleep.
+    async fn give_back(&self, lock: &AgentLock<'_, S>, held: &mut Held, home: &Home) {
+        let changes = Changes {
+            resume_sent_at_ms: Some(None),
+            describe: Some(home_description(home)),
+            ..Changes::default()
+        };
+        if let Err(e) = lock.release(held, WakeState::Asleep, changes).await {
+            tracing::warn!(agent = %held.key, error = %e, "could not give the lock back");
+        }
+    }
+
+    /// Nothing of the agent exists anywhere. A record only this acquire created is retired
+    /// (it reads as absent again, so the agent stays a 404 rather than an empty entry in its
+    /// owner's list); an older record is given back asleep.
+    async fn give_back_unknown(&self, lock: &AgentLock<'_, S>, held: &mut Held) {
+        let changes = if held.before.is_none() {
+            Changes {
+                expires_at: Some(Some(now_s() - 1)),
+                ..Changes::default()
+            }
+        } else {
+            Changes::default()
+        };
+        if let Err(e) = lock.release(held, WakeState::Asleep, changes).await {
+            tracing::warn!(agent = %held.key, error = %e, "could not give the lock back");
+        }
+    }
+}
+
+/// The Tool fields of the record.
+pub(super) fn home_description(home: &Home) -> Description {
+    Description {
+        tool_id: Some(home.tool_id.clone()),
+        region: Some(home.region.clone()),
+        ..Description::default()
+    }
+}
+
+/// The metadata of the snapshot a Resume was sent for (to recognise its session later).
+pub(super) fn snapshot_metadata(
+    listing: &[Snapshot],
+    snapshot_id: Option<&str>,
+) -> Vec<crate::agentkit::types::MetadataEntry> {
+    listing
+        .iter()
+        .find(|s| s.snapshot_id.as_deref() == snapshot_id && snapshot_id.is_some())
+        .map(|s| s.session_metadata.clone())
+        .unwrap_or_default()
+}

@@ -1,0 +1,312 @@
+//! The wake protocol (wake-protocol.md; the design is in docs/wake-protocol.md): wake an agent
+//! exactly once however many callers ask at the same moment, on its first day and on every
+//! day after, and survive a caller dying (or an answer getting lost) at any step without a
+//! second Resume or a lost snapshot.
+//!
+//! Every caller reads the record and [`decide`]s (the lock module's pure rule):
+//!
+//! - **acquire** (asleep, failed, missing, an expired lease, an awake record whose session has
+//!   expired): the one winner of the CAS holds the agent for a new generation ([`holder`]). It
+//!   locates the agent if the record does not say where it lives, reconciles before it
+//!   resumes (a session an earlier holder started is adopted), writes `resume_sent_at`
+//!   (fenced) before it sends `ResumeSessionFromSnapshot`, records the SessionId at once, and
+//!   polls GetSession until the session is Ready or its budget ends.
+//! - **join** (a wake in flight): watch the record, not AgentKit ([`watch`]). Only one caller
+//!   at a time asks AgentKit about a wake: the holder, or, once the holder's request has
+//!   ended, whoever wins a short poll lease on the record; it completes or fails the wake *by
+//!   anyone*. So a storm's AgentKit calls do not grow with its callers.
+//! - **awake**: trusted as recorded while its session was verified moments ago; otherwise one
+//!   caller (the winner of a poll lease) asks GetSession once while the rest wait for its
+//!   verdict, and an ended session is woken again, in the same call.
+//!
+//! Ambiguity is never read as failure: a Resume whose outcome is unknown (a timeout or a 5xx
+//! after sending) keeps the lock until the readiness timeout with `resume_sent_at` set and
+//! answers 202; whoever comes next reconciles, and nobody sends another Resume before that
+//! lease ends. Resume is never sent with less budget left than one AgentKit request timeout.
+//!
+//! Files: `mod.rs` (this: settings, target, outcome, the decision loop), `holder.rs` (the
+//! winner's path), `watch.rs` (joiners, pollers, verifying an awake record), `sessions.rs`
+//! (the AgentKit questions a wake asks).
+
+mod holder;
+mod sessions;
+mod watch;
+
+use std::time::Duration;
+
+use crate::agentkit::types::{Session, Snapshot};
+use crate::agentkit::AgentKit;
+use crate::deadline::Deadline;
+use crate::domain::{AgentKey, AgentRecord, Retention, ToolRegistry, WakeState};
+use crate::error::Error;
+use crate::lock::LockSettings;
+use crate::lock::{decide, Acquire, Acquired, AgentLock, Decision, Generation, Intent};
+use crate::store::{now_ms, AgentStore, Description};
+
+pub use sessions::newest_session;
+
+/// Timings of the protocol. Defaults are the specification's.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WakeSettings {
+    /// The lock: the lease an acquire takes (covers locating, reconciling and sending
+    /// Resume), the skew margin, the rounds.
+    pub lock: LockSettings,
+    /// Lease once a Resume was sent or its SessionId recorded: how long a session may take to
+    /// become Ready (`SNAPWAKE_READY_TIMEOUT_S`, default 360 s).
+    pub ready_timeout: Duration,
+    /// How long one request waits for readiness (`SNAPWAKE_WAIT_S`, default 20 s), further
+    /// bounded by the caller's deadline.
+    pub wait: Duration,
+    /// GetSession polling starts at `poll_min` and backs off to `poll_max`.
+    pub poll_min: Duration,
+    pub poll_max: Duration,
+    /// Joiners re-read the record from `watch_min`, backing off to `watch_max`.
+    pub watch_min: Duration,
+    pub watch_max: Duration,
+    /// How long a poll lease (taken once the holder's request ended) lasts.
+    pub poll_lease: Duration,
+    /// An awake record verified within this is trusted without asking AgentKit. Short on
+    /// purpose: it only has to absorb the stragglers of a storm (joiners of a wake trust the
+    /// wake they watched complete whatever its age), and every second of it is a second in
+    /// which a session AgentKit ended is still reported awake.
+    pub verify_fresh: Duration,
+}
+
+impl Default for WakeSettings {
+    fn default() -> Self {
+        WakeSettings {
+            lock: LockSettings::default(),
+            ready_timeout: Duration::from_secs(360),
+            wait: Duration::from_secs(20),
+            poll_min: Duration::from_millis(500),
+            poll_max: Duration::from_secs(2),
+            watch_min: Duration::from_millis(250),
+            watch_max: Duration::from_secs(1),
+            poll_lease: Duration::from_secs(5),
+            verify_fresh: Duration::from_secs(1),
+        }
+    }
+}
+
+impl WakeSettings {
+    fn intent(&self) -> Intent {
+        Intent::Wake {
+            verify_fresh: self.verify_fresh,
+        }
+    }
+}
+
+/// Where an agent lives: its Tool, the Tool's region, and the Tool's retention.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Home {
+    pub tool_id: String,
+    pub region: String,
+    pub retention: Retention,
+}
+
+/// Where `record` says the agent lives: a Tool the registry knows as one of `key.kind`'s, and
+/// its region (`None`: the record does not say, or names a Tool no longer deployed).
+pub fn home_of(registry: &ToolRegistry, record: &AgentRecord) -> Option<Home> {
+    let tool = record.tool_id.as_deref()?;
+    let kind_tools = registry.kind(record.key.kind)?;
+    let retention = if kind_tools.temporary.as_deref() == Some(tool) {
+        Retention::Temporary
+    } else if kind_tools.snapshot_tools().any(|t| t == tool) {
+        Retention::Recoverable
+    } else {
+        return None;
+    };
+    Some(Home {
+        tool_id: tool.to_string(),
+        region: record.region.clone()?,
+        retention,
+    })
+}
+
+/// What to wake, resolved by the caller (the resume handler) beforehand.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WakeTarget {
+    pub key: AgentKey,
+    /// Where the agent lives, when the record says; otherwise the winner locates it (losers
+    /// never list anything).
+    pub home: Option<Home>,
+    /// The snapshot the caller asked for; default the newest Ready one.
+    pub snapshot_id: Option<String>,
+    /// Descriptive fields written with the acquire (owner, owner key, display name, ...). The
+    /// Tool and region are added once known.
+    pub describe: Description,
+}
+
+impl WakeTarget {
+    /// The agent's UserSessionId (`None` for `snapshot-<id>` agents).
+    pub fn user_session_id(&self) -> Option<&str> {
+        crate::locate::user_session_id(&self.key.agent_id)
+    }
+}
+
+/// How a wake ended for this caller.
+#[allow(clippy::large_enum_variant)] // returned once per request, consumed at once
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum WakeOutcome {
+    /// A live session: `resumed` when this call or a concurrent one woke it, `false` when it
+    /// was already awake.
+    Awake {
+        session: Session,
+        resumed: bool,
+        record: AgentRecord,
+        /// The agent's snapshots, when this caller listed them (the holder of a wake).
+        snapshots: Vec<Snapshot>,
+    },
+    /// Still waking at the end of this caller's budget; a later call continues from the record.
+    Waking { record: AgentRecord },
+}
+
+/// One caller's wake of one agent.
+pub struct Wake<'a, S, K> {
+    store: &'a S,
+    agentkit: &'a K,
+    registry: &'a ToolRegistry,
+    settings: &'a WakeSettings,
+}
+
+impl<'a, S: AgentStore, K: AgentKit> Wake<'a, S, K> {
+    pub fn new(
+        store: &'a S,
+        agentkit: &'a K,
+        registry: &'a ToolRegistry,
+        settings: &'a WakeSettings,
+    ) -> Self {
+        Wake {
+            store,
+            agentkit,
+            registry,
+            settings,
+        }
+    }
+
+    /// Ensure `target` is awake, deciding from `record` (the caller's consistent read) and
+    /// answering by `deadline`.
+    pub async fn run(
+        &self,
+        target: &WakeTarget,
+        mut record: Option<AgentRecord>,
+        deadline: Deadline,
+    ) -> Result<WakeOutcome, Error> {
+        let lock = AgentLock::new(self.store, &self.settings.lock, deadline);
+        let mut joined = false;
+        for _ in 0..self.settings.lock.max_rounds.max(1) {
+            let decision = decide(
+                record.as_ref(),
+                now_ms(),
+                self.settings.intent(),
+                &self.settings.lock,
+            );
+            match decision {
+                Decision::Gone => return Err(Error::AgentGone),
+                Decision::Busy {
+                    state,
+                    retry_after_s,
+                } => {
+                    return Err(Error::AgentBusy {
+                        detail: busy_detail(state).into(),
+                        retry_after_s,
+                    })
+                }
+                Decision::Awake => {
+                    let r = record
+                        .take()
+                        .unwrap_or_else(|| AgentRecord::absent(target.key.clone()));
+                    return Ok(from_record(r, joined));
+                }
+                Decision::Join | Decision::AwaitVerify => {
+                    let r = record
+                        .take()
+                        .unwrap_or_else(|| AgentRecord::absent(target.key.clone()));
+                    joined |= decision == Decision::Join;
+                    match Box::pin(self.watch(&lock, target, r, joined)).await? {
+                        watch::Watched::Done(outcome) => return Ok(outcome),
+                        watch::Watched::Again(r) => record = r,
+                    }
+                }
+                Decision::Verify => {
+                    let r = record
+                        .take()
+                        .unwrap_or_else(|| AgentRecord::absent(target.key.clone()));
+                    match Box::pin(self.verify(&lock, target, r)).await? {
+                        watch::Watched::Done(outcome) => return Ok(outcome),
+                        watch::Watched::Again(r) => record = r,
+                    }
+                }
+                Decision::Acquire(condition) => {
+                    match self
+                        .acquire(&lock, target, &condition, record.as_ref())
+                        .await?
+                    {
+                        Acquired::Held(held) => {
+                            // Boxed: the holder's path is a large future (debug builds would
+                            // otherwise need a deep stack).
+                            return Box::pin(self.hold(&lock, target, *held, false)).await;
+                        }
+                        Acquired::Lost(r) => record = r,
+                    }
+                }
+            }
+        }
+        Err(Error::AgentBusy {
+            detail: "too many concurrent changes to the agent; retry".into(),
+            retry_after_s: 1,
+        })
+    }
+
+    /// Take the agent for a new generation of its wake. The holder polls AgentKit itself until
+    /// its own deadline; the record says so, so joiners leave it alone until then.
+    async fn acquire(
+        &self,
+        lock: &AgentLock<'_, S>,
+        target: &WakeTarget,
+        condition: &crate::store::Condition,
+        seen: Option<&AgentRecord>,
+    ) -> Result<Acquired, Error> {
+        let how = Acquire {
+            state: WakeState::Waking,
+            generation: Generation::New,
+            lease: self.settings.lock.lease,
+            describe: Some(target.describe.clone()),
+            poll_until_ms: Some(deadline_ms(lock.deadline())),
+        };
+        Ok(lock.acquire(&target.key, condition, seen, &how).await?)
+    }
+}
+
+/// What a 409 says about the operation that holds the agent.
+fn busy_detail(state: WakeState) -> &'static str {
+    match state {
+        WakeState::Deleting => "a delete holds the agent",
+        WakeState::Creating => "the agent is being created",
+        WakeState::Waking => "a wake holds the agent",
+        _ => "another operation holds the agent",
+    }
+}
+
+/// The deadline as epoch milliseconds (what the record keeps).
+fn deadline_ms(deadline: Deadline) -> u64 {
+    now_ms() + deadline.remaining().as_millis() as u64
+}
+
+/// An awake outcome answered from the record alone: its session as recorded. The record says
+/// the session was seen Ready (the complete of a wake writes `verified_at_ms`).
+fn from_record(record: AgentRecord, resumed: bool) -> WakeOutcome {
+    let session = Session {
+        session_id: record.session_id.clone(),
+        user_session_id: crate::locate::user_session_id(&record.key.agent_id).map(str::to_string),
+        status: Some("Ready".into()),
+        expire_at: record.session_expire_at.clone(),
+        ..Session::default()
+    };
+    WakeOutcome::Awake {
+        session,
+        resumed,
+        record,
+        snapshots: Vec::new(),
+    }
+}

@@ -1,0 +1,223 @@
+//! The AgentKit questions a wake asks: is this session alive, which session of this agent is
+//! alive, which snapshot to resume, and, for an agent no listing can find by id, which
+//! unclaimed session an unknown Resume left behind.
+//!
+//! Every listing is re-checked against the agent's exact UserSessionId, whatever the service's
+//! filter returned: a wake never adopts or resumes another agent's session or snapshot.
+
+use crate::agentkit::types::{
+    metadata_value, Filter, GetSession, ListSessions, MetadataEntry, Session, Snapshot,
+};
+use crate::agentkit::{list_all, AgentKit, AgentKitError};
+use crate::deadline::Deadline;
+use crate::domain::AgentKey;
+use crate::locate::snapshots_on;
+
+use super::Home;
+
+/// Pages of one agent's sessions read when reconciling.
+const SESSION_PAGES: usize = 10;
+/// Pages of a Tool's sessions read to find the orphan of an unknown Resume of a
+/// `snapshot-<id>` agent (an admin-only, rare case).
+const ORPHAN_PAGES: usize = 50;
+
+/// The most recently created session of an iterator.
+pub fn newest_session(sessions: impl Iterator<Item = Session>) -> Option<Session> {
+    sessions.max_by_key(|s| crate::timestamp::sort_key(s.created_at.as_deref()))
+}
+
+/// The session `session_id` on the agent's Tool, if AgentKit still has it.
+pub async fn session<K: AgentKit>(
+    agentkit: &K,
+    home: &Home,
+    session_id: &str,
+    deadline: Deadline,
+) -> Result<Option<Session>, AgentKitError> {
+    let req = GetSession {
+        tool_id: home.tool_id.clone(),
+        session_id: session_id.to_string(),
+    };
+    match agentkit.call(&home.region, &req, deadline).await {
+        Ok(s) => Ok(Some(s)),
+        Err(e) if e.is_not_found() => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// The newest active session with the agent's UserSessionId on its Tool.
+pub async fn live_session<K: AgentKit>(
+    agentkit: &K,
+    home: &Home,
+    user_session_id: &str,
+    deadline: Deadline,
+) -> Result<Option<Session>, AgentKitError> {
+    let req = ListSessions {
+        tool_id: home.tool_id.clone(),
+        filters: Some(vec![Filter::one("UserSessionId", user_session_id)]),
+        ..ListSessions::default()
+    };
+    let sessions = list_all(agentkit, &home.region, req, SESSION_PAGES, deadline).await?;
+    Ok(newest_session(sessions.into_iter().filter(|s| {
+        s.is_active() && s.user_session_id.as_deref() == Some(user_session_id)
+    })))
+}
+
+/// The agent's snapshots on its Tool (any status).
+pub async fn snapshots<K: AgentKit>(
+    agentkit: &K,
+    home: &Home,
+    key: &AgentKey,
+    deadline: Deadline,
+) -> Result<Vec<Snapshot>, AgentKitError> {
+    snapshots_on(agentkit, &home.tool_id, &home.region, key, deadline).await
+}
+
+/// The snapshot to resume among `snapshots`: the one asked for if it is Ready, else the
+/// newest Ready one. Only the agent's own snapshots count (its exact UserSessionId, or for a
+/// `snapshot-<id>` agent its own SnapshotId).
+pub fn pick<'s>(
+    snapshots: &'s [Snapshot],
+    key: &AgentKey,
+    wanted: Option<&str>,
+) -> Option<&'s Snapshot> {
+    let usid = crate::locate::user_session_id(&key.agent_id);
+    let own = key
+        .agent_id
+        .strip_prefix(crate::locate::SNAPSHOT_AGENT_PREFIX);
+    let mut ready: Vec<&Snapshot> = snapshots
+        .iter()
+        .filter(|s| s.is_wakeable())
+        .filter(|s| match (usid, own) {
+            (Some(u), _) => s.user_session_id.as_deref() == Some(u),
+            (None, Some(id)) => s.snapshot_id.as_deref() == Some(id),
+            (None, None) => false,
+        })
+        .collect();
+    if let Some(want) = wanted {
+        return ready
+            .into_iter()
+            .find(|s| s.snapshot_id.as_deref() == Some(want));
+    }
+    ready.sort_by_key(|s| std::cmp::Reverse(crate::timestamp::sort_key(s.created_at.as_deref())));
+    ready.into_iter().next()
+}
+
+/// The session an unknown Resume of a `snapshot-<id>` agent may have started: sessions of a
+/// snapshot without a UserSessionId have none either, so no filter finds them. The candidates
+/// are the Tool's active sessions without a UserSessionId, created no earlier than the Resume
+/// was sent (less `margin`: AgentKit writes whole seconds, and clocks drift a little) and,
+/// when the snapshot carried metadata, carrying the same. Exactly one candidate is adopted;
+/// none or several adopt nothing (the caller then waits out the readiness timeout before it
+/// may send another Resume, as wake-protocol.md allows).
+pub async fn orphan_of<K: AgentKit>(
+    agentkit: &K,
+    home: &Home,
+    sent_at_ms: u64,
+    margin_ms: u64,
+    metadata: &[MetadataEntry],
+    deadline: Deadline,
+) -> Result<Option<Session>, AgentKitError> {
+    let req = ListSessions {
+        tool_id: home.tool_id.clone(),
+        max_results: Some(crate::agentkit::types::MAX_PAGE_SIZE),
+        ..ListSessions::default()
+    };
+    let all = list_all(agentkit, &home.region, req, ORPHAN_PAGES, deadline).await?;
+    let since = sent_at_ms.saturating_sub(margin_ms);
+    let mut candidates: Vec<Session> = all
+        .into_iter()
+        .filter(|s| s.is_active())
+        .filter(|s| s.user_session_id.as_deref().is_none_or(str::is_empty))
+        .filter(|s| {
+            s.created_at
+                .as_deref()
+                .and_then(crate::timestamp::epoch_ms)
+                .is_some_and(|t| t >= since)
+        })
+        .filter(|s| {
+            metadata
+                .iter()
+                .all(|m| metadata_value(&s.metadata, &m.key) == Some(m.value.as_str()))
+        })
+        .collect();
+    if candidates.len() > 1 {
+        tracing::warn!(
+            tool_id = %home.tool_id,
+            candidates = candidates.len(),
+            "several unclaimed sessions could be the orphan of an unknown Resume; adopting none"
+        );
+        return Ok(None);
+    }
+    Ok(candidates.pop())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::Kind;
+
+    fn snap(id: &str, usid: Option<&str>, status: &str, at: &str) -> Snapshot {
+        Snapshot {
+            snapshot_id: Some(id.into()),
+            user_session_id: usid.map(str::to_string),
+            status: Some(status.into()),
+            created_at: Some(at.into()),
+            ..Snapshot::default()
+        }
+    }
+
+    #[test]
+    fn only_the_agents_own_ready_snapshots_are_picked() {
+        let key = AgentKey::new(Kind::Codex, "studio-alice-01");
+        let snaps = [
+            snap(
+                "old",
+                Some("studio-alice-01"),
+                "Ready",
+                "2026-12-01T00:00:00Z",
+            ),
+            snap(
+                "new",
+                Some("studio-alice-01"),
+                "Ready",
+                "2026-12-02T00:00:00Z",
+            ),
+            snap(
+                "newest",
+                Some("studio-alice-01"),
+                "Creating",
+                "2026-12-03T00:00:00Z",
+            ),
+            // A listing that ignored its filter: never another agent's snapshot.
+            snap(
+                "theirs",
+                Some("studio-alice-0"),
+                "Ready",
+                "2026-12-04T00:00:00Z",
+            ),
+        ];
+        assert_eq!(
+            pick(&snaps, &key, None).and_then(|s| s.snapshot_id.as_deref()),
+            Some("new")
+        );
+        assert_eq!(
+            pick(&snaps, &key, Some("old")).and_then(|s| s.snapshot_id.as_deref()),
+            Some("old")
+        );
+        assert!(pick(&snaps, &key, Some("newest")).is_none());
+        assert!(pick(&snaps, &key, Some("theirs")).is_none());
+    }
+
+    #[test]
+    fn a_snapshot_agent_wakes_from_its_own_snapshot() {
+        let key = AgentKey::new(Kind::Codex, "snapshot-snap-9");
+        let snaps = [
+            snap("snap-8", None, "Ready", "2026-12-03T00:00:00Z"),
+            snap("snap-9", None, "Ready", "2026-12-01T00:00:00Z"),
+        ];
+        assert_eq!(
+            pick(&snaps, &key, None).and_then(|s| s.snapshot_id.as_deref()),
+            Some("snap-9")
+        );
+    }
+}

@@ -1,0 +1,366 @@
+//! Everyone but the holder: joiners watch the record, not AgentKit (wake-protocol.md, step 5).
+//!
+//! A joiner re-reads the record (consistent read, backoff 0.25 s → 1 s) and answers from it:
+//! awake → 200 with the recorded session; failed (the wake it joined) → 502; anything else →
+//! decide again. One caller at a time asks AgentKit about a wake: the holder until its own
+//! request ends (the record's `poll_until_ms` says when), then whichever joiner wins a short
+//! poll lease (a CAS on the version it saw). The poller completes or fails the wake *by
+//! anyone*; after an unknown Resume it first looks for the session the Resume started and
+//! records it (a CAS too), but never sends a Resume itself.
+//!
+//! An `awake` record that was not verified lately is checked the same way: one caller wins a
+//! poll lease and asks GetSession once; the others wait for its verdict (a fresh
+//! `verified_at_ms`, or a new wake if the session had ended). The poll lease is written
+//! before the check, and the verification after it: were the check's own write the
+//! verification, a caller arriving in between would answer with a session that had in fact
+//! ended (the spec's single write, reordered for exactly that case; docs/wake-protocol.md).
+
+use crate::agentkit::types::{Session, Snapshot};
+use crate::agentkit::AgentKit;
+use crate::deadline::Deadline;
+use crate::domain::{AgentRecord, WakeState};
+use crate::error::Error;
+use crate::lock::{decide, Acquired, AgentLock, Decision, Held, Written};
+use crate::store::{now_ms, AgentStore, Changes, Condition};
+
+use super::sessions::session;
+use super::{from_record, Home, Wake, WakeOutcome, WakeTarget};
+
+/// The end of a watch.
+#[allow(clippy::large_enum_variant)] // returned once, consumed at once
+pub(super) enum Watched {
+    Done(WakeOutcome),
+    /// Nothing to wait for any more: decide again from this record.
+    Again(Option<AgentRecord>),
+}
+
+/// Who polls: the holder writes fenced, anyone else writes by anyone.
+pub(super) enum Poller<'h> {
+    Holder(&'h mut Held),
+    Anyone,
+}
+
+/// What polling found within its time.
+#[allow(clippy::large_enum_variant)] // returned once, consumed at once
+pub(super) enum Polled {
+    Awake(WakeOutcome),
+    Starting(AgentRecord),
+}
+
+impl<S: AgentStore, K: AgentKit> Wake<'_, S, K> {
+    /// Watch the record until there is an answer, the budget ends (202), or there is nothing
+    /// left to wait for. `joined`: the caller joined a wake (its answer says `resumed`).
+    pub(super) async fn watch(
+        &self,
+        lock: &AgentLock<'_, S>,
+        target: &WakeTarget,
+        record: AgentRecord,
+        joined: bool,
+    ) -> Result<Watched, Error> {
+        let deadline = lock.deadline();
+        let mut joined_fence = joined.then_some(record.fence);
+        let mut pause = self.settings.watch_min;
+        let mut current = Some(record);
+        loop {
+            let Some(r) = current.take() else {
+                // The record vanished under a wake: its holder found nothing of the agent.
+                return if joined_fence.is_some() {
+                    Err(Error::AgentNotFound)
+                } else {
+                    Ok(Watched::Again(None))
+                };
+            };
+            if r.state == WakeState::Failed && joined_fence == Some(r.fence) {
+                return Err(Error::WakeFailed(
+                    r.error.unwrap_or_else(|| "the wake failed".into()),
+                ));
+            }
+            // The wake this caller watched has completed: its answer, however old the record.
+            if r.state == WakeState::Awake
+                && r.session_id.is_some()
+                && joined_fence == Some(r.fence)
+            {
+                return Ok(Watched::Done(from_record(r, true)));
+            }
+            let now = now_ms();
+            match decide(Some(&r), now, self.settings.intent(), &self.settings.lock) {
+                Decision::Awake => {
+                    return Ok(Watched::Done(from_record(r, joined_fence.is_some())))
+                }
+                Decision::AwaitVerify => {}
+                Decision::Join => {
+                    // Follow whichever wake is in flight (a takeover bumps the fence).
+                    joined_fence = Some(r.fence);
+                    let poller_gone = !self.settings.lock.lease_holds(r.poll_until_ms, now);
+                    if poller_gone && deadline.allows(self.settings.poll_min) {
+                        let polled = Box::pin(self.take_over_polling(lock, target, &r)).await?;
+                        if let Some(outcome) = polled {
+                            return Ok(Watched::Done(outcome));
+                        }
+                    }
+                }
+                _ => return Ok(Watched::Again(Some(r))),
+            }
+            if !deadline.allows(pause) {
+                return Ok(Watched::Done(WakeOutcome::Waking { record: r }));
+            }
+            tokio::time::sleep(pause).await;
+            pause = (pause * 3 / 2).min(self.settings.watch_max);
+            current = lock.read(&target.key).await?;
+            if current.is_none() && joined_fence.is_none() {
+                return Ok(Watched::Again(None));
+            }
+        }
+    }
+
+    /// Win the poll lease of a wake whose poller is gone, and poll it for a while.
+    async fn take_over_polling(
+        &self,
+        lock: &AgentLock<'_, S>,
+        target: &WakeTarget,
+        seen: &AgentRecord,
+    ) -> Result<Option<WakeOutcome>, Error> {
+        let deadline = lock.deadline();
+        let lease = self.settings.poll_lease.min(deadline.remaining());
+        let until_ms = now_ms() + lease.as_millis() as u64;
+        let record = match lock.take_poll_lease(seen, until_ms).await? {
+            Written::Done(r) => r,
+            Written::Lost(_) => return Ok(None),
+        };
+        let Some(home) = self.home_of_record(target, &record) else {
+            return Ok(None);
+        };
+        let until = deadline.min_after(lease);
+        let record = match (&record.session_id, record.resume_sent_at_ms) {
+            (Some(_), _) => record,
+            (None, Some(sent)) => {
+                // An unknown Resume: find the session it started (never send another).
+                let found = match self
+                    .find_started(&home, target, Some(sent), &[], until)
+                    .await
+                {
+                    Ok(f) => f,
+                    Err(e) => {
+                        tracing::info!(agent = %target.key, error = %e, "poller could not reconcile yet");
+                        None
+                    }
+                };
+                let Some(s) = found else { return Ok(None) };
+                let changes = Changes {
+                    session_id: Some(s.session_id.clone()),
+                    resume_sent_at_ms: Some(None),
+                    ..Changes::default()
+                };
+                match lock.write_seen(&record, changes).await? {
+                    Written::Done(r) => {
+                        tracing::info!(agent = %target.key, "poller recorded the session of an unknown Resume");
+                        return Box::pin(self.poll_until(lock, &home, r, Some(s), until)).await;
+                    }
+                    Written::Lost(_) => return Ok(None),
+                }
+            }
+            // The holder died before it sent anything: its lease will lapse.
+            (None, None) => return Ok(None),
+        };
+        Box::pin(self.poll_until(lock, &home, record, None, until)).await
+    }
+
+    async fn poll_until(
+        &self,
+        lock: &AgentLock<'_, S>,
+        home: &Home,
+        record: AgentRecord,
+        seen: Option<Session>,
+        until: Deadline,
+    ) -> Result<Option<WakeOutcome>, Error> {
+        let polled = Box::pin(self.poll_session(
+            lock,
+            Poller::Anyone,
+            home,
+            record,
+            seen,
+            true,
+            Vec::new(),
+            until,
+        ))
+        .await?;
+        Ok(match polled {
+            Polled::Awake(outcome) => Some(outcome),
+            Polled::Starting(_) => None,
+        })
+    }
+
+    /// Check an awake record's session once, as the winner of its poll lease.
+    pub(super) async fn verify(
+        &self,
+        lock: &AgentLock<'_, S>,
+        target: &WakeTarget,
+        seen: AgentRecord,
+    ) -> Result<Watched, Error> {
+        let deadline = lock.deadline();
+        let lease = self.settings.poll_lease.min(deadline.remaining());
+        let record = match lock
+            .take_poll_lease(&seen, now_ms() + lease.as_millis() as u64)
+            .await?
+        {
+            Written::Done(r) => r,
+            Written::Lost(r) => return Ok(Watched::Again(r)),
+        };
+        let found = match (self.home_of_record(target, &record), &record.session_id) {
+            (Some(home), Some(id)) => session(self.agentkit, &home, id, deadline).await?,
+            _ => None,
+        };
+        match found {
+            Some(s) if s.is_active() => {
+                let changes = Changes {
+                    verified_at_ms: s.is_usable().then(now_ms),
+                    session_expire_at: s.expire_at.clone().map(Some),
+                    poll_until_ms: Some(0),
+                    ..Changes::default()
+                };
+                let record = match lock.write_seen(&record, changes).await {
+                    Ok(Written::Done(r)) => r,
+                    _ => record,
+                };
+                Ok(Watched::Done(WakeOutcome::Awake {
+                    session: s,
+                    resumed: false,
+                    record,
+                    snapshots: Vec::new(),
+                }))
+            }
+            // Ended: this caller wakes it again, in the same call.
+            _ => {
+                tracing::info!(agent = %target.key, "wake: the recorded session has ended");
+                let condition = Condition::Version(record.version);
+                match self
+                    .acquire(lock, target, &condition, Some(&record))
+                    .await?
+                {
+                    Acquired::Held(held) => Ok(Watched::Done(
+                        Box::pin(self.hold(lock, target, *held, true)).await?,
+                    )),
+                    Acquired::Lost(r) => Ok(Watched::Again(r)),
+                }
+            }
+        }
+    }
+
+    /// Poll the recorded session until it is Ready (complete), ended (fail) or `until`.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) async fn poll_session(
+        &self,
+        lock: &AgentLock<'_, S>,
+        mut poller: Poller<'_>,
+        home: &Home,
+        record: AgentRecord,
+        mut seen: Option<Session>,
+        resumed: bool,
+        snapshots: Vec<Snapshot>,
+        until: Deadline,
+    ) -> Result<Polled, Error> {
+        let Some(session_id) = record.session_id.clone() else {
+            return Ok(Polled::Starting(record));
+        };
+        let mut pause = self.settings.poll_min;
+        loop {
+            let observed = match seen.take() {
+                Some(s) => Ok(Some(s)),
+                None => session(self.agentkit, home, &session_id, until).await,
+            };
+            match observed {
+                Ok(Some(s)) if s.is_usable() => {
+                    let changes = Changes {
+                        state: Some(WakeState::Awake),
+                        holder: Some(None),
+                        lease_until_ms: Some(0),
+                        poll_until_ms: Some(0),
+                        error: Some(None),
+                        resume_sent_at_ms: Some(None),
+                        session_expire_at: Some(s.expire_at.clone()),
+                        verified_at_ms: Some(now_ms()),
+                        ..Changes::default()
+                    };
+                    let written = self
+                        .settle(lock, &mut poller, &record, &session_id, changes)
+                        .await;
+                    let record = match written {
+                        Ok(Written::Done(r)) => r,
+                        // Somebody else completed (or took over) meanwhile: the session is
+                        // Ready all the same.
+                        Ok(Written::Lost(r)) => r.unwrap_or(record),
+                        Err(e) => {
+                            tracing::warn!(agent = %record.key, error = %e, "could not record the completed wake");
+                            record
+                        }
+                    };
+                    return Ok(Polled::Awake(WakeOutcome::Awake {
+                        session: s,
+                        resumed,
+                        record,
+                        snapshots,
+                    }));
+                }
+                Ok(Some(s)) if s.is_active() => {}
+                Ok(ended) => {
+                    let status = ended
+                        .and_then(|s| s.status)
+                        .unwrap_or_else(|| "gone".into());
+                    let reason = format!("the resumed session ended ({status})");
+                    tracing::warn!(agent = %record.key, %reason, "wake failed");
+                    let changes = Changes {
+                        state: Some(WakeState::Failed),
+                        holder: Some(None),
+                        lease_until_ms: Some(0),
+                        poll_until_ms: Some(0),
+                        error: Some(Some(reason.clone())),
+                        resume_sent_at_ms: Some(None),
+                        ..Changes::default()
+                    };
+                    if let Err(e) = self
+                        .settle(lock, &mut poller, &record, &session_id, changes)
+                        .await
+                    {
+                        tracing::warn!(agent = %record.key, error = %e, "could not record the failed wake");
+                    }
+                    return Err(Error::WakeFailed(reason));
+                }
+                // AgentKit did not answer this time: the next poll may (within the budget).
+                Err(e) => {
+                    tracing::info!(agent = %record.key, error = %e, "readiness poll failed; polling on")
+                }
+            }
+            if !until.allows(pause) {
+                return Ok(Polled::Starting(record));
+            }
+            tokio::time::sleep(pause).await;
+            pause = (pause * 3 / 2).min(self.settings.poll_max);
+        }
+    }
+
+    /// Complete or fail: fenced for the holder, by anyone for the others.
+    async fn settle(
+        &self,
+        lock: &AgentLock<'_, S>,
+        poller: &mut Poller<'_>,
+        record: &AgentRecord,
+        session_id: &str,
+        changes: Changes,
+    ) -> Result<Written, crate::store::StoreError> {
+        match poller {
+            Poller::Holder(held) => lock.write(held, changes).await,
+            Poller::Anyone => {
+                lock.settle_by_anyone(&record.key, record.fence, session_id, changes)
+                    .await
+            }
+        }
+    }
+
+    /// Where the agent lives, from the caller or the record.
+    pub(super) fn home_of_record(&self, target: &WakeTarget, record: &AgentRecord) -> Option<Home> {
+        target
+            .home
+            .clone()
+            .or_else(|| super::home_of(self.registry, record))
+    }
+}
