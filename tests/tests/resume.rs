@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use snapwake::agentkit::sim::Fault;
+use snapwake::agentkit::sim::{Fault, SeedSnapshot};
 use snapwake::agentkit::types::Action;
 use snapwake::agentkit::{AgentKit, AgentKitClient, AgentKitError};
 use snapwake::deadline::Deadline;
@@ -67,30 +67,54 @@ fn session_id(body: &serde_json::Value) -> String {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The storm
+// Storms: 500 callers of a first wake, and 3 generations of 200 callers each
 
 const STORM_PARENT: usize = 200;
 const STORM_CHILDREN: usize = 2;
 const STORM_PER_CHILD: usize = 150;
+/// Most AgentKit calls one storm may cost, whatever its callers (quality.md).
+const STORM_AGENTKIT_BUDGET: u64 = 15;
 
-/// Run `count` concurrent resumes of `agent_id`; answers (status, session id) per caller.
+/// One caller: resume until it answers anything but 202 (a 202 is asked again after a short
+/// pause, as a client honouring `Retry-After` would, only faster), for at most `patience`.
+/// Answers the final (status, session id) and how many 202s came first.
+async fn resume_until_settled<S: AgentStore, K: AgentKit>(
+    function: &Resume<S, K>,
+    agent_id: &str,
+    patience: Duration,
+) -> (u16, String, u32) {
+    let until = std::time::Instant::now() + patience;
+    let mut waiting = 0;
+    loop {
+        let resp = function
+            .handle(request("POST", &path(agent_id), Who::User("alice"), None))
+            .await;
+        let (status, body) = answer(&resp);
+        if status != 202 || std::time::Instant::now() > until {
+            return (status, session_id(&body), waiting);
+        }
+        waiting += 1;
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// Run `count` concurrent callers of `agent_id`, each resuming until settled.
 async fn storm<S: AgentStore, K: AgentKit>(
     function: Arc<Resume<S, K>>,
     agent_id: &str,
     count: usize,
 ) -> Vec<(u16, String)> {
-    let mut tasks = Vec::new();
-    for _ in 0..count {
-        let function = function.clone();
-        let p = path(agent_id);
-        tasks.push(tokio::spawn(async move {
-            let resp = function
-                .handle(request("POST", &p, Who::User("alice"), None))
-                .await;
-            let (status, body) = answer(&resp);
-            (status, session_id(&body))
-        }));
-    }
+    let tasks: Vec<_> = (0..count)
+        .map(|_| {
+            let function = function.clone();
+            let agent_id = agent_id.to_string();
+            tokio::spawn(async move {
+                let (status, sid, _) =
+                    resume_until_settled(&function, &agent_id, Duration::from_secs(30)).await;
+                (status, sid)
+            })
+        })
+        .collect();
     let mut out = Vec::new();
     for t in tasks {
         out.push(t.await.unwrap());
@@ -103,93 +127,220 @@ fn wait_until(epoch_ms: u64) -> impl Future<Output = ()> {
     tokio::time::sleep(Duration::from_millis(epoch_ms.saturating_sub(now)))
 }
 
+/// A storm over this process (`parent` callers) and `children` child processes (this test
+/// binary re-run in child mode, `per_child` callers each), all starting at the same instant
+/// against one table and one simulator. Answers every caller's (status, session id).
+async fn storm_across_processes(
+    function: Arc<Resume<snapwake::store::dynamo::DynamoStore, snapwake::agentkit::AgentKitClient>>,
+    world: &World,
+    table: &str,
+    agent_id: &str,
+    parent: usize,
+    children: usize,
+    per_child: usize,
+) -> Vec<(u16, String)> {
+    let start_at = now_ms() + 1500;
+    let spawned: Vec<_> = (0..children)
+        .map(|_| {
+            Command::new(std::env::current_exe().unwrap())
+                .args(["storm_child", "--exact", "--nocapture", "--test-threads=1"])
+                .env("SNAPWAKE_STORM_CHILD", "1")
+                .env("STORM_ENDPOINT", world.sim.endpoint())
+                .env("STORM_TABLE", table)
+                .env("STORM_AGENT", agent_id)
+                .env("STORM_COUNT", per_child.to_string())
+                .env("STORM_START_AT_MS", start_at.to_string())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    wait_until(start_at).await;
+    let mut answers = storm(function, agent_id, parent).await;
+    for child in spawned {
+        let out = tokio::task::spawn_blocking(move || child.wait_with_output().unwrap())
+            .await
+            .unwrap();
+        assert!(out.status.success(), "a storm child failed");
+        let text = String::from_utf8_lossy(&out.stdout);
+        let lines: Vec<(u16, String)> = text
+            .lines()
+            // libtest prints "test storm_child ... " before the first line of output.
+            .filter_map(|l| l.find("ANSWER ").map(|i| &l[i + "ANSWER ".len()..]))
+            .map(|l| {
+                let (status, sid) = l.split_once(' ').unwrap_or((l, ""));
+                (status.parse().unwrap(), sid.to_string())
+            })
+            .collect();
+        assert_eq!(lines.len(), per_child, "every child caller answered");
+        answers.extend(lines);
+    }
+    answers
+}
+
+/// Every caller answered 200 with one and the same session: that session.
+fn one_session_for_everybody(answers: &[(u16, String)]) -> String {
+    let refused: Vec<_> = answers.iter().filter(|(s, _)| *s != 200).take(3).collect();
+    assert!(refused.is_empty(), "all 200: {refused:?}");
+    let first = answers[0].1.clone();
+    assert!(!first.is_empty());
+    assert!(
+        answers.iter().all(|(_, sid)| *sid == first),
+        "one session for everybody"
+    );
+    first
+}
+
+/// Every AgentKit request the simulator received.
+fn agentkit_calls(ctl: &snapwake::agentkit::sim::SimControl) -> u64 {
+    ctl.counters().actions.values().map(|a| a.received).sum()
+}
+
+fn storm_runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(4)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
 #[test]
 fn storm_of_500_resumes_over_threads_and_processes_sends_one_resume() {
     if std::env::var_os("SNAPWAKE_STORM_CHILD").is_some() {
         return;
     }
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(4)
-        .enable_all()
-        .build()
-        .unwrap();
-    rt.block_on(async {
+    storm_runtime().block_on(async {
         let store = dynamo_store("storm").await;
+        let table = store.table().to_string();
         let world = World::start(Duration::from_millis(1500)).await;
         world.register(&store).await;
         let (agent_id, snapshot_id) = world.asleep_agent("alice", "Storm");
-        let start_at = now_ms() + 2000;
-
-        let children: Vec<_> = (0..STORM_CHILDREN)
-            .map(|_| {
-                Command::new(std::env::current_exe().unwrap())
-                    .args(["storm_child", "--exact", "--nocapture", "--test-threads=1"])
-                    .env("SNAPWAKE_STORM_CHILD", "1")
-                    .env("STORM_ENDPOINT", world.sim.endpoint())
-                    .env("STORM_TABLE", store.table())
-                    .env("STORM_AGENT", &agent_id)
-                    .env("STORM_COUNT", STORM_PER_CHILD.to_string())
-                    .env("STORM_START_AT_MS", start_at.to_string())
-                    .stdout(Stdio::piped())
-                    .stderr(Stdio::null())
-                    .spawn()
-                    .unwrap()
-            })
-            .collect();
+        let ctl = world.sim.control();
+        ctl.reset_counters();
 
         let function = Arc::new(resume_fn(store, world.client(), WakeSettings::default()));
-        wait_until(start_at).await;
-        let mut answers = storm(function, &agent_id, STORM_PARENT).await;
-        for child in children {
-            let out = tokio::task::spawn_blocking(move || child.wait_with_output().unwrap())
-                .await
-                .unwrap();
-            assert!(out.status.success(), "a storm child failed");
-            let text = String::from_utf8_lossy(&out.stdout);
-            let lines: Vec<(u16, String)> = text
-                .lines()
-                // libtest prints "test storm_child ... " before the first line of output.
-                .filter_map(|l| l.find("ANSWER ").map(|i| &l[i + "ANSWER ".len()..]))
-                .map(|l| {
-                    let (status, sid) = l.split_once(' ').unwrap_or((l, ""));
-                    (status.parse().unwrap(), sid.to_string())
-                })
-                .collect();
-            assert_eq!(lines.len(), STORM_PER_CHILD, "every child caller answered");
-            answers.extend(lines);
-        }
-
+        let answers = storm_across_processes(
+            function,
+            &world,
+            &table,
+            &agent_id,
+            STORM_PARENT,
+            STORM_CHILDREN,
+            STORM_PER_CHILD,
+        )
+        .await;
         assert_eq!(
             answers.len(),
             STORM_PARENT + STORM_CHILDREN * STORM_PER_CHILD
         );
-        assert!(
-            answers.iter().all(|(s, _)| *s == 200),
-            "all 200: {:?}",
-            answers
-                .iter()
-                .filter(|(s, _)| *s != 200)
-                .take(3)
-                .collect::<Vec<_>>()
-        );
-        let first = answers[0].1.clone();
-        assert!(!first.is_empty());
-        assert!(
-            answers.iter().all(|(_, sid)| *sid == first),
-            "one session for everybody"
-        );
-        let counters = world.sim.control().counters();
+        one_session_for_everybody(&answers);
+        let counters = ctl.counters();
         assert_eq!(counters.received("ResumeSessionFromSnapshot"), 1);
         assert_eq!(counters.resumes_of(&snapshot_id), 1);
         assert_eq!(counters.live_sessions_of(&agent_id), 1);
+        assert!(ctl.snapshot(&snapshot_id).is_some(), "snapshot kept");
+        // Joiners watch the record, not AgentKit: the storm's cost does not grow with it.
+        let calls = agentkit_calls(&ctl);
         assert!(
-            world.sim.control().snapshot(&snapshot_id).is_some(),
-            "snapshot kept"
+            calls <= STORM_AGENTKIT_BUDGET,
+            "{calls} AgentKit calls for one storm: {:?}",
+            counters.actions
         );
+        // Only the winner located the agent (one listing of its snapshots in all).
+        assert_eq!(counters.received("ListSessionSnapshots"), 1);
     });
 }
 
-/// Child mode of the storm: resumes from another OS process against the same table and
+/// An agent is woken many times in its life. Three generations: each storm of 200 callers
+/// (this process and two children) wakes it once, every caller answers that generation's one
+/// session, then the simulated clock runs 8 hours, the session expires into a new snapshot,
+/// and the next generation starts from a record that still names the expired session.
+#[test]
+fn every_generation_of_storms_gets_its_own_one_session_across_processes() {
+    if std::env::var_os("SNAPWAKE_STORM_CHILD").is_some() {
+        return;
+    }
+    storm_runtime().block_on(async {
+        let store = dynamo_store("generations").await;
+        let table = store.table().to_string();
+        let world = World::start(Duration::from_millis(1500)).await;
+        world.register(&store).await;
+        let (agent_id, _) = world.asleep_agent("alice", "Phoenix");
+        let function = Arc::new(resume_fn(store, world.client(), WakeSettings::default()));
+        generations(&world, &agent_id, |agent_id| {
+            let function = function.clone();
+            let table = table.clone();
+            let world = &world;
+            async move {
+                storm_across_processes(function, world, &table, &agent_id, 100, 2, 50).await
+            }
+        })
+        .await;
+    });
+}
+
+/// The same three generations on the in-memory store (one process, 200 callers each).
+#[test]
+fn every_generation_of_storms_gets_its_own_one_session_in_memory() {
+    storm_runtime().block_on(async {
+        let store = Arc::new(MemoryStore::new());
+        let world = World::start(Duration::from_millis(1500)).await;
+        world.register(&store).await;
+        let (agent_id, _) = world.asleep_agent("alice", "Phoenix");
+        let function = Arc::new(resume_fn(store, world.client(), WakeSettings::default()));
+        generations(&world, &agent_id, |agent_id| {
+            let function = function.clone();
+            async move { storm(function, &agent_id, 200).await }
+        })
+        .await;
+    });
+}
+
+/// Three storms of `agent_id`, the simulated clock run past the session's expiry between
+/// them; every generation's invariants asserted.
+async fn generations<F, Fut>(world: &World, agent_id: &str, mut storm_of: F)
+where
+    F: FnMut(String) -> Fut,
+    Fut: Future<Output = Vec<(u16, String)>>,
+{
+    let ctl = world.sim.control();
+    let mut seen: Vec<String> = Vec::new();
+    for generation in 0..3u64 {
+        let calls_before = agentkit_calls(&ctl);
+        let answers = storm_of(agent_id.to_string()).await;
+        assert_eq!(answers.len(), 200);
+        let session = one_session_for_everybody(&answers);
+        assert!(
+            !seen.contains(&session),
+            "generation {generation} answered an earlier generation's session"
+        );
+        seen.push(session.clone());
+        let counters = ctl.counters();
+        assert_eq!(
+            counters.received("ResumeSessionFromSnapshot"),
+            generation + 1,
+            "exactly one Resume in generation {generation}"
+        );
+        assert_eq!(counters.live_sessions_of(agent_id), 1);
+        let calls = agentkit_calls(&ctl) - calls_before;
+        assert!(
+            calls <= STORM_AGENTKIT_BUDGET,
+            "generation {generation}: {calls} AgentKit calls"
+        );
+        assert!(ctl
+            .session(&session)
+            .is_some_and(|s| s.status.as_deref() == Some("Ready")));
+        // Eight hours later the session has expired into one more snapshot. (Real time
+        // passes too: an awake record is trusted without asking AgentKit for one second.)
+        ctl.advance(Duration::from_secs(8 * 3600 + 60));
+        assert_eq!(ctl.counters().live_sessions_of(agent_id), 0);
+        assert_eq!(world.snapshots_of(agent_id).len() as u64, generation + 2);
+        tokio::time::sleep(Duration::from_millis(1100)).await;
+    }
+}
+
+/// Child mode of the storms: resumes from another OS process against the same table and
 /// simulator, one `ANSWER <status> <session>` line per caller.
 #[test]
 fn storm_child() {
@@ -226,13 +377,31 @@ fn storm_child() {
 // Crashes: a holder stopped dead at each step
 
 /// AgentKit in front of the real client that stops the caller forever at one action, before
-/// or after AgentKit acted — what a Lambda killed at that instant looks like.
+/// or after AgentKit acted — what a Lambda killed at that instant looks like. With
+/// `after_a_resume`, only a call made after a Resume went through stalls (the polls of the
+/// session it recorded, not the check of an earlier one).
 struct Stall {
     inner: AgentKitClient,
     action: &'static str,
     after: bool,
+    after_a_resume: bool,
+    resumed: AtomicBool,
     armed: AtomicBool,
     reached: Notify,
+}
+
+impl Stall {
+    fn new(inner: AgentKitClient, at: StallAt) -> Self {
+        Stall {
+            inner,
+            action: at.action,
+            after: at.after,
+            after_a_resume: at.after_a_resume,
+            resumed: AtomicBool::new(false),
+            armed: AtomicBool::new(true),
+            reached: Notify::new(),
+        }
+    }
 }
 
 impl AgentKit for Stall {
@@ -242,12 +411,16 @@ impl AgentKit for Stall {
         request: &A,
         deadline: Deadline,
     ) -> Result<A::Output, AgentKitError> {
-        let stall = A::NAME == self.action && self.armed.swap(false, Ordering::SeqCst);
+        let eligible = !self.after_a_resume || self.resumed.load(Ordering::SeqCst);
+        let stall = A::NAME == self.action && eligible && self.armed.swap(false, Ordering::SeqCst);
         if stall && !self.after {
             self.reached.notify_one();
             std::future::pending::<()>().await;
         }
         let out = self.inner.call(region, request, deadline).await;
+        if A::NAME == "ResumeSessionFromSnapshot" {
+            self.resumed.store(true, Ordering::SeqCst);
+        }
         if stall {
             self.reached.notify_one();
             std::future::pending::<()>().await;
@@ -264,21 +437,211 @@ impl AgentKit for Stall {
     }
 }
 
-async fn crash_at(action: &'static str, after: bool) {
+/// Where the holder dies.
+#[derive(Clone, Copy, Debug)]
+struct StallAt {
+    action: &'static str,
+    after: bool,
+    after_a_resume: bool,
+}
+
+/// Right after acquiring (and, on a first wake, locating): the reconcile listing of an agent
+/// with a UserSessionId, the snapshot listing of a `snapshot-<id>` agent.
+const AFTER_ACQUIRE: StallAt = StallAt {
+    action: "ListSessions",
+    after: false,
+    after_a_resume: false,
+};
+const AFTER_ACQUIRE_SNAPSHOT_AGENT: StallAt = StallAt {
+    action: "ListSessionSnapshots",
+    after: false,
+    after_a_resume: false,
+};
+/// Between ResumeSessionFromSnapshot (which AgentKit carried out) and recording its SessionId.
+const AFTER_RESUME: StallAt = StallAt {
+    action: "ResumeSessionFromSnapshot",
+    after: true,
+    after_a_resume: false,
+};
+/// After recording the SessionId, at the first readiness poll.
+const AFTER_RECORDING: StallAt = StallAt {
+    action: "GetSession",
+    after: false,
+    after_a_resume: true,
+};
+
+/// The agent a crash test wakes: one with a UserSessionId (its owner wakes it), or a
+/// `snapshot-<id>` agent (a snapshot without one; an admin wakes it).
+struct Subject {
+    agent_id: String,
+    snapshot_id: String,
+    who: Who<'static>,
+}
+
+impl Subject {
+    fn owned(world: &World) -> Subject {
+        let (agent_id, snapshot_id) = world.asleep_agent("alice", "Crashy");
+        Subject {
+            agent_id,
+            snapshot_id,
+            who: Who::User("alice"),
+        }
+    }
+
+    fn snapshot_agent(world: &World) -> Subject {
+        let snapshot_id = world
+            .sim
+            .control()
+            .seed_snapshot(SeedSnapshot {
+                tool_id: world.recoverable.clone(),
+                session_id: Some("s-nameless".into()),
+                ..SeedSnapshot::default()
+            })
+            .unwrap();
+        Subject {
+            agent_id: format!("snapshot-{snapshot_id}"),
+            snapshot_id,
+            who: Who::Admin("root"),
+        }
+    }
+
+    /// The agent's live sessions in AgentKit (a `snapshot-<id>` agent's sessions carry no
+    /// UserSessionId: every such session on the Tool counts).
+    fn live(&self, world: &World) -> usize {
+        let ctl = world.sim.control();
+        if self.agent_id.starts_with("snapshot-") {
+            ctl.sessions()
+                .into_iter()
+                .filter(|s| s.is_active() && s.user_session_id.is_none())
+                .count()
+        } else {
+            ctl.counters().live_sessions_of(&self.agent_id) as usize
+        }
+    }
+
+    /// Resume until it answers 200 (a 202 is asked again), at most ~10 s.
+    async fn converge<S: AgentStore, K: AgentKit>(&self, f: &Resume<S, K>) -> serde_json::Value {
+        let mut last = (0, serde_json::Value::Null);
+        for _ in 0..40 {
+            last = answer(
+                &f.handle(request("POST", &path(&self.agent_id), self.who, None))
+                    .await,
+            );
+            if last.0 == 200 {
+                return last.1;
+            }
+            assert_eq!(last.0, 202, "{:?}", last.1);
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        panic!("never converged: {:?}", last.1)
+    }
+}
+
+/// A holder stopped dead at `at`, on a first wake or (`later`) on a wake after the agent was
+/// woken and its session expired: the next caller converges with no second Resume, one live
+/// session, the snapshot kept.
+async fn crash_at(snapshot_agent: bool, later: bool, at: StallAt) {
     let store = Arc::new(dynamo_store("crash").await);
     let world = World::start(Duration::from_millis(300)).await;
     world.register(&store).await;
-    let (agent_id, snapshot_id) = world.asleep_agent("alice", "Crashy");
+    let subject = if snapshot_agent {
+        Subject::snapshot_agent(&world)
+    } else {
+        Subject::owned(&world)
+    };
+    let ctl = world.sim.control();
+    let next = resume_fn(store.clone(), world.client(), quick());
+    if later {
+        subject.converge(&next).await;
+        ctl.advance(Duration::from_secs(9 * 3600));
+        assert_eq!(subject.live(&world), 0, "the first session expired");
+        tokio::time::sleep(Duration::from_millis(1100)).await;
+    }
+    let resumes_before = ctl.counters().received("ResumeSessionFromSnapshot");
 
-    let stall = Arc::new(Stall {
-        inner: world.client(),
-        action,
-        after,
-        armed: AtomicBool::new(true),
-        reached: Notify::new(),
-    });
+    let stall = Arc::new(Stall::new(world.client(), at));
     let doomed = Arc::new(resume_fn(store.clone(), stall.clone(), quick()));
-    let p = path(&agent_id);
+    let p = path(&subject.agent_id);
+    let who = subject.who;
+    let holder = tokio::spawn({
+        let doomed = doomed.clone();
+        async move { doomed.handle(request("POST", &p, who, None)).await }
+    });
+    tokio::time::timeout(Duration::from_secs(10), stall.reached.notified())
+        .await
+        .unwrap_or_else(|_| panic!("the holder reached {at:?}"));
+    holder.abort();
+    let _ = holder.await;
+
+    let body = subject.converge(&next).await;
+    let resumes = ctl.counters().received("ResumeSessionFromSnapshot") - resumes_before;
+    assert_eq!(
+        resumes, 1,
+        "one Resume for this wake after a crash at {at:?}"
+    );
+    assert_eq!(subject.live(&world), 1, "one live session");
+    assert!(
+        ctl.snapshot(&subject.snapshot_id).is_some(),
+        "snapshot kept"
+    );
+    let record = store
+        .get(&AgentKey::new(Kind::Codex, &subject.agent_id))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(record.state, WakeState::Awake);
+    assert!(record.holder.is_none());
+    assert_eq!(
+        record.session_id.as_deref(),
+        Some(session_id(&body).as_str())
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_holder_dead_after_acquire_is_recovered_by_the_next_caller() {
+    crash_at(false, false, AFTER_ACQUIRE).await;
+    crash_at(false, true, AFTER_ACQUIRE).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_holder_dead_after_resume_is_reconciled_not_resumed_again() {
+    crash_at(false, false, AFTER_RESUME).await;
+    crash_at(false, true, AFTER_RESUME).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_holder_dead_after_recording_the_session_is_recovered_by_polling() {
+    crash_at(false, false, AFTER_RECORDING).await;
+    crash_at(false, true, AFTER_RECORDING).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_snapshot_agents_holder_dead_at_any_step_is_recovered_without_a_second_resume() {
+    for later in [false, true] {
+        crash_at(true, later, AFTER_ACQUIRE_SNAPSHOT_AGENT).await;
+        crash_at(true, later, AFTER_RESUME).await;
+        crash_at(true, later, AFTER_RECORDING).await;
+    }
+}
+
+/// The holder recorded its session and died; then the session failed. Whoever comes next and
+/// wins the poll lease sees it ended and fails the wake *by anyone*: the agent is wakeable
+/// again at once, not after the holder's lease (here 30 s) runs out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fail_by_anyone_unsticks_an_agent_whose_holder_died_after_recording() {
+    let store = Arc::new(dynamo_store("fail-by-anyone").await);
+    let world = World::start(Duration::from_millis(1000)).await;
+    world.register(&store).await;
+    let subject = Subject::owned(&world);
+    let ctl = world.sim.control();
+    let settings = WakeSettings {
+        ready_timeout: Duration::from_secs(30),
+        wait: Duration::from_millis(2500),
+        ..quick()
+    };
+    let stall = Arc::new(Stall::new(world.client(), AFTER_RECORDING));
+    let doomed = Arc::new(resume_fn(store.clone(), stall.clone(), settings.clone()));
+    let p = path(&subject.agent_id);
     let holder = tokio::spawn({
         let doomed = doomed.clone();
         async move {
@@ -289,61 +652,62 @@ async fn crash_at(action: &'static str, after: bool) {
     });
     tokio::time::timeout(Duration::from_secs(10), stall.reached.notified())
         .await
-        .expect("the holder reached the stall point");
+        .expect("the holder recorded its session");
     holder.abort();
     let _ = holder.await;
-
-    // The next caller converges: one live session, one resume in all, snapshot intact.
-    let next = resume_fn(store.clone(), world.client(), quick());
-    let mut last = (0, serde_json::Value::Null);
-    for _ in 0..20 {
-        last = answer(
-            &next
-                .handle(request("POST", &path(&agent_id), Who::User("alice"), None))
-                .await,
-        );
-        if last.0 == 200 {
-            break;
-        }
-        assert_eq!(last.0, 202, "{:?}", last.1);
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-    assert_eq!(last.0, 200, "{:?}", last.1);
-    let counters = world.sim.control().counters();
-    assert_eq!(
-        counters.resumes_of(&snapshot_id),
-        1,
-        "no second resume after a crash at {action}"
+    let key = AgentKey::new(Kind::Codex, &subject.agent_id);
+    let held = store.get(&key).await.unwrap().unwrap();
+    let recorded = held.session_id.clone().expect("the session was recorded");
+    assert_eq!(held.state, WakeState::Waking);
+    assert!(
+        held.lease_until_ms > now_ms() + 20_000,
+        "held for the readiness timeout"
     );
-    assert_eq!(counters.live_sessions_of(&agent_id), 1);
-    assert!(world.sim.control().snapshot(&snapshot_id).is_some());
-    let record = store
-        .get(&AgentKey::new(Kind::Codex, &agent_id))
+
+    // The session fails (AgentKit ends it).
+    let client = world.client();
+    client
+        .call(
+            REGION,
+            &snapwake::agentkit::types::DeleteSession {
+                tool_id: world.recoverable.clone(),
+                session_id: recorded.clone(),
+            },
+            Deadline::after(Duration::from_secs(5)),
+        )
         .await
-        .unwrap()
         .unwrap();
-    assert_eq!(record.state, WakeState::Awake);
-    assert_eq!(
-        record.session_id.as_deref(),
-        Some(session_id(&last.1).as_str())
+
+    // Once the dead holder's request would have ended, the next caller polls, sees the
+    // session gone and fails the wake by anyone.
+    tokio::time::sleep(Duration::from_millis(2800)).await;
+    let next = resume_fn(store.clone(), world.client(), settings);
+    let (status, body) = answer(
+        &next
+            .handle(request(
+                "POST",
+                &path(&subject.agent_id),
+                Who::User("alice"),
+                None,
+            ))
+            .await,
     );
-}
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (502, Some("PROVIDER_ERROR")),
+        "{body}"
+    );
+    let failed = store.get(&key).await.unwrap().unwrap();
+    assert_eq!(failed.state, WakeState::Failed);
+    assert_eq!(failed.fence, held.fence, "the same wake, failed by anyone");
+    assert!(failed.holder.is_none() && failed.lease_until_ms == 0);
+    assert!(ctl.snapshot(&subject.snapshot_id).is_some());
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_holder_dead_after_acquire_is_recovered_by_the_next_caller() {
-    // Right after acquiring, the holder's first AgentKit call is the reconcile listing.
-    crash_at("ListSessions", false).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_holder_dead_after_resume_is_reconciled_not_resumed_again() {
-    crash_at("ResumeSessionFromSnapshot", true).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_holder_dead_after_recording_the_session_is_recovered_by_polling() {
-    // After recording the SessionId the holder polls GetSession.
-    crash_at("GetSession", false).await;
+    // Wakeable again at once.
+    let body = subject.converge(&next).await;
+    assert_ne!(session_id(&body), recorded);
+    assert_eq!(subject.live(&world), 1);
+    assert_eq!(ctl.counters().received("ResumeSessionFromSnapshot"), 2);
 }
 
 // ---------------------------------------------------------------------------------------------
