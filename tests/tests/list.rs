@@ -816,3 +816,60 @@ async fn one_owner_among_20000_snapshots_costs_two_queries_and_one_call_per_agen
         "the index path is far cheaper than the scan"
     );
 }
+
+/// The 1000-agent cap of a list counts agents it shows, not records: an owner whose index
+/// holds over 1000 tombstones (and ended temporary agents) newer than their live agents still
+/// sees every live agent, and the list is not `truncated`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cap_of_a_list_counts_live_agents_not_tombstones() {
+    let store = Arc::new(snapwake::store::memory::MemoryStore::new());
+    let world = World::start(Duration::ZERO).await;
+    world.register(&store).await;
+    let live: BTreeSet<String> = (0..3)
+        .map(|i| world.asleep_agent("alice", &format!("Alive {i}")).0)
+        .collect();
+    let registry = world.registry();
+    assert!(sync(&store, &world, &registry).await.completed);
+    // 1,001 deleted agents and 5 ended temporary ones, all created after the live ones.
+    let owner_key = usid::owner_keys("alice")[0].clone();
+    let later = snapwake::timestamp::format_ms(now_ms() + 3_600_000);
+    for i in 0..1006 {
+        let key = AgentKey::new(Kind::Codex, usid::mint("alice"));
+        let ended_temporary = i >= 1001;
+        let changes = Changes {
+            state: Some(if ended_temporary {
+                WakeState::Asleep
+            } else {
+                WakeState::Gone
+            }),
+            expires_at: Some((!ended_temporary).then(|| now_s() + 86_400)),
+            describe: Some(Description {
+                owner: Some("alice".into()),
+                owner_key: Some(owner_key.clone()),
+                retention: Some(if ended_temporary {
+                    Retention::Temporary
+                } else {
+                    Retention::Recoverable
+                }),
+                tool_id: Some(if ended_temporary {
+                    world.temporary.clone()
+                } else {
+                    world.recoverable.clone()
+                }),
+                region: Some(REGION.into()),
+                created_at: Some(later.clone()),
+                ..Description::default()
+            }),
+            ..Changes::default()
+        };
+        store
+            .update(&key, &Condition::Absent, &changes)
+            .await
+            .unwrap();
+    }
+    let f = list_fn(store.clone(), world.client());
+    let (status, body) = get(&f, "/v1/agents", &[], Who::User("alice")).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(ids(&body), live, "every live agent, and nothing else");
+    assert_eq!(body["truncated"], false);
+}

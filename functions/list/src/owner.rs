@@ -38,6 +38,11 @@ pub const MAX_AGENTS: usize = 1000;
 const SESSION_PAGES: usize = 20;
 /// Pages of a snapshot Tool the scan reads (100 snapshots each).
 const SCAN_PAGES: usize = 2000;
+/// Owner-index pages read per owner key (of [`MAX_AGENTS`] records each). Tombstones and
+/// ended temporary agents stay in the index for a while without being listed, so more than
+/// one page may be needed to find 1000 live agents; an owner with more records than this is
+/// answered `truncated`.
+const INDEX_PAGES: usize = 10;
 
 /// How the asleep agents are found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -62,15 +67,14 @@ pub async fn collect<S: AgentStore, K: AgentKit>(
         .map(str::to_string)
         .collect();
     let [current, legacy] = owner_keys(owner);
-    let limit = MAX_AGENTS as u32;
     let (a, b) = futures::join!(
-        store.query_owner(&current, limit, None),
-        store.query_owner(&legacy, limit, None)
+        owner_records(store, &current),
+        owner_records(store, &legacy)
     );
-    let (a, b) = (a?, b?);
-    let truncated = a.cursor.is_some() || b.cursor.is_some();
+    let ((a, more_a), (b, more_b)) = (a?, b?);
+    let truncated = more_a || more_b;
     let mut c = Collected::default();
-    for record in a.records.into_iter().chain(b.records) {
+    for record in a.into_iter().chain(b) {
         if kinds.contains(&record.key.kind) {
             c.records.insert(record.key.clone(), record);
         }
@@ -101,6 +105,33 @@ pub async fn collect<S: AgentStore, K: AgentKit>(
         }
     }
     Ok((c, truncated))
+}
+
+/// Every record under `owner_key` (up to [`INDEX_PAGES`] pages), and whether more remain.
+/// Usually one query: only an owner with over [`MAX_AGENTS`] records needs a second.
+async fn owner_records<S: AgentStore>(
+    store: &S,
+    owner_key: &str,
+) -> Result<(Vec<AgentRecord>, bool)> {
+    let mut records = Vec::new();
+    let mut cursor: Option<String> = None;
+    for _ in 0..INDEX_PAGES {
+        let page = store
+            .query_owner(owner_key, MAX_AGENTS as u32, cursor.as_deref())
+            .await?;
+        records.extend(page.records);
+        let live = records
+            .iter()
+            .filter(|r| r.state != WakeState::Gone)
+            .count();
+        match page.cursor {
+            Some(next) if live <= MAX_AGENTS => cursor = Some(next),
+            // More candidates than a list holds: the rest would only be cut off.
+            Some(_) => return Ok((records, true)),
+            None => return Ok((records, false)),
+        }
+    }
+    Ok((records, cursor.is_some()))
 }
 
 type Found = Vec<(AgentKey, Retention, Vec<Session>)>;
