@@ -4,13 +4,10 @@
 
 mod support;
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use snapwake::agentkit::types::Action;
-use snapwake::agentkit::{AgentKit, AgentKitError};
-use snapwake::deadline::Deadline;
+use snapwake::agentkit::AgentKit;
 use snapwake::domain::{AgentKey, Kind, WakeState};
 use snapwake::registry::{RegistryCache, ToolOverrides};
 use snapwake::store::memory::MemoryStore;
@@ -19,7 +16,6 @@ use snapwake::wake::WakeSettings;
 use snapwake_delete::Delete;
 use snapwake_resume::Resume;
 use support::*;
-use tokio::sync::Notify;
 
 fn delete_fn<S: AgentStore, K: AgentKit>(
     store: S,
@@ -569,6 +565,29 @@ async fn resume_racing_agent_delete_never_leaves_a_live_session_after_a_204() {
             [204, 409].contains(&deleted.0),
             "round {round}: delete answered {deleted:?}"
         );
+        // The invariants of the race itself, before anything else happens:
+        // - a 204 of the agent delete leaves no live session behind, whatever the resume said;
+        // - a resume never succeeds after that delete (it answers 410, or it woke the agent
+        //   before the delete took it, and the delete then ended that very session);
+        // - at most one Resume was sent for the agent.
+        let ctl = world.sim.control();
+        let counters = ctl.counters();
+        if deleted.0 == 204 {
+            assert_eq!(counters.live_sessions_of(&agent_id), 0, "round {round}");
+            if resumed.0 == 200 {
+                let sid = resumed.1["session"]["session_id"]
+                    .as_str()
+                    .unwrap_or_default();
+                assert!(
+                    ctl.session(sid).is_none_or(|s| !s.is_active()),
+                    "round {round}: the woken session outlived the delete"
+                );
+            }
+        }
+        if resumed.0 == 409 {
+            assert_eq!(resumed.1["code"], "AGENT_BUSY", "round {round}");
+        }
+        assert!(counters.live_sessions_of(&agent_id) <= 1, "round {round}");
 
         // Delete until it succeeds (a wake may hold the agent for a moment).
         let mut status = deleted.0;
@@ -614,7 +633,10 @@ async fn resume_racing_agent_delete_never_leaves_a_live_session_after_a_204() {
             0
         );
     }
-    eprintln!("(resume, delete) outcomes: {outcomes:?}");
+    // Every round answered one of the pairs the protocol allows (asserted per round above);
+    // the tally says which interleavings this run met.
+    assert_eq!(outcomes.values().sum::<usize>(), ROUNDS);
+    tracing::info!(?outcomes, "(resume, delete) outcomes");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -701,44 +723,12 @@ async fn resume_racing_snapshot_delete_never_resumes_a_deleted_snapshot() {
             );
         }
     }
-    eprintln!("(resume, delete) outcomes: {outcomes:?}");
+    assert_eq!(outcomes.values().sum::<usize>(), ROUNDS);
+    tracing::info!(?outcomes, "(resume, delete) outcomes");
 }
 
 // ---------------------------------------------------------------------------------------------
 // The interleaving the races above hit only by chance, forced
-
-/// AgentKit that, the first time `action` answers, pauses the caller until released.
-struct Gate<K> {
-    inner: K,
-    action: &'static str,
-    armed: AtomicBool,
-    reached: Notify,
-    release: Notify,
-}
-
-impl<K: AgentKit> AgentKit for Gate<K> {
-    async fn call<A: Action + 'static>(
-        &self,
-        region: &str,
-        request: &A,
-        deadline: Deadline,
-    ) -> Result<A::Output, AgentKitError> {
-        let out = self.inner.call(region, request, deadline).await;
-        if A::NAME == self.action && self.armed.swap(false, Ordering::SeqCst) {
-            self.reached.notify_one();
-            self.release.notified().await;
-        }
-        out
-    }
-
-    fn regions(&self) -> &[String] {
-        self.inner.regions()
-    }
-
-    fn request_timeout(&self) -> std::time::Duration {
-        self.inner.request_timeout()
-    }
-}
 
 /// A resume lists the agent's snapshots only once it holds the lock, so the interleaving that
 /// once let a wake resume a snapshot deleted after its listing cannot happen: a snapshot
@@ -752,13 +742,7 @@ async fn a_snapshot_delete_while_the_holder_lists_waits_for_the_wake() {
     let (agent_id, newest) = world.asleep_agent("alice", "Stale");
     let older = world.more_snapshots("alice", &agent_id, 1).remove(0);
 
-    let gate = Arc::new(Gate {
-        inner: world.client(),
-        action: "ListSessionSnapshots",
-        armed: AtomicBool::new(true),
-        reached: Notify::new(),
-        release: Notify::new(),
-    });
+    let gate = Arc::new(Gate::after(world.client(), "ListSessionSnapshots"));
     let resume = Arc::new(resume_fn(store.clone(), gate.clone(), quick()));
     let r = tokio::spawn({
         let resume = resume.clone();
@@ -875,4 +859,168 @@ async fn a_failed_agent_delete_releases_the_agent_and_a_retry_finishes() {
     assert!(world.snapshots_of(&agent_id).is_empty());
     let record = store.get(&key(&agent_id)).await.unwrap().unwrap();
     assert_eq!(record.state, WakeState::Gone);
+}
+
+/// A delete caught holding the agent (it has deleted the first of the agent's snapshots): a
+/// resume meanwhile answers 409 and sends no Resume; once the delete is done, a late resume
+/// is 410 and nothing is left in AgentKit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resume_meeting_an_agent_delete_is_409_then_410() {
+    let store = Arc::new(dynamo_store("delete-first").await);
+    let world = World::start(Duration::ZERO).await;
+    world.register(&store).await;
+    let (agent_id, _) = world.asleep_agent("alice", "Doomed");
+    world.more_snapshots("alice", &agent_id, 2);
+    let gate = Arc::new(Gate::after(world.client(), "DeleteSessionSnapshot"));
+    let delete = Arc::new(delete_fn(store.clone(), gate.clone(), quick()));
+    let d = tokio::spawn({
+        let delete = delete.clone();
+        let p = agent_path(&agent_id);
+        async move {
+            answer(
+                &delete
+                    .handle(request("DELETE", &p, Who::User("alice"), None))
+                    .await,
+            )
+        }
+    });
+    gate.reached().await;
+    assert_eq!(
+        store.get(&key(&agent_id)).await.unwrap().unwrap().state,
+        WakeState::Deleting
+    );
+
+    let resume = resume_fn(store.clone(), world.client(), quick());
+    let call = || request("POST", &resume_path(&agent_id), Who::User("alice"), None);
+    let resp = resume.handle(call()).await;
+    let (status, body) = answer(&resp);
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (409, Some("AGENT_BUSY")),
+        "{body}"
+    );
+    assert!(resp.headers().contains_key("retry-after"));
+    gate.release.notify_one();
+    let (status, body) = d.await.unwrap();
+    assert_eq!(status, 204, "{body}");
+
+    let (status, body) = answer(&resume.handle(call()).await);
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (410, Some("AGENT_GONE")),
+        "{body}"
+    );
+    let counters = world.sim.control().counters();
+    assert_eq!(counters.received("ResumeSessionFromSnapshot"), 0);
+    assert_eq!(counters.live_sessions_of(&agent_id), 0);
+    assert!(world.snapshots_of(&agent_id).is_empty());
+}
+
+/// A wake caught holding the agent between a Resume AgentKit carried out and recording its
+/// SessionId: an agent delete meanwhile answers 409 and deletes nothing; once the wake is
+/// done, the delete ends the session, deletes the snapshots, and a late resume is 410.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_delete_meeting_a_wake_is_409_until_the_wake_is_done() {
+    let store = Arc::new(dynamo_store("wake-first").await);
+    let world = World::start(Duration::from_millis(200)).await;
+    world.register(&store).await;
+    let (agent_id, snapshot_id) = world.asleep_agent("alice", "Busy");
+    let gate = Arc::new(Gate::after(world.client(), "ResumeSessionFromSnapshot"));
+    let resume = Arc::new(resume_fn(store.clone(), gate.clone(), quick()));
+    let r = tokio::spawn({
+        let resume = resume.clone();
+        let p = resume_path(&agent_id);
+        async move {
+            answer(
+                &resume
+                    .handle(request("POST", &p, Who::User("alice"), None))
+                    .await,
+            )
+        }
+    });
+    gate.reached().await;
+
+    let delete = delete_fn(store.clone(), world.client(), quick());
+    let call = || request("DELETE", &agent_path(&agent_id), Who::User("alice"), None);
+    let (status, body) = answer(&delete.handle(call()).await);
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (409, Some("AGENT_BUSY")),
+        "{body}"
+    );
+    let ctl = world.sim.control();
+    assert!(
+        ctl.snapshot(&snapshot_id).is_some(),
+        "nothing deleted under a wake"
+    );
+    assert_eq!(ctl.counters().live_sessions_of(&agent_id), 1);
+    gate.release.notify_one();
+    let (status, body) = r.await.unwrap();
+    assert_eq!(status, 200, "{body}");
+
+    let (status, body) = answer(&delete.handle(call()).await);
+    assert_eq!(status, 204, "{body}");
+    assert_eq!(
+        ctl.counters().live_sessions_of(&agent_id),
+        0,
+        "the session ended"
+    );
+    assert!(world.snapshots_of(&agent_id).is_empty());
+    let (status, _) = answer(
+        &resume
+            .handle(request(
+                "POST",
+                &resume_path(&agent_id),
+                Who::User("alice"),
+                None,
+            ))
+            .await,
+    );
+    assert_eq!(status, 410);
+    assert_eq!(ctl.counters().received("ResumeSessionFromSnapshot"), 1);
+}
+
+/// A wake whose holder died after AgentKit carried out its Resume, before the SessionId was
+/// recorded: a delete waits out the holder's lease (409), then takes the agent over and ends
+/// the session no record names (found by UserSessionId). Nothing survives its 204.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_delete_after_a_dead_wake_ends_the_session_nobody_recorded() {
+    let store = Arc::new(dynamo_store("dead-wake").await);
+    let world = World::start(Duration::ZERO).await;
+    world.register(&store).await;
+    let (agent_id, _) = world.asleep_agent("alice", "Orphan");
+    let gate = Arc::new(Gate::after(world.client(), "ResumeSessionFromSnapshot"));
+    let resume = Arc::new(resume_fn(store.clone(), gate.clone(), quick()));
+    let r = tokio::spawn({
+        let resume = resume.clone();
+        let p = resume_path(&agent_id);
+        async move {
+            resume
+                .handle(request("POST", &p, Who::User("alice"), None))
+                .await
+        }
+    });
+    gate.reached().await;
+    r.abort();
+    let _ = r.await;
+    let held = store.get(&key(&agent_id)).await.unwrap().unwrap();
+    assert_eq!(held.state, WakeState::Waking);
+    assert!(held.session_id.is_none() && held.resume_sent_at_ms.is_some());
+    let ctl = world.sim.control();
+    assert_eq!(ctl.counters().live_sessions_of(&agent_id), 1);
+
+    let delete = delete_fn(store.clone(), world.client(), quick());
+    let call = || request("DELETE", &agent_path(&agent_id), Who::User("alice"), None);
+    let (status, _) = answer(&delete.handle(call()).await);
+    assert_eq!(status, 409, "the dead holder's lease still holds");
+    let wait_ms = held.lease_until_ms.saturating_sub(now_ms()) + 400;
+    tokio::time::sleep(Duration::from_millis(wait_ms)).await;
+    let (status, body) = answer(&delete.handle(call()).await);
+    assert_eq!(status, 204, "{body}");
+    assert_eq!(ctl.counters().live_sessions_of(&agent_id), 0);
+    assert!(world.snapshots_of(&agent_id).is_empty());
+    assert_eq!(
+        store.get(&key(&agent_id)).await.unwrap().unwrap().state,
+        WakeState::Gone
+    );
 }
