@@ -7,6 +7,9 @@
 //! - [`identity`]: the caller read from an API Gateway request, and the UserSessionId codec;
 //! - [`agentkit`]: the AgentKit client (signing, envelope, retries, regions) and, behind the
 //!   `sim` feature, a strict simulator of the service;
+//! - [`lock`]: the per-agent lock (acquire, fenced writes, writes by anyone, poll leases,
+//!   the pure `decide`) that wake, create, delete and deploy share;
+//! - [`wake`]: the wake protocol over the lock (docs/wake-protocol.md);
 //! - [`http`]: problem+json responses;
 //! - [`config`]: environment → typed configuration, validated once at cold start;
 //! - [`error`]: the one error type, mapped to problem+json in [`http::problem`].

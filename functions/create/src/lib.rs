@@ -14,22 +14,25 @@
 //!    (recoverable when a recoverable Tool is deployed, else temporary). A retention whose Tool
 //!    is not deployed → 503 `NOT_CONFIGURED`. Legacy snapshot Tools never receive new agents.
 //! 3. Mint the UserSessionId `studio-<safe_owner>-<32 hex>` (identity.md); it is the agent id.
-//! 4. Write the agent record first (condition: absent): owner, owner key, display name,
-//!    creator, retention, Tool, region, `created_at`, state `asleep`. A crash after
-//!    CreateSession therefore never leaves an agent snapwake has no record of.
-//! 5. `CreateSession` in the registry's region; only `InvalidResource.NotFound` (the Tool is not
-//!    in that region) moves on to the next configured region, and the region that answered is
-//!    written back to the record.
+//! 4. Take the agent's lock first ([`snapwake::lock`], docs/wake-protocol.md): the record is
+//!    written as `creating` (condition: absent; owner, owner key, display name, creator,
+//!    retention, Tool, region, `created_at`), so a crash after CreateSession never leaves an
+//!    agent snapwake has no record of, and a delete racing the create is fenced (409) exactly
+//!    like one racing a wake. A tombstone found there (a takeover of an agent deleted
+//!    meanwhile) → 410 `AGENT_GONE`: nothing is created.
+//! 5. `CreateSession` in the registry's region (never with less than one AgentKit request
+//!    timeout of budget left: 503 `TRY_AGAIN` instead); only `InvalidResource.NotFound` (the
+//!    Tool is not in that region) moves on to the next configured region.
 //! 6. `ErrCreateSessionFail`, or an ambiguous failure after the request may have reached
-//!    AgentKit (transport error, 5xx other than a throttle, an unreadable answer) →
-//!    reconcile: `ListSessions` filtered by the UserSessionId; an active session is the
-//!    agent's (201); none → 502 retryable. A throttle → 429 with `Retry-After` (AgentKit
-//!    refused it, so nothing was created). When it is certain that no session exists, the
-//!    record is retired (expired at once, so it reads as absent) rather than left behind as
-//!    an "unavailable" ghost in the owner's list.
-//! 7. Answer with the view of the new agent (its session `starting`, or `awake` once Ready),
-//!    read back with one GetSession; if that read fails, the session is shown as `Creating`,
-//!    the first status of every new session.
+//!    AgentKit (transport error after sending, any 5xx, an unreadable answer) → reconcile:
+//!    `ListSessions` filtered by the UserSessionId; an active session is the agent's (201);
+//!    none → 502 retryable. A throttle → 429 with `Retry-After` (AgentKit refused it, so
+//!    nothing was created). When no session exists, the record is retired (expired at once,
+//!    so it reads as absent) rather than left behind as an "unavailable" ghost.
+//! 7. Record the session (fenced: session id, its expiry, the region that answered) and give
+//!    the lock back as `awake`; answer with the view of the new agent (its session
+//!    `starting`, or `awake` once Ready), read back with one GetSession; if that read fails,
+//!    the session is shown as `Creating`, the first status of every new session.
 //!
 //! # Idempotency-Key
 //!
@@ -50,12 +53,14 @@
 //!   however many attempts a key sees, at most one session exists for it. Two retries taking
 //!   over at once race on the CAS; the loser sees a fresh `running` and answers 409.
 //! - when the create answers: a success or a 4xx → CAS the document to `done` with the
-//!   answer; a 5xx or a 429 → CAS it to `failed`, so a retry with the same key runs again.
+//!   answer; a 5xx, a 429 or a 409 (the agent's lock is still held by an attempt) → CAS it to
+//!   `failed`, so a retry with the same key runs again.
 //!   If that CAS fails (someone took over), the answer is still returned.
 //!
-//! An attempt never works longer than [`CreateSettings::budget`] (default [`CREATE_BUDGET`]) (and API Gateway cuts requests at
-//! 30 s), well inside [`STALE_RUNNING`]: a takeover only ever happens after the first attempt
-//! has stopped talking to AgentKit, so a takeover's reconcile sees whatever it created.
+//! An attempt never works longer than [`CreateSettings::budget`] (default [`CREATE_BUDGET`];
+//! API Gateway cuts requests at 30 s), well inside [`STALE_RUNNING`] and the lock's lease: a
+//! takeover only ever happens after the first attempt has stopped talking to AgentKit, so a
+//! takeover's reconcile sees whatever it created.
 //!
 //! The fingerprint covers the retention as resolved: a retry that omits `retention` after the
 //! default changed (a recoverable Tool was deployed in between) counts as another request.
