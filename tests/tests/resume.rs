@@ -99,7 +99,7 @@ async fn resume_until_settled<S: AgentStore, K: AgentKit>(
 }
 
 /// Run `count` concurrent callers of `agent_id`, each resuming until settled.
-async fn storm<S: AgentStore, K: AgentKit>(
+async fn storm<S: AgentStore + 'static, K: AgentKit>(
     function: Arc<Resume<S, K>>,
     agent_id: &str,
     count: usize,

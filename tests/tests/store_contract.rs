@@ -319,6 +319,54 @@ async fn some_none_removes_a_field<S: AgentStore>(store: Arc<S>) {
     assert_eq!(store.get(&k).await.unwrap(), Some(w));
 }
 
+/// The fields of a wake in flight (its session's expiry, its verification, an unknown Resume,
+/// the poll lease) are written, kept by writes that do not name them, removed by `Some(None)`,
+/// and gone from a record created afresh over an expired one.
+async fn wake_fields_round_trip_and_clear_on_create<S: AgentStore>(store: Arc<S>) {
+    let k = key("w1");
+    let mut changes = acquire("h1");
+    changes.resume_sent_at_ms = Some(Some(1_700_000_000_123));
+    changes.poll_until_ms = Some(1_700_000_005_000);
+    let a = store
+        .update(&k, &Condition::Absent, &changes)
+        .await
+        .unwrap();
+    assert_eq!(a.resume_sent_at_ms, Some(1_700_000_000_123));
+    assert_eq!(a.poll_until_ms, 1_700_000_005_000);
+    assert_eq!((a.verified_at_ms, a.session_expire_at.clone()), (0, None));
+    let b = store
+        .update(
+            &k,
+            &held("h1", 1),
+            &Changes {
+                session_id: Some(Some("s1".into())),
+                session_expire_at: Some(Some("2026-12-02T18:00:00Z".into())),
+                verified_at_ms: Some(1_700_000_001_000),
+                resume_sent_at_ms: Some(None),
+                expires_at: Some(Some(now_s() - 1)),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(b.resume_sent_at_ms, None);
+    assert_eq!(b.poll_until_ms, 1_700_000_005_000, "kept when not named");
+    assert_eq!(b.session_expire_at.as_deref(), Some("2026-12-02T18:00:00Z"));
+    assert_eq!(b.verified_at_ms, 1_700_000_001_000);
+    // Expired now: a create starts from nothing but the counters.
+    assert_eq!(store.get(&k).await.unwrap(), None);
+    let c = store
+        .update(&k, &Condition::Absent, &acquire("h2"))
+        .await
+        .unwrap();
+    assert_eq!((c.fence, c.version), (b.fence + 1, b.version + 1));
+    assert_eq!(c.session_id, None);
+    assert_eq!(c.session_expire_at, None);
+    assert_eq!((c.verified_at_ms, c.poll_until_ms), (0, 0));
+    assert_eq!(c.resume_sent_at_ms, None);
+    assert_eq!(store.get(&k).await.unwrap(), Some(c));
+}
+
 async fn expired_reads_absent_and_is_reacquired<S: AgentStore>(store: Arc<S>) {
     let k = key("e1");
     let mut changes = acquire("h1");
@@ -827,7 +875,11 @@ const RACERS: usize = 50;
 
 /// Run `RACERS` writes of `condition` at once, each as its own holder; exactly one must win,
 /// and every loser must learn the winner's record.
-async fn race<S: AgentStore>(store: Arc<S>, k: AgentKey, condition: Condition) -> AgentRecord {
+async fn race<S: AgentStore + 'static>(
+    store: Arc<S>,
+    k: AgentKey,
+    condition: Condition,
+) -> AgentRecord {
     let tasks: Vec<_> = (0..RACERS)
         .map(|i| {
             let store = store.clone();
@@ -862,12 +914,12 @@ async fn race<S: AgentStore>(store: Arc<S>, k: AgentKey, condition: Condition) -
     winner
 }
 
-async fn concurrent_absent_acquires_one_winner<S: AgentStore>(store: Arc<S>) {
+async fn concurrent_absent_acquires_one_winner<S: AgentStore + 'static>(store: Arc<S>) {
     let winner = race(store, key("race-absent"), Condition::Absent).await;
     assert_eq!((winner.fence, winner.version), (1, 1));
 }
 
-async fn concurrent_version_acquires_one_winner<S: AgentStore>(store: Arc<S>) {
+async fn concurrent_version_acquires_one_winner<S: AgentStore + 'static>(store: Arc<S>) {
     let k = key("race-version");
     let first = store
         .update(&k, &Condition::Absent, &acquire("first"))
@@ -945,6 +997,7 @@ contract!(
     held_fenced_write,
     waking_with_complete_by_anyone,
     some_none_removes_a_field,
+    wake_fields_round_trip_and_clear_on_create,
     expired_reads_absent_and_is_reacquired,
     describe_fields_round_trip,
     owner_index_newest_first_with_pages,

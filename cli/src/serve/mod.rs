@@ -107,7 +107,11 @@ async fn parts(args: &ServeArgs) -> Result<Parts, CliError> {
     })
 }
 
-async fn run_with<S: AgentStore>(args: ServeArgs, parts: Parts, store: S) -> Result<(), CliError> {
+async fn run_with<S: AgentStore + 'static>(
+    args: ServeArgs,
+    parts: Parts,
+    store: S,
+) -> Result<(), CliError> {
     let store = Arc::new(store);
     let agentkit = Arc::new(agentkit(&parts.config.agentkit).await?);
     if let Some(sim) = &parts.sim {
@@ -234,7 +238,7 @@ fn local_identity(config: &IdentityConfig) -> IdentityConfig {
     identity
 }
 
-async fn handle<S: AgentStore, K: AgentKit>(
+async fn handle<S: AgentStore + 'static, K: AgentKit>(
     State(app): State<Arc<App<Arc<S>, Arc<K>>>>,
     method: Method,
     uri: Uri,

@@ -89,7 +89,9 @@ use snapwake::lock::{
     decide, Acquire, Acquired, AgentLock, Decision, Generation, Held, Intent, LockSettings, Written,
 };
 use snapwake::registry::RegistryCache;
-use snapwake::store::{now_ms, now_rfc3339, now_s, AgentStore, Changes, Description, StoreError};
+use snapwake::store::{
+    now_ms, now_rfc3339, now_s, AgentStore, Changes, Description, StoreError, Within,
+};
 use snapwake::view::{agent_view, AgentFacts, METADATA_CREATOR_KEY, METADATA_OWNER_KEY};
 use snapwake::wake::newest_session;
 
@@ -204,7 +206,11 @@ impl<S: AgentStore, K: AgentKit> Create<S, K> {
         let display_name = validate_display_name(&body.display_name)?;
         let asked = body.retention.as_deref().map(parse_retention).transpose()?;
 
-        let registry = self.registry.get(&self.store).await?;
+        let deadline = self.deadline(request);
+        let registry = self
+            .registry
+            .get(&Within::new(&self.store, deadline))
+            .await?;
         let retention = asked.unwrap_or_else(|| registry.default_retention(kind));
         let tool_id = registry
             .tool(kind, retention)
@@ -226,7 +232,6 @@ impl<S: AgentStore, K: AgentKit> Create<S, K> {
             retention,
             tool_id,
         };
-        let deadline = self.deadline(request);
 
         match idempotency_key {
             None => {
@@ -259,8 +264,7 @@ impl<S: AgentStore, K: AgentKit> Create<S, K> {
 
         for _ in 0..IDEMPOTENCY_ROUNDS {
             let running = IdemDoc::running(&fingerprint, &agent_id, &attempt, now_ms());
-            let written = self
-                .store
+            let written = Within::new(&self.store, deadline)
                 .put_document(
                     doc_key,
                     &running.to_value(),
@@ -356,8 +360,8 @@ impl<S: AgentStore, K: AgentKit> Create<S, K> {
         };
         let answer = Stored::capture(&resp);
         let finished = running.finished(&answer);
-        if let Err(e) = self
-            .store
+        // The answer is recorded even when the create used up its budget (the store's grace).
+        if let Err(e) = Within::new(&self.store, deadline)
             .put_document(
                 doc_key,
                 &finished.to_value(),

@@ -26,9 +26,9 @@ use snapwake::http::request::{self as req, Route};
 use snapwake::http::response;
 use snapwake::identity::{describe, may_act, Caller, Place};
 use snapwake::locate::{self, user_session_id, SNAPSHOT_AGENT_PREFIX};
-use snapwake::store::{now_ms, AgentStore};
+use snapwake::store::{now_ms, AgentStore, Within};
 
-use crate::deletion::{decide, AgentPlace, Decision, DeleteTarget, SnapshotRef};
+use crate::deletion::{decide, AgentPlace, Decision, DeleteTarget, Deleter, SnapshotRef};
 use crate::Delete;
 
 pub const ROUTES: [Route; 2] = [
@@ -99,8 +99,10 @@ impl<S: AgentStore, K: AgentKit> Delete<S, K> {
         )?;
         let deadline = deadline(request, self.settings.budget);
         let key = AgentKey::new(kind, agent_id);
+        // Every store call of the request takes its time from the request's budget.
+        let store = Within::new(&self.store, deadline);
 
-        let record = self.store.get(&key).await?;
+        let record = store.get(&key).await?;
         if !may_act(&caller, &key, record.as_ref()) {
             return Err(Error::AgentNotFound);
         }
@@ -110,19 +112,29 @@ impl<S: AgentStore, K: AgentKit> Delete<S, K> {
         }
         match snapshot_id {
             Some(snapshot_id) => {
-                self.delete_snapshot(&caller, key, record, &snapshot_id, if_match, deadline)
-                    .await?
+                self.delete_snapshot(
+                    &store,
+                    &caller,
+                    key,
+                    record,
+                    &snapshot_id,
+                    if_match,
+                    deadline,
+                )
+                .await?
             }
             None => {
-                self.delete_agent(&caller, key, record, if_match, deadline)
+                self.delete_agent(&store, &caller, key, record, if_match, deadline)
                     .await?
             }
         }
         Ok(response::no_content())
     }
 
+    #[allow(clippy::too_many_arguments)]
     async fn delete_snapshot(
         &self,
+        store: &Within<'_, S>,
         caller: &Caller,
         key: AgentKey,
         record: Option<AgentRecord>,
@@ -136,11 +148,11 @@ impl<S: AgentStore, K: AgentKit> Delete<S, K> {
                 return Err(Error::SnapshotNotFound);
             }
         }
-        let registry = self.registry.get(&self.store).await?;
+        let registry = self.registry.get(store).await?;
         let lookup = self
             .find_snapshot(&registry, &key, record.as_ref(), snapshot_id, deadline)
             .await?;
-        let deleter = self.deleter();
+        let deleter = Deleter::new(store, &self.agentkit, &self.settings);
         let (tool_id, region, snapshots) = match lookup {
             Lookup::UnknownAgent => return Err(Error::AgentNotFound),
             Lookup::NotTheAgents => {
@@ -189,13 +201,14 @@ impl<S: AgentStore, K: AgentKit> Delete<S, K> {
 
     async fn delete_agent(
         &self,
+        store: &Within<'_, S>,
         caller: &Caller,
         key: AgentKey,
         record: Option<AgentRecord>,
         if_match: Option<u64>,
         deadline: Deadline,
     ) -> Result<()> {
-        let registry = self.registry.get(&self.store).await?;
+        let registry = self.registry.get(store).await?;
         let (home, snapshots) = match recorded_place(record.as_ref()) {
             Some(place) => (Some(place), None),
             None => match locate::locate(&self.agentkit, &registry, &key, deadline).await? {
@@ -242,7 +255,7 @@ impl<S: AgentStore, K: AgentKit> Delete<S, K> {
             user_session_id: user_session_id(&key.agent_id).map(str::to_string),
             key,
         };
-        self.deleter()
+        Deleter::new(store, &self.agentkit, &self.settings)
             .delete_agent(&target, &place, record, if_match, deadline)
             .await?;
         Ok(())

@@ -50,7 +50,7 @@ use snapwake::index_sync::{index_status, IndexStatus};
 use snapwake::locate::{self, regions, user_session_id};
 use snapwake::lock::LockSettings;
 use snapwake::registry::RegistryCache;
-use snapwake::store::{now_ms, AgentStore};
+use snapwake::store::{now_ms, AgentStore, Within};
 
 use crate::cursor::CursorKeys;
 use crate::everyone::Everyone;
@@ -159,25 +159,28 @@ impl<S: AgentStore, K: AgentKit> List<S, K> {
         let matched = req::route(&ROUTES, request.method().as_str(), req::path(request))?;
         let caller = Caller::from_request(request, &self.identity)?;
         let deadline = self.deadline(request);
+        // Every store call of the request takes its time from the request's budget.
+        let store = Within::new(&self.store, deadline);
         match matched.pattern {
-            "/v1/capabilities" => self.capabilities().await,
-            "/v1/agents" => self.list(request, &caller, deadline).await,
+            "/v1/capabilities" => self.capabilities(&store).await,
+            "/v1/agents" => self.list(&store, request, &caller, deadline).await,
             _ => {
                 let kind = req::parse_kind(&matched.params[0])?;
                 let agent_id = req::parse_id(&matched.params[1])?;
-                self.one(&caller, AgentKey::new(kind, agent_id), deadline)
+                self.one(&store, &caller, AgentKey::new(kind, agent_id), deadline)
                     .await
             }
         }
     }
 
-    async fn capabilities(&self) -> Result<Response<Body>> {
-        let registry = self.registry.get(&self.store).await?;
+    async fn capabilities(&self, store: &Within<'_, S>) -> Result<Response<Body>> {
+        let registry = self.registry.get(store).await?;
         Ok(response::json(200, &capabilities(&registry)))
     }
 
     async fn list(
         &self,
+        store: &Within<'_, S>,
         request: &Request,
         caller: &Caller,
         deadline: Deadline,
@@ -191,20 +194,20 @@ impl<S: AgentStore, K: AgentKit> List<S, K> {
             None => caller.owner.clone(),
             Some(o) if o == caller.owner => caller.owner.clone(),
             Some(_) if !caller.is_admin => return Err(Error::AgentNotFound),
-            Some("*") => return self.everyone(&q, kinds, deadline).await,
+            Some("*") => return self.everyone(store, &q, kinds, deadline).await,
             Some(o) => o.to_string(),
         };
         if q.cursor.is_some() {
             return Err(Error::bad_request("cursor is only for owner=*"));
         }
-        let registry = self.registry.get(&self.store).await?;
-        let path = if self.index_trusted(&registry, &kinds).await? {
+        let registry = self.registry.get(store).await?;
+        let path = if self.index_trusted(store, &registry, &kinds).await? {
             Path::Index
         } else {
             Path::Scan
         };
         let (collected, more_records) = owner::collect(
-            &self.store,
+            store,
             &self.agentkit,
             &registry,
             &owner,
@@ -235,19 +238,20 @@ impl<S: AgentStore, K: AgentKit> List<S, K> {
 
     async fn everyone(
         &self,
+        store: &Within<'_, S>,
         q: &ListQuery,
         kinds: Vec<Kind>,
         deadline: Deadline,
     ) -> Result<Response<Body>> {
-        let registry = self.registry.get(&self.store).await?;
-        let signer = self.cursor_keys.key(&self.store).await?;
+        let registry = self.registry.get(store).await?;
+        let signer = self.cursor_keys.key(store).await?;
         let query = format!(
             "{}|{}",
             q.kind.map_or("", Kind::as_str),
             q.state.map(AgentState::as_str).unwrap_or_default()
         );
         let page = Everyone {
-            store: &self.store,
+            store,
             agentkit: &self.agentkit,
             registry: &registry,
             settings: &self.lock,
@@ -272,12 +276,17 @@ impl<S: AgentStore, K: AgentKit> List<S, K> {
     }
 
     /// Whether the owner index may answer for `kinds`: a completed sync covered their Tools.
-    async fn index_trusted(&self, registry: &ToolRegistry, kinds: &[Kind]) -> Result<bool> {
+    async fn index_trusted(
+        &self,
+        store: &Within<'_, S>,
+        registry: &ToolRegistry,
+        kinds: &[Kind],
+    ) -> Result<bool> {
         let cached = self.index.lock().ok().and_then(|g| g.clone());
         if cached.as_ref().is_some_and(|s| s.covers(registry, kinds)) {
             return Ok(true);
         }
-        let Some(status) = index_status(&self.store).await? else {
+        let Some(status) = index_status(store).await? else {
             return Ok(false);
         };
         let covers = status.covers(registry, kinds);
@@ -290,18 +299,19 @@ impl<S: AgentStore, K: AgentKit> List<S, K> {
     /// `GET /v1/agents/{kind}/{agent_id}`.
     async fn one(
         &self,
+        store: &Within<'_, S>,
         caller: &Caller,
         key: AgentKey,
         deadline: Deadline,
     ) -> Result<Response<Body>> {
-        let record = self.store.get(&key).await?;
+        let record = store.get(&key).await?;
         if !may_act(caller, &key, record.as_ref()) {
             return Err(Error::AgentNotFound);
         }
         if record.as_ref().is_some_and(|r| r.state == WakeState::Gone) {
             return Err(Error::AgentGone);
         }
-        let registry = self.registry.get(&self.store).await?;
+        let registry = self.registry.get(store).await?;
         let (sessions, snapshots, retention) = self
             .find(&registry, &key, record.as_ref(), deadline)
             .await?;

@@ -21,10 +21,9 @@ use snapwake::http::request::{self as req, Route};
 use snapwake::http::response;
 pub use snapwake::identity::may_act;
 use snapwake::identity::{describe, Caller, Place};
-use snapwake::lock::agent::STORE_GRACE;
 use snapwake::lock::AgentLock;
 use snapwake::registry::RegistryCache;
-use snapwake::store::{now_ms, AgentStore};
+use snapwake::store::{now_ms, AgentStore, Within};
 use snapwake::view::{agent_view, AgentFacts};
 use snapwake::wake::{home_of, Wake, WakeOutcome, WakeSettings, WakeTarget};
 
@@ -104,16 +103,10 @@ impl<S: AgentStore, K: AgentKit> Resume<S, K> {
         if !may_act(&caller, &key, record.as_ref()) {
             return Err(Error::AgentNotFound);
         }
-        let registry = tokio::time::timeout(
-            deadline.remaining() + STORE_GRACE,
-            self.registry.get(&self.store),
-        )
-        .await
-        .map_err(|_| {
-            Error::Store(snapwake::store::StoreError::Unavailable(
-                "the registry could not be read within the request's budget".into(),
-            ))
-        })??;
+        let registry = self
+            .registry
+            .get(&Within::new(&self.store, deadline))
+            .await?;
         // Where the record says the agent lives (any Tool of its kind the registry knows);
         // otherwise only the caller that wins the lock looks for it.
         let home = record.as_ref().and_then(|r| home_of(&registry, r));

@@ -1,22 +1,16 @@
 //! The lock on one agent record: acquire, fenced writes, writes by anyone, poll leases.
 //!
-//! Every method bounds its store calls by the caller's deadline (plus [`STORE_GRACE`], so a
-//! final write such as a release still gets a chance at the very end of a request), and treats
-//! a call that timed out or answered 5xx as *ambiguous*: it may have landed. How each kind of
-//! write resolves that is documented on the method.
+//! Every store call goes through [`Within`] (the caller's deadline plus a short grace, so a
+//! final write such as a release still gets a chance at the very end of a request), and a call
+//! that timed out or answered 5xx is *ambiguous*: it may have landed. How each kind of write
+//! resolves that is documented on the method.
 
-use std::future::Future;
 use std::time::Duration;
 
 use super::LockSettings;
 use crate::deadline::Deadline;
 use crate::domain::{AgentKey, AgentRecord, WakeState};
-use crate::store::{now_ms, AgentStore, Changes, Condition, Description, StoreError};
-
-/// Store calls may run this long past the caller's deadline. Deadlines already keep a margin
-/// to answer (2 s before the Lambda's end), and a write that gives the lock back or records a
-/// failure is worth finishing rather than leaving the agent held until its lease runs out.
-pub const STORE_GRACE: Duration = Duration::from_millis(1000);
+use crate::store::{now_ms, AgentStore, Changes, Condition, Description, StoreError, Within};
 
 /// Whether an acquire starts a new generation of the wake fields.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -95,17 +89,15 @@ pub type Settled = Written;
 
 /// The lock over one store, within one caller's deadline.
 pub struct AgentLock<'a, S> {
-    store: &'a S,
+    store: Within<'a, S>,
     settings: &'a LockSettings,
-    deadline: Deadline,
 }
 
 impl<'a, S: AgentStore> AgentLock<'a, S> {
     pub fn new(store: &'a S, settings: &'a LockSettings, deadline: Deadline) -> Self {
         AgentLock {
-            store,
+            store: Within::new(store, deadline),
             settings,
-            deadline,
         }
     }
 
@@ -114,29 +106,12 @@ impl<'a, S: AgentStore> AgentLock<'a, S> {
     }
 
     pub fn deadline(&self) -> Deadline {
-        self.deadline
-    }
-
-    /// `call` within the deadline (plus the grace); past it, the call is abandoned and counts
-    /// as unavailable (for a write: ambiguous).
-    async fn bounded<T>(
-        &self,
-        call: impl Future<Output = Result<T, StoreError>>,
-    ) -> Result<T, StoreError> {
-        let limit = self.deadline.remaining() + STORE_GRACE;
-        // Boxed: an SDK request is a large future, and every caller of the lock would carry
-        // one per call site (debug builds then need megabytes of stack).
-        match tokio::time::timeout(limit, Box::pin(call)).await {
-            Ok(answer) => answer,
-            Err(_) => Err(StoreError::Unavailable(
-                "the table did not answer within the request's budget".into(),
-            )),
-        }
+        self.store.deadline()
     }
 
     /// The record of `key` (consistent read).
     pub async fn read(&self, key: &AgentKey) -> Result<Option<AgentRecord>, StoreError> {
-        self.bounded(self.store.get(key)).await
+        self.store.get(key).await
     }
 
     /// Take the lock of `key` under `condition` (absence, or the version of `seen`).
@@ -180,10 +155,7 @@ impl<'a, S: AgentStore> AgentLock<'a, S> {
         };
         let mut why = String::new();
         for _ in 0..self.settings.write_attempts.max(1) {
-            match self
-                .bounded(self.store.update(key, condition, &changes))
-                .await
-            {
+            match self.store.update(key, condition, &changes).await {
                 Ok(r) => return Ok(held(r)),
                 Err(StoreError::ConditionFailed {
                     current: Some(current),
@@ -309,10 +281,7 @@ impl<'a, S: AgentStore> AgentLock<'a, S> {
     ) -> Result<Written, StoreError> {
         let mut why = String::new();
         for attempt in 0..self.settings.write_attempts.max(1) {
-            match self
-                .bounded(self.store.update(key, condition, changes))
-                .await
-            {
+            match self.store.update(key, condition, changes).await {
                 Ok(r) => return Ok(Written::Done(r)),
                 Err(StoreError::ConditionFailed { current }) => {
                     let current = current.map(|b| *b);
@@ -324,7 +293,7 @@ impl<'a, S: AgentStore> AgentLock<'a, S> {
                 Err(StoreError::Unavailable(e)) => {
                     tracing::warn!(agent = %key, attempt, error = %e, "a lock write was ambiguous; sending it again");
                     why = e;
-                    if self.deadline.is_past() {
+                    if self.deadline().is_past() {
                         break;
                     }
                 }

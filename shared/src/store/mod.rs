@@ -26,6 +26,9 @@ pub mod keys;
 #[cfg(feature = "memory")]
 pub mod memory;
 pub mod table;
+pub mod within;
+
+pub use within::{Within, STORE_GRACE};
 
 /// When a write may happen.
 ///
@@ -132,7 +135,7 @@ pub struct OwnerPage {
 }
 
 /// The store port.
-pub trait AgentStore: Send + Sync + 'static {
+pub trait AgentStore: Send + Sync {
     /// The live record of `key` (strongly consistent; expired → `None`).
     fn get(
         &self,
