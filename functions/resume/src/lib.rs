@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use snapwake::agentkit::AgentKit;
 use snapwake::config::IdentityConfig;
 use snapwake::deadline::Deadline;
-use snapwake::domain::{AgentKey, AgentRecord, AgentView, Retention};
+use snapwake::domain::{AgentKey, AgentRecord, AgentState, AgentView, Retention, WakeView};
 use snapwake::error::{Error, Result};
 use snapwake::http::request::{self as req, Route};
 use snapwake::http::response;
@@ -150,7 +150,16 @@ impl<S: AgentStore, K: AgentKit> Resume<S, K> {
             }
             WakeOutcome::Waking { record } => {
                 tracing::info!(agent = %key, "still waking");
-                let view = self.view(&key, &record, &[], &[]);
+                // A 202 says "still waking", whatever the record's lease says by the time it
+                // is built (a wake whose Resume is unaccounted for, a lease about to lapse).
+                let mut view = self.view(&key, &record, &[], &[]);
+                view.state = AgentState::Waking;
+                view.wake = Some(WakeView {
+                    state: "waking".into(),
+                    since: record.updated_at.clone(),
+                    session_id: record.session_id.clone(),
+                    error: None,
+                });
                 let mut resp = with_etag(
                     response::json(
                         202,

@@ -180,7 +180,7 @@ impl<S: AgentStore, K: AgentKit> Wake<'_, S, K> {
         let changes = Changes {
             resume_sent_at_ms: Some(Some(sent_at)),
             snapshot_id: Some(Some(snapshot_id.clone())),
-            lease_until_ms: Some(sent_at + self.settings.ready_timeout.as_millis() as u64),
+            lease_until_ms: Some(self.ready_lease_until(sent_at, deadline)),
             poll_until_ms: Some(deadline_ms(deadline)),
             describe: Some(home_description(&home)),
             ..Changes::default()
@@ -243,6 +243,14 @@ impl<S: AgentStore, K: AgentKit> Wake<'_, S, K> {
         }
     }
 
+    /// The lease once a Resume is on its way: the readiness timeout from `from_ms`, and never
+    /// shorter than this request's own wait (the holder is still polling until then; a lease
+    /// that ended first would hand its wake to another caller mid-poll).
+    fn ready_lease_until(&self, from_ms: u64, deadline: crate::deadline::Deadline) -> u64 {
+        let ready = from_ms + self.settings.ready_timeout.as_millis() as u64;
+        ready.max(deadline_ms(deadline))
+    }
+
     /// Record the session at once (fenced; lease extended to the readiness timeout), then poll
     /// it until Ready within the budget.
     pub(super) async fn record_and_poll(
@@ -259,7 +267,7 @@ impl<S: AgentStore, K: AgentKit> Wake<'_, S, K> {
             session_id: Some(Some(recorded.session_id.clone())),
             snapshot_id: Some(recorded.snapshot_id.clone()),
             resume_sent_at_ms: Some(None),
-            lease_until_ms: Some(now_ms() + self.settings.ready_timeout.as_millis() as u64),
+            lease_until_ms: Some(self.ready_lease_until(now_ms(), deadline)),
             poll_until_ms: Some(deadline_ms(deadline)),
             describe: Some(home_description(home)),
             ..Changes::default()

@@ -26,6 +26,21 @@ use crate::store::{now_ms, AgentStore, Changes, Condition};
 use super::sessions::session;
 use super::{from_record, Home, Wake, WakeOutcome, WakeTarget};
 
+/// `record` as the completing write would have left it (for an answer, when that write could
+/// not be made).
+fn as_completed(mut record: AgentRecord, changes: &Changes) -> AgentRecord {
+    record.state = WakeState::Awake;
+    record.holder = None;
+    record.lease_until_ms = 0;
+    record.poll_until_ms = 0;
+    record.error = None;
+    record.resume_sent_at_ms = None;
+    if let Some(expire) = &changes.session_expire_at {
+        record.session_expire_at.clone_from(expire);
+    }
+    record
+}
+
 /// The end of a watch.
 #[allow(clippy::large_enum_variant)] // returned once, consumed at once
 pub(super) enum Watched {
@@ -282,16 +297,25 @@ impl<S: AgentStore, K: AgentKit> Wake<'_, S, K> {
                         ..Changes::default()
                     };
                     let written = self
-                        .settle(lock, &mut poller, &record, &session_id, changes)
+                        .settle(lock, &mut poller, &record, &session_id, changes.clone())
                         .await;
                     let record = match written {
                         Ok(Written::Done(r)) => r,
-                        // Somebody else completed (or took over) meanwhile: the session is
-                        // Ready all the same.
-                        Ok(Written::Lost(r)) => r.unwrap_or(record),
-                        Err(e) => {
-                            tracing::warn!(agent = %record.key, error = %e, "could not record the completed wake");
-                            record
+                        // Somebody else completed this wake meanwhile.
+                        Ok(Written::Lost(Some(r)))
+                            if r.state == WakeState::Awake
+                                && r.session_id.as_deref() == Some(session_id.as_str()) =>
+                        {
+                            r
+                        }
+                        // The record could not say so (the table is away, or another caller
+                        // took a lapsed lease): the session is Ready all the same, and the
+                        // answer says what this caller saw. The next caller reconciles.
+                        other => {
+                            if let Err(e) = other {
+                                tracing::warn!(agent = %record.key, error = %e, "could not record the completed wake");
+                            }
+                            as_completed(record, &changes)
                         }
                     };
                     return Ok(Polled::Awake(WakeOutcome::Awake {
