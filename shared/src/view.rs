@@ -28,13 +28,33 @@ pub struct AgentFacts<'a> {
     pub retention: Retention,
 }
 
+/// `snapshots`, newest first (by instant, never by text).
+fn newest_first(snapshots: &[Snapshot]) -> Vec<&Snapshot> {
+    let mut sorted: Vec<&Snapshot> = snapshots.iter().collect();
+    sorted.sort_by_key(|s| std::cmp::Reverse(crate::timestamp::sort_key(s.created_at.as_deref())));
+    sorted
+}
+
+fn snapshot_view(s: &Snapshot) -> SnapshotView {
+    SnapshotView {
+        snapshot_id: s.snapshot_id.clone().unwrap_or_default(),
+        source_session_id: s.session_id.clone(),
+        status: s.status.clone(),
+        reason: s.reason.clone(),
+        created_at: s.created_at.clone(),
+    }
+}
+
+/// The summaries of `snapshots` an agent record keeps, newest first.
+pub fn snapshot_views(snapshots: &[Snapshot]) -> Vec<SnapshotView> {
+    newest_first(snapshots).into_iter().map(snapshot_view).collect()
+}
+
 /// The view of one agent at `now_ms`.
 pub fn agent_view(facts: &AgentFacts<'_>, now_ms: u64, settings: &LockSettings) -> AgentView {
     let record = facts.record;
     let live = newest_session(facts.sessions.iter().filter(|s| s.is_active()).cloned());
-    let mut snapshots: Vec<&Snapshot> = facts.snapshots.iter().collect();
-    snapshots
-        .sort_by_key(|s| std::cmp::Reverse(crate::timestamp::sort_key(s.created_at.as_deref())));
+    let snapshots = newest_first(facts.snapshots);
 
     let held = |state: WakeState| {
         record.is_some_and(|r| r.state == state && settings.lease_is_live(r, now_ms))
@@ -110,16 +130,7 @@ pub fn agent_view(facts: &AgentFacts<'_>, now_ms: u64, settings: &LockSettings) 
             created_at: s.created_at,
             expire_at: s.expire_at,
         }),
-        snapshots: snapshots
-            .into_iter()
-            .map(|s| SnapshotView {
-                snapshot_id: s.snapshot_id.clone().unwrap_or_default(),
-                source_session_id: s.session_id.clone(),
-                status: s.status.clone(),
-                reason: s.reason.clone(),
-                created_at: s.created_at.clone(),
-            })
-            .collect(),
+        snapshots: snapshots.into_iter().map(snapshot_view).collect(),
         wake,
         etag: record.filter(|r| r.version > 0).map(AgentRecord::etag),
     }

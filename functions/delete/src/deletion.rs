@@ -215,7 +215,18 @@ impl<'a, S: AgentStore, K: AgentKit> Deleter<'a, S, K> {
             self.remember_deleted(&target.key, snapshot_id).await
         };
         let result = work.await;
-        let restored = self.restore(&lock, &mut held).await;
+        // The index's copy of the agent's snapshots loses the one deleted.
+        let left: Vec<_> = held
+            .held
+            .record
+            .snapshots
+            .iter()
+            .filter(|s| s.snapshot_id != *snapshot_id)
+            .cloned()
+            .collect();
+        let summaries = (left.len() != held.held.record.snapshots.len() && result.is_ok())
+            .then_some(left);
+        let restored = self.restore(&lock, &mut held, summaries).await;
         result?;
         match restored {
             Ok(true) => {}
@@ -255,7 +266,7 @@ impl<'a, S: AgentStore, K: AgentKit> Deleter<'a, S, K> {
             .zip(held.held.record.session_id.clone())
             .filter(|(t, _)| place.tools.contains(t));
         if let Err(e) = self.clean(target, place, recorded, held.deadline).await {
-            if let Err(release) = self.restore(&lock, &mut held).await {
+            if let Err(release) = self.restore(&lock, &mut held, None).await {
                 tracing::warn!(agent = %target.key, error = %release, "could not release the lock after a failed delete");
             }
             return Err(e);
@@ -263,6 +274,7 @@ impl<'a, S: AgentStore, K: AgentKit> Deleter<'a, S, K> {
         let tombstone = Changes {
             error: Some(None),
             resume_sent_at_ms: Some(None),
+            snapshots: Some(Vec::new()),
             expires_at: Some(Some(now_s() + TOMBSTONE_TTL_S)),
             ..Changes::default()
         };
@@ -459,10 +471,20 @@ impl<'a, S: AgentStore, K: AgentKit> Deleter<'a, S, K> {
         })
     }
 
-    /// Hand the agent back in the state it rested in. `Ok(false)`: the lock was lost.
-    async fn restore(&self, lock: &AgentLock<'_, S>, holding: &mut Holding) -> Result<bool, Error> {
+    /// Hand the agent back in the state it rested in, with `snapshots` as its summaries when
+    /// they changed. `Ok(false)`: the lock was lost.
+    async fn restore(
+        &self,
+        lock: &AgentLock<'_, S>,
+        holding: &mut Holding,
+        snapshots: Option<Vec<snapwake::domain::SnapshotView>>,
+    ) -> Result<bool, Error> {
+        let changes = Changes {
+            snapshots,
+            ..Changes::default()
+        };
         let written = lock
-            .release(&mut holding.held, holding.resting, Changes::default())
+            .release(&mut holding.held, holding.resting, changes)
             .await?;
         Ok(matches!(written, Written::Done(_)))
     }

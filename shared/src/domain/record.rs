@@ -8,7 +8,7 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
-use super::{Kind, Retention};
+use super::{Kind, Retention, SnapshotView};
 
 /// The lock state of an agent.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -133,6 +133,10 @@ pub struct AgentRecord {
     /// lease); the others watch the record (epoch ms; 0: nobody).
     pub poll_until_ms: u64,
     pub error: Option<String>,
+    /// The agent's snapshots as snapwake last saw them (newest first): what an admin page of
+    /// everyone shows without asking AgentKit. Kept current by every snapwake write that
+    /// changes them (a wake's listing, a snapshot delete, the sweep).
+    pub snapshots: Vec<SnapshotView>,
     /// +1 on every write; the ETag.
     pub version: u64,
     pub updated_at: Option<String>,
@@ -164,6 +168,7 @@ impl AgentRecord {
             resume_sent_at_ms: None,
             poll_until_ms: 0,
             error: None,
+            snapshots: Vec::new(),
             version: 0,
             updated_at: None,
             expires_at: None,

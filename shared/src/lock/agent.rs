@@ -355,6 +355,7 @@ pub fn shows(changes: &Changes, r: &AgentRecord) -> bool {
         && same(&changes.poll_until_ms, &r.poll_until_ms)
         && same(&changes.error, &r.error)
         && same(&changes.expires_at, &r.expires_at)
+        && same(&changes.snapshots, &r.snapshots)
 }
 
 #[cfg(all(test, feature = "memory"))]

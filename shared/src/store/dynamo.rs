@@ -56,6 +56,8 @@ mod attr {
     /// Epoch ms (N).
     pub const RESUME_SENT_AT: &str = "resume_sent_at";
     pub const POLL_UNTIL_MS: &str = "poll_until_ms";
+    /// The snapshot summaries, as JSON (S).
+    pub const SNAPSHOTS: &str = "snapshots";
     pub const ERROR: &str = "error";
     pub const VERSION: &str = "version";
     pub const UPDATED_AT: &str = "updated_at";
@@ -68,7 +70,7 @@ mod attr {
 
 /// Everything of a record that a create (an `Absent` write) must clear when it replaces an
 /// expired item: all fields but the two counters, which carry on.
-const CLEARED_ON_CREATE: [&str; 20] = [
+const CLEARED_ON_CREATE: [&str; 21] = [
     attr::OWNER,
     attr::OWNER_KEY,
     attr::DISPLAY_NAME,
@@ -86,6 +88,7 @@ const CLEARED_ON_CREATE: [&str; 20] = [
     attr::VERIFIED_AT_MS,
     attr::RESUME_SENT_AT,
     attr::POLL_UNTIL_MS,
+    attr::SNAPSHOTS,
     attr::ERROR,
     attr::EXPIRES_AT,
     attr::GSI1PK,
@@ -314,6 +317,15 @@ fn update_expression(expr: &mut Expr, key: &AgentKey, creates: bool, changes: &C
     if let Some(v) = changes.poll_until_ms {
         expr.set(attr::POLL_UNTIL_MS, n(v));
     }
+    match &changes.snapshots {
+        Some(list) if list.is_empty() => expr.remove(attr::SNAPSHOTS),
+        Some(list) => {
+            // Serialising plain strings cannot fail.
+            let json = serde_json::to_string(list).unwrap_or_default();
+            expr.set(attr::SNAPSHOTS, s(&json));
+        }
+        None => {}
+    }
     if let Some(v) = &changes.error {
         expr.set_or_remove_s(attr::ERROR, v);
     }
@@ -437,6 +449,10 @@ fn record_from_item(item: &Item) -> Result<AgentRecord, StoreError> {
         resume_sent_at_ms: get_n(item, attr::RESUME_SENT_AT)?,
         poll_until_ms: get_n(item, attr::POLL_UNTIL_MS)?.unwrap_or(0),
         error: get_s(item, attr::ERROR)?,
+        snapshots: match get_s(item, attr::SNAPSHOTS)? {
+            Some(json) => serde_json::from_str(&json).map_err(|e| corrupt(e.to_string()))?,
+            None => Vec::new(),
+        },
         version: get_n(item, attr::VERSION)?.unwrap_or(0),
         updated_at: get_s(item, attr::UPDATED_AT)?,
         expires_at: get_n(item, attr::EXPIRES_AT)?,

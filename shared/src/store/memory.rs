@@ -98,6 +98,9 @@ fn apply(mut r: AgentRecord, changes: &Changes) -> AgentRecord {
     if let Some(v) = changes.poll_until_ms {
         r.poll_until_ms = v;
     }
+    if let Some(v) = &changes.snapshots {
+        r.snapshots.clone_from(v);
+    }
     if let Some(v) = &changes.error {
         r.error.clone_from(v);
     }

@@ -19,7 +19,7 @@
 
 use std::future::Future;
 
-use crate::domain::{AgentKey, AgentRecord, Retention, ToolRegistry, WakeState};
+use crate::domain::{AgentKey, AgentRecord, Retention, SnapshotView, ToolRegistry, WakeState};
 
 pub mod dynamo;
 pub mod keys;
@@ -76,6 +76,8 @@ pub struct Changes {
     pub resume_sent_at_ms: Option<Option<u64>>,
     pub poll_until_ms: Option<u64>,
     pub error: Option<Option<String>>,
+    /// The agent's snapshot summaries, replaced as a whole.
+    pub snapshots: Option<Vec<SnapshotView>>,
     pub expires_at: Option<Option<i64>>,
     /// Descriptive fields to set; each `Some` field of it overwrites.
     pub describe: Option<Description>,

@@ -24,7 +24,7 @@ use crate::error::Error;
 use crate::lock::{AgentLock, Held, Written};
 use crate::store::{now_ms, now_s, AgentStore, Changes, Description};
 
-use super::sessions::{live_session, orphan_of, pick, session, snapshots};
+use super::sessions::{live_session, orphan_of, own_snapshots, pick, session, snapshots};
 use super::watch::{Polled, Poller, Watched};
 use super::{deadline_ms, Home, Wake, WakeOutcome, WakeTarget};
 
@@ -89,7 +89,7 @@ impl<S: AgentStore, K: AgentKit> Wake<'_, S, K> {
             match session(self.agentkit, &home, &previous, deadline).await {
                 Ok(Some(s)) if s.is_active() => adopted = Some(s),
                 Ok(_) => {}
-                Err(e) => return Err(self.fail(lock, &mut held, e.into()).await),
+                Err(e) => return Err(self.interrupted(lock, &mut held, e.into()).await),
             }
         }
         if adopted.is_none() {
@@ -103,7 +103,7 @@ impl<S: AgentStore, K: AgentKit> Wake<'_, S, K> {
                 .await
             {
                 Ok(found) => found,
-                Err(e) => return Err(self.fail(lock, &mut held, e).await),
+                Err(e) => return Err(self.interrupted(lock, &mut held, e).await),
             };
         }
         if let Some(s) = adopted {
@@ -178,6 +178,8 @@ impl<S: AgentStore, K: AgentKit> Wake<'_, S, K> {
         // 6. Say a Resume is on its way before it is.
         let sent_at = now_ms();
         let changes = Changes {
+            // The listing is current (taken under the lock): the index's copy of it.
+            snapshots: Some(crate::view::snapshot_views(&own_snapshots(&listing, key))),
             resume_sent_at_ms: Some(Some(sent_at)),
             snapshot_id: Some(Some(snapshot_id.clone())),
             lease_until_ms: Some(self.ready_lease_until(sent_at, deadline)),
@@ -375,6 +377,27 @@ impl<S: AgentStore, K: AgentKit> Wake<'_, S, K> {
         };
         if let Err(e) = lock.release(held, WakeState::Failed, changes).await {
             tracing::warn!(agent = %held.key, error = %e, "could not record the failed wake");
+        }
+        err
+    }
+
+    /// A reconcile that could not finish. A Resume still unaccounted for (`resume_sent_at`)
+    /// is never written off by the failure of something else (a listing that failed while
+    /// looking for its session): the agent is given back asleep with it kept, so whoever
+    /// holds it next looks again instead of sending a second Resume. Without one, this is a
+    /// failed wake like any other.
+    async fn interrupted(&self, lock: &AgentLock<'_, S>, held: &mut Held, err: Error) -> Error {
+        if held.record.resume_sent_at_ms.is_none() {
+            return self.fail(lock, held, err).await;
+        }
+        let reason = err.to_string();
+        tracing::warn!(agent = %held.key, %reason, "wake interrupted; an earlier Resume is still unaccounted for");
+        let changes = Changes {
+            error: Some(Some(reason)),
+            ..Changes::default()
+        };
+        if let Err(e) = lock.release(held, WakeState::Asleep, changes).await {
+            tracing::warn!(agent = %held.key, error = %e, "could not give the lock back");
         }
         err
     }

@@ -80,18 +80,9 @@ pub fn pick<'s>(
     key: &AgentKey,
     wanted: Option<&str>,
 ) -> Option<&'s Snapshot> {
-    let usid = crate::locate::user_session_id(&key.agent_id);
-    let own = key
-        .agent_id
-        .strip_prefix(crate::locate::SNAPSHOT_AGENT_PREFIX);
     let mut ready: Vec<&Snapshot> = snapshots
         .iter()
-        .filter(|s| s.is_wakeable())
-        .filter(|s| match (usid, own) {
-            (Some(u), _) => s.user_session_id.as_deref() == Some(u),
-            (None, Some(id)) => s.snapshot_id.as_deref() == Some(id),
-            (None, None) => false,
-        })
+        .filter(|s| s.is_wakeable() && is_own(s, key))
         .collect();
     if let Some(want) = wanted {
         return ready
@@ -100,6 +91,25 @@ pub fn pick<'s>(
     }
     ready.sort_by_key(|s| std::cmp::Reverse(crate::timestamp::sort_key(s.created_at.as_deref())));
     ready.into_iter().next()
+}
+
+/// Whether `snapshot` is the agent's own: its exact UserSessionId, or for a `snapshot-<id>`
+/// agent its own SnapshotId (a listing may return more than its filter asked for).
+fn is_own(snapshot: &Snapshot, key: &AgentKey) -> bool {
+    match crate::locate::user_session_id(&key.agent_id) {
+        Some(usid) => snapshot.user_session_id.as_deref() == Some(usid),
+        None => {
+            let own = key
+                .agent_id
+                .strip_prefix(crate::locate::SNAPSHOT_AGENT_PREFIX);
+            own.is_some() && snapshot.snapshot_id.as_deref() == own
+        }
+    }
+}
+
+/// The agent's own snapshots among `listing`.
+pub fn own_snapshots(listing: &[Snapshot], key: &AgentKey) -> Vec<Snapshot> {
+    listing.iter().filter(|s| is_own(s, key)).cloned().collect()
 }
 
 /// The session an unknown Resume of a `snapshot-<id>` agent may have started: sessions of a
