@@ -47,7 +47,10 @@ fn snapshot_view(s: &Snapshot) -> SnapshotView {
 
 /// The summaries of `snapshots` an agent record keeps, newest first.
 pub fn snapshot_views(snapshots: &[Snapshot]) -> Vec<SnapshotView> {
-    newest_first(snapshots).into_iter().map(snapshot_view).collect()
+    newest_first(snapshots)
+        .into_iter()
+        .map(snapshot_view)
+        .collect()
 }
 
 /// The view of one agent at `now_ms`.

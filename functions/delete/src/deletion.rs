@@ -224,8 +224,8 @@ impl<'a, S: AgentStore, K: AgentKit> Deleter<'a, S, K> {
             .filter(|s| s.snapshot_id != *snapshot_id)
             .cloned()
             .collect();
-        let summaries = (left.len() != held.held.record.snapshots.len() && result.is_ok())
-            .then_some(left);
+        let summaries =
+            (left.len() != held.held.record.snapshots.len() && result.is_ok()).then_some(left);
         let restored = self.restore(&lock, &mut held, summaries).await;
         result?;
         match restored {
