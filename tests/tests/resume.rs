@@ -541,7 +541,21 @@ impl Subject {
 /// woken and its session expired: the next caller converges with no second Resume, one live
 /// session, the snapshot kept.
 async fn crash_at(snapshot_agent: bool, later: bool, at: StallAt) {
-    let store = Arc::new(dynamo_store("crash").await);
+    crash_at_on(
+        Arc::new(dynamo_store("crash").await),
+        snapshot_agent,
+        later,
+        at,
+    )
+    .await;
+}
+
+async fn crash_at_on<S: AgentStore + 'static>(
+    store: Arc<S>,
+    snapshot_agent: bool,
+    later: bool,
+    at: StallAt,
+) {
     let world = World::start(Duration::from_millis(300)).await;
     world.register(&store).await;
     let subject = if snapshot_agent {
@@ -621,6 +635,21 @@ async fn a_snapshot_agents_holder_dead_at_any_step_is_recovered_without_a_second
         crash_at(true, later, AFTER_ACQUIRE_SNAPSHOT_AGENT).await;
         crash_at(true, later, AFTER_RESUME).await;
         crash_at(true, later, AFTER_RECORDING).await;
+    }
+}
+
+/// The same crashes on the in-memory store (the local server's table).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_holder_dead_at_any_step_is_recovered_in_memory() {
+    for (snapshot_agent, at) in [
+        (false, AFTER_ACQUIRE),
+        (false, AFTER_RESUME),
+        (false, AFTER_RECORDING),
+        (true, AFTER_RESUME),
+    ] {
+        for later in [false, true] {
+            crash_at_on(Arc::new(MemoryStore::new()), snapshot_agent, later, at).await;
+        }
     }
 }
 
