@@ -1,10 +1,12 @@
 //! `snapwake`: the command-line entry point. Parses arguments and hands each subcommand to its
 //! module; every module exposes `run(args) -> Result<(), CliError>`.
 
+mod cleanup;
 mod deploy;
 mod error;
 mod serve;
 mod sim;
+mod table;
 mod usid;
 
 use std::process::ExitCode;
@@ -30,6 +32,13 @@ enum Command {
     Serve(serve::ServeArgs),
     /// Plan or apply the AgentKit Tools snapwake needs (the deploy function's code).
     Deploy(deploy::DeployArgs),
+    /// Run the retention sweep: index every agent, prune old snapshots (the delete
+    /// function's code).
+    Sweep(cleanup::SweepArgs),
+    /// Delete every agent of one owner (the delete function's offboarding).
+    Offboard(cleanup::OffboardArgs),
+    /// Make snapwake's table on a local DynamoDB engine.
+    Table(table::TableArgs),
     /// Serve the AgentKit simulator on loopback until Ctrl-C.
     Sim(sim::SimArgs),
     /// Encode owners and decode UserSessionIds (support tools).
@@ -40,6 +49,9 @@ fn run(cli: Cli) -> Result<(), CliError> {
     match cli.command {
         Command::Serve(args) => serve::run(args),
         Command::Deploy(args) => deploy::run(args),
+        Command::Sweep(args) => cleanup::sweep(args),
+        Command::Offboard(args) => cleanup::offboard(args),
+        Command::Table(args) => table::run(args),
         Command::Sim(args) => sim::run(args),
         Command::Usid(args) => usid::run(args),
     }

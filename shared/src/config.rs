@@ -89,6 +89,27 @@ pub struct Config {
     /// The key that authenticates list cursors (`SNAPWAKE_CURSOR_KEY`, at least 32
     /// characters); `None`: the list function keeps a random key in the table instead.
     pub cursor_key: Option<String>,
+    /// How many snapshots the retention sweep keeps.
+    pub retention: RetentionConfig,
+}
+
+/// What the retention sweep keeps (docs/operations.md, "The retention sweep").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RetentionConfig {
+    /// The newest Ready snapshots kept per agent (`SNAPWAKE_KEEP_SNAPSHOTS`, default 3).
+    pub keep_snapshots: usize,
+    /// Snapshots older than this many days go too (`SNAPWAKE_SNAPSHOT_MAX_AGE_DAYS`; unset:
+    /// no age limit).
+    pub max_age_days: Option<u64>,
+}
+
+impl Default for RetentionConfig {
+    fn default() -> Self {
+        RetentionConfig {
+            keep_snapshots: 3,
+            max_age_days: None,
+        }
+    }
 }
 
 impl Config {
@@ -107,6 +128,7 @@ impl Config {
             wake: wake_settings(&get)?,
             tool_overrides: ToolOverrides::from_lookup(get),
             cursor_key: cursor_key(&get)?,
+            retention: retention_config(&get)?,
         })
     }
 }
@@ -128,6 +150,36 @@ fn identity_config(get: &impl Fn(&str) -> Option<String>) -> Result<IdentityConf
             .map(|a| a.to_lowercase())
             .collect(),
         admin_groups: split_list(&get("SNAPWAKE_ADMIN_GROUPS").unwrap_or_default()),
+    })
+}
+
+fn retention_config(get: &impl Fn(&str) -> Option<String>) -> Result<RetentionConfig, ConfigError> {
+    let defaults = RetentionConfig::default();
+    let keep = parse_number(
+        get,
+        "SNAPWAKE_KEEP_SNAPSHOTS",
+        defaults.keep_snapshots as u64,
+    )?;
+    // Keeping none would let a sweep take an agent's only way back.
+    if keep == 0 {
+        return Err(ConfigError::Invalid {
+            var: "SNAPWAKE_KEEP_SNAPSHOTS",
+            reason: "must be at least 1".into(),
+        });
+    }
+    let max_age_days = match get("SNAPWAKE_SNAPSHOT_MAX_AGE_DAYS") {
+        None => None,
+        Some(_) => Some(parse_number(get, "SNAPWAKE_SNAPSHOT_MAX_AGE_DAYS", 0)?)
+            .filter(|d| *d > 0)
+            .map(Some)
+            .ok_or(ConfigError::Invalid {
+                var: "SNAPWAKE_SNAPSHOT_MAX_AGE_DAYS",
+                reason: "must be a positive number of days".into(),
+            })?,
+    };
+    Ok(RetentionConfig {
+        keep_snapshots: usize::try_from(keep).unwrap_or(usize::MAX),
+        max_age_days,
     })
 }
 
@@ -389,6 +441,34 @@ mod tests {
         let mut vars = KEYS.to_vec();
         vars.push(("SNAPWAKE_CURSOR_KEY", &key));
         assert_eq!(config(&vars).unwrap().cursor_key, Some(key.clone()));
+    }
+
+    #[test]
+    fn retention_keeps_three_by_default_and_refuses_none() {
+        let c = config(&KEYS).unwrap();
+        assert_eq!(c.retention, RetentionConfig::default());
+        let mut vars = KEYS.to_vec();
+        vars.extend([
+            ("SNAPWAKE_KEEP_SNAPSHOTS", "5"),
+            ("SNAPWAKE_SNAPSHOT_MAX_AGE_DAYS", "30"),
+        ]);
+        let c = config(&vars).unwrap();
+        assert_eq!(
+            (c.retention.keep_snapshots, c.retention.max_age_days),
+            (5, Some(30))
+        );
+        for (var, value) in [
+            ("SNAPWAKE_KEEP_SNAPSHOTS", "0"),
+            ("SNAPWAKE_SNAPSHOT_MAX_AGE_DAYS", "0"),
+            ("SNAPWAKE_SNAPSHOT_MAX_AGE_DAYS", "a month"),
+        ] {
+            let mut vars = KEYS.to_vec();
+            vars.push((var, value));
+            assert!(
+                config(&vars).unwrap_err().to_string().contains(var),
+                "{var}={value}"
+            );
+        }
     }
 
     #[test]

@@ -136,6 +136,7 @@ pub fn agent_view(facts: &AgentFacts<'_>, now_ms: u64, settings: &LockSettings) 
         snapshots: snapshots.into_iter().map(snapshot_view).collect(),
         wake,
         etag: record.filter(|r| r.version > 0).map(AgentRecord::etag),
+        as_of: None,
     }
 }
 

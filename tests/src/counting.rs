@@ -5,9 +5,9 @@ use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use snapwake::domain::{AgentKey, AgentRecord, ToolRegistry};
+use snapwake::domain::{AgentKey, AgentRecord, Kind, ToolRegistry};
 use snapwake::store::{
-    AgentStore, Changes, Condition, Document, DocumentKey, OwnerPage, StoreError,
+    AgentPage, AgentStore, Changes, Condition, Document, DocumentKey, OwnerPage, StoreError,
 };
 
 /// Calls made so far.
@@ -16,6 +16,7 @@ pub struct StoreCalls {
     pub gets: AtomicU64,
     pub updates: AtomicU64,
     pub queries: AtomicU64,
+    pub scans: AtomicU64,
     pub registry: AtomicU64,
     pub documents: AtomicU64,
 }
@@ -27,6 +28,7 @@ impl StoreCalls {
             &self.gets,
             &self.updates,
             &self.queries,
+            &self.scans,
             &self.registry,
             &self.documents,
         ]
@@ -86,6 +88,16 @@ impl<S: AgentStore> AgentStore for CountingStore<S> {
     ) -> impl Future<Output = Result<OwnerPage, StoreError>> + Send {
         bump(&self.calls.queries);
         self.inner.query_owner(owner_key, limit, cursor)
+    }
+
+    fn scan_agents(
+        &self,
+        kind: Option<Kind>,
+        limit: u32,
+        after: Option<&AgentKey>,
+    ) -> impl Future<Output = Result<AgentPage, StoreError>> + Send {
+        bump(&self.calls.scans);
+        self.inner.scan_agents(kind, limit, after)
     }
 
     fn get_registry(

@@ -160,6 +160,15 @@ impl AgentStore for FaultyStore {
         self.inner.query_owner(owner_key, limit, cursor).await
     }
 
+    async fn scan_agents(
+        &self,
+        kind: Option<snapwake::domain::Kind>,
+        limit: u32,
+        after: Option<&AgentKey>,
+    ) -> Result<snapwake::store::AgentPage, StoreError> {
+        self.inner.scan_agents(kind, limit, after).await
+    }
+
     async fn get_registry(&self) -> Result<Option<ToolRegistry>, StoreError> {
         self.inner.get_registry().await
     }
@@ -510,6 +519,7 @@ impl Env {
                 settings: DeleteSettings {
                     lock: wake.lock.clone(),
                     budget: DELETE_BUDGET,
+                    ..DeleteSettings::default()
                 },
             },
             create: Create {

@@ -514,6 +514,15 @@ async fn bad_queries_and_forged_cursors_are_refused() {
     for i in 0..3 {
         world.asleep_agent(&format!("owner{i}"), "Paged");
     }
+    // Admin pages come from the index: sync it, as the sweep does.
+    let synced = snapwake::index_sync::sync_index(
+        &api.list.store,
+        &world.client(),
+        &world.registry(),
+        snapwake::deadline::Deadline::after(std::time::Duration::from_secs(30)),
+    )
+    .await;
+    assert!(synced.completed);
     let list = |query: &str, who: Who<'_>| {
         let mut ev = event("GET", "/v1/agents", who, None);
         ev["rawQueryString"] = query.into();

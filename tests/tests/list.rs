@@ -414,15 +414,17 @@ async fn scan_before_the_sync_and_index_after_it_list_the_same_agents() {
 
     let report = sync(&store, &world, &world.registry()).await;
     assert!(report.completed, "{report:?}");
-    // alice: 6 snapshot agents; bob 1; the ownerless and the older id.
-    assert_eq!(report.seen, 9, "{report:?}");
-    // The failed, waking and gone agents had records; gone is left alone, the other two are
-    // filled in (their created_at).
-    assert_eq!((report.indexed, report.errors), (8, 0), "{report:?}");
+    // alice: 6 snapshot agents; bob 1; the ownerless and the older id; and the 4 agents
+    // awake without a snapshot (alice's temporary, starting and resumed ones, bob's awake
+    // one), which the index covers too.
+    assert_eq!(report.seen, 13, "{report:?}");
+    // Every agent but the gone one (left alone) and the waking one (its lock is held) is
+    // written: new records, or existing ones filled in.
+    assert_eq!((report.indexed, report.errors), (11, 0), "{report:?}");
     let again = sync(&store, &world, &world.registry()).await;
     assert_eq!(
         (again.indexed, again.unchanged, again.completed),
-        (0, 9, true),
+        (0, 13, true),
         "{again:?}"
     );
 
@@ -473,6 +475,18 @@ async fn admins_list_one_owner_or_page_everyone_exactly_once() {
         assert_eq!(status, 404, "{body}");
         assert_eq!(body["code"], "AGENT_NOT_FOUND");
     }
+
+    // Before any sweep the index does not cover agents made outside snapwake: an admin's page
+    // says so.
+    let (status, unsynced) = get(&f, "/v1/agents", &[("owner", "*")], Who::Admin("root")).await;
+    assert_eq!(status, 200, "{unsynced}");
+    assert!(
+        unsynced["partial"][0]["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("not indexed yet")),
+        "{unsynced}"
+    );
+    assert!(sync(&store, &world, &world.registry()).await.completed);
 
     // Everyone, two at a time: every visible agent exactly once, ownerless ones included.
     let mut seen = Vec::new();

@@ -23,12 +23,12 @@ use snapwake::agentkit::sim::{RunningSim, SimConfig, Simulator};
 use snapwake::agentkit::{AgentKit, AgentKitClient};
 use snapwake::config::{AgentKitConfig, Config, CredentialsSource, IdentityConfig};
 use snapwake::deadline::Deadline;
-use snapwake::index_sync::sync_index;
 use snapwake::registry::RegistryCache;
 use snapwake::store::dynamo::DynamoStore;
 use snapwake::store::memory::MemoryStore;
 use snapwake::store::AgentStore;
 use snapwake_create::{Create, CreateSettings};
+use snapwake_delete::sweep::{Quiet, SweepSettings};
 use snapwake_delete::{Delete, DeleteSettings};
 use snapwake_list::List;
 use snapwake_resume::Resume;
@@ -47,6 +47,10 @@ pub struct ServeArgs {
     /// How long a resumed session of the embedded simulator takes to become Ready, in ms.
     #[arg(long, default_value_t = 1500)]
     session_ready_delay_ms: u64,
+    /// Run the retention sweep (index and prune) this often, as the deployed schedule does;
+    /// it also runs once at start. `0s` turns the schedule off.
+    #[arg(long, default_value = "1h", value_parser = humantime::parse_duration)]
+    sweep_every: Duration,
 }
 
 /// What the server runs on, resolved from the environment.
@@ -55,6 +59,9 @@ struct Parts {
     /// The embedded simulator, when `AGENTKIT_ENDPOINT` is not set (kept alive here).
     sim: Option<RunningSim>,
 }
+
+/// The longest one sweep of the local server runs before it checkpoints.
+const SWEEP_BUDGET: Duration = Duration::from_secs(120);
 
 pub fn run(args: ServeArgs) -> Result<(), CliError> {
     snapwake::bootstrap::init_tracing();
@@ -114,6 +121,7 @@ async fn run_with<S: AgentStore + 'static>(
 ) -> Result<(), CliError> {
     let store = Arc::new(store);
     let agentkit = Arc::new(agentkit(&parts.config.agentkit).await?);
+    let mut seeded = false;
     if let Some(sim) = &parts.sim {
         let registry = demo::seed_tools(&sim.control()).map_err(CliError::Usage)?;
         let current = store
@@ -128,28 +136,15 @@ async fn run_with<S: AgentStore + 'static>(
             .map_err(|e| CliError::Usage(format!("cannot write the registry: {e}")))?;
         if args.demo {
             demo::seed_agents(&sim.control()).map_err(CliError::Usage)?;
+            seeded = true;
         }
+    } else if args.demo {
+        eprintln!(
+            "note: --demo seeds only the embedded simulator; AGENTKIT_ENDPOINT is set, so \
+             nothing was seeded"
+        );
     }
     let identity = local_identity(&parts.config.identity);
-    if args.demo {
-        // The owner index is trusted only after a full sync (cleanup.md); the retention sweep
-        // runs it on schedule in AWS, the demo once at start.
-        if let Some(registry) = store.get_registry().await.ok().flatten() {
-            let report = sync_index(
-                store.as_ref(),
-                agentkit.as_ref(),
-                &registry,
-                Deadline::after(Duration::from_secs(30)),
-            )
-            .await;
-            tracing::info!(
-                seen = report.seen,
-                indexed = report.indexed,
-                completed = report.completed,
-                "index sync"
-            );
-        }
-    }
     let registry = || RegistryCache::new(parts.config.tool_overrides.clone());
     let app = Arc::new(App {
         list: List::new(
@@ -165,7 +160,13 @@ async fn run_with<S: AgentStore + 'static>(
             agentkit: agentkit.clone(),
             registry: registry(),
             identity: identity.clone(),
-            settings: DeleteSettings::default(),
+            settings: DeleteSettings {
+                sweep: SweepSettings {
+                    policy: parts.config.retention.into(),
+                    ..SweepSettings::default()
+                },
+                ..DeleteSettings::default()
+            },
         },
         create: Create {
             store: store.clone(),
@@ -183,13 +184,47 @@ async fn run_with<S: AgentStore + 'static>(
         },
     });
 
+    // The index and the retention are kept as in production: the sweep runs once now (which
+    // is also what lets one owner's list trust the owner index) and then on its schedule.
+    let swept = app
+        .delete
+        .sweep(Deadline::after(SWEEP_BUDGET), false, &Quiet)
+        .await;
+    let sweep_note = match &swept {
+        Ok(r) => format!(
+            "sweep: {} agents indexed, {} snapshots pruned{}",
+            r.counts.indexed,
+            r.counts.pruned,
+            if r.completed { "" } else { " (checkpointed)" }
+        ),
+        Err(e) => format!("sweep failed: {e}"),
+    };
+    if !args.sweep_every.is_zero() {
+        let app = app.clone();
+        let every = args.sweep_every;
+        tokio::spawn(async move {
+            let mut ticks = tokio::time::interval(every);
+            ticks.tick().await;
+            loop {
+                ticks.tick().await;
+                if let Err(e) = app
+                    .delete
+                    .sweep(Deadline::after(SWEEP_BUDGET), false, &Quiet)
+                    .await
+                {
+                    tracing::warn!(error = %e, "scheduled sweep failed");
+                }
+            }
+        });
+    }
+
     let addr = SocketAddr::from(([127, 0, 0, 1], args.port));
     let listener = tokio::net::TcpListener::bind(addr).await?;
     let router = axum::Router::new()
         .fallback(handle::<S, AgentKitClient>)
         .with_state(app);
     println!(
-        "snapwake serving on http://{} (store: {}, AgentKit: {}{})",
+        "snapwake serving on http://{} (store: {}, AgentKit: {}{}; {}{})",
         listener.local_addr()?,
         if parts.config.table.is_some() {
             "DynamoDB"
@@ -200,10 +235,15 @@ async fn run_with<S: AgentStore + 'static>(
             || parts.config.agentkit.endpoint.clone(),
             |s| format!("simulator at {}", s.endpoint())
         ),
-        if args.demo {
-            ", demo agents seeded"
+        if seeded { ", demo agents seeded" } else { "" },
+        sweep_note,
+        if args.sweep_every.is_zero() {
+            String::new()
         } else {
-            ""
+            format!(
+                ", then every {}",
+                humantime::format_duration(args.sweep_every)
+            )
         },
     );
     std::io::Write::flush(&mut std::io::stdout())?;

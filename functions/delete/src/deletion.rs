@@ -33,13 +33,15 @@ use snapwake::store::{
     now_ms, now_s, AgentStore, Changes, Condition, Description, DocumentKey, StoreError,
 };
 
-/// The delete's own settings (not the wake's).
+/// The delete function's own settings (not the wake's).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DeleteSettings {
     /// The lock: a delete's lease (60 s) bounds the work done under it.
     pub lock: LockSettings,
     /// Longest time one delete request works (API Gateway gives up at 30 s).
     pub budget: Duration,
+    /// What the retention sweep keeps, and how it keeps time.
+    pub sweep: crate::sweep::SweepSettings,
 }
 
 impl Default for DeleteSettings {
@@ -47,6 +49,7 @@ impl Default for DeleteSettings {
         DeleteSettings {
             lock: LockSettings::default(),
             budget: REQUEST_BUDGET,
+            sweep: crate::sweep::SweepSettings::default(),
         }
     }
 }
@@ -199,47 +202,75 @@ impl<'a, S: AgentStore, K: AgentKit> Deleter<'a, S, K> {
         if_match: Option<u64>,
         deadline: Deadline,
     ) -> Result<Deleted, Error> {
+        self.delete_snapshots(
+            target,
+            std::slice::from_ref(snapshot),
+            seen,
+            if_match,
+            deadline,
+        )
+        .await
+    }
+
+    /// Delete several snapshots of `target` under one tenure of its lock (the retention
+    /// sweep prunes this way). Every deletion is idempotent; the first that fails stops the
+    /// rest, hands the agent back and answers the error.
+    pub async fn delete_snapshots(
+        &self,
+        target: &DeleteTarget,
+        snapshots: &[SnapshotRef],
+        seen: Option<AgentRecord>,
+        if_match: Option<u64>,
+        deadline: Deadline,
+    ) -> Result<Deleted, Error> {
         let lock = self.lock(deadline);
         let mut held = match self.acquire(&lock, target, seen, if_match).await? {
             Taken::Gone => return Ok(Deleted::AlreadyGone),
             Taken::Held(h) => h,
         };
-        let SnapshotRef {
+        let mut deleted: Vec<&str> = Vec::new();
+        let mut result = Ok(());
+        for SnapshotRef {
             tool_id,
             region,
             snapshot_id,
-        } = snapshot;
-        let work = async {
-            self.delete_snapshot_call(region, tool_id, snapshot_id, held.deadline)
-                .await?;
-            self.remember_deleted(&target.key, snapshot_id).await
-        };
-        let result = work.await;
-        // The index's copy of the agent's snapshots loses the one deleted.
-        let left: Vec<_> = held
-            .held
-            .record
-            .snapshots
+        } in snapshots
+        {
+            let one = async {
+                self.delete_snapshot_call(region, tool_id, snapshot_id, held.deadline)
+                    .await?;
+                self.remember_deleted(&target.key, snapshot_id).await
+            };
+            match one.await {
+                Ok(()) => deleted.push(snapshot_id),
+                Err(e) => {
+                    result = Err(e);
+                    break;
+                }
+            }
+        }
+        // The index's copy of the agent's snapshots loses the ones deleted.
+        let before = &held.held.record.snapshots;
+        let left: Vec<_> = before
             .iter()
-            .filter(|s| s.snapshot_id != *snapshot_id)
+            .filter(|s| !deleted.contains(&s.snapshot_id.as_str()))
             .cloned()
             .collect();
-        let summaries =
-            (left.len() != held.held.record.snapshots.len() && result.is_ok()).then_some(left);
+        let summaries = (left.len() != before.len()).then_some(left);
         let restored = self.restore(&lock, &mut held, summaries).await;
         result?;
         match restored {
             Ok(true) => {}
-            // The snapshot is deleted: that is what the caller asked for. The record stays
+            // The snapshots are deleted: that is what the caller asked for. The record stays
             // `deleting` until its lease expires (or another caller took it over already).
             Ok(false) => {
-                tracing::warn!(agent = %target.key, "snapshot deleted, but the lock was lost")
+                tracing::warn!(agent = %target.key, "snapshots deleted, but the lock was lost")
             }
             Err(e) => {
-                tracing::warn!(agent = %target.key, error = %e, "snapshot deleted, but the lock could not be released")
+                tracing::warn!(agent = %target.key, error = %e, "snapshots deleted, but the lock could not be released")
             }
         }
-        tracing::info!(agent = %target.key, %snapshot_id, "snapshot deleted");
+        tracing::info!(agent = %target.key, snapshots = ?deleted, "snapshots deleted");
         Ok(Deleted::Done)
     }
 

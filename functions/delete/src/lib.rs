@@ -6,8 +6,10 @@
 //!   entry point of this function goes through it.
 //! - `http`: the routes — authorise, read the record, find the agent's Tool, answer.
 //!
-//! The EventBridge handlers of cleanup.md (the retention sweep and offboarding) belong beside
-//! `http` as an `events` module over the same [`Delete`] context and [`deletion`].
+//! - [`events`]: every invocation told apart by its shape — an HTTP request, the sweep's
+//!   schedule, an offboarding event — and served;
+//! - [`sweep`] (with [`retention`], the rule of what goes): index and prune every Tool;
+//! - [`offboard`]: delete every agent of one owner.
 
 use snapwake::agentkit::AgentKit;
 use snapwake::config::IdentityConfig;
@@ -15,7 +17,11 @@ use snapwake::registry::RegistryCache;
 use snapwake::store::AgentStore;
 
 pub mod deletion;
+pub mod events;
 mod http;
+pub mod offboard;
+pub mod retention;
+pub mod sweep;
 
 pub use deletion::{
     AgentPlace, DeleteSettings, DeleteTarget, Deleted, Deleter, SnapshotRef, TOMBSTONE_TTL_S,

@@ -1,27 +1,33 @@
-//! The delete Lambda: configuration and clients built once, then every request to the handler.
-//!
-//! Today every invocation is an API Gateway request. The EventBridge handlers of cleanup.md
-//! (the sweep, offboarding) will arrive in the same binary: this is where the invocation will
-//! be dispatched on its shape (an HTTP API event, a `Scheduled Event`, an offboarding event).
+//! The delete Lambda: configuration and clients built once, then every invocation — an API
+//! Gateway request, the sweep's schedule, an offboarding event — to [`Delete::invoke`], which
+//! tells them apart by their shape.
 
-use lambda_http::{service_fn, Error, Request};
+use lambda_http::lambda_runtime::{self, service_fn, LambdaEvent};
+use lambda_http::Error;
+use serde_json::Value;
 use snapwake::{bootstrap, config::Config, registry::RegistryCache};
-use snapwake_delete::Delete;
+use snapwake_delete::{Delete, DeleteSettings};
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     bootstrap::init_tracing();
     let config = Config::from_env()?;
+    let mut settings = DeleteSettings::default();
+    settings.sweep.policy = config.retention.into();
     let delete = Delete {
         store: bootstrap::dynamo_store(&config).await?,
         agentkit: bootstrap::agentkit(&config).await?,
         registry: RegistryCache::new(config.tool_overrides.clone()),
         identity: config.identity.clone(),
-        settings: snapwake_delete::DeleteSettings::default(),
+        settings,
     };
     let delete = &delete;
-    lambda_http::run(service_fn(move |req: Request| async move {
-        Ok::<_, std::convert::Infallible>(delete.handle(req).await)
+    lambda_runtime::run(service_fn(move |event: LambdaEvent<Value>| async move {
+        // A function error carries the message only (never a provider's text or a secret).
+        delete
+            .invoke(event.payload, event.context)
+            .await
+            .map_err(|e| Error::from(e.to_string()))
     }))
     .await
 }

@@ -1,51 +1,31 @@
-//! `GET /v1/agents?owner=*` (admins): every agent, paged by a scan of AgentKit.
+//! `GET /v1/agents?owner=*` (admins): everyone's agents, a page at a time, from the index.
 //!
-//! The scan walks steps in a fixed order: first the snapshots of every snapshot Tool, then the
-//! sessions of every Tool (for agents that have no snapshot: awake temporary agents, agents
-//! that never slept). One request reads one AgentKit page of `limit` items (more only while a
-//! page yielded nothing), and its `next_cursor` names the step, the region and AgentKit's
-//! NextToken, sealed by [`crate::cursor`].
+//! Listing everyone never costs AgentKit calls per agent (docs/operations.md, "The owner
+//! index"): a page is read from the agent records alone — every snapwake write (create, wake,
+//! sleep, delete) and the retention sweep keep them current with the agent's owner, state,
+//! session and its expiry, and snapshot summaries. Each agent says `as_of`: when its record was
+//! last written. A page costs no AgentKit call at all, whatever its `limit`.
 //!
-//! Every agent appears on exactly one page, however its snapshots or sessions are spread over
-//! AgentKit's pages: an agent seen on a page is looked up exactly (all its snapshots, all its
-//! sessions on that Tool) and shown only on the page that holds its *representative* — the
-//! smallest SnapshotId among its snapshots, or for agents without snapshots the smallest
-//! SessionId among its live sessions. The exact lookups also make each view complete.
+//! The table is read in its own order (a DynamoDB Scan of the agent records); a page is newest
+//! activity first within itself. The opaque `next_cursor` names the last agent of the page
+//! (sealed by [`crate::cursor`] and bound to the `kind`/`state` query). Every page but the last
+//! holds `limit` agents: records that show nothing (tombstones, agents with neither a live
+//! session nor a snapshot, or of another state than asked) are read past.
 //!
-//! A page is newest activity first within itself; pages follow the scan order. A Tool that
-//! cannot be read is skipped with a `partial` entry (the admin sees what is missing), so one
-//! broken Tool never blocks the pages after it. `state` is applied to each page, so pages may
-//! hold fewer than `limit` agents; only a missing `next_cursor` means the end.
+//! Until a sweep has indexed every snapshot Tool, agents created outside snapwake may have no
+//! record yet: such a page says so in `partial`, one entry per Tool not yet covered.
 
-use std::collections::BTreeMap;
-
-use futures::StreamExt;
 use serde::{Deserialize, Serialize};
-use snapwake::agentkit::types::{Action, ListSessionSnapshots, ListSessions, Session, Snapshot};
-use snapwake::agentkit::{list_all, AgentKit, AgentKitError};
-use snapwake::deadline::Deadline;
-use snapwake::domain::{AgentKey, AgentState, AgentView, Kind, Retention, ToolRegistry};
+use snapwake::agentkit::types::{Session, Snapshot};
+use snapwake::domain::{AgentKey, AgentRecord, AgentState, AgentView, Kind, WakeState};
 use snapwake::error::{Error, Result};
-use snapwake::index_sync::agent_of;
-use snapwake::locate::{regions, user_session_id};
+use snapwake::index_sync::IndexStatus;
 use snapwake::lock::LockSettings;
 use snapwake::store::{now_ms, AgentStore};
 
 use crate::cursor::Signer;
-use crate::gather::{
-    only_of, retention_of, sessions_of_agent, snapshots_of_agent, sort_newest_activity_first,
-    tools_of, view_of, Missing, AGENT_PAGES,
-};
-use crate::owner::AGENT_CONCURRENCY;
-
-/// Which listing a step reads.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub enum Phase {
-    #[serde(rename = "s")]
-    Snapshots,
-    #[serde(rename = "l")]
-    Sessions,
-}
+use crate::gather::{sort_newest_activity_first, tools_of, view_of, Missing};
+use snapwake::domain::ToolRegistry;
 
 /// Where the next page starts (the cursor's sealed content).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -53,18 +33,9 @@ pub struct Position {
     /// The query the cursor belongs to (`kind` and `state` filters).
     #[serde(rename = "q")]
     pub query: String,
-    #[serde(rename = "p")]
-    pub phase: Phase,
-    #[serde(rename = "k")]
-    pub kind: Kind,
-    #[serde(rename = "t")]
-    pub tool: String,
-    /// The region that knows the Tool, once found.
-    #[serde(rename = "r", default, skip_serializing_if = "Option::is_none")]
-    pub region: Option<String>,
-    /// AgentKit's NextToken within the step.
-    #[serde(rename = "n", default, skip_serializing_if = "Option::is_none")]
-    pub token: Option<String>,
+    /// The last agent of the previous page.
+    #[serde(rename = "a")]
+    pub after: AgentKey,
 }
 
 /// One page of everyone's agents.
@@ -74,37 +45,25 @@ pub struct Page {
     pub missing: Vec<Missing>,
 }
 
-/// The scan's steps for `kinds`.
-fn steps(registry: &ToolRegistry, kinds: &[Kind]) -> Vec<(Phase, Kind, String)> {
-    let snapshots = tools_of(registry, kinds, false)
-        .into_iter()
-        .map(|(k, t)| (Phase::Snapshots, k, t));
-    let sessions = tools_of(registry, kinds, true)
-        .into_iter()
-        .map(|(k, t)| (Phase::Sessions, k, t));
-    snapshots.chain(sessions).collect()
-}
-
-pub struct Everyone<'a, S, K> {
+pub struct Everyone<'a, S> {
     pub store: &'a S,
-    pub agentkit: &'a K,
     pub registry: &'a ToolRegistry,
     pub settings: &'a LockSettings,
+    /// The last completed index sync, if any.
+    pub index: Option<&'a IndexStatus>,
     pub signer: Signer,
     pub kinds: Vec<Kind>,
     pub state: Option<AgentState>,
     /// The `kind`/`state` query a cursor is bound to.
     pub query: String,
     pub limit: u32,
-    pub deadline: Deadline,
 }
 
-impl<S: AgentStore, K: AgentKit> Everyone<'_, S, K> {
+impl<S: AgentStore> Everyone<'_, S> {
     /// The page at `cursor` (the first when `None`).
     pub async fn page(&self, cursor: Option<&str>) -> Result<Page> {
-        let steps = steps(self.registry, &self.kinds);
-        let mut at = match cursor {
-            None => steps.first().map(|(p, k, t)| self.start(*p, *k, t)),
+        let mut after = match cursor {
+            None => None,
             Some(c) => {
                 let pos: Position = self.signer.open(c)?;
                 if pos.query != self.query {
@@ -112,314 +71,121 @@ impl<S: AgentStore, K: AgentKit> Everyone<'_, S, K> {
                         "cursor belongs to a query with other kind or state filters",
                     ));
                 }
-                if !steps
-                    .iter()
-                    .any(|(p, k, t)| (*p, *k, t) == (pos.phase, pos.kind, &pos.tool))
-                {
-                    return Err(Error::bad_request(
-                        "cursor no longer matches the deployed Tools; start again",
-                    ));
-                }
-                Some(pos)
+                Some(pos.after)
             }
         };
-        let mut agents = Vec::new();
-        let mut missing = Vec::new();
-        while let Some(pos) = at.take() {
-            if !agents.is_empty() || self.deadline.remaining() < std::time::Duration::from_secs(3) {
-                at = Some(pos);
+        let limit = self.limit.max(1) as usize;
+        let kind = match self.kinds.as_slice() {
+            [one] => Some(*one),
+            _ => None,
+        };
+        let now = now_ms();
+        let mut agents: Vec<AgentView> = Vec::new();
+        let mut more = false;
+        'pages: loop {
+            // Read a little more than the page needs: some records show nothing.
+            let batch = (limit - agents.len() + 1).max(25) as u32;
+            let page = self.store.scan_agents(kind, batch, after.as_ref()).await?;
+            let exhausted = page.next.is_none();
+            for record in page.records {
+                if agents.len() == limit {
+                    more = true;
+                    break 'pages;
+                }
+                after = Some(record.key.clone());
+                if !self.kinds.contains(&record.key.kind) {
+                    continue;
+                }
+                let Some(view) = index_view(&record, now, self.settings) else {
+                    continue;
+                };
+                if self.state.is_none_or(|s| s == view.state) {
+                    agents.push(view);
+                }
+            }
+            if exhausted {
                 break;
             }
-            match self.read(&pos).await {
-                Ok((mut views, next, mut lost)) => {
-                    agents.append(&mut views);
-                    missing.append(&mut lost);
-                    at = next.or_else(|| self.after(&steps, &pos));
-                }
-                Err(m) => {
-                    missing.push(m);
-                    at = self.after(&steps, &pos);
-                }
+            if agents.len() == limit {
+                // The page is full and the table goes on: the next page may turn out empty,
+                // and is then the last.
+                more = true;
+                break;
             }
         }
         sort_newest_activity_first(&mut agents);
-        let next_cursor = at.map(|p| self.signer.seal(&p)).transpose()?;
+        let next_cursor = match (more, after) {
+            (true, Some(after)) => Some(self.signer.seal(&Position {
+                query: self.query.clone(),
+                after,
+            })?),
+            _ => None,
+        };
         Ok(Page {
             agents,
             next_cursor,
-            missing,
+            missing: self.not_indexed(),
         })
     }
 
-    fn start(&self, phase: Phase, kind: Kind, tool: &str) -> Position {
-        Position {
-            query: self.query.clone(),
-            phase,
-            kind,
-            tool: tool.to_string(),
-            region: None,
-            token: None,
-        }
-    }
-
-    /// The first position of the step after `pos`'s.
-    fn after(&self, steps: &[(Phase, Kind, String)], pos: &Position) -> Option<Position> {
-        let i = steps
-            .iter()
-            .position(|(p, k, t)| (*p, *k, t) == (pos.phase, pos.kind, &pos.tool))?;
-        steps.get(i + 1).map(|(p, k, t)| self.start(*p, *k, t))
-    }
-
-    /// One AgentKit page at `pos`: its views, where the step goes on (`None`: it is over),
-    /// and what could not be read. An error reading the page itself skips the step.
-    async fn read(
-        &self,
-        pos: &Position,
-    ) -> std::result::Result<(Vec<AgentView>, Option<Position>, Vec<Missing>), Missing> {
-        let regions: Vec<String> = match &pos.region {
-            Some(r) => vec![r.clone()],
-            None => regions(self.registry, self.agentkit)
-                .into_iter()
-                .map(str::to_string)
-                .collect(),
-        };
-        let mut last = None;
-        for region in &regions {
-            let answer = match pos.phase {
-                Phase::Snapshots => {
-                    let request = ListSessionSnapshots {
-                        tool_id: pos.tool.clone(),
-                        max_results: Some(self.limit),
-                        next_token: pos.token.clone(),
-                        ..ListSessionSnapshots::default()
-                    };
-                    match self.agentkit.call(region, &request, self.deadline).await {
-                        Ok(out) => {
-                            let (views, lost) =
-                                self.snapshot_page(pos, region, out.snapshots).await;
-                            Ok((views, out.next_token, lost))
-                        }
-                        Err(e) => Err(e),
-                    }
-                }
-                Phase::Sessions => {
-                    let request = ListSessions {
-                        tool_id: pos.tool.clone(),
-                        max_results: Some(self.limit),
-                        next_token: pos.token.clone(),
-                        ..ListSessions::default()
-                    };
-                    match self.agentkit.call(region, &request, self.deadline).await {
-                        Ok(out) => {
-                            let (views, lost) =
-                                self.session_page(pos, region, out.session_infos).await;
-                            Ok((views, out.next_token, lost))
-                        }
-                        Err(e) => Err(e),
-                    }
-                }
-            };
-            match answer {
-                Ok((views, token, lost)) => {
-                    let next = token.filter(|t| !t.is_empty()).map(|t| Position {
-                        region: Some(region.clone()),
-                        token: Some(t),
-                        ..pos.clone()
-                    });
-                    return Ok((views, next, lost));
-                }
-                Err(e) if e.is_not_found() && pos.region.is_none() => last = Some(e),
-                Err(e) => return Err(Missing::new(&pos.tool, Some(region), &e)),
-            }
-        }
-        let e = last.unwrap_or(AgentKitError::NotFound {
-            action: ListSessions::NAME,
-            message: "no region configured".into(),
-        });
-        Err(Missing::new(&pos.tool, None, &e))
-    }
-
-    /// The agents whose representative snapshot is on this page.
-    async fn snapshot_page(
-        &self,
-        pos: &Position,
-        region: &str,
-        page: Vec<Snapshot>,
-    ) -> (Vec<AgentView>, Vec<Missing>) {
-        let on_page: Vec<&str> = page
-            .iter()
-            .filter_map(|s| s.snapshot_id.as_deref())
-            .collect();
-        let mut agents: BTreeMap<AgentKey, Vec<Snapshot>> = BTreeMap::new();
-        for s in &page {
-            if let Some(key) = agent_of(pos.kind, s) {
-                agents.entry(key).or_default().push(s.clone());
-            }
-        }
-        let looked_up = futures::stream::iter(agents)
-            .map(|(key, seen)| async move {
-                let Some(usid) = user_session_id(&key.agent_id).map(str::to_string) else {
-                    // A snapshot without a UserSessionId is an agent of its own.
-                    return (key, Ok((seen, Vec::new())));
-                };
-                let found = self.agent_on_tool(&pos.tool, region, &usid).await;
-                (key, found)
-            })
-            .buffer_unordered(AGENT_CONCURRENCY)
-            .collect::<Vec<_>>()
-            .await;
-        let mut shown = Vec::new();
-        let mut missing = Vec::new();
-        for (key, found) in looked_up {
-            match found {
-                Ok((snapshots, sessions)) => {
-                    let representative = snapshots
-                        .iter()
-                        .filter_map(|s| s.snapshot_id.as_deref())
-                        .min();
-                    if representative.is_some_and(|r| on_page.contains(&r)) {
-                        shown.push((key, snapshots, sessions, Retention::Recoverable));
-                    }
-                }
-                Err(e) => {
-                    missing.push(Missing::new(&pos.tool, Some(region), &e).agent(&key.agent_id))
-                }
-            }
-        }
-        (self.views(shown).await, missing)
-    }
-
-    /// The agents without snapshots whose representative live session is on this page.
-    async fn session_page(
-        &self,
-        pos: &Position,
-        region: &str,
-        page: Vec<Session>,
-    ) -> (Vec<AgentView>, Vec<Missing>) {
-        let on_page: Vec<&str> = page
-            .iter()
-            .filter(|s| s.is_active())
-            .filter_map(|s| s.session_id.as_deref())
-            .collect();
-        let mut usids: Vec<String> = page
-            .iter()
-            .filter(|s| s.is_active())
-            .filter_map(|s| s.user_session_id.clone())
-            .filter(|u| user_session_id(u).is_some())
-            .collect();
-        usids.sort_unstable();
-        usids.dedup();
-        let snapshot_tool = self.registry.is_snapshot_tool(pos.kind, &pos.tool);
-        let looked_up = futures::stream::iter(usids)
-            .map(|usid| async move {
-                let found = self.agent_on_tool(&pos.tool, region, &usid).await;
-                (usid, found)
-            })
-            .buffer_unordered(AGENT_CONCURRENCY)
-            .collect::<Vec<_>>()
-            .await;
-        let retention = retention_of(self.registry, pos.kind, &pos.tool);
-        let mut shown = Vec::new();
-        let mut missing = Vec::new();
-        for (usid, found) in looked_up {
-            match found {
-                // Agents with snapshots here were shown by the snapshot phase.
-                Ok((snapshots, _)) if snapshot_tool && !snapshots.is_empty() => {}
-                Ok((snapshots, sessions)) => {
-                    let representative = sessions
-                        .iter()
-                        .filter(|s| s.is_active())
-                        .filter_map(|s| s.session_id.as_deref())
-                        .min();
-                    if representative.is_some_and(|r| on_page.contains(&r)) {
-                        shown.push((
-                            AgentKey::new(pos.kind, usid.as_str()),
-                            snapshots,
-                            sessions,
-                            retention,
-                        ));
-                    }
-                }
-                Err(e) => missing.push(Missing::new(&pos.tool, Some(region), &e).agent(&usid)),
-            }
-        }
-        (self.views(shown).await, missing)
-    }
-
-    /// All of one agent's snapshots (on a snapshot Tool) and sessions on `tool`.
-    async fn agent_on_tool(
-        &self,
-        tool: &str,
-        region: &str,
-        usid: &str,
-    ) -> std::result::Result<(Vec<Snapshot>, Vec<Session>), AgentKitError> {
-        let snapshots = if tool_holds_snapshots(self.registry, tool) {
-            let all = list_all(
-                self.agentkit,
-                region,
-                snapshots_of_agent(tool, usid),
-                AGENT_PAGES,
-                self.deadline,
-            )
-            .await?;
-            only_of(all, usid, |s| s.user_session_id.as_deref())
-        } else {
-            Vec::new()
-        };
-        let sessions = list_all(
-            self.agentkit,
-            region,
-            sessions_of_agent(tool, usid),
-            AGENT_PAGES,
-            self.deadline,
-        )
-        .await?;
-        Ok((
-            snapshots,
-            only_of(sessions, usid, |s| s.user_session_id.as_deref()),
-        ))
-    }
-
-    /// Views of the agents to show, with their records (one read each).
-    async fn views(
-        &self,
-        shown: Vec<(AgentKey, Vec<Snapshot>, Vec<Session>, Retention)>,
-    ) -> Vec<AgentView> {
-        let now = now_ms();
-        let views: Vec<Option<AgentView>> = futures::stream::iter(shown)
-            .map(|(key, snapshots, sessions, retention)| async move {
-                // A record that cannot be read leaves the view without it (no wake state)
-                // rather than failing the page.
-                let record = self.store.get(&key).await.ok().flatten();
-                view_of(
-                    &key,
-                    record.as_ref(),
-                    &sessions,
-                    &snapshots,
-                    Some(
-                        record
-                            .as_ref()
-                            .and_then(|r| r.retention)
-                            .unwrap_or(retention),
-                    ),
-                    now,
-                    self.settings,
-                )
-            })
-            .buffer_unordered(AGENT_CONCURRENCY)
-            .collect()
-            .await;
-        views
+    /// The snapshot Tools of the asked kinds no completed sync has covered yet.
+    fn not_indexed(&self) -> Vec<Missing> {
+        tools_of(self.registry, &self.kinds, false)
             .into_iter()
-            .flatten()
-            .filter(|v| self.state.is_none_or(|s| s == v.state))
+            .filter(|(_, tool)| self.index.is_none_or(|s| !s.tools.contains(tool)))
+            .map(|(_, tool)| Missing {
+                tool_id: tool,
+                region: None,
+                agent_id: None,
+                error: "not indexed yet: agents made outside snapwake show after the next \
+                        sweep"
+                    .into(),
+            })
             .collect()
     }
 }
 
-/// Whether `tool` is a snapshot Tool of any kind.
-fn tool_holds_snapshots(registry: &ToolRegistry, tool: &str) -> bool {
-    Kind::ALL
-        .into_iter()
-        .any(|k| registry.is_snapshot_tool(k, tool))
+/// The view of an agent from its record alone, as of the record's last write (`None`: a list
+/// does not show it). The recorded session counts as live while the record says awake and its
+/// expiry has not passed.
+pub fn index_view(record: &AgentRecord, now_ms: u64, settings: &LockSettings) -> Option<AgentView> {
+    let expired = record
+        .session_expire_at
+        .as_deref()
+        .and_then(snapwake::timestamp::epoch_ms)
+        .is_some_and(|t| t <= now_ms);
+    let session = match (&record.session_id, record.state) {
+        (Some(id), WakeState::Awake) if !expired => vec![Session {
+            session_id: Some(id.clone()),
+            user_session_id: snapwake::locate::user_session_id(&record.key.agent_id)
+                .map(str::to_string),
+            status: Some("Ready".into()),
+            expire_at: record.session_expire_at.clone(),
+            ..Session::default()
+        }],
+        _ => Vec::new(),
+    };
+    let snapshots: Vec<Snapshot> = record
+        .snapshots
+        .iter()
+        .map(|s| Snapshot {
+            snapshot_id: Some(s.snapshot_id.clone()),
+            session_id: s.source_session_id.clone(),
+            status: s.status.clone(),
+            reason: s.reason.clone(),
+            created_at: s.created_at.clone(),
+            ..Snapshot::default()
+        })
+        .collect();
+    let mut view = view_of(
+        &record.key,
+        Some(record),
+        &session,
+        &snapshots,
+        record.retention,
+        now_ms,
+        settings,
+    )?;
+    view.as_of = record.updated_at.clone();
+    Some(view)
 }

@@ -194,7 +194,7 @@ impl<S: AgentStore, K: AgentKit> List<S, K> {
             None => caller.owner.clone(),
             Some(o) if o == caller.owner => caller.owner.clone(),
             Some(_) if !caller.is_admin => return Err(Error::AgentNotFound),
-            Some("*") => return self.everyone(store, &q, kinds, deadline).await,
+            Some("*") => return self.everyone(store, &q, kinds).await,
             Some(o) => o.to_string(),
         };
         if q.cursor.is_some() {
@@ -241,10 +241,10 @@ impl<S: AgentStore, K: AgentKit> List<S, K> {
         store: &Within<'_, S>,
         q: &ListQuery,
         kinds: Vec<Kind>,
-        deadline: Deadline,
     ) -> Result<Response<Body>> {
         let registry = self.registry.get(store).await?;
         let signer = self.cursor_keys.key(store).await?;
+        let index = self.index_status(store).await?;
         let query = format!(
             "{}|{}",
             q.kind.map_or("", Kind::as_str),
@@ -252,15 +252,14 @@ impl<S: AgentStore, K: AgentKit> List<S, K> {
         );
         let page = Everyone {
             store,
-            agentkit: &self.agentkit,
             registry: &registry,
             settings: &self.lock,
+            index: index.as_ref(),
             signer,
             kinds,
             state: q.state,
             query,
             limit: q.limit,
-            deadline,
         }
         .page(q.cursor.as_deref())
         .await?;
@@ -286,14 +285,20 @@ impl<S: AgentStore, K: AgentKit> List<S, K> {
         if cached.as_ref().is_some_and(|s| s.covers(registry, kinds)) {
             return Ok(true);
         }
-        let Some(status) = index_status(store).await? else {
-            return Ok(false);
-        };
-        let covers = status.covers(registry, kinds);
-        if let Ok(mut slot) = self.index.lock() {
-            *slot = Some(status);
+        Ok(self
+            .index_status(store)
+            .await?
+            .is_some_and(|s| s.covers(registry, kinds)))
+    }
+
+    /// The last completed index sync (read, and kept for the warm container's next request:
+    /// it only moves forward).
+    async fn index_status(&self, store: &Within<'_, S>) -> Result<Option<IndexStatus>> {
+        let status = index_status(store).await?;
+        if let (Some(s), Ok(mut slot)) = (&status, self.index.lock()) {
+            *slot = Some(s.clone());
         }
-        Ok(covers)
+        Ok(status)
     }
 
     /// `GET /v1/agents/{kind}/{agent_id}`.

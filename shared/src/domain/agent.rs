@@ -106,6 +106,10 @@ pub struct AgentView {
     /// The agent record's version, quoted; absent when no record exists yet.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub etag: Option<String>,
+    /// When the record this view was read from was last written (RFC 3339): present only on
+    /// views answered from the index rather than from AgentKit (an admin's page of everyone).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub as_of: Option<String>,
 }
 
 #[cfg(test)]
@@ -132,6 +136,7 @@ mod tests {
             }],
             wake: None,
             etag: Some("\"7\"".into()),
+            as_of: None,
         };
         let v = serde_json::to_value(&view).unwrap();
         assert_eq!(v["kind"], "codex");

@@ -77,7 +77,7 @@ impl FromStr for WakeState {
 }
 
 /// Which agent: `(kind, agent_id)`.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct AgentKey {
     pub kind: Kind,
     pub agent_id: String,

@@ -400,6 +400,14 @@ mod tests {
         ) -> Result<crate::store::OwnerPage, StoreError> {
             self.inner.query_owner(owner_key, limit, cursor).await
         }
+        async fn scan_agents(
+            &self,
+            kind: Option<crate::domain::Kind>,
+            limit: u32,
+            after: Option<&AgentKey>,
+        ) -> Result<crate::store::AgentPage, StoreError> {
+            self.inner.scan_agents(kind, limit, after).await
+        }
         async fn get_registry(&self) -> Result<Option<crate::domain::ToolRegistry>, StoreError> {
             self.inner.get_registry().await
         }

@@ -26,10 +26,10 @@ use aws_sdk_dynamodb::Client;
 
 use super::keys::{self, OwnerCursor};
 use super::{
-    now_rfc3339, now_s, AgentStore, Changes, Condition, Document, DocumentKey, OwnerPage,
-    StoreError,
+    now_rfc3339, now_s, AgentPage, AgentStore, Changes, Condition, Document, DocumentKey,
+    OwnerPage, StoreError,
 };
-use crate::domain::{AgentKey, AgentRecord, Retention, ToolRegistry, WakeState};
+use crate::domain::{AgentKey, AgentRecord, Kind, Retention, ToolRegistry, WakeState};
 
 /// Attribute names of the agent record item.
 mod attr {
@@ -662,6 +662,71 @@ impl AgentStore for DynamoStore {
             _ => None,
         };
         Ok(OwnerPage { records, cursor })
+    }
+
+    async fn scan_agents(
+        &self,
+        kind: Option<Kind>,
+        limit: u32,
+        after: Option<&AgentKey>,
+    ) -> Result<AgentPage, StoreError> {
+        let limit = limit.max(1) as usize;
+        let prefix = match kind {
+            Some(k) => format!("AGENT#{k}#"),
+            None => "AGENT#".to_string(),
+        };
+        let mut start = after.map(Self::agent_key_attrs);
+        let now = now_s();
+        let mut records = Vec::new();
+        let mut more = false;
+        // A Scan's `Limit` counts items read, before the filter drops the table's other items
+        // (idempotency documents, locks, the registry) and expired records: read on until the
+        // page is full. The next page starts after the last record returned, never at
+        // DynamoDB's `LastEvaluatedKey` (which may lie past records this page did not return).
+        'pages: loop {
+            let out = self
+                .client
+                .scan()
+                .table_name(&self.table)
+                .filter_expression("begins_with(#pk, :prefix)")
+                .expression_attribute_names("#pk", attr::PK)
+                .expression_attribute_values(":prefix", s(&prefix))
+                .limit(
+                    i32::try_from((limit - records.len() + 1).max(MIN_QUERY_LIMIT))
+                        .unwrap_or(i32::MAX),
+                )
+                .set_exclusive_start_key(start.take())
+                .send()
+                .await
+                .map_err(|e| unavailable("Scan", &e))?;
+            for item in out.items() {
+                let Some(record) = live_record(item, now)? else {
+                    continue;
+                };
+                if records.len() == limit {
+                    more = true;
+                    break 'pages;
+                }
+                records.push(record);
+            }
+            match out.last_evaluated_key() {
+                // A full page stops at the end of its batch rather than read the rest of the
+                // table to learn whether one more agent follows (the next page may then be
+                // empty: the last one).
+                Some(lek) if !lek.is_empty() && records.len() == limit => {
+                    more = true;
+                    break;
+                }
+                Some(lek) if !lek.is_empty() => start = Some(lek.clone()),
+                _ => break,
+            }
+        }
+        let next = if more {
+            records.last().map(|r: &AgentRecord| r.key.clone())
+        } else {
+            None
+        };
+        Ok(AgentPage { records, next })
     }
 
     async fn get_registry(&self) -> Result<Option<ToolRegistry>, StoreError> {

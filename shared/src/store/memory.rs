@@ -15,10 +15,10 @@ use std::sync::{Mutex, MutexGuard};
 
 use super::keys::{self, OwnerCursor};
 use super::{
-    now_rfc3339, now_s, AgentStore, Changes, Condition, Document, DocumentKey, OwnerPage,
-    StoreError,
+    now_rfc3339, now_s, AgentPage, AgentStore, Changes, Condition, Document, DocumentKey,
+    OwnerPage, StoreError,
 };
-use crate::domain::{AgentKey, AgentRecord, ToolRegistry, WakeState};
+use crate::domain::{AgentKey, AgentRecord, Kind, ToolRegistry, WakeState};
 
 #[derive(Default)]
 struct Tables {
@@ -224,6 +224,34 @@ impl AgentStore for MemoryStore {
             records: indexed.into_iter().map(|(_, r)| r).collect(),
             cursor,
         })
+    }
+
+    async fn scan_agents(
+        &self,
+        kind: Option<Kind>,
+        limit: u32,
+        after: Option<&AgentKey>,
+    ) -> Result<AgentPage, StoreError> {
+        let now = now_s();
+        let limit = limit.max(1) as usize;
+        // The table's order here is the order of `pk`: stable, like DynamoDB's.
+        let after_pk = after.map(keys::agent_pk);
+        let mut live: Vec<(String, AgentRecord)> = self
+            .lock()
+            .agents
+            .values()
+            .filter(|r| !r.is_expired(now) && kind.is_none_or(|k| r.key.kind == k))
+            .map(|r| (keys::agent_pk(&r.key), r.clone()))
+            .filter(|(pk, _)| after_pk.as_ref().is_none_or(|a| pk > a))
+            .collect();
+        live.sort_by(|a, b| a.0.cmp(&b.0));
+        let more = live.len() > limit;
+        live.truncate(limit);
+        let records: Vec<AgentRecord> = live.into_iter().map(|(_, r)| r).collect();
+        let next = more
+            .then(|| records.last().map(|r| r.key.clone()))
+            .flatten();
+        Ok(AgentPage { records, next })
     }
 
     async fn get_registry(&self) -> Result<Option<ToolRegistry>, StoreError> {

@@ -19,7 +19,9 @@
 
 use std::future::Future;
 
-use crate::domain::{AgentKey, AgentRecord, Retention, SnapshotView, ToolRegistry, WakeState};
+use crate::domain::{
+    AgentKey, AgentRecord, Kind, Retention, SnapshotView, ToolRegistry, WakeState,
+};
 
 pub mod dynamo;
 pub mod keys;
@@ -136,6 +138,14 @@ pub struct OwnerPage {
     pub cursor: Option<String>,
 }
 
+/// A page of every agent record, in the table's own order (no particular meaning).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct AgentPage {
+    pub records: Vec<AgentRecord>,
+    /// Where the next page starts (after this agent); `None`: the table has no more.
+    pub next: Option<AgentKey>,
+}
+
 /// The store port.
 pub trait AgentStore: Send + Sync {
     /// The live record of `key` (strongly consistent; expired → `None`).
@@ -168,6 +178,16 @@ pub trait AgentStore: Send + Sync {
         limit: u32,
         cursor: Option<&str>,
     ) -> impl Future<Output = Result<OwnerPage, StoreError>> + Send;
+
+    /// Live agent records of every owner (of `kind` only, when given), at most `limit`,
+    /// starting after `after`: an admin's page of everyone is read from here. Expired records
+    /// are skipped; tombstones are not (the caller decides what to show).
+    fn scan_agents(
+        &self,
+        kind: Option<Kind>,
+        limit: u32,
+        after: Option<&AgentKey>,
+    ) -> impl Future<Output = Result<AgentPage, StoreError>> + Send;
 
     /// The tool registry, if deploy has written one.
     fn get_registry(&self)
@@ -240,6 +260,15 @@ impl<T: AgentStore> AgentStore for std::sync::Arc<T> {
         cursor: Option<&str>,
     ) -> impl Future<Output = Result<OwnerPage, StoreError>> + Send {
         (**self).query_owner(owner_key, limit, cursor)
+    }
+
+    fn scan_agents(
+        &self,
+        kind: Option<Kind>,
+        limit: u32,
+        after: Option<&AgentKey>,
+    ) -> impl Future<Output = Result<AgentPage, StoreError>> + Send {
+        (**self).scan_agents(kind, limit, after)
     }
 
     fn get_registry(

@@ -7,9 +7,11 @@
 use std::future::Future;
 use std::time::Duration;
 
-use super::{AgentStore, Changes, Condition, Document, DocumentKey, OwnerPage, StoreError};
+use super::{
+    AgentPage, AgentStore, Changes, Condition, Document, DocumentKey, OwnerPage, StoreError,
+};
 use crate::deadline::Deadline;
-use crate::domain::{AgentKey, AgentRecord, ToolRegistry};
+use crate::domain::{AgentKey, AgentRecord, Kind, ToolRegistry};
 
 /// Store calls may run this long past the deadline. Deadlines already keep a margin to answer
 /// (2 s before the Lambda's end), and a write that gives a lock back or records a failure is
@@ -73,6 +75,16 @@ impl<S: AgentStore> AgentStore for Within<'_, S> {
             .await
     }
 
+    async fn scan_agents(
+        &self,
+        kind: Option<Kind>,
+        limit: u32,
+        after: Option<&AgentKey>,
+    ) -> Result<AgentPage, StoreError> {
+        self.bounded(self.store.scan_agents(kind, limit, after))
+            .await
+    }
+
     async fn get_registry(&self) -> Result<Option<ToolRegistry>, StoreError> {
         self.bounded(self.store.get_registry()).await
     }
@@ -132,6 +144,14 @@ mod tests {
             _: u32,
             _: Option<&str>,
         ) -> Result<OwnerPage, StoreError> {
+            std::future::pending().await
+        }
+        async fn scan_agents(
+            &self,
+            _: Option<Kind>,
+            _: u32,
+            _: Option<&AgentKey>,
+        ) -> Result<AgentPage, StoreError> {
             std::future::pending().await
         }
         async fn get_registry(&self) -> Result<Option<ToolRegistry>, StoreError> {
