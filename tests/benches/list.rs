@@ -4,10 +4,17 @@
 //!
 //! (a) the scan path — before the owner index is synced, the reference Studio's full scan of
 //!     every snapshot page;
-//! (b) the owner-index path — after `snapwake::index_sync::sync_index`: the owner's index
+//! (b) the owner-index path — after the retention sweep indexed everyone: the owner's index
 //!     query, then one exact listing per agent and one Username-filtered listing per Tool.
 //!
 //! Both in the same run: median latency, DynamoDB and AgentKit calls per list, the ratio.
+//! Between the two, the retention sweep that makes the index trusted is measured itself: its
+//! first pass over the 20,000 snapshots (indexing every agent, pruning to 3 snapshots each) and
+//! a second one (nothing left to do).
+//!
+//! Then an admin's pages of everyone (`owner=*`), in a deployment of 2,000 snapshots of 100
+//! owners: every page, its AgentKit and DynamoDB calls and latency.
+//!
 //! Run by `scripts/bench.sh`, which starts DynamoDB Local; prints Markdown.
 
 #[path = "../tests/support/mod.rs"]
@@ -21,7 +28,6 @@ use snapwake::agentkit::types::MetadataEntry;
 use snapwake::agentkit::AgentKitClient;
 use snapwake::deadline::Deadline;
 use snapwake::identity::usid;
-use snapwake::index_sync::sync_index;
 use snapwake::registry::{RegistryCache, ToolOverrides};
 use snapwake::store::AgentStore;
 use snapwake_list::List;
@@ -146,16 +152,10 @@ async fn bench() {
     measure(&f, &store, &world, me, 1).await;
     let scan = measure(&f, &store, &world, me, SCAN_RUNS).await;
 
-    // The sync itself is not measured: no latency while it reads every page.
+    // The sweep (no latency fault: its cost is counted in calls, and timed as it is).
     ctl.clear_faults();
-    let report = sync_index(
-        &*store,
-        &world.client(),
-        &world.registry(),
-        Deadline::after(Duration::from_secs(300)),
-    )
-    .await;
-    assert!(report.completed && report.errors == 0, "{report:?}");
+    let first = sweep(&store, &world).await;
+    let second = sweep(&store, &world).await;
 
     // (b) After it: the owner index. The first list reads the sync's completion once.
     ctl.inject(latency()).expect("latency fault");
@@ -170,7 +170,7 @@ async fn bench() {
         "`GET /v1/agents` of one owner with {MY_AGENTS} agents through the list handler; DynamoDB \
          Local, simulated AgentKit over loopback HTTP with {LATENCY_MS} ms added to every call \
          (a simulator latency fault). Scan: before the owner index is synced ({SCAN_RUNS} runs). \
-         Index: after `sync_index` ({INDEX_RUNS} runs). Both after one warm-up list.\n"
+         Index: after the retention sweep indexed it ({INDEX_RUNS} runs). Both after one warm-up list.\n"
     );
     println!("| measure | scan path | owner-index path | budget (index) |");
     println!("|---|---|---|---|");
@@ -213,6 +213,206 @@ async fn bench() {
         range(scan.agentkit)
     );
     println!();
+    print_sweeps(snapshots, &first, &second);
+}
+
+/// What one sweep run cost.
+struct SweepCost {
+    report: snapwake_delete::sweep::SweepReport,
+    took: Duration,
+    agentkit: Vec<(String, u64)>,
+    dynamo: u64,
+}
+
+async fn sweep<S: AgentStore>(store: &Arc<CountingStore<S>>, world: &World) -> SweepCost {
+    let ctl = world.sim.control();
+    ctl.reset_counters();
+    let before = store.calls.total();
+    let delete = snapwake_delete::Delete {
+        store: store.clone(),
+        agentkit: world.client(),
+        registry: RegistryCache::new(ToolOverrides::default()),
+        identity: identity(),
+        settings: snapwake_delete::DeleteSettings::default(),
+    };
+    let started = Instant::now();
+    let report = delete
+        .sweep(
+            Deadline::after(Duration::from_secs(900)),
+            false,
+            &snapwake_delete::sweep::Quiet,
+        )
+        .await
+        .expect("sweep");
+    let took = started.elapsed();
+    assert!(report.completed && report.counts.errors == 0, "{report:?}");
+    let agentkit = ctl
+        .counters()
+        .actions
+        .into_iter()
+        .map(|(a, c)| (a, c.received))
+        .filter(|(_, n)| *n > 0)
+        .collect();
+    SweepCost {
+        report,
+        took,
+        agentkit,
+        dynamo: store.calls.total() - before,
+    }
+}
+
+fn print_sweeps(snapshots: usize, first: &SweepCost, second: &SweepCost) {
+    println!(
+        "## The retention sweep over {snapshots} snapshots of {OWNERS} owners
+"
+    );
+    println!(
+        "The delete function's sweep (`Delete::sweep`, what the hourly schedule and `snapwake          sweep` run) over the same deployment, on DynamoDB Local and the simulated AgentKit          without added latency: the first pass indexes every agent and prunes each to its          newest 3 snapshots (the 999 other owners' agents have 10), the second finds nothing          to do.\n"
+    );
+    println!("| measure | first pass | second pass |\n|---|---|---|");
+    let row = |name: &str, a: String, b: String| println!("| {name} | {a} | {b} |");
+    row("wall time", ms(first.took), ms(second.took));
+    row(
+        "agents seen",
+        first.report.counts.seen.to_string(),
+        second.report.counts.seen.to_string(),
+    );
+    row(
+        "records written (indexed)",
+        first.report.counts.indexed.to_string(),
+        second.report.counts.indexed.to_string(),
+    );
+    row(
+        "snapshots pruned",
+        first.report.counts.pruned.to_string(),
+        second.report.counts.pruned.to_string(),
+    );
+    let total = |c: &SweepCost| c.agentkit.iter().map(|(_, n)| n).sum::<u64>();
+    row(
+        "AgentKit calls in all",
+        total(first).to_string(),
+        total(second).to_string(),
+    );
+    let mut actions: Vec<&String> = first
+        .agentkit
+        .iter()
+        .chain(&second.agentkit)
+        .map(|(a, _)| a)
+        .collect();
+    actions.sort();
+    actions.dedup();
+    for action in actions {
+        let of = |c: &SweepCost| {
+            c.agentkit
+                .iter()
+                .find(|(a, _)| a == action)
+                .map_or(0, |(_, n)| *n)
+        };
+        row(
+            &format!("— of which {action}"),
+            of(first).to_string(),
+            of(second).to_string(),
+        );
+    }
+    row(
+        "DynamoDB calls in all",
+        first.dynamo.to_string(),
+        second.dynamo.to_string(),
+    );
+    println!();
+}
+
+/// An admin's pages of everyone over 2,000 snapshots of 100 owners (10 agents of 2 snapshots
+/// each): every page of `limit` agents, read from the index.
+async fn everyone() {
+    const OWNERS_HERE: usize = 100;
+    const AGENTS_EACH: usize = 10;
+    let store = Arc::new(CountingStore::new(dynamo_store("bench-everyone").await));
+    let world = World::start(Duration::ZERO).await;
+    world.register(&store).await;
+    let mut seeds = Vec::new();
+    for o in 0..OWNERS_HERE {
+        let owner = format!("owner-{o:03}");
+        for _ in 0..AGENTS_EACH {
+            let id = usid::mint(&owner);
+            for _ in 0..2 {
+                seeds.push(SeedSnapshot {
+                    tool_id: world.recoverable.clone(),
+                    user_session_id: Some(id.clone()),
+                    session_metadata: vec![MetadataEntry::string("Username", &owner)],
+                    ..SeedSnapshot::default()
+                });
+            }
+        }
+    }
+    let snapshots = seeds.len();
+    let ctl = world.sim.control();
+    ctl.seed_snapshots(seeds).expect("seed snapshots");
+    sweep(&store, &world).await;
+    let f = List::new(
+        store.clone(),
+        world.client(),
+        RegistryCache::new(ToolOverrides::default()),
+        identity(),
+        snapwake::lock::LockSettings::default(),
+        None,
+    );
+    ctl.inject(Fault::latency(None, LATENCY_MS))
+        .expect("latency fault");
+    println!(
+        "## Listing everyone: `owner=*`, every page, over {snapshots} snapshots of {OWNERS_HERE} owners\n"
+    );
+    println!(
+        "An admin pages through every agent ({} of them) with the list handler; the pages are          read from the index the sweep and snapwake's own writes keep current. DynamoDB Local,          simulated AgentKit with {LATENCY_MS} ms per call (no call is made). Before this          rework, the same listing read AgentKit page by page and looked every agent up: 4,438          AgentKit calls in all, and a `limit=50` page held 30 agents; the reference Studio          lists everyone in 23 calls.\n",
+        OWNERS_HERE * AGENTS_EACH
+    );
+    println!("| limit | pages | agents (distinct) | AgentKit calls in all | DynamoDB calls per page | latency per page (median) | full pages |");
+    println!("|---|---|---|---|---|---|---|");
+    for limit in ["50", "100"] {
+        ctl.reset_counters();
+        let before = store.calls.total();
+        let mut cursor: Option<String> = None;
+        let mut took = Vec::new();
+        let mut sizes = Vec::new();
+        let mut seen = std::collections::BTreeSet::new();
+        loop {
+            let mut q = vec![("owner", "*"), ("limit", limit)];
+            if let Some(c) = cursor.as_deref() {
+                q.push(("cursor", c));
+            }
+            let started = Instant::now();
+            let (status, page) = answer(
+                &f.handle(request_query("GET", "/v1/agents", &q, Who::Admin("root")))
+                    .await,
+            );
+            took.push(started.elapsed());
+            assert_eq!(status, 200, "{page}");
+            let agents = page["agents"].as_array().expect("agents");
+            sizes.push(agents.len());
+            for a in agents {
+                seen.insert(a["agent_id"].as_str().unwrap_or_default().to_string());
+            }
+            match page["next_cursor"].as_str() {
+                Some(c) => cursor = Some(c.to_string()),
+                None => break,
+            }
+        }
+        let calls: u64 = ctl.counters().actions.values().map(|a| a.received).sum();
+        let dynamo = store.calls.total() - before;
+        took.sort();
+        let full = sizes[..sizes.len() - 1]
+            .iter()
+            .all(|n| n.to_string() == limit);
+        println!(
+            "| {limit} | {} | {} | {calls} | {:.1} | {} | {} |",
+            sizes.len(),
+            seen.len(),
+            dynamo as f64 / sizes.len() as f64,
+            ms(took[took.len() / 2]),
+            if full { "all but the last" } else { "NOT ALL" }
+        );
+    }
+    println!();
 }
 
 fn main() {
@@ -222,5 +422,8 @@ fn main() {
         .enable_all()
         .build()
         .expect("runtime");
-    rt.block_on(bench());
+    rt.block_on(async {
+        bench().await;
+        everyone().await;
+    });
 }
