@@ -35,6 +35,9 @@ pub struct SimArgs {
     /// How long a new Tool is Creating before it is Ready, in milliseconds.
     #[arg(long, default_value_t = 0)]
     tool_ready_delay_ms: u64,
+    /// How long a snapshot taken on request (CreateSessionSnapshot) is Creating, in ms.
+    #[arg(long, default_value_t = 0)]
+    snapshot_ready_delay_ms: u64,
     /// Turn off AgentKit's 3-per-second throttle of CreateTool/UpdateTool.
     #[arg(long)]
     no_write_throttle: bool,
@@ -56,6 +59,8 @@ async fn serve(args: SimArgs) -> Result<(), CliError> {
         ..SimConfig::default()
     };
     let sim = Simulator::start(config).await?;
+    sim.control()
+        .set_snapshot_ready_delay(Duration::from_millis(args.snapshot_ready_delay_ms));
     println!(
         "AgentKit simulator listening on {} (access key {}; control surface {}/_sim/)",
         sim.endpoint(),

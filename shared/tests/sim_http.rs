@@ -1004,3 +1004,153 @@ async fn start_on_a_fixed_port_and_serve_until_a_signal() {
     .unwrap();
     again.shutdown().await;
 }
+
+#[tokio::test]
+async fn snapshots_on_request_and_session_ttls() {
+    let (_s, ctl, c) = sim().await;
+    let rec = ctl.seed_tool(BJ, tool("codex", true)).unwrap();
+    let tmp = ctl.seed_tool(BJ, tool("codex-tmp", false)).unwrap();
+    ctl.set_snapshot_ready_delay(Duration::from_secs(30));
+    let meta = vec![MetadataEntry::string("Username", "alice")];
+    let sess = ctl
+        .seed_session(SeedSession {
+            tool_id: rec.clone(),
+            user_session_id: Some("u-sleepy".into()),
+            metadata: meta.clone(),
+            ..SeedSession::default()
+        })
+        .unwrap();
+
+    // A snapshot on request: Creating, then Ready; the session goes on.
+    let a = c
+        .call(
+            "CreateSessionSnapshot",
+            json!({"SessionId": sess, "ToolId": rec}),
+        )
+        .await;
+    let snap = a.result()["SnapshotId"].as_str().unwrap().to_string();
+    assert_eq!(a.result()["Status"], "Creating");
+    let get = json!({"SnapshotId": snap, "ToolId": rec});
+    let s = c.call("GetSessionSnapshot", get.clone()).await;
+    let seen = &s.result()["Snapshot"];
+    assert_eq!(seen["Status"], "Creating");
+    assert_eq!(seen["UserSessionId"], "u-sleepy");
+    assert_eq!(seen["SessionId"], sess.as_str());
+    assert_eq!(seen["Reason"], "Manual");
+    assert_eq!(seen["SessionMetadata"][0]["Value"], "alice");
+    // Not wakeable until Ready.
+    let resume = json!({"ToolId": rec, "SnapshotId": snap, "Ttl": 60, "CreateNewInstance": false});
+    let r = c.call("ResumeSessionFromSnapshot", resume.clone()).await;
+    assert_eq!((r.status, r.code()), (409, "InvalidResource.Status"));
+    ctl.advance(Duration::from_secs(31));
+    let s = c.call("GetSessionSnapshot", get).await;
+    assert_eq!(s.result()["Snapshot"]["Status"], "Ready");
+    assert!(ctl.session(&sess).is_some(), "the session went on");
+    assert_eq!(
+        c.call(
+            "ListSessionSnapshots",
+            json!({"ToolId": rec, "UserSessionId": "u-sleepy"})
+        )
+        .await
+        .result()["Snapshots"][0]["Status"],
+        "Ready"
+    );
+
+    // A Tool without snapshots, an ended session, an unknown one: refused as AgentKit does.
+    let t = ctl
+        .seed_session(SeedSession {
+            tool_id: tmp.clone(),
+            user_session_id: Some("u-tmp".into()),
+            ..SeedSession::default()
+        })
+        .unwrap();
+    let a = c
+        .call(
+            "CreateSessionSnapshot",
+            json!({"SessionId": t, "ToolId": tmp}),
+        )
+        .await;
+    assert_eq!((a.status, a.code()), (400, "OperationDenied"));
+    let failed = ctl
+        .seed_session(SeedSession {
+            tool_id: rec.clone(),
+            status: Some("Failed".into()),
+            ..SeedSession::default()
+        })
+        .unwrap();
+    let a = c
+        .call(
+            "CreateSessionSnapshot",
+            json!({"SessionId": failed, "ToolId": rec}),
+        )
+        .await;
+    assert_eq!((a.status, a.code()), (409, "InvalidResource.Status"));
+    let a = c
+        .call(
+            "CreateSessionSnapshot",
+            json!({"SessionId": "sess-none", "ToolId": rec}),
+        )
+        .await;
+    assert_eq!((a.status, a.code()), (404, "InvalidResource.NotFound"));
+
+    // A TTL from now: the session outlives its old ExpireAt, and ends at the new one.
+    let before = ctl.session(&sess).unwrap().expire_at.unwrap();
+    let a = c
+        .call(
+            "SetSessionTtl",
+            json!({"SessionId": sess, "ToolId": rec, "Ttl": 36000, "TtlUnit": "second"}),
+        )
+        .await;
+    let moved = a.result()["ExpireAt"].as_str().unwrap().to_string();
+    assert!(
+        snapwake::timestamp::sort_key(Some(&moved)) > snapwake::timestamp::sort_key(Some(&before))
+    );
+    assert_eq!(
+        ctl.session(&sess).unwrap().expire_at.as_deref(),
+        Some(moved.as_str())
+    );
+    ctl.advance(Duration::from_secs(8 * 3600 + 60));
+    assert!(ctl.session(&sess).is_some(), "alive past its old expiry");
+    ctl.advance(Duration::from_secs(2 * 3600));
+    assert!(ctl.session(&sess).is_none(), "ended at its new one");
+    let a = c
+        .call(
+            "SetSessionTtl",
+            json!({"SessionId": sess, "ToolId": rec, "Ttl": 60, "TtlUnit": "second"}),
+        )
+        .await;
+    assert_eq!((a.status, a.code()), (404, "InvalidResource.NotFound"));
+    let counters = ctl.counters();
+    assert_eq!(counters.received("CreateSessionSnapshot"), 4);
+    assert_eq!(counters.received("SetSessionTtl"), 2);
+}
+
+#[tokio::test]
+async fn every_action_refuses_unknown_fields() {
+    let (_s, ctl, c) = sim().await;
+    let rec = ctl.seed_tool(BJ, tool("codex", true)).unwrap();
+    for (action, body) in [
+        ("ListSessions", json!({"ToolId": rec, "Bogus": 1})),
+        (
+            "GetSession",
+            json!({"ToolId": rec, "SessionId": "s", "Bogus": 1}),
+        ),
+        ("ListSessionSnapshots", json!({"ToolId": rec, "Bogus": 1})),
+        (
+            "CreateSessionSnapshot",
+            json!({"ToolId": rec, "SessionId": "s", "Bogus": 1}),
+        ),
+        (
+            "GetSessionSnapshot",
+            json!({"ToolId": rec, "SnapshotId": "s", "Bogus": 1}),
+        ),
+        (
+            "SetSessionTtl",
+            json!({"ToolId": rec, "SessionId": "s", "Ttl": 60, "TtlUnit": "second", "Bogus": 1}),
+        ),
+        ("GetTool", json!({"ToolId": rec, "Bogus": 1})),
+    ] {
+        let a = c.call(action, body).await;
+        assert_eq!((a.status, a.code()), (400, "InvalidParameter"), "{action}");
+    }
+}

@@ -4,7 +4,8 @@
 //! newer API version does not break reading.
 //!
 //! Each request type implements [`Action`], which names the action and its result type; the
-//! client and the simulator both speak through these types.
+//! client and the simulator both speak through these types. Requests refuse unknown fields
+//! when read (the simulator is as strict as the service); results ignore them.
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -62,7 +63,7 @@ pub fn metadata_value<'a>(entries: &'a [MetadataEntry], key: &str) -> Option<&'a
 
 /// A metadata filter of ListSessions: `{Key, Value}`.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "PascalCase")]
+#[serde(rename_all = "PascalCase", deny_unknown_fields)]
 pub struct MetadataFilter {
     pub key: String,
     pub value: String,
@@ -70,7 +71,7 @@ pub struct MetadataFilter {
 
 /// A `{Name, Values}` filter.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "PascalCase")]
+#[serde(rename_all = "PascalCase", deny_unknown_fields)]
 pub struct Filter {
     pub name: String,
     pub values: Vec<String>,
@@ -202,7 +203,7 @@ pub struct Empty {}
 // Sessions
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "PascalCase")]
+#[serde(rename_all = "PascalCase", deny_unknown_fields)]
 pub struct ListSessions {
     pub tool_id: String,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -231,7 +232,7 @@ impl Action for ListSessions {
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "PascalCase")]
+#[serde(rename_all = "PascalCase", deny_unknown_fields)]
 pub struct GetSession {
     pub tool_id: String,
     pub session_id: String,
@@ -243,7 +244,7 @@ impl Action for GetSession {
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "PascalCase")]
+#[serde(rename_all = "PascalCase", deny_unknown_fields)]
 pub struct CreateSession {
     pub tool_id: String,
     pub ttl: u64,
@@ -283,7 +284,7 @@ impl Action for CreateSession {
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "PascalCase")]
+#[serde(rename_all = "PascalCase", deny_unknown_fields)]
 pub struct DeleteSession {
     pub tool_id: String,
     pub session_id: String,
@@ -298,7 +299,7 @@ impl Action for DeleteSession {
 // Snapshots
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "PascalCase")]
+#[serde(rename_all = "PascalCase", deny_unknown_fields)]
 pub struct ListSessionSnapshots {
     pub tool_id: String,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -327,7 +328,7 @@ impl Action for ListSessionSnapshots {
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "PascalCase")]
+#[serde(rename_all = "PascalCase", deny_unknown_fields)]
 pub struct ResumeSessionFromSnapshot {
     pub tool_id: String,
     pub snapshot_id: String,
@@ -360,7 +361,7 @@ impl Action for ResumeSessionFromSnapshot {
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "PascalCase")]
+#[serde(rename_all = "PascalCase", deny_unknown_fields)]
 pub struct DeleteSessionSnapshot {
     pub tool_id: String,
     pub snapshot_id: String,
@@ -377,11 +378,93 @@ impl Action for DeleteSessionSnapshot {
     type Output = DeleteSessionSnapshotResult;
 }
 
+/// Take a snapshot of a live session now (a Tool with `EnableSnapshot`). Its status starts
+/// `Creating` and turns `Ready`; only then is it wakeable.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "PascalCase", deny_unknown_fields)]
+pub struct CreateSessionSnapshot {
+    pub session_id: String,
+    pub tool_id: String,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "PascalCase", default)]
+pub struct CreateSessionSnapshotResult {
+    pub snapshot_id: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<String>,
+}
+
+impl Action for CreateSessionSnapshot {
+    const NAME: &'static str = "CreateSessionSnapshot";
+    /// A second request makes a second snapshot.
+    const IDEMPOTENT: bool = false;
+    type Output = CreateSessionSnapshotResult;
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "PascalCase", deny_unknown_fields)]
+pub struct GetSessionSnapshot {
+    pub snapshot_id: String,
+    pub tool_id: String,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "PascalCase", default)]
+pub struct GetSessionSnapshotResult {
+    pub snapshot: Snapshot,
+}
+
+impl Action for GetSessionSnapshot {
+    const NAME: &'static str = "GetSessionSnapshot";
+    type Output = GetSessionSnapshotResult;
+}
+
+/// Make a live session last `Ttl` more `TtlUnit`s from now.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "PascalCase", deny_unknown_fields)]
+pub struct SetSessionTtl {
+    pub session_id: String,
+    pub tool_id: String,
+    pub ttl: u64,
+    pub ttl_unit: String,
+}
+
+impl SetSessionTtl {
+    /// `ttl_s` seconds from now.
+    pub fn seconds(tool_id: &str, session_id: &str, ttl_s: u64) -> Self {
+        SetSessionTtl {
+            session_id: session_id.to_string(),
+            tool_id: tool_id.to_string(),
+            ttl: ttl_s,
+            ttl_unit: "second".into(),
+        }
+    }
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "PascalCase", default)]
+pub struct SetSessionTtlResult {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expire_at: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_id: Option<String>,
+}
+
+impl Action for SetSessionTtl {
+    const NAME: &'static str = "SetSessionTtl";
+    /// Setting the same TTL twice sets it once (each is "from now").
+    const IDEMPOTENT: bool = true;
+    type Output = SetSessionTtlResult;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Tools
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "PascalCase")]
+#[serde(rename_all = "PascalCase", deny_unknown_fields)]
 pub struct ListTools {
     pub project_name: String,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -407,7 +490,7 @@ impl Action for ListTools {
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "PascalCase")]
+#[serde(rename_all = "PascalCase", deny_unknown_fields)]
 pub struct GetTool {
     pub tool_id: String,
 }
@@ -418,27 +501,27 @@ impl Action for GetTool {
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "PascalCase")]
+#[serde(rename_all = "PascalCase", deny_unknown_fields)]
 pub struct KeyAuth {
     pub api_key_name: String,
     pub api_key_location: String,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "PascalCase")]
+#[serde(rename_all = "PascalCase", deny_unknown_fields)]
 pub struct AuthorizerConfiguration {
     pub key_auth: KeyAuth,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "PascalCase")]
+#[serde(rename_all = "PascalCase", deny_unknown_fields)]
 pub struct NetworkConfiguration {
     pub enable_public_network: bool,
     pub enable_private_network: bool,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "PascalCase")]
+#[serde(rename_all = "PascalCase", deny_unknown_fields)]
 pub struct CreateTool {
     pub name: String,
     pub tool_type: String,
@@ -470,7 +553,7 @@ impl Action for CreateTool {
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "PascalCase")]
+#[serde(rename_all = "PascalCase", deny_unknown_fields)]
 pub struct UpdateTool {
     pub tool_id: String,
     #[serde(skip_serializing_if = "Option::is_none")]

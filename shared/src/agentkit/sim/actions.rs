@@ -231,7 +231,7 @@ fn list_session_snapshots(
         .filter_map(|k| w.snapshots.get(&k.1).map(|s| (k, s)))
         .filter(|(_, s)| s.tool_id == tool_id)
         .filter(|(_, s)| session_id.is_none() || s.session_id == session_id)
-        .map(|(k, s)| (k.clone(), s.view()));
+        .map(|(k, s)| (k.clone(), s.view(cx.now)));
     let (snapshots, next_token) = pagination::paginate(cx.tokens, &scope, size, items);
     Ok(ListSessionSnapshotsResult {
         snapshots,
@@ -256,10 +256,11 @@ fn resume_session_from_snapshot(
         .get(&r.snapshot_id)
         .filter(|s| s.tool_id == r.tool_id)
         .ok_or_else(|| SimError::not_found(format!("snapshot {} not found", r.snapshot_id)))?;
-    if !snap.status.eq_ignore_ascii_case("ready") {
+    let status = snap.status(cx.now);
+    if !status.eq_ignore_ascii_case("ready") {
         return Err(SimError::bad_status(format!(
-            "snapshot {} is {}, not Ready",
-            r.snapshot_id, snap.status
+            "snapshot {} is {status}, not Ready",
+            r.snapshot_id
         )));
     }
     if !tool_ready {
@@ -292,6 +293,113 @@ fn delete_session_snapshot(
     w.remove_snapshot(&r.snapshot_id);
     Ok(DeleteSessionSnapshotResult {
         snapshot_id: r.snapshot_id,
+    })
+}
+
+/// A snapshot of a live session, now: `Creating` for the snapshot ready delay, then `Ready`,
+/// with the session's UserSessionId and Metadata (as SessionMetadata), `Reason` `Manual`. The
+/// session goes on. Refused on a Tool without `EnableSnapshot` (400 `OperationDenied`) and on
+/// a session that is not active (409 `InvalidResource.Status`); an unknown session is
+/// NotFound.
+fn create_session_snapshot(
+    w: &mut World,
+    cx: &Ctx<'_>,
+    r: CreateSessionSnapshot,
+) -> Result<CreateSessionSnapshotResult, SimError> {
+    let tool = tool_here(w, cx, &r.tool_id)?;
+    let snapshots_on = tool.enable_snapshot;
+    let tool_id = tool.id.clone();
+    required("SessionId", &r.session_id)?;
+    let session = w
+        .sessions
+        .get(&r.session_id)
+        .filter(|s| s.tool_id == tool_id)
+        .ok_or_else(|| SimError::not_found(format!("session {} not found", r.session_id)))?;
+    if !snapshots_on {
+        return Err(SimError::new(
+            400,
+            "OperationDenied",
+            format!("Tool {tool_id} does not enable snapshots"),
+        ));
+    }
+    if !session.is_active(cx.now) {
+        return Err(SimError::bad_status(format!(
+            "session {} is {}, not active",
+            r.session_id,
+            session.status(cx.now)
+        )));
+    }
+    let (usid, meta, source) = (
+        session.user_session_id.clone(),
+        session.metadata.clone(),
+        session.id.clone(),
+    );
+    let id = w.fresh_id("snap");
+    let ready_at =
+        cx.now + time::Duration::try_from(w.snapshot_ready_delay).unwrap_or(time::Duration::MAX);
+    w.insert_snapshot(super::state::SnapRec {
+        id: id.clone(),
+        session_id: Some(source.clone()),
+        user_session_id: usid,
+        sandbox_id: Some(format!("sbx-{}", source.trim_start_matches("sess-"))),
+        tool_id,
+        status: "Ready".into(),
+        ready_at: Some(ready_at),
+        reason: Some(super::state::REASON_MANUAL.into()),
+        created_at: cx.now,
+        metadata: meta,
+        snapshot_type: None,
+    });
+    Ok(CreateSessionSnapshotResult {
+        snapshot_id: id,
+        status: Some("Creating".into()),
+    })
+}
+
+/// The snapshot, if it exists on this Tool.
+fn get_session_snapshot(
+    w: &mut World,
+    cx: &Ctx<'_>,
+    r: GetSessionSnapshot,
+) -> Result<GetSessionSnapshotResult, SimError> {
+    let tool_id = tool_here(w, cx, &r.tool_id)?.id.clone();
+    required("SnapshotId", &r.snapshot_id)?;
+    w.snapshots
+        .get(&r.snapshot_id)
+        .filter(|s| s.tool_id == tool_id)
+        .map(|s| GetSessionSnapshotResult {
+            snapshot: s.view(cx.now),
+        })
+        .ok_or_else(|| SimError::not_found(format!("snapshot {} not found", r.snapshot_id)))
+}
+
+/// The session lives `Ttl`×`TtlUnit` more from now (its `ExpireAt` moves, earlier or later);
+/// an ended or unknown session is NotFound.
+fn set_session_ttl(
+    w: &mut World,
+    cx: &Ctx<'_>,
+    r: SetSessionTtl,
+) -> Result<SetSessionTtlResult, SimError> {
+    let tool_id = tool_here(w, cx, &r.tool_id)?.id.clone();
+    required("SessionId", &r.session_id)?;
+    let ttl = ttl(r.ttl, &r.ttl_unit)?;
+    let live = w
+        .sessions
+        .get(&r.session_id)
+        .is_some_and(|s| s.tool_id == tool_id && s.is_active(cx.now));
+    if !live {
+        return Err(SimError::not_found(format!(
+            "session {} not found",
+            r.session_id
+        )));
+    }
+    let s = w
+        .set_expiry(&r.session_id, cx.now + ttl)
+        .ok_or_else(|| SimError::not_found(format!("session {} not found", r.session_id)))?;
+    Ok(SetSessionTtlResult {
+        expire_at: Some(super::clock::format_ts(s.expire_at)),
+        session_id: Some(s.id),
+        tool_id: Some(tool_id),
     })
 }
 
@@ -416,6 +524,9 @@ actions! {
     ListSessionSnapshots => list_session_snapshots,
     ResumeSessionFromSnapshot => resume_session_from_snapshot,
     DeleteSessionSnapshot => delete_session_snapshot,
+    CreateSessionSnapshot => create_session_snapshot,
+    GetSessionSnapshot => get_session_snapshot,
+    SetSessionTtl => set_session_ttl,
     ListTools => list_tools,
     GetTool => get_tool,
     CreateTool => create_tool,

@@ -155,6 +155,7 @@ async fn peek_snapshot(State(c): State<SimControl>, Path(id): Path<String>) -> A
 struct Settings {
     session_ready_delay_ms: Option<u64>,
     tool_ready_delay_ms: Option<u64>,
+    snapshot_ready_delay_ms: Option<u64>,
     /// Absent = unchanged; `null` = throttle off.
     #[serde(deserialize_with = "present", skip_serializing_if = "Option::is_none")]
     tool_write_limit: Option<Option<u32>>,
@@ -170,6 +171,7 @@ fn settings_json(c: &SimControl) -> Json<Value> {
     Json(json!({
         "session_ready_delay_ms": s.as_millis() as u64,
         "tool_ready_delay_ms": t.as_millis() as u64,
+        "snapshot_ready_delay_ms": c.snapshot_ready_delay().as_millis() as u64,
         "tool_write_limit": l,
     }))
 }
@@ -185,6 +187,9 @@ async fn set_settings(State(c): State<SimControl>, body: Bytes) -> Answer {
     }
     if let Some(ms) = s.tool_ready_delay_ms {
         c.set_tool_ready_delay(Duration::from_millis(ms));
+    }
+    if let Some(ms) = s.snapshot_ready_delay_ms {
+        c.set_snapshot_ready_delay(Duration::from_millis(ms));
     }
     if let Some(l) = s.tool_write_limit {
         c.set_tool_write_limit(l);

@@ -46,9 +46,13 @@
 //! - Timestamps: RFC 3339 UTC with whole seconds, e.g. `2026-12-02T10:00:00Z`.
 //! - Sessions always carry their `Endpoint` (`https://<SessionId>.sandbox.example/?auth=<hex>`);
 //!   the simulator never logs it.
-//! - DeleteSession ends a session without a snapshot; only expiry makes snapshots, and only
-//!   of sessions still active at expiry on a Tool whose `EnableSnapshot` is true when the
-//!   expiry is applied (lazily, at the next call after `ExpireAt`).
+//! - DeleteSession ends a session without a snapshot. Snapshots come from expiry (of sessions
+//!   still active at expiry on a Tool whose `EnableSnapshot` is true when the expiry is
+//!   applied, lazily, at the next call after `ExpireAt`; `Reason: Expired`) and from
+//!   CreateSessionSnapshot (`Creating` for the snapshot ready delay, then `Ready`; `Reason:
+//!   Manual`; refused on a Tool without snapshots, 400 `OperationDenied`, or an ended session,
+//!   409 `InvalidResource.Status`). SetSessionTtl moves a live session's `ExpireAt` to now +
+//!   the TTL.
 //! - Tool names are not unique; duplicates are visible by listing.
 //! - Tool write throttle: 3 per sliding second, real time, shared by CreateTool and
 //!   UpdateTool; only accepted writes enter the window; 429 `Throttling` with `Retry-After`.
@@ -77,7 +81,7 @@
 //!   `{"snapshot_ids": [...]}` (bulk, one lock)
 //! - `GET /_sim/snapshots/{id}` → the AgentKit Snapshot
 //! - `GET /_sim/settings` → `{"session_ready_delay_ms": 0, "tool_ready_delay_ms": 0,
-//!   "tool_write_limit": 3}`; `POST /_sim/settings` with any of those fields changes them
+//!   "snapshot_ready_delay_ms": 0, "tool_write_limit": 3}`; `POST /_sim/settings` with any of those fields changes them
 //!   (`"tool_write_limit": null` turns the throttle off)
 //! - `GET /_sim/faults` → `[…]`; `POST /_sim/faults` `{"action": "CreateSession",
 //!   "error": {"code": "ErrCreateSessionFail", "status": 500, "retry_after": null},
@@ -112,7 +116,7 @@ pub use counters::{ActionCounters, Counters};
 pub use error::SimError;
 pub use faults::{Fault, FaultError, Trigger};
 pub use pagination::DEFAULT_PAGE_SIZE;
-pub use state::{SeedSession, SeedSnapshot, SeedTool, REASON_EXPIRED};
+pub use state::{SeedSession, SeedSnapshot, SeedTool, REASON_EXPIRED, REASON_MANUAL};
 pub use throttle::DEFAULT_TOOL_WRITE_LIMIT;
 
 use crate::agentkit::signer::Credentials;
@@ -265,6 +269,16 @@ impl SimControl {
         self.0.with(|i, _| i.world.session_ready_delay = d);
     }
 
+    /// How long a snapshot taken on request (CreateSessionSnapshot) stays `Creating`.
+    pub fn set_snapshot_ready_delay(&self, d: Duration) {
+        self.0.with(|i, _| i.world.snapshot_ready_delay = d);
+    }
+
+    /// How long a snapshot taken on request stays `Creating`.
+    pub fn snapshot_ready_delay(&self) -> Duration {
+        self.0.with(|i, _| i.world.snapshot_ready_delay)
+    }
+
     /// How long new Tools stay `Creating`.
     pub fn set_tool_ready_delay(&self, d: Duration) {
         self.0.with(|i, _| i.world.tool_ready_delay = d);
@@ -342,7 +356,7 @@ impl SimControl {
     /// The snapshot, if it exists.
     pub fn snapshot(&self, id: &str) -> Option<types::Snapshot> {
         self.0
-            .with(|i, _| i.world.snapshots.get(id).map(|s| s.view()))
+            .with(|i, now| i.world.snapshots.get(id).map(|s| s.view(now)))
     }
 
     /// The Tool and its region, if it exists.
@@ -371,10 +385,10 @@ impl SimControl {
 
     /// Every snapshot that exists, oldest first (for assertions).
     pub fn snapshots(&self) -> Vec<types::Snapshot> {
-        self.0.with(|i, _| {
+        self.0.with(|i, now| {
             let mut all: Vec<_> = i.world.snapshots.values().collect();
             all.sort_by_key(|s| s.key());
-            all.iter().map(|s| s.view()).collect()
+            all.iter().map(|s| s.view(now)).collect()
         })
     }
 }

@@ -24,6 +24,8 @@ use crate::agentkit::types::{self, EnvVar, MetadataEntry, SESSION_TTL_S};
 
 /// The `Reason` of a snapshot taken at expiry.
 pub const REASON_EXPIRED: &str = "Expired";
+/// The `Reason` of a snapshot taken on request (CreateSessionSnapshot).
+pub const REASON_MANUAL: &str = "Manual";
 
 pub(crate) fn ns(t: OffsetDateTime) -> i128 {
     t.unix_timestamp_nanos()
@@ -125,7 +127,10 @@ pub(crate) struct SnapRec {
     pub(crate) user_session_id: Option<String>,
     pub(crate) sandbox_id: Option<String>,
     pub(crate) tool_id: String,
+    /// The status once Ready-able: `Ready` (or a seeded status that sticks).
     pub(crate) status: String,
+    /// A snapshot taken on request is `Creating` until then.
+    pub(crate) ready_at: Option<OffsetDateTime>,
     pub(crate) reason: Option<String>,
     pub(crate) created_at: OffsetDateTime,
     pub(crate) metadata: Vec<MetadataEntry>,
@@ -137,14 +142,21 @@ impl SnapRec {
         (ns(self.created_at), self.id.clone())
     }
 
-    pub(crate) fn view(&self) -> types::Snapshot {
+    pub(crate) fn status(&self, now: OffsetDateTime) -> &str {
+        match self.ready_at {
+            Some(t) if now < t => "Creating",
+            _ => &self.status,
+        }
+    }
+
+    pub(crate) fn view(&self, now: OffsetDateTime) -> types::Snapshot {
         types::Snapshot {
             snapshot_id: Some(self.id.clone()),
             session_id: self.session_id.clone(),
             user_session_id: self.user_session_id.clone(),
             sandbox_id: self.sandbox_id.clone(),
             tool_id: Some(self.tool_id.clone()),
-            status: Some(self.status.clone()),
+            status: Some(self.status(now).to_string()),
             reason: self.reason.clone(),
             created_at: Some(format_ts(self.created_at)),
             session_metadata: self.metadata.clone(),
@@ -278,6 +290,8 @@ pub(crate) struct World {
     pub(crate) snapshots_by_usid: HashMap<String, BTreeSet<Key>>,
     pub(crate) session_ready_delay: Duration,
     pub(crate) tool_ready_delay: Duration,
+    /// How long a snapshot taken on request stays `Creating`.
+    pub(crate) snapshot_ready_delay: Duration,
     /// Resumes per snapshot id (kept after the snapshot is deleted).
     pub(crate) resumes: BTreeMap<String, u64>,
     ids: StdRng,
@@ -300,6 +314,7 @@ impl World {
             snapshots_by_usid: HashMap::new(),
             session_ready_delay,
             tool_ready_delay,
+            snapshot_ready_delay: Duration::ZERO,
             resumes: BTreeMap::new(),
             ids: StdRng::seed_from_u64(seed),
         }
@@ -332,6 +347,7 @@ impl World {
                     sandbox_id: Some(format!("sbx-{}", s.id.trim_start_matches("sess-"))),
                     tool_id: s.tool_id.clone(),
                     status: "Ready".into(),
+                    ready_at: None,
                     reason: Some(REASON_EXPIRED.into()),
                     created_at: s.expire_at,
                     metadata: s.metadata,
@@ -425,6 +441,14 @@ impl World {
         };
         self.insert_session(s.clone());
         s
+    }
+
+    /// Move a session's expiry (SetSessionTtl): the expiry index follows.
+    pub(crate) fn set_expiry(&mut self, id: &str, expire_at: OffsetDateTime) -> Option<SessRec> {
+        let mut s = self.remove_session(id)?;
+        s.expire_at = expire_at;
+        self.insert_session(s.clone());
+        Some(s)
     }
 
     /// How many active sessions each UserSessionId has.
@@ -536,6 +560,7 @@ impl World {
             sandbox_id: s.sandbox_id,
             tool_id: s.tool_id,
             status: s.status.unwrap_or_else(|| "Ready".into()),
+            ready_at: None,
             reason: Some(s.reason.unwrap_or_else(|| REASON_EXPIRED.into())),
             created_at: s.created_at.unwrap_or(now),
             metadata: s.session_metadata,
