@@ -7,11 +7,17 @@ use crate::error::Error;
 use crate::store::dynamo::DynamoStore;
 
 /// Logs as JSON lines in Lambda (CloudWatch parses them), plain text elsewhere; `RUST_LOG`
-/// filters (default `info`). Safe to call more than once.
+/// filters (default `info`). Logs go to stderr, so a command's own output (the server's
+/// banner, a report) is alone on stdout; colours only on a terminal. Safe to call more than
+/// once.
 pub fn init_tracing() {
+    use std::io::IsTerminal;
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter);
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal());
     let in_lambda = std::env::var_os("AWS_LAMBDA_FUNCTION_NAME").is_some();
     let _ = if in_lambda {
         builder

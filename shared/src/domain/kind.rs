@@ -42,7 +42,8 @@ impl Kind {
 
 impl fmt::Display for Kind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
+        // `pad`, so a width in a format string (a table column) is honoured.
+        f.pad(self.as_str())
     }
 }
 
@@ -90,7 +91,8 @@ impl Retention {
 
 impl fmt::Display for Retention {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
+        // `pad`, so a width in a format string (a table column) is honoured.
+        f.pad(self.as_str())
     }
 }
 
