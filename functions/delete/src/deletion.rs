@@ -101,6 +101,27 @@ pub enum Deleted {
     AlreadyGone,
 }
 
+/// What [`Deleter::prune`] did.
+#[derive(Debug)]
+pub struct Pruned {
+    /// Snapshots deleted, the first ones asked for: the rest were not touched.
+    pub deleted: usize,
+    /// Time ran short before the rest were started.
+    pub cut: bool,
+    /// `Done` when every deletion started succeeded; else why it stopped.
+    pub outcome: Result<Deleted, Error>,
+}
+
+impl Pruned {
+    fn nothing(outcome: Result<Deleted, Error>) -> Self {
+        Pruned {
+            deleted: 0,
+            cut: false,
+            outcome,
+        }
+    }
+}
+
 /// What the record says a deleter may do, before any AgentKit call.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Decision {
@@ -165,6 +186,8 @@ struct Holding {
     resting: WakeState,
     /// The work under the lock ends before the lease does.
     deadline: Deadline,
+    /// When the lease taken ends (near enough: measured after the acquire answered).
+    lease_end: Deadline,
 }
 
 enum Taken {
@@ -202,40 +225,55 @@ impl<'a, S: AgentStore, K: AgentKit> Deleter<'a, S, K> {
         if_match: Option<u64>,
         deadline: Deadline,
     ) -> Result<Deleted, Error> {
-        self.delete_snapshots(
+        self.prune(
             target,
             std::slice::from_ref(snapshot),
             seen,
             if_match,
+            None,
             deadline,
         )
         .await
+        .outcome
     }
 
     /// Delete several snapshots of `target` under one tenure of its lock (the retention
-    /// sweep prunes this way). Every deletion is idempotent; the first that fails stops the
-    /// rest, hands the agent back and answers the error.
-    pub async fn delete_snapshots(
+    /// sweep prunes this way), in order. Every deletion is idempotent; the first that fails
+    /// stops the rest, hands the agent back and is the outcome.
+    ///
+    /// With `start_by`, a deletion is only started before that instant and while a quarter
+    /// of the lease is left; the rest are left for the caller ([`Pruned::cut`]) instead of
+    /// being cut off mid-call, so a run that stops early still has time to hand the agent
+    /// back, and a long prune takes the lock again rather than outliving its lease.
+    pub async fn prune(
         &self,
         target: &DeleteTarget,
         snapshots: &[SnapshotRef],
         seen: Option<AgentRecord>,
         if_match: Option<u64>,
+        start_by: Option<Deadline>,
         deadline: Deadline,
-    ) -> Result<Deleted, Error> {
+    ) -> Pruned {
         let lock = self.lock(deadline);
-        let mut held = match self.acquire(&lock, target, seen, if_match).await? {
-            Taken::Gone => return Ok(Deleted::AlreadyGone),
-            Taken::Held(h) => h,
+        let mut held = match self.acquire(&lock, target, seen, if_match).await {
+            Ok(Taken::Held(h)) => h,
+            Ok(Taken::Gone) => return Pruned::nothing(Ok(Deleted::AlreadyGone)),
+            Err(e) => return Pruned::nothing(Err(e)),
         };
         let mut deleted: Vec<&str> = Vec::new();
         let mut result = Ok(());
+        let mut cut = false;
+        let quarter_lease = self.settings.lock.lease / 4;
         for SnapshotRef {
             tool_id,
             region,
             snapshot_id,
         } in snapshots
         {
+            if start_by.is_some_and(|by| by.is_past() || !held.lease_end.allows(quarter_lease)) {
+                cut = true;
+                break;
+            }
             let one = async {
                 self.delete_snapshot_call(region, tool_id, snapshot_id, held.deadline)
                     .await?;
@@ -258,7 +296,17 @@ impl<'a, S: AgentStore, K: AgentKit> Deleter<'a, S, K> {
             .collect();
         let summaries = (left.len() != before.len()).then_some(left);
         let restored = self.restore(&lock, &mut held, summaries).await;
-        result?;
+        let done = Pruned {
+            deleted: deleted.len(),
+            cut,
+            outcome: Ok(Deleted::Done),
+        };
+        if let Err(e) = result {
+            return Pruned {
+                outcome: Err(e),
+                ..done
+            };
+        }
         match restored {
             Ok(true) => {}
             // The snapshots are deleted: that is what the caller asked for. The record stays
@@ -270,8 +318,8 @@ impl<'a, S: AgentStore, K: AgentKit> Deleter<'a, S, K> {
                 tracing::warn!(agent = %target.key, error = %e, "snapshots deleted, but the lock could not be released")
             }
         }
-        tracing::info!(agent = %target.key, snapshots = ?deleted, "snapshots deleted");
-        Ok(Deleted::Done)
+        tracing::info!(agent = %target.key, snapshots = ?deleted, cut, "snapshots deleted");
+        done
     }
 
     /// Delete the agent: end its sessions, delete its snapshots, leave the tombstone.
@@ -491,6 +539,7 @@ impl<'a, S: AgentStore, K: AgentKit> Deleter<'a, S, K> {
                         held: *held,
                         resting,
                         deadline: lock.deadline().min_after(self.settings.lock.lease),
+                        lease_end: Deadline::after(self.settings.lock.lease),
                     })))
                 }
                 Acquired::Lost(current) => seen = current,

@@ -11,10 +11,11 @@
 //!    agent's lock exactly as a snapshot delete does; an agent whose lock is held (a wake or a
 //!    delete in flight) is skipped this round.
 //!
-//! A sweep stays inside its invocation: before each Tool and each agent it checks the time
-//! left, and when it runs short it writes where it stopped in the `SWEEP` / `CURSOR` document
-//! and returns; the next run continues from there (a Tool it had started is listed again, the
-//! agents before the checkpoint skipped). Two sweeps never run at once: a lock document
+//! A sweep stays inside its invocation: before each Tool, each agent and each deletion it
+//! checks the time left, and when it runs short it writes where it stopped in the `SWEEP` /
+//! `CURSOR` document and returns; the next run continues from there (a Tool it had started is
+//! listed again, the agents finished before the checkpoint skipped; an agent cut off halfway
+//! is not finished, and what is left of its pruning is done then). Two sweeps never run at once: a lock document
 //! (`LOCK#sweep`) through the same lock discipline as deploy's. A dry run writes nothing at
 //! all and reports what it would have done.
 
@@ -122,8 +123,9 @@ impl SweepProgress for Quiet {}
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SweepSettings {
     pub policy: RetentionPolicy,
-    /// The time kept back at the end of an invocation to write the checkpoint and answer; a
-    /// Tool is only started with twice this left.
+    /// The time kept back at the end of an invocation to write the checkpoint and answer: an
+    /// agent or a deletion is only started with this much left, a Tool with twice this. It
+    /// should exceed one AgentKit call, so that the last deletion started finishes.
     pub margin: Duration,
 }
 
@@ -305,7 +307,6 @@ impl<S: AgentStore, K: AgentKit> Sweep<'_, S, K> {
             if deadline.remaining() < self.settings.margin {
                 return Stop::OutOfTime;
             }
-            counts.seen += 1;
             if !dry_run {
                 match index_agent(self.store, &key, &listing, &seen).await {
                     Upsert::Written => counts.indexed += 1,
@@ -319,24 +320,25 @@ impl<S: AgentStore, K: AgentKit> Sweep<'_, S, K> {
             if retention == Retention::Recoverable {
                 let awake = !seen.sessions.is_empty();
                 let doomed = self.settings.policy.to_prune(&seen.snapshots, awake, now);
-                if !doomed.is_empty() {
-                    let refs: Vec<SnapshotRef> = doomed
-                        .iter()
-                        .filter_map(|s| {
-                            Some(SnapshotRef {
-                                tool_id: listing.tool_id.clone(),
-                                region: listing.region.clone(),
-                                snapshot_id: s.snapshot_id.clone()?,
-                            })
+                let refs: Vec<SnapshotRef> = doomed
+                    .iter()
+                    .filter_map(|s| {
+                        Some(SnapshotRef {
+                            tool_id: listing.tool_id.clone(),
+                            region: listing.region.clone(),
+                            snapshot_id: s.snapshot_id.clone()?,
                         })
-                        .collect();
-                    if dry_run {
-                        counts.pruned += refs.len() as u64;
-                    } else {
-                        self.prune(&key, &refs, counts, deadline).await;
-                    }
+                    })
+                    .collect();
+                if dry_run {
+                    counts.pruned += refs.len() as u64;
+                } else if let Stop::OutOfTime = self.prune(&key, &refs, counts, deadline).await {
+                    // The agent is not done: the next run lists it again and prunes what is
+                    // left of it (what was deleted is no longer listed).
+                    return Stop::OutOfTime;
                 }
             }
+            counts.seen += 1;
             cp.after = Some(key.clone());
             self.progress.agent(&key);
         }
@@ -344,41 +346,74 @@ impl<S: AgentStore, K: AgentKit> Sweep<'_, S, K> {
     }
 
     /// Delete `refs` under the agent's lock; a held lock skips the agent this round.
+    /// `OutOfTime`: the run's time ran short before all of them were deleted.
     async fn prune(
         &self,
         key: &AgentKey,
         refs: &[SnapshotRef],
         counts: &mut SweepCounts,
         deadline: Deadline,
-    ) {
+    ) -> Stop {
         let target = DeleteTarget {
             key: key.clone(),
             user_session_id: user_session_id(&key.agent_id).map(str::to_string),
             describe: None,
         };
         let deleter = Deleter::new(self.store, self.agentkit, self.delete);
-        let seen = match self.store.get(key).await {
-            Ok(r) => r,
-            Err(e) => {
-                tracing::warn!(agent = %key, error = %e, "sweep: cannot read the record");
-                counts.errors += 1;
-                return;
+        // The last deletion started has the margin to finish, and the run to hand back.
+        let start_by = Deadline::at(
+            deadline
+                .instant()
+                .checked_sub(self.settings.margin)
+                .unwrap_or_else(tokio::time::Instant::now),
+        );
+        let mut rest = refs;
+        while !rest.is_empty() {
+            let seen = match self.store.get(key).await {
+                Ok(r) => r,
+                Err(e) => {
+                    tracing::warn!(agent = %key, error = %e, "sweep: cannot read the record");
+                    counts.errors += 1;
+                    return self.out_of_time_or(deadline, Stop::Finished);
+                }
+            };
+            let pruned = deleter
+                .prune(&target, rest, seen, None, Some(start_by), deadline)
+                .await;
+            counts.pruned += pruned.deleted as u64;
+            rest = &rest[pruned.deleted.min(rest.len())..];
+            match pruned.outcome {
+                Ok(Deleted::AlreadyGone) => return Stop::Finished,
+                Ok(Deleted::Done) if !pruned.cut => return Stop::Finished,
+                // The lease ran short with time left in the run: take the lock again for
+                // the rest, as long as the last tenure got somewhere.
+                Ok(Deleted::Done) if pruned.deleted > 0 => {
+                    if deadline.remaining() < self.settings.margin {
+                        return Stop::OutOfTime;
+                    }
+                }
+                Ok(Deleted::Done) => return Stop::OutOfTime,
+                Err(Error::AgentBusy { .. }) => {
+                    tracing::info!(agent = %key, "sweep: the agent is held; pruning it next round");
+                    counts.skipped += 1;
+                    return Stop::Finished;
+                }
+                Err(e) => {
+                    tracing::warn!(agent = %key, error = %e, "sweep: pruning failed");
+                    counts.errors += 1;
+                    // A deletion the deadline cut off is the run's end, not the agent's.
+                    return self.out_of_time_or(deadline, Stop::Finished);
+                }
             }
-        };
-        match deleter
-            .delete_snapshots(&target, refs, seen, None, deadline)
-            .await
-        {
-            Ok(Deleted::Done) => counts.pruned += refs.len() as u64,
-            Ok(Deleted::AlreadyGone) => {}
-            Err(Error::AgentBusy { .. }) => {
-                tracing::info!(agent = %key, "sweep: the agent is held; pruning it next round");
-                counts.skipped += 1;
-            }
-            Err(e) => {
-                tracing::warn!(agent = %key, error = %e, "sweep: pruning failed");
-                counts.errors += 1;
-            }
+        }
+        Stop::Finished
+    }
+
+    fn out_of_time_or(&self, deadline: Deadline, otherwise: Stop) -> Stop {
+        if deadline.remaining() < self.settings.margin {
+            Stop::OutOfTime
+        } else {
+            otherwise
         }
     }
 }
