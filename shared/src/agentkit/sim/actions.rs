@@ -296,7 +296,8 @@ fn delete_session_snapshot(
     })
 }
 
-/// A snapshot of a live session, now: `Creating` for the snapshot ready delay, then `Ready`,
+/// A snapshot of a live session, now: `Creating` for the snapshot ready delay, then `Ready`
+/// (or the failure status a test set),
 /// with the session's UserSessionId and Metadata (as SessionMetadata), `Reason` `Manual`. The
 /// session goes on. Refused on a Tool without `EnableSnapshot` (400 `OperationDenied`) and on
 /// a session that is not active (409 `InvalidResource.Status`); an unknown session is
@@ -343,7 +344,7 @@ fn create_session_snapshot(
         user_session_id: usid,
         sandbox_id: Some(format!("sbx-{}", source.trim_start_matches("sess-"))),
         tool_id,
-        status: "Ready".into(),
+        status: w.snapshot_outcome.clone(),
         ready_at: Some(ready_at),
         reason: Some(super::state::REASON_MANUAL.into()),
         created_at: cx.now,

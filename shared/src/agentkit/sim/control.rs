@@ -156,6 +156,7 @@ struct Settings {
     session_ready_delay_ms: Option<u64>,
     tool_ready_delay_ms: Option<u64>,
     snapshot_ready_delay_ms: Option<u64>,
+    snapshot_outcome: Option<String>,
     /// Absent = unchanged; `null` = throttle off.
     #[serde(deserialize_with = "present", skip_serializing_if = "Option::is_none")]
     tool_write_limit: Option<Option<u32>>,
@@ -172,6 +173,7 @@ fn settings_json(c: &SimControl) -> Json<Value> {
         "session_ready_delay_ms": s.as_millis() as u64,
         "tool_ready_delay_ms": t.as_millis() as u64,
         "snapshot_ready_delay_ms": c.snapshot_ready_delay().as_millis() as u64,
+        "snapshot_outcome": c.snapshot_outcome(),
         "tool_write_limit": l,
     }))
 }
@@ -190,6 +192,9 @@ async fn set_settings(State(c): State<SimControl>, body: Bytes) -> Answer {
     }
     if let Some(ms) = s.snapshot_ready_delay_ms {
         c.set_snapshot_ready_delay(Duration::from_millis(ms));
+    }
+    if let Some(status) = s.snapshot_outcome {
+        c.set_snapshot_outcome(&status);
     }
     if let Some(l) = s.tool_write_limit {
         c.set_tool_write_limit(l);

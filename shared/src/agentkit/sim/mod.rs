@@ -81,8 +81,9 @@
 //!   `{"snapshot_ids": [...]}` (bulk, one lock)
 //! - `GET /_sim/snapshots/{id}` → the AgentKit Snapshot
 //! - `GET /_sim/settings` → `{"session_ready_delay_ms": 0, "tool_ready_delay_ms": 0,
-//!   "snapshot_ready_delay_ms": 0, "tool_write_limit": 3}`; `POST /_sim/settings` with any of those fields changes them
-//!   (`"tool_write_limit": null` turns the throttle off)
+//!   "snapshot_ready_delay_ms": 0, "snapshot_outcome": "Ready", "tool_write_limit": 3}`;
+//!   `POST /_sim/settings` with any of those fields changes them (`"tool_write_limit": null`
+//!   turns the throttle off; `"snapshot_outcome": "Failed"` makes requested snapshots fail)
 //! - `GET /_sim/faults` → `[…]`; `POST /_sim/faults` `{"action": "CreateSession",
 //!   "error": {"code": "ErrCreateSessionFail", "status": 500, "retry_after": null},
 //!   "latency_ms": 0, "trigger": {"next": 1}, "after_apply": true}` → `{"faults": n}`
@@ -277,6 +278,18 @@ impl SimControl {
     /// How long a snapshot taken on request stays `Creating`.
     pub fn snapshot_ready_delay(&self) -> Duration {
         self.0.with(|i, _| i.world.snapshot_ready_delay)
+    }
+
+    /// The status snapshots taken on request reach after their delay: `Ready` (the default),
+    /// or for instance `Failed` to test a snapshot that does not succeed.
+    pub fn set_snapshot_outcome(&self, status: &str) {
+        let status = status.to_string();
+        self.0.with(|i, _| i.world.snapshot_outcome = status);
+    }
+
+    /// The status snapshots taken on request reach.
+    pub fn snapshot_outcome(&self) -> String {
+        self.0.with(|i, _| i.world.snapshot_outcome.clone())
     }
 
     /// How long new Tools stay `Creating`.

@@ -292,6 +292,9 @@ pub(crate) struct World {
     pub(crate) tool_ready_delay: Duration,
     /// How long a snapshot taken on request stays `Creating`.
     pub(crate) snapshot_ready_delay: Duration,
+    /// The status a snapshot taken on request reaches after the delay (`Ready`, or a failure
+    /// to test with).
+    pub(crate) snapshot_outcome: String,
     /// Resumes per snapshot id (kept after the snapshot is deleted).
     pub(crate) resumes: BTreeMap<String, u64>,
     ids: StdRng,
@@ -315,6 +318,7 @@ impl World {
             session_ready_delay,
             tool_ready_delay,
             snapshot_ready_delay: Duration::ZERO,
+            snapshot_outcome: "Ready".into(),
             resumes: BTreeMap::new(),
             ids: StdRng::seed_from_u64(seed),
         }
