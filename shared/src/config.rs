@@ -82,7 +82,8 @@ pub struct Config {
     pub agentkit: AgentKitConfig,
     /// The DynamoDB table (`SNAPWAKE_TABLE`); `None` runs on the in-memory store locally.
     pub table: Option<String>,
-    /// Wake timings (`SNAPWAKE_WAIT_S`, `SNAPWAKE_READY_TIMEOUT_S`).
+    /// Wake, sleep and keepalive timings (`SNAPWAKE_WAIT_S`, `SNAPWAKE_READY_TIMEOUT_S`,
+    /// `SNAPWAKE_MAX_TTL_S`).
     pub wake: WakeSettings,
     /// Explicit Tool ids (`SNAPWAKE_TOOL_<KEY>`), laid over the registry.
     pub tool_overrides: ToolOverrides,
@@ -219,9 +220,18 @@ fn wake_settings(get: &impl Fn(&str) -> Option<String>) -> Result<WakeSettings, 
             reason: format!("must be longer than SNAPWAKE_WAIT_S ({wait_s} s)"),
         });
     }
+    let max_ttl_s = parse_number(get, "SNAPWAKE_MAX_TTL_S", defaults.max_ttl.as_secs())?;
+    // A keepalive asks for at least a minute; a week is far beyond any session AgentKit keeps.
+    if !(crate::wake::MIN_TTL.as_secs()..=7 * 24 * 3600).contains(&max_ttl_s) {
+        return Err(ConfigError::Invalid {
+            var: "SNAPWAKE_MAX_TTL_S",
+            reason: "must be between 60 and 604800 (seconds)".into(),
+        });
+    }
     Ok(WakeSettings {
         wait: Duration::from_secs(wait_s),
         ready_timeout: Duration::from_secs(ready_s),
+        max_ttl: Duration::from_secs(max_ttl_s),
         ..defaults
     })
 }
@@ -486,6 +496,26 @@ mod tests {
         vars.extend([("SNAPWAKE_WAIT_S", "5"), ("SNAPWAKE_READY_TIMEOUT_S", "30")]);
         let c = config(&vars).unwrap();
         assert_eq!(c.wake.ready_timeout, Duration::from_secs(30));
+    }
+
+    #[test]
+    fn the_keepalive_bound_is_a_minute_to_a_week() {
+        assert_eq!(
+            config(&KEYS).unwrap().wake.max_ttl,
+            Duration::from_secs(28_800)
+        );
+        for bad in ["59", "604801", "x"] {
+            let mut vars = KEYS.to_vec();
+            vars.push(("SNAPWAKE_MAX_TTL_S", bad));
+            let err = config(&vars).unwrap_err().to_string();
+            assert!(err.contains("SNAPWAKE_MAX_TTL_S"), "{bad}: {err}");
+        }
+        let mut vars = KEYS.to_vec();
+        vars.push(("SNAPWAKE_MAX_TTL_S", "3600"));
+        assert_eq!(
+            config(&vars).unwrap().wake.max_ttl,
+            Duration::from_secs(3600)
+        );
     }
 
     #[test]

@@ -46,6 +46,20 @@ pub enum Error {
     #[error("{0}")]
     WakeFailed(String),
 
+    /// The agent cannot be put to sleep: it lives on a temporary Tool (no snapshots), 422
+    /// `NOT_SLEEPABLE`.
+    #[error("{0}")]
+    NotSleepable(String),
+
+    /// Keepalive needs a live session, and the agent has none (422 `NOT_AWAKE`).
+    #[error("{0}")]
+    NotAwake(String),
+
+    /// A sleep's snapshot failed (or could not be taken); the session was not ended and the
+    /// agent is still awake (502, retryable).
+    #[error("{0}")]
+    SleepFailed(String),
+
     /// Not enough of this request's budget is left to do the work safely (a Resume or
     /// CreateSession is never sent with less than one AgentKit request timeout left); nothing
     /// was changed. 503, retryable.

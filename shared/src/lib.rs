@@ -10,6 +10,7 @@
 //! - [`lock`]: the per-agent lock (acquire, fenced writes, writes by anyone, poll leases,
 //!   the pure `decide`) that wake, create, delete and deploy share;
 //! - [`wake`]: the wake protocol over the lock (docs/wake-protocol.md);
+//! - [`sleep`]: sleep now over the same lock: snapshot, wait until Ready, end the session;
 //! - [`http`]: problem+json responses;
 //! - [`config`]: environment → typed configuration, validated once at cold start;
 //! - [`error`]: the one error type, mapped to problem+json in [`http::problem`].
@@ -29,6 +30,7 @@ pub mod index_sync;
 pub mod locate;
 pub mod lock;
 pub mod registry;
+pub mod sleep;
 pub mod store;
 pub mod timestamp;
 pub mod view;

@@ -35,7 +35,8 @@ fn newest_first(snapshots: &[Snapshot]) -> Vec<&Snapshot> {
     sorted
 }
 
-fn snapshot_view(s: &Snapshot) -> SnapshotView {
+/// The summary an agent record keeps of one snapshot.
+pub fn snapshot_view(s: &Snapshot) -> SnapshotView {
     SnapshotView {
         snapshot_id: s.snapshot_id.clone().unwrap_or_default(),
         source_session_id: s.session_id.clone(),
@@ -53,6 +54,23 @@ pub fn snapshot_views(snapshots: &[Snapshot]) -> Vec<SnapshotView> {
         .collect()
 }
 
+/// The snapshots an agent record summarises, as AgentKit would list them (for a view built
+/// from the record alone).
+pub fn record_snapshots(record: &AgentRecord) -> Vec<Snapshot> {
+    record
+        .snapshots
+        .iter()
+        .map(|s| Snapshot {
+            snapshot_id: Some(s.snapshot_id.clone()),
+            session_id: s.source_session_id.clone(),
+            status: s.status.clone(),
+            reason: s.reason.clone(),
+            created_at: s.created_at.clone(),
+            ..Snapshot::default()
+        })
+        .collect()
+}
+
 /// The view of one agent at `now_ms`.
 pub fn agent_view(facts: &AgentFacts<'_>, now_ms: u64, settings: &LockSettings) -> AgentView {
     let record = facts.record;
@@ -66,6 +84,8 @@ pub fn agent_view(facts: &AgentFacts<'_>, now_ms: u64, settings: &LockSettings) 
         AgentState::Deleting
     } else if held(WakeState::Waking) {
         AgentState::Waking
+    } else if held(WakeState::Sleeping) {
+        AgentState::Sleeping
     } else if let Some(s) = &live {
         if s.status
             .as_deref()
@@ -106,6 +126,13 @@ pub fn agent_view(facts: &AgentFacts<'_>, now_ms: u64, settings: &LockSettings) 
     let wake = record.and_then(|r| match r.state {
         WakeState::Waking if settings.lease_is_live(r, now_ms) => Some(WakeView {
             state: "waking".into(),
+            since: r.updated_at.clone(),
+            session_id: r.session_id.clone(),
+            error: None,
+        }),
+        // A sleep in flight, shown like a wake: since when, and the session it ends.
+        WakeState::Sleeping if settings.lease_is_live(r, now_ms) => Some(WakeView {
+            state: "sleeping".into(),
             since: r.updated_at.clone(),
             session_id: r.session_id.clone(),
             error: None,

@@ -47,6 +47,10 @@ pub struct ServeArgs {
     /// How long a resumed session of the embedded simulator takes to become Ready, in ms.
     #[arg(long, default_value_t = 1500)]
     session_ready_delay_ms: u64,
+    /// How long a snapshot the embedded simulator takes on request (a sleep) stays Creating,
+    /// in ms.
+    #[arg(long, default_value_t = 1000)]
+    snapshot_ready_delay_ms: u64,
     /// Run the retention sweep (index and prune) this often, as the deployed schedule does;
     /// it also runs once at start. `0s` turns the schedule off.
     #[arg(long, default_value = "1h", value_parser = humantime::parse_duration)]
@@ -97,6 +101,8 @@ async fn parts(args: &ServeArgs) -> Result<Parts, CliError> {
         ..SimConfig::default()
     })
     .await?;
+    sim.control()
+        .set_snapshot_ready_delay(Duration::from_millis(args.snapshot_ready_delay_ms));
     // The embedded simulator's own credentials; everything else from the environment.
     let endpoint = sim.endpoint();
     let credentials = SimConfig::default().credentials;

@@ -490,11 +490,7 @@ impl<S: AgentStore, K: AgentKit> Create<S, K> {
                     retry_after_s,
                 } => {
                     return Err(Error::AgentBusy {
-                        detail: match state {
-                            WakeState::Deleting => "a delete holds the agent",
-                            _ => "the agent is still being created",
-                        }
-                        .into(),
+                        detail: state.holder_detail().into(),
                         retry_after_s,
                     })
                 }

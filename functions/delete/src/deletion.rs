@@ -157,12 +157,7 @@ pub fn decide(
             state,
             retry_after_s,
         } => Err(Error::AgentBusy {
-            detail: match state {
-                WakeState::Waking => "a wake holds the agent",
-                WakeState::Creating => "the agent is being created",
-                _ => "a delete holds the agent",
-            }
-            .into(),
+            detail: state.holder_detail().into(),
             retry_after_s,
         }),
         // A delete is never told to join, trust or verify; whatever else, a CAS decides.

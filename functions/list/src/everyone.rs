@@ -16,7 +16,7 @@
 //! record yet: such a page says so in `partial`, one entry per Tool not yet covered.
 
 use serde::{Deserialize, Serialize};
-use snapwake::agentkit::types::{Session, Snapshot};
+use snapwake::agentkit::types::Session;
 use snapwake::domain::{AgentKey, AgentRecord, AgentState, AgentView, Kind, WakeState};
 use snapwake::error::{Error, Result};
 use snapwake::index_sync::IndexStatus;
@@ -146,8 +146,8 @@ impl<S: AgentStore> Everyone<'_, S> {
 }
 
 /// The view of an agent from its record alone, as of the record's last write (`None`: a list
-/// does not show it). The recorded session counts as live while the record says awake and its
-/// expiry has not passed.
+/// does not show it). The recorded session counts as live while the record says awake (or
+/// sleeping: the session ends only once its snapshot is Ready) and its expiry has not passed.
 pub fn index_view(record: &AgentRecord, now_ms: u64, settings: &LockSettings) -> Option<AgentView> {
     let expired = record
         .session_expire_at
@@ -155,7 +155,7 @@ pub fn index_view(record: &AgentRecord, now_ms: u64, settings: &LockSettings) ->
         .and_then(snapwake::timestamp::epoch_ms)
         .is_some_and(|t| t <= now_ms);
     let session = match (&record.session_id, record.state) {
-        (Some(id), WakeState::Awake) if !expired => vec![Session {
+        (Some(id), WakeState::Awake | WakeState::Sleeping) if !expired => vec![Session {
             session_id: Some(id.clone()),
             user_session_id: snapwake::locate::user_session_id(&record.key.agent_id)
                 .map(str::to_string),
@@ -165,18 +165,7 @@ pub fn index_view(record: &AgentRecord, now_ms: u64, settings: &LockSettings) ->
         }],
         _ => Vec::new(),
     };
-    let snapshots: Vec<Snapshot> = record
-        .snapshots
-        .iter()
-        .map(|s| Snapshot {
-            snapshot_id: Some(s.snapshot_id.clone()),
-            session_id: s.source_session_id.clone(),
-            status: s.status.clone(),
-            reason: s.reason.clone(),
-            created_at: s.created_at.clone(),
-            ..Snapshot::default()
-        })
-        .collect();
+    let snapshots = snapwake::view::record_snapshots(record);
     let mut view = view_of(
         &record.key,
         Some(record),

@@ -146,7 +146,10 @@ pub fn view_of(
     );
     let something = sessions.iter().any(Session::is_active)
         || !snapshots.is_empty()
-        || matches!(view.state, AgentState::Waking | AgentState::Deleting);
+        || matches!(
+            view.state,
+            AgentState::Waking | AgentState::Deleting | AgentState::Sleeping
+        );
     something.then_some(view)
 }
 

@@ -158,6 +158,10 @@ impl Snapshot {
     pub fn is_wakeable(&self) -> bool {
         crate::domain::is_snapshot_wakeable(self.status.as_deref())
     }
+
+    pub fn is_in_progress(&self) -> bool {
+        crate::domain::is_snapshot_in_progress(self.status.as_deref())
+    }
 }
 
 /// A sandbox template.

@@ -22,16 +22,19 @@ pub enum AgentState {
     Deleting,
     /// No live session and no Ready snapshot.
     Unavailable,
+    /// A sleep is in flight: snapshotting, then ending the session.
+    Sleeping,
 }
 
 impl AgentState {
-    pub const ALL: [AgentState; 6] = [
+    pub const ALL: [AgentState; 7] = [
         AgentState::Awake,
         AgentState::Starting,
         AgentState::Waking,
         AgentState::Asleep,
         AgentState::Deleting,
         AgentState::Unavailable,
+        AgentState::Sleeping,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -42,6 +45,7 @@ impl AgentState {
             AgentState::Asleep => "asleep",
             AgentState::Deleting => "deleting",
             AgentState::Unavailable => "unavailable",
+            AgentState::Sleeping => "sleeping",
         }
     }
 }
@@ -54,7 +58,7 @@ impl std::str::FromStr for AgentState {
             .into_iter()
             .find(|a| a.as_str() == s)
             .ok_or_else(|| {
-                "state must be one of awake, starting, waking, asleep, deleting, unavailable".into()
+                "state must be one of awake, starting, waking, asleep, deleting, unavailable, sleeping".into()
             })
     }
 }

@@ -11,4 +11,6 @@ pub use agent::{AgentState, AgentView, SessionView, SnapshotView, WakeView};
 pub use kind::{Kind, ParseKindError, ParseRetentionError, Retention};
 pub use record::{AgentKey, AgentRecord, WakeState};
 pub use registry::{KindTools, ToolRegistry};
-pub use session::{is_session_active, is_session_usable, is_snapshot_wakeable};
+pub use session::{
+    is_session_active, is_session_usable, is_snapshot_in_progress, is_snapshot_wakeable,
+};

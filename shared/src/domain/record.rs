@@ -28,6 +28,8 @@ pub enum WakeState {
     Gone,
     /// A create holds the agent around CreateSession.
     Creating,
+    /// A sleep holds the agent: snapshot, wait until it is Ready, end the session.
+    Sleeping,
 }
 
 impl WakeState {
@@ -40,6 +42,7 @@ impl WakeState {
             WakeState::Deleting => "deleting",
             WakeState::Gone => "gone",
             WakeState::Creating => "creating",
+            WakeState::Sleeping => "sleeping",
         }
     }
 
@@ -47,8 +50,19 @@ impl WakeState {
     pub fn is_held(self) -> bool {
         matches!(
             self,
-            WakeState::Waking | WakeState::Deleting | WakeState::Creating
+            WakeState::Waking | WakeState::Deleting | WakeState::Creating | WakeState::Sleeping
         )
+    }
+
+    /// What a 409 says about the operation holding the agent in this state.
+    pub fn holder_detail(self) -> &'static str {
+        match self {
+            WakeState::Waking => "a wake holds the agent",
+            WakeState::Deleting => "a delete holds the agent",
+            WakeState::Creating => "the agent is being created",
+            WakeState::Sleeping => "the agent is being put to sleep",
+            _ => "another operation holds the agent",
+        }
     }
 }
 
@@ -69,6 +83,7 @@ impl FromStr for WakeState {
             WakeState::Deleting,
             WakeState::Gone,
             WakeState::Creating,
+            WakeState::Sleeping,
         ]
         .into_iter()
         .find(|w| w.as_str() == s)

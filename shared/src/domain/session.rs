@@ -29,6 +29,17 @@ pub fn is_snapshot_wakeable(status: Option<&str>) -> bool {
     status.is_some_and(|s| s.eq_ignore_ascii_case("ready"))
 }
 
+/// A snapshot still being made (after CreateSessionSnapshot): `Creating` or `Pending`. A sleep
+/// waits on these; any other status but `Ready` is a snapshot that will not become Ready (and
+/// the session it was taken of is not ended).
+pub fn is_snapshot_in_progress(status: Option<&str>) -> bool {
+    status.is_some_and(|s| {
+        ["creating", "pending"]
+            .iter()
+            .any(|a| a.eq_ignore_ascii_case(s))
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -61,5 +72,11 @@ mod tests {
         assert!(is_snapshot_wakeable(Some("Ready")));
         assert!(!is_snapshot_wakeable(Some("Creating")));
         assert!(!is_snapshot_wakeable(None));
+        assert!(is_snapshot_in_progress(Some("CREATING")));
+        assert!(is_snapshot_in_progress(Some("Pending")));
+        for s in ["Ready", "Failed", "weird", ""] {
+            assert!(!is_snapshot_in_progress(Some(s)), "{s}");
+        }
+        assert!(!is_snapshot_in_progress(None));
     }
 }

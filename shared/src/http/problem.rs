@@ -126,6 +126,19 @@ impl From<&Error> for Problem {
             Error::NotWakeable(detail) => {
                 Problem::new(422, "NOT_WAKEABLE", "Agent not wakeable", detail.clone())
             }
+            Error::NotSleepable(detail) => {
+                Problem::new(422, "NOT_SLEEPABLE", "Agent not sleepable", detail.clone())
+            }
+            Error::NotAwake(detail) => {
+                Problem::new(422, "NOT_AWAKE", "Agent not awake", detail.clone())
+            }
+            Error::SleepFailed(_) => Problem::new(
+                502,
+                "PROVIDER_ERROR",
+                "Sleep failed",
+                "the snapshot was not taken; the agent is still awake, retry the sleep",
+            )
+            .retryable(None),
             Error::PayloadTooLarge { .. } => Problem::new(
                 413,
                 "PAYLOAD_TOO_LARGE",
@@ -271,6 +284,24 @@ mod tests {
                 422,
                 "NOT_WAKEABLE",
                 false,
+            ),
+            (
+                Error::NotSleepable("temporary".into()),
+                422,
+                "NOT_SLEEPABLE",
+                false,
+            ),
+            (
+                Error::NotAwake("no session".into()),
+                422,
+                "NOT_AWAKE",
+                false,
+            ),
+            (
+                Error::SleepFailed("snapshot Failed".into()),
+                502,
+                "PROVIDER_ERROR",
+                true,
             ),
             (
                 Error::PayloadTooLarge { limit: 16384 },

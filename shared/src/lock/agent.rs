@@ -22,6 +22,10 @@ pub enum Generation {
     New,
     /// A delete: the agent's session is what it was, and the holder hands it back as it was.
     Keep,
+    /// A sleep: the session stays (it is the one being put to sleep); the snapshot field is
+    /// cleared for the snapshot this sleep takes (the record names it only once it exists),
+    /// and so is the last error.
+    Sleep,
 }
 
 /// How to take the lock.
@@ -145,6 +149,10 @@ impl<'a, S: AgentStore> AgentLock<'a, S> {
             changes.verified_at_ms = Some(0);
             changes.error = Some(None);
         }
+        if how.generation == Generation::Sleep {
+            changes.snapshot_id = Some(None);
+            changes.error = Some(None);
+        }
         let held = |record: AgentRecord| {
             Acquired::Held(Box::new(Held {
                 key: key.clone(),
@@ -240,6 +248,25 @@ impl<'a, S: AgentStore> AgentLock<'a, S> {
         .await
     }
 
+    /// A sleep settled by anyone (`state = sleeping AND fence = f AND snapshot_id = s`):
+    /// whoever saw the snapshot it waits for Ready (or failed) finishes that sleep, and only it.
+    pub async fn settle_sleep_by_anyone(
+        &self,
+        key: &AgentKey,
+        fence: u64,
+        snapshot_id: &str,
+        changes: Changes,
+    ) -> Result<Settled, StoreError> {
+        let condition = Condition::SleepingWith {
+            fence,
+            snapshot_id: snapshot_id.to_string(),
+        };
+        self.settle(key, &condition, &changes, |r| {
+            r.fence == fence && shows(&changes, r)
+        })
+        .await
+    }
+
     /// A CAS on the version of `seen` (a poll lease, a session a reconcile found, a
     /// verification): whoever changed the record first wins, the others learn it in the same
     /// round trip.
@@ -321,6 +348,11 @@ fn holds_condition(condition: &Condition, r: &AgentRecord) -> bool {
             r.state == WakeState::Waking
                 && r.fence == *fence
                 && r.session_id.as_deref() == Some(session_id.as_str())
+        }
+        Condition::SleepingWith { fence, snapshot_id } => {
+            r.state == WakeState::Sleeping
+                && r.fence == *fence
+                && r.snapshot_id.as_deref() == Some(snapshot_id.as_str())
         }
     }
 }

@@ -106,6 +106,8 @@ pub enum Intent {
     Delete,
     /// Create it (or take over an earlier attempt at creating it).
     Create,
+    /// Put it to sleep now.
+    Sleep,
 }
 
 /// What the record says a caller may do, before any AgentKit call.
@@ -129,6 +131,8 @@ pub enum Decision {
     /// Another caller is checking the awake record's session right now: watch the record for
     /// its verdict (wake only).
     AwaitVerify,
+    /// A sleep holds the agent: a wake waits for it to settle, then decides again.
+    AwaitSleep,
 }
 
 /// The pure decision of wake-protocol.md, step 2, for `intent` at `now_ms`.
@@ -153,6 +157,8 @@ pub fn decide(
     if settings.is_held(r, now_ms) {
         return match (intent, r.state) {
             (Intent::Wake { .. }, WakeState::Waking) => Decision::Join,
+            (Intent::Wake { .. }, WakeState::Sleeping) => Decision::AwaitSleep,
+            (Intent::Sleep, WakeState::Sleeping) => Decision::Join,
             (_, state) => Decision::Busy {
                 state,
                 retry_after_s: settings.retry_after_s(r, now_ms),
@@ -311,11 +317,44 @@ mod tests {
     }
 
     #[test]
+    fn a_sleep_is_joined_by_sleeps_awaited_by_wakes_and_refused_to_the_rest() {
+        let mut r = record(WakeState::Sleeping);
+        r.lease_until_ms = NOW + 10_000;
+        assert_eq!(decide(Some(&r), NOW, Intent::Sleep, &s()), Decision::Join);
+        assert_eq!(decide(Some(&r), NOW, WAKE, &s()), Decision::AwaitSleep);
+        for intent in [Intent::Delete, Intent::Create] {
+            assert!(matches!(
+                decide(Some(&r), NOW, intent, &s()),
+                Decision::Busy {
+                    state: WakeState::Sleeping,
+                    ..
+                }
+            ));
+        }
+        // A wake in flight refuses a sleep; an awake agent is put to sleep by a CAS.
+        r.state = WakeState::Waking;
+        assert!(matches!(
+            decide(Some(&r), NOW, Intent::Sleep, &s()),
+            Decision::Busy { .. }
+        ));
+        let awake = record(WakeState::Awake);
+        assert_eq!(
+            decide(Some(&awake), NOW, Intent::Sleep, &s()),
+            Decision::Acquire(Condition::Version(7))
+        );
+    }
+
+    #[test]
     fn expired_leases_of_every_holding_state_are_taken_over() {
-        for state in [WakeState::Waking, WakeState::Deleting, WakeState::Creating] {
+        for state in [
+            WakeState::Waking,
+            WakeState::Deleting,
+            WakeState::Creating,
+            WakeState::Sleeping,
+        ] {
             let mut r = record(state);
             r.lease_until_ms = NOW - 60_000;
-            for intent in [WAKE, Intent::Delete, Intent::Create] {
+            for intent in [WAKE, Intent::Delete, Intent::Create, Intent::Sleep] {
                 assert_eq!(
                     decide(Some(&r), NOW, intent, &s()),
                     Decision::Acquire(Condition::Version(7)),

@@ -238,6 +238,7 @@ fn n(v: impl std::fmt::Display) -> AttributeValue {
 ///   may hold the same agent twice (its lease expired, it acquired again with the same token);
 ///   the fence, bumped on every acquire, tells the two tenures apart, so a delayed write from
 ///   the first can never land in the second, and a stale holder always fails.
+/// - `SleepingWith`: the same for a sleep, by the snapshot it waits for.
 /// - `WakingWith`: anyone who saw the recorded session Ready may complete, but only that
 ///   wake: a later acquire bumps the fence, and a different session would be a different wake.
 ///
@@ -267,6 +268,18 @@ fn condition_expression(expr: &mut Expr, condition: &Condition, now: i64) -> Str
             let hv = expr.value("c_holder", s(holder));
             let fv = expr.value("c_fence", n(fence));
             format!("{h} = {hv} AND {f} = {fv} AND {}", live(expr))
+        }
+        Condition::SleepingWith { fence, snapshot_id } => {
+            let st = expr.name(attr::STATE);
+            let f = expr.name(attr::FENCE);
+            let snap = expr.name(attr::SNAPSHOT_ID);
+            let stv = expr.value("c_state", s(WakeState::Sleeping.as_str()));
+            let fv = expr.value("c_fence", n(fence));
+            let sv = expr.value("c_snapshot", s(snapshot_id));
+            format!(
+                "{st} = {stv} AND {f} = {fv} AND {snap} = {sv} AND {}",
+                live(expr)
+            )
         }
         Condition::WakingWith { fence, session_id } => {
             let st = expr.name(attr::STATE);

@@ -54,6 +54,11 @@ fn holds(condition: &Condition, live: Option<&AgentRecord>) -> bool {
         Condition::Held { holder, fence } => {
             live.is_some_and(|r| r.holder.as_deref() == Some(holder.as_str()) && r.fence == *fence)
         }
+        Condition::SleepingWith { fence, snapshot_id } => live.is_some_and(|r| {
+            r.state == WakeState::Sleeping
+                && r.fence == *fence
+                && r.snapshot_id.as_deref() == Some(snapshot_id.as_str())
+        }),
         Condition::WakingWith { fence, session_id } => live.is_some_and(|r| {
             r.state == WakeState::Waking
                 && r.fence == *fence

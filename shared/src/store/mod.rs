@@ -47,6 +47,9 @@ pub enum Condition {
     Held { holder: String, fence: u64 },
     /// Complete-by-anyone: `state = waking AND fence = :f AND session_id = :s`.
     WakingWith { fence: u64, session_id: String },
+    /// A sleep settled by anyone: `state = sleeping AND fence = :f AND snapshot_id = :s` (the
+    /// snapshot the sleep is waiting for).
+    SleepingWith { fence: u64, snapshot_id: String },
 }
 
 /// The descriptive fields of a record: who owns the agent and how to show it.

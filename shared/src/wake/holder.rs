@@ -22,7 +22,7 @@ use crate::agentkit::AgentKit;
 use crate::domain::{Retention, WakeState};
 use crate::error::Error;
 use crate::lock::{AgentLock, Held, Written};
-use crate::store::{now_ms, now_s, AgentStore, Changes, Description};
+use crate::store::{now_ms, now_s, AgentStore, Changes};
 
 use super::sessions::{live_session, orphan_of, own_snapshots, pick, session, snapshots};
 use super::watch::{Polled, Poller, Watched};
@@ -132,7 +132,7 @@ impl<S: AgentStore, K: AgentKit> Wake<'_, S, K> {
                 let changes = Changes {
                     lease_until_ms: Some(until),
                     poll_until_ms: Some(0),
-                    describe: Some(home_description(&home)),
+                    describe: Some(home.description()),
                     ..Changes::default()
                 };
                 return match lock.write(&mut held, changes).await? {
@@ -156,7 +156,9 @@ impl<S: AgentStore, K: AgentKit> Wake<'_, S, K> {
                 Err(e) => return Err(self.fail(lock, &mut held, e.into()).await),
             },
         };
-        let Some(snapshot) = pick(&listing, key, target.snapshot_id.as_deref()).cloned() else {
+        let recorded = before.as_ref().and_then(|b| b.snapshot_id.as_deref());
+        let Some(snapshot) = pick(&listing, key, target.snapshot_id.as_deref(), recorded).cloned()
+        else {
             self.give_back(lock, &mut held, &home).await;
             return Err(Error::NotWakeable(match &target.snapshot_id {
                 Some(id) => format!("snapshot {id} is not Ready or does not exist"),
@@ -184,7 +186,7 @@ impl<S: AgentStore, K: AgentKit> Wake<'_, S, K> {
             snapshot_id: Some(Some(snapshot_id.clone())),
             lease_until_ms: Some(self.ready_lease_until(sent_at, deadline)),
             poll_until_ms: Some(deadline_ms(deadline)),
-            describe: Some(home_description(&home)),
+            describe: Some(home.description()),
             ..Changes::default()
         };
         if let Written::Lost(r) = lock.write(&mut held, changes).await? {
@@ -271,7 +273,7 @@ impl<S: AgentStore, K: AgentKit> Wake<'_, S, K> {
             resume_sent_at_ms: Some(None),
             lease_until_ms: Some(self.ready_lease_until(now_ms(), deadline)),
             poll_until_ms: Some(deadline_ms(deadline)),
-            describe: Some(home_description(home)),
+            describe: Some(home.description()),
             ..Changes::default()
         };
         let record = match lock.write(&mut held, changes).await? {
@@ -406,7 +408,7 @@ impl<S: AgentStore, K: AgentKit> Wake<'_, S, K> {
     async fn give_back(&self, lock: &AgentLock<'_, S>, held: &mut Held, home: &Home) {
         let changes = Changes {
             resume_sent_at_ms: Some(None),
-            describe: Some(home_description(home)),
+            describe: Some(home.description()),
             ..Changes::default()
         };
         if let Err(e) = lock.release(held, WakeState::Asleep, changes).await {
@@ -429,15 +431,6 @@ impl<S: AgentStore, K: AgentKit> Wake<'_, S, K> {
         if let Err(e) = lock.release(held, WakeState::Asleep, changes).await {
             tracing::warn!(agent = %held.key, error = %e, "could not give the lock back");
         }
-    }
-}
-
-/// The Tool fields of the record.
-pub(super) fn home_description(home: &Home) -> Description {
-    Description {
-        tool_id: Some(home.tool_id.clone()),
-        region: Some(home.region.clone()),
-        ..Description::default()
     }
 }
 

@@ -29,7 +29,7 @@
 //! (the AgentKit questions a wake asks).
 
 mod holder;
-mod sessions;
+pub mod sessions;
 mod watch;
 
 use std::time::Duration;
@@ -70,7 +70,15 @@ pub struct WakeSettings {
     /// wake they watched complete whatever its age), and every second of it is a second in
     /// which a session AgentKit ended is still reported awake.
     pub verify_fresh: Duration,
+    /// Lease of a sleep once its snapshot is taken: how long a snapshot may take to become
+    /// Ready before another caller may take the sleep over (default 600 s).
+    pub snapshot_timeout: Duration,
+    /// The longest `ttl_s` a keepalive may ask for (`SNAPWAKE_MAX_TTL_S`, default 28800 s).
+    pub max_ttl: Duration,
 }
+
+/// The shortest `ttl_s` a keepalive may ask for.
+pub const MIN_TTL: Duration = Duration::from_secs(60);
 
 impl Default for WakeSettings {
     fn default() -> Self {
@@ -84,6 +92,8 @@ impl Default for WakeSettings {
             watch_max: Duration::from_secs(1),
             poll_lease: Duration::from_secs(5),
             verify_fresh: Duration::from_secs(1),
+            snapshot_timeout: Duration::from_secs(600),
+            max_ttl: Duration::from_secs(28_800),
         }
     }
 }
@@ -102,6 +112,17 @@ pub struct Home {
     pub tool_id: String,
     pub region: String,
     pub retention: Retention,
+}
+
+impl Home {
+    /// The record's fields that say where the agent lives.
+    pub fn description(&self) -> Description {
+        Description {
+            tool_id: Some(self.tool_id.clone()),
+            region: Some(self.region.clone()),
+            ..Description::default()
+        }
+    }
 }
 
 /// Where `record` says the agent lives: a Tool the registry knows as one of `key.kind`'s, and
@@ -208,7 +229,7 @@ impl<'a, S: AgentStore, K: AgentKit> Wake<'a, S, K> {
                     retry_after_s,
                 } => {
                     return Err(Error::AgentBusy {
-                        detail: busy_detail(state).into(),
+                        detail: state.holder_detail().into(),
                         retry_after_s,
                     })
                 }
@@ -218,7 +239,9 @@ impl<'a, S: AgentStore, K: AgentKit> Wake<'a, S, K> {
                         .unwrap_or_else(|| AgentRecord::absent(target.key.clone()));
                     return Ok(from_record(r, joined));
                 }
-                Decision::Join | Decision::AwaitVerify => {
+                // A wake in flight is joined; a check of an awake agent, or a sleep, is waited
+                // for, and then decided again.
+                Decision::Join | Decision::AwaitVerify | Decision::AwaitSleep => {
                     let r = record
                         .take()
                         .unwrap_or_else(|| AgentRecord::absent(target.key.clone()));
@@ -278,18 +301,8 @@ impl<'a, S: AgentStore, K: AgentKit> Wake<'a, S, K> {
     }
 }
 
-/// What a 409 says about the operation that holds the agent.
-fn busy_detail(state: WakeState) -> &'static str {
-    match state {
-        WakeState::Deleting => "a delete holds the agent",
-        WakeState::Creating => "the agent is being created",
-        WakeState::Waking => "a wake holds the agent",
-        _ => "another operation holds the agent",
-    }
-}
-
 /// The deadline as epoch milliseconds (what the record keeps).
-fn deadline_ms(deadline: Deadline) -> u64 {
+pub(crate) fn deadline_ms(deadline: Deadline) -> u64 {
     now_ms() + deadline.remaining().as_millis() as u64
 }
 

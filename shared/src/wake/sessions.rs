@@ -74,11 +74,13 @@ pub async fn snapshots<K: AgentKit>(
 
 /// The snapshot to resume among `snapshots`: the one asked for if it is Ready, else the
 /// newest Ready one. Only the agent's own snapshots count (its exact UserSessionId, or for a
-/// `snapshot-<id>` agent its own SnapshotId).
+/// `snapshot-<id>` agent its own SnapshotId). AgentKit's times are whole seconds: among
+/// snapshots equally new, `recorded` (the one the record names, the last a sleep took) wins.
 pub fn pick<'s>(
     snapshots: &'s [Snapshot],
     key: &AgentKey,
     wanted: Option<&str>,
+    recorded: Option<&str>,
 ) -> Option<&'s Snapshot> {
     let mut ready: Vec<&Snapshot> = snapshots
         .iter()
@@ -89,7 +91,12 @@ pub fn pick<'s>(
             .into_iter()
             .find(|s| s.snapshot_id.as_deref() == Some(want));
     }
-    ready.sort_by_key(|s| std::cmp::Reverse(crate::timestamp::sort_key(s.created_at.as_deref())));
+    ready.sort_by_key(|s| {
+        std::cmp::Reverse((
+            crate::timestamp::sort_key(s.created_at.as_deref()),
+            recorded.is_some() && s.snapshot_id.as_deref() == recorded,
+        ))
+    });
     ready.into_iter().next()
 }
 
@@ -207,15 +214,44 @@ mod tests {
             ),
         ];
         assert_eq!(
-            pick(&snaps, &key, None).and_then(|s| s.snapshot_id.as_deref()),
+            pick(&snaps, &key, None, None).and_then(|s| s.snapshot_id.as_deref()),
             Some("new")
         );
         assert_eq!(
-            pick(&snaps, &key, Some("old")).and_then(|s| s.snapshot_id.as_deref()),
+            pick(&snaps, &key, Some("old"), None).and_then(|s| s.snapshot_id.as_deref()),
             Some("old")
         );
-        assert!(pick(&snaps, &key, Some("newest")).is_none());
-        assert!(pick(&snaps, &key, Some("theirs")).is_none());
+        assert!(pick(&snaps, &key, Some("newest"), None).is_none());
+        assert!(pick(&snaps, &key, Some("theirs"), None).is_none());
+    }
+
+    #[test]
+    fn among_snapshots_of_the_same_second_the_recorded_one_wins() {
+        let key = AgentKey::new(Kind::Codex, "studio-alice-01");
+        let at = "2026-12-02T00:00:00Z";
+        let snaps = [
+            snap("a", Some("studio-alice-01"), "Ready", at),
+            snap("b", Some("studio-alice-01"), "Ready", at),
+            snap("c", Some("studio-alice-01"), "Ready", at),
+        ];
+        for recorded in ["a", "b", "c"] {
+            assert_eq!(
+                pick(&snaps, &key, None, Some(recorded)).and_then(|s| s.snapshot_id.as_deref()),
+                Some(recorded)
+            );
+        }
+        // A newer one still wins over the recorded one.
+        let mut newer = snaps.to_vec();
+        newer.push(snap(
+            "d",
+            Some("studio-alice-01"),
+            "Ready",
+            "2026-12-02T00:00:01Z",
+        ));
+        assert_eq!(
+            pick(&newer, &key, None, Some("a")).and_then(|s| s.snapshot_id.as_deref()),
+            Some("d")
+        );
     }
 
     #[test]
@@ -226,7 +262,7 @@ mod tests {
             snap("snap-9", None, "Ready", "2026-12-01T00:00:00Z"),
         ];
         assert_eq!(
-            pick(&snaps, &key, None).and_then(|s| s.snapshot_id.as_deref()),
+            pick(&snaps, &key, None, None).and_then(|s| s.snapshot_id.as_deref()),
             Some("snap-9")
         );
     }

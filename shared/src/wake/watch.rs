@@ -21,6 +21,7 @@ use crate::deadline::Deadline;
 use crate::domain::{AgentRecord, WakeState};
 use crate::error::Error;
 use crate::lock::{decide, Acquired, AgentLock, Decision, Held, Written};
+use crate::sleep::Finished;
 use crate::store::{now_ms, AgentStore, Changes, Condition};
 
 use super::sessions::session;
@@ -103,6 +104,26 @@ impl<S: AgentStore, K: AgentKit> Wake<'_, S, K> {
                     return Ok(Watched::Done(from_record(r, joined_fence.is_some())))
                 }
                 Decision::AwaitVerify => {}
+                // A sleep whose holder's request has ended is carried on by whoever wins its
+                // poll lease, a wake included; once it settles, the wake decides again.
+                Decision::AwaitSleep => {
+                    if let Some(home) = self.home_of_record(target, &r) {
+                        let carried = crate::sleep::carry_on(
+                            lock,
+                            self.agentkit,
+                            self.settings,
+                            &home,
+                            &r,
+                            deadline,
+                        );
+                        let finished = Box::pin(carried).await?;
+                        if finished.is_some_and(|f| !matches!(f, Finished::Pending(_))) {
+                            // Settled: decide again from what it left.
+                            current = lock.read(&target.key).await?;
+                            continue;
+                        }
+                    }
+                }
                 Decision::Join => {
                     // Follow whichever wake is in flight (a takeover bumps the fence).
                     joined_fence = Some(r.fence);

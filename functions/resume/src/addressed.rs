@@ -1,0 +1,108 @@
+//! What every route of the function starts from: the caller, the agent it names, the agent's
+//! record (a consistent read), the Tool registry and where the record says the agent lives.
+//! An agent the caller may not act on is a 404, exactly like one that does not exist.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use lambda_http::{Request, RequestExt};
+use snapwake::agentkit::AgentKit;
+use snapwake::deadline::Deadline;
+use snapwake::domain::{AgentKey, AgentRecord, ToolRegistry};
+use snapwake::error::{Error, Result};
+use snapwake::http::request::{self as req, Matched};
+use snapwake::identity::{describe, may_act, Caller, Place};
+use snapwake::lock::AgentLock;
+use snapwake::store::{now_ms, AgentStore, Description, Within};
+use snapwake::wake::{home_of, Home};
+
+use crate::Resume;
+
+/// Time kept back from the Lambda's remaining time to answer after the wait.
+const ANSWER_MARGIN: Duration = Duration::from_secs(2);
+
+/// An agent the caller may act on, as the table has it.
+pub(crate) struct Addressed {
+    pub caller: Caller,
+    pub key: AgentKey,
+    pub record: Option<AgentRecord>,
+    pub registry: Arc<ToolRegistry>,
+    /// Where the record says the agent lives (any Tool of its kind the registry knows).
+    pub home: Option<Home>,
+    pub deadline: Deadline,
+}
+
+impl Addressed {
+    /// The descriptive fields an acquire writes (owner, name, Tool, ...).
+    pub fn describe(&self) -> Description {
+        describe(
+            &self.caller,
+            &self.key,
+            self.record.as_ref(),
+            self.home.as_ref().map(|h| Place {
+                tool_id: &h.tool_id,
+                region: &h.region,
+                retention: h.retention,
+            }),
+            None,
+        )
+    }
+}
+
+/// The caller and the agent the path names, before anything is read.
+pub(crate) struct Named {
+    caller: Caller,
+    key: AgentKey,
+}
+
+impl<S: AgentStore, K: AgentKit> Resume<S, K> {
+    /// Authenticate the caller and parse the path (before the body: no identity is a 401
+    /// whatever the body says).
+    pub(crate) fn named(&self, request: &Request, matched: &Matched) -> Result<Named> {
+        let caller = Caller::from_request(request, &self.identity)?;
+        let kind = req::parse_kind(&matched.params[0])?;
+        let agent_id = req::parse_id(&matched.params[1])?;
+        Ok(Named {
+            caller,
+            key: AgentKey::new(kind, agent_id),
+        })
+    }
+
+    /// Read the record and authorise, within this request's budget.
+    pub(crate) async fn address(&self, request: &Request, named: Named) -> Result<Addressed> {
+        let Named { caller, key } = named;
+        let deadline = self.deadline(request);
+        // Every store call of the request takes its time from the request's budget.
+        let record = AgentLock::new(&self.store, &self.wake.lock, deadline)
+            .read(&key)
+            .await?;
+        if !may_act(&caller, &key, record.as_ref()) {
+            return Err(Error::AgentNotFound);
+        }
+        let registry = self
+            .registry
+            .get(&Within::new(&self.store, deadline))
+            .await?;
+        let home = record.as_ref().and_then(|r| home_of(&registry, r));
+        Ok(Addressed {
+            caller,
+            key,
+            record,
+            registry,
+            home,
+            deadline,
+        })
+    }
+
+    /// This request's wait: the configured wait, cut to the Lambda's remaining time less a
+    /// margin to answer (API Gateway gives up at 30 s).
+    fn deadline(&self, request: &Request) -> Deadline {
+        let mut budget = self.wake.wait;
+        if let Some(ctx) = request.lambda_context_ref() {
+            let remaining_ms = ctx.deadline.saturating_sub(now_ms());
+            let remaining = Duration::from_millis(remaining_ms).saturating_sub(ANSWER_MARGIN);
+            budget = budget.min(remaining);
+        }
+        Deadline::after(budget)
+    }
+}

@@ -1,0 +1,63 @@
+//! How the function's routes answer: the agent view, its `ETag`, and a 202 that says to ask
+//! again.
+
+use lambda_http::http::header;
+use lambda_http::{Body, Response};
+use serde::Serialize;
+use snapwake::agentkit::types::{Session, Snapshot};
+use snapwake::domain::{AgentKey, AgentRecord, AgentView, Retention};
+use snapwake::http::response;
+use snapwake::lock::LockSettings;
+use snapwake::store::now_ms;
+use snapwake::view::{agent_view, AgentFacts};
+
+/// What a 202 suggests before asking again.
+pub(crate) const RETRY_AFTER_S: u64 = 2;
+
+/// The view of the agent from its record and what this request saw of AgentKit.
+pub(crate) fn view(
+    key: &AgentKey,
+    record: &AgentRecord,
+    sessions: &[Session],
+    snapshots: &[Snapshot],
+    lock: &LockSettings,
+) -> AgentView {
+    agent_view(
+        &AgentFacts {
+            key,
+            record: Some(record),
+            sessions,
+            snapshots,
+            retention: record.retention.unwrap_or(Retention::Recoverable),
+        },
+        now_ms(),
+        lock,
+    )
+}
+
+/// `status` with `body`, and the record's version as the `ETag`.
+pub(crate) fn with_etag<T: Serialize>(
+    status: u16,
+    body: &T,
+    record: &AgentRecord,
+) -> Response<Body> {
+    let mut resp = response::json(status, body);
+    if record.version > 0 {
+        if let Ok(v) = record.etag().parse() {
+            resp.headers_mut().insert(header::ETAG, v);
+        }
+    }
+    resp
+}
+
+/// A 202: still at work; ask again after `Retry-After`, or read the agent at `Location`.
+pub(crate) fn accepted<T: Serialize>(body: &T, record: &AgentRecord) -> Response<Body> {
+    let mut resp = with_etag(202, body, record);
+    let headers = resp.headers_mut();
+    headers.insert(header::RETRY_AFTER, RETRY_AFTER_S.into());
+    let key = &record.key;
+    if let Ok(location) = format!("/v1/agents/{}/{}", key.kind, key.agent_id).parse() {
+        headers.insert(header::LOCATION, location);
+    }
+    resp
+}

@@ -1,0 +1,193 @@
+//! `POST /v1/agents/{kind}/{agent_id}/keepalive` `{"ttl_s"}`: make the awake agent's session
+//! live `ttl_s` more seconds from now (60 ≤ ttl_s ≤ `SNAPWAKE_MAX_TTL_S`).
+//!
+//! 200 with the agent, its `session.expire_at` moved; 400 for a body that is not
+//! `{"ttl_s": <whole number>}`; 422 `INVALID_REQUEST` for a `ttl_s` out of range; 404 not
+//! found or not the caller's; 409 while a sleep, a wake, a create or a delete holds the agent;
+//! 410 once deleted; 422 `NOT_AWAKE` when it has no live session.
+//!
+//! No lock is taken (wake-protocol.md): a consistent read shows the agent is not held, and
+//! SetSessionTtl only ever moves the expiry of a session that is alive. The record's copy of
+//! the expiry follows with a compare-and-swap on the version read; if something else wrote
+//! the record meanwhile, that writer's view wins and the next wake re-reads the session.
+
+use std::time::Duration;
+
+use lambda_http::{Body, Request, Response};
+use serde::{Deserialize, Serialize};
+use snapwake::agentkit::types::{Session, SetSessionTtl};
+use snapwake::agentkit::AgentKit;
+use snapwake::domain::{AgentRecord, AgentView, WakeState};
+use snapwake::error::{Error, Result};
+use snapwake::http::request::{self as req, Matched};
+use snapwake::lock::{AgentLock, Written};
+use snapwake::store::{now_ms, AgentStore, Changes};
+use snapwake::view::record_snapshots;
+use snapwake::wake::sessions::{live_session, session};
+use snapwake::wake::{Home, MIN_TTL};
+
+use crate::answer::{view, with_etag};
+use crate::Resume;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct KeepaliveBody {
+    ttl_s: u64,
+}
+
+/// The answer body: the agent view plus the TTL granted.
+#[derive(Serialize)]
+struct KeptAlive<'a> {
+    #[serde(flatten)]
+    agent: &'a AgentView,
+    ttl_s: u64,
+}
+
+impl<S: AgentStore, K: AgentKit> Resume<S, K> {
+    pub(crate) async fn keepalive(
+        &self,
+        request: &Request,
+        matched: &Matched,
+    ) -> Result<Response<Body>> {
+        let named = self.named(request, matched)?;
+        let body: KeepaliveBody = req::json(request)?;
+        let ttl = Duration::from_secs(body.ttl_s);
+        if ttl < MIN_TTL || ttl > self.wake.max_ttl {
+            return Err(Error::unprocessable(format!(
+                "ttl_s must be between {} and {} seconds",
+                MIN_TTL.as_secs(),
+                self.wake.max_ttl.as_secs()
+            )));
+        }
+        let addressed = self.address(request, named).await?;
+        let key = &addressed.key;
+        let deadline = addressed.deadline;
+        let record = addressed.record.clone();
+
+        // Not while something holds the agent (a sleep is about to end the session; a delete
+        // to delete it).
+        if let Some(r) = &record {
+            let now = now_ms();
+            if r.state == WakeState::Gone {
+                return Err(Error::AgentGone);
+            }
+            if self.wake.lock.is_held(r, now) {
+                return Err(busy(r.state, self.wake.lock.retry_after_s(r, now)));
+            }
+        }
+
+        let home = match addressed.home.clone() {
+            Some(home) => home,
+            None => {
+                let found =
+                    snapwake::locate::locate(&self.agentkit, &addressed.registry, key, deadline)
+                        .await?;
+                let Some(found) = found else {
+                    return Err(Error::AgentNotFound);
+                };
+                Home {
+                    tool_id: found.tool_id,
+                    region: found.region,
+                    retention: found.retention,
+                }
+            }
+        };
+        let live = self
+            .live_session(&home, record.as_ref(), key, deadline)
+            .await?;
+        let Some(mut live) = live else {
+            return Err(Error::NotAwake(
+                "the agent has no live session to keep alive; resume it first".into(),
+            ));
+        };
+        let session_id = live.session_id.clone().unwrap_or_default();
+        let set = SetSessionTtl::seconds(&home.tool_id, &session_id, body.ttl_s);
+        let answer = match self.agentkit.call(&home.region, &set, deadline).await {
+            Ok(a) => a,
+            // The session ended between the look and the call.
+            Err(e) if e.is_not_found() => {
+                return Err(Error::NotAwake(
+                    "the agent's session ended; resume it first".into(),
+                ))
+            }
+            Err(e) => return Err(e.into()),
+        };
+        live.expire_at = answer.expire_at.clone().or(live.expire_at);
+        tracing::info!(agent = %key, ttl_s = body.ttl_s, "kept alive");
+
+        let record = match record {
+            Some(r) => self.remember_expiry(r, &live, deadline).await,
+            None => AgentRecord::absent(key.clone()),
+        };
+        let view = view(
+            key,
+            &record,
+            std::slice::from_ref(&live),
+            &record_snapshots(&record),
+            &self.wake.lock,
+        );
+        Ok(with_etag(
+            200,
+            &KeptAlive {
+                agent: &view,
+                ttl_s: body.ttl_s,
+            },
+            &record,
+        ))
+    }
+
+    /// The agent's active session: the one the record names, else the newest with its
+    /// UserSessionId.
+    async fn live_session(
+        &self,
+        home: &Home,
+        record: Option<&AgentRecord>,
+        key: &snapwake::domain::AgentKey,
+        deadline: snapwake::deadline::Deadline,
+    ) -> Result<Option<Session>> {
+        if let Some(id) = record.and_then(|r| r.session_id.as_deref()) {
+            if let Some(s) = session(&self.agentkit, home, id, deadline).await? {
+                if s.is_active() {
+                    return Ok(Some(s));
+                }
+            }
+        }
+        match snapwake::locate::user_session_id(&key.agent_id) {
+            Some(usid) => Ok(live_session(&self.agentkit, home, usid, deadline).await?),
+            None => Ok(None),
+        }
+    }
+
+    /// The record's copy of the session and its expiry (a CAS on the version read; losing it
+    /// to another writer is fine, see the module docs).
+    async fn remember_expiry(
+        &self,
+        record: AgentRecord,
+        live: &Session,
+        deadline: snapwake::deadline::Deadline,
+    ) -> AgentRecord {
+        if record.state != WakeState::Awake || record.session_id != live.session_id {
+            return record;
+        }
+        let lock = AgentLock::new(&self.store, &self.wake.lock, deadline);
+        let changes = Changes {
+            session_expire_at: Some(live.expire_at.clone()),
+            ..Changes::default()
+        };
+        match lock.write_seen(&record, changes).await {
+            Ok(Written::Done(r)) => r,
+            Ok(Written::Lost(_)) => record,
+            Err(e) => {
+                tracing::warn!(agent = %record.key, error = %e, "could not record the new expiry");
+                record
+            }
+        }
+    }
+}
+
+fn busy(state: WakeState, retry_after_s: u64) -> Error {
+    Error::AgentBusy {
+        detail: state.holder_detail().into(),
+        retry_after_s,
+    }
+}

@@ -1,0 +1,101 @@
+//! `POST /v1/agents/{kind}/{agent_id}/resume`: a convergent "ensure awake".
+//!
+//! 200 with the agent when it is awake (`"resumed": true` when this call or a concurrent one
+//! woke it, `false` when it already was); 202 with `Retry-After` and `Location` when it is still
+//! waking at the end of this request's budget (or a sleep in flight has not settled yet); 404
+//! when the agent does not exist or is not the caller's; 409 while a delete holds it; 410 once
+//! deleted; 422 when nothing can be woken. The caller that wins the lock locates an agent the
+//! table does not place yet.
+
+use lambda_http::{Body, Request, Response};
+use serde::{Deserialize, Serialize};
+use snapwake::agentkit::AgentKit;
+use snapwake::domain::{AgentState, AgentView, WakeView};
+use snapwake::error::Result;
+use snapwake::http::request::{self as req, Matched};
+use snapwake::store::AgentStore;
+use snapwake::wake::{Wake, WakeOutcome, WakeTarget};
+
+use crate::answer::{accepted, view, with_etag};
+use crate::Resume;
+
+/// Unknown fields are refused (400) rather than ignored: a misspelt `snapshotid` must not
+/// quietly wake the newest snapshot instead of the one named.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ResumeBody {
+    #[serde(default)]
+    snapshot_id: Option<String>,
+}
+
+/// The answer body: the agent view plus whether it was woken.
+#[derive(Serialize)]
+struct Resumed<'a> {
+    #[serde(flatten)]
+    agent: &'a AgentView,
+    resumed: bool,
+}
+
+impl<S: AgentStore, K: AgentKit> Resume<S, K> {
+    pub(crate) async fn resume(
+        &self,
+        request: &Request,
+        matched: &Matched,
+    ) -> Result<Response<Body>> {
+        let named = self.named(request, matched)?;
+        let body: ResumeBody = req::optional_json(request)?.unwrap_or_default();
+        let snapshot_id = body.snapshot_id.as_deref().map(req::parse_id).transpose()?;
+        let addressed = self.address(request, named).await?;
+        let target = WakeTarget {
+            describe: addressed.describe(),
+            key: addressed.key.clone(),
+            home: addressed.home.clone(),
+            snapshot_id,
+        };
+        let key = &addressed.key;
+        let wake = Wake::new(&self.store, &self.agentkit, &addressed.registry, &self.wake);
+        let outcome = wake
+            .run(&target, addressed.record, addressed.deadline)
+            .await?;
+        Ok(match outcome {
+            WakeOutcome::Awake {
+                session,
+                resumed,
+                record,
+                snapshots,
+            } => {
+                tracing::info!(agent = %key, resumed, "awake");
+                let view = view(
+                    key,
+                    &record,
+                    std::slice::from_ref(&session),
+                    &snapshots,
+                    &self.wake.lock,
+                );
+                let body = Resumed {
+                    agent: &view,
+                    resumed,
+                };
+                with_etag(200, &body, &record)
+            }
+            WakeOutcome::Waking { record } => {
+                tracing::info!(agent = %key, "still waking");
+                // A 202 says "still waking", whatever the record's lease says by the time it
+                // is built (a wake whose Resume is unaccounted for, a lease about to lapse).
+                let mut view = view(key, &record, &[], &[], &self.wake.lock);
+                view.state = AgentState::Waking;
+                view.wake = Some(WakeView {
+                    state: "waking".into(),
+                    since: record.updated_at.clone(),
+                    session_id: record.session_id.clone(),
+                    error: None,
+                });
+                let body = Resumed {
+                    agent: &view,
+                    resumed: false,
+                };
+                accepted(&body, &record)
+            }
+        })
+    }
+}

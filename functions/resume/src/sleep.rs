@@ -1,0 +1,132 @@
+//! `POST /v1/agents/{kind}/{agent_id}/sleep`: put an awake agent to sleep now.
+//!
+//! 200 with the agent asleep (`"slept": true` when this call or a concurrent one ended its
+//! session, `false` when it had none); 202 with `Retry-After` and `Location` while the
+//! snapshot is still being made at the end of this request's budget (the next call carries
+//! on); 404 not found or not the caller's; 409 while a wake, a create or a delete holds the
+//! agent; 410 once deleted; 422 `NOT_SLEEPABLE` for a temporary agent; 502 (retryable) when
+//! the snapshot failed — the session is then untouched and the agent still awake. The
+//! protocol lives in [`snapwake::sleep`].
+
+use lambda_http::{Body, Request, Response};
+use serde::{Deserialize, Serialize};
+use snapwake::agentkit::AgentKit;
+use snapwake::domain::{AgentRecord, AgentState, AgentView, Retention, WakeView};
+use snapwake::error::{Error, Result};
+use snapwake::http::request::{self as req, Matched};
+use snapwake::sleep::{Sleep, SleepOutcome, SleepTarget};
+use snapwake::store::AgentStore;
+use snapwake::view::record_snapshots;
+use snapwake::wake::{home_of, sessions::snapshots};
+
+use crate::answer::{accepted, view, with_etag};
+use crate::Resume;
+
+/// No fields yet; anything sent is refused (400) rather than silently ignored.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SleepBody {}
+
+/// The answer body: the agent view plus whether this sleep ended a session.
+#[derive(Serialize)]
+struct Slept<'a> {
+    #[serde(flatten)]
+    agent: &'a AgentView,
+    slept: bool,
+}
+
+impl<S: AgentStore, K: AgentKit> Resume<S, K> {
+    pub(crate) async fn sleep(
+        &self,
+        request: &Request,
+        matched: &Matched,
+    ) -> Result<Response<Body>> {
+        let named = self.named(request, matched)?;
+        let _: Option<SleepBody> = req::optional_json(request)?;
+        let addressed = self.address(request, named).await?;
+        // A temporary agent keeps no snapshot: refused before anything is locked.
+        if addressed
+            .home
+            .as_ref()
+            .is_some_and(|h| h.retention == Retention::Temporary)
+        {
+            return Err(Error::NotSleepable(
+                "a temporary agent keeps no snapshot: it cannot be put to sleep, only deleted"
+                    .into(),
+            ));
+        }
+        let target = SleepTarget {
+            describe: addressed.describe(),
+            key: addressed.key.clone(),
+            home: addressed.home.clone(),
+        };
+        let key = &addressed.key;
+        let sleep = Sleep::new(&self.store, &self.agentkit, &addressed.registry, &self.wake);
+        let outcome = sleep
+            .run(&target, addressed.record, addressed.deadline)
+            .await?;
+        Ok(match outcome {
+            SleepOutcome::Asleep { record, slept, .. } => {
+                tracing::info!(agent = %key, slept, "asleep");
+                let snapshots = self
+                    .snapshots_of(&record, &addressed.registry, addressed.deadline)
+                    .await;
+                let view = view(key, &record, &[], &snapshots, &self.wake.lock);
+                with_etag(
+                    200,
+                    &Slept {
+                        agent: &view,
+                        slept,
+                    },
+                    &record,
+                )
+            }
+            SleepOutcome::Sleeping { record } => {
+                tracing::info!(agent = %key, "still sleeping");
+                let mut view = view(
+                    key,
+                    &record,
+                    &[],
+                    &record_snapshots(&record),
+                    &self.wake.lock,
+                );
+                view.state = AgentState::Sleeping;
+                view.wake = Some(WakeView {
+                    state: "sleeping".into(),
+                    since: record.updated_at.clone(),
+                    session_id: record.session_id.clone(),
+                    error: None,
+                });
+                accepted(
+                    &Slept {
+                        agent: &view,
+                        slept: false,
+                    },
+                    &record,
+                )
+            }
+        })
+    }
+
+    /// The agent's snapshots for the answer: the record's summaries (a sleep puts its new
+    /// snapshot first), or when it has none yet, a listing of the agent's Tool.
+    async fn snapshots_of(
+        &self,
+        record: &AgentRecord,
+        registry: &snapwake::domain::ToolRegistry,
+        deadline: snapwake::deadline::Deadline,
+    ) -> Vec<snapwake::agentkit::types::Snapshot> {
+        if !record.snapshots.is_empty() {
+            return record_snapshots(record);
+        }
+        let Some(home) = home_of(registry, record) else {
+            return Vec::new();
+        };
+        snapshots(&self.agentkit, &home, &record.key, deadline)
+            .await
+            .unwrap_or_else(|e| {
+                tracing::info!(agent = %record.key, error = %e, "could not list the agent's snapshots for the answer");
+                Vec::new()
+            })
+    }
+}

@@ -1,0 +1,377 @@
+//! The winner's path of a sleep. Every step after the acquire is a fenced write, so a holder
+//! stopped at any point leaves a record the next caller can finish from, and never a session
+//! ended without its snapshot:
+//!
+//! 1. where: the record's Tool, else [`crate::locate::locate`]; a temporary Tool is 422
+//!    `NOT_SLEEPABLE` (it keeps no snapshots);
+//! 2. the live session: the recorded one if AgentKit still has it active, else the newest
+//!    active session with the agent's UserSessionId; none → the agent is asleep already;
+//! 3. reconcile: a snapshot an earlier attempt took of *that* session (ListSessionSnapshots by
+//!    SessionId; Creating or Ready) is adopted rather than taking a second one;
+//! 4. budget: at least one AgentKit request timeout left, else the lock is given back (503);
+//! 5. CreateSessionSnapshot; an answer that was lost is reconciled as in 3 (not found: the
+//!    agent is given back awake, 502 retryable, and the next sleep adopts it if it appears);
+//! 6. the snapshot and the session in the record, lease = the snapshot timeout (fenced);
+//! 7. [`super::finish`]: Ready → DeleteSession → `asleep`.
+
+use crate::agentkit::types::{CreateSessionSnapshot, ListSessionSnapshots, Session, Snapshot};
+use crate::agentkit::{list_all, AgentKit, AgentKitError};
+use crate::deadline::Deadline;
+use crate::domain::{Retention, WakeState};
+use crate::error::Error;
+use crate::lock::{AgentLock, Held, Written};
+use crate::store::{now_ms, now_s, AgentStore, Changes};
+use crate::wake::sessions::{live_session, own_snapshots, session};
+use crate::wake::{deadline_ms, home_of, Home};
+
+use super::{Finish, Finished, Settler, Sleep, SleepOutcome, SleepTarget};
+
+/// Pages of one session's snapshots read when reconciling.
+const SNAPSHOT_PAGES: usize = 5;
+
+impl<S: AgentStore, K: AgentKit> Sleep<'_, S, K> {
+    pub(super) async fn hold(
+        &self,
+        lock: &AgentLock<'_, S>,
+        target: &SleepTarget,
+        mut held: Held,
+    ) -> Result<SleepOutcome, Error> {
+        let deadline = lock.deadline();
+        let key = &target.key;
+
+        // 1. Where the agent lives.
+        let home = match target
+            .home
+            .clone()
+            .or_else(|| home_of(self.registry, &held.record))
+        {
+            Some(home) => home,
+            None => match Box::pin(crate::locate::locate(
+                self.agentkit,
+                self.registry,
+                key,
+                deadline,
+            ))
+            .await
+            {
+                Ok(Some(found)) => Home {
+                    tool_id: found.tool_id,
+                    region: found.region,
+                    retention: found.retention,
+                },
+                Ok(None) => {
+                    self.give_back_unknown(lock, &mut held).await;
+                    return Err(Error::AgentNotFound);
+                }
+                Err(e) => return Err(self.give_back(lock, &mut held, e).await),
+            },
+        };
+        if home.retention == Retention::Temporary {
+            let err = Error::NotSleepable(
+                "a temporary agent keeps no snapshot: it cannot be put to sleep, only deleted"
+                    .into(),
+            );
+            return Err(self.give_back(lock, &mut held, err).await);
+        }
+
+        // 2. The live session.
+        let live = match self.live(&home, target, &held, deadline).await {
+            Ok(live) => live,
+            Err(e) => return Err(self.give_back(lock, &mut held, e.into()).await),
+        };
+        let Some(live) = live else {
+            return self.asleep_already(lock, held, &home).await;
+        };
+        let session_id = live.session_id.clone().unwrap_or_default();
+
+        // 3. A snapshot an earlier attempt took of this session.
+        let earlier = match self.taken_of(&home, target, &session_id, deadline).await {
+            Ok(s) => s,
+            Err(e) => return Err(self.give_back(lock, &mut held, e.into()).await),
+        };
+        let snapshot_id = match earlier {
+            Some(s) => {
+                tracing::info!(agent = %key, "sleep: adopting the snapshot an earlier attempt took");
+                s.snapshot_id.unwrap_or_default()
+            }
+            None => {
+                // 4. Enough budget for one whole AgentKit request, or none is sent.
+                if deadline.remaining() < self.agentkit.request_timeout() {
+                    let err = Error::Deferred {
+                        detail: "not enough time left in this request to snapshot the agent \
+                                 safely; retry"
+                            .into(),
+                        retry_after_s: 1,
+                    };
+                    return Err(self.give_back_awake(lock, &mut held, &live, err).await);
+                }
+                // 5. Snapshot.
+                let request = CreateSessionSnapshot {
+                    session_id: session_id.clone(),
+                    tool_id: home.tool_id.clone(),
+                };
+                match self.agentkit.call(&home.region, &request, deadline).await {
+                    Ok(r) if !r.snapshot_id.is_empty() => r.snapshot_id,
+                    Ok(_) => {
+                        let err = AgentKitError::InvalidResponse {
+                            action: "CreateSessionSnapshot",
+                            detail: "no SnapshotId".into(),
+                        };
+                        match self
+                            .after_unknown(&home, target, &session_id, err, deadline)
+                            .await
+                        {
+                            Ok(id) => id,
+                            Err(e) => {
+                                return Err(self.give_back_awake(lock, &mut held, &live, e).await)
+                            }
+                        }
+                    }
+                    Err(e) if e.outcome_unknown() => {
+                        match self
+                            .after_unknown(&home, target, &session_id, e, deadline)
+                            .await
+                        {
+                            Ok(id) => id,
+                            Err(e) => {
+                                return Err(self.give_back_awake(lock, &mut held, &live, e).await)
+                            }
+                        }
+                    }
+                    Err(e) => return self.refused(lock, held, &home, &live, e).await,
+                }
+            }
+        };
+
+        // 6. Name the snapshot (and the session it is of) before waiting for it.
+        let changes = Changes {
+            session_id: Some(Some(session_id)),
+            session_expire_at: live.expire_at.clone().map(Some),
+            snapshot_id: Some(Some(snapshot_id)),
+            lease_until_ms: Some(self.snapshot_lease_until(deadline)),
+            poll_until_ms: Some(deadline_ms(deadline)),
+            describe: Some(home.description()),
+            ..Changes::default()
+        };
+        let record = match lock.write(&mut held, changes).await? {
+            Written::Done(r) => r,
+            // The lease ran out and somebody took the agent over: theirs to finish.
+            Written::Lost(r) => {
+                return Err(Error::AgentBusy {
+                    detail: format!(
+                        "another operation took the agent over ({})",
+                        r.map_or("gone", |r| r.state.as_str())
+                    ),
+                    retry_after_s: 1,
+                })
+            }
+        };
+
+        // 7. Wait for the snapshot, then end the session.
+        let finish = Finish {
+            lock,
+            agentkit: self.agentkit,
+            settings: self.settings,
+            home: &home,
+        };
+        match Box::pin(finish.run(Settler::Holder(&mut held), record, deadline)).await? {
+            Finished::Asleep { record, snapshot } => Ok(SleepOutcome::Asleep {
+                record,
+                slept: true,
+                snapshot: Some(snapshot),
+            }),
+            Finished::Failed(reason) => Err(Error::SleepFailed(reason)),
+            Finished::Pending(record) => Ok(SleepOutcome::Sleeping { record }),
+        }
+    }
+
+    /// The agent's active session: the recorded one, else the newest with its UserSessionId.
+    async fn live(
+        &self,
+        home: &Home,
+        target: &SleepTarget,
+        held: &Held,
+        deadline: Deadline,
+    ) -> Result<Option<Session>, AgentKitError> {
+        if let Some(id) = &held.record.session_id {
+            if let Some(s) = session(self.agentkit, home, id, deadline).await? {
+                if s.is_active() {
+                    return Ok(Some(s));
+                }
+            }
+        }
+        match crate::locate::user_session_id(&target.key.agent_id) {
+            Some(usid) => live_session(self.agentkit, home, usid, deadline).await,
+            None => Ok(None),
+        }
+    }
+
+    /// The newest snapshot of `session_id` still being made or Ready (an earlier attempt's).
+    async fn taken_of(
+        &self,
+        home: &Home,
+        target: &SleepTarget,
+        session_id: &str,
+        deadline: Deadline,
+    ) -> Result<Option<Snapshot>, AgentKitError> {
+        let request = ListSessionSnapshots {
+            tool_id: home.tool_id.clone(),
+            session_id: Some(session_id.to_string()),
+            ..ListSessionSnapshots::default()
+        };
+        let listing = list_all(
+            self.agentkit,
+            &home.region,
+            request,
+            SNAPSHOT_PAGES,
+            deadline,
+        )
+        .await?;
+        let mut taken: Vec<Snapshot> = own_snapshots(&listing, &target.key)
+            .into_iter()
+            .filter(|s| {
+                s.session_id.as_deref() == Some(session_id)
+                    && (s.is_wakeable() || s.is_in_progress())
+            })
+            .collect();
+        taken.sort_by_key(|s| {
+            std::cmp::Reverse(crate::timestamp::sort_key(s.created_at.as_deref()))
+        });
+        Ok(taken.into_iter().next())
+    }
+
+    /// A CreateSessionSnapshot whose answer was lost: the snapshot it took, if one shows up.
+    async fn after_unknown(
+        &self,
+        home: &Home,
+        target: &SleepTarget,
+        session_id: &str,
+        err: AgentKitError,
+        deadline: Deadline,
+    ) -> Result<String, Error> {
+        tracing::warn!(agent = %target.key, error = %err, "CreateSessionSnapshot may have acted; looking for its snapshot");
+        match self.taken_of(home, target, session_id, deadline).await {
+            Ok(Some(s)) => Ok(s.snapshot_id.unwrap_or_default()),
+            Ok(None) => Err(Error::SleepFailed(format!(
+                "the snapshot could not be confirmed ({err}); the agent is still awake"
+            ))),
+            Err(e) => Err(Error::SleepFailed(format!(
+                "the snapshot could not be confirmed ({e}); the agent is still awake"
+            ))),
+        }
+    }
+
+    /// CreateSessionSnapshot refused. A session that ended meanwhile means the agent is
+    /// asleep already (AgentKit kept its snapshot); a Tool that refuses snapshots makes the
+    /// agent not sleepable; anything else leaves it awake.
+    async fn refused(
+        &self,
+        lock: &AgentLock<'_, S>,
+        mut held: Held,
+        home: &Home,
+        live: &Session,
+        err: AgentKitError,
+    ) -> Result<SleepOutcome, Error> {
+        let deadline = lock.deadline();
+        let id = live.session_id.as_deref().unwrap_or_default();
+        if let Ok(now) = session(self.agentkit, home, id, deadline).await {
+            if !now.as_ref().is_some_and(Session::is_active) {
+                return self.asleep_already(lock, held, home).await;
+            }
+        }
+        let mapped = if err.code() == Some("OperationDenied") {
+            Error::NotSleepable("the agent's Tool does not keep snapshots".into())
+        } else {
+            Error::AgentKit(err)
+        };
+        Err(self.give_back_awake(lock, &mut held, live, mapped).await)
+    }
+
+    /// No live session: the agent rests asleep, and this call slept nothing.
+    async fn asleep_already(
+        &self,
+        lock: &AgentLock<'_, S>,
+        mut held: Held,
+        home: &Home,
+    ) -> Result<SleepOutcome, Error> {
+        tracing::info!(agent = %held.key, "sleep: no live session; the agent is asleep already");
+        let changes = Changes {
+            session_id: Some(None),
+            session_expire_at: Some(None),
+            verified_at_ms: Some(0),
+            describe: Some(home.description()),
+            ..Changes::default()
+        };
+        let record = match lock.release(&mut held, WakeState::Asleep, changes).await {
+            Ok(Written::Done(r)) => r,
+            other => {
+                if let Err(e) = other {
+                    tracing::warn!(agent = %held.key, error = %e, "could not give the lock back");
+                }
+                held.record.clone()
+            }
+        };
+        Ok(SleepOutcome::Asleep {
+            record,
+            slept: false,
+            snapshot: None,
+        })
+    }
+
+    /// Give the lock back awake, with the live session recorded, and hand back `err`.
+    async fn give_back_awake(
+        &self,
+        lock: &AgentLock<'_, S>,
+        held: &mut Held,
+        live: &Session,
+        err: Error,
+    ) -> Error {
+        let changes = Changes {
+            session_id: Some(live.session_id.clone()),
+            session_expire_at: Some(live.expire_at.clone()),
+            verified_at_ms: Some(if live.is_usable() { now_ms() } else { 0 }),
+            error: Some(matches!(err, Error::SleepFailed(_)).then(|| err.to_string())),
+            ..Changes::default()
+        };
+        if let Err(e) = lock.release(held, WakeState::Awake, changes).await {
+            tracing::warn!(agent = %held.key, error = %e, "could not give the lock back");
+        }
+        err
+    }
+
+    /// Give the lock back as the agent rested before (nothing was done), and hand back `err`.
+    async fn give_back(&self, lock: &AgentLock<'_, S>, held: &mut Held, err: Error) -> Error {
+        let state = match held.before.as_ref().map(|b| b.state) {
+            Some(WakeState::Awake) => WakeState::Awake,
+            _ => WakeState::Asleep,
+        };
+        // The snapshot field the acquire cleared is the last wake's: put it back.
+        let changes = Changes {
+            snapshot_id: Some(held.before.as_ref().and_then(|b| b.snapshot_id.clone())),
+            ..Changes::default()
+        };
+        if let Err(e) = lock.release(held, state, changes).await {
+            tracing::warn!(agent = %held.key, error = %e, "could not give the lock back");
+        }
+        err
+    }
+
+    /// Nothing of the agent exists anywhere. A record only this acquire created is retired
+    /// (the agent stays a 404); an older record is given back asleep.
+    async fn give_back_unknown(&self, lock: &AgentLock<'_, S>, held: &mut Held) {
+        let changes = Changes {
+            expires_at: held.before.is_none().then_some(Some(now_s() - 1)),
+            ..Changes::default()
+        };
+        if let Err(e) = lock.release(held, WakeState::Asleep, changes).await {
+            tracing::warn!(agent = %held.key, error = %e, "could not give the lock back");
+        }
+    }
+
+    /// The lease once the snapshot is named: the snapshot timeout from now, and never shorter
+    /// than this request's own wait (the holder is still polling until then).
+    fn snapshot_lease_until(&self, deadline: Deadline) -> u64 {
+        let timeout = now_ms() + self.settings.snapshot_timeout.as_millis() as u64;
+        timeout.max(deadline_ms(deadline))
+    }
+}

@@ -1,0 +1,281 @@
+//! Sleep now (wake-protocol.md, "Sleep and keepalive"; the design is in
+//! docs/wake-protocol.md): snapshot an awake agent, wait until the snapshot is Ready, only then
+//! end its session, and record it `asleep` — once, however many callers ask, under the same
+//! lock as wakes and deletes.
+//!
+//! Every caller reads the record and decides ([`crate::lock::decide`], intent `Sleep`):
+//!
+//! - **acquire** (awake, asleep, failed, missing, an expired lease): the winner holds the agent
+//!   as `sleeping` ([`holder`]). It finds the live session (none: the agent is asleep already),
+//!   adopts a snapshot an earlier attempt took of that session, or sends
+//!   CreateSessionSnapshot, names the snapshot in the record (fenced), and waits for it
+//!   ([`finish`]);
+//! - **join** (a sleep in flight): watch the record; once the holder's request has ended, the
+//!   winner of a short poll lease carries the sleep on by anyone, exactly as the holder would;
+//! - **busy** (a wake, a delete or a create holds the agent): 409.
+//!
+//! A wake that finds the agent `sleeping` waits for the sleep the same way (and may carry it
+//! on), then wakes it from the new snapshot; a delete answers 409. A snapshot that will not
+//! become Ready leaves the agent awake (502, retryable); one still being made when the
+//! request's budget ends is a 202, continued by the next call.
+//!
+//! Files: `mod.rs` (this: target, outcome, the decision loop, joiners), `holder.rs` (the
+//! winner's path), `finish.rs` (the end of a sleep, which anyone may carry out).
+
+mod finish;
+mod holder;
+
+use crate::agentkit::types::Snapshot;
+use crate::agentkit::AgentKit;
+use crate::deadline::Deadline;
+use crate::domain::{AgentKey, AgentRecord, ToolRegistry, WakeState};
+use crate::error::Error;
+use crate::lock::{decide, Acquire, Acquired, AgentLock, Decision, Generation, Intent, Written};
+use crate::store::{now_ms, AgentStore, Description};
+use crate::wake::{deadline_ms, home_of, Home, WakeSettings};
+
+pub(crate) use finish::{Finish, Finished, Settler};
+
+/// What to put to sleep, resolved by the caller (the sleep handler) beforehand.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SleepTarget {
+    pub key: AgentKey,
+    /// Where the agent lives, when the record says; otherwise the winner locates it.
+    pub home: Option<Home>,
+    /// Descriptive fields written with the acquire.
+    pub describe: Description,
+}
+
+/// How a sleep ended for this caller.
+#[allow(clippy::large_enum_variant)] // returned once per request, consumed at once
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SleepOutcome {
+    /// No live session: `slept` when this call or a concurrent one ended it (`snapshot` is
+    /// the snapshot it took, when this caller saw it), `false` when it was asleep already.
+    Asleep {
+        record: AgentRecord,
+        slept: bool,
+        snapshot: Option<Snapshot>,
+    },
+    /// The snapshot is still being made at the end of this caller's budget; a later call
+    /// continues from the record.
+    Sleeping { record: AgentRecord },
+}
+
+/// One caller's sleep of one agent.
+pub struct Sleep<'a, S, K> {
+    store: &'a S,
+    agentkit: &'a K,
+    registry: &'a ToolRegistry,
+    settings: &'a WakeSettings,
+}
+
+/// The end of a watch.
+#[allow(clippy::large_enum_variant)] // returned once, consumed at once
+enum Watched {
+    Done(SleepOutcome),
+    /// Nothing to wait for any more: decide again from this record.
+    Again(Option<AgentRecord>),
+}
+
+impl<'a, S: AgentStore, K: AgentKit> Sleep<'a, S, K> {
+    pub fn new(
+        store: &'a S,
+        agentkit: &'a K,
+        registry: &'a ToolRegistry,
+        settings: &'a WakeSettings,
+    ) -> Self {
+        Sleep {
+            store,
+            agentkit,
+            registry,
+            settings,
+        }
+    }
+
+    /// Put `target` to sleep, deciding from `record` (the caller's consistent read) and
+    /// answering by `deadline`.
+    pub async fn run(
+        &self,
+        target: &SleepTarget,
+        mut record: Option<AgentRecord>,
+        deadline: Deadline,
+    ) -> Result<SleepOutcome, Error> {
+        let lock = AgentLock::new(self.store, &self.settings.lock, deadline);
+        for _ in 0..self.settings.lock.max_rounds.max(1) {
+            match decide(
+                record.as_ref(),
+                now_ms(),
+                Intent::Sleep,
+                &self.settings.lock,
+            ) {
+                Decision::Gone => return Err(Error::AgentGone),
+                Decision::Busy {
+                    state,
+                    retry_after_s,
+                } => {
+                    return Err(Error::AgentBusy {
+                        detail: state.holder_detail().into(),
+                        retry_after_s,
+                    })
+                }
+                Decision::Join => {
+                    let r = record
+                        .take()
+                        .unwrap_or_else(|| AgentRecord::absent(target.key.clone()));
+                    match Box::pin(self.watch(&lock, target, r)).await? {
+                        Watched::Done(outcome) => return Ok(outcome),
+                        Watched::Again(r) => record = r,
+                    }
+                }
+                Decision::Acquire(condition) => {
+                    let how = Acquire {
+                        state: WakeState::Sleeping,
+                        generation: Generation::Sleep,
+                        lease: self.settings.lock.lease,
+                        describe: Some(target.describe.clone()),
+                        poll_until_ms: Some(deadline_ms(deadline)),
+                    };
+                    match lock
+                        .acquire(&target.key, &condition, record.as_ref(), &how)
+                        .await?
+                    {
+                        Acquired::Held(held) => {
+                            return Box::pin(self.hold(&lock, target, *held)).await;
+                        }
+                        Acquired::Lost(r) => record = r,
+                    }
+                }
+                // A sleep is never told to trust, verify or wait for another intent: an awake
+                // record is acquired by a CAS like any other.
+                Decision::Awake
+                | Decision::Verify
+                | Decision::AwaitVerify
+                | Decision::AwaitSleep => {
+                    return Err(Error::Internal(
+                        "the lock answered a sleep with a wake's decision".into(),
+                    ))
+                }
+            }
+        }
+        Err(Error::AgentBusy {
+            detail: "too many concurrent changes to the agent; retry".into(),
+            retry_after_s: 1,
+        })
+    }
+
+    /// Watch a sleep in flight until it settles, the budget ends (202), or there is nothing
+    /// left to wait for. Once the holder's request has ended, the winner of a poll lease
+    /// carries it on.
+    async fn watch(
+        &self,
+        lock: &AgentLock<'_, S>,
+        target: &SleepTarget,
+        record: AgentRecord,
+    ) -> Result<Watched, Error> {
+        let deadline = lock.deadline();
+        let mut joined = record.fence;
+        let mut pause = self.settings.watch_min;
+        let mut current = Some(record);
+        loop {
+            let Some(r) = current.take() else {
+                return Ok(Watched::Again(None));
+            };
+            if r.fence == joined {
+                match r.state {
+                    WakeState::Asleep => {
+                        return Ok(Watched::Done(SleepOutcome::Asleep {
+                            record: r,
+                            slept: true,
+                            snapshot: None,
+                        }))
+                    }
+                    WakeState::Awake if r.error.is_some() => {
+                        return Err(Error::SleepFailed(r.error.unwrap_or_default()))
+                    }
+                    _ => {}
+                }
+            }
+            let now = now_ms();
+            match decide(Some(&r), now, Intent::Sleep, &self.settings.lock) {
+                Decision::Join => {
+                    // Follow whichever sleep is in flight (a takeover bumps the fence).
+                    joined = r.fence;
+                    if let Some(settled) = self.carry_on(lock, target, &r).await? {
+                        return Ok(Watched::Done(settled));
+                    }
+                }
+                _ => return Ok(Watched::Again(Some(r))),
+            }
+            if !deadline.allows(pause) {
+                return Ok(Watched::Done(SleepOutcome::Sleeping { record: r }));
+            }
+            tokio::time::sleep(pause).await;
+            pause = (pause * 3 / 2).min(self.settings.watch_max);
+            current = lock.read(&target.key).await?;
+        }
+    }
+
+    /// Carry on a sleep whose holder's request has ended, as the winner of its poll lease.
+    async fn carry_on(
+        &self,
+        lock: &AgentLock<'_, S>,
+        target: &SleepTarget,
+        seen: &AgentRecord,
+    ) -> Result<Option<SleepOutcome>, Error> {
+        let home = target.home.clone().or_else(|| home_of(self.registry, seen));
+        let Some(home) = home else { return Ok(None) };
+        let finished = carry_on(
+            lock,
+            self.agentkit,
+            self.settings,
+            &home,
+            seen,
+            lock.deadline(),
+        )
+        .await?;
+        Ok(match finished {
+            Some(Finished::Asleep { record, snapshot }) => Some(SleepOutcome::Asleep {
+                record,
+                slept: true,
+                snapshot: Some(snapshot),
+            }),
+            Some(Finished::Failed(reason)) => return Err(Error::SleepFailed(reason)),
+            Some(Finished::Pending(_)) | None => None,
+        })
+    }
+}
+
+/// If the poller of the sleep `seen` is gone and the sleep names its snapshot, win the poll
+/// lease and carry the sleep on for a while (`None`: somebody else polls, or there is nothing
+/// to poll yet). Wakes waiting for a sleep use this too.
+pub(crate) async fn carry_on<S: AgentStore, K: AgentKit>(
+    lock: &AgentLock<'_, S>,
+    agentkit: &K,
+    settings: &WakeSettings,
+    home: &Home,
+    seen: &AgentRecord,
+    deadline: Deadline,
+) -> Result<Option<Finished>, Error> {
+    let now = now_ms();
+    let poller_gone = !settings.lock.lease_holds(seen.poll_until_ms, now);
+    if !poller_gone || seen.snapshot_id.is_none() || !deadline.allows(settings.poll_min) {
+        return Ok(None);
+    }
+    let lease = settings.poll_lease.min(deadline.remaining());
+    let record = match lock
+        .take_poll_lease(seen, now + lease.as_millis() as u64)
+        .await?
+    {
+        Written::Done(r) => r,
+        Written::Lost(_) => return Ok(None),
+    };
+    let finish = Finish {
+        lock,
+        agentkit,
+        settings,
+        home,
+    };
+    let until = deadline.min_after(lease);
+    Ok(Some(finish.run(Settler::Anyone, record, until).await?))
+}
