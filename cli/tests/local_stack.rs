@@ -578,6 +578,47 @@ fn the_local_stack_runs_in_the_readme_order() {
         },
     );
 
+    // Its day on the deployed path: kept alive, put to sleep, woken again.
+    let kept = http(
+        port,
+        "POST",
+        &format!("{agent_path}/keepalive"),
+        Some(&serde_json::json!({"ttl_s": 7200})),
+    )
+    .expect("POST keepalive");
+    findings.check(
+        kept.status == 200 && kept.json()["session"]["expire_at"].is_string(),
+        || {
+            format!(
+                "keepalive should answer 200 with the session: {}",
+                kept.describe()
+            )
+        },
+    );
+    let slept = http(port, "POST", &format!("{agent_path}/sleep"), None).expect("POST sleep");
+    findings.check(
+        slept.status == 200
+            && slept.json()["state"] == "asleep"
+            && slept.json()["slept"] == true
+            && slept.json()["snapshots"][0]["status"] == "Ready",
+        || {
+            format!(
+                "sleep should answer 200 asleep with a Ready snapshot: {}",
+                slept.describe()
+            )
+        },
+    );
+    let woken = http(port, "POST", &format!("{agent_path}/resume"), None).expect("POST resume");
+    findings.check(
+        woken.status == 200 && woken.json()["state"] == "awake" && woken.json()["resumed"] == true,
+        || {
+            format!(
+                "resume after the sleep should wake it: {}",
+                woken.describe()
+            )
+        },
+    );
+
     // 4. `sweep`: a whole pass over the Tools; the JSON report too.
     let swept = stack.run(&["sweep"]);
     findings.check(swept.status.success(), || {

@@ -6,11 +6,31 @@ use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 
 /// What each README command must answer: a status and fragments of the output.
-const EXPECTED: [(u16, &[&str], &[&str]); 8] = [
+const EXPECTED: [(u16, &[&str], &[&str]); 11] = [
     (
         200,
         &["Data helper", "Alice Old", "\"state\":\"awake\""],
         &["Bob's notebook", "auth="],
+    ),
+    (
+        200,
+        &["\"state\":\"awake\"", "\"resumed\":true", "Data helper"],
+        &["auth="],
+    ),
+    (
+        200,
+        &["\"state\":\"awake\"", "\"ttl_s\":3600", "expire_at"],
+        &["auth="],
+    ),
+    (
+        200,
+        &[
+            "\"state\":\"asleep\"",
+            "\"slept\":true",
+            "\"session\":null",
+            "Manual",
+        ],
+        &["auth="],
     ),
     (
         200,

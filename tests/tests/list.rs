@@ -581,7 +581,7 @@ async fn bad_queries_missing_identity_and_single_agents() {
 
     for q in [
         vec![("kind", "Codex")],
-        vec![("state", "sleeping")],
+        vec![("state", "dozing")],
         vec![("cursor", "x")],
         vec![("limit", "0")],
         vec![("limit", "101")],
@@ -980,9 +980,11 @@ async fn everyone_is_paged_from_the_index_once_full_and_current() {
         assert!(a["as_of"].is_string(), "{a}");
     }
 
-    // Snapwake's own writes show on the next admin page: a wake, a snapshot delete, a delete.
+    // Snapwake's own writes show on the next admin page: a wake, a sleep (of an agent woken
+    // first), a snapshot delete, a delete.
     let mut ids = everyone.iter();
-    let (woken, trimmed, deleted) = (
+    let (woken, slept, trimmed, deleted) = (
+        ids.next().unwrap().clone(),
         ids.next().unwrap().clone(),
         ids.next().unwrap().clone(),
         ids.next().unwrap().clone(),
@@ -1000,6 +1002,25 @@ async fn everyone_is_paged_from_the_index_once_full_and_current() {
             .await,
     );
     assert_eq!(status, 200, "{body}");
+    let before_sleep = world.snapshots_of(&slept);
+    for verb in ["resume", "sleep"] {
+        let (status, answered) = answer(
+            &api.resume
+                .handle(request(
+                    "POST",
+                    &format!("/v1/agents/codex/{slept}/{verb}"),
+                    owner(&slept),
+                    None,
+                ))
+                .await,
+        );
+        assert_eq!(status, 200, "{verb}: {answered}");
+    }
+    let sleep_snapshot = world
+        .snapshots_of(&slept)
+        .into_iter()
+        .find(|s| !before_sleep.contains(s))
+        .expect("the sleep took a snapshot");
     let trimmed_snapshot = world.snapshots_of(&trimmed)[0].clone();
     let (status, _) = answer(
         &api.delete
@@ -1029,6 +1050,14 @@ async fn everyone_is_paged_from_the_index_once_full_and_current() {
     assert_eq!(
         find(&woken).unwrap()["session"]["session_id"],
         body["session"]["session_id"]
+    );
+    let asleep = find(&slept).unwrap();
+    assert_eq!(asleep["state"], "asleep", "{asleep}");
+    assert!(asleep["session"].is_null(), "{asleep}");
+    assert_eq!(
+        asleep["snapshots"][0]["snapshot_id"],
+        sleep_snapshot.as_str(),
+        "{asleep}"
     );
     let left = find(&trimmed).unwrap()["snapshots"]
         .as_array()
