@@ -267,7 +267,7 @@ fn print_sweeps(snapshots: usize, first: &SweepCost, second: &SweepCost) {
 "
     );
     println!(
-        "The delete function's sweep (`Delete::sweep`, what the hourly schedule and `snapwake          sweep` run) over the same deployment, on DynamoDB Local and the simulated AgentKit          without added latency: the first pass indexes every agent and prunes each to its          newest 3 snapshots (the 999 other owners' agents have 10), the second finds nothing          to do.\n"
+        "The delete function's sweep (`Delete::sweep`, what the hourly schedule and `snapwake sweep` run) over the same deployment, on DynamoDB Local and the simulated AgentKit without added latency: the first pass indexes every agent and prunes each to its newest 3 snapshots (the 999 other owners' agents have 10), the second finds nothing to do.\n"
     );
     println!("| measure | first pass | second pass |\n|---|---|---|");
     let row = |name: &str, a: String, b: String| println!("| {name} | {a} | {b} |");
@@ -363,7 +363,7 @@ async fn everyone() {
         "## Listing everyone: `owner=*`, every page, over {snapshots} snapshots of {OWNERS_HERE} owners\n"
     );
     println!(
-        "An admin pages through every agent ({} of them) with the list handler; the pages are          read from the index the sweep and snapwake's own writes keep current. DynamoDB Local,          simulated AgentKit with {LATENCY_MS} ms per call (no call is made). Before this          rework, the same listing read AgentKit page by page and looked every agent up: 4,438          AgentKit calls in all, and a `limit=50` page held 30 agents; the reference Studio          lists everyone in 23 calls.\n",
+        "An admin pages through every agent ({} of them) with the list handler; the pages are read from the index the sweep and snapwake's own writes keep current. DynamoDB Local, simulated AgentKit with {LATENCY_MS} ms per call (no call is made). Before this rework, the same listing read AgentKit page by page and looked every agent up: 4,438 AgentKit calls in all, and a `limit=50` page held 30 agents; the reference Studio lists everyone in 23 calls.\n",
         OWNERS_HERE * AGENTS_EACH
     );
     println!("| limit | pages | agents (distinct) | AgentKit calls in all | DynamoDB calls per page | latency per page (median) | full pages |");
