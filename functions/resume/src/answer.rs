@@ -5,11 +5,19 @@ use lambda_http::http::header;
 use lambda_http::{Body, Response};
 use serde::Serialize;
 use snapwake::agentkit::types::{Session, Snapshot};
+use snapwake::agentkit::AgentKit;
+use snapwake::deadline::Deadline;
 use snapwake::domain::{AgentKey, AgentRecord, AgentView, Retention};
 use snapwake::http::response;
 use snapwake::lock::LockSettings;
 use snapwake::store::now_ms;
+use snapwake::store::AgentStore;
+use snapwake::view::record_snapshots;
 use snapwake::view::{agent_view, AgentFacts};
+use snapwake::wake::sessions::snapshots;
+use snapwake::wake::Home;
+
+use crate::Resume;
 
 /// What a 202 suggests before asking again.
 pub(crate) const RETRY_AFTER_S: u64 = 2;
@@ -60,4 +68,29 @@ pub(crate) fn accepted<T: Serialize>(body: &T, record: &AgentRecord) -> Response
         headers.insert(header::LOCATION, location);
     }
     resp
+}
+
+impl<S: AgentStore, K: AgentKit> Resume<S, K> {
+    /// The agent's snapshots for a single caller's answer (a keepalive): the record's
+    /// summaries (kept current by every wake, sleep and sweep), or when it has none yet, a
+    /// listing of the agent's Tool. Never for the answers of a storm's joiners.
+    pub(crate) async fn snapshots_for(
+        &self,
+        record: &AgentRecord,
+        home: Option<&Home>,
+        deadline: Deadline,
+    ) -> Vec<Snapshot> {
+        if !record.snapshots.is_empty() {
+            return record_snapshots(record);
+        }
+        let Some(home) = home else {
+            return Vec::new();
+        };
+        snapshots(&self.agentkit, home, &record.key, deadline)
+            .await
+            .unwrap_or_else(|e| {
+                tracing::info!(agent = %record.key, error = %e, "could not list the agent's snapshots for the answer");
+                Vec::new()
+            })
+    }
 }

@@ -22,7 +22,6 @@ use snapwake::error::{Error, Result};
 use snapwake::http::request::{self as req, Matched};
 use snapwake::lock::{AgentLock, Written};
 use snapwake::store::{now_ms, AgentStore, Changes};
-use snapwake::view::record_snapshots;
 use snapwake::wake::sessions::{live_session, session};
 use snapwake::wake::{Home, MIN_TTL};
 
@@ -115,15 +114,19 @@ impl<S: AgentStore, K: AgentKit> Resume<S, K> {
         live.expire_at = answer.expire_at.clone().or(live.expire_at);
         tracing::info!(agent = %key, ttl_s = body.ttl_s, "kept alive");
 
-        let record = match record {
+        let mut record = match record {
             Some(r) => self.remember_expiry(r, &live, deadline).await,
             None => AgentRecord::absent(key.clone()),
         };
+        // An agent without a record yet is shown as a read would show it: its Tool's
+        // retention, its snapshots as listed.
+        record.retention = record.retention.or(Some(home.retention));
+        let snapshots = self.snapshots_for(&record, Some(&home), deadline).await;
         let view = view(
             key,
             &record,
             std::slice::from_ref(&live),
-            &record_snapshots(&record),
+            &snapshots,
             &self.wake.lock,
         );
         Ok(with_etag(

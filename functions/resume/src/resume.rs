@@ -14,6 +14,7 @@ use snapwake::domain::{AgentState, AgentView, WakeView};
 use snapwake::error::Result;
 use snapwake::http::request::{self as req, Matched};
 use snapwake::store::AgentStore;
+use snapwake::view::record_snapshots;
 use snapwake::wake::{Wake, WakeOutcome, WakeTarget};
 
 use crate::answer::{accepted, view, with_etag};
@@ -65,6 +66,13 @@ impl<S: AgentStore, K: AgentKit> Resume<S, K> {
                 snapshots,
             } => {
                 tracing::info!(agent = %key, resumed, "awake");
+                // A joiner saw no listing: the record's summaries stand in (never a listing
+                // per caller: a storm's AgentKit calls must not grow with its callers).
+                let snapshots = if snapshots.is_empty() {
+                    record_snapshots(&record)
+                } else {
+                    snapshots
+                };
                 let view = view(
                     key,
                     &record,

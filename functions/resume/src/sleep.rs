@@ -11,13 +11,12 @@
 use lambda_http::{Body, Request, Response};
 use serde::{Deserialize, Serialize};
 use snapwake::agentkit::AgentKit;
-use snapwake::domain::{AgentRecord, AgentState, AgentView, Retention, WakeView};
+use snapwake::domain::{AgentState, AgentView, Retention, WakeView};
 use snapwake::error::{Error, Result};
 use snapwake::http::request::{self as req, Matched};
 use snapwake::sleep::{Sleep, SleepOutcome, SleepTarget};
 use snapwake::store::AgentStore;
 use snapwake::view::record_snapshots;
-use snapwake::wake::{home_of, sessions::snapshots};
 
 use crate::answer::{accepted, view, with_etag};
 use crate::Resume;
@@ -68,10 +67,15 @@ impl<S: AgentStore, K: AgentKit> Resume<S, K> {
         Ok(match outcome {
             SleepOutcome::Asleep { record, slept, .. } => {
                 tracing::info!(agent = %key, slept, "asleep");
-                let snapshots = self
-                    .snapshots_of(&record, &addressed.registry, addressed.deadline)
-                    .await;
-                let view = view(key, &record, &[], &snapshots, &self.wake.lock);
+                // The record's summaries: a sleep puts its snapshot first, and a holder that
+                // found the agent asleep already wrote what it listed.
+                let view = view(
+                    key,
+                    &record,
+                    &[],
+                    &record_snapshots(&record),
+                    &self.wake.lock,
+                );
                 with_etag(
                     200,
                     &Slept {
@@ -106,27 +110,5 @@ impl<S: AgentStore, K: AgentKit> Resume<S, K> {
                 )
             }
         })
-    }
-
-    /// The agent's snapshots for the answer: the record's summaries (a sleep puts its new
-    /// snapshot first), or when it has none yet, a listing of the agent's Tool.
-    async fn snapshots_of(
-        &self,
-        record: &AgentRecord,
-        registry: &snapwake::domain::ToolRegistry,
-        deadline: snapwake::deadline::Deadline,
-    ) -> Vec<snapwake::agentkit::types::Snapshot> {
-        if !record.snapshots.is_empty() {
-            return record_snapshots(record);
-        }
-        let Some(home) = home_of(registry, record) else {
-            return Vec::new();
-        };
-        snapshots(&self.agentkit, &home, &record.key, deadline)
-            .await
-            .unwrap_or_else(|e| {
-                tracing::info!(agent = %record.key, error = %e, "could not list the agent's snapshots for the answer");
-                Vec::new()
-            })
     }
 }

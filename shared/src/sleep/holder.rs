@@ -21,7 +21,7 @@ use crate::domain::{Retention, WakeState};
 use crate::error::Error;
 use crate::lock::{AgentLock, Held, Written};
 use crate::store::{now_ms, now_s, AgentStore, Changes};
-use crate::wake::sessions::{live_session, own_snapshots, session};
+use crate::wake::sessions::{live_session, own_snapshots, session, snapshots};
 use crate::wake::{deadline_ms, home_of, Home};
 
 use super::{Finish, Finished, Settler, Sleep, SleepOutcome, SleepTarget};
@@ -295,10 +295,24 @@ impl<S: AgentStore, K: AgentKit> Sleep<'_, S, K> {
         home: &Home,
     ) -> Result<SleepOutcome, Error> {
         tracing::info!(agent = %held.key, "sleep: no live session; the agent is asleep already");
+        // What the agent has to wake from, for the record's summaries (and so the answer).
+        let listed = snapshots(self.agentkit, home, &held.key, lock.deadline()).await;
+        let summaries = match listed {
+            Ok(listing) => Some(crate::view::snapshot_views(&own_snapshots(
+                &listing, &held.key,
+            ))),
+            Err(e) => {
+                tracing::info!(agent = %held.key, error = %e, "sleep: could not list the agent's snapshots");
+                None
+            }
+        };
         let changes = Changes {
             session_id: Some(None),
             session_expire_at: Some(None),
             verified_at_ms: Some(0),
+            // The snapshot field the acquire cleared is the last one known: put it back.
+            snapshot_id: Some(held.before.as_ref().and_then(|b| b.snapshot_id.clone())),
+            snapshots: summaries,
             describe: Some(home.description()),
             ..Changes::default()
         };

@@ -17,12 +17,15 @@
 //!    answers 202; a refusal records `failed` (the snapshot untouched);
 //! 8. poll GetSession until Ready (complete), ended (failed), or the budget ends (202).
 
+use crate::agentkit::types::metadata_value;
 use crate::agentkit::types::{ResumeSessionFromSnapshot, Session, Snapshot};
 use crate::agentkit::AgentKit;
 use crate::domain::{Retention, WakeState};
 use crate::error::Error;
+use crate::identity::names::METADATA_DISPLAY_NAME_KEY;
 use crate::lock::{AgentLock, Held, Written};
-use crate::store::{now_ms, now_s, AgentStore, Changes};
+use crate::store::{now_ms, now_s, AgentStore, Changes, Description};
+use crate::view::METADATA_CREATOR_KEY;
 
 use super::sessions::{live_session, orphan_of, own_snapshots, pick, session, snapshots};
 use super::watch::{Polled, Poller, Watched};
@@ -186,7 +189,7 @@ impl<S: AgentStore, K: AgentKit> Wake<'_, S, K> {
             snapshot_id: Some(Some(snapshot_id.clone())),
             lease_until_ms: Some(self.ready_lease_until(sent_at, deadline)),
             poll_until_ms: Some(deadline_ms(deadline)),
-            describe: Some(home.description()),
+            describe: Some(described(&held.record, &home, &snapshot)),
             ..Changes::default()
         };
         if let Written::Lost(r) = lock.write(&mut held, changes).await? {
@@ -431,6 +434,27 @@ impl<S: AgentStore, K: AgentKit> Wake<'_, S, K> {
         if let Err(e) = lock.release(held, WakeState::Asleep, changes).await {
             tracing::warn!(agent = %held.key, error = %e, "could not give the lock back");
         }
+    }
+}
+
+/// Where the agent lives, and the names its snapshot carries when the record has none yet (an
+/// agent first met asleep): every answer read from the record then names it as a listing
+/// would.
+fn described(record: &crate::domain::AgentRecord, home: &Home, snapshot: &Snapshot) -> Description {
+    let from_metadata =
+        |key: &str| metadata_value(&snapshot.session_metadata, key).map(str::to_string);
+    Description {
+        display_name: record
+            .display_name
+            .is_none()
+            .then(|| from_metadata(METADATA_DISPLAY_NAME_KEY))
+            .flatten(),
+        created_by: record
+            .created_by
+            .is_none()
+            .then(|| from_metadata(METADATA_CREATOR_KEY))
+            .flatten(),
+        ..home.description()
     }
 }
 
