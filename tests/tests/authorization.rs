@@ -4,7 +4,8 @@
 //!
 //! Another owner's agent answers 404 with exactly the body a missing agent gets (never 403,
 //! nothing that tells "exists" from "not yours"); no identity answers 401; a refused call
-//! changes nothing. Calls that change an agent (resume, deletes) get a fresh agent per cell.
+//! changes nothing. Calls that change an agent (resume, sleep, keepalive, deletes) get a fresh
+//! agent per cell.
 
 mod support;
 
@@ -44,6 +45,9 @@ enum Subject {
     FreshAsleep,
     /// A new legacy agent for every cell.
     FreshLegacy,
+    /// A new awake agent of Alice for every cell: a live session on the recoverable Tool,
+    /// known only to AgentKit (no record).
+    FreshAwake,
 }
 
 /// One row: a route (the path a template over `{agent}` and `{snapshot}`) and what each caller
@@ -61,6 +65,7 @@ struct Row {
 }
 
 const CREATE_BODY: &str = r#"{"kind":"codex","display_name":"Matrix"}"#;
+const KEEPALIVE_BODY: &str = r#"{"ttl_s":600}"#;
 
 fn rows() -> Vec<Row> {
     let row = |method, path, subject, want| Row {
@@ -140,6 +145,53 @@ fn rows() -> Vec<Row> {
             [404, 404, 200, 401],
         ),
         row(
+            "POST",
+            "/v1/agents/codex/{agent}/sleep",
+            Subject::FreshAwake,
+            [200, 404, 200, 401],
+        ),
+        // Asleep already: 200 (nothing to do), for whoever may act on it.
+        row(
+            "POST",
+            "/v1/agents/codex/{agent}/sleep",
+            Subject::FreshAsleep,
+            [200, 404, 200, 401],
+        ),
+        row(
+            "POST",
+            "/v1/agents/codex/{agent}/sleep",
+            Subject::FreshLegacy,
+            [404, 404, 200, 401],
+        ),
+        Row {
+            body: Some(KEEPALIVE_BODY),
+            ..row(
+                "POST",
+                "/v1/agents/codex/{agent}/keepalive",
+                Subject::FreshAwake,
+                [200, 404, 200, 401],
+            )
+        },
+        Row {
+            body: Some(KEEPALIVE_BODY),
+            ..row(
+                "POST",
+                "/v1/agents/codex/{agent}/keepalive",
+                Subject::Created,
+                [200, 404, 200, 401],
+            )
+        },
+        // Only an admin gets past authorisation, to learn it has no session to keep alive.
+        Row {
+            body: Some(KEEPALIVE_BODY),
+            ..row(
+                "POST",
+                "/v1/agents/codex/{agent}/keepalive",
+                Subject::FreshLegacy,
+                [404, 404, 422, 401],
+            )
+        },
+        row(
             "DELETE",
             "/v1/agents/codex/{agent}/snapshots/{snapshot}",
             Subject::FreshAsleep,
@@ -166,11 +218,14 @@ fn rows() -> Vec<Row> {
     ]
 }
 
-/// An agent a cell acts on: its id and one of its snapshots.
+/// An agent a cell acts on: its id and one of its snapshots, or its live session and when
+/// that expires.
 #[derive(Clone, Debug, Default)]
 struct Agent {
     id: String,
     snapshot: String,
+    session: String,
+    expire_at: Option<String>,
 }
 
 /// An ownerless snapshot (no UserSessionId): the agent `snapshot-<SnapshotId>`.
@@ -187,12 +242,30 @@ fn legacy_agent(world: &World) -> Agent {
     Agent {
         id: format!("snapshot-{snapshot}"),
         snapshot,
+        ..Agent::default()
     }
 }
 
 fn asleep_agent(world: &World) -> Agent {
     let (id, snapshot) = world.asleep_agent("alice", "Asleep");
-    Agent { id, snapshot }
+    Agent {
+        id,
+        snapshot,
+        ..Agent::default()
+    }
+}
+
+/// Alice's agent with a live session on the recoverable Tool, and no record.
+fn awake_agent(world: &World) -> Agent {
+    let id = usid::mint("alice");
+    let session = world.live_session("alice", &id);
+    let expire_at = world.sim.control().session(&session).unwrap().expire_at;
+    Agent {
+        id,
+        session,
+        expire_at,
+        ..Agent::default()
+    }
 }
 
 /// A call of `method` on `path?query` by `who`: the response and the request id it carried.
@@ -225,9 +298,16 @@ fn lists(body: &Value, agent_id: &str) -> bool {
         .is_some_and(|a| a.iter().any(|v| v["agent_id"] == agent_id))
 }
 
-/// Whether AgentKit still holds `agent` as it was seeded: its snapshot, and no session.
+/// Whether AgentKit still holds `agent` as it was seeded: its snapshot, and no session; or
+/// for an awake agent, its session expiring when it did, and no snapshot.
 fn untouched(world: &World, agent: &Agent) -> bool {
     let ctl = world.sim.control();
+    if !agent.session.is_empty() {
+        return ctl
+            .session(&agent.session)
+            .is_some_and(|s| s.is_active() && s.expire_at == agent.expire_at)
+            && world.snapshots_of(&agent.id).is_empty();
+    }
     let sessions = ctl
         .sessions()
         .into_iter()
@@ -264,7 +344,7 @@ async fn every_route_answers_each_caller_as_the_matrix_says() {
     assert_eq!(status, 201, "{created}");
     let created = Agent {
         id: created["agent_id"].as_str().unwrap().to_string(),
-        snapshot: String::new(),
+        ..Agent::default()
     };
     let asleep = asleep_agent(&world);
     let legacy = legacy_agent(&world);
@@ -288,6 +368,7 @@ async fn every_route_answers_each_caller_as_the_matrix_says() {
                 Subject::Legacy => legacy.clone(),
                 Subject::FreshAsleep => asleep_agent(&world),
                 Subject::FreshLegacy => legacy_agent(&world),
+                Subject::FreshAwake => awake_agent(&world),
             };
             let fill = |t: &str| {
                 t.replace("{agent}", &agent.id)
@@ -326,8 +407,10 @@ async fn every_route_answers_each_caller_as_the_matrix_says() {
                     ),
                     _ => {}
                 }
-                if matches!(row.subject, Subject::FreshAsleep | Subject::FreshLegacy)
-                    && !untouched(&world, &agent)
+                if matches!(
+                    row.subject,
+                    Subject::FreshAsleep | Subject::FreshLegacy | Subject::FreshAwake
+                ) && !untouched(&world, &agent)
                 {
                     failures.push(format!("{cell}: refused ({got}) but changed the agent"));
                 }
@@ -358,6 +441,7 @@ async fn nobody_is_an_admin_unless_configured() {
     let (world, api) = dynamo_api("authorization-no-admins", IdentityConfig::default()).await;
     let asleep = asleep_agent(&world);
     let legacy = legacy_agent(&world);
+    let awake = awake_agent(&world);
     let would_be_admin = Who::Admin("root");
 
     let agent = format!("/v1/agents/codex/{}", asleep.id);
@@ -372,6 +456,31 @@ async fn nobody_is_an_admin_unless_configured() {
             format!("/v1/agents/codex/{}/resume", legacy.id),
             "",
             None,
+        ),
+        ("POST", format!("{agent}/sleep"), "", None),
+        (
+            "POST",
+            format!("/v1/agents/codex/{}/sleep", awake.id),
+            "",
+            None,
+        ),
+        (
+            "POST",
+            format!("/v1/agents/codex/{}/sleep", legacy.id),
+            "",
+            None,
+        ),
+        (
+            "POST",
+            format!("/v1/agents/codex/{}/keepalive", awake.id),
+            "",
+            Some(KEEPALIVE_BODY.to_string()),
+        ),
+        (
+            "POST",
+            format!("{agent}/keepalive"),
+            "",
+            Some(KEEPALIVE_BODY.to_string()),
         ),
         (
             "DELETE",
@@ -400,6 +509,7 @@ async fn nobody_is_an_admin_unless_configured() {
     }
     assert!(failures.is_empty(), "\n  {}", failures.join("\n  "));
     assert!(untouched(&world, &asleep) && untouched(&world, &legacy));
+    assert!(untouched(&world, &awake));
     // The would-be admin's own list works, without anyone else's agents.
     let (resp, _) = call(&api, "GET", "/v1/agents", "", would_be_admin, None).await;
     let (status, body) = answer(&resp);

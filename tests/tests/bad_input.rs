@@ -102,12 +102,19 @@ fn bad_ids() -> Vec<(String, u16, &'static str)> {
     ]
 }
 
-/// The routes with an `{agent_id}`, over `{id}` (and a valid `{snapshot}`).
-const AGENT_ROUTES: [(&str, &str); 4] = [
-    ("GET", "/v1/agents/codex/{id}"),
-    ("POST", "/v1/agents/codex/{id}/resume"),
-    ("DELETE", "/v1/agents/codex/{id}/snapshots/{snapshot}"),
-    ("DELETE", "/v1/agents/codex/{id}"),
+/// The routes with an `{agent_id}`, over `{id}` (and a valid `{snapshot}`), each with a body
+/// it accepts.
+const AGENT_ROUTES: [(&str, &str, Option<&str>); 6] = [
+    ("GET", "/v1/agents/codex/{id}", None),
+    ("POST", "/v1/agents/codex/{id}/resume", None),
+    ("POST", "/v1/agents/codex/{id}/sleep", None),
+    (
+        "POST",
+        "/v1/agents/codex/{id}/keepalive",
+        Some(r#"{"ttl_s":600}"#),
+    ),
+    ("DELETE", "/v1/agents/codex/{id}/snapshots/{snapshot}", None),
+    ("DELETE", "/v1/agents/codex/{id}", None),
 ];
 
 #[tokio::test]
@@ -115,7 +122,7 @@ async fn bad_kinds_and_ids_are_refused_on_every_agent_route() {
     let (world, api) = world_and_api("bad-input-ids").await;
     let (agent, snapshot) = world.asleep_agent("alice", "Target");
     let mut cases = Vec::new();
-    for (method, template) in AGENT_ROUTES {
+    for (method, template, body) in AGENT_ROUTES {
         let path = |id: &str| {
             template
                 .replace("{id}", id)
@@ -125,7 +132,7 @@ async fn bad_kinds_and_ids_are_refused_on_every_agent_route() {
             let p = path(&id);
             cases.push(Case::new(
                 format!("{method} {p}"),
-                event(method, &p, ALICE, None),
+                event(method, &p, ALICE, body),
                 want,
                 code,
             ));
@@ -137,7 +144,7 @@ async fn bad_kinds_and_ids_are_refused_on_every_agent_route() {
             let p = path(&agent).replace("/codex/", &format!("/{kind}/"));
             cases.push(Case::new(
                 format!("{method} {p}"),
-                event(method, &p, ALICE, None),
+                event(method, &p, ALICE, body),
                 400,
                 "INVALID_REQUEST",
             ));
@@ -146,7 +153,7 @@ async fn bad_kinds_and_ids_are_refused_on_every_agent_route() {
         let p = path("a/b");
         cases.push(Case::new(
             format!("{method} {p}"),
-            event(method, &p, ALICE, None),
+            event(method, &p, ALICE, body),
             404,
             "ROUTE_NOT_FOUND",
         ));
@@ -202,6 +209,11 @@ async fn bad_kinds_and_ids_are_refused_on_every_agent_route() {
             .iter()
             .all(|s| s.user_session_id.as_deref() != Some(agent.as_str())),
         "nothing refused may wake the agent"
+    );
+    assert_eq!(
+        world.sim.control().counters().received("SetSessionTtl"),
+        0,
+        "nothing refused may keep a session alive"
     );
 }
 
@@ -412,6 +424,171 @@ async fn bad_bodies_are_refused() {
             code,
         ));
     }
+
+    // Sleep takes no fields: anything sent is refused, not ignored.
+    let sleep = format!("/v1/agents/codex/{agent}/sleep");
+    let sleep_bodies: Vec<(&str, String, u16, &str)> = vec![
+        ("malformed", "{".into(), 400, "INVALID_REQUEST"),
+        ("not JSON", "now=1".into(), 400, "INVALID_REQUEST"),
+        ("an array", "[]".into(), 400, "INVALID_REQUEST"),
+        ("a number", "7".into(), 400, "INVALID_REQUEST"),
+        ("null", "null".into(), 400, "INVALID_REQUEST"),
+        (
+            "a field",
+            r#"{"force":true}"#.into(),
+            400,
+            "INVALID_REQUEST",
+        ),
+        (
+            "a snapshot id",
+            format!(r#"{{"snapshot_id":"{snapshot}"}}"#),
+            400,
+            "INVALID_REQUEST",
+        ),
+        ("trailing garbage", "{} {}".into(), 400, "INVALID_REQUEST"),
+        (
+            "over 16 KiB",
+            format!(r#"{{"pad":"{}"}}"#, "x".repeat(16 * 1024)),
+            413,
+            "PAYLOAD_TOO_LARGE",
+        ),
+    ];
+    for (name, body, want, code) in sleep_bodies {
+        cases.push(Case::new(
+            format!("POST {sleep}, body {name}"),
+            event("POST", &sleep, ALICE, Some(&body)),
+            want,
+            code,
+        ));
+    }
+
+    // Keepalive needs exactly `{"ttl_s": <whole number>}`, 60 to 28800.
+    let keepalive = format!("/v1/agents/codex/{agent}/keepalive");
+    let keepalive_bodies: Vec<(&str, Option<String>, u16, &str)> = vec![
+        ("absent", None, 400, "INVALID_REQUEST"),
+        ("blank", Some(" \n ".into()), 400, "INVALID_REQUEST"),
+        ("empty object", Some("{}".into()), 400, "INVALID_REQUEST"),
+        (
+            "malformed",
+            Some(r#"{"ttl_s":"#.into()),
+            400,
+            "INVALID_REQUEST",
+        ),
+        ("not JSON", Some("ttl_s=600".into()), 400, "INVALID_REQUEST"),
+        ("null", Some("null".into()), 400, "INVALID_REQUEST"),
+        ("a number", Some("600".into()), 400, "INVALID_REQUEST"),
+        (
+            "an array",
+            Some(r#"[{"ttl_s":600}]"#.into()),
+            400,
+            "INVALID_REQUEST",
+        ),
+        (
+            "ttl a string",
+            Some(r#"{"ttl_s":"600"}"#.into()),
+            400,
+            "INVALID_REQUEST",
+        ),
+        (
+            "ttl negative",
+            Some(r#"{"ttl_s":-600}"#.into()),
+            400,
+            "INVALID_REQUEST",
+        ),
+        (
+            "ttl fractional",
+            Some(r#"{"ttl_s":600.5}"#.into()),
+            400,
+            "INVALID_REQUEST",
+        ),
+        (
+            "ttl null",
+            Some(r#"{"ttl_s":null}"#.into()),
+            400,
+            "INVALID_REQUEST",
+        ),
+        (
+            "ttl past u64",
+            Some(r#"{"ttl_s":18446744073709551616}"#.into()),
+            400,
+            "INVALID_REQUEST",
+        ),
+        (
+            "unknown field",
+            Some(r#"{"ttl_s":600,"ttl_unit":"hour"}"#.into()),
+            400,
+            "INVALID_REQUEST",
+        ),
+        (
+            "misspelt field",
+            Some(r#"{"ttl":600}"#.into()),
+            400,
+            "INVALID_REQUEST",
+        ),
+        (
+            "duplicate field",
+            Some(r#"{"ttl_s":600,"ttl_s":60}"#.into()),
+            400,
+            "INVALID_REQUEST",
+        ),
+        (
+            "over 16 KiB",
+            Some(format!(
+                r#"{{"ttl_s":600,"pad":"{}"}}"#,
+                "x".repeat(16 * 1024)
+            )),
+            413,
+            "PAYLOAD_TOO_LARGE",
+        ),
+        (
+            "ttl 0",
+            Some(r#"{"ttl_s":0}"#.into()),
+            422,
+            "INVALID_REQUEST",
+        ),
+        (
+            "ttl 59",
+            Some(r#"{"ttl_s":59}"#.into()),
+            422,
+            "INVALID_REQUEST",
+        ),
+        (
+            "ttl 28801",
+            Some(r#"{"ttl_s":28801}"#.into()),
+            422,
+            "INVALID_REQUEST",
+        ),
+        (
+            "ttl u64::MAX",
+            Some(r#"{"ttl_s":18446744073709551615}"#.into()),
+            422,
+            "INVALID_REQUEST",
+        ),
+        // A good body, on an agent with no session to keep alive.
+        (
+            "good, agent asleep",
+            Some(r#"{"ttl_s":600}"#.into()),
+            422,
+            "NOT_AWAKE",
+        ),
+    ];
+    for (name, body, want, code) in keepalive_bodies {
+        cases.push(Case::new(
+            format!("POST {keepalive}, body {name}"),
+            event("POST", &keepalive, ALICE, body.as_deref()),
+            want,
+            code,
+        ));
+    }
+    let mut binary = event("POST", &keepalive, ALICE, None);
+    binary["body"] = BASE64.encode(&[0xff, 0xfe, b'{', 0x00, 0x80]).into();
+    binary["isBase64Encoded"] = true.into();
+    cases.push(Case::new(
+        format!("POST {keepalive}, body not UTF-8"),
+        binary,
+        400,
+        "INVALID_REQUEST",
+    ));
     let n = cases.len();
     assert_none_failed(failures(&api, cases).await, n);
     let ctl = world.sim.control();
@@ -423,6 +600,17 @@ async fn bad_bodies_are_refused() {
             .map(|s| &s.user_session_id)
             .collect::<Vec<_>>()
     );
+    assert_eq!(
+        ctl.counters().received("SetSessionTtl"),
+        0,
+        "no refused keepalive reaches AgentKit"
+    );
+    assert_eq!(
+        ctl.counters().received("CreateSessionSnapshot"),
+        0,
+        "no refused sleep reaches AgentKit"
+    );
+    assert!(ctl.snapshot(&snapshot).is_some());
 }
 
 #[tokio::test]
@@ -554,7 +742,10 @@ async fn bad_queries_and_forged_cursors_are_refused() {
         ("kind=gpt".into(), ALICE, 400, "INVALID_REQUEST"),
         ("kind=Codex".into(), ALICE, 400, "INVALID_REQUEST"),
         ("kind=codex%00".into(), ALICE, 400, "INVALID_REQUEST"),
-        ("state=sleeping".into(), ALICE, 400, "INVALID_REQUEST"),
+        // `sleeping` is a state now (a sleep in flight); these are not.
+        ("state=dozing".into(), ALICE, 400, "INVALID_REQUEST"),
+        ("state=Sleeping".into(), ALICE, 400, "INVALID_REQUEST"),
+        ("state=gone".into(), ALICE, 400, "INVALID_REQUEST"),
         ("limit=0".into(), admin, 400, "INVALID_REQUEST"),
         ("limit=101".into(), admin, 400, "INVALID_REQUEST"),
         ("limit=-1".into(), admin, 400, "INVALID_REQUEST"),
@@ -639,6 +830,10 @@ async fn bad_queries_and_forged_cursors_are_refused() {
         .collect();
     let n = cases.len();
     assert_none_failed(failures(&api, cases).await, n);
+
+    // `sleeping` is a valid filter now.
+    let resp = api.handle(from_event(&list("state=sleeping", ALICE))).await;
+    assert_eq!(resp.status().as_u16(), 200, "{:?}", answer(&resp).1);
 
     // The untouched cursor still pages: the refusals above are about the forgery, not the key.
     let resp = api
@@ -728,6 +923,9 @@ async fn unknown_routes_are_404_and_wrong_methods_405_with_allow() {
         ("GET", "/v1/agents/codex/x/y"),
         ("POST", "/v1/agents/codex/x/resume/now"),
         ("POST", "/v1/agents/codex/x/wake"),
+        ("POST", "/v1/agents/codex/x/sleep/now"),
+        ("POST", "/v1/agents/codex/x/keepalive/600"),
+        ("POST", "/v1/agents/codex/x/keep-alive"),
         ("DELETE", "/v1/agents/codex/x/snapshots"),
         ("DELETE", "/v1/agents/codex/x/snapshots/s/extra"),
         ("GET", "/v1/%61gents"),
@@ -741,6 +939,10 @@ async fn unknown_routes_are_404_and_wrong_methods_405_with_allow() {
         ("POST", "/v1/agents/codex/x", "GET, DELETE"),
         ("GET", "/v1/agents/codex/x/resume", "POST"),
         ("DELETE", "/v1/agents/codex/x/resume", "POST"),
+        ("GET", "/v1/agents/codex/x/sleep", "POST"),
+        ("DELETE", "/v1/agents/codex/x/sleep", "POST"),
+        ("GET", "/v1/agents/codex/x/keepalive", "POST"),
+        ("PUT", "/v1/agents/codex/x/keepalive", "POST"),
         ("GET", "/v1/agents/codex/x/snapshots/s", "DELETE"),
         ("OPTIONS", "/v1/agents/codex/x/snapshots/s", "DELETE"),
     ];

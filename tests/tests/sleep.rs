@@ -336,6 +336,12 @@ async fn a_sleep_racing_fifty_resumes_ends_awake_from_the_new_snapshot() {
             (200, Some("awake")),
             "{body}"
         );
+        // Joiners answer from the record: named, with the snapshots it summarises.
+        assert_eq!(body["display_name"], "Racer", "{body}");
+        assert!(
+            body["snapshots"].as_array().is_some_and(|s| s.len() >= 2),
+            "{body}"
+        );
         sessions.insert(body["session"]["session_id"].as_str().unwrap().to_string());
     }
     let new = new_snapshots(&world, &agent_id, &before);
@@ -405,7 +411,7 @@ async fn a_delete_while_sleeping_is_409() {
         .iter()
         .map(|a| a["agent_id"].as_str().unwrap().to_string())
         .collect();
-    assert_eq!(ids, [agent_id.clone()], "{listed}");
+    assert_eq!(ids, std::slice::from_ref(&agent_id), "{listed}");
     let one = format!("/v1/agents/codex/{agent_id}");
     let (status, single) = answer(
         &list
