@@ -114,6 +114,8 @@ pub struct ToolListing {
     pub retention: Retention,
     pub snapshots: Vec<Snapshot>,
     pub sessions: Vec<Session>,
+    /// When the listing began (epoch ms): a record written since knows better than it.
+    pub listed_at_ms: u64,
 }
 
 /// Every Tool of every kind, snapshot Tools first, each once: `(kind, tool, retention)`.
@@ -147,6 +149,7 @@ pub async fn list_tool<K: AgentKit>(
     deadline: Deadline,
 ) -> Result<ToolListing, AgentKitError> {
     let mut last = None;
+    let listed_at_ms = now_ms();
     for region in regions(registry, agentkit) {
         let snapshots = if retention == Retention::Recoverable {
             let request = ListSessionSnapshots {
@@ -185,6 +188,7 @@ pub async fn list_tool<K: AgentKit>(
             retention,
             snapshots,
             sessions,
+            listed_at_ms,
         });
     }
     Err(last.unwrap_or(AgentKitError::NotFound {
@@ -332,6 +336,7 @@ impl ToolListing {
             retention: self.retention,
             snapshots: Vec::new(),
             sessions: Vec::new(),
+            listed_at_ms: self.listed_at_ms,
         }
     }
 }
@@ -463,11 +468,30 @@ fn changes_for(
         },
         ..Changes::default()
     };
+    // A wake, sleep or delete that wrote the record after the listing began knows the
+    // agent's state, session and snapshots better than the listing does (a sleep that ended
+    // a session the listing still shows alive, with a snapshot the listing does not have
+    // yet): then only what the record lacks is filled in, and the next pass brings the rest.
+    // Records keep whole seconds, so the listing's own second counts as after.
+    let newer = current
+        .and_then(|r| r.updated_at.as_deref())
+        .and_then(crate::timestamp::epoch_ms)
+        .is_some_and(|at| at + 1000 > listing.listed_at_ms);
     if listing.retention == Retention::Recoverable {
         let summaries = snapshot_views(&seen.snapshots);
-        if current.map_or(!summaries.is_empty(), |r| r.snapshots != summaries) {
+        let differ = current.map_or(!summaries.is_empty(), |r| {
+            if newer {
+                r.snapshots.is_empty() && !summaries.is_empty()
+            } else {
+                r.snapshots != summaries
+            }
+        });
+        if differ {
             changes.snapshots = Some(summaries);
         }
+    }
+    if newer {
+        return (changes != Changes::default()).then_some(changes);
     }
     // A live session of an agent at rest: the index says it is awake.
     if let Some(live) = crate::wake::newest_session(seen.sessions.iter().cloned()) {
@@ -580,6 +604,7 @@ mod tests {
             retention: Retention::Recoverable,
             snapshots,
             sessions,
+            listed_at_ms: now_ms(),
         }
     }
 
@@ -657,6 +682,51 @@ mod tests {
         r.session_id = None;
         r.lease_until_ms = now_ms() + 60_000;
         assert!(changes_for(Some(&r), &key, &l, &agents[&key], &lock).is_none());
+    }
+
+    #[test]
+    fn a_record_written_since_the_listing_began_keeps_its_state_and_snapshots() {
+        // The listing saw the agent awake with one old snapshot; then a sleep ended the
+        // session and recorded the snapshot it took.
+        let id = "studio-alice-0789";
+        let session = Session {
+            session_id: Some("s-1".into()),
+            user_session_id: Some(id.into()),
+            status: Some("Ready".into()),
+            ..Session::default()
+        };
+        let mut l = listing(
+            vec![snap(Some(id), "2026-12-01T00:00:00Z", &[])],
+            vec![session],
+        );
+        l.listed_at_ms = now_ms() - 5_000;
+        let agents = agents_of(&l);
+        let key = AgentKey::new(Kind::Codex, id);
+        let lock = LockSettings::default();
+        let summary = |id: &str| crate::domain::SnapshotView {
+            snapshot_id: id.into(),
+            source_session_id: Some("s-1".into()),
+            status: Some("Ready".into()),
+            reason: None,
+            created_at: None,
+        };
+        let mut r = AgentRecord::absent(key.clone());
+        r.version = 4;
+        r.state = WakeState::Asleep;
+        r.snapshots = vec![summary("snap-new"), summary("snap-2026-12-01T00:00:00Z")];
+        r.updated_at = Some(crate::timestamp::now());
+        let kept = changes_for(Some(&r), &key, &l, &agents[&key], &lock);
+        assert!(
+            kept.as_ref().is_none_or(|c| c.state.is_none()
+                && c.session_id.is_none()
+                && c.snapshots.is_none()),
+            "{kept:?}"
+        );
+        // Written before the listing began: the listing's word stands.
+        r.updated_at = Some(crate::timestamp::format_ms(now_ms() - 60_000));
+        let c = changes_for(Some(&r), &key, &l, &agents[&key], &lock).unwrap();
+        assert_eq!(c.state, Some(WakeState::Awake));
+        assert_eq!(c.snapshots.map(|s| s.len()), Some(1));
     }
 
     #[test]
