@@ -6,11 +6,15 @@
 //!    `NOT_SLEEPABLE` (it keeps no snapshots);
 //! 2. the live session: the recorded one if AgentKit still has it active, else the newest
 //!    active session with the agent's UserSessionId; none → the agent is asleep already;
-//! 3. reconcile: a snapshot an earlier attempt took of *that* session (ListSessionSnapshots by
-//!    SessionId; Creating or Ready) is adopted rather than taking a second one;
+//! 3. reconcile: when this acquire took over a sleep that never finished (the record was
+//!    still `sleeping` when its lease lapsed, so nobody has handed the session out since), the
+//!    snapshot that attempt named, or else one of *that* session it took since it began
+//!    (ListSessionSnapshots by SessionId; Creating or Ready), is adopted rather than taking a
+//!    second one. Never an older snapshot of the session: it would lack the work done since;
 //! 4. budget: at least one AgentKit request timeout left, else the lock is given back (503);
-//! 5. CreateSessionSnapshot; an answer that was lost is reconciled as in 3 (not found: the
-//!    agent is given back awake, 502 retryable, and the next sleep adopts it if it appears);
+//! 5. CreateSessionSnapshot; an answer that was lost is reconciled as in 3, for snapshots
+//!    taken since this request sent it (none found: the agent is given back awake, 502
+//!    retryable, and the next sleep takes a fresh snapshot);
 //! 6. the snapshot and the session in the record, lease = the snapshot timeout (fenced);
 //! 7. [`super::finish`]: Ready → DeleteSession → `asleep`.
 
@@ -84,10 +88,18 @@ impl<S: AgentStore, K: AgentKit> Sleep<'_, S, K> {
         };
         let session_id = live.session_id.clone().unwrap_or_default();
 
-        // 3. A snapshot an earlier attempt took of this session.
-        let earlier = match self.taken_of(&home, target, &session_id, deadline).await {
-            Ok(s) => s,
-            Err(e) => return Err(self.give_back(lock, &mut held, e.into()).await),
+        // 3. A snapshot an unfinished earlier attempt took of this session.
+        let earlier = match unfinished(held.before.as_ref(), &session_id) {
+            Some(attempt) => {
+                match self
+                    .taken_of(&home, target, &session_id, &attempt, deadline)
+                    .await
+                {
+                    Ok(s) => s,
+                    Err(e) => return Err(self.give_back(lock, &mut held, e.into()).await),
+                }
+            }
+            None => None,
         };
         let snapshot_id = match earlier {
             Some(s) => {
@@ -110,6 +122,7 @@ impl<S: AgentStore, K: AgentKit> Sleep<'_, S, K> {
                     session_id: session_id.clone(),
                     tool_id: home.tool_id.clone(),
                 };
+                let sent = Attempt::Since(now_ms());
                 match self.agentkit.call(&home.region, &request, deadline).await {
                     Ok(r) if !r.snapshot_id.is_empty() => r.snapshot_id,
                     Ok(_) => {
@@ -118,7 +131,7 @@ impl<S: AgentStore, K: AgentKit> Sleep<'_, S, K> {
                             detail: "no SnapshotId".into(),
                         };
                         match self
-                            .after_unknown(&home, target, &session_id, err, deadline)
+                            .after_unknown(&home, target, &session_id, &sent, err, deadline)
                             .await
                         {
                             Ok(id) => id,
@@ -129,7 +142,7 @@ impl<S: AgentStore, K: AgentKit> Sleep<'_, S, K> {
                     }
                     Err(e) if e.outcome_unknown() => {
                         match self
-                            .after_unknown(&home, target, &session_id, e, deadline)
+                            .after_unknown(&home, target, &session_id, &sent, e, deadline)
                             .await
                         {
                             Ok(id) => id,
@@ -206,12 +219,13 @@ impl<S: AgentStore, K: AgentKit> Sleep<'_, S, K> {
         }
     }
 
-    /// The newest snapshot of `session_id` still being made or Ready (an earlier attempt's).
+    /// The newest snapshot of `session_id` still being made or Ready that `attempt` took.
     async fn taken_of(
         &self,
         home: &Home,
         target: &SleepTarget,
         session_id: &str,
+        attempt: &Attempt,
         deadline: Deadline,
     ) -> Result<Option<Snapshot>, AgentKitError> {
         let request = ListSessionSnapshots {
@@ -232,6 +246,7 @@ impl<S: AgentStore, K: AgentKit> Sleep<'_, S, K> {
             .filter(|s| {
                 s.session_id.as_deref() == Some(session_id)
                     && (s.is_wakeable() || s.is_in_progress())
+                    && attempt.took(s, self.settings.lock.skew_margin)
             })
             .collect();
         taken.sort_by_key(|s| {
@@ -246,11 +261,15 @@ impl<S: AgentStore, K: AgentKit> Sleep<'_, S, K> {
         home: &Home,
         target: &SleepTarget,
         session_id: &str,
+        sent: &Attempt,
         err: AgentKitError,
         deadline: Deadline,
     ) -> Result<String, Error> {
         tracing::warn!(agent = %target.key, error = %err, "CreateSessionSnapshot may have acted; looking for its snapshot");
-        match self.taken_of(home, target, session_id, deadline).await {
+        match self
+            .taken_of(home, target, session_id, sent, deadline)
+            .await
+        {
             Ok(Some(s)) => Ok(s.snapshot_id.unwrap_or_default()),
             Ok(None) => Err(Error::SleepFailed(format!(
                 "the snapshot could not be confirmed ({err}); the agent is still awake"
@@ -387,5 +406,85 @@ impl<S: AgentStore, K: AgentKit> Sleep<'_, S, K> {
     fn snapshot_lease_until(&self, deadline: Deadline) -> u64 {
         let timeout = now_ms() + self.settings.snapshot_timeout.as_millis() as u64;
         timeout.max(deadline_ms(deadline))
+    }
+}
+
+/// Which snapshots of the live session an earlier, unfinished attempt took.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Attempt {
+    /// The one it named in the record.
+    Named(String),
+    /// Any it took since it began (epoch ms).
+    Since(u64),
+}
+
+impl Attempt {
+    fn took(&self, snapshot: &Snapshot, skew: std::time::Duration) -> bool {
+        match self {
+            Attempt::Named(id) => snapshot.snapshot_id.as_deref() == Some(id.as_str()),
+            Attempt::Since(ms) => {
+                // AgentKit writes whole seconds, and clocks drift a little.
+                let margin = skew.as_millis() as u64 + 1000;
+                crate::timestamp::sort_key(snapshot.created_at.as_deref())
+                    >= i128::from(ms.saturating_sub(margin)) * 1_000_000
+            }
+        }
+    }
+}
+
+/// The sleep attempt this acquire took over, if it never finished: the record was still
+/// `sleeping` (nobody has woken the agent or handed its session out since) and about the same
+/// session. A record at rest — an attempt that was given back, a wake in between — adopts
+/// nothing: a fresh snapshot has everything done since.
+fn unfinished(before: Option<&crate::domain::AgentRecord>, session_id: &str) -> Option<Attempt> {
+    let b = before.filter(|b| b.state == WakeState::Sleeping)?;
+    if b.session_id.as_deref().is_some_and(|s| s != session_id) {
+        return None;
+    }
+    if let Some(named) = &b.snapshot_id {
+        return Some(Attempt::Named(named.clone()));
+    }
+    let began = b
+        .updated_at
+        .as_deref()
+        .and_then(crate::timestamp::epoch_ms)?;
+    Some(Attempt::Since(began))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::{AgentKey, AgentRecord, Kind};
+
+    fn snap(id: &str, at: &str) -> Snapshot {
+        Snapshot {
+            snapshot_id: Some(id.into()),
+            created_at: Some(at.into()),
+            ..Snapshot::default()
+        }
+    }
+
+    #[test]
+    fn only_an_unfinished_sleep_of_the_same_session_is_adopted() {
+        let mut before = AgentRecord::absent(AgentKey::new(Kind::Codex, "studio-alice-01"));
+        before.session_id = Some("s-1".into());
+        before.updated_at = Some("2026-12-02T10:00:00Z".into());
+        // At rest (given back awake, or woken since): nothing is adopted.
+        for state in [WakeState::Awake, WakeState::Asleep, WakeState::Waking] {
+            before.state = state;
+            assert_eq!(unfinished(Some(&before), "s-1"), None, "{state}");
+        }
+        before.state = WakeState::Sleeping;
+        assert_eq!(unfinished(Some(&before), "s-2"), None, "another session");
+        let since = unfinished(Some(&before), "s-1").unwrap();
+        let skew = std::time::Duration::from_secs(2);
+        assert!(since.took(&snap("new", "2026-12-02T10:00:01Z"), skew));
+        assert!(since.took(&snap("same-second", "2026-12-02T09:59:58Z"), skew));
+        assert!(!since.took(&snap("an-hour-old", "2026-12-02T09:00:00Z"), skew));
+        before.snapshot_id = Some("named".into());
+        let named = unfinished(Some(&before), "s-1").unwrap();
+        assert!(named.took(&snap("named", "2026-12-02T09:00:00Z"), skew));
+        assert!(!named.took(&snap("other", "2026-12-02T10:00:01Z"), skew));
+        assert_eq!(unfinished(None, "s-1"), None);
     }
 }
