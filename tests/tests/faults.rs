@@ -11,11 +11,17 @@
 //!   no second Resume (a Resume whose record was lost with the store is adopted by the
 //!   reconcile by UserSessionId).
 //!
-//! Both also hold every 200 and 202 to its view (http-api.md): a 200 shows the agent `awake`, a
-//! 202 `waking`. That check comes last, after the invariants above.
+//! - Day after day under the same faults (20% bare 503s after acting, 10% 429s, on every
+//!   action): agents woken, put to sleep and woken again, round after round, by concurrent
+//!   retrying callers. Every sleep takes exactly one snapshot, which is Ready, and the session
+//!   is ended only once it is; every wake comes from the snapshot the last sleep took, with one
+//!   Resume; never two live sessions; every caller ends on 200.
 //!
-//! The two tests run one after the other (a lock): both are heavy for a 2-core machine, and the
-//! second one's budget assertions must not measure the first one's load.
+//! They also hold every 200 and 202 to its view (http-api.md): a 200 shows the agent `awake`
+//! (`asleep` for a sleep), a 202 `waking`. That check comes last, after the invariants above.
+//!
+//! The tests run one after the other (a lock): they are heavy for a 2-core machine, and one's
+//! budget assertions must not measure another's load.
 
 mod support;
 
@@ -29,7 +35,9 @@ use std::time::{Duration, Instant};
 use aws_config::BehaviorVersion;
 use serde_json::Value;
 use snapwake::agentkit::sim::{Fault, SimControl};
-use snapwake::agentkit::AgentKit;
+use snapwake::agentkit::types::{Action, Snapshot};
+use snapwake::agentkit::{AgentKit, AgentKitError};
+use snapwake::deadline::Deadline;
 use snapwake::domain::{AgentKey, Kind, WakeState};
 use snapwake::registry::{RegistryCache, ToolOverrides};
 use snapwake::store::dynamo::DynamoStore;
@@ -910,5 +918,464 @@ fn dynamodb_killed_mid_storm_answers_503_in_budget_and_converges_after_restart()
             "answers whose view contradicts their status: {inconsistent:#?}"
         );
         drop(dynamo);
+    });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Wake, sleep, wake: agents cycling under 20% bare 503s and 10% 429s
+
+const CYCLE_AGENTS: usize = 24;
+const CYCLE_CALLERS: usize = 3;
+/// Sleeps per agent (each followed by a wake).
+const CYCLE_ROUNDS: usize = 4;
+/// How long the callers of one step (one wake or one sleep of one agent) may retry.
+const CYCLE_PATIENCE: Duration = Duration::from_secs(30);
+
+/// AgentKit that notes every DeleteSession as it is sent: the session, and the statuses of
+/// that session's snapshots at that moment (a sleep must never end a session whose snapshot
+/// is not Ready).
+struct Watched<K> {
+    inner: K,
+    ctl: SimControl,
+    ended: Mutex<Vec<(String, Vec<String>)>>,
+}
+
+impl<K: AgentKit> AgentKit for Watched<K> {
+    async fn call<A: Action + 'static>(
+        &self,
+        region: &str,
+        request: &A,
+        deadline: Deadline,
+    ) -> Result<A::Output, AgentKitError> {
+        if A::NAME == "DeleteSession" {
+            let sent = serde_json::to_value(request).unwrap_or_default();
+            let session = sent["SessionId"].as_str().unwrap_or_default().to_string();
+            let statuses = self
+                .ctl
+                .snapshots()
+                .into_iter()
+                .filter(|s| s.session_id.as_deref() == Some(session.as_str()))
+                .map(|s| s.status.unwrap_or_default())
+                .collect();
+            self.ended.lock().unwrap().push((session, statuses));
+        }
+        self.inner.call(region, request, deadline).await
+    }
+
+    fn regions(&self) -> &[String] {
+        self.inner.regions()
+    }
+
+    fn request_timeout(&self) -> Duration {
+        self.inner.request_timeout()
+    }
+}
+
+/// `POST …/{verb}` (`resume` or `sleep`) of `agent_id` once as its `owner`, judged as
+/// [`resume_once`] judges a resume: a 200 is JSON showing the agent `awake` with its session
+/// (`asleep` without one, for a sleep), a 202 is JSON with `Retry-After` and `Location`, and
+/// 409, 429, 502 and 503 are retryable problem+json answers; any other status is malformed.
+async fn call_once<S: AgentStore, K: AgentKit>(
+    function: &Resume<S, K>,
+    owner: &str,
+    agent_id: &str,
+    verb: &str,
+) -> Answer {
+    let raw_path = format!("/v1/agents/codex/{agent_id}/{verb}");
+    let event = event("POST", &raw_path, Who::User(owner), None);
+    let request_id = request_id_of(&event);
+    let resp = function.handle(from_event(&event)).await;
+    let (status, body) = answer(&resp);
+    let content_type = header_of(&resp, "content-type").unwrap_or("");
+    let text = |v: &Value| v.as_str().unwrap_or_default().to_string();
+    let json = content_type == "application/json" && body.is_object();
+    let sleep = verb == "sleep";
+    let (session, malformed, inconsistent) = match status {
+        200 => {
+            let session = text(&body["session"]["session_id"]);
+            let bad = (!json || (!sleep && session.is_empty()))
+                .then(|| format!("{verb} 200 {content_type} {body}"));
+            let want = if sleep { "asleep" } else { "awake" };
+            let wrong = (body["state"] != want || (sleep && !session.is_empty()))
+                .then(|| format!("{verb} 200 with state {}: {body}", body["state"]));
+            (session, bad, wrong)
+        }
+        202 => {
+            let headers =
+                header_of(&resp, "retry-after").is_some() && header_of(&resp, "location").is_some();
+            let bad = (!json || !headers).then(|| format!("{verb} 202 {content_type} {body}"));
+            (String::new(), bad, None)
+        }
+        409 | 429 | 502 | 503 => {
+            let bad = problem_fault(&resp, status, Some(&request_id)).or_else(|| {
+                (body["retryable"] != true).then(|| format!("{verb} not retryable: {body}"))
+            });
+            (String::new(), bad, None)
+        }
+        s => (
+            String::new(),
+            Some(format!("{verb}: unexpected status {s}: {body}")),
+            None,
+        ),
+    };
+    Answer {
+        status,
+        session,
+        code: text(&body["code"]),
+        malformed,
+        inconsistent,
+    }
+}
+
+/// One retrying caller: `verb` until 200, pausing after 202, 409, 429, 502 and 503, giving
+/// up at `give_up`. Answers every answer it got.
+async fn retrying<S: AgentStore, K: AgentKit>(
+    function: Arc<Resume<S, K>>,
+    owner: &'static str,
+    agent_id: String,
+    verb: &'static str,
+    give_up: Instant,
+) -> Vec<Answer> {
+    let mut answers = Vec::new();
+    loop {
+        let a = call_once(&function, owner, &agent_id, verb).await;
+        let done = a.status == 200 || Instant::now() > give_up;
+        let settled = !matches!(a.status, 202 | 409 | 429 | 502 | 503);
+        answers.push(a);
+        if done || settled {
+            return answers;
+        }
+        pause(100, 300).await;
+    }
+}
+
+/// [`CYCLE_CALLERS`] callers of `verb` at once (a few ms apart), each until 200.
+async fn step<S, K>(
+    function: &Arc<Resume<S, K>>,
+    owner: &'static str,
+    agent_id: &str,
+    verb: &'static str,
+) -> Vec<Vec<Answer>>
+where
+    S: AgentStore + Send + Sync + 'static,
+    K: AgentKit + Send + Sync + 'static,
+{
+    let give_up = Instant::now() + CYCLE_PATIENCE;
+    let callers: Vec<_> = (0..CYCLE_CALLERS)
+        .map(|j| {
+            let (function, agent_id) = (function.clone(), agent_id.to_string());
+            tokio::spawn(async move {
+                tokio::time::sleep(Duration::from_millis(20 * j as u64)).await;
+                retrying(function, owner, agent_id, verb, give_up).await
+            })
+        })
+        .collect();
+    let mut all = Vec::new();
+    for caller in callers {
+        all.push(caller.await.expect("a caller panicked"));
+    }
+    all
+}
+
+/// What one agent's cycle saw.
+#[derive(Default)]
+struct Cycle {
+    /// Everything that went wrong, in words.
+    problems: Vec<String>,
+    answers: Vec<Answer>,
+    /// The session of the last wake.
+    session: String,
+    /// The snapshots the sleeps took, in order.
+    taken: Vec<String>,
+}
+
+/// The agent's snapshots in the simulator.
+fn snapshots_of(ctl: &SimControl, agent_id: &str) -> Vec<Snapshot> {
+    ctl.snapshots()
+        .into_iter()
+        .filter(|s| s.user_session_id.as_deref() == Some(agent_id))
+        .collect()
+}
+
+/// Wake `agent_id` (asleep on `seeded`), then [`CYCLE_ROUNDS`] times put it to sleep and wake
+/// it again, each step by [`CYCLE_CALLERS`] concurrent retrying callers, checking after every
+/// step what it must have left behind.
+async fn cycle<S, K>(
+    function: Arc<Resume<S, K>>,
+    ctl: SimControl,
+    owner: &'static str,
+    agent_id: String,
+    seeded: String,
+) -> Cycle
+where
+    S: AgentStore + Send + Sync + 'static,
+    K: AgentKit + Send + Sync + 'static,
+{
+    let mut c = Cycle::default();
+    // The snapshot the next wake must come from.
+    let mut newest = seeded;
+    for round in 0..=CYCLE_ROUNDS {
+        // Wake.
+        let callers = step(&function, owner, &agent_id, "resume").await;
+        let mut sessions: Vec<String> = Vec::new();
+        for answers in &callers {
+            match answers.last() {
+                Some(a) if a.status == 200 => sessions.push(a.session.clone()),
+                last => c.problems.push(format!(
+                    "round {round}: a resume never got 200 (last {:?})",
+                    last.map(|a| (a.status, a.code.clone()))
+                )),
+            }
+        }
+        c.answers.extend(callers.into_iter().flatten());
+        sessions.sort();
+        sessions.dedup();
+        if sessions.len() != 1 {
+            c.problems.push(format!(
+                "round {round}: the wake's callers got {sessions:?}"
+            ));
+        }
+        c.session = sessions.first().cloned().unwrap_or_default();
+        let counters = ctl.counters();
+        let live = counters.live_sessions_of(&agent_id);
+        let resumes = counters.resumes_of(&newest);
+        if live != 1 || resumes != 1 {
+            c.problems.push(format!(
+                "round {round}: after the wake {live} live sessions, {resumes} Resumes of the \
+                 newest snapshot {newest} (Resumes per snapshot {:?})",
+                snapshots_of(&ctl, &agent_id)
+                    .iter()
+                    .filter_map(|s| s.snapshot_id.clone())
+                    .map(|id| {
+                        let n = counters.resumes_of(&id);
+                        (id, n)
+                    })
+                    .collect::<Vec<_>>()
+            ));
+        }
+        if round == CYCLE_ROUNDS || !c.problems.is_empty() {
+            break;
+        }
+        pause(0, 300).await;
+
+        // Sleep.
+        let before: Vec<String> = snapshots_of(&ctl, &agent_id)
+            .into_iter()
+            .filter_map(|s| s.snapshot_id)
+            .collect();
+        let callers = step(&function, owner, &agent_id, "sleep").await;
+        for answers in &callers {
+            if answers.last().is_none_or(|a| a.status != 200) {
+                c.problems.push(format!(
+                    "round {round}: a sleep never got 200 (last {:?})",
+                    answers.last().map(|a| (a.status, a.code.clone()))
+                ));
+            }
+        }
+        c.answers.extend(callers.into_iter().flatten());
+        let new: Vec<Snapshot> = snapshots_of(&ctl, &agent_id)
+            .into_iter()
+            .filter(|s| {
+                s.snapshot_id
+                    .as_ref()
+                    .is_some_and(|id| !before.contains(id))
+            })
+            .collect();
+        let live = ctl.counters().live_sessions_of(&agent_id);
+        let one_ready = new.len() == 1
+            && new[0].is_wakeable()
+            && new[0].session_id.as_deref() == Some(c.session.as_str());
+        if live != 0 || !one_ready {
+            c.problems.push(format!(
+                "round {round}: after the sleep of {} {live} live sessions and new snapshots \
+                 {:?}",
+                c.session,
+                new.iter()
+                    .map(|s| (
+                        s.snapshot_id.clone(),
+                        s.session_id.clone(),
+                        s.status.clone()
+                    ))
+                    .collect::<Vec<_>>()
+            ));
+            break;
+        }
+        newest = new[0].snapshot_id.clone().unwrap_or_default();
+        c.taken.push(newest.clone());
+        pause(0, 300).await;
+    }
+    c
+}
+
+#[test]
+fn agents_woken_and_put_to_sleep_through_503s_and_429s_never_lose_a_workspace() {
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    runtime().block_on(async {
+        let started = Instant::now();
+        let store = dynamo_store("faults-cycle").await;
+        let world = World::start(Duration::from_millis(300)).await;
+        world.register(&store).await;
+        let ctl = world.sim.control();
+        ctl.set_snapshot_ready_delay(Duration::from_millis(300));
+        let agents: Vec<(&'static str, String, String)> = (0..CYCLE_AGENTS)
+            .map(|i| {
+                let owner = OWNERS[i % OWNERS.len()];
+                let (agent_id, snapshot_id) = world.asleep_agent(owner, &format!("Cycle {i}"));
+                (owner, agent_id, snapshot_id)
+            })
+            .collect();
+        ctl.reset_counters();
+
+        // 20% of every AgentKit call answers a bare 503 after acting (a snapshot or a Resume
+        // happened all the same, a session was ended all the same), and 10% of all calls 429:
+        // 12.5% of the 80% the 503s let by.
+        ctl.inject(Fault::bare(None, 503).rate(0.2).after_apply())
+            .unwrap();
+        ctl.inject(Fault::error(None, "Throttling", 429).rate(0.125))
+            .unwrap();
+
+        let kit = Watched {
+            inner: world.client(),
+            ctl: ctl.clone(),
+            ended: Mutex::new(Vec::new()),
+        };
+        let function = Arc::new(resume_fn(store.clone(), kit, soak_settings()));
+        let live = LiveWatch::start(ctl.clone());
+        // Snapshots take 0.3 s to 5 s (changing every second): the slowest outlast a
+        // request's wait (4 s), so their sleeps answer 202 and are carried on by whoever
+        // comes next.
+        let slow_snapshots = tokio::spawn({
+            let ctl = ctl.clone();
+            async move {
+                for ms in [300, 1500, 300, 5000].into_iter().cycle() {
+                    ctl.set_snapshot_ready_delay(Duration::from_millis(ms));
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                }
+            }
+        });
+        let cycles: Vec<_> = agents
+            .iter()
+            .enumerate()
+            .map(|(i, (owner, agent_id, seeded))| {
+                let (function, ctl) = (function.clone(), ctl.clone());
+                let (owner, agent_id, seeded) = (*owner, agent_id.clone(), seeded.clone());
+                tokio::spawn(async move {
+                    tokio::time::sleep(Duration::from_millis(50 * i as u64)).await;
+                    cycle(function, ctl, owner, agent_id, seeded).await
+                })
+            })
+            .collect();
+        let mut results = Vec::new();
+        for c in cycles {
+            results.push(c.await.expect("an agent's cycle panicked"));
+        }
+        let cycled_in = started.elapsed();
+        slow_snapshots.abort();
+        let counters = ctl.counters();
+        ctl.clear_faults();
+
+        // Settled: every agent is awake on the session its last wake answered, unheld, with
+        // the seeded snapshot and one Ready snapshot per sleep, no more.
+        tokio::time::sleep(Duration::from_millis(1100)).await; // past verify_fresh
+        let mut problems: Vec<String> = Vec::new();
+        for ((owner, agent_id, seeded), c) in agents.iter().zip(&results) {
+            problems.extend(c.problems.iter().map(|p| format!("{agent_id}: {p}")));
+            let last = call_once(&function, owner, agent_id, "resume").await;
+            if last.status != 200 || last.session != c.session {
+                problems.push(format!(
+                    "{agent_id}: the final resume answered {} {:?}, the last wake {}",
+                    last.status, last.session, c.session
+                ));
+            }
+            let record = store
+                .get(&AgentKey::new(Kind::Codex, agent_id))
+                .await
+                .unwrap()
+                .expect("a record of every agent");
+            if record.state != WakeState::Awake
+                || record.holder.is_some()
+                || record.session_id.as_deref() != Some(c.session.as_str())
+            {
+                problems.push(format!(
+                    "{agent_id}: the record says {:?} holder {:?} session {:?} error {:?}",
+                    record.state, record.holder, record.session_id, record.error
+                ));
+            }
+            let mut kept: Vec<String> = snapshots_of(&ctl, agent_id)
+                .into_iter()
+                .filter(|s| s.is_wakeable())
+                .filter_map(|s| s.snapshot_id)
+                .collect();
+            let mut want: Vec<String> = c.taken.clone();
+            want.push(seeded.clone());
+            kept.sort();
+            want.sort();
+            if kept != want || snapshots_of(&ctl, agent_id).len() != want.len() {
+                problems.push(format!(
+                    "{agent_id}: Ready snapshots {kept:?}, want the seeded one and one per sleep \
+                     {want:?}"
+                ));
+            }
+        }
+        let doubled = live.doubled();
+        let ended = function.agentkit.ended.lock().unwrap().clone();
+        let unready: Vec<_> = ended
+            .iter()
+            .filter(|(_, statuses)| !statuses.iter().any(|s| s == "Ready"))
+            .take(5)
+            .collect();
+        let all: Vec<&Answer> = results.iter().flat_map(|c| &c.answers).collect();
+        let malformed: Vec<_> = all
+            .iter()
+            .filter_map(|a| a.malformed.as_ref())
+            .take(5)
+            .collect();
+        let action = |a: &str| (counters.received(a), counters.succeeded(a));
+        eprintln!(
+            "cycle soak: {} agents x {CYCLE_ROUNDS} sleeps in {cycled_in:?}, {} answers {:?}, \
+             {} faults fired; (received, succeeded) CreateSessionSnapshot {:?}, DeleteSession \
+             {:?}, GetSessionSnapshot {:?}, Resume {:?}; {} DeleteSessions sent; whole test {:?}",
+            CYCLE_AGENTS,
+            all.len(),
+            tally(all.iter().copied()),
+            counters.faults_fired,
+            action("CreateSessionSnapshot"),
+            action("DeleteSession"),
+            action("GetSessionSnapshot"),
+            action("ResumeSessionFromSnapshot"),
+            ended.len(),
+            started.elapsed(),
+        );
+
+        assert!(
+            unready.is_empty(),
+            "sessions ended while no snapshot of theirs was Ready (session, statuses): \
+             {unready:?}"
+        );
+        assert!(
+            doubled.is_empty(),
+            "agents with two live sessions: {doubled:?}"
+        );
+        assert!(
+            problems.is_empty(),
+            "{} problems, e.g. {:#?}",
+            problems.len(),
+            &problems[..problems.len().min(6)]
+        );
+        assert!(malformed.is_empty(), "malformed answers: {malformed:#?}");
+        let (sent, answered) = action("CreateSessionSnapshot");
+        assert!(
+            sent > answered && action("DeleteSession").0 > action("DeleteSession").1,
+            "no CreateSessionSnapshot or no DeleteSession met a fault: the soak tested nothing \
+             of a sleep's ambiguity"
+        );
+        // Last, the views: a 200 shows the agent awake (asleep, for a sleep).
+        let inconsistent: Vec<_> = all.iter().filter_map(|a| a.inconsistent.as_ref()).collect();
+        assert!(
+            inconsistent.is_empty(),
+            "{} answers whose view contradicts their status, e.g. {:#?}",
+            inconsistent.len(),
+            &inconsistent[..inconsistent.len().min(4)]
+        );
     });
 }
