@@ -891,9 +891,26 @@ async fn control_surface_over_http() {
     .unwrap();
     assert_eq!(
         r,
-        json!({"session_ready_delay_ms": 5000, "tool_ready_delay_ms": 0, "tool_write_limit": null})
+        json!({"session_ready_delay_ms": 5000, "tool_ready_delay_ms": 0,
+               "snapshot_ready_delay_ms": 0, "snapshot_outcome": "Ready",
+               "tool_write_limit": null})
     );
     assert_eq!(ctl.settings().2, None);
+    let r: Value = post(
+        "/_sim/settings",
+        json!({"snapshot_ready_delay_ms": 1500, "snapshot_outcome": "Failed"}),
+    )
+    .await
+    .unwrap()
+    .json()
+    .await
+    .unwrap();
+    assert_eq!(
+        (&r["snapshot_ready_delay_ms"], &r["snapshot_outcome"]),
+        (&json!(1500), &json!("Failed"))
+    );
+    assert_eq!(ctl.snapshot_outcome(), "Failed");
+    assert_eq!(ctl.snapshot_ready_delay(), Duration::from_millis(1500));
 
     let r = post(
         "/_sim/faults",
