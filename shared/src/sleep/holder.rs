@@ -266,17 +266,31 @@ impl<S: AgentStore, K: AgentKit> Sleep<'_, S, K> {
         deadline: Deadline,
     ) -> Result<String, Error> {
         tracing::warn!(agent = %target.key, error = %err, "CreateSessionSnapshot may have acted; looking for its snapshot");
-        match self
-            .taken_of(home, target, session_id, sent, deadline)
-            .await
-        {
-            Ok(Some(s)) => Ok(s.snapshot_id.unwrap_or_default()),
-            Ok(None) => Err(Error::SleepFailed(format!(
-                "the snapshot could not be confirmed ({err}); the agent is still awake"
-            ))),
-            Err(e) => Err(Error::SleepFailed(format!(
-                "the snapshot could not be confirmed ({e}); the agent is still awake"
-            ))),
+        // A listing that answers settles it; one that fails is asked again while the budget
+        // lasts (giving up takes a second snapshot next time, one more for the sweep).
+        let mut pause = self.settings.poll_min;
+        loop {
+            match self
+                .taken_of(home, target, session_id, sent, deadline)
+                .await
+            {
+                Ok(Some(s)) => return Ok(s.snapshot_id.unwrap_or_default()),
+                Ok(None) => {
+                    return Err(Error::SleepFailed(format!(
+                        "the snapshot could not be confirmed ({err}); the agent is still awake"
+                    )))
+                }
+                Err(e) if !deadline.allows(pause + self.agentkit.request_timeout()) => {
+                    return Err(Error::SleepFailed(format!(
+                        "the snapshot could not be confirmed ({e}); the agent is still awake"
+                    )))
+                }
+                Err(e) => {
+                    tracing::info!(agent = %target.key, error = %e, "listing the session's snapshots failed; asking again")
+                }
+            }
+            tokio::time::sleep(pause).await;
+            pause = (pause * 3 / 2).min(self.settings.poll_max);
         }
     }
 
