@@ -5,8 +5,8 @@
 use std::time::Duration;
 
 use clap::Args;
-use snapwake::agentkit::sim::{SimConfig, Simulator};
 use snapwake::agentkit::Credentials;
+use snapwake_sim::{SimConfig, Simulator};
 
 use crate::error::CliError;
 

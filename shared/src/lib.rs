@@ -5,8 +5,8 @@
 //!
 //! - [`domain`]: kinds, retention, the agent, session and snapshot views (no I/O);
 //! - [`identity`]: the caller read from an API Gateway request, and the UserSessionId codec;
-//! - [`agentkit`]: the AgentKit client (signing, envelope, retries, regions) and, behind the
-//!   `sim` feature, a strict simulator of the service;
+//! - [`agentkit`]: the AgentKit client (signing, envelope, retries, regions); the strict
+//!   simulator of the service is its own crate, `snapwake-sim`;
 //! - [`lock`]: the per-agent lock (acquire, fenced writes, writes by anyone, poll leases,
 //!   the pure `decide`) that wake, create, delete and deploy share;
 //! - [`wake`]: the wake protocol over the lock (docs/wake-protocol.md);

@@ -9,10 +9,10 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use snapwake::agentkit::sim::{SimConfig, SimControl, Simulator};
 use snapwake::deadline::Deadline;
 use snapwake::deploy::{no_retry_policy, Catalogue, DeployOptions, DeploySettings, EntryStatus};
 use snapwake_deploy::Deploy;
+use snapwake_sim::{SimConfig, SimControl, Simulator};
 use support::*;
 
 const TOOL_READY_DELAY: Duration = Duration::from_millis(300);

@@ -23,7 +23,6 @@ mod support;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use snapwake::agentkit::sim::{Fault, SeedSnapshot};
 use snapwake::agentkit::types::MetadataEntry;
 use snapwake::agentkit::AgentKitClient;
 use snapwake::deadline::Deadline;
@@ -31,6 +30,7 @@ use snapwake::identity::usid;
 use snapwake::registry::{RegistryCache, ToolOverrides};
 use snapwake::store::AgentStore;
 use snapwake_list::List;
+use snapwake_sim::{Fault, SeedSnapshot};
 use snapwake_tests::counting::CountingStore;
 use support::*;
 

@@ -35,7 +35,7 @@ fn ms(d: Duration) -> String {
     format!("{:.0} ms", d.as_secs_f64() * 1000.0)
 }
 
-fn agentkit_calls(counters: &snapwake::agentkit::sim::Counters) -> Vec<(String, u64)> {
+fn agentkit_calls(counters: &snapwake_sim::Counters) -> Vec<(String, u64)> {
     counters
         .actions
         .iter()

@@ -5,11 +5,11 @@
 use std::time::Duration;
 
 use snapwake::agentkit::retry::RetryPolicy;
-use snapwake::agentkit::sim::{Fault, RunningSim, SeedTool, SimConfig, SimControl, Simulator};
 use snapwake::agentkit::types::*;
 use snapwake::agentkit::{list_all, AgentKitClient, AgentKitError, Credentials, Pager};
 use snapwake::config::{AgentKitConfig, CredentialsSource};
 use snapwake::deadline::Deadline;
+use snapwake_sim::{Fault, RunningSim, SeedTool, SimConfig, SimControl, Simulator};
 
 const BEIJING: &str = "cn-beijing";
 const SHANGHAI: &str = "cn-shanghai";

@@ -37,7 +37,6 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use snapwake::agentkit::sim::{Fault, SeedSnapshot, SimControl};
 use snapwake::agentkit::types::{metadata_value, Action, MetadataEntry, Snapshot};
 use snapwake::agentkit::{AgentKit, AgentKitClient, AgentKitError};
 use snapwake::deadline::Deadline;
@@ -52,6 +51,7 @@ use snapwake::wake::WakeSettings;
 use snapwake_create::{Create, CreateSettings};
 use snapwake_delete::{Delete, DeleteSettings};
 use snapwake_resume::Resume;
+use snapwake_sim::{Fault, SeedSnapshot, SimControl};
 use support::*;
 
 const RESUME: &str = "ResumeSessionFromSnapshot";

@@ -13,11 +13,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
-use snapwake::agentkit::sim::SeedSnapshot;
 use snapwake::agentkit::AgentKitClient;
 use snapwake::config::IdentityConfig;
 use snapwake::identity::usid;
 use snapwake::store::dynamo::DynamoStore;
+use snapwake_sim::SeedSnapshot;
 use support::*;
 
 type DynamoApi = Api<Arc<DynamoStore>, AgentKitClient>;

@@ -12,9 +12,9 @@ use std::io::Write;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use snapwake::agentkit::sim::SimConfig;
 use snapwake::agentkit::Credentials;
 use snapwake::store::dynamo::DynamoStore;
+use snapwake_sim::SimConfig;
 use support::*;
 
 const SECRET: &str = "canary-SECRET-8d1f";

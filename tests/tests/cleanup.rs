@@ -9,7 +9,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
-use snapwake::agentkit::sim::{Fault, SeedSession, SeedSnapshot};
 use snapwake::agentkit::types::MetadataEntry;
 use snapwake::agentkit::{AgentKit, AgentKitClient};
 use snapwake::deadline::Deadline;
@@ -23,6 +22,7 @@ use snapwake_delete::offboard::OffboardReport;
 use snapwake_delete::retention::RetentionPolicy;
 use snapwake_delete::sweep::{SweepReport, SweepSettings, CHECKPOINT};
 use snapwake_delete::{Delete, DeleteSettings, TOMBSTONE_TTL_S};
+use snapwake_sim::{Fault, SeedSession, SeedSnapshot};
 use snapwake_tests::counting::CountingStore;
 use support::*;
 use time::OffsetDateTime;

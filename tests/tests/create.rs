@@ -9,7 +9,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
-use snapwake::agentkit::sim::Fault;
 use snapwake::agentkit::types::{metadata_value, Action, Filter, ListSessions};
 use snapwake::agentkit::{list_all, AgentKit, AgentKitClient, AgentKitError};
 use snapwake::deadline::Deadline;
@@ -19,6 +18,7 @@ use snapwake::registry::{RegistryCache, ToolOverrides};
 use snapwake::store::memory::MemoryStore;
 use snapwake::store::{AgentStore, DocumentKey};
 use snapwake_create::{Create, CreateSettings};
+use snapwake_sim::Fault;
 use support::*;
 use tokio::sync::Notify;
 
@@ -852,7 +852,7 @@ async fn a_tool_in_another_region_is_found_and_its_region_recorded() {
         .control()
         .seed_tool(
             "cn-shanghai",
-            snapwake::agentkit::sim::SeedTool {
+            snapwake_sim::SeedTool {
                 name: "chat-snapshot-sh".into(),
                 tool_type: "CodeEnv".into(),
                 enable_snapshot: true,

@@ -472,7 +472,7 @@ async fn who_may_delete_and_what_bad_input_answers() {
     // `snapshot-<id>` agents are admin-only.
     let ctl = world.sim.control();
     let orphan = ctl
-        .seed_snapshot(snapwake::agentkit::sim::SeedSnapshot {
+        .seed_snapshot(snapwake_sim::SeedSnapshot {
             tool_id: world.recoverable.clone(),
             ..Default::default()
         })
@@ -821,8 +821,7 @@ async fn a_failed_agent_delete_releases_the_agent_and_a_retry_finishes() {
     let ctl = world.sim.control();
     // Every attempt (the client retries twice) of the first snapshot deletion fails.
     ctl.inject(
-        snapwake::agentkit::sim::Fault::error(Some("DeleteSessionSnapshot"), "InternalError", 500)
-            .next(3),
+        snapwake_sim::Fault::error(Some("DeleteSessionSnapshot"), "InternalError", 500).next(3),
     )
     .unwrap();
     let f = delete_fn(store.clone(), world.client(), quick());

@@ -6,7 +6,6 @@ mod support;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use snapwake::agentkit::sim::{SeedSnapshot, SeedTool, SimConfig, SimControl, Simulator};
 use snapwake::agentkit::types::{MetadataEntry, UpdateTool};
 use snapwake::agentkit::{AgentKit, AgentKitClient};
 use snapwake::deadline::Deadline;
@@ -23,6 +22,7 @@ use snapwake::store::AgentStore;
 use snapwake::wake::WakeSettings;
 use snapwake_deploy::Deploy;
 use snapwake_resume::Resume;
+use snapwake_sim::{SeedSnapshot, SeedTool, SimConfig, SimControl, Simulator};
 use support::*;
 
 const APP: &str = "Acme Studio";
@@ -88,7 +88,7 @@ async fn assert_one_tool_per_name(endpoint: &str, catalogue: &Catalogue) {
     }
 }
 
-async fn sim(tool_ready_delay: Duration) -> snapwake::agentkit::sim::RunningSim {
+async fn sim(tool_ready_delay: Duration) -> snapwake_sim::RunningSim {
     Simulator::start(SimConfig {
         tool_ready_delay,
         ..SimConfig::default()
@@ -708,11 +708,11 @@ async fn a_429_from_agentkit_waits_and_retries_in_a_fresh_slot() {
     let sim = sim(Duration::ZERO).await;
     let ctl = sim.control();
     // Someone else's writes exhaust the quota: the next two CreateTool calls answer 429.
-    let mut fault = snapwake::agentkit::sim::Fault::error(Some("CreateTool"), "Throttling", 429);
+    let mut fault = snapwake_sim::Fault::error(Some("CreateTool"), "Throttling", 429);
     if let Some(e) = fault.error.as_mut() {
         e.retry_after = Some(1);
     }
-    fault.trigger = snapwake::agentkit::sim::Trigger::Next(2);
+    fault.trigger = snapwake_sim::Trigger::Next(2);
     ctl.inject(fault).unwrap();
     let store = dynamo_store("deploy_429").await;
     let cat = catalogue(&[]);

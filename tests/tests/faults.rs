@@ -34,7 +34,6 @@ use std::time::{Duration, Instant};
 
 use aws_config::BehaviorVersion;
 use serde_json::Value;
-use snapwake::agentkit::sim::{Fault, SimControl};
 use snapwake::agentkit::types::{Action, Snapshot};
 use snapwake::agentkit::{AgentKit, AgentKitError};
 use snapwake::deadline::Deadline;
@@ -45,6 +44,7 @@ use snapwake::store::table::create_table;
 use snapwake::store::AgentStore;
 use snapwake::wake::WakeSettings;
 use snapwake_resume::Resume;
+use snapwake_sim::{Fault, SimControl};
 use support::*;
 
 /// One test at a time in this file (see the module docs).

@@ -12,13 +12,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
-use snapwake::agentkit::sim::{SeedSession, SimControl};
 use snapwake::agentkit::types::MetadataEntry;
 use snapwake::agentkit::AgentKitClient;
 use snapwake::domain::{AgentKey, Kind, WakeState};
 use snapwake::identity::usid;
 use snapwake::store::dynamo::DynamoStore;
 use snapwake::store::AgentStore;
+use snapwake_sim::{SeedSession, SimControl};
 use support::*;
 use time::OffsetDateTime;
 

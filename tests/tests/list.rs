@@ -10,7 +10,6 @@ use std::time::Duration;
 
 use data_encoding::BASE64URL_NOPAD;
 use serde_json::Value;
-use snapwake::agentkit::sim::{Fault, SeedSession, SeedSnapshot, SeedTool};
 use snapwake::agentkit::types::MetadataEntry;
 use snapwake::agentkit::AgentKitClient;
 use snapwake::deadline::Deadline;
@@ -20,6 +19,7 @@ use snapwake::index_sync::{sync_index, IndexSyncReport};
 use snapwake::registry::{RegistryCache, ToolOverrides};
 use snapwake::store::{now_ms, now_s, AgentStore, Changes, Condition, Description};
 use snapwake_list::List;
+use snapwake_sim::{Fault, SeedSession, SeedSnapshot, SeedTool};
 use snapwake_tests::counting::CountingStore;
 use support::*;
 

@@ -13,7 +13,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use snapwake::agentkit::sim::{Fault, SeedSnapshot};
 use snapwake::agentkit::types::Action;
 use snapwake::agentkit::{AgentKit, AgentKitClient, AgentKitError};
 use snapwake::deadline::Deadline;
@@ -23,6 +22,7 @@ use snapwake::store::memory::MemoryStore;
 use snapwake::store::{now_ms, AgentStore, Changes, Condition};
 use snapwake::wake::WakeSettings;
 use snapwake_resume::Resume;
+use snapwake_sim::{Fault, SeedSnapshot};
 use support::*;
 use tokio::sync::Notify;
 
@@ -193,7 +193,7 @@ fn one_session_for_everybody(answers: &[(u16, String)]) -> String {
 }
 
 /// Every AgentKit request the simulator received.
-fn agentkit_calls(ctl: &snapwake::agentkit::sim::SimControl) -> u64 {
+fn agentkit_calls(ctl: &snapwake_sim::SimControl) -> u64 {
     ctl.counters().actions.values().map(|a| a.received).sum()
 }
 

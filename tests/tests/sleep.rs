@@ -9,13 +9,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
-use snapwake::agentkit::sim::{Fault, SimControl};
 use snapwake::agentkit::AgentKit;
 use snapwake::domain::{AgentKey, Kind, WakeState};
 use snapwake::registry::{RegistryCache, ToolOverrides};
 use snapwake::store::AgentStore;
 use snapwake::wake::WakeSettings;
 use snapwake_resume::Resume;
+use snapwake_sim::{Fault, SimControl};
 use support::*;
 
 fn resume_fn<S: AgentStore, K: AgentKit>(
@@ -215,7 +215,7 @@ async fn asleep_agents_stay_asleep_and_temporary_ones_do_not_sleep() {
     // A temporary agent, awake on the temporary Tool.
     let temp = snapwake::identity::usid::mint("alice");
     let session = ctl
-        .seed_session(snapwake::agentkit::sim::SeedSession {
+        .seed_session(snapwake_sim::SeedSession {
             tool_id: world.temporary.clone(),
             user_session_id: Some(temp.clone()),
             metadata: vec![snapwake::agentkit::types::MetadataEntry::string(

@@ -2,10 +2,10 @@
 //! (and the registry naming them), and with `--demo` a believable set of agents across a few
 //! owners. Ids are fixed so the README's `curl` examples work as printed.
 
-use snapwake::agentkit::sim::{SeedSession, SeedSnapshot, SeedTool, SimControl};
 use snapwake::agentkit::types::MetadataEntry;
 use snapwake::domain::{Kind, KindTools, Retention, ToolRegistry};
 use snapwake::identity::usid;
+use snapwake_sim::{SeedSession, SeedSnapshot, SeedTool, SimControl};
 
 /// The region every embedded Tool lives in.
 pub const REGION: &str = "cn-beijing";

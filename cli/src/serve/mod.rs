@@ -19,7 +19,6 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, Method, Uri};
 use clap::Args;
-use snapwake::agentkit::sim::{RunningSim, SimConfig, Simulator};
 use snapwake::agentkit::{AgentKit, AgentKitClient};
 use snapwake::config::{AgentKitConfig, Config, CredentialsSource, IdentityConfig};
 use snapwake::deadline::Deadline;
@@ -32,6 +31,7 @@ use snapwake_delete::sweep::{Quiet, SweepSettings};
 use snapwake_delete::{Delete, DeleteSettings};
 use snapwake_list::List;
 use snapwake_resume::Resume;
+use snapwake_sim::{RunningSim, SimConfig, Simulator};
 
 use crate::error::CliError;
 use app::App;

@@ -1,5 +1,6 @@
 //! AgentKit: the typed actions, the request signer, the HTTP client (envelope, retries,
-//! pagination, region fallback, credentials) and, behind the `sim` feature, a strict simulator.
+//! pagination, region fallback, credentials). The strict simulator of the service is its own
+//! crate, `snapwake-sim`.
 //!
 //! The client never logs a secret, a signature or a session `Endpoint`.
 
@@ -13,9 +14,6 @@ pub mod port;
 pub mod retry;
 pub mod signer;
 pub mod types;
-
-#[cfg(feature = "sim")]
-pub mod sim;
 
 pub use client::{AgentKitClient, Regional};
 pub use error::AgentKitError;

@@ -8,7 +8,6 @@ use std::time::Duration;
 
 use serde_json::Value;
 use snapwake::agentkit::retry::RetryPolicy;
-use snapwake::agentkit::sim::{RunningSim, SeedSnapshot, SeedTool, SimConfig, Simulator};
 use snapwake::agentkit::types::MetadataEntry;
 use snapwake::agentkit::AgentKitClient;
 use snapwake::config::{AgentKitConfig, CredentialsSource};
@@ -17,6 +16,7 @@ use snapwake::identity::usid;
 use snapwake::store::dynamo::DynamoStore;
 use snapwake::store::table::create_table;
 use snapwake::store::AgentStore;
+use snapwake_sim::{RunningSim, SeedSnapshot, SeedTool, SimConfig, Simulator};
 
 pub const REGION: &str = "cn-beijing";
 
@@ -321,7 +321,7 @@ impl World {
     pub fn live_session(&self, owner: &str, agent_id: &str) -> String {
         self.sim
             .control()
-            .seed_session(snapwake::agentkit::sim::SeedSession {
+            .seed_session(snapwake_sim::SeedSession {
                 tool_id: self.recoverable.clone(),
                 user_session_id: Some(agent_id.to_string()),
                 metadata: vec![MetadataEntry::string("Username", owner)],

@@ -1,4 +1,4 @@
-//! A strict, in-memory AgentKit served over HTTP on loopback (feature `sim`).
+//! `snapwake-sim`: a strict, in-memory AgentKit served over HTTP on loopback.
 //!
 //! It is a test double of a remote SaaS for the tests, the benchmarks and the local dev
 //! server, so it is strict: every action request must carry a valid Volcengine signature,
@@ -16,7 +16,7 @@
 //!
 //! # Transport
 //! `POST /?Action=<Action>&Version=2025-10-30`, JSON body in PascalCase (the types of
-//! [`crate::agentkit::types`]). Answers `{"ResponseMetadata": {RequestId, Action, Version,
+//! [`snapwake::agentkit::types`]). Answers `{"ResponseMetadata": {RequestId, Action, Version,
 //! Service: "agentkit", Region, Error?}, "Result": {...}}`; errors carry no `Result` and a
 //! non-200 status (see `error.rs` for every code). Checks, in order: signature (401), action
 //! (400 `InvalidAction`), version (400 `InvalidVersion`), region (400 `InvalidRegion`), then
@@ -24,7 +24,7 @@
 //! parameters (400), objects (404/409).
 //!
 //! # Signatures
-//! Verified with [`crate::agentkit::signer::verify`] over the `Host` header as received, the
+//! Verified with [`snapwake::agentkit::signer::verify`] over the `Host` header as received, the
 //! query pairs as received (percent-decoded), path `/` and the body bytes. `X-Date` must be
 //! within 15 minutes of *wall-clock* time (not the simulated clock), as a real service would
 //! check; when the configured credentials have a session token, `X-Security-Token` must be
@@ -120,8 +120,8 @@ pub use pagination::DEFAULT_PAGE_SIZE;
 pub use state::{SeedSession, SeedSnapshot, SeedTool, REASON_EXPIRED, REASON_MANUAL};
 pub use throttle::DEFAULT_TOOL_WRITE_LIMIT;
 
-use crate::agentkit::signer::Credentials;
-use crate::agentkit::types;
+use snapwake::agentkit::signer::Credentials;
+use snapwake::agentkit::types;
 
 /// How a simulator starts.
 #[derive(Clone, Debug)]

@@ -85,7 +85,7 @@ pub(crate) fn scope(parts: &[&str]) -> String {
 pub(crate) fn page_size(max_results: Option<u32>) -> Result<usize, SimError> {
     match max_results {
         None => Ok(DEFAULT_PAGE_SIZE as usize),
-        Some(n) if (1..=crate::agentkit::types::MAX_PAGE_SIZE).contains(&n) => Ok(n as usize),
+        Some(n) if (1..=snapwake::agentkit::types::MAX_PAGE_SIZE).contains(&n) => Ok(n as usize),
         Some(n) => Err(SimError::invalid(format!(
             "MaxResults must be between 1 and 100, got {n}"
         ))),

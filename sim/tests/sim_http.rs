@@ -1,14 +1,11 @@
 //! The AgentKit simulator driven over real HTTP with signed requests.
-#![cfg(feature = "sim")]
 
 use std::time::Duration;
 
 use serde_json::{json, Value};
 use snapwake::agentkit::signer::{self, Credentials};
-use snapwake::agentkit::sim::{
-    Fault, SeedSession, SeedSnapshot, SeedTool, SimConfig, SimControl, Simulator,
-};
 use snapwake::agentkit::types::MetadataEntry;
+use snapwake_sim::{Fault, SeedSession, SeedSnapshot, SeedTool, SimConfig, SimControl, Simulator};
 use time::OffsetDateTime;
 
 const BJ: &str = "cn-beijing";
@@ -125,7 +122,7 @@ fn create_session_body(tool: &str, usid: &str, user: &str) -> Value {
            "Metadata": [{"Key": "Username", "Type": "String", "Value": user}]})
 }
 
-async fn sim() -> (snapwake::agentkit::sim::RunningSim, SimControl, Caller) {
+async fn sim() -> (snapwake_sim::RunningSim, SimControl, Caller) {
     let s = Simulator::start(SimConfig::default()).await.unwrap();
     let c = s.control();
     let caller = Caller::new(&s.endpoint());

@@ -48,12 +48,12 @@ impl Clock {
 
 /// RFC 3339 UTC with whole seconds, e.g. `2026-12-02T10:00:00Z`, as AgentKit writes timestamps.
 pub(crate) fn format_ts(t: OffsetDateTime) -> String {
-    crate::timestamp::format(t)
+    snapwake::timestamp::format(t)
 }
 
 /// Parse an RFC 3339 timestamp (any offset).
 pub(crate) fn parse_ts(s: &str) -> Option<OffsetDateTime> {
-    crate::timestamp::parse(s)
+    snapwake::timestamp::parse(s)
 }
 
 #[cfg(test)]

@@ -12,7 +12,7 @@ use time::OffsetDateTime;
 use super::error::SimError;
 use super::pagination::{self, Key, Tokens};
 use super::state::{ToolRec, World};
-use crate::agentkit::types::*;
+use snapwake::agentkit::types::*;
 
 /// What a request runs in.
 pub(crate) struct Ctx<'a> {

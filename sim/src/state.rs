@@ -20,7 +20,7 @@ use time::OffsetDateTime;
 use super::clock::format_ts;
 use super::error::SimError;
 use super::pagination::Key;
-use crate::agentkit::types::{self, EnvVar, MetadataEntry, SESSION_TTL_S};
+use snapwake::agentkit::types::{self, EnvVar, MetadataEntry, SESSION_TTL_S};
 
 /// The `Reason` of a snapshot taken at expiry.
 pub const REASON_EXPIRED: &str = "Expired";
@@ -103,7 +103,7 @@ impl SessRec {
     }
 
     pub(crate) fn is_active(&self, now: OffsetDateTime) -> bool {
-        crate::domain::is_session_active(Some(self.status(now)))
+        snapwake::domain::is_session_active(Some(self.status(now)))
     }
 
     pub(crate) fn view(&self, now: OffsetDateTime, tool_type: Option<&str>) -> types::Session {

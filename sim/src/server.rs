@@ -16,9 +16,9 @@ use time::OffsetDateTime;
 use super::actions::{self, Ctx};
 use super::error::SimError;
 use super::{Shared, SimControl};
-use crate::agentkit::envelope::{ApiError, Envelope, ResponseMetadata};
-use crate::agentkit::signer::{self, VerifyError};
-use crate::agentkit::types::API_VERSION;
+use snapwake::agentkit::envelope::{ApiError, Envelope, ResponseMetadata};
+use snapwake::agentkit::signer::{self, VerifyError};
+use snapwake::agentkit::types::API_VERSION;
 
 /// How far `X-Date` may be from wall-clock time.
 const MAX_SKEW: time::Duration = time::Duration::minutes(15);
