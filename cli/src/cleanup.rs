@@ -52,7 +52,7 @@ pub struct OffboardArgs {
 
 /// The delete function's context from the environment, as its Lambda builds it.
 async fn delete_function() -> Result<Delete<DynamoStore, AgentKitClient>, CliError> {
-    let config = Config::from_env().map_err(snapwake::Error::from)?;
+    let config = Config::from_env().map_err(|e| CliError::Usage(e.to_string()))?;
     let table = config.table.clone().ok_or_else(|| {
         CliError::Usage(
             "SNAPWAKE_TABLE is not set: the sweep and offboarding act on the agents of a table"

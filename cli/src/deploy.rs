@@ -56,7 +56,7 @@ pub fn run(args: DeployArgs) -> Result<(), CliError> {
 
 async fn deploy(args: DeployArgs) -> Result<(), CliError> {
     let env = |name: &str| std::env::var(name).ok();
-    let config = Config::from_env().map_err(snapwake::Error::from)?;
+    let config = Config::from_env().map_err(|e| CliError::Usage(e.to_string()))?;
     let catalogue = match &args.catalogue {
         Some(path) => Catalogue::from_lookup(|name| {
             if name == "SNAPWAKE_CATALOGUE" {

@@ -1,10 +1,19 @@
 //! Cold-start wiring shared by every function's `main`: logs, then configuration and clients
 //! built once, outside the handler, so a warm container reuses its connection pools.
 
-use crate::agentkit::AgentKitClient;
-use crate::config::Config;
-use crate::error::Error;
+use crate::agentkit::{AgentKitClient, AgentKitError};
+use crate::config::{Config, ConfigError};
 use crate::store::dynamo::DynamoStore;
+
+/// Why a function could not start: its configuration, or AgentKit's credentials. A function
+/// error at cold start (Lambda reports it and retries), never an HTTP answer.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error(transparent)]
+    AgentKit(#[from] AgentKitError),
+}
 
 /// Logs as JSON lines in Lambda (CloudWatch parses them), plain text elsewhere; `RUST_LOG`
 /// filters (default `info`). Logs go to stderr, so a command's own output (the server's
@@ -31,17 +40,14 @@ pub fn init_tracing() {
 }
 
 /// The DynamoDB store of a deployed function: `SNAPWAKE_TABLE` is required there.
-pub async fn dynamo_store(config: &Config) -> Result<DynamoStore, Error> {
-    let table = config
-        .table
-        .clone()
-        .ok_or(crate::config::ConfigError::Missing {
-            var: "SNAPWAKE_TABLE",
-        })?;
+pub async fn dynamo_store(config: &Config) -> Result<DynamoStore, StartError> {
+    let table = config.table.clone().ok_or(ConfigError::Missing {
+        var: "SNAPWAKE_TABLE",
+    })?;
     Ok(DynamoStore::from_env(table).await)
 }
 
 /// The AgentKit client, credentials loaded once.
-pub async fn agentkit(config: &Config) -> Result<AgentKitClient, Error> {
+pub async fn agentkit(config: &Config) -> Result<AgentKitClient, StartError> {
     Ok(AgentKitClient::from_config(&config.agentkit).await?)
 }

@@ -9,11 +9,11 @@
 use std::time::Duration;
 
 use crate::agentkit::signer::Credentials;
+use crate::agentkit::{AgentKitConfig, CredentialsSource};
+use crate::identity::{IdentityConfig, DEFAULT_OWNER_CLAIMS};
 use crate::registry::ToolOverrides;
 use crate::wake::WakeSettings;
 
-/// The default order of claims that identify a person (identity.md).
-pub const DEFAULT_OWNER_CLAIMS: &str = "sub,user_id,uid,email,preferred_username,username,login";
 pub const DEFAULT_AGENTKIT_ENDPOINT: &str = "https://open.volcengineapi.com";
 pub const DEFAULT_AGENTKIT_REGIONS: &str = "cn-beijing,cn-shanghai";
 /// The port of the AWS Parameters and Secrets Lambda Extension when none is configured.
@@ -25,54 +25,6 @@ pub enum ConfigError {
     Missing { var: &'static str },
     #[error("{var} is invalid: {reason}")]
     Invalid { var: &'static str, reason: String },
-}
-
-/// Who is who: how the owner id is read and who is an admin.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct IdentityConfig {
-    /// Claims tried in order for the owner id (`SNAPWAKE_OWNER_CLAIMS`).
-    pub owner_claims: Vec<String>,
-    /// Identifier claim values that make a caller admin, case-folded (`SNAPWAKE_ADMINS`).
-    pub admins: Vec<String>,
-    /// Group names that make a caller admin (`SNAPWAKE_ADMIN_GROUPS`).
-    pub admin_groups: Vec<String>,
-}
-
-impl Default for IdentityConfig {
-    /// Nobody is an admin by default.
-    fn default() -> Self {
-        IdentityConfig {
-            owner_claims: split_list(DEFAULT_OWNER_CLAIMS),
-            admins: Vec::new(),
-            admin_groups: Vec::new(),
-        }
-    }
-}
-
-/// Where AgentKit credentials come from.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum CredentialsSource {
-    /// `VOLCENGINE_ACCESS_KEY`, `VOLCENGINE_SECRET_KEY`, optional `VOLCENGINE_SESSION_TOKEN`.
-    Static(Credentials),
-    /// A Secrets Manager secret (`AGENTKIT_CREDENTIALS_SECRET`) read through the AWS
-    /// Parameters and Secrets Lambda Extension on `port`, with the token in `AWS_SESSION_TOKEN`.
-    SecretsExtension {
-        secret_id: String,
-        port: u16,
-        aws_session_token: String,
-    },
-}
-
-/// How to reach AgentKit.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AgentKitConfig {
-    /// `AGENTKIT_ENDPOINT`, default the global Volcengine OpenAPI host.
-    pub endpoint: String,
-    /// `AGENTKIT_REGIONS`, tried in order.
-    pub regions: Vec<String>,
-    pub credentials: CredentialsSource,
-    /// Per-attempt HTTP timeout (`AGENTKIT_TIMEOUT_MS`, default 10 000).
-    pub request_timeout: Duration,
 }
 
 /// The whole configuration of a function.
@@ -135,9 +87,8 @@ impl Config {
 }
 
 fn identity_config(get: &impl Fn(&str) -> Option<String>) -> Result<IdentityConfig, ConfigError> {
-    let owner_claims = split_list(
-        &get("SNAPWAKE_OWNER_CLAIMS").unwrap_or_else(|| DEFAULT_OWNER_CLAIMS.to_string()),
-    );
+    let owner_claims =
+        split_list(&get("SNAPWAKE_OWNER_CLAIMS").unwrap_or_else(|| DEFAULT_OWNER_CLAIMS.join(",")));
     if owner_claims.is_empty() {
         return Err(ConfigError::Invalid {
             var: "SNAPWAKE_OWNER_CLAIMS",

@@ -39,6 +39,12 @@ impl Deadline {
         Instant::now() + wait < self.0
     }
 
+    /// The deadline on the wall clock, in epoch milliseconds: what a record keeps (a poll lease
+    /// taken until the caller's deadline).
+    pub fn epoch_ms(self) -> u64 {
+        crate::timestamp::now_ms() + self.remaining().as_millis() as u64
+    }
+
     /// The earlier of this deadline and `budget` from now.
     pub fn min_after(self, budget: Duration) -> Self {
         self.min(Deadline::after(budget))

@@ -2,7 +2,6 @@
 //! [`crate::http::problem`] maps each to exactly one problem+json response.
 
 use crate::agentkit::AgentKitError;
-use crate::config::ConfigError;
 use crate::store::StoreError;
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -89,10 +88,6 @@ pub enum Error {
     /// The table could not be read or written.
     #[error(transparent)]
     Store(#[from] StoreError),
-
-    /// Configuration read at cold start is invalid.
-    #[error(transparent)]
-    Config(#[from] ConfigError),
 
     /// A failure snapwake cannot explain to the caller; the detail is logged, not returned.
     #[error("internal error: {0}")]

@@ -33,12 +33,15 @@ use crate::agentkit::types::{
 };
 use crate::agentkit::{AgentKit, AgentKitError, Pager};
 use crate::deadline::Deadline;
+use crate::domain::Description;
 use crate::domain::{AgentKey, AgentRecord, Kind, Retention, ToolRegistry, WakeState};
 use crate::identity::names::METADATA_DISPLAY_NAME_KEY;
 use crate::identity::{belongs_to, UserSessionId};
-use crate::locate::{regions, user_session_id, SNAPSHOT_AGENT_PREFIX};
+use crate::identity::{user_session_id, SNAPSHOT_AGENT_PREFIX};
+use crate::locate::regions;
 use crate::lock::LockSettings;
-use crate::store::{now_ms, AgentStore, Changes, Condition, Description, DocumentKey, StoreError};
+use crate::store::{AgentStore, Changes, Condition, DocumentKey, StoreError};
+use crate::timestamp::now_ms;
 use crate::timestamp::sort_key;
 use crate::view::{snapshot_views, METADATA_OWNER_KEY};
 
@@ -494,7 +497,7 @@ fn changes_for(
         return (changes != Changes::default()).then_some(changes);
     }
     // A live session of an agent at rest: the index says it is awake.
-    if let Some(live) = crate::wake::newest_session(seen.sessions.iter().cloned()) {
+    if let Some(live) = crate::agentkit::types::newest_session(seen.sessions.iter().cloned()) {
         let at_rest = current.is_none_or(|r| {
             matches!(
                 r.state,

@@ -1,39 +1,51 @@
 //! snapwake's shared core: everything the Lambda functions, the local server and the CLI have
-//! in common.
+//! in common. The design is in `docs/architecture.md`.
 //!
-//! The crate is laid out as ports and adapters:
+//! Modules are layered; each uses only the ones listed before it (the `layers` test in
+//! `shared/tests/` fails on an import that points up):
 //!
-//! - [`domain`]: kinds, retention, the agent, session and snapshot views (no I/O);
-//! - [`identity`]: the caller read from an API Gateway request, and the UserSessionId codec;
-//! - [`agentkit`]: the AgentKit client (signing, envelope, retries, regions); the strict
-//!   simulator of the service is its own crate, `snapwake-sim`;
-//! - [`lock`]: the per-agent lock (acquire, fenced writes, writes by anyone, poll leases,
-//!   the pure `decide`) that wake, create, delete and deploy share;
+//! - [`timestamp`]: RFC 3339 as AgentKit writes it, and the one wall clock;
+//! - [`deadline`]: the point by which an operation must answer;
+//! - [`domain`]: kinds, retention, the agent record, its views, the Tool registry (no I/O);
+//! - [`agentkit`]: the AgentKit client (signing, envelope, retries, regions) and its wire
+//!   types; the strict simulator of the service is its own crate, `snapwake-sim`;
+//! - [`store`]: the table port (`AgentStore`) and its DynamoDB and in-memory adapters;
+//! - [`error`]: the one error type, mapped to problem+json in [`http::problem`];
+//! - [`identity`]: the caller read from an API Gateway request, who may act on what, and the
+//!   UserSessionId codec;
+//! - [`http`]: the HTTP edge every function serves through: routes, problem+json, ETags;
+//! - [`registry`]: the deployed Tools, read from the table and cached;
+//! - [`locate`]: where an agent lives, and the questions asked of its Tool;
+//! - [`lock`]: the per-agent lock (acquire, fenced writes, writes by anyone, poll leases, the
+//!   pure `decide`) that wake, sleep, create, delete and deploy share;
+//! - [`view`]: an agent as the API shows it, from its record and what AgentKit said;
+//! - [`index_sync`]: keeping the owner index in step with AgentKit;
+//! - [`sleep`]: sleep now over the lock: snapshot, wait until Ready, end the session;
 //! - [`wake`]: the wake protocol over the lock (docs/wake-protocol.md);
-//! - [`sleep`]: sleep now over the same lock: snapshot, wait until Ready, end the session;
-//! - [`http`]: problem+json responses;
-//! - [`config`]: environment → typed configuration, validated once at cold start;
-//! - [`error`]: the one error type, mapped to problem+json in [`http::problem`].
+//! - [`deploy`]: the reconcile of the AgentKit Tools;
+//! - [`config`]: the composition root's input: environment → typed settings of each module,
+//!   validated once at cold start;
+//! - [`bootstrap`]: building the clients a function keeps across invocations.
 //!
-//! Dependencies point one way: the domain imports nothing of ours; adapters depend on ports.
+//! Ports and adapters: the domain imports nothing of ours; adapters depend on their port.
 
-pub mod agentkit;
-pub mod bootstrap;
-pub mod config;
+pub mod timestamp;
 pub mod deadline;
-pub mod deploy;
 pub mod domain;
+pub mod agentkit;
+pub mod store;
 pub mod error;
-pub mod http;
 pub mod identity;
-pub mod index_sync;
+pub mod http;
+pub mod registry;
 pub mod locate;
 pub mod lock;
-pub mod registry;
-pub mod sleep;
-pub mod store;
-pub mod timestamp;
 pub mod view;
+pub mod index_sync;
+pub mod sleep;
 pub mod wake;
+pub mod deploy;
+pub mod config;
+pub mod bootstrap;
 
 pub use error::{Error, Result};

@@ -17,6 +17,17 @@ pub fn now() -> String {
     format(OffsetDateTime::now_utc())
 }
 
+/// Now, in epoch milliseconds. The store, the lock and every lease share this one clock: the
+/// system's.
+pub fn now_ms() -> u64 {
+    (OffsetDateTime::now_utc().unix_timestamp_nanos() / 1_000_000) as u64
+}
+
+/// Now, in epoch seconds: what `expires_at` is compared with.
+pub fn now_s() -> i64 {
+    OffsetDateTime::now_utc().unix_timestamp()
+}
+
 /// An RFC 3339 timestamp with any offset.
 pub fn parse(s: &str) -> Option<OffsetDateTime> {
     OffsetDateTime::parse(s, &Rfc3339).ok()

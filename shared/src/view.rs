@@ -1,7 +1,7 @@
 //! The agent view derived from AgentKit's truth (sessions, snapshots) plus the agent record
 //! (http-api.md, "Views"). It carries no session `Endpoint` and no credential.
 
-use crate::agentkit::types::{metadata_value, Session, Snapshot};
+use crate::agentkit::types::{metadata_value, newest_session, Session, Snapshot};
 use crate::domain::{
     AgentKey, AgentRecord, AgentState, AgentView, Retention, SessionView, SnapshotView, WakeState,
     WakeView,
@@ -9,7 +9,6 @@ use crate::domain::{
 use crate::identity::display_name;
 use crate::identity::names::METADATA_DISPLAY_NAME_KEY;
 use crate::lock::LockSettings;
-use crate::wake::newest_session;
 
 /// Metadata key holding the raw owner id.
 pub const METADATA_OWNER_KEY: &str = "Username";

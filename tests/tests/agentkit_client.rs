@@ -7,7 +7,7 @@ use std::time::Duration;
 use snapwake::agentkit::retry::RetryPolicy;
 use snapwake::agentkit::types::*;
 use snapwake::agentkit::{list_all, AgentKitClient, AgentKitError, Credentials, Pager};
-use snapwake::config::{AgentKitConfig, CredentialsSource};
+use snapwake::agentkit::{AgentKitConfig, CredentialsSource};
 use snapwake::deadline::Deadline;
 use snapwake_sim::{Fault, RunningSim, SeedTool, SimConfig, SimControl, Simulator};
 

@@ -45,8 +45,9 @@ use snapwake::lock::LockSettings;
 use snapwake::registry::{RegistryCache, ToolOverrides};
 use snapwake::store::dynamo::DynamoStore;
 use snapwake::store::{
-    now_s, AgentStore, Changes, Condition, Document, DocumentKey, OwnerPage, StoreError,
+    AgentStore, Changes, Condition, Document, DocumentKey, OwnerPage, StoreError,
 };
+use snapwake::timestamp::now_s;
 use snapwake::wake::WakeSettings;
 use snapwake_create::{Create, CreateSettings};
 use snapwake_delete::{Delete, DeleteSettings};
@@ -1753,7 +1754,7 @@ async fn unknown_resume_then_failed_reconcile(agent: Agent) {
     // Nobody asks until the holder's lease (the readiness timeout) has lapsed.
     let lapse = held.lease_until_ms + wake.lock.skew_margin.as_millis() as u64 + 300;
     tokio::time::sleep(Duration::from_millis(
-        lapse.saturating_sub(snapwake::store::now_ms()),
+        lapse.saturating_sub(snapwake::timestamp::now_ms()),
     ))
     .await;
 

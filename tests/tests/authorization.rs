@@ -14,8 +14,8 @@ use std::time::Duration;
 
 use serde_json::Value;
 use snapwake::agentkit::AgentKitClient;
-use snapwake::config::IdentityConfig;
 use snapwake::identity::usid;
+use snapwake::identity::IdentityConfig;
 use snapwake::store::dynamo::DynamoStore;
 use snapwake_sim::SeedSnapshot;
 use support::*;

@@ -249,7 +249,7 @@ async fn with_record<S: AgentStore>(mut a: Answer, store: &S, agent_id: &str) ->
                 r.holder,
                 r.fence,
                 r.lease_until_ms,
-                snapwake::store::now_ms(),
+                snapwake::timestamp::now_ms(),
                 r.session_id,
                 r.resume_sent_at_ms,
                 r.error

@@ -2,8 +2,8 @@
 
 use lambda_http::request::RequestContext;
 use lambda_http::{Body, Request, RequestExt};
-use snapwake::config::IdentityConfig;
 use snapwake::identity::Caller;
+use snapwake::identity::IdentityConfig;
 use snapwake::Error;
 
 fn event(name: &str) -> Request {

@@ -19,7 +19,8 @@ use snapwake::deadline::Deadline;
 use snapwake::domain::{AgentKey, Kind, WakeState};
 use snapwake::registry::{RegistryCache, ToolOverrides};
 use snapwake::store::memory::MemoryStore;
-use snapwake::store::{now_ms, AgentStore, Changes, Condition};
+use snapwake::store::{AgentStore, Changes, Condition};
+use snapwake::timestamp::now_ms;
 use snapwake::wake::WakeSettings;
 use snapwake_resume::Resume;
 use snapwake_sim::{Fault, SeedSnapshot};
@@ -1005,7 +1006,7 @@ async fn who_may_resume_and_what_bad_input_answers() {
             &Changes {
                 state: Some(WakeState::Gone),
                 holder: Some(None),
-                expires_at: Some(Some(snapwake::store::now_s() + 3600)),
+                expires_at: Some(Some(snapwake::timestamp::now_s() + 3600)),
                 ..Changes::default()
             },
         )

@@ -10,13 +10,15 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
+use snapwake::domain::Description;
 use snapwake::domain::{
     AgentKey, AgentRecord, Kind, KindTools, Retention, ToolRegistry, WakeState,
 };
 use snapwake::store::dynamo::DynamoStore;
 use snapwake::store::memory::MemoryStore;
 use snapwake::store::table::create_table;
-use snapwake::store::{now_ms, now_s, AgentStore, Changes, Condition, Description, StoreError};
+use snapwake::store::{AgentStore, Changes, Condition, StoreError};
+use snapwake::timestamp::{now_ms, now_s};
 
 // ---------------------------------------------------------------------------------------------
 // Helpers

@@ -112,8 +112,8 @@ pub fn axum_response(resp: lambda_http::Response<lambda_http::Body>) -> axum::re
 mod tests {
     use super::*;
     use lambda_http::RequestExt;
-    use snapwake::config::IdentityConfig;
     use snapwake::identity::Caller;
+    use snapwake::identity::IdentityConfig;
 
     fn req(headers: &[(&str, &str)], uri: &str, body: &str) -> lambda_http::Request {
         let mut map = HeaderMap::new();

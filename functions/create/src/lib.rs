@@ -72,28 +72,28 @@ use std::time::Duration;
 use lambda_http::http::header;
 use lambda_http::{Body, Request, RequestExt, Response};
 use serde::Deserialize;
+use snapwake::agentkit::types::newest_session;
 use snapwake::agentkit::types::{
     CreateSession, Filter, GetSession, ListSessions, MetadataEntry, Session,
 };
 use snapwake::agentkit::{list_all, AgentKit};
-use snapwake::config::IdentityConfig;
 use snapwake::deadline::Deadline;
+use snapwake::domain::Description;
 use snapwake::domain::{AgentKey, AgentRecord, Kind, Retention, WakeState};
 use snapwake::error::{Error, Result};
 use snapwake::http::request::{self as req, Route};
 use snapwake::http::response;
 use snapwake::identity::names::METADATA_DISPLAY_NAME_KEY;
+use snapwake::identity::IdentityConfig;
 use snapwake::identity::{usid, validate_display_name, Caller};
 use snapwake::locate;
 use snapwake::lock::{
     decide, Acquire, Acquired, AgentLock, Decision, Generation, Held, Intent, LockSettings, Written,
 };
 use snapwake::registry::RegistryCache;
-use snapwake::store::{
-    now_ms, now_rfc3339, now_s, AgentStore, Changes, Description, StoreError, Within,
-};
+use snapwake::store::{AgentStore, Changes, StoreError, Within};
+use snapwake::timestamp::{now_ms, now_s};
 use snapwake::view::{agent_view, AgentFacts, METADATA_CREATOR_KEY, METADATA_OWNER_KEY};
-use snapwake::wake::newest_session;
 
 use idempotency::{IdemDoc, State, Stored};
 
@@ -526,7 +526,7 @@ impl<S: AgentStore, K: AgentKit> Create<S, K> {
                     created_at: Some(
                         seen.as_ref()
                             .and_then(|r| r.created_at.clone())
-                            .unwrap_or_else(now_rfc3339),
+                            .unwrap_or_else(snapwake::timestamp::now),
                     ),
                 }),
                 poll_until_ms: None,

@@ -23,15 +23,15 @@ use snapwake::agentkit::types::{
 };
 use snapwake::agentkit::{list_all, AgentKit};
 use snapwake::deadline::Deadline;
+use snapwake::domain::Description;
 use snapwake::domain::{AgentKey, AgentRecord, WakeState};
 use snapwake::error::Error;
-use snapwake::locate::SNAPSHOT_AGENT_PREFIX;
+use snapwake::identity::SNAPSHOT_AGENT_PREFIX;
 use snapwake::lock::{
     self, Acquire, Acquired, AgentLock, Generation, Intent, LockSettings, Written,
 };
-use snapwake::store::{
-    now_ms, now_s, AgentStore, Changes, Condition, Description, DocumentKey, StoreError,
-};
+use snapwake::store::{AgentStore, Changes, Condition, DocumentKey, StoreError};
+use snapwake::timestamp::{now_ms, now_s};
 
 /// The delete function's own settings (not the wake's).
 #[derive(Clone, Debug, PartialEq, Eq)]

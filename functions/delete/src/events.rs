@@ -16,7 +16,8 @@ use serde_json::Value;
 use snapwake::agentkit::AgentKit;
 use snapwake::deadline::Deadline;
 use snapwake::error::Error;
-use snapwake::store::{now_ms, AgentStore, Within};
+use snapwake::store::{AgentStore, Within};
+use snapwake::timestamp::now_ms;
 
 use crate::offboard::{Offboard, OffboardProgress, OffboardReport};
 use crate::sweep::{Sweep, SweepProgress, SweepReport};

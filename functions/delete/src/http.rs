@@ -25,8 +25,10 @@ use snapwake::error::{Error, Result};
 use snapwake::http::request::{self as req, Route};
 use snapwake::http::response;
 use snapwake::identity::{describe, may_act, Caller, Place};
-use snapwake::locate::{self, user_session_id, SNAPSHOT_AGENT_PREFIX};
-use snapwake::store::{now_ms, AgentStore, Within};
+use snapwake::identity::{user_session_id, SNAPSHOT_AGENT_PREFIX};
+use snapwake::locate;
+use snapwake::store::{AgentStore, Within};
+use snapwake::timestamp::now_ms;
 
 use crate::deletion::{decide, AgentPlace, Decision, DeleteTarget, Deleter, SnapshotRef};
 use crate::Delete;

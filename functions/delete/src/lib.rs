@@ -12,7 +12,7 @@
 //! - [`offboard`]: delete every agent of one owner.
 
 use snapwake::agentkit::AgentKit;
-use snapwake::config::IdentityConfig;
+use snapwake::identity::IdentityConfig;
 use snapwake::registry::RegistryCache;
 use snapwake::store::AgentStore;
 

@@ -21,9 +21,10 @@ use snapwake::agentkit::AgentKit;
 use snapwake::deadline::Deadline;
 use snapwake::domain::{AgentKey, AgentRecord, Retention, ToolRegistry, WakeState};
 use snapwake::error::Error;
+use snapwake::identity::user_session_id;
 use snapwake::identity::{belongs_to, owner_keys};
 use snapwake::index_sync::{agents_of, list_tool, tools};
-use snapwake::locate::{regions, user_session_id};
+use snapwake::locate::regions;
 use snapwake::store::AgentStore;
 
 use crate::deletion::{AgentPlace, DeleteTarget, Deleted, Deleter};

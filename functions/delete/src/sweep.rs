@@ -26,10 +26,11 @@ use snapwake::agentkit::AgentKit;
 use snapwake::deadline::Deadline;
 use snapwake::domain::{AgentKey, Retention, ToolRegistry};
 use snapwake::error::Error;
+use snapwake::identity::user_session_id;
 use snapwake::index_sync::{agents_of, index_agent, list_tool, record_completion, tools, Upsert};
-use snapwake::locate::user_session_id;
 use snapwake::lock::{DocumentAcquired, DocumentLock, LockSettings};
-use snapwake::store::{now_ms, AgentStore, DocumentKey, StoreError};
+use snapwake::store::{AgentStore, DocumentKey, StoreError};
+use snapwake::timestamp::now_ms;
 
 use crate::deletion::{DeleteTarget, Deleted, Deleter, SnapshotRef};
 use crate::retention::RetentionPolicy;

@@ -62,7 +62,7 @@ impl<S: AgentStore, K: AgentKit> Deploy<S, K> {
     pub async fn handle(&self, event: Value, deadline_ms: u64) -> Result<Value> {
         let options = options(&event)?;
         let remaining =
-            Duration::from_millis(deadline_ms.saturating_sub(snapwake::store::now_ms()))
+            Duration::from_millis(deadline_ms.saturating_sub(snapwake::timestamp::now_ms()))
                 .saturating_sub(LAMBDA_MARGIN);
         let report = self.run(options, Deadline::after(remaining)).await?;
         Ok(report.to_json())

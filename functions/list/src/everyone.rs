@@ -21,7 +21,8 @@ use snapwake::domain::{AgentKey, AgentRecord, AgentState, AgentView, Kind, WakeS
 use snapwake::error::{Error, Result};
 use snapwake::index_sync::IndexStatus;
 use snapwake::lock::LockSettings;
-use snapwake::store::{now_ms, AgentStore};
+use snapwake::store::AgentStore;
+use snapwake::timestamp::now_ms;
 
 use crate::cursor::Signer;
 use crate::gather::{sort_newest_activity_first, tools_of, view_of, Missing};
@@ -157,7 +158,7 @@ pub fn index_view(record: &AgentRecord, now_ms: u64, settings: &LockSettings) ->
     let session = match (&record.session_id, record.state) {
         (Some(id), WakeState::Awake | WakeState::Sleeping) if !expired => vec![Session {
             session_id: Some(id.clone()),
-            user_session_id: snapwake::locate::user_session_id(&record.key.agent_id)
+            user_session_id: snapwake::identity::user_session_id(&record.key.agent_id)
                 .map(str::to_string),
             status: Some("Ready".into()),
             expire_at: record.session_expire_at.clone(),

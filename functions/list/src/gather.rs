@@ -13,7 +13,7 @@ use snapwake::domain::{
     AgentKey, AgentRecord, AgentState, AgentView, Kind, Retention, ToolRegistry, WakeState,
 };
 use snapwake::lock::LockSettings;
-use snapwake::store::now_ms;
+use snapwake::timestamp::now_ms;
 use snapwake::view::{agent_view, AgentFacts};
 
 /// Pages read for one agent's own snapshots or sessions.

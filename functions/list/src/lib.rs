@@ -37,7 +37,6 @@ use lambda_http::{Body, Request, RequestExt, Response};
 use serde::Serialize;
 use snapwake::agentkit::types::{Session, Snapshot};
 use snapwake::agentkit::AgentKit;
-use snapwake::config::IdentityConfig;
 use snapwake::deadline::Deadline;
 use snapwake::domain::{
     AgentKey, AgentRecord, AgentState, AgentView, Kind, Retention, ToolRegistry, WakeState,
@@ -45,12 +44,15 @@ use snapwake::domain::{
 use snapwake::error::{Error, Result};
 use snapwake::http::request::{self as req, Route};
 use snapwake::http::response;
+use snapwake::identity::user_session_id;
+use snapwake::identity::IdentityConfig;
 use snapwake::identity::{may_act, Caller};
 use snapwake::index_sync::{index_status, IndexStatus};
-use snapwake::locate::{self, regions, user_session_id};
+use snapwake::locate::{self, regions};
 use snapwake::lock::LockSettings;
 use snapwake::registry::RegistryCache;
-use snapwake::store::{now_ms, AgentStore, Within};
+use snapwake::store::{AgentStore, Within};
+use snapwake::timestamp::now_ms;
 
 use crate::cursor::CursorKeys;
 use crate::everyone::Everyone;

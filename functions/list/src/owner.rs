@@ -20,9 +20,10 @@ use snapwake::agentkit::{AgentKit, Pager};
 use snapwake::deadline::Deadline;
 use snapwake::domain::{AgentKey, AgentRecord, Kind, Retention, ToolRegistry, WakeState};
 use snapwake::error::Result;
+use snapwake::identity::user_session_id;
 use snapwake::identity::{belongs_to, owner_keys};
 use snapwake::index_sync::agent_of;
-use snapwake::locate::{regions, user_session_id};
+use snapwake::locate::regions;
 use snapwake::store::AgentStore;
 
 use crate::gather::{

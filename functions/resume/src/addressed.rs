@@ -8,13 +8,15 @@ use std::time::Duration;
 use lambda_http::{Request, RequestExt};
 use snapwake::agentkit::AgentKit;
 use snapwake::deadline::Deadline;
+use snapwake::domain::Description;
 use snapwake::domain::{AgentKey, AgentRecord, ToolRegistry};
 use snapwake::error::{Error, Result};
 use snapwake::http::request::{self as req, Matched};
 use snapwake::identity::{describe, may_act, Caller, Place};
+use snapwake::locate::{home_of, Home};
 use snapwake::lock::AgentLock;
-use snapwake::store::{now_ms, AgentStore, Description, Within};
-use snapwake::wake::{home_of, Home};
+use snapwake::store::{AgentStore, Within};
+use snapwake::timestamp::now_ms;
 
 use crate::Resume;
 

@@ -9,13 +9,13 @@ use snapwake::agentkit::AgentKit;
 use snapwake::deadline::Deadline;
 use snapwake::domain::{AgentKey, AgentRecord, AgentView, Retention};
 use snapwake::http::response;
+use snapwake::locate::sessions::snapshots;
+use snapwake::locate::Home;
 use snapwake::lock::LockSettings;
-use snapwake::store::now_ms;
 use snapwake::store::AgentStore;
+use snapwake::timestamp::now_ms;
 use snapwake::view::record_snapshots;
 use snapwake::view::{agent_view, AgentFacts};
-use snapwake::wake::sessions::snapshots;
-use snapwake::wake::Home;
 
 use crate::Resume;
 

@@ -20,10 +20,12 @@ use snapwake::agentkit::AgentKit;
 use snapwake::domain::{AgentRecord, AgentView, WakeState};
 use snapwake::error::{Error, Result};
 use snapwake::http::request::{self as req, Matched};
+use snapwake::locate::sessions::{live_session, session};
+use snapwake::locate::Home;
 use snapwake::lock::{AgentLock, Written};
-use snapwake::store::{now_ms, AgentStore, Changes};
-use snapwake::wake::sessions::{live_session, session};
-use snapwake::wake::{Home, MIN_TTL};
+use snapwake::store::{AgentStore, Changes};
+use snapwake::timestamp::now_ms;
+use snapwake::wake::MIN_TTL;
 
 use crate::answer::{view, with_etag};
 use crate::Resume;
@@ -155,7 +157,7 @@ impl<S: AgentStore, K: AgentKit> Resume<S, K> {
                 }
             }
         }
-        match snapwake::locate::user_session_id(&key.agent_id) {
+        match snapwake::identity::user_session_id(&key.agent_id) {
             Some(usid) => Ok(live_session(&self.agentkit, home, usid, deadline).await?),
             None => Ok(None),
         }

@@ -16,10 +16,10 @@ mod sleep;
 
 use lambda_http::{Body, Request, Response};
 use snapwake::agentkit::AgentKit;
-use snapwake::config::IdentityConfig;
 use snapwake::error::{Error, Result};
 use snapwake::http::request::{self as req, Route};
 pub use snapwake::identity::may_act;
+use snapwake::identity::IdentityConfig;
 use snapwake::registry::RegistryCache;
 use snapwake::store::AgentStore;
 use snapwake::wake::WakeSettings;

@@ -60,7 +60,12 @@ impl<S: AgentStore, K: AgentKit> Resume<S, K> {
             home: addressed.home.clone(),
         };
         let key = &addressed.key;
-        let sleep = Sleep::new(&self.store, &self.agentkit, &addressed.registry, &self.wake);
+        let sleep = Sleep::new(
+            &self.store,
+            &self.agentkit,
+            &addressed.registry,
+            self.wake.sleep(),
+        );
         let outcome = sleep
             .run(&target, addressed.record, addressed.deadline)
             .await?;

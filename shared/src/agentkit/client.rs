@@ -16,7 +16,7 @@ use super::retry::{parse_retry_after, RetryPolicy};
 use super::signer::{self, Credentials};
 use super::types::{Action, API_VERSION};
 use super::AgentKitError;
-use crate::config::AgentKitConfig;
+use crate::agentkit::AgentKitConfig;
 use crate::deadline::Deadline;
 
 const JSON: &str = "application/json";
@@ -404,7 +404,7 @@ mod tests {
         let config = AgentKitConfig {
             endpoint: "http://127.0.0.1:9".into(),
             regions: vec!["cn-beijing".into()],
-            credentials: crate::config::CredentialsSource::Static(Credentials::new(
+            credentials: crate::agentkit::CredentialsSource::Static(Credentials::new(
                 "AK", "SECRET", None,
             )),
             request_timeout: Duration::from_secs(1),

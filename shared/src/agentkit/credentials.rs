@@ -14,7 +14,7 @@ use serde::Deserialize;
 
 use super::signer::Credentials;
 use super::AgentKitError;
-use crate::config::CredentialsSource;
+use crate::agentkit::CredentialsSource;
 
 /// How often the extension is asked before giving up: it may still be starting when the
 /// function's init phase runs.

@@ -12,6 +12,7 @@ pub mod envelope;
 pub mod pagination;
 pub mod port;
 pub mod retry;
+pub mod settings;
 pub mod signer;
 pub mod types;
 
@@ -19,4 +20,5 @@ pub use client::{AgentKitClient, Regional};
 pub use error::AgentKitError;
 pub use pagination::{list_all, Paged, Pager};
 pub use port::AgentKit;
+pub use settings::{AgentKitConfig, CredentialsSource};
 pub use signer::Credentials;

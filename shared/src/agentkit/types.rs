@@ -127,6 +127,11 @@ impl Session {
     }
 }
 
+/// The most recently created session of an iterator (by instant, never by text).
+pub fn newest_session(sessions: impl Iterator<Item = Session>) -> Option<Session> {
+    sessions.max_by_key(|s| crate::timestamp::sort_key(s.created_at.as_deref()))
+}
+
 /// The saved workspace of an expired session.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "PascalCase", default)]

@@ -23,7 +23,8 @@ use crate::agentkit::AgentKit;
 use crate::deadline::Deadline;
 use crate::error::Error;
 use crate::lock::{DocumentLock, LockSettings};
-use crate::store::{now_ms, AgentStore, StoreError};
+use crate::store::{AgentStore, StoreError};
+use crate::timestamp::now_ms;
 
 pub mod apply;
 pub mod catalogue;

@@ -113,6 +113,21 @@ impl fmt::Display for AgentKey {
     }
 }
 
+/// The descriptive fields of a record: who owns the agent, where it lives and how to show it.
+/// What a write sets (`Changes::describe`) and what a holder learns; every `Some` field
+/// overwrites the record's.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Description {
+    pub owner: Option<String>,
+    pub owner_key: Option<String>,
+    pub display_name: Option<String>,
+    pub created_by: Option<String>,
+    pub retention: Option<Retention>,
+    pub tool_id: Option<String>,
+    pub region: Option<String>,
+    pub created_at: Option<String>,
+}
+
 /// Everything the table keeps about one agent.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct AgentRecord {

@@ -187,7 +187,7 @@ impl From<&Error> for Problem {
                 "Invalid request",
                 "the cursor is malformed or was not issued for this listing",
             ),
-            Error::Config(_) | Error::Internal(_) | Error::Store(_) => Problem::new(
+            Error::Internal(_) | Error::Store(_) => Problem::new(
                 500,
                 "INTERNAL",
                 "Internal error",

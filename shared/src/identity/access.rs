@@ -3,10 +3,10 @@
 
 use super::{usid, Caller};
 use crate::agentkit::types::{metadata_value, Snapshot};
+use crate::domain::Description;
 use crate::domain::{AgentKey, AgentRecord, Retention};
 use crate::identity::names::METADATA_DISPLAY_NAME_KEY;
-use crate::locate::user_session_id;
-use crate::store::Description;
+use crate::identity::user_session_id;
 
 /// Whether `caller` may see and act on `key`: admins always; others when the record names
 /// them, or when the UserSessionId is theirs. `snapshot-<id>` agents are admin-only.

@@ -10,8 +10,8 @@ use lambda_http::RequestExt;
 
 use super::claims::Claims;
 use super::usid;
-use crate::config::IdentityConfig;
 use crate::error::{Error, Result};
+use crate::identity::IdentityConfig;
 
 /// Claims tried in order for the display name (identity.md).
 pub const DISPLAY_NAME_CLAIMS: [&str; 5] =

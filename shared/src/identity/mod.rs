@@ -4,7 +4,8 @@
 //! - [`caller`]: the [`Caller`] (owner id, display name, admin) built from those claims;
 //! - [`usid`]: UserSessionId encoding, parsing, ownership and owner-index keys;
 //! - [`names`]: agent display names (resolution and validation) and agent id validation;
-//! - [`access`]: who may act on an agent, and whom its record names as owner.
+//! - [`access`]: who may act on an agent, and whom its record names as owner;
+//! - [`settings`]: which claims name a person, and who is an admin.
 //!
 //! Nobody is an admin unless `SNAPWAKE_ADMINS` or `SNAPWAKE_ADMIN_GROUPS` says so. The Lambda
 //! functions read identity only from the verified request context, never from headers; the
@@ -14,10 +15,15 @@ pub mod access;
 pub mod caller;
 pub mod claims;
 pub mod names;
+pub mod settings;
 pub mod usid;
 
 pub use access::{describe, may_act, Place};
 pub use caller::Caller;
 pub use claims::{ClaimValue, Claims};
-pub use names::{display_name, is_valid_agent_id, validate_agent_id, validate_display_name};
+pub use names::{
+    display_name, is_valid_agent_id, user_session_id, validate_agent_id, validate_display_name,
+    SNAPSHOT_AGENT_PREFIX,
+};
+pub use settings::{IdentityConfig, DEFAULT_OWNER_CLAIMS};
 pub use usid::{belongs_to, fingerprint, mint, owner_keys, prefix, safe_owner, UserSessionId};

@@ -9,8 +9,10 @@ use std::time::Duration;
 
 use super::LockSettings;
 use crate::deadline::Deadline;
+use crate::domain::Description;
 use crate::domain::{AgentKey, AgentRecord, WakeState};
-use crate::store::{now_ms, AgentStore, Changes, Condition, Description, StoreError, Within};
+use crate::store::{AgentStore, Changes, Condition, StoreError, Within};
+use crate::timestamp::now_ms;
 
 /// Whether an acquire starts a new generation of the wake fields.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

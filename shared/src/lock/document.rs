@@ -12,7 +12,8 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::LockSettings;
-use crate::store::{now_ms, AgentStore, Document, DocumentKey, StoreError};
+use crate::store::{AgentStore, Document, DocumentKey, StoreError};
+use crate::timestamp::now_ms;
 
 /// What the document holds.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -14,9 +14,12 @@ use crate::agentkit::AgentKit;
 use crate::deadline::Deadline;
 use crate::domain::{AgentRecord, WakeState};
 use crate::error::Error;
+use crate::locate::Home;
 use crate::lock::{AgentLock, Held, Written};
-use crate::store::{now_ms, AgentStore, Changes};
-use crate::wake::{Home, WakeSettings};
+use crate::store::{AgentStore, Changes};
+use crate::timestamp::now_ms;
+
+use super::SleepSettings;
 
 /// Who settles the sleep.
 pub(crate) enum Settler<'h> {
@@ -45,7 +48,7 @@ pub(crate) enum Finished {
 pub(crate) struct Finish<'l, 'a, S, K> {
     pub lock: &'l AgentLock<'a, S>,
     pub agentkit: &'l K,
-    pub settings: &'l WakeSettings,
+    pub settings: &'l SleepSettings,
     pub home: &'l Home,
 }
 

@@ -23,10 +23,11 @@ use crate::agentkit::{list_all, AgentKit, AgentKitError};
 use crate::deadline::Deadline;
 use crate::domain::{Retention, WakeState};
 use crate::error::Error;
+use crate::locate::sessions::{live_session, own_snapshots, session, snapshots};
+use crate::locate::{home_of, Home};
 use crate::lock::{AgentLock, Held, Written};
-use crate::store::{now_ms, now_s, AgentStore, Changes};
-use crate::wake::sessions::{live_session, own_snapshots, session, snapshots};
-use crate::wake::{deadline_ms, home_of, Home};
+use crate::store::{AgentStore, Changes};
+use crate::timestamp::{now_ms, now_s};
 
 use super::{Finish, Finished, Settler, Sleep, SleepOutcome, SleepTarget};
 
@@ -162,7 +163,7 @@ impl<S: AgentStore, K: AgentKit> Sleep<'_, S, K> {
             session_expire_at: live.expire_at.clone().map(Some),
             snapshot_id: Some(Some(snapshot_id)),
             lease_until_ms: Some(self.snapshot_lease_until(deadline)),
-            poll_until_ms: Some(deadline_ms(deadline)),
+            poll_until_ms: Some(deadline.epoch_ms()),
             describe: Some(home.description()),
             ..Changes::default()
         };
@@ -184,7 +185,7 @@ impl<S: AgentStore, K: AgentKit> Sleep<'_, S, K> {
         let finish = Finish {
             lock,
             agentkit: self.agentkit,
-            settings: self.settings,
+            settings: &self.settings,
             home: &home,
         };
         match Box::pin(finish.run(Settler::Holder(&mut held), record, deadline)).await? {
@@ -213,7 +214,7 @@ impl<S: AgentStore, K: AgentKit> Sleep<'_, S, K> {
                 }
             }
         }
-        match crate::locate::user_session_id(&target.key.agent_id) {
+        match crate::identity::user_session_id(&target.key.agent_id) {
             Some(usid) => live_session(self.agentkit, home, usid, deadline).await,
             None => Ok(None),
         }
@@ -419,7 +420,7 @@ impl<S: AgentStore, K: AgentKit> Sleep<'_, S, K> {
     /// than this request's own wait (the holder is still polling until then).
     fn snapshot_lease_until(&self, deadline: Deadline) -> u64 {
         let timeout = now_ms() + self.settings.snapshot_timeout.as_millis() as u64;
-        timeout.max(deadline_ms(deadline))
+        timeout.max(deadline.epoch_ms())
     }
 }
 

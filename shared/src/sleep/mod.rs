@@ -25,14 +25,19 @@
 mod finish;
 mod holder;
 
+use std::time::Duration;
+
 use crate::agentkit::types::Snapshot;
 use crate::agentkit::AgentKit;
 use crate::deadline::Deadline;
-use crate::domain::{AgentKey, AgentRecord, ToolRegistry, WakeState};
+use crate::domain::{AgentKey, AgentRecord, Description, ToolRegistry, WakeState};
 use crate::error::Error;
-use crate::lock::{decide, Acquire, Acquired, AgentLock, Decision, Generation, Intent, Written};
-use crate::store::{now_ms, AgentStore, Description};
-use crate::wake::{deadline_ms, home_of, Home, WakeSettings};
+use crate::locate::{home_of, Home};
+use crate::lock::{
+    decide, Acquire, Acquired, AgentLock, Decision, Generation, Intent, LockSettings, Written,
+};
+use crate::store::AgentStore;
+use crate::timestamp::now_ms;
 
 pub(crate) use finish::{Finish, Finished, Settler};
 
@@ -62,12 +67,31 @@ pub enum SleepOutcome {
     Sleeping { record: AgentRecord },
 }
 
+/// Timings of a sleep: the wake's, less what only a wake uses (`WakeSettings::sleep` derives
+/// them, so a sleep and a wake of one agent keep one lease discipline).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SleepSettings {
+    /// The lock: the lease an acquire takes, the skew margin, the rounds.
+    pub lock: LockSettings,
+    /// Polling of the snapshot starts at `poll_min` and backs off to `poll_max`.
+    pub poll_min: Duration,
+    pub poll_max: Duration,
+    /// Callers of a sleep in flight re-read the record from `watch_min` to `watch_max`.
+    pub watch_min: Duration,
+    pub watch_max: Duration,
+    /// How long a poll lease (taken once the holder's request ended) lasts.
+    pub poll_lease: Duration,
+    /// The lease of a sleep once its snapshot is taken: how long a snapshot may take to
+    /// become Ready before another caller may take the sleep over.
+    pub snapshot_timeout: Duration,
+}
+
 /// One caller's sleep of one agent.
 pub struct Sleep<'a, S, K> {
     store: &'a S,
     agentkit: &'a K,
     registry: &'a ToolRegistry,
-    settings: &'a WakeSettings,
+    settings: SleepSettings,
 }
 
 /// The end of a watch.
@@ -83,7 +107,7 @@ impl<'a, S: AgentStore, K: AgentKit> Sleep<'a, S, K> {
         store: &'a S,
         agentkit: &'a K,
         registry: &'a ToolRegistry,
-        settings: &'a WakeSettings,
+        settings: SleepSettings,
     ) -> Self {
         Sleep {
             store,
@@ -134,7 +158,7 @@ impl<'a, S: AgentStore, K: AgentKit> Sleep<'a, S, K> {
                         generation: Generation::Sleep,
                         lease: self.settings.lock.lease,
                         describe: Some(target.describe.clone()),
-                        poll_until_ms: Some(deadline_ms(deadline)),
+                        poll_until_ms: Some(deadline.epoch_ms()),
                     };
                     match lock
                         .acquire(&target.key, &condition, record.as_ref(), &how)
@@ -228,7 +252,7 @@ impl<'a, S: AgentStore, K: AgentKit> Sleep<'a, S, K> {
         let finished = carry_on(
             lock,
             self.agentkit,
-            self.settings,
+            &self.settings,
             &home,
             seen,
             lock.deadline(),
@@ -252,7 +276,7 @@ impl<'a, S: AgentStore, K: AgentKit> Sleep<'a, S, K> {
 pub(crate) async fn carry_on<S: AgentStore, K: AgentKit>(
     lock: &AgentLock<'_, S>,
     agentkit: &K,
-    settings: &WakeSettings,
+    settings: &SleepSettings,
     home: &Home,
     seen: &AgentRecord,
     deadline: Deadline,

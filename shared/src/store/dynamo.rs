@@ -26,10 +26,10 @@ use aws_sdk_dynamodb::Client;
 
 use super::keys::{self, OwnerCursor};
 use super::{
-    now_rfc3339, now_s, AgentPage, AgentStore, Changes, Condition, Document, DocumentKey,
-    OwnerPage, StoreError,
+    AgentPage, AgentStore, Changes, Condition, Document, DocumentKey, OwnerPage, StoreError,
 };
 use crate::domain::{AgentKey, AgentRecord, Kind, Retention, ToolRegistry, WakeState};
+use crate::timestamp::now_s;
 
 /// Attribute names of the agent record item.
 mod attr {
@@ -389,7 +389,7 @@ fn update_expression(expr: &mut Expr, key: &AgentKey, creates: bool, changes: &C
     }
 
     expr.increment(attr::VERSION);
-    expr.set(attr::UPDATED_AT, s(&now_rfc3339()));
+    expr.set(attr::UPDATED_AT, s(&crate::timestamp::now()));
 
     if creates {
         for name in CLEARED_ON_CREATE {

@@ -15,10 +15,10 @@ use std::sync::{Mutex, MutexGuard};
 
 use super::keys::{self, OwnerCursor};
 use super::{
-    now_rfc3339, now_s, AgentPage, AgentStore, Changes, Condition, Document, DocumentKey,
-    OwnerPage, StoreError,
+    AgentPage, AgentStore, Changes, Condition, Document, DocumentKey, OwnerPage, StoreError,
 };
 use crate::domain::{AgentKey, AgentRecord, Kind, ToolRegistry, WakeState};
+use crate::timestamp::now_s;
 
 #[derive(Default)]
 struct Tables {
@@ -134,7 +134,7 @@ fn apply(mut r: AgentRecord, changes: &Changes) -> AgentRecord {
         }
     }
     r.version += 1;
-    r.updated_at = Some(now_rfc3339());
+    r.updated_at = Some(crate::timestamp::now());
     r
 }
 

@@ -20,7 +20,7 @@
 use std::future::Future;
 
 use crate::domain::{
-    AgentKey, AgentRecord, Kind, Retention, SnapshotView, ToolRegistry, WakeState,
+    AgentKey, AgentRecord, Description, Kind, SnapshotView, ToolRegistry, WakeState,
 };
 
 pub mod dynamo;
@@ -50,19 +50,6 @@ pub enum Condition {
     /// A sleep settled by anyone: `state = sleeping AND fence = :f AND snapshot_id = :s` (the
     /// snapshot the sleep is waiting for).
     SleepingWith { fence: u64, snapshot_id: String },
-}
-
-/// The descriptive fields of a record: who owns the agent and how to show it.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Description {
-    pub owner: Option<String>,
-    pub owner_key: Option<String>,
-    pub display_name: Option<String>,
-    pub created_by: Option<String>,
-    pub retention: Option<Retention>,
-    pub tool_id: Option<String>,
-    pub region: Option<String>,
-    pub created_at: Option<String>,
 }
 
 /// What a write changes; `None` leaves a field as it is, `Some(None)` removes it. Every write
@@ -220,22 +207,6 @@ pub trait AgentStore: Send + Sync {
         registry: &ToolRegistry,
         expected_version: u64,
     ) -> impl Future<Output = Result<ToolRegistry, StoreError>> + Send;
-}
-
-/// Now, in epoch seconds and milliseconds (the store and the lock share one clock: the system's).
-pub fn now_ms() -> u64 {
-    let now = time::OffsetDateTime::now_utc();
-    (now.unix_timestamp_nanos() / 1_000_000) as u64
-}
-
-/// Now, in epoch seconds: what `expires_at` is compared with.
-pub fn now_s() -> i64 {
-    time::OffsetDateTime::now_utc().unix_timestamp()
-}
-
-/// Now as RFC 3339 (UTC), for `updated_at`.
-pub fn now_rfc3339() -> String {
-    crate::timestamp::now()
 }
 
 /// A shared store is a store: several handlers (or a test's callers) can hold one adapter.

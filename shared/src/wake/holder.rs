@@ -20,16 +20,19 @@
 use crate::agentkit::types::metadata_value;
 use crate::agentkit::types::{ResumeSessionFromSnapshot, Session, Snapshot};
 use crate::agentkit::AgentKit;
+use crate::domain::Description;
 use crate::domain::{Retention, WakeState};
 use crate::error::Error;
 use crate::identity::names::METADATA_DISPLAY_NAME_KEY;
 use crate::lock::{AgentLock, Held, Written};
-use crate::store::{now_ms, now_s, AgentStore, Changes, Description};
+use crate::store::{AgentStore, Changes};
+use crate::timestamp::{now_ms, now_s};
 use crate::view::METADATA_CREATOR_KEY;
 
-use super::sessions::{live_session, orphan_of, own_snapshots, pick, session, snapshots};
 use super::watch::{Polled, Poller, Watched};
-use super::{deadline_ms, Home, Wake, WakeOutcome, WakeTarget};
+use super::{Wake, WakeOutcome, WakeTarget};
+use crate::locate::sessions::{live_session, orphan_of, own_snapshots, pick, session, snapshots};
+use crate::locate::Home;
 
 /// What the holder knows when it starts polling a recorded session.
 pub(super) struct Recorded {
@@ -188,7 +191,7 @@ impl<S: AgentStore, K: AgentKit> Wake<'_, S, K> {
             resume_sent_at_ms: Some(Some(sent_at)),
             snapshot_id: Some(Some(snapshot_id.clone())),
             lease_until_ms: Some(self.ready_lease_until(sent_at, deadline)),
-            poll_until_ms: Some(deadline_ms(deadline)),
+            poll_until_ms: Some(deadline.epoch_ms()),
             describe: Some(described(&held.record, &home, &snapshot)),
             ..Changes::default()
         };
@@ -255,7 +258,7 @@ impl<S: AgentStore, K: AgentKit> Wake<'_, S, K> {
     /// that ended first would hand its wake to another caller mid-poll).
     fn ready_lease_until(&self, from_ms: u64, deadline: crate::deadline::Deadline) -> u64 {
         let ready = from_ms + self.settings.ready_timeout.as_millis() as u64;
-        ready.max(deadline_ms(deadline))
+        ready.max(deadline.epoch_ms())
     }
 
     /// Record the session at once (fenced; lease extended to the readiness timeout), then poll
@@ -275,7 +278,7 @@ impl<S: AgentStore, K: AgentKit> Wake<'_, S, K> {
             snapshot_id: Some(recorded.snapshot_id.clone()),
             resume_sent_at_ms: Some(None),
             lease_until_ms: Some(self.ready_lease_until(now_ms(), deadline)),
-            poll_until_ms: Some(deadline_ms(deadline)),
+            poll_until_ms: Some(deadline.epoch_ms()),
             describe: Some(home.description()),
             ..Changes::default()
         };

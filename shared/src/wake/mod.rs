@@ -29,7 +29,6 @@
 //! (the AgentKit questions a wake asks).
 
 mod holder;
-pub mod sessions;
 mod watch;
 
 use std::time::Duration;
@@ -37,13 +36,15 @@ use std::time::Duration;
 use crate::agentkit::types::{Session, Snapshot};
 use crate::agentkit::AgentKit;
 use crate::deadline::Deadline;
-use crate::domain::{AgentKey, AgentRecord, Retention, ToolRegistry, WakeState};
+use crate::domain::Description;
+use crate::domain::{AgentKey, AgentRecord, ToolRegistry, WakeState};
 use crate::error::Error;
+use crate::locate::Home;
 use crate::lock::LockSettings;
 use crate::lock::{decide, Acquire, Acquired, AgentLock, Decision, Generation, Intent};
-use crate::store::{now_ms, AgentStore, Description};
-
-pub use sessions::newest_session;
+use crate::sleep::SleepSettings;
+use crate::store::AgentStore;
+use crate::timestamp::now_ms;
 
 /// Timings of the protocol. Defaults are the specification's.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -99,49 +100,24 @@ impl Default for WakeSettings {
 }
 
 impl WakeSettings {
+    /// The timings a sleep of the same agent keeps.
+    pub fn sleep(&self) -> SleepSettings {
+        SleepSettings {
+            lock: self.lock.clone(),
+            poll_min: self.poll_min,
+            poll_max: self.poll_max,
+            watch_min: self.watch_min,
+            watch_max: self.watch_max,
+            poll_lease: self.poll_lease,
+            snapshot_timeout: self.snapshot_timeout,
+        }
+    }
+
     fn intent(&self) -> Intent {
         Intent::Wake {
             verify_fresh: self.verify_fresh,
         }
     }
-}
-
-/// Where an agent lives: its Tool, the Tool's region, and the Tool's retention.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Home {
-    pub tool_id: String,
-    pub region: String,
-    pub retention: Retention,
-}
-
-impl Home {
-    /// The record's fields that say where the agent lives.
-    pub fn description(&self) -> Description {
-        Description {
-            tool_id: Some(self.tool_id.clone()),
-            region: Some(self.region.clone()),
-            ..Description::default()
-        }
-    }
-}
-
-/// Where `record` says the agent lives: a Tool the registry knows as one of `key.kind`'s, and
-/// its region (`None`: the record does not say, or names a Tool no longer deployed).
-pub fn home_of(registry: &ToolRegistry, record: &AgentRecord) -> Option<Home> {
-    let tool = record.tool_id.as_deref()?;
-    let kind_tools = registry.kind(record.key.kind)?;
-    let retention = if kind_tools.temporary.as_deref() == Some(tool) {
-        Retention::Temporary
-    } else if kind_tools.snapshot_tools().any(|t| t == tool) {
-        Retention::Recoverable
-    } else {
-        return None;
-    };
-    Some(Home {
-        tool_id: tool.to_string(),
-        region: record.region.clone()?,
-        retention,
-    })
 }
 
 /// What to wake, resolved by the caller (the resume handler) beforehand.
@@ -161,7 +137,7 @@ pub struct WakeTarget {
 impl WakeTarget {
     /// The agent's UserSessionId (`None` for `snapshot-<id>` agents).
     pub fn user_session_id(&self) -> Option<&str> {
-        crate::locate::user_session_id(&self.key.agent_id)
+        crate::identity::user_session_id(&self.key.agent_id)
     }
 }
 
@@ -295,15 +271,10 @@ impl<'a, S: AgentStore, K: AgentKit> Wake<'a, S, K> {
             generation: Generation::New,
             lease: self.settings.lock.lease,
             describe: Some(target.describe.clone()),
-            poll_until_ms: Some(deadline_ms(lock.deadline())),
+            poll_until_ms: Some(lock.deadline().epoch_ms()),
         };
         Ok(lock.acquire(&target.key, condition, seen, &how).await?)
     }
-}
-
-/// The deadline as epoch milliseconds (what the record keeps).
-pub(crate) fn deadline_ms(deadline: Deadline) -> u64 {
-    now_ms() + deadline.remaining().as_millis() as u64
 }
 
 /// An awake outcome answered from the record alone: its session as recorded. The record says
@@ -311,7 +282,7 @@ pub(crate) fn deadline_ms(deadline: Deadline) -> u64 {
 fn from_record(record: AgentRecord, resumed: bool) -> WakeOutcome {
     let session = Session {
         session_id: record.session_id.clone(),
-        user_session_id: crate::locate::user_session_id(&record.key.agent_id).map(str::to_string),
+        user_session_id: crate::identity::user_session_id(&record.key.agent_id).map(str::to_string),
         status: Some("Ready".into()),
         expire_at: record.session_expire_at.clone(),
         ..Session::default()

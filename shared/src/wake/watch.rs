@@ -22,10 +22,12 @@ use crate::domain::{AgentRecord, WakeState};
 use crate::error::Error;
 use crate::lock::{decide, Acquired, AgentLock, Decision, Held, Written};
 use crate::sleep::Finished;
-use crate::store::{now_ms, AgentStore, Changes, Condition};
+use crate::store::{AgentStore, Changes, Condition};
+use crate::timestamp::now_ms;
 
-use super::sessions::session;
-use super::{from_record, Home, Wake, WakeOutcome, WakeTarget};
+use super::{from_record, Wake, WakeOutcome, WakeTarget};
+use crate::locate::sessions::session;
+use crate::locate::{home_of, Home};
 
 /// `record` as the completing write would have left it (for an answer, when that write could
 /// not be made).
@@ -108,10 +110,11 @@ impl<S: AgentStore, K: AgentKit> Wake<'_, S, K> {
                 // poll lease, a wake included; once it settles, the wake decides again.
                 Decision::AwaitSleep => {
                     if let Some(home) = self.home_of_record(target, &r) {
+                        let sleep_settings = self.settings.sleep();
                         let carried = crate::sleep::carry_on(
                             lock,
                             self.agentkit,
-                            self.settings,
+                            &sleep_settings,
                             &home,
                             &r,
                             deadline,
@@ -406,6 +409,6 @@ impl<S: AgentStore, K: AgentKit> Wake<'_, S, K> {
         target
             .home
             .clone()
-            .or_else(|| super::home_of(self.registry, record))
+            .or_else(|| home_of(self.registry, record))
     }
 }

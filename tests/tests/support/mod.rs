@@ -10,7 +10,7 @@ use serde_json::Value;
 use snapwake::agentkit::retry::RetryPolicy;
 use snapwake::agentkit::types::MetadataEntry;
 use snapwake::agentkit::AgentKitClient;
-use snapwake::config::{AgentKitConfig, CredentialsSource};
+use snapwake::agentkit::{AgentKitConfig, CredentialsSource};
 use snapwake::domain::{Kind, KindTools, ToolRegistry};
 use snapwake::identity::usid;
 use snapwake::store::dynamo::DynamoStore;
@@ -168,8 +168,8 @@ pub fn request(
 }
 
 /// The identity configuration of the tests: the `admins` group is admin.
-pub fn identity() -> snapwake::config::IdentityConfig {
-    snapwake::config::IdentityConfig {
+pub fn identity() -> snapwake::identity::IdentityConfig {
+    snapwake::identity::IdentityConfig {
         admin_groups: vec!["admins".into()],
         ..Default::default()
     }
@@ -516,7 +516,7 @@ where
     K: snapwake::agentkit::AgentKit + Clone,
 {
     /// All four functions over `store` and `agentkit`, with `identity` and [`quick_wake`].
-    pub fn new(store: S, agentkit: K, identity: snapwake::config::IdentityConfig) -> Self {
+    pub fn new(store: S, agentkit: K, identity: snapwake::identity::IdentityConfig) -> Self {
         use snapwake::registry::{RegistryCache, ToolOverrides};
         let registry = || RegistryCache::new(ToolOverrides::default());
         Api {

@@ -1,19 +1,26 @@
 //! Finding where an agent lives: which of its kind's Tools (and which region) holds its
 //! snapshots or its live session. The holder of a wake, and delete, start here for an agent the
-//! table has no Tool for yet.
+//! table has no Tool for yet. Once it is known ([`Home`]), [`sessions`] asks the questions a
+//! wake and a sleep ask of that Tool.
+//!
+//! Files: `mod.rs` (this: finding the Tool), `home.rs` (where a record says the agent lives),
+//! `sessions.rs` (its sessions and snapshots there).
+
+mod home;
+pub mod sessions;
+
+pub use home::{home_of, Home};
 
 use crate::agentkit::types::{Filter, ListSessionSnapshots, ListSessions, Session, Snapshot};
 use crate::agentkit::{list_all, AgentKit, AgentKitError, Pager};
 use crate::deadline::Deadline;
 use crate::domain::{AgentKey, Retention, ToolRegistry};
 use crate::error::Error;
+use crate::identity::{user_session_id, SNAPSHOT_AGENT_PREFIX};
 
 /// How many pages of a snapshot Tool are read to find a `snapshot-<id>` agent (an admin-only,
 /// rare lookup: ids without a UserSessionId can only be found by listing).
 const SNAPSHOT_SCAN_PAGES: usize = 200;
-
-/// The prefix of agent ids made for snapshots without a UserSessionId.
-pub const SNAPSHOT_AGENT_PREFIX: &str = "snapshot-";
 
 /// Where an agent was found.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -26,11 +33,6 @@ pub struct Located {
     pub snapshots: Vec<Snapshot>,
     /// The agent's active sessions on that Tool, when it was found by them.
     pub sessions: Vec<Session>,
-}
-
-/// The UserSessionId of an agent id (`None` for `snapshot-<id>` agents).
-pub fn user_session_id(agent_id: &str) -> Option<&str> {
-    (!agent_id.starts_with(SNAPSHOT_AGENT_PREFIX)).then_some(agent_id)
 }
 
 /// Regions to try: the registry's first, then the configured ones.

@@ -5,26 +5,20 @@
 //! Every listing is re-checked against the agent's exact UserSessionId, whatever the service's
 //! filter returned: a wake never adopts or resumes another agent's session or snapshot.
 
+use super::{snapshots_on, Home};
 use crate::agentkit::types::{
-    metadata_value, Filter, GetSession, ListSessions, MetadataEntry, Session, Snapshot,
+    metadata_value, newest_session, Filter, GetSession, ListSessions, MetadataEntry, Session,
+    Snapshot,
 };
 use crate::agentkit::{list_all, AgentKit, AgentKitError};
 use crate::deadline::Deadline;
 use crate::domain::AgentKey;
-use crate::locate::snapshots_on;
-
-use super::Home;
 
 /// Pages of one agent's sessions read when reconciling.
 const SESSION_PAGES: usize = 10;
 /// Pages of a Tool's sessions read to find the orphan of an unknown Resume of a
 /// `snapshot-<id>` agent (an admin-only, rare case).
 const ORPHAN_PAGES: usize = 50;
-
-/// The most recently created session of an iterator.
-pub fn newest_session(sessions: impl Iterator<Item = Session>) -> Option<Session> {
-    sessions.max_by_key(|s| crate::timestamp::sort_key(s.created_at.as_deref()))
-}
 
 /// The session `session_id` on the agent's Tool, if AgentKit still has it.
 pub async fn session<K: AgentKit>(
@@ -103,12 +97,12 @@ pub fn pick<'s>(
 /// Whether `snapshot` is the agent's own: its exact UserSessionId, or for a `snapshot-<id>`
 /// agent its own SnapshotId (a listing may return more than its filter asked for).
 fn is_own(snapshot: &Snapshot, key: &AgentKey) -> bool {
-    match crate::locate::user_session_id(&key.agent_id) {
+    match crate::identity::user_session_id(&key.agent_id) {
         Some(usid) => snapshot.user_session_id.as_deref() == Some(usid),
         None => {
             let own = key
                 .agent_id
-                .strip_prefix(crate::locate::SNAPSHOT_AGENT_PREFIX);
+                .strip_prefix(crate::identity::SNAPSHOT_AGENT_PREFIX);
             own.is_some() && snapshot.snapshot_id.as_deref() == own
         }
     }

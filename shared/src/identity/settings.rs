@@ -1,0 +1,35 @@
+//! Who is who: which claims name a person, and who is an admin. Built by `crate::config` at
+//! cold start; read by [`super::Caller`].
+
+/// The default order of claims that identify a person (docs/identity.md).
+pub const DEFAULT_OWNER_CLAIMS: [&str; 7] = [
+    "sub",
+    "user_id",
+    "uid",
+    "email",
+    "preferred_username",
+    "username",
+    "login",
+];
+
+/// Who is who: how the owner id is read and who is an admin.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IdentityConfig {
+    /// Claims tried in order for the owner id (`SNAPWAKE_OWNER_CLAIMS`).
+    pub owner_claims: Vec<String>,
+    /// Identifier claim values that make a caller admin, case-folded (`SNAPWAKE_ADMINS`).
+    pub admins: Vec<String>,
+    /// Group names that make a caller admin (`SNAPWAKE_ADMIN_GROUPS`).
+    pub admin_groups: Vec<String>,
+}
+
+impl Default for IdentityConfig {
+    /// Nobody is an admin by default.
+    fn default() -> Self {
+        IdentityConfig {
+            owner_claims: DEFAULT_OWNER_CLAIMS.iter().map(|c| c.to_string()).collect(),
+            admins: Vec::new(),
+            admin_groups: Vec::new(),
+        }
+    }
+}
