@@ -6,7 +6,13 @@
 
 use std::time::Duration;
 
+use lambda_http::{Request, RequestExt};
 use tokio::time::Instant;
+
+/// Kept back from a Lambda's remaining time so that the answer still gets out: API Gateway
+/// gives up at 30 s, an invoker at the function's timeout, and work that ends exactly at the
+/// deadline has no time left to say what it did.
+pub const ANSWER_MARGIN: Duration = Duration::from_secs(2);
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Deadline(Instant);
@@ -37,6 +43,24 @@ impl Deadline {
     /// Whether waiting `wait` would still leave time before the deadline.
     pub fn allows(self, wait: Duration) -> bool {
         Instant::now() + wait < self.0
+    }
+
+    /// An invocation's deadline: the Lambda context's `deadline_ms` (epoch ms) less
+    /// [`ANSWER_MARGIN`].
+    pub fn for_invocation(deadline_ms: u64) -> Self {
+        let left = deadline_ms.saturating_sub(crate::timestamp::now_ms());
+        Deadline::after(Duration::from_millis(left).saturating_sub(ANSWER_MARGIN))
+    }
+
+    /// An HTTP request's deadline: `budget` (what the route allows itself), cut to its
+    /// Lambda's remaining time less [`ANSWER_MARGIN`]. Served locally (no Lambda context), the
+    /// budget alone.
+    pub fn for_request(request: &Request, budget: Duration) -> Self {
+        let own = Deadline::after(budget);
+        match request.lambda_context_ref() {
+            Some(ctx) => own.min(Deadline::for_invocation(ctx.deadline)),
+            None => own,
+        }
     }
 
     /// The deadline on the wall clock, in epoch milliseconds: what a record keeps (a poll lease

@@ -3,6 +3,7 @@
 
 use lambda_http::{Body, Request, Response};
 use snapwake::agentkit::AgentKit;
+use snapwake::http::edge;
 use snapwake::http::request::{self as req, Route};
 use snapwake::store::AgentStore;
 use snapwake_create::Create;
@@ -45,7 +46,7 @@ impl<S: AgentStore, K: AgentKit> App<S, K> {
         let all: Vec<Route> = table.iter().map(|(r, _)| *r).collect();
         let matched = match req::route(&all, request.method().as_str(), req::path(&request)) {
             Ok(m) => m,
-            Err(e) => return e.into_response(req::request_id(&request).as_deref()),
+            Err(e) => return edge::problem(&e, req::request_id(&request).as_deref()),
         };
         let method = request.method().as_str().to_string();
         let function = table
@@ -57,9 +58,10 @@ impl<S: AgentStore, K: AgentKit> App<S, K> {
             Some(Function::Create) => self.create.handle(request).await,
             Some(Function::Resume) => self.resume.handle(request).await,
             Some(Function::Delete) => self.delete.handle(request).await,
-            None => {
-                snapwake::Error::RouteNotFound.into_response(req::request_id(&request).as_deref())
-            }
+            None => edge::problem(
+                &snapwake::Error::RouteNotFound,
+                req::request_id(&request).as_deref(),
+            ),
         }
     }
 }

@@ -69,8 +69,7 @@ pub mod idempotency;
 
 use std::time::Duration;
 
-use lambda_http::http::header;
-use lambda_http::{Body, Request, RequestExt, Response};
+use lambda_http::{Body, Request, Response};
 use serde::Deserialize;
 use snapwake::agentkit::types::newest_session;
 use snapwake::agentkit::types::{
@@ -81,6 +80,7 @@ use snapwake::deadline::Deadline;
 use snapwake::domain::Description;
 use snapwake::domain::{AgentKey, AgentRecord, Kind, Retention, WakeState};
 use snapwake::error::{Error, Result};
+use snapwake::http::edge;
 use snapwake::http::request::{self as req, Route};
 use snapwake::http::response;
 use snapwake::identity::names::METADATA_DISPLAY_NAME_KEY;
@@ -131,8 +131,6 @@ impl Default for CreateSettings {
         }
     }
 }
-/// Time kept back from the Lambda's remaining time to answer.
-const ANSWER_MARGIN: Duration = Duration::from_secs(2);
 /// What a 409 for a key still in progress suggests before asking again.
 const BUSY_RETRY_AFTER_S: u64 = 2;
 /// Rounds of put/inspect on the idempotency document before giving up.
@@ -191,10 +189,10 @@ impl<S: AgentStore, K: AgentKit> Create<S, K> {
     /// Serve one request; every failure becomes a problem+json response.
     pub async fn handle(&self, request: Request) -> Response<Body> {
         let request_id = req::request_id(&request);
-        match self.create(&request, request_id.as_deref()).await {
-            Ok(resp) => resp,
-            Err(err) => problem(&err, request_id.as_deref()),
-        }
+        edge::answer(
+            self.create(&request, request_id.as_deref()).await,
+            request_id.as_deref(),
+        )
     }
 
     async fn create(&self, request: &Request, request_id: Option<&str>) -> Result<Response<Body>> {
@@ -206,7 +204,7 @@ impl<S: AgentStore, K: AgentKit> Create<S, K> {
         let display_name = validate_display_name(&body.display_name)?;
         let asked = body.retention.as_deref().map(parse_retention).transpose()?;
 
-        let deadline = self.deadline(request);
+        let deadline = Deadline::for_request(request, self.settings.budget);
         let registry = self
             .registry
             .get(&Within::new(&self.store, deadline))
@@ -356,7 +354,7 @@ impl<S: AgentStore, K: AgentKit> Create<S, K> {
             .await;
         let resp = match outcome {
             Ok(created) => self.created_response(plan, &created),
-            Err(err) => problem(&err, request_id),
+            Err(err) => edge::problem(&err, request_id),
         };
         let answer = Stored::capture(&resp);
         let finished = running.finished(&answer);
@@ -656,29 +654,8 @@ impl<S: AgentStore, K: AgentKit> Create<S, K> {
             now_ms(),
             &self.settings.lock,
         );
-        let mut resp = response::json(201, &view);
-        let headers = resp.headers_mut();
-        if let Ok(location) =
-            format!("/v1/agents/{}/{}", record.key.kind, record.key.agent_id).parse()
-        {
-            headers.insert(header::LOCATION, location);
-        }
-        if let Ok(etag) = record.etag().parse() {
-            headers.insert(header::ETAG, etag);
-        }
-        resp
-    }
-
-    /// This request's budget: the configured one, cut to the Lambda's remaining time less a
-    /// margin to answer.
-    fn deadline(&self, request: &Request) -> Deadline {
-        let mut budget = self.settings.budget;
-        if let Some(ctx) = request.lambda_context_ref() {
-            let remaining_ms = ctx.deadline.saturating_sub(now_ms());
-            let remaining = Duration::from_millis(remaining_ms).saturating_sub(ANSWER_MARGIN);
-            budget = budget.min(remaining);
-        }
-        Deadline::after(budget)
+        let resp = response::with_etag(response::json(201, &view), record);
+        response::with_location(resp, &record.key)
     }
 }
 
@@ -687,16 +664,4 @@ fn busy() -> Error {
         detail: "a request with this Idempotency-Key is still in progress".into(),
         retry_after_s: BUSY_RETRY_AFTER_S,
     }
-}
-
-/// `err` as a problem+json response, logged by its nature.
-fn problem(err: &Error, request_id: Option<&str>) -> Response<Body> {
-    let id = request_id.unwrap_or("");
-    match err {
-        Error::Internal(_) | Error::Store(_) | Error::AgentKit(_) | Error::NotConfigured(_) => {
-            tracing::warn!(request_id = id, error = %err, "create failed")
-        }
-        _ => tracing::info!(request_id = id, error = %err, "create refused"),
-    }
-    err.into_response(request_id)
 }

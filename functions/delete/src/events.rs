@@ -17,7 +17,6 @@ use snapwake::agentkit::AgentKit;
 use snapwake::deadline::Deadline;
 use snapwake::error::Error;
 use snapwake::store::{AgentStore, Within};
-use snapwake::timestamp::now_ms;
 
 use crate::offboard::{Offboard, OffboardProgress, OffboardReport};
 use crate::sweep::{Sweep, SweepProgress, SweepReport};
@@ -27,8 +26,6 @@ use crate::Delete;
 pub const OFFBOARDED: &str = "snapwake.owner.offboarded";
 /// The `detail-type` EventBridge gives scheduled events.
 pub const SCHEDULED: &str = "Scheduled Event";
-/// Time kept back from the Lambda's remaining time to answer.
-const ANSWER_MARGIN_MS: u64 = 2_000;
 
 /// What an invocation asks for.
 #[derive(Debug)]
@@ -143,7 +140,11 @@ impl<S: AgentStore, K: AgentKit> Delete<S, K> {
             }
             Invocation::Sweep => {
                 let report = self
-                    .sweep(lambda_deadline(deadline_ms), false, &crate::sweep::Quiet)
+                    .sweep(
+                        Deadline::for_invocation(deadline_ms),
+                        false,
+                        &crate::sweep::Quiet,
+                    )
                     .await?;
                 to_value(&report)
             }
@@ -151,7 +152,7 @@ impl<S: AgentStore, K: AgentKit> Delete<S, K> {
                 let report = self
                     .offboard(
                         &owner,
-                        lambda_deadline(deadline_ms),
+                        Deadline::for_invocation(deadline_ms),
                         false,
                         &crate::offboard::Quiet,
                     )
@@ -212,15 +213,6 @@ impl<S: AgentStore, K: AgentKit> Delete<S, K> {
         .run(owner, deadline, dry_run)
         .await
     }
-}
-
-/// The deadline of an invocation that ends at `deadline_ms` (epoch ms), less the margin to
-/// answer.
-pub fn lambda_deadline(deadline_ms: u64) -> Deadline {
-    let left = deadline_ms
-        .saturating_sub(now_ms())
-        .saturating_sub(ANSWER_MARGIN_MS);
-    Deadline::after(std::time::Duration::from_millis(left))
 }
 
 fn to_value<T: serde::Serialize>(report: &T) -> Result<Value, Error> {

@@ -14,21 +14,19 @@
 //!   is idempotent). Another agent's snapshot is therefore never deleted through this agent.
 //! - A tombstoned agent answers 204 to both routes (its snapshots went with it).
 
-use std::time::Duration;
-
-use lambda_http::{Body, Request, RequestExt, Response};
+use lambda_http::{Body, Request, Response};
 use snapwake::agentkit::types::{ListSessionSnapshots, Snapshot};
 use snapwake::agentkit::{list_all, AgentKit};
 use snapwake::deadline::Deadline;
 use snapwake::domain::{AgentKey, AgentRecord, Retention, ToolRegistry};
 use snapwake::error::{Error, Result};
+use snapwake::http::edge;
 use snapwake::http::request::{self as req, Route};
 use snapwake::http::response;
 use snapwake::identity::{describe, may_act, Caller, Place};
 use snapwake::identity::{user_session_id, SNAPSHOT_AGENT_PREFIX};
 use snapwake::locate;
 use snapwake::store::{AgentStore, Within};
-use snapwake::timestamp::now_ms;
 
 use crate::deletion::{decide, AgentPlace, Decision, DeleteTarget, Deleter, SnapshotRef};
 use crate::Delete;
@@ -44,8 +42,6 @@ pub const ROUTES: [Route; 2] = [
     },
 ];
 
-/// Time kept back from the Lambda's remaining time to answer.
-const ANSWER_MARGIN: Duration = Duration::from_secs(2);
 /// Page cap of one agent's snapshot listing on one Tool.
 const SNAPSHOT_PAGES: usize = 100;
 
@@ -67,19 +63,7 @@ impl<S: AgentStore, K: AgentKit> Delete<S, K> {
     /// Serve one request; every failure becomes a problem+json response.
     pub async fn handle(&self, request: Request) -> Response<Body> {
         let request_id = req::request_id(&request);
-        match self.serve(&request).await {
-            Ok(resp) => resp,
-            Err(err) => {
-                let id = request_id.as_deref().unwrap_or("");
-                match &err {
-                    Error::Internal(_) | Error::Store(_) | Error::AgentKit(_) => {
-                        tracing::warn!(request_id = id, error = %err, "delete failed")
-                    }
-                    _ => tracing::info!(request_id = id, error = %err, "delete refused"),
-                }
-                err.into_response(request_id.as_deref())
-            }
-        }
+        edge::answer(self.serve(&request).await, request_id.as_deref())
     }
 
     async fn serve(&self, request: &Request) -> Result<Response<Body>> {
@@ -99,7 +83,7 @@ impl<S: AgentStore, K: AgentKit> Delete<S, K> {
                 .get("if-match")
                 .map(|v| v.to_str().unwrap_or("(not text)")),
         )?;
-        let deadline = deadline(request, self.settings.budget);
+        let deadline = Deadline::for_request(request, self.settings.budget);
         let key = AgentKey::new(kind, agent_id);
         // Every store call of the request takes its time from the request's budget.
         let store = Within::new(&self.store, deadline);
@@ -372,15 +356,6 @@ fn if_match(value: Option<&str>) -> Result<Option<u64>> {
         .ok_or_else(|| Error::PreconditionFailed {
             given: raw.chars().take(40).collect(),
         })
-}
-
-/// This request's budget, cut to the Lambda's remaining time less a margin to answer.
-fn deadline(request: &Request, mut budget: Duration) -> Deadline {
-    if let Some(ctx) = request.lambda_context_ref() {
-        let remaining_ms = ctx.deadline.saturating_sub(now_ms());
-        budget = budget.min(Duration::from_millis(remaining_ms).saturating_sub(ANSWER_MARGIN));
-    }
-    Deadline::after(budget)
 }
 
 #[cfg(test)]

@@ -7,17 +7,12 @@
 //! refused, so a typo (`"dryrun"`) never turns a plan into an apply. A second run while one
 //! holds the deploy lock answers an `already_running` report, not an error.
 
-use std::time::Duration;
-
 use serde_json::Value;
 use snapwake::agentkit::AgentKit;
 use snapwake::deadline::Deadline;
 use snapwake::deploy::{Catalogue, DeployOptions, DeploySettings, Deployer, NoProgress, Report};
 use snapwake::error::{Error, Result};
 use snapwake::store::AgentStore;
-
-/// Time the run leaves unused before the Lambda's own deadline.
-const LAMBDA_MARGIN: Duration = Duration::from_secs(2);
 
 /// The deploy function's context: ports and desired state built once per container.
 pub struct Deploy<S, K> {
@@ -61,10 +56,9 @@ impl<S: AgentStore, K: AgentKit> Deploy<S, K> {
     /// Run for `event` until `deadline_ms` (epoch ms, the Lambda context's deadline).
     pub async fn handle(&self, event: Value, deadline_ms: u64) -> Result<Value> {
         let options = options(&event)?;
-        let remaining =
-            Duration::from_millis(deadline_ms.saturating_sub(snapwake::timestamp::now_ms()))
-                .saturating_sub(LAMBDA_MARGIN);
-        let report = self.run(options, Deadline::after(remaining)).await?;
+        let report = self
+            .run(options, Deadline::for_invocation(deadline_ms))
+            .await?;
         Ok(report.to_json())
     }
 

@@ -42,6 +42,7 @@ use snapwake::domain::{
     AgentKey, AgentRecord, AgentState, AgentView, Kind, Retention, ToolRegistry, WakeState,
 };
 use snapwake::error::{Error, Result};
+use snapwake::http::edge;
 use snapwake::http::request::{self as req, Route};
 use snapwake::http::response;
 use snapwake::identity::user_session_id;
@@ -79,8 +80,6 @@ pub const ROUTES: [Route; 3] = [
 
 /// The most a list request works, whatever time the Lambda has left.
 const LIST_BUDGET: Duration = Duration::from_secs(25);
-/// Time kept back from the Lambda's remaining time to answer.
-const ANSWER_MARGIN: Duration = Duration::from_secs(2);
 /// The default and largest page of `owner=*`.
 pub const DEFAULT_LIMIT: u32 = 50;
 pub const MAX_LIMIT: u32 = 100;
@@ -141,26 +140,13 @@ impl<S: AgentStore, K: AgentKit> List<S, K> {
     /// Serve one request; every failure becomes a problem+json response.
     pub async fn handle(&self, request: Request) -> Response<Body> {
         let request_id = req::request_id(&request);
-        match self.route(&request).await {
-            Ok(resp) => resp,
-            Err(err) => {
-                match &err {
-                    Error::Internal(_) | Error::Store(_) | Error::AgentKit(_) => {
-                        tracing::warn!(request_id = request_id.as_deref().unwrap_or(""), error = %err, "list failed")
-                    }
-                    _ => {
-                        tracing::info!(request_id = request_id.as_deref().unwrap_or(""), error = %err, "list refused")
-                    }
-                }
-                err.into_response(request_id.as_deref())
-            }
-        }
+        edge::answer(self.route(&request).await, request_id.as_deref())
     }
 
     async fn route(&self, request: &Request) -> Result<Response<Body>> {
         let matched = req::route(&ROUTES, request.method().as_str(), req::path(request))?;
         let caller = Caller::from_request(request, &self.identity)?;
-        let deadline = self.deadline(request);
+        let deadline = Deadline::for_request(request, LIST_BUDGET);
         // Every store call of the request takes its time from the request's budget.
         let store = Within::new(&self.store, deadline);
         match matched.pattern {
@@ -337,12 +323,11 @@ impl<S: AgentStore, K: AgentKit> List<S, K> {
             &self.lock,
         )
         .ok_or(Error::AgentNotFound)?;
-        let mut resp = response::json(200, &view);
-        if let Some(tag) = view.etag.as_deref().and_then(|t| t.parse().ok()) {
-            resp.headers_mut()
-                .insert(lambda_http::http::header::ETAG, tag);
-        }
-        Ok(resp)
+        let resp = response::json(200, &view);
+        Ok(match &record {
+            Some(record) => response::with_etag(resp, record),
+            None => resp,
+        })
     }
 
     /// One agent's sessions and snapshots: on its recorded Tool, else on the first of its
@@ -415,17 +400,6 @@ impl<S: AgentStore, K: AgentKit> List<S, K> {
             }
         }
         Ok((Vec::new(), Vec::new(), Retention::Recoverable))
-    }
-
-    /// This request's budget: [`LIST_BUDGET`], cut to the Lambda's remaining time less a
-    /// margin to answer.
-    fn deadline(&self, request: &Request) -> Deadline {
-        let mut budget = LIST_BUDGET;
-        if let Some(ctx) = request.lambda_context_ref() {
-            let remaining_ms = ctx.deadline.saturating_sub(now_ms());
-            budget = budget.min(Duration::from_millis(remaining_ms).saturating_sub(ANSWER_MARGIN));
-        }
-        Deadline::after(budget)
     }
 }
 

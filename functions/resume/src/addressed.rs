@@ -3,9 +3,8 @@
 //! An agent the caller may not act on is a 404, exactly like one that does not exist.
 
 use std::sync::Arc;
-use std::time::Duration;
 
-use lambda_http::{Request, RequestExt};
+use lambda_http::Request;
 use snapwake::agentkit::AgentKit;
 use snapwake::deadline::Deadline;
 use snapwake::domain::Description;
@@ -16,12 +15,8 @@ use snapwake::identity::{describe, may_act, Caller, Place};
 use snapwake::locate::{home_of, Home};
 use snapwake::lock::AgentLock;
 use snapwake::store::{AgentStore, Within};
-use snapwake::timestamp::now_ms;
 
 use crate::Resume;
-
-/// Time kept back from the Lambda's remaining time to answer after the wait.
-const ANSWER_MARGIN: Duration = Duration::from_secs(2);
 
 /// An agent the caller may act on, as the table has it.
 pub(crate) struct Addressed {
@@ -73,7 +68,7 @@ impl<S: AgentStore, K: AgentKit> Resume<S, K> {
     /// Read the record and authorise, within this request's budget.
     pub(crate) async fn address(&self, request: &Request, named: Named) -> Result<Addressed> {
         let Named { caller, key } = named;
-        let deadline = self.deadline(request);
+        let deadline = Deadline::for_request(request, self.wake.wait);
         // Every store call of the request takes its time from the request's budget.
         let record = AgentLock::new(&self.store, &self.wake.lock, deadline)
             .read(&key)
@@ -94,17 +89,5 @@ impl<S: AgentStore, K: AgentKit> Resume<S, K> {
             home,
             deadline,
         })
-    }
-
-    /// This request's wait: the configured wait, cut to the Lambda's remaining time less a
-    /// margin to answer (API Gateway gives up at 30 s).
-    fn deadline(&self, request: &Request) -> Deadline {
-        let mut budget = self.wake.wait;
-        if let Some(ctx) = request.lambda_context_ref() {
-            let remaining_ms = ctx.deadline.saturating_sub(now_ms());
-            let remaining = Duration::from_millis(remaining_ms).saturating_sub(ANSWER_MARGIN);
-            budget = budget.min(remaining);
-        }
-        Deadline::after(budget)
     }
 }

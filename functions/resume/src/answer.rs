@@ -49,24 +49,14 @@ pub(crate) fn with_etag<T: Serialize>(
     body: &T,
     record: &AgentRecord,
 ) -> Response<Body> {
-    let mut resp = response::json(status, body);
-    if record.version > 0 {
-        if let Ok(v) = record.etag().parse() {
-            resp.headers_mut().insert(header::ETAG, v);
-        }
-    }
-    resp
+    response::with_etag(response::json(status, body), record)
 }
 
 /// A 202: still at work; ask again after `Retry-After`, or read the agent at `Location`.
 pub(crate) fn accepted<T: Serialize>(body: &T, record: &AgentRecord) -> Response<Body> {
-    let mut resp = with_etag(202, body, record);
-    let headers = resp.headers_mut();
-    headers.insert(header::RETRY_AFTER, RETRY_AFTER_S.into());
-    let key = &record.key;
-    if let Ok(location) = format!("/v1/agents/{}/{}", key.kind, key.agent_id).parse() {
-        headers.insert(header::LOCATION, location);
-    }
+    let mut resp = response::with_location(with_etag(202, body, record), &record.key);
+    resp.headers_mut()
+        .insert(header::RETRY_AFTER, RETRY_AFTER_S.into());
     resp
 }
 

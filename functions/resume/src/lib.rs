@@ -17,6 +17,7 @@ mod sleep;
 use lambda_http::{Body, Request, Response};
 use snapwake::agentkit::AgentKit;
 use snapwake::error::{Error, Result};
+use snapwake::http::edge;
 use snapwake::http::request::{self as req, Route};
 pub use snapwake::identity::may_act;
 use snapwake::identity::IdentityConfig;
@@ -57,23 +58,7 @@ impl<S: AgentStore, K: AgentKit> Resume<S, K> {
     /// Serve one request; every failure becomes a problem+json response.
     pub async fn handle(&self, request: Request) -> Response<Body> {
         let request_id = req::request_id(&request);
-        match self.serve(&request).await {
-            Ok(resp) => resp,
-            Err(err) => {
-                let id = request_id.as_deref().unwrap_or("");
-                match &err {
-                    Error::Internal(_)
-                    | Error::Store(_)
-                    | Error::AgentKit(_)
-                    | Error::WakeFailed(_)
-                    | Error::SleepFailed(_) => {
-                        tracing::warn!(request_id = id, error = %err, "request failed")
-                    }
-                    _ => tracing::info!(request_id = id, error = %err, "request refused"),
-                }
-                err.into_response(request_id.as_deref())
-            }
-        }
+        edge::answer(self.serve(&request).await, request_id.as_deref())
     }
 
     async fn serve(&self, request: &Request) -> Result<Response<Body>> {

@@ -1,6 +1,7 @@
-//! HTTP concerns shared by every function: routing and request parsing, JSON and
-//! problem+json responses.
+//! HTTP concerns shared by every function: the edge every answer leaves through, routing and
+//! request parsing, JSON and problem+json responses, ETag and Location headers.
 
+pub mod edge;
 pub mod problem;
 pub mod request;
 pub mod response;

@@ -1,7 +1,9 @@
-//! Successful JSON responses.
+//! Successful JSON responses and the headers that name an agent's version and address.
 
 use lambda_http::Body;
 use serde::Serialize;
+
+use crate::domain::{AgentKey, AgentRecord};
 
 /// `status` with `value` as a JSON body.
 pub fn json<T: Serialize>(status: u16, value: &T) -> http::Response<Body> {
@@ -19,4 +21,24 @@ pub fn no_content() -> http::Response<Body> {
         .status(204)
         .body(Body::Empty)
         .unwrap_or_else(|_| http::Response::new(Body::Empty))
+}
+
+/// `response` with `record`'s version as its `ETag` (a record never written has none: there
+/// is nothing to match an `If-Match` against).
+pub fn with_etag(mut response: http::Response<Body>, record: &AgentRecord) -> http::Response<Body> {
+    if record.version > 0 {
+        if let Ok(value) = record.etag().parse() {
+            response.headers_mut().insert(http::header::ETAG, value);
+        }
+    }
+    response
+}
+
+/// `response` with the agent's address as its `Location`: where a 201 created it, where a 202
+/// says to read how the work goes on.
+pub fn with_location(mut response: http::Response<Body>, key: &AgentKey) -> http::Response<Body> {
+    if let Ok(value) = format!("/v1/agents/{}/{}", key.kind, key.agent_id).parse() {
+        response.headers_mut().insert(http::header::LOCATION, value);
+    }
+    response
 }
