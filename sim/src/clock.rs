@@ -3,7 +3,7 @@
 //! Session and Tool lifecycles (readiness, expiry) read this clock, so a test can jump eight
 //! hours ahead in a microsecond. The wall clock keeps running underneath, so delays of a few
 //! hundred milliseconds also pass "by themselves" in a dev server. Signature freshness and the
-//! tool-write throttle deliberately use real time instead (see `server.rs`, `throttle.rs`).
+//! tool-write throttle deliberately use real time instead (see `server/auth.rs`, `throttle.rs`).
 
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;

@@ -1,5 +1,5 @@
 //! The `/_sim/` control surface: the operations of [`SimControl`] as unsigned JSON endpoints
-//! (documented with examples in the module docs of `sim`). Loopback only.
+//! (documented with examples in the crate docs, `lib.rs`). Loopback only.
 
 use std::time::Duration;
 
@@ -13,9 +13,9 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{json, Value};
 
-use super::clock::{format_ts, parse_ts};
-use super::error::SimError;
-use super::{Fault, SeedSession, SeedSnapshot, SeedTool, SimControl};
+use crate::clock::{format_ts, parse_ts};
+use crate::error::SimError;
+use crate::{Fault, SeedSession, SeedSnapshot, SeedTool, SimControl};
 
 pub(crate) fn routes() -> Router<SimControl> {
     Router::new()

@@ -1,0 +1,41 @@
+//! How a simulator starts: [`SimConfig`] and its defaults.
+
+use std::time::Duration;
+
+use crate::throttle::DEFAULT_TOOL_WRITE_LIMIT;
+use snapwake::agentkit::signer::Credentials;
+
+/// How a simulator starts.
+#[derive(Clone, Debug)]
+pub struct SimConfig {
+    /// The only credentials whose signatures verify.
+    pub credentials: Credentials,
+    /// Regions served; the first is the default region of seeded Tools.
+    pub regions: Vec<String>,
+    /// How long a new session stays `Creating` (simulated time).
+    pub session_ready_delay: Duration,
+    /// How long a new Tool stays `Creating` (simulated time).
+    pub tool_ready_delay: Duration,
+    /// CreateTool+UpdateTool per sliding second; `None` = no throttle.
+    pub tool_write_limit: Option<u32>,
+    /// Seeds the id and fault RNGs.
+    pub seed: u64,
+    /// Port on 127.0.0.1; 0 = any free port.
+    pub port: u16,
+}
+
+impl Default for SimConfig {
+    /// AK `sim-access-key` / SK `sim-secret-key`, regions `cn-beijing` and `cn-shanghai`,
+    /// delays 0, throttle 3/s, seed 0, any port.
+    fn default() -> Self {
+        SimConfig {
+            credentials: Credentials::new("sim-access-key", "sim-secret-key", None),
+            regions: vec!["cn-beijing".into(), "cn-shanghai".into()],
+            session_ready_delay: Duration::ZERO,
+            tool_ready_delay: Duration::ZERO,
+            tool_write_limit: Some(DEFAULT_TOOL_WRITE_LIMIT),
+            seed: 0,
+            port: 0,
+        }
+    }
+}

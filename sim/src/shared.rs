@@ -1,0 +1,71 @@
+//! The state of one simulator, shared by its HTTP routes and every [`SimControl`] clone:
+//! what never changes after start (credentials, regions, the token key), the clock, and
+//! everything else behind one lock.
+//!
+//! [`SimControl`]: crate::SimControl
+
+use std::sync::{Mutex, MutexGuard};
+
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use time::OffsetDateTime;
+
+use crate::clock::Clock;
+use crate::config::SimConfig;
+use crate::counters::Counters;
+use crate::faults::Faults;
+use crate::pagination::Tokens;
+use crate::state::World;
+use crate::throttle::Throttle;
+use snapwake::agentkit::signer::Credentials;
+
+/// Everything behind one lock (never held across an `.await`).
+pub(crate) struct Inner {
+    pub(crate) world: World,
+    pub(crate) faults: Faults,
+    pub(crate) fault_rng: StdRng,
+    pub(crate) throttle: Throttle,
+    /// Only the recorded parts; the derived ones are filled in when read.
+    pub(crate) counters: Counters,
+}
+
+pub(crate) struct Shared {
+    pub(crate) credentials: Credentials,
+    pub(crate) regions: Vec<String>,
+    pub(crate) clock: Clock,
+    pub(crate) tokens: Tokens,
+    inner: Mutex<Inner>,
+}
+
+impl Shared {
+    /// A fresh world for `cfg`, with a random token key (tokens of another simulator fail).
+    pub(crate) fn new(cfg: &SimConfig) -> Self {
+        let key: [u8; 32] = rand::thread_rng().gen();
+        Shared {
+            credentials: cfg.credentials.clone(),
+            regions: cfg.regions.clone(),
+            clock: Clock::default(),
+            tokens: Tokens::new(key),
+            inner: Mutex::new(Inner {
+                world: World::new(cfg.seed, cfg.session_ready_delay, cfg.tool_ready_delay),
+                faults: Faults::default(),
+                fault_rng: StdRng::seed_from_u64(cfg.seed ^ 0x5eed_fa17),
+                throttle: Throttle::new(cfg.tool_write_limit),
+                counters: Counters::default(),
+            }),
+        }
+    }
+
+    /// Lock, apply due lifecycles, and run `f` with the simulated now.
+    pub(crate) fn with<R>(&self, f: impl FnOnce(&mut Inner, OffsetDateTime) -> R) -> R {
+        let mut inner = self.lock();
+        let now = self.clock.now();
+        inner.world.tick(now);
+        f(&mut inner, now)
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        // A panic while holding the lock leaves a consistent-enough world for a test double.
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}

@@ -1,0 +1,169 @@
+//! The simulated world: Tools, sessions and snapshots, their indexes, and their lifecycles.
+//!
+//! Lifecycles are evaluated lazily: readiness is derived from the clock when an object is read
+//! (`Creating` until its `ready_at`), and expiry is applied by [`World::tick`], which every
+//! request and every control call runs first. No background task is needed, and a jump of the
+//! simulated clock takes effect at the next call.
+//!
+//! Listings are ordered by `(CreatedAt, id)` through `BTreeSet` indexes per Tool (and for
+//! snapshots per UserSessionId too, so listing one owner among 20,000 snapshots does not scan
+//! them all).
+//!
+//! This file owns [`World`] itself: its fields, ids, the index primitives and expiry. Each
+//! kind of object has its record and its insert/remove in a sibling (`tools.rs`,
+//! `sessions.rs`, `snapshots.rs`); `seed.rs` holds the public seed types.
+
+mod seed;
+mod sessions;
+mod snapshots;
+mod tools;
+#[cfg(test)]
+mod tests;
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::time::Duration;
+
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use time::OffsetDateTime;
+
+use super::pagination::Key;
+
+pub use seed::{SeedSession, SeedSnapshot, SeedTool};
+pub(crate) use sessions::SessRec;
+pub(crate) use snapshots::SnapRec;
+pub use snapshots::{REASON_EXPIRED, REASON_MANUAL};
+pub(crate) use tools::ToolRec;
+
+pub(crate) fn ns(t: OffsetDateTime) -> i128 {
+    t.unix_timestamp_nanos()
+}
+
+fn std_to_time(d: Duration) -> time::Duration {
+    time::Duration::try_from(d).unwrap_or(time::Duration::MAX)
+}
+
+fn index_insert(index: &mut HashMap<String, BTreeSet<Key>>, by: &str, key: Key) {
+    index.entry(by.to_string()).or_default().insert(key);
+}
+
+fn index_remove(index: &mut HashMap<String, BTreeSet<Key>>, by: &str, key: &Key) {
+    if let Some(set) = index.get_mut(by) {
+        set.remove(key);
+        if set.is_empty() {
+            index.remove(by);
+        }
+    }
+}
+
+/// Everything the simulated AgentKit holds.
+#[derive(Debug)]
+pub(crate) struct World {
+    pub(crate) tools: HashMap<String, ToolRec>,
+    pub(crate) tools_by_region: HashMap<String, BTreeSet<Key>>,
+    pub(crate) sessions: HashMap<String, SessRec>,
+    pub(crate) sessions_by_tool: HashMap<String, BTreeSet<Key>>,
+    /// `(expire_at ns, session id)`, so [`World::tick`] only touches what expires.
+    expiries: BTreeSet<Key>,
+    pub(crate) snapshots: HashMap<String, SnapRec>,
+    pub(crate) snapshots_by_tool: HashMap<String, BTreeSet<Key>>,
+    pub(crate) snapshots_by_usid: HashMap<String, BTreeSet<Key>>,
+    pub(crate) session_ready_delay: Duration,
+    pub(crate) tool_ready_delay: Duration,
+    /// How long a snapshot taken on request stays `Creating`.
+    pub(crate) snapshot_ready_delay: Duration,
+    /// The status a snapshot taken on request reaches after the delay (`Ready`, or a failure
+    /// to test with).
+    pub(crate) snapshot_outcome: String,
+    /// Resumes per snapshot id (kept after the snapshot is deleted).
+    pub(crate) resumes: BTreeMap<String, u64>,
+    ids: StdRng,
+}
+
+impl World {
+    pub(crate) fn new(
+        seed: u64,
+        session_ready_delay: Duration,
+        tool_ready_delay: Duration,
+    ) -> Self {
+        World {
+            tools: HashMap::new(),
+            tools_by_region: HashMap::new(),
+            sessions: HashMap::new(),
+            sessions_by_tool: HashMap::new(),
+            expiries: BTreeSet::new(),
+            snapshots: HashMap::new(),
+            snapshots_by_tool: HashMap::new(),
+            snapshots_by_usid: HashMap::new(),
+            session_ready_delay,
+            tool_ready_delay,
+            snapshot_ready_delay: Duration::ZERO,
+            snapshot_outcome: "Ready".into(),
+            resumes: BTreeMap::new(),
+            ids: StdRng::seed_from_u64(seed),
+        }
+    }
+
+    /// Apply every expiry due by `now`: a session on a recoverable Tool that was still active
+    /// becomes a `Ready` snapshot (`Reason: Expired`, CreatedAt = its ExpireAt); otherwise it
+    /// vanishes. Whether the Tool is recoverable is read when the expiry is applied.
+    pub(crate) fn tick(&mut self, now: OffsetDateTime) {
+        let now_ns = ns(now);
+        while let Some(first) = self.expiries.first() {
+            if first.0 > now_ns {
+                break;
+            }
+            let Some((_, id)) = self.expiries.pop_first() else {
+                break;
+            };
+            let Some(s) = self.remove_session(&id) else {
+                continue;
+            };
+            let recoverable = self
+                .tools
+                .get(&s.tool_id)
+                .is_some_and(|t| t.enable_snapshot);
+            if recoverable && s.is_active(s.expire_at) {
+                let snap = SnapRec {
+                    id: self.fresh_id("snap"),
+                    session_id: Some(s.id.clone()),
+                    user_session_id: s.user_session_id.clone(),
+                    sandbox_id: Some(format!("sbx-{}", s.id.trim_start_matches("sess-"))),
+                    tool_id: s.tool_id.clone(),
+                    status: "Ready".into(),
+                    ready_at: None,
+                    reason: Some(REASON_EXPIRED.into()),
+                    created_at: s.expire_at,
+                    metadata: s.metadata,
+                    snapshot_type: None,
+                };
+                tracing::debug!(session = %s.id, snapshot = %snap.id, "sim: session expired into a snapshot");
+                self.insert_snapshot(snap);
+            } else {
+                tracing::debug!(session = %s.id, "sim: session expired");
+            }
+        }
+    }
+
+    /// A fresh id `prefix-<12 hex>` unused by any object (repeatable for one seed).
+    pub(crate) fn fresh_id(&mut self, prefix: &str) -> String {
+        loop {
+            let id = format!("{prefix}-{:012x}", self.ids.gen::<u64>() & 0xffff_ffff_ffff);
+            if !self.id_taken(&id) {
+                return id;
+            }
+        }
+    }
+
+    fn id_taken(&self, id: &str) -> bool {
+        self.tools.contains_key(id)
+            || self.sessions.contains_key(id)
+            || self.snapshots.contains_key(id)
+    }
+
+    /// A fake session endpoint carrying an auth query string, like the real one.
+    pub(crate) fn endpoint_for(&mut self, session_id: &str) -> String {
+        let a: u128 = self.ids.gen();
+        format!("https://{session_id}.sandbox.example/?auth={a:032x}")
+    }
+}
