@@ -1,6 +1,6 @@
 //! The idempotency record of `POST /v1/agents`: the `Idempotency-Key` header, the request
 //! fingerprint, the document kept in the table, and a response captured so that it can be
-//! replayed byte for byte. The protocol that uses them is described in the crate docs.
+//! replayed byte for byte. The protocol that uses them is the parent module's.
 
 use std::collections::BTreeMap;
 
