@@ -29,7 +29,7 @@ use snapwake::deadline::Deadline;
 use snapwake::identity::usid;
 use snapwake::registry::{RegistryCache, ToolOverrides};
 use snapwake::store::AgentStore;
-use snapwake_list::List;
+use snapwake_list::{List, ListSettings};
 use snapwake_sim::{Fault, SeedSnapshot};
 use snapwake_tests::counting::CountingStore;
 use support::*;
@@ -141,8 +141,10 @@ async fn bench() {
         world.client(),
         RegistryCache::new(ToolOverrides::default()),
         identity(),
-        snapwake::lock::LockSettings::default(),
-        None,
+        ListSettings {
+            lock: snapwake::lock::LockSettings::default(),
+            cursor_key: None,
+        },
     );
     let latency = || Fault::latency(None, LATENCY_MS);
 
@@ -354,8 +356,10 @@ async fn everyone() {
         world.client(),
         RegistryCache::new(ToolOverrides::default()),
         identity(),
-        snapwake::lock::LockSettings::default(),
-        None,
+        ListSettings {
+            lock: snapwake::lock::LockSettings::default(),
+            cursor_key: None,
+        },
     );
     ctl.inject(Fault::latency(None, LATENCY_MS))
         .expect("latency fault");

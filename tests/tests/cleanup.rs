@@ -77,8 +77,10 @@ fn list_fn<S: AgentStore>(
         agentkit,
         RegistryCache::new(ToolOverrides::default()),
         identity(),
-        snapwake::lock::LockSettings::default(),
-        None,
+        snapwake_list::ListSettings {
+            lock: snapwake::lock::LockSettings::default(),
+            cursor_key: None,
+        },
     )
 }
 

@@ -469,8 +469,10 @@ async fn listed<S: AgentStore>(
         client(endpoint),
         RegistryCache::new(overrides),
         identity(),
-        snapwake::lock::LockSettings::default(),
-        Some("a-cursor-key-of-at-least-32-characters".into()),
+        snapwake_list::ListSettings {
+            lock: snapwake::lock::LockSettings::default(),
+            cursor_key: Some("a-cursor-key-of-at-least-32-characters".into()),
+        },
     );
     let (status, body) = answer(
         &list

@@ -20,7 +20,7 @@ use snapwake::index_sync::{sync_index, IndexSyncReport};
 use snapwake::registry::{RegistryCache, ToolOverrides};
 use snapwake::store::{AgentStore, Changes, Condition};
 use snapwake::timestamp::{now_ms, now_s};
-use snapwake_list::List;
+use snapwake_list::{List, ListSettings};
 use snapwake_sim::{Fault, SeedSession, SeedSnapshot, SeedTool};
 use snapwake_tests::counting::CountingStore;
 use support::*;
@@ -31,8 +31,10 @@ fn list_fn<S: AgentStore>(store: S, agentkit: AgentKitClient) -> List<S, AgentKi
         agentkit,
         RegistryCache::new(ToolOverrides::default()),
         identity(),
-        snapwake::lock::LockSettings::default(),
-        None,
+        ListSettings {
+            lock: snapwake::lock::LockSettings::default(),
+            cursor_key: None,
+        },
     )
 }
 

@@ -391,8 +391,10 @@ async fn a_delete_while_sleeping_is_409() {
         world.client(),
         RegistryCache::new(ToolOverrides::default()),
         identity(),
-        wake.lock.clone(),
-        None,
+        snapwake_list::ListSettings {
+            lock: wake.lock.clone(),
+            cursor_key: None,
+        },
     );
     let (status, listed) = answer(
         &list

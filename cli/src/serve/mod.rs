@@ -31,7 +31,7 @@ use snapwake::store::AgentStore;
 use snapwake_create::{Create, CreateSettings};
 use snapwake_delete::sweep::{Quiet, SweepSettings};
 use snapwake_delete::{Delete, DeleteSettings};
-use snapwake_list::List;
+use snapwake_list::{List, ListSettings};
 use snapwake_resume::Resume;
 use snapwake_sim::{RunningSim, SimConfig, Simulator};
 
@@ -160,8 +160,10 @@ async fn run_with<S: AgentStore + 'static>(
             agentkit.clone(),
             registry(),
             identity.clone(),
-            parts.config.wake.lock.clone(),
-            parts.config.cursor_key.clone(),
+            ListSettings {
+                lock: parts.config.wake.lock.clone(),
+                cursor_key: parts.config.cursor_key.clone(),
+            },
         ),
         delete: Delete {
             store: store.clone(),

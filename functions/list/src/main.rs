@@ -2,7 +2,7 @@
 
 use lambda_http::{service_fn, Error, Request};
 use snapwake::{bootstrap, config::Config, registry::RegistryCache};
-use snapwake_list::List;
+use snapwake_list::{List, ListSettings};
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
@@ -13,8 +13,10 @@ async fn main() -> Result<(), Error> {
         bootstrap::agentkit(&config).await?,
         RegistryCache::new(config.tool_overrides.clone()),
         config.identity.clone(),
-        config.wake.lock.clone(),
-        config.cursor_key.clone(),
+        ListSettings {
+            lock: config.wake.lock.clone(),
+            cursor_key: config.cursor_key.clone(),
+        },
     );
     let list = &list;
     lambda_http::run(service_fn(move |req: Request| async move {

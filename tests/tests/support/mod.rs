@@ -525,8 +525,10 @@ where
                 agentkit.clone(),
                 registry(),
                 identity.clone(),
-                quick_wake().lock,
-                None,
+                snapwake_list::ListSettings {
+                    lock: quick_wake().lock,
+                    cursor_key: None,
+                },
             ),
             create: snapwake_create::Create {
                 store: store.clone(),

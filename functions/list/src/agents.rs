@@ -1,0 +1,154 @@
+//! `GET /v1/agents`: one owner's agents (from the owner index once a sync covered their Tools,
+//! else a scan: [`crate::owner`]), or, for admins, everyone's in pages ([`crate::everyone`]).
+
+use lambda_http::{Body, Request, Response};
+use serde::Serialize;
+use snapwake::agentkit::AgentKit;
+use snapwake::deadline::Deadline;
+use snapwake::domain::{AgentState, AgentView, Kind, ToolRegistry};
+use snapwake::error::{Error, Result};
+use snapwake::http::response;
+use snapwake::identity::Caller;
+use snapwake::index_sync::{index_status, IndexStatus};
+use snapwake::store::{AgentStore, Within};
+
+use crate::everyone::Everyone;
+use crate::gather::Missing;
+use crate::owner::{self, Path, MAX_AGENTS};
+use crate::query::{list_query, ListQuery};
+use crate::List;
+
+/// A list answer.
+#[derive(Serialize)]
+struct Listing {
+    agents: Vec<AgentView>,
+    truncated: bool,
+    partial: Vec<Missing>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    next_cursor: Option<String>,
+}
+
+impl<S: AgentStore, K: AgentKit> List<S, K> {
+    pub(crate) async fn list(
+        &self,
+        store: &Within<'_, S>,
+        request: &Request,
+        caller: &Caller,
+        deadline: Deadline,
+    ) -> Result<Response<Body>> {
+        let q = list_query(request)?;
+        let kinds: Vec<Kind> = match q.kind {
+            Some(k) => vec![k],
+            None => Kind::ALL.to_vec(),
+        };
+        let owner = match q.owner.as_deref() {
+            None => caller.owner.clone(),
+            Some(o) if o == caller.owner => caller.owner.clone(),
+            Some(_) if !caller.is_admin => return Err(Error::AgentNotFound),
+            Some("*") => return self.everyone(store, &q, kinds).await,
+            Some(o) => o.to_string(),
+        };
+        if q.cursor.is_some() {
+            return Err(Error::bad_request("cursor is only for owner=*"));
+        }
+        let registry = self.registry.get(store).await?;
+        let path = if self.index_trusted(store, &registry, &kinds).await? {
+            Path::Index
+        } else {
+            Path::Scan
+        };
+        let (collected, more_records) = owner::collect(
+            store,
+            &self.agentkit,
+            &registry,
+            &owner,
+            &kinds,
+            path,
+            deadline,
+        )
+        .await?;
+        let mut agents = collected.views(&kinds, q.state, &self.lock);
+        let truncated = more_records || agents.len() > MAX_AGENTS;
+        agents.truncate(MAX_AGENTS);
+        tracing::info!(
+            ?path,
+            agents = agents.len(),
+            partial = collected.missing.len(),
+            "listed"
+        );
+        Ok(response::json(
+            200,
+            &Listing {
+                agents,
+                truncated,
+                partial: collected.missing,
+                next_cursor: None,
+            },
+        ))
+    }
+
+    async fn everyone(
+        &self,
+        store: &Within<'_, S>,
+        q: &ListQuery,
+        kinds: Vec<Kind>,
+    ) -> Result<Response<Body>> {
+        let registry = self.registry.get(store).await?;
+        let signer = self.cursor_keys.key(store).await?;
+        let index = self.index_status(store).await?;
+        let query = format!(
+            "{}|{}",
+            q.kind.map_or("", Kind::as_str),
+            q.state.map(AgentState::as_str).unwrap_or_default()
+        );
+        let page = Everyone {
+            store,
+            registry: &registry,
+            settings: &self.lock,
+            index: index.as_ref(),
+            signer,
+            kinds,
+            state: q.state,
+            query,
+            limit: q.limit,
+        }
+        .page(q.cursor.as_deref())
+        .await?;
+        Ok(response::json(
+            200,
+            &Listing {
+                truncated: page.next_cursor.is_some(),
+                agents: page.agents,
+                partial: page.missing,
+                next_cursor: page.next_cursor,
+            },
+        ))
+    }
+
+    /// Whether the owner index may answer for `kinds`: a completed sync covered their Tools.
+    async fn index_trusted(
+        &self,
+        store: &Within<'_, S>,
+        registry: &ToolRegistry,
+        kinds: &[Kind],
+    ) -> Result<bool> {
+        let cached = self.index.lock().ok().and_then(|g| g.clone());
+        if cached.as_ref().is_some_and(|s| s.covers(registry, kinds)) {
+            return Ok(true);
+        }
+        Ok(self
+            .index_status(store)
+            .await?
+            .is_some_and(|s| s.covers(registry, kinds)))
+    }
+
+    /// The last completed index sync (read, and kept for the warm container's next request:
+    /// it only moves forward).
+    async fn index_status(&self, store: &Within<'_, S>) -> Result<Option<IndexStatus>> {
+        let status = index_status(store).await?;
+        if let (Some(s), Ok(mut slot)) = (&status, self.index.lock()) {
+            *slot = Some(s.clone());
+        }
+        Ok(status)
+    }
+}
