@@ -16,9 +16,9 @@ use snapwake::deadline::Deadline;
 use snapwake::domain::AgentKey;
 use snapwake::registry::RegistryCache;
 use snapwake::store::dynamo::DynamoStore;
-use snapwake_delete::offboard::{OffboardProgress, OffboardReport, Outcome};
-use snapwake_delete::sweep::{SweepProgress, SweepReport};
 use snapwake_delete::{Delete, DeleteSettings};
+use snapwake_delete::{OffboardProgress, OffboardReport, Outcome};
+use snapwake_delete::{SweepProgress, SweepReport};
 
 use crate::error::CliError;
 

@@ -220,7 +220,7 @@ async fn bench() {
 
 /// What one sweep run cost.
 struct SweepCost {
-    report: snapwake_delete::sweep::SweepReport,
+    report: snapwake_delete::SweepReport,
     took: Duration,
     agentkit: Vec<(String, u64)>,
     dynamo: u64,
@@ -242,7 +242,7 @@ async fn sweep<S: AgentStore>(store: &Arc<CountingStore<S>>, world: &World) -> S
         .sweep(
             Deadline::after(Duration::from_secs(900)),
             false,
-            &snapwake_delete::sweep::Quiet,
+            &snapwake_delete::Quiet,
         )
         .await
         .expect("sweep");

@@ -18,11 +18,11 @@ use snapwake::index_sync::index_status;
 use snapwake::registry::{RegistryCache, ToolOverrides};
 use snapwake::store::{AgentStore, Changes, Condition};
 use snapwake::timestamp::{now_ms, now_s};
-use snapwake_delete::events::{classify, Invocation};
-use snapwake_delete::offboard::OffboardReport;
-use snapwake_delete::retention::RetentionPolicy;
-use snapwake_delete::sweep::{SweepReport, SweepSettings, CHECKPOINT};
+use snapwake_delete::OffboardReport;
+use snapwake_delete::RetentionPolicy;
+use snapwake_delete::{classify, Invocation};
 use snapwake_delete::{Delete, DeleteSettings, TOMBSTONE_TTL_S};
+use snapwake_delete::{SweepReport, SweepSettings, CHECKPOINT};
 use snapwake_sim::{Fault, SeedSession, SeedSnapshot};
 use snapwake_tests::counting::CountingStore;
 use support::*;
@@ -93,13 +93,9 @@ fn context(ms: u64) -> lambda_http::Context {
 
 /// One run of the sweep with `budget`.
 async fn sweep<S: AgentStore, K: AgentKit>(f: &Delete<S, K>, budget: Duration) -> SweepReport {
-    f.sweep(
-        Deadline::after(budget),
-        false,
-        &snapwake_delete::sweep::Quiet,
-    )
-    .await
-    .unwrap()
+    f.sweep(Deadline::after(budget), false, &snapwake_delete::Quiet)
+        .await
+        .unwrap()
 }
 
 async fn offboard<S: AgentStore, K: AgentKit>(f: &Delete<S, K>, owner: &str) -> OffboardReport {
@@ -107,7 +103,7 @@ async fn offboard<S: AgentStore, K: AgentKit>(f: &Delete<S, K>, owner: &str) -> 
         owner,
         Deadline::after(Duration::from_secs(60)),
         false,
-        &snapwake_delete::offboard::Quiet,
+        &snapwake_delete::Quiet,
     )
     .await
     .unwrap()

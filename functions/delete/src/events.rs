@@ -140,11 +140,7 @@ impl<S: AgentStore, K: AgentKit> Delete<S, K> {
             }
             Invocation::Sweep => {
                 let report = self
-                    .sweep(
-                        Deadline::for_invocation(deadline_ms),
-                        false,
-                        &crate::sweep::Quiet,
-                    )
+                    .sweep(Deadline::for_invocation(deadline_ms), false, &crate::Quiet)
                     .await?;
                 to_value(&report)
             }
@@ -154,7 +150,7 @@ impl<S: AgentStore, K: AgentKit> Delete<S, K> {
                         &owner,
                         Deadline::for_invocation(deadline_ms),
                         false,
-                        &crate::offboard::Quiet,
+                        &crate::Quiet,
                     )
                     .await?;
                 if report.failed > 0 {

@@ -68,10 +68,6 @@ pub trait OffboardProgress: Sync {
     fn agent(&self, _key: &AgentKey, _outcome: Outcome) {}
 }
 
-/// Reports nothing.
-pub struct Quiet;
-impl OffboardProgress for Quiet {}
-
 /// One offboarding of one owner.
 pub struct Offboard<'a, S, K> {
     pub store: &'a S,

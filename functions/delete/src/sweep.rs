@@ -116,10 +116,6 @@ pub trait SweepProgress: Sync {
     fn agent(&self, _key: &AgentKey) {}
 }
 
-/// Reports nothing.
-pub struct Quiet;
-impl SweepProgress for Quiet {}
-
 /// How the sweep runs.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SweepSettings {

@@ -35,7 +35,7 @@ struct Invoke {
 }
 
 /// What an event asks for.
-pub fn options(event: &Value) -> Result<DeployOptions> {
+fn options(event: &Value) -> Result<DeployOptions> {
     let scheduled = event.get("source").and_then(Value::as_str) == Some("aws.events")
         || event.get("detail-type").and_then(Value::as_str) == Some("Scheduled Event");
     if scheduled {

@@ -19,7 +19,6 @@ use snapwake::agentkit::AgentKit;
 use snapwake::error::{Error, Result};
 use snapwake::http::edge;
 use snapwake::http::request::{self as req, Route};
-pub use snapwake::identity::may_act;
 use snapwake::identity::IdentityConfig;
 use snapwake::registry::RegistryCache;
 use snapwake::store::AgentStore;
