@@ -33,32 +33,13 @@ use snapwake::lock::{
 use snapwake::store::{AgentStore, Changes, Condition, DocumentKey, StoreError};
 use snapwake::timestamp::{now_ms, now_s};
 
-/// The delete function's own settings (not the wake's).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct DeleteSettings {
-    /// The lock: a delete's lease (60 s) bounds the work done under it.
-    pub lock: LockSettings,
-    /// Longest time one delete request works (API Gateway gives up at 30 s).
-    pub budget: Duration,
-    /// What the retention sweep keeps, and how it keeps time.
-    pub sweep: crate::sweep::SweepSettings,
-}
+mod settings;
+mod decision;
 
-impl Default for DeleteSettings {
-    fn default() -> Self {
-        DeleteSettings {
-            lock: LockSettings::default(),
-            budget: REQUEST_BUDGET,
-            sweep: crate::sweep::SweepSettings::default(),
-        }
-    }
-}
-
-/// How long a tombstone (and the memory of a deleted snapshot) answers: 30 days.
-pub const TOMBSTONE_TTL_S: i64 = 30 * 24 * 3600;
-/// Page caps of the listings of one agent (at 100 items a page).
-const SESSION_PAGES: usize = 20;
-const SNAPSHOT_PAGES: usize = 100;
+use decision::resting;
+pub use decision::{decide, Decision};
+pub use settings::{DeleteSettings, TOMBSTONE_TTL_S};
+use settings::{SESSION_PAGES, SNAPSHOT_PAGES};
 
 /// The agent a deletion acts on.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -119,59 +100,6 @@ impl Pruned {
             cut: false,
             outcome,
         }
-    }
-}
-
-/// What the record says a deleter may do, before any AgentKit call.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Decision {
-    /// The agent is deleted already: answer as done.
-    Gone,
-    /// Acquire under this condition.
-    Acquire(Condition),
-}
-
-/// Decide from the record seen: a tombstone is done; an `If-Match` naming another version
-/// is 412; a live lease of a wake, a create or another delete is 409; anything else may be
-/// acquired ([`lock::decide`]).
-pub fn decide(
-    settings: &LockSettings,
-    seen: Option<&AgentRecord>,
-    if_match: Option<u64>,
-) -> Result<Decision, Error> {
-    if seen.is_some_and(|r| r.state == WakeState::Gone) {
-        return Ok(Decision::Gone);
-    }
-    let version = seen.map_or(0, |r| r.version);
-    if let Some(given) = if_match {
-        if given != version {
-            return Err(Error::PreconditionFailed {
-                given: given.to_string(),
-            });
-        }
-    }
-    match lock::decide(seen, now_ms(), Intent::Delete, settings) {
-        lock::Decision::Gone => Ok(Decision::Gone),
-        lock::Decision::Acquire(c) => Ok(Decision::Acquire(c)),
-        lock::Decision::Busy {
-            state,
-            retry_after_s,
-        } => Err(Error::AgentBusy {
-            detail: state.holder_detail().into(),
-            retry_after_s,
-        }),
-        // A delete is never told to join, trust or verify; whatever else, a CAS decides.
-        _ => Ok(Decision::Acquire(Condition::Version(version))),
-    }
-}
-
-/// The state an agent rests in once a snapshot delete hands it back: what it was, unless it
-/// was held by a lease that expired (then asleep: a recorded session is adopted by the next
-/// wake's reconcile, never resumed twice).
-fn resting(seen: Option<&AgentRecord>) -> WakeState {
-    match seen.map(|r| r.state) {
-        Some(s @ (WakeState::Asleep | WakeState::Awake | WakeState::Failed)) => s,
-        _ => WakeState::Asleep,
     }
 }
 
@@ -570,6 +498,3 @@ const DELETED_SNAPSHOT_SK: &str = "DELETED";
 fn deleted_snapshot_pk(key: &AgentKey, snapshot_id: &str) -> String {
     format!("SNAPDEL#{}#{}#{}", key.kind, key.agent_id, snapshot_id)
 }
-
-/// The default budget of one delete request: API Gateway gives up at 30 s.
-pub const REQUEST_BUDGET: Duration = Duration::from_secs(25);

@@ -27,6 +27,10 @@ use crate::error::Error;
 use super::catalogue::{Catalogue, Entry, PROJECT_NAME};
 use super::report::{EntryReport, EntryStatus};
 
+mod resolve;
+
+pub use resolve::{merged_envs, resolve};
+
 /// Pages of a ListTools-by-name read (a name matches few Tools).
 const NAME_PAGES: usize = 5;
 
@@ -419,53 +423,6 @@ fn plan_named(
     planned
 }
 
-/// The steps that make `tool` as `entry` wants, or why it cannot be used.
-pub fn resolve(entry: &Entry, tool: &Tool) -> Result<Vec<Step>, String> {
-    let id = tool.tool_id.as_deref().unwrap_or_default();
-    if tool.is_failed() {
-        return Err(format!(
-            "Tool {id} is {}",
-            tool.status.as_deref().unwrap_or_default()
-        ));
-    }
-    if let Some(tt) = tool.tool_type.as_deref() {
-        if tt != entry.tool_type {
-            return Err(format!(
-                "Tool {id} has ToolType {tt}; the catalogue wants {}",
-                entry.tool_type
-            ));
-        }
-    }
-    let mut steps = Vec::new();
-    if entry.recoverable && tool.enable_snapshot != Some(true) {
-        steps.push(Step::EnableSnapshots);
-    }
-    if let Some(envs) = merged_envs(&tool.envs, &entry.envs.0) {
-        steps.push(Step::SetEnvs(envs));
-    }
-    if !steps.is_empty() || !tool.is_ready() {
-        steps.push(Step::AwaitReady);
-    }
-    Ok(steps)
-}
-
-/// The Tool's `Envs` with the desired ones set, or `None` when they already are.
-pub fn merged_envs(current: &[EnvVar], desired: &[EnvVar]) -> Option<Vec<EnvVar>> {
-    let changed = desired
-        .iter()
-        .any(|d| !current.iter().any(|c| c.key == d.key && c.value == d.value));
-    if !changed {
-        return None;
-    }
-    let mut merged: Vec<EnvVar> = current
-        .iter()
-        .filter(|c| !desired.iter().any(|d| d.key == c.key))
-        .cloned()
-        .collect();
-    merged.extend(desired.iter().cloned());
-    Some(merged)
-}
-
 /// The Tool `id` and its region, trying each configured region (`None`: in none of them).
 pub async fn get_explicit<K: AgentKit>(
     agentkit: &K,
@@ -505,49 +462,4 @@ pub async fn find_by_name<K: AgentKit>(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::deploy::catalogue::Catalogue;
-
-    fn ev(k: &str, v: &str) -> EnvVar {
-        EnvVar {
-            key: k.into(),
-            value: v.into(),
-        }
-    }
-
-    #[test]
-    fn envs_merge_only_when_they_differ() {
-        let current = vec![ev("A", "1"), ev("B", "2")];
-        assert_eq!(merged_envs(&current, &[ev("A", "1")]), None);
-        assert_eq!(merged_envs(&current, &[]), None);
-        let merged = merged_envs(&current, &[ev("A", "9"), ev("C", "3")]).unwrap();
-        assert_eq!(merged, vec![ev("B", "2"), ev("A", "9"), ev("C", "3")]);
-    }
-
-    #[test]
-    fn a_recoverable_tool_needs_snapshots_and_readiness() {
-        let c = Catalogue::default_for(None);
-        let rec = c.entry(Kind::Codex, Retention::Recoverable).unwrap();
-        let mut tool = Tool {
-            tool_id: Some("t-1".into()),
-            tool_type: Some("CodeEnv".into()),
-            status: Some("Ready".into()),
-            enable_snapshot: Some(false),
-            ..Tool::default()
-        };
-        assert_eq!(
-            resolve(rec, &tool).unwrap(),
-            vec![Step::EnableSnapshots, Step::AwaitReady]
-        );
-        tool.enable_snapshot = Some(true);
-        assert!(resolve(rec, &tool).unwrap().is_empty());
-        tool.status = Some("Creating".into());
-        assert_eq!(resolve(rec, &tool).unwrap(), vec![Step::AwaitReady]);
-        tool.status = Some("CreateFailed".into());
-        assert!(resolve(rec, &tool).is_err());
-        tool.status = Some("Ready".into());
-        tool.tool_type = Some("HermesEnv".into());
-        assert!(resolve(rec, &tool).unwrap_err().contains("ToolType"));
-    }
-}
+mod tests;

@@ -1,0 +1,57 @@
+//! What the record alone says a deleter may do, before any AgentKit call: a pure rule, so
+//! it is tested at fixed instants.
+
+use super::*;
+
+/// What the record says a deleter may do, before any AgentKit call.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Decision {
+    /// The agent is deleted already: answer as done.
+    Gone,
+    /// Acquire under this condition.
+    Acquire(Condition),
+}
+
+/// Decide from the record seen: a tombstone is done; an `If-Match` naming another version
+/// is 412; a live lease of a wake, a create or another delete is 409; anything else may be
+/// acquired ([`lock::decide`]).
+pub fn decide(
+    settings: &LockSettings,
+    seen: Option<&AgentRecord>,
+    if_match: Option<u64>,
+) -> Result<Decision, Error> {
+    if seen.is_some_and(|r| r.state == WakeState::Gone) {
+        return Ok(Decision::Gone);
+    }
+    let version = seen.map_or(0, |r| r.version);
+    if let Some(given) = if_match {
+        if given != version {
+            return Err(Error::PreconditionFailed {
+                given: given.to_string(),
+            });
+        }
+    }
+    match lock::decide(seen, now_ms(), Intent::Delete, settings) {
+        lock::Decision::Gone => Ok(Decision::Gone),
+        lock::Decision::Acquire(c) => Ok(Decision::Acquire(c)),
+        lock::Decision::Busy {
+            state,
+            retry_after_s,
+        } => Err(Error::AgentBusy {
+            detail: state.holder_detail().into(),
+            retry_after_s,
+        }),
+        // A delete is never told to join, trust or verify; whatever else, a CAS decides.
+        _ => Ok(Decision::Acquire(Condition::Version(version))),
+    }
+}
+
+/// The state an agent rests in once a snapshot delete hands it back: what it was, unless it
+/// was held by a lease that expired (then asleep: a recorded session is adopted by the next
+/// wake's reconcile, never resumed twice).
+pub(super) fn resting(seen: Option<&AgentRecord>) -> WakeState {
+    match seen.map(|r| r.state) {
+        Some(s @ (WakeState::Asleep | WakeState::Awake | WakeState::Failed)) => s,
+        _ => WakeState::Asleep,
+    }
+}

@@ -1,0 +1,169 @@
+//! Unit tests of `index_sync`.
+
+use super::upsert::{changes_for, missing, wanted};
+use super::*;
+use crate::agentkit::types::MetadataEntry;
+
+fn snap(usid: Option<&str>, at: &str, meta: &[(&str, &str)]) -> Snapshot {
+    Snapshot {
+        snapshot_id: Some(format!("snap-{at}")),
+        user_session_id: usid.map(str::to_string),
+        created_at: Some(at.into()),
+        session_metadata: meta
+            .iter()
+            .map(|(k, v)| MetadataEntry::string(*k, *v))
+            .collect(),
+        ..Snapshot::default()
+    }
+}
+
+fn listing(snapshots: Vec<Snapshot>, sessions: Vec<Session>) -> ToolListing {
+    ToolListing {
+        kind: Kind::Codex,
+        tool_id: "t-1".into(),
+        region: "r".into(),
+        retention: Retention::Recoverable,
+        snapshots,
+        sessions,
+        listed_at_ms: now_ms(),
+    }
+}
+
+#[test]
+fn agents_take_the_oldest_time_the_newest_name_and_only_a_matching_owner() {
+    let id = "studio-alice-0123";
+    let l = listing(
+        vec![
+            snap(
+                Some(id),
+                "2026-12-02T00:00:00Z",
+                &[("veadk_display_name", "New")],
+            ),
+            snap(
+                Some(id),
+                "2026-12-01T00:00:00Z",
+                &[("veadk_display_name", "Old")],
+            ),
+            snap(Some(id), "2026-12-03T00:00:00Z", &[("Username", "mallory")]),
+            snap(Some(id), "2026-12-04T00:00:00Z", &[("Username", "alice")]),
+            snap(None, "2026-12-05T00:00:00Z", &[]),
+        ],
+        Vec::new(),
+    );
+    let agents = agents_of(&l);
+    let key = AgentKey::new(Kind::Codex, id);
+    let d = wanted(&key, &l, &agents[&key]);
+    assert_eq!(d.created_at.as_deref(), Some("2026-12-01T00:00:00Z"));
+    assert_eq!(d.display_name.as_deref(), Some("New"));
+    assert_eq!(
+        d.owner.as_deref(),
+        Some("alice"),
+        "mallory's claim is ignored"
+    );
+    assert_eq!(d.owner_key.as_deref(), Some("studio-alice"));
+    let ownerless = AgentKey::new(Kind::Codex, "snapshot-snap-2026-12-05T00:00:00Z");
+    assert!(wanted(&ownerless, &l, &agents[&ownerless])
+        .owner_key
+        .is_none());
+}
+
+#[cfg(feature = "memory")]
+#[tokio::test]
+async fn a_live_session_is_indexed_on_a_record_at_rest_only() {
+    let id = "studio-alice-0456";
+    let session = Session {
+        session_id: Some("s-1".into()),
+        user_session_id: Some(id.into()),
+        status: Some("Ready".into()),
+        created_at: Some("2026-12-02T00:00:00Z".into()),
+        expire_at: Some("2026-12-02T08:00:00Z".into()),
+        ..Session::default()
+    };
+    let l = listing(
+        vec![snap(Some(id), "2026-12-01T00:00:00Z", &[])],
+        vec![session],
+    );
+    let agents = agents_of(&l);
+    let key = AgentKey::new(Kind::Codex, id);
+    let lock = LockSettings::default();
+    let fresh = changes_for(None, &key, &l, &agents[&key], &lock).unwrap();
+    assert_eq!(fresh.state, Some(WakeState::Awake));
+    assert_eq!(fresh.session_id, Some(Some("s-1".into())));
+    assert_eq!(fresh.snapshots.as_ref().map(Vec::len), Some(1));
+
+    // A record that says all of it already: nothing to write.
+    let store = crate::store::memory::MemoryStore::new();
+    let mut r = store
+        .update(&key, &Condition::Absent, &fresh)
+        .await
+        .unwrap();
+    assert!(changes_for(Some(&r), &key, &l, &agents[&key], &lock).is_none());
+    // A wake in flight is left alone.
+    r.state = WakeState::Waking;
+    r.session_id = None;
+    r.lease_until_ms = now_ms() + 60_000;
+    assert!(changes_for(Some(&r), &key, &l, &agents[&key], &lock).is_none());
+}
+
+#[test]
+fn a_record_written_since_the_listing_began_keeps_its_state_and_snapshots() {
+    // The listing saw the agent awake with one old snapshot; then a sleep ended the
+    // session and recorded the snapshot it took.
+    let id = "studio-alice-0789";
+    let session = Session {
+        session_id: Some("s-1".into()),
+        user_session_id: Some(id.into()),
+        status: Some("Ready".into()),
+        ..Session::default()
+    };
+    let mut l = listing(
+        vec![snap(Some(id), "2026-12-01T00:00:00Z", &[])],
+        vec![session],
+    );
+    l.listed_at_ms = now_ms() - 5_000;
+    let agents = agents_of(&l);
+    let key = AgentKey::new(Kind::Codex, id);
+    let lock = LockSettings::default();
+    let summary = |id: &str| crate::domain::SnapshotView {
+        snapshot_id: id.into(),
+        source_session_id: Some("s-1".into()),
+        status: Some("Ready".into()),
+        reason: None,
+        created_at: None,
+    };
+    let mut r = AgentRecord::absent(key.clone());
+    r.version = 4;
+    r.state = WakeState::Asleep;
+    r.snapshots = vec![summary("snap-new"), summary("snap-2026-12-01T00:00:00Z")];
+    r.updated_at = Some(crate::timestamp::now());
+    let kept = changes_for(Some(&r), &key, &l, &agents[&key], &lock);
+    assert!(
+        kept.as_ref()
+            .is_none_or(|c| c.state.is_none() && c.session_id.is_none() && c.snapshots.is_none()),
+        "{kept:?}"
+    );
+    // Written before the listing began: the listing's word stands.
+    r.updated_at = Some(crate::timestamp::format_ms(now_ms() - 60_000));
+    let c = changes_for(Some(&r), &key, &l, &agents[&key], &lock).unwrap();
+    assert_eq!(c.state, Some(WakeState::Awake));
+    assert_eq!(c.snapshots.map(|s| s.len()), Some(1));
+}
+
+#[test]
+fn only_missing_fields_are_filled() {
+    let key = AgentKey::new(Kind::Codex, "studio-alice-0123");
+    let mut r = AgentRecord::absent(key);
+    r.owner = Some("alice".into());
+    r.display_name = Some("Mine".into());
+    let want = Description {
+        owner: Some("alice".into()),
+        display_name: Some("Theirs".into()),
+        tool_id: Some("t".into()),
+        ..Description::default()
+    };
+    let d = missing(&r, &want).unwrap();
+    assert_eq!(d.tool_id.as_deref(), Some("t"));
+    assert!(d.display_name.is_none() && d.owner.is_none());
+    r.tool_id = Some("t".into());
+    assert!(missing(&r, &want).is_none());
+}

@@ -1,0 +1,193 @@
+//! Bringing one agent's record up to what a Tool's listing says of it: only what is
+//! missing, by conditional writes, and never under a held lock.
+
+use super::*;
+
+/// The descriptive fields a Tool's listing says an agent should have.
+pub(super) fn wanted(key: &AgentKey, listing: &ToolListing, seen: &Seen) -> Description {
+    let parsed = user_session_id(&key.agent_id).map(UserSessionId::parse);
+    let legacy_name = parsed
+        .as_ref()
+        .and_then(UserSessionId::legacy_name)
+        .filter(|n| !n.trim().is_empty())
+        .map(str::to_string);
+    // (instant, metadata) of everything seen, newest first.
+    let mut dated: Vec<(i128, &[crate::agentkit::types::MetadataEntry])> = seen
+        .snapshots
+        .iter()
+        .map(|s| {
+            (
+                sort_key(s.created_at.as_deref()),
+                s.session_metadata.as_slice(),
+            )
+        })
+        .chain(
+            seen.sessions
+                .iter()
+                .map(|s| (sort_key(s.created_at.as_deref()), s.metadata.as_slice())),
+        )
+        .collect();
+    dated.sort_by_key(|(t, _)| std::cmp::Reverse(*t));
+    let name = dated.iter().find_map(|(_, m)| {
+        metadata_value(m, METADATA_DISPLAY_NAME_KEY)
+            .filter(|n| !n.trim().is_empty())
+            .map(str::to_string)
+    });
+    let owner = dated.iter().find_map(|(_, m)| {
+        metadata_value(m, METADATA_OWNER_KEY)
+            .filter(|o| user_session_id(&key.agent_id).is_some_and(|id| belongs_to(id, o)))
+            .map(str::to_string)
+    });
+    // The oldest thing seen: stable, so the owner index's sort key is too.
+    let oldest = seen
+        .snapshots
+        .iter()
+        .map(|s| s.created_at.as_deref())
+        .chain(seen.sessions.iter().map(|s| s.created_at.as_deref()))
+        .flatten()
+        .min_by_key(|t| sort_key(Some(t)))
+        .map(str::to_string);
+    Description {
+        owner,
+        owner_key: parsed.as_ref().and_then(UserSessionId::owner_key),
+        display_name: name.or(legacy_name),
+        created_by: None,
+        retention: Some(listing.retention),
+        tool_id: Some(listing.tool_id.clone()),
+        region: Some(listing.region.clone()),
+        created_at: oldest,
+    }
+}
+
+/// The fields of `want` that `record` lacks (`None`: nothing to write).
+pub(super) fn missing(record: &AgentRecord, want: &Description) -> Option<Description> {
+    fn fill<T: Clone>(have: &Option<T>, want: &Option<T>) -> Option<T> {
+        if have.is_none() {
+            want.clone()
+        } else {
+            None
+        }
+    }
+    let d = Description {
+        owner: fill(&record.owner, &want.owner),
+        owner_key: fill(&record.owner_key, &want.owner_key),
+        display_name: fill(&record.display_name, &want.display_name),
+        created_by: None,
+        retention: fill(&record.retention, &want.retention),
+        tool_id: fill(&record.tool_id, &want.tool_id),
+        region: fill(&record.region, &want.region),
+        created_at: fill(&record.created_at, &want.created_at),
+    };
+    (d != Description::default()).then_some(d)
+}
+
+/// What indexing one agent did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Upsert {
+    Written,
+    Unchanged,
+    Failed,
+    OutOfTime,
+}
+
+/// The changes that bring `current` up to what `listing` says of the agent (`None`: nothing).
+pub(super) fn changes_for(
+    current: Option<&AgentRecord>,
+    key: &AgentKey,
+    listing: &ToolListing,
+    seen: &Seen,
+    lock: &LockSettings,
+) -> Option<Changes> {
+    let want = wanted(key, listing, seen);
+    if let Some(r) = current {
+        // Deleted, or being deleted: not ours to describe. Another holder's work in flight is
+        // left alone too (its own writes keep the record current).
+        if r.state == WakeState::Gone || lock.is_held(r, now_ms()) {
+            return None;
+        }
+    }
+    let mut changes = Changes {
+        describe: match current {
+            None => Some(want),
+            Some(r) => missing(r, &want),
+        },
+        ..Changes::default()
+    };
+    // A wake, sleep or delete that wrote the record after the listing began knows the
+    // agent's state, session and snapshots better than the listing does (a sleep that ended
+    // a session the listing still shows alive, with a snapshot the listing does not have
+    // yet): then only what the record lacks is filled in, and the next pass brings the rest.
+    // Records keep whole seconds, so the listing's own second counts as after.
+    let newer = current
+        .and_then(|r| r.updated_at.as_deref())
+        .and_then(crate::timestamp::epoch_ms)
+        .is_some_and(|at| at + 1000 > listing.listed_at_ms);
+    if listing.retention == Retention::Recoverable {
+        let summaries = snapshot_views(&seen.snapshots);
+        let differ = current.map_or(!summaries.is_empty(), |r| {
+            if newer {
+                r.snapshots.is_empty() && !summaries.is_empty()
+            } else {
+                r.snapshots != summaries
+            }
+        });
+        if differ {
+            changes.snapshots = Some(summaries);
+        }
+    }
+    if newer {
+        return (changes != Changes::default()).then_some(changes);
+    }
+    // A live session of an agent at rest: the index says it is awake.
+    if let Some(live) = crate::agentkit::types::newest_session(seen.sessions.iter().cloned()) {
+        let at_rest = current.is_none_or(|r| {
+            matches!(
+                r.state,
+                WakeState::Asleep | WakeState::Failed | WakeState::Awake
+            )
+        });
+        let recorded = current.and_then(|r| r.session_id.as_deref());
+        if at_rest && recorded != live.session_id.as_deref() {
+            changes.state = Some(WakeState::Awake);
+            changes.session_id = Some(live.session_id.clone());
+            changes.session_expire_at = Some(live.expire_at.clone());
+            changes.verified_at_ms = Some(0);
+        }
+    }
+    (changes != Changes::default()).then_some(changes)
+}
+
+/// Bring `key`'s record up to what `listing` says of it.
+pub async fn index_agent<S: AgentStore>(
+    store: &S,
+    key: &AgentKey,
+    listing: &ToolListing,
+    seen: &Seen,
+) -> Upsert {
+    let lock = LockSettings::default();
+    let mut current = match store.get(key).await {
+        Ok(r) => r,
+        Err(e) => {
+            tracing::warn!(agent = %key, error = %e, "index sync: cannot read record");
+            return Upsert::Failed;
+        }
+    };
+    for _ in 0..MAX_ROUNDS {
+        let Some(changes) = changes_for(current.as_ref(), key, listing, seen, &lock) else {
+            return Upsert::Unchanged;
+        };
+        let condition = match &current {
+            None => Condition::Absent,
+            Some(r) => Condition::Version(r.version),
+        };
+        match store.update(key, &condition, &changes).await {
+            Ok(_) => return Upsert::Written,
+            Err(StoreError::ConditionFailed { current: c }) => current = c.map(|b| *b),
+            Err(e) => {
+                tracing::warn!(agent = %key, error = %e, "index sync: cannot write record");
+                return Upsert::Failed;
+            }
+        }
+    }
+    Upsert::Failed
+}

@@ -1,0 +1,239 @@
+//! Unit tests of `agent`, over the in-memory store.
+
+use super::*;
+use crate::domain::Kind;
+use crate::store::memory::MemoryStore;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+
+/// A store whose next `fail` updates land but lose their answer.
+struct LosesAnswers {
+    inner: MemoryStore,
+    fail: AtomicU32,
+}
+
+impl AgentStore for LosesAnswers {
+    async fn get(&self, key: &AgentKey) -> Result<Option<AgentRecord>, StoreError> {
+        self.inner.get(key).await
+    }
+    async fn update(
+        &self,
+        key: &AgentKey,
+        condition: &Condition,
+        changes: &Changes,
+    ) -> Result<AgentRecord, StoreError> {
+        let out = self.inner.update(key, condition, changes).await;
+        let lose = self
+            .fail
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+            .is_ok();
+        match out {
+            Ok(_) if lose => Err(StoreError::Unavailable("answer lost".into())),
+            other => other,
+        }
+    }
+    async fn query_owner(
+        &self,
+        owner_key: &str,
+        limit: u32,
+        cursor: Option<&str>,
+    ) -> Result<crate::store::OwnerPage, StoreError> {
+        self.inner.query_owner(owner_key, limit, cursor).await
+    }
+    async fn scan_agents(
+        &self,
+        kind: Option<crate::domain::Kind>,
+        limit: u32,
+        after: Option<&AgentKey>,
+    ) -> Result<crate::store::AgentPage, StoreError> {
+        self.inner.scan_agents(kind, limit, after).await
+    }
+    async fn get_registry(&self) -> Result<Option<crate::domain::ToolRegistry>, StoreError> {
+        self.inner.get_registry().await
+    }
+    async fn get_document(
+        &self,
+        key: crate::store::DocumentKey<'_>,
+    ) -> Result<Option<crate::store::Document>, StoreError> {
+        self.inner.get_document(key).await
+    }
+    async fn put_document(
+        &self,
+        key: crate::store::DocumentKey<'_>,
+        value: &serde_json::Value,
+        expected_version: u64,
+        expires_at: Option<i64>,
+    ) -> Result<crate::store::Document, StoreError> {
+        self.inner
+            .put_document(key, value, expected_version, expires_at)
+            .await
+    }
+    async fn put_registry(
+        &self,
+        registry: &crate::domain::ToolRegistry,
+        expected_version: u64,
+    ) -> Result<crate::domain::ToolRegistry, StoreError> {
+        self.inner.put_registry(registry, expected_version).await
+    }
+}
+
+fn wake() -> Acquire {
+    Acquire {
+        state: WakeState::Waking,
+        generation: Generation::New,
+        lease: Duration::from_secs(60),
+        describe: None,
+        poll_until_ms: None,
+    }
+}
+
+#[tokio::test]
+async fn lost_answers_are_resolved_by_the_fields_written() {
+    let store = Arc::new(LosesAnswers {
+        inner: MemoryStore::new(),
+        fail: AtomicU32::new(0),
+    });
+    let settings = LockSettings::default();
+    let lock = AgentLock::new(
+        store.as_ref(),
+        &settings,
+        Deadline::after(Duration::from_secs(5)),
+    );
+    let key = AgentKey::new(Kind::Codex, "studio-alice-01");
+
+    // The acquire lands, its answer is lost: the re-read shows our token.
+    store.fail.store(1, Ordering::SeqCst);
+    let Acquired::Held(mut held) = lock
+        .acquire(&key, &Condition::Absent, None, &wake())
+        .await
+        .unwrap()
+    else {
+        panic!("acquired")
+    };
+    assert_eq!(held.fence(), 1);
+
+    // A fenced write that keeps the holder lands twice (re-sent): still ours, recorded.
+    store.fail.store(1, Ordering::SeqCst);
+    let record = Changes {
+        session_id: Some(Some("s-1".into())),
+        ..Changes::default()
+    };
+    let Written::Done(r) = lock.write(&mut held, record).await.unwrap() else {
+        panic!("recorded")
+    };
+    assert_eq!(r.session_id.as_deref(), Some("s-1"));
+
+    // A release whose answer is lost: the re-send fails its condition, and the record
+    // shows the release, so it is done, not lost.
+    store.fail.store(1, Ordering::SeqCst);
+    let done = lock
+        .release(&mut held, WakeState::Asleep, Changes::default())
+        .await
+        .unwrap();
+    assert!(matches!(done, Written::Done(ref r) if r.holder.is_none()));
+
+    // A stale holder finds out it lost.
+    let Acquired::Held(mut next) = lock
+        .acquire(
+            &key,
+            &Condition::Version(held.record.version),
+            Some(&held.record),
+            &wake(),
+        )
+        .await
+        .unwrap()
+    else {
+        panic!("acquired again")
+    };
+    assert_eq!(next.fence(), 2);
+    assert!(next.before.as_ref().is_some_and(|b| b.session_id.is_some()));
+    assert_eq!(next.record.session_id, None, "a new generation");
+    let stale = lock
+        .write(
+            &mut held,
+            Changes {
+                state: Some(WakeState::Failed),
+                ..Changes::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert!(matches!(stale, Written::Lost(Some(_))));
+    let ok = lock
+        .release(&mut next, WakeState::Asleep, Changes::default())
+        .await
+        .unwrap();
+    assert!(matches!(ok, Written::Done(_)));
+}
+
+#[tokio::test]
+async fn anyone_settles_only_the_wake_it_watched() {
+    let store = MemoryStore::new();
+    let settings = LockSettings::default();
+    let lock = AgentLock::new(&store, &settings, Deadline::after(Duration::from_secs(5)));
+    let key = AgentKey::new(Kind::Codex, "studio-alice-02");
+    let Acquired::Held(mut held) = lock
+        .acquire(&key, &Condition::Absent, None, &wake())
+        .await
+        .unwrap()
+    else {
+        panic!()
+    };
+    let _ = lock
+        .write(
+            &mut held,
+            Changes {
+                session_id: Some(Some("s-1".into())),
+                ..Changes::default()
+            },
+        )
+        .await
+        .unwrap();
+    let awake = Changes {
+        state: Some(WakeState::Awake),
+        holder: Some(None),
+        ..Changes::default()
+    };
+    // Another session, or another fence, is another wake.
+    let other = lock
+        .settle_by_anyone(&key, held.fence(), "s-2", awake.clone())
+        .await
+        .unwrap();
+    assert!(matches!(other, Written::Lost(_)));
+    let old = lock
+        .settle_by_anyone(&key, held.fence() - 1, "s-1", awake.clone())
+        .await
+        .unwrap();
+    assert!(matches!(old, Written::Lost(_)));
+    let done = lock
+        .settle_by_anyone(&key, held.fence(), "s-1", awake.clone())
+        .await
+        .unwrap();
+    assert!(matches!(done, Written::Done(ref r) if r.state == WakeState::Awake));
+    // Settling twice is the same outcome (the record shows it), not a loss.
+    let again = lock
+        .settle_by_anyone(&key, held.fence(), "s-1", awake)
+        .await
+        .unwrap();
+    assert!(matches!(again, Written::Done(_)));
+}
+
+#[tokio::test]
+async fn one_poll_lease_per_version() {
+    let store = MemoryStore::new();
+    let settings = LockSettings::default();
+    let lock = AgentLock::new(&store, &settings, Deadline::after(Duration::from_secs(5)));
+    let key = AgentKey::new(Kind::Codex, "studio-alice-03");
+    let Acquired::Held(held) = lock
+        .acquire(&key, &Condition::Absent, None, &wake())
+        .await
+        .unwrap()
+    else {
+        panic!()
+    };
+    let seen = held.record.clone();
+    let first = lock.take_poll_lease(&seen, 10).await.unwrap();
+    assert!(matches!(first, Written::Done(ref r) if r.poll_until_ms == 10));
+    let second = lock.take_poll_lease(&seen, 20).await.unwrap();
+    assert!(matches!(second, Written::Lost(Some(ref r)) if r.poll_until_ms == 10));
+}

@@ -1,0 +1,280 @@
+//! The port's conditions and changes as DynamoDB expressions: every write is one `UpdateItem`
+//! whose `ConditionExpression` checks and whose `UpdateExpression` writes, in one atomic step.
+
+use std::collections::{HashMap, HashSet};
+
+use aws_sdk_dynamodb::types::AttributeValue;
+
+use super::item::attr;
+use crate::domain::{AgentKey, WakeState};
+use crate::store::{keys, Changes, Condition};
+
+/// Everything of a record that a create (an `Absent` write) must clear when it replaces an
+/// expired item: all fields but the two counters, which carry on.
+pub(super) const CLEARED_ON_CREATE: [&str; 21] = [
+    attr::OWNER,
+    attr::OWNER_KEY,
+    attr::DISPLAY_NAME,
+    attr::CREATED_BY,
+    attr::RETENTION,
+    attr::TOOL_ID,
+    attr::REGION,
+    attr::CREATED_AT,
+    attr::STATE,
+    attr::HOLDER,
+    attr::LEASE_UNTIL_MS,
+    attr::SNAPSHOT_ID,
+    attr::SESSION_ID,
+    attr::SESSION_EXPIRE_AT,
+    attr::VERIFIED_AT_MS,
+    attr::RESUME_SENT_AT,
+    attr::POLL_UNTIL_MS,
+    attr::SNAPSHOTS,
+    attr::ERROR,
+    attr::EXPIRES_AT,
+    attr::GSI1PK,
+];
+
+/// An expression under construction: placeholders are registered as they are used, since
+/// DynamoDB rejects a request that declares a name or value its expressions do not use.
+#[derive(Default)]
+pub(super) struct Expr {
+    pub(super) names: HashMap<String, String>,
+    pub(super) values: HashMap<String, AttributeValue>,
+    set: Vec<String>,
+    remove: Vec<String>,
+    touched: HashSet<&'static str>,
+}
+
+impl Expr {
+    pub(super) fn name(&mut self, attr: &str) -> String {
+        let placeholder = format!("#{attr}");
+        self.names.insert(placeholder.clone(), attr.to_string());
+        placeholder
+    }
+
+    pub(super) fn value(&mut self, tag: &str, value: AttributeValue) -> String {
+        let placeholder = format!(":{tag}");
+        self.values.insert(placeholder.clone(), value);
+        placeholder
+    }
+
+    pub(super) fn set(&mut self, attr: &'static str, value: AttributeValue) {
+        let name = self.name(attr);
+        let value = self.value(attr, value);
+        self.set.push(format!("{name} = {value}"));
+        self.touched.insert(attr);
+    }
+
+    pub(super) fn set_or_remove_s(&mut self, attr: &'static str, value: &Option<String>) {
+        match value {
+            Some(v) => self.set(attr, s(v)),
+            None => self.remove(attr),
+        }
+    }
+
+    /// `attr = if_not_exists(attr, 0) + 1`: a counter that a missing item starts at 0.
+    pub(super) fn increment(&mut self, attr: &'static str) {
+        let name = self.name(attr);
+        let zero = self.value("zero", n(0));
+        let one = self.value("one", n(1));
+        self.set
+            .push(format!("{name} = if_not_exists({name}, {zero}) + {one}"));
+        self.touched.insert(attr);
+    }
+
+    pub(super) fn remove(&mut self, attr: &'static str) {
+        let name = self.name(attr);
+        self.remove.push(name);
+        self.touched.insert(attr);
+    }
+
+    pub(super) fn update_expression(&self) -> String {
+        let mut out = format!("SET {}", self.set.join(", "));
+        if !self.remove.is_empty() {
+            out.push_str(&format!(" REMOVE {}", self.remove.join(", ")));
+        }
+        out
+    }
+}
+
+pub(super) fn s(v: &str) -> AttributeValue {
+    AttributeValue::S(v.to_string())
+}
+
+pub(super) fn n(v: impl std::fmt::Display) -> AttributeValue {
+    AttributeValue::N(v.to_string())
+}
+
+/// The condition, as a `ConditionExpression`. The reasons, one by one:
+///
+/// - `Absent`: `attribute_not_exists(pk)` is DynamoDB's "no item"; `OR expires_at < :now`
+///   admits an expired tombstone the TTL sweeper has not deleted yet, since every read already
+///   treats it as absent and a caller that read "absent" must be able to create.
+/// - `Version(v)`: the CAS of an acquire or an `If-Match`; `Version(0)` is what an absent
+///   record reads as, so it is `Absent`.
+/// - `Held`: holder *and* fence. Holder tokens are random per invocation, but one invocation
+///   may hold the same agent twice (its lease expired, it acquired again with the same token);
+///   the fence, bumped on every acquire, tells the two tenures apart, so a delayed write from
+///   the first can never land in the second, and a stale holder always fails.
+/// - `SleepingWith`: the same for a sleep, by the snapshot it waits for.
+/// - `WakingWith`: anyone who saw the recorded session Ready may complete, but only that
+///   wake: a later acquire bumps the fence, and a different session would be a different wake.
+///
+/// The last three also require a live item (`expires_at` missing or not yet passed): an
+/// expired record is absent, and nothing but a create may write to an absent record.
+pub(super) fn condition_expression(expr: &mut Expr, condition: &Condition, now: i64) -> String {
+    let live = |expr: &mut Expr| {
+        let exp = expr.name(attr::EXPIRES_AT);
+        let now = expr.value("c_now", n(now));
+        format!("(attribute_not_exists({exp}) OR {exp} >= {now})")
+    };
+    match condition {
+        Condition::Absent | Condition::Version(0) => {
+            let pk = expr.name(attr::PK);
+            let exp = expr.name(attr::EXPIRES_AT);
+            let now = expr.value("c_now", n(now));
+            format!("attribute_not_exists({pk}) OR {exp} < {now}")
+        }
+        Condition::Version(v) => {
+            let version = expr.name(attr::VERSION);
+            let v = expr.value("c_version", n(v));
+            format!("{version} = {v} AND {}", live(expr))
+        }
+        Condition::Held { holder, fence } => {
+            let h = expr.name(attr::HOLDER);
+            let f = expr.name(attr::FENCE);
+            let hv = expr.value("c_holder", s(holder));
+            let fv = expr.value("c_fence", n(fence));
+            format!("{h} = {hv} AND {f} = {fv} AND {}", live(expr))
+        }
+        Condition::SleepingWith { fence, snapshot_id } => {
+            let st = expr.name(attr::STATE);
+            let f = expr.name(attr::FENCE);
+            let snap = expr.name(attr::SNAPSHOT_ID);
+            let stv = expr.value("c_state", s(WakeState::Sleeping.as_str()));
+            let fv = expr.value("c_fence", n(fence));
+            let sv = expr.value("c_snapshot", s(snapshot_id));
+            format!(
+                "{st} = {stv} AND {f} = {fv} AND {snap} = {sv} AND {}",
+                live(expr)
+            )
+        }
+        Condition::WakingWith { fence, session_id } => {
+            let st = expr.name(attr::STATE);
+            let f = expr.name(attr::FENCE);
+            let sid = expr.name(attr::SESSION_ID);
+            let stv = expr.value("c_state", s(WakeState::Waking.as_str()));
+            let fv = expr.value("c_fence", n(fence));
+            let sv = expr.value("c_session", s(session_id));
+            format!(
+                "{st} = {stv} AND {f} = {fv} AND {sid} = {sv} AND {}",
+                live(expr)
+            )
+        }
+    }
+}
+
+/// The update expression of `changes` on `key`.
+pub(super) fn update_expression(expr: &mut Expr, key: &AgentKey, creates: bool, changes: &Changes) {
+    if let Some(state) = changes.state {
+        expr.set(attr::STATE, s(state.as_str()));
+    }
+    if let Some(holder) = &changes.holder {
+        expr.set_or_remove_s(attr::HOLDER, holder);
+    }
+    if changes.bump_fence {
+        expr.increment(attr::FENCE);
+    }
+    if let Some(lease) = changes.lease_until_ms {
+        expr.set(attr::LEASE_UNTIL_MS, n(lease));
+    }
+    if let Some(v) = &changes.snapshot_id {
+        expr.set_or_remove_s(attr::SNAPSHOT_ID, v);
+    }
+    if let Some(v) = &changes.session_id {
+        expr.set_or_remove_s(attr::SESSION_ID, v);
+    }
+    if let Some(v) = &changes.session_expire_at {
+        expr.set_or_remove_s(attr::SESSION_EXPIRE_AT, v);
+    }
+    if let Some(v) = changes.verified_at_ms {
+        expr.set(attr::VERIFIED_AT_MS, n(v));
+    }
+    match changes.resume_sent_at_ms {
+        Some(Some(t)) => expr.set(attr::RESUME_SENT_AT, n(t)),
+        Some(None) => expr.remove(attr::RESUME_SENT_AT),
+        None => {}
+    }
+    if let Some(v) = changes.poll_until_ms {
+        expr.set(attr::POLL_UNTIL_MS, n(v));
+    }
+    match &changes.snapshots {
+        Some(list) if list.is_empty() => expr.remove(attr::SNAPSHOTS),
+        Some(list) => {
+            // Serialising plain strings cannot fail.
+            let json = serde_json::to_string(list).unwrap_or_default();
+            expr.set(attr::SNAPSHOTS, s(&json));
+        }
+        None => {}
+    }
+    if let Some(v) = &changes.error {
+        expr.set_or_remove_s(attr::ERROR, v);
+    }
+    match changes.expires_at {
+        Some(Some(t)) => expr.set(attr::EXPIRES_AT, n(t)),
+        Some(None) => expr.remove(attr::EXPIRES_AT),
+        None => {}
+    }
+
+    let describe = changes.describe.clone().unwrap_or_default();
+    for (name, value) in [
+        (attr::OWNER, &describe.owner),
+        (attr::OWNER_KEY, &describe.owner_key),
+        (attr::DISPLAY_NAME, &describe.display_name),
+        (attr::CREATED_BY, &describe.created_by),
+        (attr::TOOL_ID, &describe.tool_id),
+        (attr::REGION, &describe.region),
+        (attr::CREATED_AT, &describe.created_at),
+    ] {
+        if let Some(v) = value {
+            expr.set(name, s(v));
+        }
+    }
+    if let Some(retention) = describe.retention {
+        expr.set(attr::RETENTION, s(retention.as_str()));
+    }
+
+    // The owner index. `gsi1pk` follows `owner_key`. `gsi1sk` is kept equal to
+    // `<created_at or NO_CREATED_AT>#<kind>#<agent_id>` on every item, indexed or not, so a
+    // write that adds an owner key to an existing record need not know its `created_at`:
+    // - a write that sets `created_at` sets `gsi1sk` from it;
+    // - a create sets it from its own `created_at` or the fallback (an expired item's
+    //   `created_at` is cleared with everything else);
+    // - any other write keeps the existing one (`if_not_exists` covers items written before
+    //   this rule, which had none).
+    if let Some(owner_key) = &describe.owner_key {
+        expr.set(attr::GSI1PK, s(&keys::owner_gsi_pk(owner_key)));
+    }
+    let sk = keys::owner_gsi_sk(describe.created_at.as_deref(), key);
+    if describe.created_at.is_some() || creates {
+        expr.set(attr::GSI1SK, s(&sk));
+    } else {
+        let name = expr.name(attr::GSI1SK);
+        let value = expr.value(attr::GSI1SK, s(&sk));
+        expr.set
+            .push(format!("{name} = if_not_exists({name}, {value})"));
+        expr.touched.insert(attr::GSI1SK);
+    }
+
+    expr.increment(attr::VERSION);
+    expr.set(attr::UPDATED_AT, s(&crate::timestamp::now()));
+
+    if creates {
+        for name in CLEARED_ON_CREATE {
+            if !expr.touched.contains(name) {
+                expr.remove(name);
+            }
+        }
+    }
+}
