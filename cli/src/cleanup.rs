@@ -14,7 +14,7 @@ use snapwake::agentkit::AgentKitClient;
 use snapwake::config::Config;
 use snapwake::deadline::Deadline;
 use snapwake::domain::AgentKey;
-use snapwake::registry::RegistryCache;
+use snapwake::registry_cache::RegistryCache;
 use snapwake::store::dynamo::DynamoStore;
 use snapwake_delete::{Delete, DeleteSettings};
 use snapwake_delete::{OffboardProgress, OffboardReport, Outcome};

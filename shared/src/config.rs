@@ -11,7 +11,7 @@ use std::time::Duration;
 use crate::agentkit::signer::Credentials;
 use crate::agentkit::{AgentKitConfig, CredentialsSource};
 use crate::identity::{IdentityConfig, DEFAULT_OWNER_CLAIMS};
-use crate::registry::ToolOverrides;
+use crate::registry_cache::ToolOverrides;
 use crate::wake::WakeSettings;
 
 pub const DEFAULT_AGENTKIT_ENDPOINT: &str = "https://open.volcengineapi.com";

@@ -14,7 +14,7 @@
 //! - [`identity`]: the caller read from an API Gateway request, who may act on what, and the
 //!   UserSessionId codec;
 //! - [`http`]: the HTTP edge every function serves through: routes, problem+json, ETags;
-//! - [`registry`]: the deployed Tools, read from the table and cached;
+//! - [`registry_cache`]: the deployed Tools, read from the table and cached;
 //! - [`locate`]: where an agent lives, and the questions asked of its Tool;
 //! - [`lock`]: the per-agent lock (acquire, fenced writes, writes by anyone, poll leases, the
 //!   pure `decide`) that wake, sleep, create, delete and deploy share;
@@ -37,7 +37,7 @@ pub mod store;
 pub mod error;
 pub mod identity;
 pub mod http;
-pub mod registry;
+pub mod registry_cache;
 pub mod locate;
 pub mod lock;
 pub mod view;

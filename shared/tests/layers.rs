@@ -18,7 +18,7 @@ const LAYERS: &[&str] = &[
     "error",
     "identity",
     "http",
-    "registry",
+    "registry_cache",
     "locate",
     "lock",
     "view",

@@ -27,7 +27,7 @@ use snapwake::agentkit::types::MetadataEntry;
 use snapwake::agentkit::AgentKitClient;
 use snapwake::deadline::Deadline;
 use snapwake::identity::usid;
-use snapwake::registry::{RegistryCache, ToolOverrides};
+use snapwake::registry_cache::{RegistryCache, ToolOverrides};
 use snapwake::store::AgentStore;
 use snapwake_list::{List, ListSettings};
 use snapwake_sim::{Fault, SeedSnapshot};

@@ -14,7 +14,7 @@ mod support;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use snapwake::registry::{RegistryCache, ToolOverrides};
+use snapwake::registry_cache::{RegistryCache, ToolOverrides};
 use snapwake::wake::WakeSettings;
 use snapwake_resume::Resume;
 use snapwake_tests::counting::CountingStore;

@@ -42,7 +42,7 @@ use snapwake::agentkit::{AgentKit, AgentKitClient, AgentKitError};
 use snapwake::deadline::Deadline;
 use snapwake::domain::{AgentKey, AgentRecord, Kind, ToolRegistry, WakeState};
 use snapwake::lock::LockSettings;
-use snapwake::registry::{RegistryCache, ToolOverrides};
+use snapwake::registry_cache::{RegistryCache, ToolOverrides};
 use snapwake::store::dynamo::DynamoStore;
 use snapwake::store::{
     AgentStore, Changes, Condition, Document, DocumentKey, OwnerPage, StoreError,

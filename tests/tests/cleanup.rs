@@ -15,7 +15,7 @@ use snapwake::deadline::Deadline;
 use snapwake::domain::{AgentKey, Kind, WakeState};
 use snapwake::identity::usid;
 use snapwake::index_sync::index_status;
-use snapwake::registry::{RegistryCache, ToolOverrides};
+use snapwake::registry_cache::{RegistryCache, ToolOverrides};
 use snapwake::store::{AgentStore, Changes, Condition};
 use snapwake::timestamp::{now_ms, now_s};
 use snapwake_delete::OffboardReport;

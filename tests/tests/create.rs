@@ -14,7 +14,7 @@ use snapwake::agentkit::{list_all, AgentKit, AgentKitClient, AgentKitError};
 use snapwake::deadline::Deadline;
 use snapwake::domain::{AgentKey, Kind, Retention, WakeState};
 use snapwake::identity::usid;
-use snapwake::registry::{RegistryCache, ToolOverrides};
+use snapwake::registry_cache::{RegistryCache, ToolOverrides};
 use snapwake::store::memory::MemoryStore;
 use snapwake::store::{AgentStore, DocumentKey};
 use snapwake_create::{Create, CreateSettings};

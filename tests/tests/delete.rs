@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use snapwake::agentkit::AgentKit;
 use snapwake::domain::{AgentKey, Kind, WakeState};
-use snapwake::registry::{RegistryCache, ToolOverrides};
+use snapwake::registry_cache::{RegistryCache, ToolOverrides};
 use snapwake::store::memory::MemoryStore;
 use snapwake::store::{AgentStore, Changes, Condition};
 use snapwake::timestamp::{now_ms, now_s};

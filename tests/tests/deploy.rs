@@ -17,7 +17,7 @@ use snapwake::deploy::{
 };
 use snapwake::domain::{Kind, Retention, ToolRegistry};
 use snapwake::identity::usid;
-use snapwake::registry::{RegistryCache, ToolOverrides};
+use snapwake::registry_cache::{RegistryCache, ToolOverrides};
 use snapwake::store::AgentStore;
 use snapwake::wake::WakeSettings;
 use snapwake_deploy::Deploy;

@@ -38,7 +38,7 @@ use snapwake::agentkit::types::{Action, Snapshot};
 use snapwake::agentkit::{AgentKit, AgentKitError};
 use snapwake::deadline::Deadline;
 use snapwake::domain::{AgentKey, Kind, WakeState};
-use snapwake::registry::{RegistryCache, ToolOverrides};
+use snapwake::registry_cache::{RegistryCache, ToolOverrides};
 use snapwake::store::dynamo::DynamoStore;
 use snapwake::store::table::create_table;
 use snapwake::store::AgentStore;

@@ -17,7 +17,7 @@ use snapwake::domain::Description;
 use snapwake::domain::{AgentKey, AgentRecord, Kind, Retention, ToolRegistry, WakeState};
 use snapwake::identity::usid;
 use snapwake::index_sync::{sync_index, IndexSyncReport};
-use snapwake::registry::{RegistryCache, ToolOverrides};
+use snapwake::registry_cache::{RegistryCache, ToolOverrides};
 use snapwake::store::{AgentStore, Changes, Condition};
 use snapwake::timestamp::{now_ms, now_s};
 use snapwake_list::{List, ListSettings};

@@ -17,7 +17,7 @@ use snapwake::agentkit::types::Action;
 use snapwake::agentkit::{AgentKit, AgentKitClient, AgentKitError};
 use snapwake::deadline::Deadline;
 use snapwake::domain::{AgentKey, Kind, WakeState};
-use snapwake::registry::{RegistryCache, ToolOverrides};
+use snapwake::registry_cache::{RegistryCache, ToolOverrides};
 use snapwake::store::memory::MemoryStore;
 use snapwake::store::{AgentStore, Changes, Condition};
 use snapwake::timestamp::now_ms;

@@ -11,7 +11,7 @@ use std::time::Duration;
 use serde_json::Value;
 use snapwake::agentkit::AgentKit;
 use snapwake::domain::{AgentKey, Kind, WakeState};
-use snapwake::registry::{RegistryCache, ToolOverrides};
+use snapwake::registry_cache::{RegistryCache, ToolOverrides};
 use snapwake::store::AgentStore;
 use snapwake::wake::WakeSettings;
 use snapwake_resume::Resume;

@@ -24,7 +24,7 @@ use snapwake::agentkit::{AgentKitConfig, CredentialsSource};
 use snapwake::config::Config;
 use snapwake::deadline::Deadline;
 use snapwake::identity::IdentityConfig;
-use snapwake::registry::RegistryCache;
+use snapwake::registry_cache::RegistryCache;
 use snapwake::store::dynamo::DynamoStore;
 use snapwake::store::memory::MemoryStore;
 use snapwake::store::AgentStore;

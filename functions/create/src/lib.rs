@@ -56,7 +56,7 @@ use snapwake::http::request::{self as req, Route};
 use snapwake::http::response;
 use snapwake::identity::{usid, Caller, IdentityConfig};
 use snapwake::lock::LockSettings;
-use snapwake::registry::RegistryCache;
+use snapwake::registry_cache::RegistryCache;
 use snapwake::store::AgentStore;
 use snapwake::timestamp::now_ms;
 use snapwake::view::{agent_view, AgentFacts};

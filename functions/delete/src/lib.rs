@@ -12,7 +12,7 @@
 //! - `offboard`: delete every agent of one owner.
 
 use snapwake::identity::IdentityConfig;
-use snapwake::registry::RegistryCache;
+use snapwake::registry_cache::RegistryCache;
 
 mod deletion;
 mod events;

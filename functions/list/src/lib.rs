@@ -52,7 +52,7 @@ use snapwake::http::request::{self as req, Route};
 use snapwake::identity::{Caller, IdentityConfig};
 use snapwake::index_sync::IndexStatus;
 use snapwake::lock::LockSettings;
-use snapwake::registry::RegistryCache;
+use snapwake::registry_cache::RegistryCache;
 use snapwake::store::{AgentStore, Within};
 
 use crate::cursor::CursorKeys;

@@ -20,7 +20,7 @@ use snapwake::error::{Error, Result};
 use snapwake::http::edge;
 use snapwake::http::request::{self as req, Route};
 use snapwake::identity::IdentityConfig;
-use snapwake::registry::RegistryCache;
+use snapwake::registry_cache::RegistryCache;
 use snapwake::store::AgentStore;
 use snapwake::wake::WakeSettings;
 

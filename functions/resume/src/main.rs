@@ -1,7 +1,7 @@
 //! The resume Lambda: configuration and clients built once, then every request to the handler.
 
 use lambda_http::{service_fn, Error, Request};
-use snapwake::{bootstrap, config::Config, registry::RegistryCache};
+use snapwake::{bootstrap, config::Config, registry_cache::RegistryCache};
 use snapwake_resume::Resume;
 
 #[tokio::main]

@@ -6,7 +6,7 @@
 //! The deploy function and `snapwake deploy` run the same [`Deployer`].
 //!
 //! Files: `catalogue.rs` (desired state and names), `plan.rs` (reads → steps, legacy rules),
-//! `limiter.rs` (the write rate limiter), `apply.rs` (steps, readiness polling), `registry.rs`
+//! `limiter.rs` (the write rate limiter), `apply.rs` (steps, readiness polling), `publish.rs`
 //! (the registry item after a run), `lock.rs` (the deploy lock), `report.rs` (the report).
 //!
 //! Writes must pass the limiter on *every* attempt, so the [`Deployer::writer`] client must
@@ -31,7 +31,7 @@ pub mod catalogue;
 pub mod limiter;
 pub mod lock;
 pub mod plan;
-pub mod registry;
+pub mod publish;
 pub mod report;
 
 pub use catalogue::Catalogue;
@@ -227,7 +227,7 @@ impl<S: AgentStore, K: AgentKit> Deployer<'_, S, K> {
         report.throttles = limiter.throttles();
 
         let mut notes = Vec::new();
-        let next = registry::next_registry(
+        let next = publish::next_registry(
             self.agentkit,
             previous.as_ref(),
             &plan,
@@ -239,7 +239,7 @@ impl<S: AgentStore, K: AgentKit> Deployer<'_, S, K> {
         report.warnings.extend(notes);
         let unchanged = previous
             .as_ref()
-            .is_some_and(|p| registry::same_content(p, &next));
+            .is_some_and(|p| publish::same_content(p, &next));
         if unchanged {
             report.registry = previous;
             return Ok(());

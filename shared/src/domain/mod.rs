@@ -4,13 +4,13 @@
 mod agent;
 mod kind;
 mod record;
-mod registry;
+mod tool_registry;
 mod session;
 
 pub use agent::{AgentState, AgentView, SessionView, SnapshotView, WakeView};
 pub use kind::{Kind, ParseKindError, ParseRetentionError, Retention};
 pub use record::{AgentKey, AgentRecord, Description, WakeState};
-pub use registry::{KindTools, ToolRegistry};
 pub use session::{
     is_session_active, is_session_usable, is_snapshot_in_progress, is_snapshot_wakeable,
 };
+pub use tool_registry::{KindTools, ToolRegistry};

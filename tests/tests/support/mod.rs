@@ -517,7 +517,7 @@ where
 {
     /// All four functions over `store` and `agentkit`, with `identity` and [`quick_wake`].
     pub fn new(store: S, agentkit: K, identity: snapwake::identity::IdentityConfig) -> Self {
-        use snapwake::registry::{RegistryCache, ToolOverrides};
+        use snapwake::registry_cache::{RegistryCache, ToolOverrides};
         let registry = || RegistryCache::new(ToolOverrides::default());
         Api {
             list: snapwake_list::List::new(
