@@ -1,11 +1,9 @@
-//! Deploy benchmark (quality.md): the 7-Tool catalogue deployed from nothing against the
-//! simulator with its 3-writes-per-second Tool write throttle on, the deploy lock and the
-//! registry on DynamoDB Local; then the same deploy again, which must write nothing.
+//! Deploy benchmark (docs/architecture.md, "Quality bars and where they are checked"): the 7-Tool
+//! catalogue deployed from nothing against the simulator with its 3-writes-per-second Tool write
+//! throttle on, the deploy lock and the registry on DynamoDB Local; then the same deploy again,
+//! which must write nothing.
 //!
 //! Run by `scripts/bench.sh`, which starts DynamoDB Local; prints Markdown.
-
-#[path = "../tests/support/mod.rs"]
-mod support;
 
 use std::time::{Duration, Instant};
 
@@ -13,7 +11,7 @@ use snapwake::deadline::Deadline;
 use snapwake::deploy::{no_retry_policy, Catalogue, DeployOptions, DeploySettings, EntryStatus};
 use snapwake_deploy::Deploy;
 use snapwake_sim::{SimConfig, SimControl, Simulator};
-use support::*;
+use snapwake_tests::*;
 
 const TOOL_READY_DELAY: Duration = Duration::from_millis(300);
 const POLL_INTERVAL: Duration = Duration::from_millis(100);

@@ -1,6 +1,6 @@
-//! List benchmark on DynamoDB Local and the simulated AgentKit (quality.md): one owner's
-//! `GET /v1/agents` in a deployment of 20,000 snapshots of 1,000 owners, every AgentKit call
-//! 5 ms slower (a simulator latency fault), on
+//! List benchmark on DynamoDB Local and the simulated AgentKit (docs/architecture.md, "Quality bars
+//! and where they are checked"): one owner's `GET /v1/agents` in a deployment of 20,000 snapshots
+//! of 1,000 owners, every AgentKit call 5 ms slower (a simulator latency fault), on
 //!
 //! (a) the scan path — before the owner index is synced, the reference Studio's full scan of
 //!     every snapshot page;
@@ -17,9 +17,6 @@
 //!
 //! Run by `scripts/bench.sh`, which starts DynamoDB Local; prints Markdown.
 
-#[path = "../tests/support/mod.rs"]
-mod support;
-
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -32,7 +29,7 @@ use snapwake::store::AgentStore;
 use snapwake_list::{List, ListSettings};
 use snapwake_sim::{Fault, SeedSnapshot};
 use snapwake_tests::counting::CountingStore;
-use support::*;
+use snapwake_tests::*;
 
 const OWNERS: usize = 1000;
 const MY_AGENTS: usize = 10;

@@ -1,4 +1,5 @@
-//! Peak memory of the resume function under the wake storm (quality.md: ≤ 40 MB).
+//! Peak memory of the resume function under the wake storm (docs/architecture.md, "Quality bars and
+//! where they are checked": ≤ 40 MB).
 //!
 //! The parent process starts the simulator and a DynamoDB Local table and seeds an asleep
 //! agent; then it runs itself again as a child that holds nothing but what the resume Lambda
@@ -12,9 +13,6 @@
 //!
 //! Run by `scripts/bench.sh`, which starts DynamoDB Local; prints Markdown.
 
-#[path = "../tests/support/mod.rs"]
-mod support;
-
 use std::sync::atomic::Ordering::SeqCst;
 use std::sync::Arc;
 use std::time::Duration;
@@ -22,7 +20,7 @@ use std::time::Duration;
 use snapwake::registry_cache::{RegistryCache, ToolOverrides};
 use snapwake::wake::WakeSettings;
 use snapwake_resume::Resume;
-use support::*;
+use snapwake_tests::*;
 
 const STORM: usize = 500;
 const READY_DELAY: Duration = Duration::from_secs(2);

@@ -1,4 +1,5 @@
-//! Wake benchmarks on DynamoDB Local and the simulated AgentKit (quality.md):
+//! Wake benchmarks on DynamoDB Local and the simulated AgentKit (docs/architecture.md, "Quality
+//! bars and where they are checked"):
 //!
 //! 1. the storm: 500 concurrent resumes of one asleep agent — one ResumeSessionFromSnapshot,
 //!    one SessionId for everybody, and how long the joiners waited;
@@ -8,9 +9,6 @@
 //! Run by `scripts/bench.sh`, which starts DynamoDB Local and writes `BENCHMARKS.md` from
 //! what this prints (Markdown).
 
-#[path = "../tests/support/mod.rs"]
-mod support;
-
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -18,7 +16,7 @@ use snapwake::registry_cache::{RegistryCache, ToolOverrides};
 use snapwake::wake::WakeSettings;
 use snapwake_resume::Resume;
 use snapwake_tests::counting::CountingStore;
-use support::*;
+use snapwake_tests::*;
 
 const STORM: usize = 500;
 const READY_DELAY: Duration = Duration::from_secs(2);

@@ -1,4 +1,19 @@
-//! Helpers for snapwake's integration tests and benchmarks (the tests themselves live in
-//! `tests/`, the benchmarks in `benches/`).
+//! What snapwake's integration tests and benchmarks share (the tests live in `tests/`, the
+//! benchmarks in `benches/`): a DynamoDB Local table per test, a simulated AgentKit with Tools
+//! and a registry, API Gateway requests built from a real event, every function wired like
+//! API Gateway routes them, and stores and AgentKits that count, delay or pause calls.
+//!
+//! `use snapwake_tests::*;` brings all of it.
 
+mod agentkit;
+mod api;
 pub mod counting;
+mod requests;
+mod store;
+mod world;
+
+pub use agentkit::*;
+pub use api::*;
+pub use requests::*;
+pub use store::*;
+pub use world::*;

@@ -1,5 +1,5 @@
-//! Ambiguity (wake-protocol.md, "Every write is conditional", "An ambiguous write", "Ambiguous
-//! AgentKit answers"; quality.md, "Ambiguity"), end to end through the HTTP handlers, on
+//! Ambiguity (docs/wake-protocol.md, "Ambiguous writes"; docs/agentkit.md, "Errors and what
+//! they mean"), end to end through the HTTP handlers, on
 //! DynamoDB Local and the simulated AgentKit.
 //!
 //! Part 1, ambiguous writes: [`FaultyStore`] wraps the DynamoDB adapter and, at one write site
@@ -30,8 +30,6 @@
 //! finds the agent asleep already: the next wake still comes from the sleep's snapshot even
 //! when an older one carries the same whole second.
 
-mod support;
-
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -53,7 +51,7 @@ use snapwake_create::{Create, CreateSettings};
 use snapwake_delete::{Delete, DeleteSettings};
 use snapwake_resume::Resume;
 use snapwake_sim::{Fault, SeedSnapshot, SimControl};
-use support::*;
+use snapwake_tests::*;
 
 const RESUME: &str = "ResumeSessionFromSnapshot";
 

@@ -1,13 +1,12 @@
-//! The authorisation matrix of quality.md: every HTTP route × {the owner, another user, an
-//! admin, no identity}, each cell the status it must answer, against DynamoDB Local and the
-//! AgentKit simulator, all four functions over one store and one client.
+//! The authorisation matrix of docs/architecture.md, "Quality bars and where they are checked":
+//! every HTTP route × {the owner, another user, an admin, no identity}, each cell the status it
+//! must answer, against DynamoDB Local and the AgentKit simulator, all four functions over one
+//! store and one client.
 //!
 //! Another owner's agent answers 404 with exactly the body a missing agent gets (never 403,
 //! nothing that tells "exists" from "not yours"); no identity answers 401; a refused call
 //! changes nothing. Calls that change an agent (resume, sleep, keepalive, deletes) get a fresh
 //! agent per cell.
-
-mod support;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -18,7 +17,7 @@ use snapwake::identity::usid;
 use snapwake::identity::IdentityConfig;
 use snapwake::store::dynamo::DynamoStore;
 use snapwake_sim::SeedSnapshot;
-use support::*;
+use snapwake_tests::*;
 
 type DynamoApi = Api<Arc<DynamoStore>, AgentKitClient>;
 

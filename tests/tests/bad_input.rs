@@ -1,10 +1,9 @@
-//! The bad-input list of quality.md on every route, against DynamoDB Local and the simulator:
-//! malformed JSON, wrong types, unknown kinds, ids with `/`, `%2F`, `..`, control characters,
-//! 201-character ids, bodies over 16 KiB, forged cursors, array-string group claims, bad
-//! headers, unknown routes and wrong methods. Each answers a well-formed problem+json 4xx with
-//! the expected status and code, and a refused request changes nothing.
-
-mod support;
+//! The bad-input list of docs/architecture.md, "Quality bars and where they are checked" on every
+//! route, against DynamoDB Local and the simulator: malformed JSON, wrong types, unknown kinds, ids
+//! with `/`, `%2F`, `..`, control characters, 201-character ids, bodies over 16 KiB, forged
+//! cursors, array-string group claims, bad headers, unknown routes and wrong methods. Each answers
+//! a well-formed problem+json 4xx with the expected status and code, and a refused request changes
+//! nothing.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,7 +12,7 @@ use data_encoding::{BASE64, BASE64URL_NOPAD};
 use serde_json::Value;
 use snapwake::agentkit::AgentKitClient;
 use snapwake::store::dynamo::DynamoStore;
-use support::*;
+use snapwake_tests::*;
 
 type DynamoApi = Api<Arc<DynamoStore>, AgentKitClient>;
 

@@ -1,12 +1,11 @@
-//! No secret, signature or session Endpoint appears in any response or log line (quality.md):
-//! a canary secret key and session token go through the whole flow — create, list, expiry into
-//! a snapshot, resume, get, delete snapshot, delete agent, plus refusals and a client signing
-//! with the wrong secret — on DynamoDB Local and the simulator, with every `tracing` event at
-//! every level (whatever `RUST_LOG` says) captured in memory.
+//! No secret, signature or session Endpoint appears in any response or log line
+//! (docs/architecture.md, "Quality bars and where they are checked"): a canary secret key and
+//! session token go through the whole flow — create, list, expiry into a snapshot, resume, get,
+//! delete snapshot, delete agent, plus refusals and a client signing with the wrong secret — on
+//! DynamoDB Local and the simulator, with every `tracing` event at every level (whatever `RUST_LOG`
+//! says) captured in memory.
 //!
 //! This binary holds one test because it installs the global subscriber.
-
-mod support;
 
 use std::io::Write;
 use std::sync::{Arc, Mutex};
@@ -15,7 +14,7 @@ use std::time::Duration;
 use snapwake::agentkit::Credentials;
 use snapwake::store::dynamo::DynamoStore;
 use snapwake_sim::SimConfig;
-use support::*;
+use snapwake_tests::*;
 
 const SECRET: &str = "canary-SECRET-8d1f";
 const TOKEN: &str = "canary-TOKEN-51c9e";

@@ -1,8 +1,6 @@
-//! The delete function's events end to end (cleanup.md, http-api.md "Events"): EventBridge
-//! payloads as AWS delivers them (tests/fixtures/eventbridge/), the retention sweep (index,
-//! prune, checkpoint) and offboarding, on DynamoDB Local with AgentKit simulated over HTTP.
-
-mod support;
+//! The delete function's events end to end (docs/operations.md, docs/http-api.md "Events"):
+//! EventBridge payloads as AWS delivers them (tests/fixtures/eventbridge/), the retention sweep
+//! (index, prune, checkpoint) and offboarding, on DynamoDB Local with AgentKit simulated over HTTP.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -25,7 +23,7 @@ use snapwake_delete::{Delete, DeleteSettings, TOMBSTONE_TTL_S};
 use snapwake_delete::{SweepReport, SweepSettings, CHECKPOINT};
 use snapwake_sim::{Fault, SeedSession, SeedSnapshot};
 use snapwake_tests::counting::CountingStore;
-use support::*;
+use snapwake_tests::*;
 use time::OffsetDateTime;
 
 const DAY: Duration = Duration::from_secs(24 * 3600);
@@ -415,8 +413,14 @@ async fn a_sweep_keeps_the_newest_three_and_a_second_deletes_nothing() {
     // The records carry their owners now.
     for (agent_id, seeded) in &fleet {
         let record = store.get(&codex(agent_id)).await.unwrap().unwrap();
-        assert_eq!(record.owner.as_deref(), Some(seeded.owner.as_str()));
-        assert_eq!(record.tool_id.as_deref(), Some(world.recoverable.as_str()));
+        assert_eq!(
+            record.description.owner.as_deref(),
+            Some(seeded.owner.as_str())
+        );
+        assert_eq!(
+            record.description.tool_id.as_deref(),
+            Some(world.recoverable.as_str())
+        );
     }
 
     let report = sweep(&f, Duration::from_secs(120)).await;
@@ -1204,7 +1208,7 @@ async fn the_offboarding_event_twice_after_a_sweep_deletes_alices_agents_once() 
     for key in owners.alice.values() {
         let record = store.get(key).await.unwrap();
         assert!(
-            record.is_some_and(|r| r.owner_key.is_some()),
+            record.is_some_and(|r| r.description.owner_key.is_some()),
             "{key} indexed"
         );
     }

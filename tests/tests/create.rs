@@ -2,8 +2,6 @@
 //! idempotency documents on DynamoDB Local (and the in-memory store where it is cheap),
 //! AgentKit simulated over HTTP.
 
-mod support;
-
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -19,7 +17,7 @@ use snapwake::store::memory::MemoryStore;
 use snapwake::store::{AgentStore, DocumentKey};
 use snapwake_create::{Create, CreateSettings};
 use snapwake_sim::Fault;
-use support::*;
+use snapwake_tests::*;
 use tokio::sync::Notify;
 
 fn create_fn<S: AgentStore, K: AgentKit>(store: S, agentkit: K) -> Create<S, K> {
@@ -124,22 +122,28 @@ async fn creates_an_agent<S: AgentStore>(store: S) {
         .await
         .unwrap()
         .expect("the agent record");
-    assert_eq!(record.owner.as_deref(), Some(owner));
+    assert_eq!(record.description.owner.as_deref(), Some(owner));
     assert_eq!(
-        record.owner_key.as_deref(),
+        record.description.owner_key.as_deref(),
         Some("studio-u_MFWGSY3FIBSXQYLNOBWGKLTDN5WQ")
     );
-    assert_eq!(record.display_name.as_deref(), Some("Data helper"));
-    assert_eq!(record.created_by.as_deref(), Some(owner));
-    assert_eq!(record.retention, Some(Retention::Recoverable));
-    assert_eq!(record.tool_id.as_deref(), Some(world.recoverable.as_str()));
-    assert_eq!(record.region.as_deref(), Some(REGION));
+    assert_eq!(
+        record.description.display_name.as_deref(),
+        Some("Data helper")
+    );
+    assert_eq!(record.description.created_by.as_deref(), Some(owner));
+    assert_eq!(record.description.retention, Some(Retention::Recoverable));
+    assert_eq!(
+        record.description.tool_id.as_deref(),
+        Some(world.recoverable.as_str())
+    );
+    assert_eq!(record.description.region.as_deref(), Some(REGION));
     // Awake with its session recorded, the lock given back; not yet verified (Creating).
     assert_eq!(record.state, WakeState::Awake);
     assert_eq!(record.session_id.as_deref(), Some(session_id.as_str()));
     assert!(record.holder.is_none() && record.session_expire_at.is_some());
     assert_eq!(record.verified_at_ms, 0);
-    assert!(record.created_at.is_some());
+    assert!(record.description.created_at.is_some());
     let page = store
         .query_owner(&usid::owner_keys(owner)[0], 10, None)
         .await
@@ -242,7 +246,11 @@ async fn retention_defaults_to_recoverable_when_deployed_else_temporary() {
             .await
             .unwrap()
             .unwrap();
-        assert_eq!(record.tool_id.as_deref(), Some(tool.as_str()), "{kind}");
+        assert_eq!(
+            record.description.tool_id.as_deref(),
+            Some(tool.as_str()),
+            "{kind}"
+        );
         assert_eq!(sessions_on(&world, &tool, &id).await, 1, "{kind}");
     }
     assert_eq!(creates(&world), cases.len() as u64);
@@ -879,8 +887,11 @@ async fn a_tool_in_another_region_is_found_and_its_region_recorded() {
         .await
         .unwrap()
         .unwrap();
-    assert_eq!(record.region.as_deref(), Some("cn-shanghai"));
-    assert_eq!(record.tool_id.as_deref(), Some(shanghai.as_str()));
+    assert_eq!(record.description.region.as_deref(), Some("cn-shanghai"));
+    assert_eq!(
+        record.description.tool_id.as_deref(),
+        Some(shanghai.as_str())
+    );
     assert_eq!(
         header_of(&resp, "etag"),
         Some(record.etag().as_str()),

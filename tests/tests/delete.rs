@@ -2,8 +2,6 @@
 //! on DynamoDB Local (one case also in memory), AgentKit simulated over HTTP — and races of
 //! deletes against resumes, many rounds each.
 
-mod support;
-
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -16,7 +14,7 @@ use snapwake::timestamp::{now_ms, now_s};
 use snapwake::wake::WakeSettings;
 use snapwake_delete::Delete;
 use snapwake_resume::Resume;
-use support::*;
+use snapwake_tests::*;
 
 fn delete_fn<S: AgentStore, K: AgentKit>(
     store: S,
@@ -115,7 +113,7 @@ async fn snapshot_delete_is_idempotent<S: AgentStore + Clone>(store: S) {
     let record = store.get(&key(&agent_id)).await.unwrap().unwrap();
     assert_eq!(record.state, WakeState::Asleep, "back to rest");
     assert!(record.holder.is_none());
-    assert_eq!(record.owner.as_deref(), Some("alice"));
+    assert_eq!(record.description.owner.as_deref(), Some("alice"));
 
     // Again: already gone is success, and nothing else is touched.
     let resp = f
@@ -509,7 +507,10 @@ async fn who_may_delete_and_what_bad_input_answers() {
     assert_eq!(status, 204, "{body}");
     assert!(ctl.snapshot(&snapshot).is_none());
     let record = store.get(&key(&agent_id)).await.unwrap().unwrap();
-    assert_eq!(record.owner, None, "the admin is not recorded as the owner");
+    assert_eq!(
+        record.description.owner, None,
+        "the admin is not recorded as the owner"
+    );
     let (status, body) = call("DELETE", agent_path(&agent_id), Who::Admin("root")).await;
     assert_eq!(status, 204, "{body}");
 }

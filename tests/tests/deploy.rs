@@ -1,8 +1,6 @@
 //! The deploy reconciler and function end to end: the simulator with its 3-per-second tool
 //! write throttle ON, the registry and the deploy lock on DynamoDB Local.
 
-mod support;
-
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -23,7 +21,7 @@ use snapwake::wake::WakeSettings;
 use snapwake_deploy::Deploy;
 use snapwake_resume::Resume;
 use snapwake_sim::{SeedSnapshot, SeedTool, SimConfig, SimControl, Simulator};
-use support::*;
+use snapwake_tests::*;
 
 const APP: &str = "Acme Studio";
 

@@ -1,5 +1,5 @@
-//! Faults (quality.md, "Reliability"): the resume function against an unreliable AgentKit and
-//! an unreliable DynamoDB.
+//! Faults (docs/architecture.md, "Quality bars and where they are checked"): the resume function
+//! against an unreliable AgentKit and an unreliable DynamoDB.
 //!
 //! - A soak: 200 asleep agents woken by concurrent retrying callers while the simulator answers
 //!   20% of all AgentKit calls with 503 (some after acting) and 10% with 429. Once the faults
@@ -17,13 +17,11 @@
 //!   is ended only once it is; every wake comes from the snapshot the last sleep took, with one
 //!   Resume; never two live sessions; every caller ends on 200.
 //!
-//! They also hold every 200 and 202 to its view (http-api.md): a 200 shows the agent `awake`
+//! They also hold every 200 and 202 to its view (docs/http-api.md): a 200 shows the agent `awake`
 //! (`asleep` for a sleep), a 202 `waking`. That check comes last, after the invariants above.
 //!
 //! The tests run one after the other (a lock): they are heavy for a 2-core machine, and one's
 //! budget assertions must not measure another's load.
-
-mod support;
 
 use std::collections::{BTreeMap, HashMap};
 use std::net::TcpListener;
@@ -45,7 +43,7 @@ use snapwake::store::AgentStore;
 use snapwake::wake::WakeSettings;
 use snapwake_resume::Resume;
 use snapwake_sim::{Fault, SimControl};
-use support::*;
+use snapwake_tests::*;
 
 /// One test at a time in this file (see the module docs).
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -91,7 +89,7 @@ struct Answer {
 /// Resume `agent_id` once as its `owner`, and judge the answer. Its shape: a 200 is JSON naming
 /// a session, a 202 is JSON with `Retry-After` and `Location`, and every status in `errors` is
 /// a retryable problem+json carrying the request's id; any other status is malformed. Its
-/// consistency (http-api.md): a 200 shows the agent `awake`, a 202 `waking`.
+/// consistency (docs/http-api.md): a 200 shows the agent `awake`, a 202 `waking`.
 async fn resume_once<S: AgentStore, K: AgentKit>(
     function: &Resume<S, K>,
     owner: &str,
@@ -466,7 +464,7 @@ fn two_hundred_agents_wake_through_503s_and_429s_with_one_session_each() {
         for (_, _, snapshot_id) in &agents {
             assert!(ctl.snapshot(snapshot_id).is_some(), "{snapshot_id} kept");
         }
-        // Last, the views: a 200 shows the agent awake, a 202 waking (http-api.md).
+        // Last, the views: a 200 shows the agent awake, a 202 waking (docs/http-api.md).
         let inconsistent: Vec<_> = all.iter().filter_map(|a| a.inconsistent.as_ref()).collect();
         assert!(
             inconsistent.is_empty(),
@@ -908,7 +906,7 @@ fn dynamodb_killed_mid_storm_answers_503_in_budget_and_converges_after_restart()
             );
         }
         assert_eq!(ctl.snapshots().len(), snapshots_before, "no snapshot lost");
-        // Last, the views: a 200 shows the agent awake, a 202 waking (http-api.md).
+        // Last, the views: a 200 shows the agent awake, a 202 waking (docs/http-api.md).
         let inconsistent: Vec<_> = answers
             .iter()
             .filter_map(|a| a.inconsistent.as_ref())

@@ -54,7 +54,7 @@ fn cognito_jwt_with_flattened_groups() {
         )
         .is_admin
     );
-    // `cognito:username` is not an identifier claim of identity.md.
+    // `cognito:username` is not an identifier claim of docs/identity.md.
     assert!(!caller("jwt-cognito-groups", &config(&["alice"], &[])).is_admin);
 }
 

@@ -1,4 +1,5 @@
-//! The UserSessionId codec against identity.md's vectors and our own.
+//! The UserSessionId codec against the reference Studio's vectors (kept here, in
+//! `SPEC_VECTORS`; docs/identity.md explains the rules) and our own.
 //!
 //! Our vectors were computed independently of this code, with Python's standard library:
 //!
@@ -17,7 +18,7 @@ use proptest::prelude::*;
 use snapwake::identity::usid::{self, UserSessionId};
 use snapwake::identity::{belongs_to, display_name, mint, owner_keys, prefix, safe_owner};
 
-/// identity.md's table.
+/// The reference Studio's vectors.
 const SPEC_VECTORS: [(&str, &str); 8] = [
     ("alice", "alice"),
     ("user_name", "user_name"),

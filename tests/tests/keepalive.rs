@@ -6,8 +6,6 @@
 //! refused before anything reaches AgentKit; an agent without a live session, deleted, or held
 //! by a sleep is refused too.
 
-mod support;
-
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -19,7 +17,7 @@ use snapwake::identity::usid;
 use snapwake::store::dynamo::DynamoStore;
 use snapwake::store::AgentStore;
 use snapwake_sim::{SeedSession, SimControl};
-use support::*;
+use snapwake_tests::*;
 use time::OffsetDateTime;
 
 type DynamoApi = Api<Arc<DynamoStore>, AgentKitClient>;

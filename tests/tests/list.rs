@@ -2,8 +2,6 @@
 //! Local, AgentKit simulated over HTTP; and the index sync that lets a list of one owner skip
 //! the scan of every snapshot.
 
-mod support;
-
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
@@ -23,7 +21,7 @@ use snapwake::timestamp::{now_ms, now_s};
 use snapwake_list::{List, ListSettings};
 use snapwake_sim::{Fault, SeedSession, SeedSnapshot, SeedTool};
 use snapwake_tests::counting::CountingStore;
-use support::*;
+use snapwake_tests::*;
 
 fn list_fn<S: AgentStore>(store: S, agentkit: AgentKitClient) -> List<S, AgentKitClient> {
     List::new(
@@ -444,7 +442,10 @@ async fn scan_before_the_sync_and_index_after_it_list_the_same_agents() {
         .await
         .unwrap()
         .unwrap();
-    assert_eq!(legacy.display_name.as_deref(), Some("Alice Old"));
+    assert_eq!(
+        legacy.description.display_name.as_deref(),
+        Some("Alice Old")
+    );
     assert!(agent(&indexed, &s.asleep)["etag"].is_string());
 
     // Bob sees his own, never alice's, and never the mislabelled one by its metadata.
@@ -743,8 +744,9 @@ async fn a_failing_tool_still_answers_with_what_the_others_have() {
     assert!(!ids(&body).contains(lost));
 }
 
-// ---------------------------------------------------------------------------------------------
-// The budget (quality.md): one owner's list among 20,000 snapshots of 1,000 owners.
+// --------------------------------------------------------------------------------------------- The
+// budget (docs/architecture.md, "Quality bars and where they are checked"): one owner's list among
+// 20,000 snapshots of 1,000 owners.
 
 fn agentkit_calls(world: &World) -> u64 {
     world

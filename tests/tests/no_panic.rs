@@ -1,12 +1,11 @@
-//! No input panics a handler (quality.md, Security): property tests over every function's
-//! `handle` with arbitrary methods, paths, query strings, identities, headers and bodies (on the
-//! in-memory store and the simulator, for speed), and over the UserSessionId codec.
+//! No input panics a handler (docs/architecture.md, "Quality bars and where they are checked",
+//! Security): property tests over every function's `handle` with arbitrary methods, paths, query
+//! strings, identities, headers and bodies (on the in-memory store and the simulator, for speed),
+//! and over the UserSessionId codec.
 //!
 //! Every answer must be well formed: a status in 200..=599, and every 4xx/5xx a problem+json
 //! body whose `status` is the HTTP status and whose `code` and `type` agree. With a healthy
 //! store and simulator nothing may be a 500: an input snapwake did not foresee is a 4xx.
-
-mod support;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -17,7 +16,7 @@ use serde_json::Value;
 use snapwake::identity::usid::{self, UserSessionId};
 use snapwake::identity::{belongs_to, display_name, is_valid_agent_id};
 use snapwake::store::memory::MemoryStore;
-use support::*;
+use snapwake_tests::*;
 
 /// One generated request.
 #[derive(Clone, Debug)]

@@ -5,8 +5,6 @@
 //! processes (this same test binary, re-run in child mode), all sharing one table and one
 //! simulator: exactly one ResumeSessionFromSnapshot may reach AgentKit.
 
-mod support;
-
 use std::future::Future;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -24,7 +22,7 @@ use snapwake::timestamp::now_ms;
 use snapwake::wake::WakeSettings;
 use snapwake_resume::Resume;
 use snapwake_sim::{Fault, SeedSnapshot};
-use support::*;
+use snapwake_tests::*;
 use tokio::sync::Notify;
 
 fn resume_fn<S: AgentStore, K: AgentKit>(
@@ -73,7 +71,8 @@ fn session_id(body: &serde_json::Value) -> String {
 const STORM_PARENT: usize = 200;
 const STORM_CHILDREN: usize = 2;
 const STORM_PER_CHILD: usize = 150;
-/// Most AgentKit calls one storm may cost, whatever its callers (quality.md).
+/// Most AgentKit calls one storm may cost, whatever its callers (docs/architecture.md, "Quality
+/// bars and where they are checked").
 const STORM_AGENTKIT_BUDGET: u64 = 15;
 
 /// One caller: resume until it answers anything but 202 (a 202 is asked again after a short
@@ -1056,7 +1055,10 @@ async fn a_snapshot_agent_wakes_again_after_a_wake_that_expired_or_failed() {
         .unwrap()
         .unwrap();
     assert_eq!(record.state, WakeState::Failed);
-    assert_eq!(record.tool_id.as_deref(), Some(world.recoverable.as_str()));
+    assert_eq!(
+        record.description.tool_id.as_deref(),
+        Some(world.recoverable.as_str())
+    );
     subject.converge(&f).await;
     assert_eq!(
         subject.live(&world),

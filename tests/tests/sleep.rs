@@ -3,8 +3,6 @@
 //! the snapshot is Ready, only then ends the session — once, however many callers ask, never
 //! racing a wake, and never ending a session whose snapshot is not Ready.
 
-mod support;
-
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -16,7 +14,7 @@ use snapwake::store::AgentStore;
 use snapwake::wake::WakeSettings;
 use snapwake_resume::Resume;
 use snapwake_sim::{Fault, SimControl};
-use support::*;
+use snapwake_tests::*;
 
 fn resume_fn<S: AgentStore, K: AgentKit>(
     store: S,

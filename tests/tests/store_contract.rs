@@ -447,9 +447,9 @@ async fn expired_reads_absent_and_is_reacquired<S: AgentStore>(store: Arc<S>) {
     assert_eq!(fresh.state, WakeState::Waking);
     assert_eq!(fresh.expires_at, None);
     assert_eq!(fresh.session_id, None);
-    assert_eq!(fresh.owner_key, None);
-    assert_eq!(fresh.display_name, None);
-    assert_eq!(fresh.created_at, None);
+    assert_eq!(fresh.description.owner_key, None);
+    assert_eq!(fresh.description.display_name, None);
+    assert_eq!(fresh.description.created_at, None);
     assert_eq!(store.get(&k).await.unwrap(), Some(fresh));
     assert!(store
         .query_owner("studio-e", 10, None)
@@ -487,14 +487,14 @@ async fn describe_fields_round_trip<S: AgentStore>(store: Arc<S>) {
     let got = store.get(&k).await.unwrap().unwrap();
     assert_eq!(got, r);
     assert_eq!(got.key, k);
-    assert_eq!(got.owner, description.owner);
-    assert_eq!(got.owner_key, description.owner_key);
-    assert_eq!(got.display_name, description.display_name);
-    assert_eq!(got.created_by, description.created_by);
-    assert_eq!(got.retention, description.retention);
-    assert_eq!(got.tool_id, description.tool_id);
-    assert_eq!(got.region, description.region);
-    assert_eq!(got.created_at, description.created_at);
+    assert_eq!(got.description.owner, description.owner);
+    assert_eq!(got.description.owner_key, description.owner_key);
+    assert_eq!(got.description.display_name, description.display_name);
+    assert_eq!(got.description.created_by, description.created_by);
+    assert_eq!(got.description.retention, description.retention);
+    assert_eq!(got.description.tool_id, description.tool_id);
+    assert_eq!(got.description.region, description.region);
+    assert_eq!(got.description.created_at, description.created_at);
     assert_eq!(
         (got.state, got.fence, got.version),
         (WakeState::Asleep, 0, 1)
@@ -515,10 +515,10 @@ async fn describe_fields_round_trip<S: AgentStore>(store: Arc<S>) {
         )
         .await
         .unwrap();
-    assert_eq!(renamed.display_name.as_deref(), Some("renamed"));
-    assert_eq!(renamed.retention, Some(Retention::Temporary));
-    assert_eq!(renamed.owner, description.owner);
-    assert_eq!(renamed.created_at, description.created_at);
+    assert_eq!(renamed.description.display_name.as_deref(), Some("renamed"));
+    assert_eq!(renamed.description.retention, Some(Retention::Temporary));
+    assert_eq!(renamed.description.owner, description.owner);
+    assert_eq!(renamed.description.created_at, description.created_at);
     assert_eq!(renamed.snapshot_id.as_deref(), Some("snap"));
     let page = store.query_owner("studio-alice", 10, None).await.unwrap();
     assert_eq!(page.records, vec![renamed]);

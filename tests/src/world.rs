@@ -1,0 +1,261 @@
+//! The simulated AgentKit of a test: Tools of every kind, a registry, agents asleep and awake,
+//! and clients that sign like production.
+
+use std::time::Duration;
+
+use snapwake::agentkit::retry::RetryPolicy;
+use snapwake::agentkit::types::MetadataEntry;
+use snapwake::agentkit::AgentKitClient;
+use snapwake::agentkit::{AgentKitConfig, CredentialsSource};
+use snapwake::domain::{Kind, KindTools, ToolRegistry};
+use snapwake::identity::usid;
+use snapwake::store::AgentStore;
+use snapwake_sim::{RunningSim, SeedSnapshot, SeedTool, SimConfig, Simulator};
+
+use crate::*;
+
+/// The simulator, one recoverable and one temporary codex Tool, and the registry naming them.
+pub struct World {
+    pub sim: RunningSim,
+    pub recoverable: String,
+    pub temporary: String,
+}
+
+impl World {
+    pub async fn start(session_ready_delay: Duration) -> World {
+        let sim = Simulator::start(SimConfig {
+            session_ready_delay,
+            ..SimConfig::default()
+        })
+        .await
+        .unwrap();
+        let ctl = sim.control();
+        let tool = |name: &str, snapshots: bool| SeedTool {
+            name: name.into(),
+            tool_type: "CodeEnv".into(),
+            enable_snapshot: snapshots,
+            ..SeedTool::default()
+        };
+        let recoverable = ctl.seed_tool(REGION, tool("chat-snapshot", true)).unwrap();
+        let temporary = ctl
+            .seed_tool(REGION, tool("chat-temporary", false))
+            .unwrap();
+        World {
+            sim,
+            recoverable,
+            temporary,
+        }
+    }
+
+    pub fn registry(&self) -> ToolRegistry {
+        let mut r = ToolRegistry {
+            region: Some(REGION.into()),
+            ..ToolRegistry::default()
+        };
+        r.kinds.insert(
+            Kind::Codex,
+            KindTools {
+                temporary: Some(self.temporary.clone()),
+                recoverable: Some(self.recoverable.clone()),
+                legacy_snapshot_tools: Vec::new(),
+            },
+        );
+        r
+    }
+
+    /// Write the registry into `store` (deploy's job in production).
+    pub async fn register<S: AgentStore>(&self, store: &S) {
+        let current = store.get_registry().await.unwrap().map_or(0, |r| r.version);
+        store.put_registry(&self.registry(), current).await.unwrap();
+    }
+
+    pub fn client(&self) -> AgentKitClient {
+        client(&self.sim.endpoint())
+    }
+
+    /// An asleep agent of `owner`: one Ready snapshot. Answers (agent id, snapshot id).
+    pub fn asleep_agent(&self, owner: &str, name: &str) -> (String, String) {
+        let agent_id = usid::mint(owner);
+        let snapshot = self
+            .sim
+            .control()
+            .seed_snapshot(SeedSnapshot {
+                tool_id: self.recoverable.clone(),
+                user_session_id: Some(agent_id.clone()),
+                session_id: Some(format!("s-old-{}", &agent_id[agent_id.len() - 8..])),
+                session_metadata: vec![
+                    MetadataEntry::string("Username", owner),
+                    MetadataEntry::string("veadk_display_name", name),
+                    MetadataEntry::string("veadk_creator_name", owner),
+                ],
+                ..SeedSnapshot::default()
+            })
+            .unwrap();
+        (agent_id, snapshot)
+    }
+}
+
+/// A client of the simulator at `endpoint` (quick retries).
+pub fn client(endpoint: &str) -> AgentKitClient {
+    let config = AgentKitConfig {
+        endpoint: endpoint.to_string(),
+        regions: vec![REGION.into(), "cn-shanghai".into()],
+        credentials: CredentialsSource::Static(SimConfig::default().credentials),
+        request_timeout: Duration::from_secs(2),
+    };
+    AgentKitClient::new(&config, SimConfig::default().credentials)
+        .unwrap()
+        .with_retry_policy(RetryPolicy {
+            max_retries: 2,
+            base: Duration::from_millis(20),
+            max_wait: Duration::from_secs(1),
+        })
+}
+
+/// Tools of the kinds beyond codex: hermes has only a temporary Tool; openclaw has a temporary
+/// Tool and a legacy snapshot Tool, but no recoverable one.
+pub struct MoreKinds {
+    pub hermes_temporary: String,
+    pub openclaw_temporary: String,
+    pub openclaw_legacy: String,
+}
+
+impl World {
+    /// Seed the Tools of [`MoreKinds`] in the simulator.
+    pub fn seed_more_kinds(&self) -> MoreKinds {
+        let ctl = self.sim.control();
+        let tool = |name: &str, tool_type: &str, snapshots: bool| SeedTool {
+            name: name.into(),
+            tool_type: tool_type.into(),
+            enable_snapshot: snapshots,
+            ..SeedTool::default()
+        };
+        MoreKinds {
+            hermes_temporary: ctl
+                .seed_tool(REGION, tool("hermes-temporary", "HermesEnv", false))
+                .unwrap(),
+            openclaw_temporary: ctl
+                .seed_tool(REGION, tool("openclaw-temporary", "ArkClawEnv", false))
+                .unwrap(),
+            openclaw_legacy: ctl
+                .seed_tool(REGION, tool("openclaw-legacy", "ArkClawEnv", true))
+                .unwrap(),
+        }
+    }
+
+    /// [`World::registry`] plus the Tools of `more`.
+    pub fn registry_with(&self, more: &MoreKinds) -> ToolRegistry {
+        let mut r = self.registry();
+        r.kinds.insert(
+            Kind::Hermes,
+            KindTools {
+                temporary: Some(more.hermes_temporary.clone()),
+                ..KindTools::default()
+            },
+        );
+        r.kinds.insert(
+            Kind::Openclaw,
+            KindTools {
+                temporary: Some(more.openclaw_temporary.clone()),
+                recoverable: None,
+                legacy_snapshot_tools: vec![more.openclaw_legacy.clone()],
+            },
+        );
+        r
+    }
+
+    /// Write [`World::registry_with`] into `store`.
+    pub async fn register_with<S: AgentStore>(&self, store: &S, more: &MoreKinds) {
+        let current = store.get_registry().await.unwrap().map_or(0, |r| r.version);
+        store
+            .put_registry(&self.registry_with(more), current)
+            .await
+            .unwrap();
+    }
+}
+
+impl World {
+    /// `count` more Ready snapshots of `owner`'s agent `agent_id`, created
+    /// a second apart before now so the newest stays the one seeded last. Answers their ids.
+    pub fn more_snapshots(&self, owner: &str, agent_id: &str, count: usize) -> Vec<String> {
+        let base = time::OffsetDateTime::now_utc() - Duration::from_secs(3600 + count as u64);
+        let seeds = (0..count)
+            .map(|i| SeedSnapshot {
+                tool_id: self.recoverable.clone(),
+                user_session_id: Some(agent_id.to_string()),
+                session_id: Some(format!("s-older-{i}")),
+                created_at: Some(base + Duration::from_secs(i as u64)),
+                session_metadata: vec![MetadataEntry::string("Username", owner)],
+                ..SeedSnapshot::default()
+            })
+            .collect();
+        self.sim.control().seed_snapshots(seeds).unwrap()
+    }
+
+    /// A Ready session of `agent_id` on the recoverable Tool. Answers its id.
+    pub fn live_session(&self, owner: &str, agent_id: &str) -> String {
+        self.sim
+            .control()
+            .seed_session(snapwake_sim::SeedSession {
+                tool_id: self.recoverable.clone(),
+                user_session_id: Some(agent_id.to_string()),
+                metadata: vec![MetadataEntry::string("Username", owner)],
+                ..Default::default()
+            })
+            .unwrap()
+    }
+
+    /// The snapshots the simulator still holds for `agent_id`.
+    pub fn snapshots_of(&self, agent_id: &str) -> Vec<String> {
+        self.sim
+            .control()
+            .snapshots()
+            .into_iter()
+            .filter(|s| s.user_session_id.as_deref() == Some(agent_id))
+            .filter_map(|s| s.snapshot_id)
+            .collect()
+    }
+}
+
+impl World {
+    /// [`World::start`] with a simulator configured by `config` (its own credentials, say).
+    pub async fn start_with(config: SimConfig) -> World {
+        let sim = Simulator::start(config).await.unwrap();
+        let ctl = sim.control();
+        let tool = |name: &str, snapshots: bool| SeedTool {
+            name: name.into(),
+            tool_type: "CodeEnv".into(),
+            enable_snapshot: snapshots,
+            ..SeedTool::default()
+        };
+        let recoverable = ctl.seed_tool(REGION, tool("chat-snapshot", true)).unwrap();
+        let temporary = ctl
+            .seed_tool(REGION, tool("chat-temporary", false))
+            .unwrap();
+        World {
+            sim,
+            recoverable,
+            temporary,
+        }
+    }
+}
+
+/// [`client`] signing with `credentials`.
+pub fn client_with(
+    endpoint: &str,
+    credentials: snapwake::agentkit::signer::Credentials,
+) -> AgentKitClient {
+    let config = AgentKitConfig {
+        endpoint: endpoint.to_string(),
+        regions: vec![REGION.into(), "cn-shanghai".into()],
+        credentials: CredentialsSource::Static(credentials.clone()),
+        request_timeout: Duration::from_secs(2),
+    };
+    AgentKitClient::new(&config, credentials)
+        .unwrap()
+        .with_retry_policy(RetryPolicy {
+            max_retries: 2,
+            base: Duration::from_millis(20),
+            max_wait: Duration::from_secs(1),
+        })
+}
