@@ -1,4 +1,5 @@
-//! `snapwake usid`: the UserSessionId codec for support staff (identity.md), as JSON on stdout.
+//! `snapwake usid`: the UserSessionId codec for support staff (docs/identity.md), as JSON on
+//! stdout.
 //!
 //! Owners and ids may begin with `-` (`snapwake usid encode -- -alice`, or without `--`):
 //! the positional values and `--owner` accept leading hyphens.

@@ -226,7 +226,7 @@ fn agentkit_config(get: &impl Fn(&str) -> Option<String>) -> Result<AgentKitConf
     })
 }
 
-/// The secret wins over static keys: in Lambda it is the preferred source (agentkit.md).
+/// The secret wins over static keys: in Lambda it is the preferred source (docs/agentkit.md).
 fn credentials_source(
     get: &impl Fn(&str) -> Option<String>,
 ) -> Result<CredentialsSource, ConfigError> {

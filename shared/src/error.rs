@@ -2,6 +2,7 @@
 //! [`crate::http::problem`] maps each to exactly one problem+json response.
 
 use crate::agentkit::AgentKitError;
+use crate::domain::WakeState;
 use crate::store::StoreError;
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -95,6 +96,15 @@ pub enum Error {
 }
 
 impl Error {
+    /// The agent's lock is held by an operation in `state`: 409, ask again after
+    /// `retry_after_s`.
+    pub fn held_by(state: WakeState, retry_after_s: u64) -> Error {
+        Error::AgentBusy {
+            detail: state.holder_detail().into(),
+            retry_after_s,
+        }
+    }
+
     /// A 400 `INVALID_REQUEST`.
     pub fn bad_request(detail: impl Into<String>) -> Self {
         Error::InvalidRequest {

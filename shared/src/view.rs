@@ -1,5 +1,5 @@
 //! The agent view derived from AgentKit's truth (sessions, snapshots) plus the agent record
-//! (http-api.md, "Views"). It carries no session `Endpoint` and no credential.
+//! (docs/http-api.md, "The agent view"). It carries no session `Endpoint` and no credential.
 
 use crate::agentkit::types::{metadata_value, newest_session, Session, Snapshot};
 use crate::domain::{
@@ -109,17 +109,17 @@ pub fn agent_view(facts: &AgentFacts<'_>, now_ms: u64, settings: &LockSettings) 
         .unwrap_or_default();
     let usid = Some(facts.key.agent_id.as_str()).filter(|id| !id.starts_with("snapshot-"));
     let name = display_name(
-        record.and_then(|r| r.display_name.as_deref()),
+        record.and_then(|r| r.description.display_name.as_deref()),
         metadata_value(metadata, METADATA_DISPLAY_NAME_KEY),
         usid,
         snapshots.first().and_then(|s| s.snapshot_id.as_deref()),
     );
     let owner = record
-        .and_then(|r| r.owner.clone())
+        .and_then(|r| r.description.owner.clone())
         .or_else(|| metadata_value(metadata, METADATA_OWNER_KEY).map(str::to_string))
         .filter(|o| !o.trim().is_empty());
     let created_by = record
-        .and_then(|r| r.created_by.clone())
+        .and_then(|r| r.description.created_by.clone())
         .or_else(|| metadata_value(metadata, METADATA_CREATOR_KEY).map(str::to_string));
 
     let wake = record.and_then(|r| match r.state {
@@ -151,7 +151,9 @@ pub fn agent_view(facts: &AgentFacts<'_>, now_ms: u64, settings: &LockSettings) 
         display_name: name,
         owner,
         created_by,
-        retention: record.and_then(|r| r.retention).unwrap_or(facts.retention),
+        retention: record
+            .and_then(|r| r.description.retention)
+            .unwrap_or(facts.retention),
         state,
         session: live.map(|s| SessionView {
             session_id: s.session_id.unwrap_or_default(),

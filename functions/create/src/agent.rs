@@ -101,12 +101,7 @@ impl<S: AgentStore, K: AgentKit> Create<S, K> {
                 Decision::Busy {
                     state,
                     retry_after_s,
-                } => {
-                    return Err(Error::AgentBusy {
-                        detail: state.holder_detail().into(),
-                        retry_after_s,
-                    })
-                }
+                } => return Err(Error::held_by(state, retry_after_s)),
                 Decision::Acquire(c) => c,
                 other => {
                     return Err(Error::Internal(format!(
@@ -115,8 +110,8 @@ impl<S: AgentStore, K: AgentKit> Create<S, K> {
                 }
             };
             if let Some(r) = &seen {
-                let ours = r.owner.as_deref() == Some(plan.caller.owner.as_str())
-                    && r.tool_id.as_deref() == Some(plan.tool_id.as_str());
+                let ours = r.description.owner.as_deref() == Some(plan.caller.owner.as_str())
+                    && r.description.tool_id.as_deref() == Some(plan.tool_id.as_str());
                 if !ours {
                     return Err(Error::Internal(format!(
                         "agent record {key} already exists for someone else"
@@ -138,7 +133,7 @@ impl<S: AgentStore, K: AgentKit> Create<S, K> {
                     // An earlier attempt's record keeps its place in the owner's list.
                     created_at: Some(
                         seen.as_ref()
-                            .and_then(|r| r.created_at.clone())
+                            .and_then(|r| r.description.created_at.clone())
                             .unwrap_or_else(snapwake::timestamp::now),
                     ),
                 }),

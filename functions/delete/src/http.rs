@@ -329,7 +329,10 @@ impl<S: AgentStore, K: AgentKit> Delete<S, K> {
 /// The Tool and region the record names.
 fn recorded_place(record: Option<&AgentRecord>) -> Option<(String, String)> {
     let r = record?;
-    Some((r.tool_id.clone()?, r.region.clone()?))
+    Some((
+        r.description.tool_id.clone()?,
+        r.description.region.clone()?,
+    ))
 }
 
 fn retention_of(registry: &ToolRegistry, key: &AgentKey, tool_id: &str) -> Retention {

@@ -1,5 +1,5 @@
 //! The delete function: `DELETE /v1/agents/{kind}/{agent_id}/snapshots/{snapshot_id}` and
-//! `DELETE /v1/agents/{kind}/{agent_id}` (http-api.md), both answering 204.
+//! `DELETE /v1/agents/{kind}/{agent_id}` (docs/http-api.md), both answering 204.
 //!
 //! - `deletion`: the deletions themselves under the agent's lock — acquire as `deleting`,
 //!   act on AgentKit idempotently, then one fenced write (resting state or tombstone). Every

@@ -240,8 +240,8 @@ impl<S: AgentStore, K: AgentKit> Offboard<'_, S, K> {
         let home = found.home.clone().or_else(|| {
             let r = found.record.as_ref()?;
             Some((
-                r.tool_id.clone()?,
-                r.region.clone()?,
+                r.description.tool_id.clone()?,
+                r.description.region.clone()?,
                 Retention::Recoverable,
             ))
         });

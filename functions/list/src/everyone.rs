@@ -172,7 +172,7 @@ pub fn index_view(record: &AgentRecord, now_ms: u64, settings: &LockSettings) ->
         Some(record),
         &session,
         &snapshots,
-        record.retention,
+        record.description.retention,
         now_ms,
         settings,
     )?;

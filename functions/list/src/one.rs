@@ -47,7 +47,7 @@ impl<S: AgentStore, K: AgentKit> List<S, K> {
             Some(
                 record
                     .as_ref()
-                    .and_then(|r| r.retention)
+                    .and_then(|r| r.description.retention)
                     .unwrap_or(retention),
             ),
             now_ms(),
@@ -84,7 +84,7 @@ impl<S: AgentStore, K: AgentKit> List<S, K> {
             .into_iter()
             .map(str::to_string)
             .collect();
-        let recorded = record.and_then(|r| r.tool_id.clone());
+        let recorded = record.and_then(|r| r.description.tool_id.clone());
         let mut tools: Vec<String> = recorded.iter().cloned().collect();
         if let Some(k) = registry.kind(key.kind) {
             tools.extend(
@@ -95,8 +95,8 @@ impl<S: AgentStore, K: AgentKit> List<S, K> {
         }
         for tool in tools {
             let hint = record
-                .filter(|r| r.tool_id.as_ref() == Some(&tool))
-                .and_then(|r| r.region.clone());
+                .filter(|r| r.description.tool_id.as_ref() == Some(&tool))
+                .and_then(|r| r.description.region.clone());
             let mut order: Vec<String> = hint.iter().cloned().collect();
             order.extend(all.iter().filter(|r| Some(*r) != hint.as_ref()).cloned());
             let sessions = match list_on_tool(

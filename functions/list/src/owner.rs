@@ -196,20 +196,20 @@ async fn indexed_snapshots<K: AgentKit>(
     let wanted: Vec<(AgentKey, String, String, Vec<String>)> = records
         .iter()
         .filter_map(|r| {
-            if r.state == WakeState::Gone || r.retention == Some(Retention::Temporary) {
+            if r.state == WakeState::Gone || r.description.retention == Some(Retention::Temporary) {
                 return None;
             }
             let usid = user_session_id(&r.key.agent_id)?;
-            let tool = r.tool_id.as_deref()?;
+            let tool = r.description.tool_id.as_deref()?;
             if !registry.is_snapshot_tool(r.key.kind, tool) {
                 return None;
             }
             // The recorded region first, then the others.
-            let mut order: Vec<String> = r.region.iter().cloned().collect();
+            let mut order: Vec<String> = r.description.region.iter().cloned().collect();
             order.extend(
                 regions
                     .iter()
-                    .filter(|x| Some(*x) != r.region.as_ref())
+                    .filter(|x| Some(*x) != r.description.region.as_ref())
                     .cloned(),
             );
             Some((r.key.clone(), usid.to_string(), tool.to_string(), order))

@@ -36,7 +36,10 @@ pub(crate) fn view(
             record: Some(record),
             sessions,
             snapshots,
-            retention: record.retention.unwrap_or(Retention::Recoverable),
+            retention: record
+                .description
+                .retention
+                .unwrap_or(Retention::Recoverable),
         },
         now_ms(),
         lock,

@@ -6,7 +6,7 @@
 //! found or not the caller's; 409 while a sleep, a wake, a create or a delete holds the agent;
 //! 410 once deleted; 422 `NOT_AWAKE` when it has no live session.
 //!
-//! No lock is taken (wake-protocol.md): a consistent read shows the agent is not held, and
+//! No lock is taken (docs/wake-protocol.md): a consistent read shows the agent is not held, and
 //! SetSessionTtl only ever moves the expiry of a session that is alive. The record's copy of
 //! the expiry follows with a compare-and-swap on the version read; if something else wrote
 //! the record meanwhile, that writer's view wins and the next wake re-reads the session.
@@ -73,25 +73,16 @@ impl<S: AgentStore, K: AgentKit> Resume<S, K> {
                 return Err(Error::AgentGone);
             }
             if self.wake.lock.is_held(r, now) {
-                return Err(busy(r.state, self.wake.lock.retry_after_s(r, now)));
+                return Err(Error::held_by(r.state, self.wake.lock.retry_after_s(r, now)));
             }
         }
 
         let home = match addressed.home.clone() {
             Some(home) => home,
-            None => {
-                let found =
-                    snapwake::locate::locate(&self.agentkit, &addressed.registry, key, deadline)
-                        .await?;
-                let Some(found) = found else {
-                    return Err(Error::AgentNotFound);
-                };
-                Home {
-                    tool_id: found.tool_id,
-                    region: found.region,
-                    retention: found.retention,
-                }
-            }
+            None => snapwake::locate::locate(&self.agentkit, &addressed.registry, key, deadline)
+                .await?
+                .ok_or(Error::AgentNotFound)?
+                .home(),
         };
         let live = self
             .live_session(&home, record.as_ref(), key, deadline)
@@ -122,7 +113,7 @@ impl<S: AgentStore, K: AgentKit> Resume<S, K> {
         };
         // An agent without a record yet is shown as a read would show it: its Tool's
         // retention, its snapshots as listed.
-        record.retention = record.retention.or(Some(home.retention));
+        record.description.retention = record.description.retention.or(Some(home.retention));
         let snapshots = self.snapshots_for(&record, Some(&home), deadline).await;
         let view = view(
             key,
@@ -187,12 +178,5 @@ impl<S: AgentStore, K: AgentKit> Resume<S, K> {
                 record
             }
         }
-    }
-}
-
-fn busy(state: WakeState, retry_after_s: u64) -> Error {
-    Error::AgentBusy {
-        detail: state.holder_detail().into(),
-        retry_after_s,
     }
 }

@@ -296,7 +296,7 @@ impl AgentKitClient {
                 || matches!(error, AgentKitError::Throttled { .. });
             // Only a 429 or an explicit throttling code says AgentKit refused the request before
             // acting; a bare 503 or any other 5xx may come after it acted (outcome unknown), so
-            // a non-idempotent action is not sent again (wake-protocol.md).
+            // a non-idempotent action is not sent again (docs/wake-protocol.md).
             let not_sent = status == 429 || matches!(error, AgentKitError::Throttled { .. });
             if !retryable {
                 tracing::info!(

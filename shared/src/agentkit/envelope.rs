@@ -1,7 +1,7 @@
 //! The response envelope every action answers with, and how an error inside it is classified.
 //!
 //! An error can arrive with a non-200 status or inside a 200: the error code in
-//! `ResponseMetadata.Error.Code` decides first, the HTTP status second (agentkit.md).
+//! `ResponseMetadata.Error.Code` decides first, the HTTP status second (docs/agentkit.md).
 
 use serde::{Deserialize, Serialize};
 

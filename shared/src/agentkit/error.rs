@@ -1,6 +1,6 @@
-//! How an AgentKit call can fail, classified so callers can act on it (agentkit.md, "Errors to
-//! recognise"). Messages from the provider are kept for logs only; [`crate::http::problem`]
-//! never shows them to callers.
+//! How an AgentKit call can fail, classified so callers can act on it (docs/agentkit.md, "Errors
+//! and what they recognise"). Messages from the provider are kept for logs only;
+//! [`crate::http::problem`] never shows them to callers.
 
 use std::time::Duration;
 
@@ -99,7 +99,7 @@ impl AgentKitError {
     }
 
     /// Whether AgentKit may have carried the request out although it answered an error
-    /// (wake-protocol.md, "Ambiguous AgentKit answers"): a timeout or dropped connection after
+    /// (docs/agentkit.md, "Errors and what they mean"): a timeout or dropped connection after
     /// sending, a 5xx (a bare 503 included), an unreadable answer, `ErrCreateSessionFail`. For
     /// a non-idempotent action (Resume, CreateSession) this is **unknown**, not failed: the
     /// caller must reconcile, never send it again blindly. Throttles, NotFound and other 4xx

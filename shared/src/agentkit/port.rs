@@ -22,7 +22,7 @@ pub trait AgentKit: Send + Sync + 'static {
     fn regions(&self) -> &[String];
 
     /// How long one attempt of a call may take (`AGENTKIT_TIMEOUT_MS`). A non-idempotent
-    /// action is never sent with less budget left than this (wake-protocol.md): an answer cut
+    /// action is never sent with less budget left than this (docs/wake-protocol.md): an answer cut
     /// short by the caller's deadline would leave its outcome unknown.
     fn request_timeout(&self) -> Duration {
         DEFAULT_REQUEST_TIMEOUT

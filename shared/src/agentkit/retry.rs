@@ -11,7 +11,7 @@ use crate::deadline::Deadline;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RetryPolicy {
-    /// Retries after the first attempt (agentkit.md: 2).
+    /// Retries after the first attempt (docs/agentkit.md, "Retries, throttling and deadlines": 2).
     pub max_retries: u32,
     /// The first backoff; doubled for each further retry.
     pub base: Duration,

@@ -7,16 +7,9 @@
 //! client and the simulator both speak through these types. Requests refuse unknown fields
 //! when read (the simulator is as strict as the service); results ignore them.
 //!
-//! Files: `mod.rs` (this: the records every action shares — sessions, snapshots, Tools,
-//! metadata, filters), `sessions.rs`, `snapshots.rs`, `tools.rs` (the actions on each).
-
-mod sessions;
-mod snapshots;
-mod tools;
-
-pub use sessions::*;
-pub use snapshots::*;
-pub use tools::*;
+//! These are the wire types of the service, which the simulator speaks too: one file, in the
+//! order of the API's reference (records, then sessions, snapshots and Tools), kept whole so the
+//! contract reads in one place.
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -218,6 +211,376 @@ impl Tool {
 /// An empty `Result` (actions that answer nothing of interest).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Empty {}
+
+// ---------------------------------------------------------------------------------------------
+// Sessions
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "PascalCase", deny_unknown_fields)]
+pub struct ListSessions {
+    pub tool_id: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_results: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_token: Option<String>,
+    /// Sessions whose metadata carries every one of these `{Key, Value}` pairs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Vec<MetadataFilter>>,
+    /// `[{Name: "UserSessionId", Values: [...]}]`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub filters: Option<Vec<Filter>>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "PascalCase", default)]
+pub struct ListSessionsResult {
+    pub session_infos: Vec<Session>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_token: Option<String>,
+}
+
+impl Action for ListSessions {
+    const NAME: &'static str = "ListSessions";
+    type Output = ListSessionsResult;
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "PascalCase", deny_unknown_fields)]
+pub struct GetSession {
+    pub tool_id: String,
+    pub session_id: String,
+}
+
+impl Action for GetSession {
+    const NAME: &'static str = "GetSession";
+    type Output = Session;
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "PascalCase", deny_unknown_fields)]
+pub struct CreateSession {
+    pub tool_id: String,
+    pub ttl: u64,
+    pub ttl_unit: String,
+    pub user_session_id: String,
+    pub metadata: Vec<MetadataEntry>,
+}
+
+impl CreateSession {
+    /// A session of the standard 8 h TTL.
+    pub fn new(tool_id: &str, user_session_id: &str, metadata: Vec<MetadataEntry>) -> Self {
+        CreateSession {
+            tool_id: tool_id.into(),
+            ttl: SESSION_TTL_S,
+            ttl_unit: "second".into(),
+            user_session_id: user_session_id.into(),
+            metadata,
+        }
+    }
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "PascalCase", default)]
+pub struct CreateSessionResult {
+    pub session_id: String,
+    /// Carries an auth query string: never log it, never return it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub endpoint: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub user_session_id: Option<String>,
+}
+
+impl Action for CreateSession {
+    const NAME: &'static str = "CreateSession";
+    const IDEMPOTENT: bool = false;
+    type Output = CreateSessionResult;
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "PascalCase", deny_unknown_fields)]
+pub struct DeleteSession {
+    pub tool_id: String,
+    pub session_id: String,
+}
+
+impl Action for DeleteSession {
+    const NAME: &'static str = "DeleteSession";
+    type Output = Empty;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Snapshots
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "PascalCase", deny_unknown_fields)]
+pub struct ListSessionSnapshots {
+    pub tool_id: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_results: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_token: Option<String>,
+    /// Exact match.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub user_session_id: Option<String>,
+    /// Exact match on the source session.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "PascalCase", default)]
+pub struct ListSessionSnapshotsResult {
+    pub snapshots: Vec<Snapshot>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_token: Option<String>,
+}
+
+impl Action for ListSessionSnapshots {
+    const NAME: &'static str = "ListSessionSnapshots";
+    type Output = ListSessionSnapshotsResult;
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "PascalCase", deny_unknown_fields)]
+pub struct ResumeSessionFromSnapshot {
+    pub tool_id: String,
+    pub snapshot_id: String,
+    pub ttl: u64,
+    pub create_new_instance: bool,
+}
+
+impl ResumeSessionFromSnapshot {
+    /// A resume with the standard 8 h TTL into the snapshot's own instance.
+    pub fn new(tool_id: &str, snapshot_id: &str) -> Self {
+        ResumeSessionFromSnapshot {
+            tool_id: tool_id.into(),
+            snapshot_id: snapshot_id.into(),
+            ttl: SESSION_TTL_S,
+            create_new_instance: false,
+        }
+    }
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "PascalCase", default)]
+pub struct ResumeSessionFromSnapshotResult {
+    pub session_id: String,
+}
+
+impl Action for ResumeSessionFromSnapshot {
+    const NAME: &'static str = "ResumeSessionFromSnapshot";
+    const IDEMPOTENT: bool = false;
+    type Output = ResumeSessionFromSnapshotResult;
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "PascalCase", deny_unknown_fields)]
+pub struct DeleteSessionSnapshot {
+    pub tool_id: String,
+    pub snapshot_id: String,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "PascalCase", default)]
+pub struct DeleteSessionSnapshotResult {
+    pub snapshot_id: String,
+}
+
+impl Action for DeleteSessionSnapshot {
+    const NAME: &'static str = "DeleteSessionSnapshot";
+    type Output = DeleteSessionSnapshotResult;
+}
+
+/// Take a snapshot of a live session now (a Tool with `EnableSnapshot`). Its status starts
+/// `Creating` and turns `Ready`; only then is it wakeable.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "PascalCase", deny_unknown_fields)]
+pub struct CreateSessionSnapshot {
+    pub session_id: String,
+    pub tool_id: String,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "PascalCase", default)]
+pub struct CreateSessionSnapshotResult {
+    pub snapshot_id: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<String>,
+}
+
+impl Action for CreateSessionSnapshot {
+    const NAME: &'static str = "CreateSessionSnapshot";
+    /// A second request makes a second snapshot.
+    const IDEMPOTENT: bool = false;
+    type Output = CreateSessionSnapshotResult;
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "PascalCase", deny_unknown_fields)]
+pub struct GetSessionSnapshot {
+    pub snapshot_id: String,
+    pub tool_id: String,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "PascalCase", default)]
+pub struct GetSessionSnapshotResult {
+    pub snapshot: Snapshot,
+}
+
+impl Action for GetSessionSnapshot {
+    const NAME: &'static str = "GetSessionSnapshot";
+    type Output = GetSessionSnapshotResult;
+}
+
+/// Make a live session last `Ttl` more `TtlUnit`s from now.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "PascalCase", deny_unknown_fields)]
+pub struct SetSessionTtl {
+    pub session_id: String,
+    pub tool_id: String,
+    pub ttl: u64,
+    pub ttl_unit: String,
+}
+
+impl SetSessionTtl {
+    /// `ttl_s` seconds from now.
+    pub fn seconds(tool_id: &str, session_id: &str, ttl_s: u64) -> Self {
+        SetSessionTtl {
+            session_id: session_id.to_string(),
+            tool_id: tool_id.to_string(),
+            ttl: ttl_s,
+            ttl_unit: "second".into(),
+        }
+    }
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "PascalCase", default)]
+pub struct SetSessionTtlResult {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expire_at: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_id: Option<String>,
+}
+
+impl Action for SetSessionTtl {
+    const NAME: &'static str = "SetSessionTtl";
+    /// Setting the same TTL twice sets it once (each is "from now").
+    const IDEMPOTENT: bool = true;
+    type Output = SetSessionTtlResult;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tools
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "PascalCase", deny_unknown_fields)]
+pub struct ListTools {
+    pub project_name: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_results: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_token: Option<String>,
+    /// `[{Name: "Name", Values: [<exact name>]}]`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub filters: Option<Vec<Filter>>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "PascalCase", default)]
+pub struct ListToolsResult {
+    pub tools: Vec<Tool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_token: Option<String>,
+}
+
+impl Action for ListTools {
+    const NAME: &'static str = "ListTools";
+    type Output = ListToolsResult;
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "PascalCase", deny_unknown_fields)]
+pub struct GetTool {
+    pub tool_id: String,
+}
+
+impl Action for GetTool {
+    const NAME: &'static str = "GetTool";
+    type Output = Tool;
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "PascalCase", deny_unknown_fields)]
+pub struct KeyAuth {
+    pub api_key_name: String,
+    pub api_key_location: String,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "PascalCase", deny_unknown_fields)]
+pub struct AuthorizerConfiguration {
+    pub key_auth: KeyAuth,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "PascalCase", deny_unknown_fields)]
+pub struct NetworkConfiguration {
+    pub enable_public_network: bool,
+    pub enable_private_network: bool,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "PascalCase", deny_unknown_fields)]
+pub struct CreateTool {
+    pub name: String,
+    pub tool_type: String,
+    pub project_name: String,
+    pub cpu_milli: u32,
+    pub memory_mb: u32,
+    pub enable_snapshot: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model_agent_name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub authorizer_configuration: Option<AuthorizerConfiguration>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub network_configuration: Option<NetworkConfiguration>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub envs: Option<Vec<EnvVar>>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "PascalCase", default)]
+pub struct CreateToolResult {
+    pub tool_id: String,
+}
+
+impl Action for CreateTool {
+    const NAME: &'static str = "CreateTool";
+    const IDEMPOTENT: bool = false;
+    type Output = CreateToolResult;
+    const IS_TOOL_WRITE: bool = true;
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "PascalCase", deny_unknown_fields)]
+pub struct UpdateTool {
+    pub tool_id: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub enable_snapshot: Option<bool>,
+    /// The full list: it replaces the Tool's `Envs`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub envs: Option<Vec<EnvVar>>,
+}
+
+impl Action for UpdateTool {
+    const NAME: &'static str = "UpdateTool";
+    type Output = Empty;
+    const IS_TOOL_WRITE: bool = true;
+}
 
 #[cfg(test)]
 mod tests;

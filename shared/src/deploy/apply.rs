@@ -1,8 +1,8 @@
-//! Applying a plan (deploy.md, "Reconcile" steps 3–4): each entry's steps in order, entries
-//! concurrently; every CreateTool and UpdateTool through the run's one [`WriteLimiter`]; then
-//! GetTool polling until the Tool is Ready (and, for a recoverable one, reads snapshots on),
-//! bounded by the deadline. What is not ready by then is `pending`: the Tool exists and the
-//! next run finds it by name (or id) and finishes it.
+//! Applying a plan (docs/agentkit.md, "Apply and the write limiter"): each entry's steps in order,
+//! entries concurrently; every CreateTool and UpdateTool through the run's one [`WriteLimiter`];
+//! then GetTool polling until the Tool is Ready (and, for a recoverable one, reads snapshots on),
+//! bounded by the deadline. What is not ready by then is `pending`: the Tool exists and the next
+//! run finds it by name (or id) and finishes it.
 
 use std::time::Duration;
 

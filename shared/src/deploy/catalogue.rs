@@ -1,5 +1,5 @@
-//! The catalogue: the Tools snapshot needs (deploy.md, "Catalogue"), their names, and the
-//! JSON document that overrides them.
+//! The catalogue: the Tools snapshot needs (docs/agentkit.md, "The catalogue"), their names, and
+//! the JSON document that overrides them.
 //!
 //! Names follow the reference Studio's rule, so an existing Studio deployment's Tools are found
 //! by name and adopted rather than duplicated:

@@ -1,7 +1,7 @@
-//! Deploy (deploy.md): reconcile the catalogue of AgentKit Tools, like a small
-//! `terraform apply` — lock, plan, apply only differences (every tool write through one
-//! 3-per-second limiter), wait for readiness within the time left, write the registry, report.
-//! A second run of an unchanged catalogue makes no write.
+//! Deploy (docs/agentkit.md, "Deploy: reconciling the Tools"): reconcile the catalogue of AgentKit
+//! Tools, like a small `terraform apply` — lock, plan, apply only differences (every tool write
+//! through one 3-per-second limiter), wait for readiness within the time left, write the registry,
+//! report. A second run of an unchanged catalogue makes no write.
 //!
 //! The deploy function and `snapwake deploy` run the same [`Deployer`].
 //!
@@ -21,6 +21,7 @@ use tokio::time::Instant;
 use crate::agentkit::retry::RetryPolicy;
 use crate::agentkit::AgentKit;
 use crate::deadline::Deadline;
+use crate::domain::ToolRegistry;
 use crate::error::Error;
 use crate::lock::{DocumentLock, LockSettings};
 use crate::store::{AgentStore, StoreError};
@@ -52,7 +53,8 @@ pub struct DeployOptions {
 /// Timings of a run.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DeploySettings {
-    /// GetTool polling interval while waiting for readiness (deploy.md: 5 s).
+    /// GetTool polling interval while waiting for readiness (docs/agentkit.md, "Apply and the write
+    /// limiter": 5 s).
     pub poll_interval: Duration,
     /// Time kept back from the deadline for the registry write, the release and the report.
     pub finish_margin: Duration,
@@ -105,6 +107,24 @@ pub struct Deployer<'a, S, K> {
 }
 
 impl<S: AgentStore, K: AgentKit> Deployer<'_, S, K> {
+    /// The registry as it is, and the plan of the catalogue against it and AgentKit.
+    async fn plan(
+        &self,
+        migrate_legacy: bool,
+        deadline: Deadline,
+    ) -> Result<(Option<ToolRegistry>, plan::Plan), Error> {
+        let previous = self.store.get_registry().await?;
+        let plan = plan::plan(
+            self.agentkit,
+            self.catalogue,
+            previous.as_ref(),
+            migrate_legacy,
+            deadline,
+        )
+        .await?;
+        Ok((previous, plan))
+    }
+
     /// Run once, finishing by `deadline`.
     pub async fn run(&self, options: DeployOptions, deadline: Deadline) -> Result<Report, Error> {
         let started = Instant::now();
@@ -123,15 +143,7 @@ impl<S: AgentStore, K: AgentKit> Deployer<'_, S, K> {
             registry: None,
         };
         if options.dry_run {
-            let previous = self.store.get_registry().await?;
-            let plan = plan::plan(
-                self.agentkit,
-                self.catalogue,
-                previous.as_ref(),
-                options.migrate_legacy,
-                deadline,
-            )
-            .await?;
+            let (previous, plan) = self.plan(options.migrate_legacy, deadline).await?;
             report.outcome = RunOutcome::Planned;
             report.region = Some(plan.region.clone());
             report.entries = plan.entries.iter().map(plan::Planned::report).collect();
@@ -191,15 +203,7 @@ impl<S: AgentStore, K: AgentKit> Deployer<'_, S, K> {
         deploy_lock: &DocumentLock<'_, S>,
         lock: &mut lock::DeployLock,
     ) -> Result<(), Error> {
-        let previous = self.store.get_registry().await?;
-        let plan = plan::plan(
-            self.agentkit,
-            self.catalogue,
-            previous.as_ref(),
-            options.migrate_legacy,
-            deadline,
-        )
-        .await?;
+        let (previous, plan) = self.plan(options.migrate_legacy, deadline).await?;
         report.region = Some(plan.region.clone());
         report.warnings = plan.warnings.clone();
         for p in &plan.entries {

@@ -1,5 +1,5 @@
-//! The registry item a run writes (deploy.md, step 5): per kind the temporary and recoverable
-//! Tool ids, the legacy snapshot Tools, the region; CAS on its version.
+//! The registry item a run writes (docs/agentkit.md, "Registry, lock and report"): per kind the
+//! temporary and recoverable Tool ids, the legacy snapshot Tools, the region; CAS on its version.
 //!
 //! - An entry that ended Ready records its Tool; a pending or failed one leaves the slot as
 //!   the previous registry had it (functions keep using the old Tool until the new one works).

@@ -1,6 +1,6 @@
-//! The deploy report (deploy.md, step 6): per entry what happened and why, warnings, writes
-//! made, throttles met, duration. Serialised as the function's answer and logged as one line.
-//! It holds Tool ids and names, never an env value.
+//! The deploy report (docs/agentkit.md, "Registry, lock and report"): per entry what happened and
+//! why, warnings, writes made, throttles met, duration. Serialised as the function's answer and
+//! logged as one line. It holds Tool ids and names, never an env value.
 
 use serde::{Deserialize, Serialize};
 

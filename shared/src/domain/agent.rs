@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{Kind, Retention};
 
-/// The state a person sees (http-api.md, "Views").
+/// The state a person sees (docs/http-api.md, "The agent view").
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum AgentState {

@@ -1,5 +1,5 @@
 //! The agent record: snapwake's own memory of an agent (who owns it, how to show it) and its
-//! wake lock (wake-protocol.md). AgentKit stays the truth about sessions and snapshots; the
+//! wake lock (docs/wake-protocol.md). AgentKit stays the truth about sessions and snapshots; the
 //! record adds what AgentKit cannot say: who holds the agent right now, and which session a
 //! wake in flight has started.
 
@@ -118,20 +118,6 @@ impl fmt::Display for AgentKey {
 /// overwrites the record's.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Description {
-    pub owner: Option<String>,
-    pub owner_key: Option<String>,
-    pub display_name: Option<String>,
-    pub created_by: Option<String>,
-    pub retention: Option<Retention>,
-    pub tool_id: Option<String>,
-    pub region: Option<String>,
-    pub created_at: Option<String>,
-}
-
-/// Everything the table keeps about one agent.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct AgentRecord {
-    pub key: AgentKey,
     /// The raw owner id, when known.
     pub owner: Option<String>,
     /// The owner index key derived from the UserSessionId (`None` for ownerless agents).
@@ -143,6 +129,33 @@ pub struct AgentRecord {
     pub region: Option<String>,
     /// RFC 3339.
     pub created_at: Option<String>,
+}
+
+impl Description {
+    /// Write every field `other` has over this one's (what a `describe` write does).
+    pub fn overlay(&mut self, other: &Description) {
+        fn set<T: Clone>(mine: &mut Option<T>, theirs: &Option<T>) {
+            if theirs.is_some() {
+                mine.clone_from(theirs);
+            }
+        }
+        set(&mut self.owner, &other.owner);
+        set(&mut self.owner_key, &other.owner_key);
+        set(&mut self.display_name, &other.display_name);
+        set(&mut self.created_by, &other.created_by);
+        set(&mut self.retention, &other.retention);
+        set(&mut self.tool_id, &other.tool_id);
+        set(&mut self.region, &other.region);
+        set(&mut self.created_at, &other.created_at);
+    }
+}
+
+/// Everything the table keeps about one agent.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AgentRecord {
+    pub key: AgentKey,
+    /// Who owns the agent, where it lives and how to show it.
+    pub description: Description,
 
     pub state: WakeState,
     /// Random token of the invocation holding the lock.
@@ -179,14 +192,7 @@ impl AgentRecord {
     pub fn absent(key: AgentKey) -> Self {
         AgentRecord {
             key,
-            owner: None,
-            owner_key: None,
-            display_name: None,
-            created_by: None,
-            retention: None,
-            tool_id: None,
-            region: None,
-            created_at: None,
+            description: Description::default(),
             state: WakeState::Asleep,
             holder: None,
             fence: 0,

@@ -31,7 +31,7 @@ impl KindTools {
     }
 
     /// The retention a new agent of this kind gets when none is asked for: recoverable when a
-    /// recoverable Tool is deployed, else temporary (http-api.md, capabilities).
+    /// recoverable Tool is deployed, else temporary (docs/http-api.md, "GET /v1/capabilities").
     pub fn default_retention(&self) -> Retention {
         if self.recoverable.is_some() {
             Retention::Recoverable

@@ -14,7 +14,7 @@ pub fn may_act(caller: &Caller, key: &AgentKey, record: Option<&AgentRecord>) ->
     if caller.is_admin {
         return true;
     }
-    if record.and_then(|r| r.owner.as_deref()) == Some(caller.owner.as_str()) {
+    if record.and_then(|r| r.description.owner.as_deref()) == Some(caller.owner.as_str()) {
         return true;
     }
     user_session_id(&key.agent_id).is_some_and(|id| usid::belongs_to(id, &caller.owner))
@@ -41,10 +41,12 @@ pub fn describe(
     let usid = user_session_id(&key.agent_id);
     // The raw owner is known only when it is the caller's own agent (an admin acting on
     // someone else's agent must not be recorded as its owner).
-    let owner = record.and_then(|r| r.owner.clone()).or_else(|| {
-        usid.filter(|id| usid::belongs_to(id, &caller.owner))
-            .map(|_| caller.owner.clone())
-    });
+    let owner = record
+        .and_then(|r| r.description.owner.clone())
+        .or_else(|| {
+            usid.filter(|id| usid::belongs_to(id, &caller.owner))
+                .map(|_| caller.owner.clone())
+        });
     let metadata_name = snapshots.and_then(|s| {
         s.iter().find_map(|s| {
             metadata_value(&s.session_metadata, METADATA_DISPLAY_NAME_KEY).map(str::to_string)
@@ -54,12 +56,12 @@ pub fn describe(
         owner,
         owner_key: usid.and_then(|id| usid::UserSessionId::parse(id).owner_key()),
         display_name: record
-            .and_then(|r| r.display_name.clone())
+            .and_then(|r| r.description.display_name.clone())
             .or(metadata_name),
         tool_id: place.map(|p| p.tool_id.to_string()),
         region: place.map(|p| p.region.to_string()),
         retention: record
-            .and_then(|r| r.retention)
+            .and_then(|r| r.description.retention)
             .or(place.map(|p| p.retention)),
         ..Description::default()
     }
@@ -85,7 +87,7 @@ mod tests {
         assert!(!may_act(&caller("alice", false), &snap, None));
         assert!(may_act(&caller("root", true), &snap, None));
         let mut record = AgentRecord::absent(snap.clone());
-        record.owner = Some("alice".into());
+        record.description.owner = Some("alice".into());
         assert!(may_act(&caller("alice", false), &snap, Some(&record)));
     }
 

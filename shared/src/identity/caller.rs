@@ -13,7 +13,7 @@ use super::usid;
 use crate::error::{Error, Result};
 use crate::identity::IdentityConfig;
 
-/// Claims tried in order for the display name (identity.md).
+/// Claims tried in order for the display name (docs/identity.md).
 pub const DISPLAY_NAME_CLAIMS: [&str; 5] =
     ["email", "preferred_username", "username", "login", "name"];
 
@@ -63,7 +63,7 @@ impl Caller {
         Caller::from_claims(&Claims::from_authorizer(authorizer), config)
     }
 
-    /// The caller that verified claims describe (identity.md):
+    /// The caller that verified claims describe (docs/identity.md):
     ///
     /// - owner id: the first non-blank claim of `config.owner_claims`; none → unauthenticated;
     /// - display name: the first non-blank of [`DISPLAY_NAME_CLAIMS`], else the owner id;
@@ -96,7 +96,8 @@ impl Caller {
     }
 
     /// The two owner-index keys under which this caller's agents are recorded: the current
-    /// UserSessionId format and the legacy one (wake-protocol.md queries both).
+    /// UserSessionId format and the legacy one (the owner index is queried for both:
+    /// docs/identity.md, "Owner keys").
     pub fn owner_keys(&self) -> [String; 2] {
         usid::owner_keys(&self.owner)
     }

@@ -2,7 +2,7 @@
 //!
 //! A JWT authorizer hands every claim over as a string (API Gateway flattens an array claim into
 //! `"[a b]"`); a Lambda authorizer hands over whatever JSON its context held (strings, numbers,
-//! booleans, arrays). [`Claims`] turns both into one shape so the rules of identity.md are
+//! booleans, arrays). [`Claims`] turns both into one shape so the rules of docs/identity.md are
 //! written once: scalars become text (`42` → `"42"`, `true` → `"true"`), arrays become lists of
 //! text, and `null` or nested objects are dropped (they identify nobody).
 

@@ -1,4 +1,4 @@
-//! Who the caller is, and the UserSessionId codec that says who owns an agent (identity.md).
+//! Who the caller is, and the UserSessionId codec that says who owns an agent (docs/identity.md).
 //!
 //! - [`claims`]: verified claims from the API Gateway authorizer (JWT or Lambda), normalised;
 //! - [`caller`]: the [`Caller`] (owner id, display name, admin) built from those claims;

@@ -18,7 +18,7 @@ pub const MAX_DISPLAY_NAME_CHARS: usize = 40;
 /// The longest agent id, in characters.
 pub const MAX_AGENT_ID_LEN: usize = 200;
 
-/// The display name of an agent, first that exists (identity.md): snapwake's agent record →
+/// The display name of an agent, first that exists (docs/identity.md): snapwake's agent record →
 /// the `veadk_display_name` metadata → the name decoded from a legacy UserSessionId → the
 /// UserSessionId → the SnapshotId.
 ///
@@ -70,7 +70,7 @@ pub fn validate_display_name(name: &str) -> Result<String> {
     Ok(trimmed.to_string())
 }
 
-/// Whether `id` is an acceptable `{agent_id}`: `^[A-Za-z0-9_.:-]{1,200}$` (http-api.md).
+/// Whether `id` is an acceptable `{agent_id}`: `^[A-Za-z0-9_.:-]{1,200}$` (docs/http-api.md).
 pub fn is_valid_agent_id(id: &str) -> bool {
     (1..=MAX_AGENT_ID_LEN).contains(&id.len())
         && id

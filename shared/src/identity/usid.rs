@@ -1,4 +1,4 @@
-//! The UserSessionId codec, byte-compatible with the reference Studio (identity.md).
+//! The UserSessionId codec, byte-compatible with the reference Studio (docs/identity.md).
 //!
 //! A UserSessionId says who owns an agent. Three shapes exist on the shared Tools:
 //!
@@ -34,7 +34,7 @@ pub const CURRENT_PREFIX: &str = "studio-";
 pub const LEGACY_PREFIX: &str = "studio2-";
 /// The longest UserSessionId AgentKit accepts.
 pub const MAX_LEN: usize = 200;
-/// The longest safe owner: 200 − len("studio") − 32 − 2 (identity.md rule 3).
+/// The longest safe owner: 200 − len("studio") − 32 − 2 (docs/identity.md, "The safe owner").
 pub const MAX_SAFE_OWNER_LEN: usize = MAX_LEN - "studio".len() - 32 - 2;
 /// Characters of a truncated safe owner kept before `_<hash>`.
 const TRUNCATED_KEEP: usize = 127;
@@ -43,7 +43,7 @@ const TRUNCATED_HASH_HEX: usize = 32;
 /// Hex characters of the legacy owner fingerprint.
 const FINGERPRINT_HEX: usize = 16;
 
-/// The owner as it appears in a current UserSessionId (identity.md rules 1–3). Only
+/// The owner as it appears in a current UserSessionId (docs/identity.md, "The safe owner"). Only
 /// `[A-Za-z0-9_]`, never `-`, at most 160 characters.
 ///
 /// The empty owner never reaches here from a request (a caller needs a non-blank owner claim);
@@ -100,7 +100,7 @@ pub fn owner_keys(owner: &str) -> [String; 2] {
     ]
 }
 
-/// Whether the agent with `user_session_id` belongs to `owner` (identity.md):
+/// Whether the agent with `user_session_id` belongs to `owner` (docs/identity.md):
 ///
 /// - current: the id starts with `studio-<safe_owner(owner)>-` and something follows;
 /// - legacy: its fingerprint equals the owner's (constant-time) and its name decodes.

@@ -153,8 +153,8 @@ fn a_record_written_since_the_listing_began_keeps_its_state_and_snapshots() {
 fn only_missing_fields_are_filled() {
     let key = AgentKey::new(Kind::Codex, "studio-alice-0123");
     let mut r = AgentRecord::absent(key);
-    r.owner = Some("alice".into());
-    r.display_name = Some("Mine".into());
+    r.description.owner = Some("alice".into());
+    r.description.display_name = Some("Mine".into());
     let want = Description {
         owner: Some("alice".into()),
         display_name: Some("Theirs".into()),
@@ -164,6 +164,6 @@ fn only_missing_fields_are_filled() {
     let d = missing(&r, &want).unwrap();
     assert_eq!(d.tool_id.as_deref(), Some("t"));
     assert!(d.display_name.is_none() && d.owner.is_none());
-    r.tool_id = Some("t".into());
+    r.description.tool_id = Some("t".into());
     assert!(missing(&r, &want).is_none());
 }

@@ -69,14 +69,14 @@ pub(super) fn missing(record: &AgentRecord, want: &Description) -> Option<Descri
         }
     }
     let d = Description {
-        owner: fill(&record.owner, &want.owner),
-        owner_key: fill(&record.owner_key, &want.owner_key),
-        display_name: fill(&record.display_name, &want.display_name),
+        owner: fill(&record.description.owner, &want.owner),
+        owner_key: fill(&record.description.owner_key, &want.owner_key),
+        display_name: fill(&record.description.display_name, &want.display_name),
         created_by: None,
-        retention: fill(&record.retention, &want.retention),
-        tool_id: fill(&record.tool_id, &want.tool_id),
-        region: fill(&record.region, &want.region),
-        created_at: fill(&record.created_at, &want.created_at),
+        retention: fill(&record.description.retention, &want.retention),
+        tool_id: fill(&record.description.tool_id, &want.tool_id),
+        region: fill(&record.description.region, &want.region),
+        created_at: fill(&record.description.created_at, &want.created_at),
     };
     (d != Description::default()).then_some(d)
 }

@@ -24,7 +24,7 @@ impl Home {
 /// Where `record` says the agent lives: a Tool the registry knows as one of `key.kind`'s, and
 /// its region (`None`: the record does not say, or names a Tool no longer deployed).
 pub fn home_of(registry: &ToolRegistry, record: &AgentRecord) -> Option<Home> {
-    let tool = record.tool_id.as_deref()?;
+    let tool = record.description.tool_id.as_deref()?;
     let kind_tools = registry.kind(record.key.kind)?;
     let retention = if kind_tools.temporary.as_deref() == Some(tool) {
         Retention::Temporary
@@ -35,7 +35,7 @@ pub fn home_of(registry: &ToolRegistry, record: &AgentRecord) -> Option<Home> {
     };
     Some(Home {
         tool_id: tool.to_string(),
-        region: record.region.clone()?,
+        region: record.description.region.clone()?,
         retention,
     })
 }

@@ -35,6 +35,17 @@ pub struct Located {
     pub sessions: Vec<Session>,
 }
 
+impl Located {
+    /// Where the agent lives, as a record would say it.
+    pub fn home(&self) -> Home {
+        Home {
+            tool_id: self.tool_id.clone(),
+            region: self.region.clone(),
+            retention: self.retention,
+        }
+    }
+}
+
 /// Regions to try: the registry's first, then the configured ones.
 pub fn regions<'a>(registry: &'a ToolRegistry, agentkit: &'a impl AgentKit) -> Vec<&'a str> {
     let mut out: Vec<&str> = registry.region.as_deref().into_iter().collect();

@@ -119,7 +119,7 @@ pub fn own_snapshots(listing: &[Snapshot], key: &AgentKey) -> Vec<Snapshot> {
 /// was sent (less `margin`: AgentKit writes whole seconds, and clocks drift a little) and,
 /// when the snapshot carried metadata, carrying the same. Exactly one candidate is adopted;
 /// none or several adopt nothing (the caller then waits out the readiness timeout before it
-/// may send another Resume, as wake-protocol.md allows).
+/// may send another Resume, as docs/wake-protocol.md, "Agents no listing can find", allows).
 pub async fn orphan_of<K: AgentKit>(
     agentkit: &K,
     home: &Home,

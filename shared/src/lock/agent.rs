@@ -364,20 +364,13 @@ pub fn shows(changes: &Changes, r: &AgentRecord) -> bool {
     fn same<T: PartialEq>(want: &Option<T>, have: &T) -> bool {
         want.as_ref().is_none_or(|w| w == have)
     }
-    let d = changes.describe.clone().unwrap_or_default();
-    let described = [
-        (&d.owner, &r.owner),
-        (&d.owner_key, &r.owner_key),
-        (&d.display_name, &r.display_name),
-        (&d.created_by, &r.created_by),
-        (&d.tool_id, &r.tool_id),
-        (&d.region, &r.region),
-        (&d.created_at, &r.created_at),
-    ]
-    .into_iter()
-    .all(|(want, have)| want.is_none() || want == have);
+    // The record shows a description when writing it over the record would change nothing.
+    let described = changes.describe.as_ref().is_none_or(|d| {
+        let mut after = r.description.clone();
+        after.overlay(d);
+        after == r.description
+    });
     described
-        && d.retention.is_none_or(|w| r.retention == Some(w))
         && same(&changes.state, &r.state)
         && same(&changes.holder, &r.holder)
         && same(&changes.lease_until_ms, &r.lease_until_ms)

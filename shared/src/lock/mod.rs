@@ -1,4 +1,4 @@
-//! The per-agent lock (wake-protocol.md, docs/wake-protocol.md): the one place that says how
+//! The per-agent lock (docs/wake-protocol.md): the one place that says how
 //! the agent record is taken, written and given back. Wake, create, delete (HTTP and the
 //! cleanup events) and the deploy lock all go through it; none of them writes a lock field of
 //! its own.
@@ -49,7 +49,8 @@ pub use document::{DocumentAcquired, DocumentHold, DocumentLock};
 pub struct LockSettings {
     /// The lease an acquire takes.
     pub lease: Duration,
-    /// A lease counts as expired only this long after its end (wake-protocol.md: 2 s).
+    /// A lease counts as expired only this long after its end (docs/wake-protocol.md, "Leases": 2
+    /// s).
     pub skew_margin: Duration,
     /// How many times a caller decides again after losing a CAS before it answers 409.
     pub max_rounds: u32,
@@ -135,7 +136,7 @@ pub enum Decision {
     AwaitSleep,
 }
 
-/// The pure decision of wake-protocol.md, step 2, for `intent` at `now_ms`.
+/// The pure decision of docs/wake-protocol.md, "A wake, step by step", for `intent` at `now_ms`.
 ///
 /// `awake` records: an expired session (`session_expire_at` passed) is asleep without asking
 /// AgentKit; a record verified within `verify_fresh` is trusted; otherwise somebody checks the

@@ -59,11 +59,7 @@ impl<S: AgentStore, K: AgentKit> Sleep<'_, S, K> {
             ))
             .await
             {
-                Ok(Some(found)) => Home {
-                    tool_id: found.tool_id,
-                    region: found.region,
-                    retention: found.retention,
-                },
+                Ok(Some(found)) => found.home(),
                 Ok(None) => {
                     self.give_back_unknown(lock, &mut held).await;
                     return Err(Error::AgentNotFound);

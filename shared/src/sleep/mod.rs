@@ -1,7 +1,6 @@
-//! Sleep now (wake-protocol.md, "Sleep and keepalive"; the design is in
-//! docs/wake-protocol.md): snapshot an awake agent, wait until the snapshot is Ready, only then
-//! end its session, and record it `asleep` — once, however many callers ask, under the same
-//! lock as wakes and deletes.
+//! Sleep now (docs/wake-protocol.md, "Sleep now"): snapshot an awake agent, wait until the snapshot
+//! is Ready, only then end its session, and record it `asleep` — once, however many callers ask,
+//! under the same lock as wakes and deletes.
 //!
 //! Every caller reads the record and decides ([`crate::lock::decide`], intent `Sleep`):
 //!
@@ -137,12 +136,7 @@ impl<'a, S: AgentStore, K: AgentKit> Sleep<'a, S, K> {
                 Decision::Busy {
                     state,
                     retry_after_s,
-                } => {
-                    return Err(Error::AgentBusy {
-                        detail: state.holder_detail().into(),
-                        retry_after_s,
-                    })
-                }
+                } => return Err(Error::held_by(state, retry_after_s)),
                 Decision::Join => {
                     let r = record
                         .take()

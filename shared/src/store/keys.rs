@@ -1,4 +1,4 @@
-//! The item layout both adapters share (wake-protocol.md): how an agent key becomes `pk`/`sk`,
+//! The item layout both adapters share (docs/table.md): how an agent key becomes `pk`/`sk`,
 //! how a record is placed in the owner index (`gsi1pk`/`gsi1sk`), and the opaque owner-index
 //! cursor.
 //!

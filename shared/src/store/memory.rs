@@ -113,25 +113,7 @@ fn apply(mut r: AgentRecord, changes: &Changes) -> AgentRecord {
         r.expires_at = v;
     }
     if let Some(d) = &changes.describe {
-        macro_rules! set {
-            ($($field:ident),*) => {$(
-                if let Some(v) = &d.$field {
-                    r.$field = Some(v.clone());
-                }
-            )*};
-        }
-        set!(
-            owner,
-            owner_key,
-            display_name,
-            created_by,
-            tool_id,
-            region,
-            created_at
-        );
-        if let Some(retention) = d.retention {
-            r.retention = Some(retention);
-        }
+        r.description.overlay(d);
     }
     r.version += 1;
     r.updated_at = Some(crate::timestamp::now());
@@ -198,10 +180,12 @@ impl AgentStore for MemoryStore {
             tables
                 .agents
                 .values()
-                .filter(|r| r.owner_key.as_deref() == Some(owner_key) && !r.is_expired(now))
+                .filter(|r| {
+                    r.description.owner_key.as_deref() == Some(owner_key) && !r.is_expired(now)
+                })
                 .map(|r| {
                     (
-                        keys::owner_gsi_sk(r.created_at.as_deref(), &r.key),
+                        keys::owner_gsi_sk(r.description.created_at.as_deref(), &r.key),
                         r.clone(),
                     )
                 })

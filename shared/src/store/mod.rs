@@ -3,7 +3,7 @@
 //! `memory` feature, [`memory::MemoryStore`] (local runs). Both honour exactly the same
 //! conditions, which one contract test suite checks against both.
 //!
-//! Every write is conditional (wake-protocol.md). A write is an *update* of named fields: the
+//! Every write is conditional (docs/table.md). A write is an *update* of named fields: the
 //! store, not the caller, increments `version` (and `fence` on an acquire), so a holder's
 //! fenced write after a concurrent complete-by-anyone never moves the version backwards.
 //! A failed condition returns the current record in the same round trip (DynamoDB's

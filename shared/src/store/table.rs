@@ -1,4 +1,4 @@
-//! Creating snapwake's table (wake-protocol.md): for tests against DynamoDB Local and local
+//! Creating snapwake's table (docs/table.md): for tests against DynamoDB Local and local
 //! runs. Production's table comes from infra (`infra/template.yaml`, which also turns on
 //! point-in-time recovery, something DynamoDB Local has no use for).
 

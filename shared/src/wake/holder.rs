@@ -1,4 +1,5 @@
-//! The winner's path (wake-protocol.md, steps 3–5): locate, reconcile, resume, record, poll.
+//! The winner's path (docs/wake-protocol.md, "A wake, step by step"): locate, reconcile, resume,
+//! record, poll.
 //!
 //! Every step after the acquire is a fenced write, in this order, so that a holder stopped at
 //! any point leaves a record the next caller can finish from without a second Resume:
@@ -68,14 +69,7 @@ impl<S: AgentStore, K: AgentKit> Wake<'_, S, K> {
             ))
             .await
             {
-                Ok(Some(found)) => (
-                    Home {
-                        tool_id: found.tool_id,
-                        region: found.region,
-                        retention: found.retention,
-                    },
-                    Some(found.snapshots),
-                ),
+                Ok(Some(found)) => (found.home(), Some(found.snapshots)),
                 Ok(None) => {
                     self.give_back_unknown(lock, &mut held).await;
                     return Err(Error::AgentNotFound);
@@ -88,7 +82,9 @@ impl<S: AgentStore, K: AgentKit> Wake<'_, S, K> {
         let before = held.before.clone();
         let previous = before
             .as_ref()
-            .filter(|b| !session_ended && b.tool_id.as_deref() == Some(home.tool_id.as_str()))
+            .filter(|b| {
+                !session_ended && b.description.tool_id.as_deref() == Some(home.tool_id.as_str())
+            })
             .and_then(|b| b.session_id.clone());
         let mut adopted = None;
         if let Some(previous) = previous {
@@ -448,11 +444,13 @@ fn described(record: &crate::domain::AgentRecord, home: &Home, snapshot: &Snapsh
         |key: &str| metadata_value(&snapshot.session_metadata, key).map(str::to_string);
     Description {
         display_name: record
+            .description
             .display_name
             .is_none()
             .then(|| from_metadata(METADATA_DISPLAY_NAME_KEY))
             .flatten(),
         created_by: record
+            .description
             .created_by
             .is_none()
             .then(|| from_metadata(METADATA_CREATOR_KEY))

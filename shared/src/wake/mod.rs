@@ -1,4 +1,4 @@
-//! The wake protocol (wake-protocol.md; the design is in docs/wake-protocol.md): wake an agent
+//! The wake protocol (docs/wake-protocol.md): wake an agent
 //! exactly once however many callers ask at the same moment, on its first day and on every
 //! day after, and survive a caller dying (or an answer getting lost) at any step without a
 //! second Resume or a lost snapshot.
@@ -203,12 +203,7 @@ impl<'a, S: AgentStore, K: AgentKit> Wake<'a, S, K> {
                 Decision::Busy {
                     state,
                     retry_after_s,
-                } => {
-                    return Err(Error::AgentBusy {
-                        detail: state.holder_detail().into(),
-                        retry_after_s,
-                    })
-                }
+                } => return Err(Error::held_by(state, retry_after_s)),
                 Decision::Awake => {
                     let r = record
                         .take()

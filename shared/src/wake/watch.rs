@@ -1,4 +1,5 @@
-//! Everyone but the holder: joiners watch the record, not AgentKit (wake-protocol.md, step 5).
+//! Everyone but the holder: joiners watch the record, not AgentKit (docs/wake-protocol.md, "A wake,
+//! step by step").
 //!
 //! A joiner re-reads the record (consistent read, backoff 0.25 s → 1 s) and answers from it:
 //! awake → 200 with the recorded session; failed (the wake it joined) → 502; anything else →

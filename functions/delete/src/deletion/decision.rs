@@ -37,10 +37,7 @@ pub fn decide(
         lock::Decision::Busy {
             state,
             retry_after_s,
-        } => Err(Error::AgentBusy {
-            detail: state.holder_detail().into(),
-            retry_after_s,
-        }),
+        } => Err(Error::held_by(state, retry_after_s)),
         // A delete is never told to join, trust or verify; whatever else, a CAS decides.
         _ => Ok(Decision::Acquire(Condition::Version(version))),
     }

@@ -1,4 +1,5 @@
-//! Deleting under the agent's lock (wake-protocol.md, "Delete").
+//! Deleting under the agent's lock (docs/wake-protocol.md, "Create and delete under the same
+//! lock").
 //!
 //! Every deletion follows one shape, through [`snapwake::lock`]: **acquire** the agent record as
 //! `deleting` (a CAS on the version seen, or on the version an `If-Match` names; the wake
@@ -14,7 +15,7 @@
 //!   caller could have taken the agent over. A failure part-way hands the lock back (the agent
 //!   rests again, partly cleaned) and answers the error; a retry finishes the job.
 //!
-//! The HTTP routes use this module; so do the sweep and offboarding handlers (cleanup.md).
+//! The HTTP routes use this module; so do the sweep and offboarding handlers (docs/operations.md).
 
 use std::time::Duration;
 
@@ -263,6 +264,7 @@ impl<'a, S: AgentStore, K: AgentKit> Deleter<'a, S, K> {
         let recorded = held
             .held
             .record
+            .description
             .tool_id
             .clone()
             .zip(held.held.record.session_id.clone())

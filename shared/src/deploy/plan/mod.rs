@@ -1,4 +1,4 @@
-//! Planning (deploy.md, "Reconcile" step 2, and "Legacy single-Tool deployments"): read what
+//! Planning (docs/agentkit.md, "Plan" and "Legacy single-Tool deployments"): read what
 //! AgentKit has for every catalogue entry and decide the steps that make it as desired.
 //! Reads only; reads are not rate limited.
 //!

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 
 use aws_sdk_dynamodb::types::AttributeValue;
 
-use crate::domain::{AgentRecord, Retention, ToolRegistry, WakeState};
+use crate::domain::{AgentRecord, Description, Retention, ToolRegistry, WakeState};
 use crate::store::{keys, Document, StoreError};
 
 /// Attribute names of the agent record item.
@@ -88,14 +88,16 @@ pub(super) fn record_from_item(item: &Item) -> Result<AgentRecord, StoreError> {
     };
     Ok(AgentRecord {
         key,
-        owner: get_s(item, attr::OWNER)?,
-        owner_key: get_s(item, attr::OWNER_KEY)?,
-        display_name: get_s(item, attr::DISPLAY_NAME)?,
-        created_by: get_s(item, attr::CREATED_BY)?,
-        retention,
-        tool_id: get_s(item, attr::TOOL_ID)?,
-        region: get_s(item, attr::REGION)?,
-        created_at: get_s(item, attr::CREATED_AT)?,
+        description: Description {
+            owner: get_s(item, attr::OWNER)?,
+            owner_key: get_s(item, attr::OWNER_KEY)?,
+            display_name: get_s(item, attr::DISPLAY_NAME)?,
+            created_by: get_s(item, attr::CREATED_BY)?,
+            retention,
+            tool_id: get_s(item, attr::TOOL_ID)?,
+            region: get_s(item, attr::REGION)?,
+            created_at: get_s(item, attr::CREATED_AT)?,
+        },
         state,
         holder: get_s(item, attr::HOLDER)?,
         fence: get_n(item, attr::FENCE)?.unwrap_or(0),

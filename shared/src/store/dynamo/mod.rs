@@ -124,6 +124,29 @@ impl DynamoStore {
     }
 }
 
+/// Add the live records among `items` to `records` until it holds `limit`, calling `taken`
+/// with each item taken. `true`: a live record was left over, so more follow this page.
+/// Expired items (tombstones the TTL sweeper has not deleted yet) are skipped.
+fn take_live(
+    items: &[Item],
+    now: i64,
+    limit: usize,
+    records: &mut Vec<AgentRecord>,
+    mut taken: impl FnMut(&Item),
+) -> Result<bool, StoreError> {
+    for item in items {
+        let Some(record) = live_record(item, now)? else {
+            continue;
+        };
+        if records.len() == limit {
+            return Ok(true);
+        }
+        records.push(record);
+        taken(item);
+    }
+    Ok(false)
+}
+
 impl AgentStore for DynamoStore {
     async fn get(&self, key: &AgentKey) -> Result<Option<AgentRecord>, StoreError> {
         // Consistent: a caller deciding whether to acquire must see the latest write (an
@@ -241,16 +264,11 @@ impl AgentStore for DynamoStore {
                 .send()
                 .await
                 .map_err(|e| unavailable("Query", &e))?;
-            for item in out.items() {
-                let Some(record) = live_record(item, now)? else {
-                    continue;
-                };
-                if records.len() == limit {
-                    more = true;
-                    break 'pages;
-                }
-                records.push(record);
-                last_item = Some(item.clone());
+            if take_live(out.items(), now, limit, &mut records, |item| {
+                last_item = Some(item.clone())
+            })? {
+                more = true;
+                break 'pages;
             }
             match out.last_evaluated_key() {
                 Some(lek) if !lek.is_empty() => start = Some(lek.clone()),
@@ -313,15 +331,9 @@ impl AgentStore for DynamoStore {
                 .send()
                 .await
                 .map_err(|e| unavailable("Scan", &e))?;
-            for item in out.items() {
-                let Some(record) = live_record(item, now)? else {
-                    continue;
-                };
-                if records.len() == limit {
-                    more = true;
-                    break 'pages;
-                }
-                records.push(record);
+            if take_live(out.items(), now, limit, &mut records, |_| {})? {
+                more = true;
+                break 'pages;
             }
             match out.last_evaluated_key() {
                 // A full page stops at the end of its batch rather than read the rest of the
