@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Benchmarks (quality.md): run them against DynamoDB Local and the simulated AgentKit, and
+# Benchmarks (docs/architecture.md, "Quality bars"): run them against DynamoDB Local and the simulated AgentKit, and
 # write BENCHMARKS.md from what they print. Numbers from a shared 2-core machine are noisy:
 # compare ratios and medians measured in the same run.
 #

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Cold start of each function binary (quality.md: exec -> first Runtime API `next` <= 50 ms).
+"""Cold start of each function binary (docs/architecture.md, "Quality bars": exec -> first Runtime API `next` <= 50 ms).
 
 A fake Lambda Runtime API on loopback records when the first
 `GET /2018-06-01/runtime/invocation/next` arrives; each binary is started with the variables

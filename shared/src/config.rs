@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use crate::agentkit::signer::Credentials;
 use crate::agentkit::{AgentKitConfig, CredentialsSource};
+use crate::http::request::{normalise_base_path, BASE_PATH_VAR};
 use crate::identity::{IdentityConfig, DEFAULT_OWNER_CLAIMS};
 use crate::registry_cache::ToolOverrides;
 use crate::wake::WakeSettings;
@@ -44,6 +45,10 @@ pub struct Config {
     pub cursor_key: Option<String>,
     /// How many snapshots the retention sweep keeps.
     pub retention: RetentionConfig,
+    /// A custom domain's base path the API is mapped under (`SNAPWAKE_BASE_PATH`, e.g.
+    /// `/api`): stripped before routing and put back into `Location` (the HTTP edge reads the
+    /// same variable; this check refuses a malformed one at cold start).
+    pub base_path: Option<String>,
 }
 
 /// What the retention sweep keeps (docs/operations.md, "The retention sweep").
@@ -82,6 +87,7 @@ impl Config {
             tool_overrides: ToolOverrides::from_lookup(get),
             cursor_key: cursor_key(&get)?,
             retention: retention_config(&get)?,
+            base_path: base_path(&get)?,
         })
     }
 }
@@ -133,6 +139,25 @@ fn retention_config(get: &impl Fn(&str) -> Option<String>) -> Result<RetentionCo
         keep_snapshots: usize::try_from(keep).unwrap_or(usize::MAX),
         max_age_days,
     })
+}
+
+fn base_path(get: &impl Fn(&str) -> Option<String>) -> Result<Option<String>, ConfigError> {
+    let Some(raw) = get(BASE_PATH_VAR) else {
+        return Ok(None);
+    };
+    let valid = raw.trim().trim_matches('/').split('/').all(|segment| {
+        !segment.is_empty()
+            && segment
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~'))
+    });
+    if !valid {
+        return Err(ConfigError::Invalid {
+            var: BASE_PATH_VAR,
+            reason: "must be path segments of letters, digits, '-', '_', '.' or '~'".into(),
+        });
+    }
+    Ok(normalise_base_path(&raw))
 }
 
 /// Shorter keys would make forged cursors guessable.
@@ -287,195 +312,4 @@ pub fn split_list(value: &str) -> Vec<String> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use std::collections::HashMap;
-
-    fn config(vars: &[(&str, &str)]) -> Result<Config, ConfigError> {
-        let map: HashMap<String, String> = vars
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        Config::from_lookup(|k| map.get(k).cloned())
-    }
-
-    const KEYS: [(&str, &str); 2] = [
-        ("VOLCENGINE_ACCESS_KEY", "AK"),
-        ("VOLCENGINE_SECRET_KEY", "SK"),
-    ];
-
-    #[test]
-    fn defaults_make_nobody_admin_and_use_both_regions() {
-        let c = config(&KEYS).unwrap();
-        assert!(c.identity.admins.is_empty() && c.identity.admin_groups.is_empty());
-        assert_eq!(c.identity.owner_claims[0], "sub");
-        assert_eq!(c.identity.owner_claims.len(), 7);
-        assert_eq!(c.agentkit.regions, vec!["cn-beijing", "cn-shanghai"]);
-        assert_eq!(c.agentkit.endpoint, DEFAULT_AGENTKIT_ENDPOINT);
-        assert!(matches!(
-            c.agentkit.credentials,
-            CredentialsSource::Static(_)
-        ));
-    }
-
-    #[test]
-    fn lists_are_trimmed_and_admins_case_folded() {
-        let mut vars = KEYS.to_vec();
-        vars.extend([
-            ("SNAPWAKE_ADMINS", " Alice@Example.com , ,bob "),
-            ("SNAPWAKE_ADMIN_GROUPS", "admins"),
-            ("AGENTKIT_REGIONS", "cn-shanghai"),
-            ("AGENTKIT_ENDPOINT", "http://127.0.0.1:9000/"),
-        ]);
-        let c = config(&vars).unwrap();
-        assert_eq!(c.identity.admins, vec!["alice@example.com", "bob"]);
-        assert_eq!(c.identity.admin_groups, vec!["admins"]);
-        assert_eq!(c.agentkit.regions, vec!["cn-shanghai"]);
-        assert_eq!(c.agentkit.endpoint, "http://127.0.0.1:9000");
-    }
-
-    #[test]
-    fn bad_values_name_the_variable() {
-        let err = config(&[]).unwrap_err();
-        assert_eq!(
-            err,
-            ConfigError::Missing {
-                var: "VOLCENGINE_ACCESS_KEY"
-            }
-        );
-        let mut vars = KEYS.to_vec();
-        vars.push(("AGENTKIT_ENDPOINT", "ftp://x"));
-        assert!(config(&vars)
-            .unwrap_err()
-            .to_string()
-            .contains("AGENTKIT_ENDPOINT"));
-        let mut vars = KEYS.to_vec();
-        vars.push(("AGENTKIT_REGIONS", "cn beijing"));
-        assert!(config(&vars)
-            .unwrap_err()
-            .to_string()
-            .contains("AGENTKIT_REGIONS"));
-        let mut vars = KEYS.to_vec();
-        vars.push(("AGENTKIT_TIMEOUT_MS", "soon"));
-        assert!(config(&vars)
-            .unwrap_err()
-            .to_string()
-            .contains("AGENTKIT_TIMEOUT_MS"));
-        let mut vars = KEYS.to_vec();
-        vars.push(("SNAPWAKE_OWNER_CLAIMS", " , "));
-        assert!(config(&vars)
-            .unwrap_err()
-            .to_string()
-            .contains("SNAPWAKE_OWNER_CLAIMS"));
-    }
-
-    #[test]
-    fn the_secret_is_preferred_and_needs_the_lambda_token() {
-        let mut vars = KEYS.to_vec();
-        vars.push(("AGENTKIT_CREDENTIALS_SECRET", "snapwake/agentkit"));
-        assert_eq!(
-            config(&vars).unwrap_err(),
-            ConfigError::Missing {
-                var: "AWS_SESSION_TOKEN"
-            }
-        );
-        vars.push(("AWS_SESSION_TOKEN", "tok"));
-        let c = config(&vars).unwrap();
-        assert_eq!(
-            c.agentkit.credentials,
-            CredentialsSource::SecretsExtension {
-                secret_id: "snapwake/agentkit".into(),
-                port: 2773,
-                aws_session_token: "tok".into()
-            }
-        );
-    }
-
-    #[test]
-    fn a_cursor_key_must_be_long_and_is_never_echoed() {
-        assert_eq!(config(&KEYS).unwrap().cursor_key, None);
-        let mut vars = KEYS.to_vec();
-        vars.push(("SNAPWAKE_CURSOR_KEY", "short-secret"));
-        let err = config(&vars).unwrap_err().to_string();
-        assert!(err.contains("SNAPWAKE_CURSOR_KEY") && !err.contains("short-secret"));
-        let key = "k".repeat(32);
-        let mut vars = KEYS.to_vec();
-        vars.push(("SNAPWAKE_CURSOR_KEY", &key));
-        assert_eq!(config(&vars).unwrap().cursor_key, Some(key.clone()));
-    }
-
-    #[test]
-    fn retention_keeps_three_by_default_and_refuses_none() {
-        let c = config(&KEYS).unwrap();
-        assert_eq!(c.retention, RetentionConfig::default());
-        let mut vars = KEYS.to_vec();
-        vars.extend([
-            ("SNAPWAKE_KEEP_SNAPSHOTS", "5"),
-            ("SNAPWAKE_SNAPSHOT_MAX_AGE_DAYS", "30"),
-        ]);
-        let c = config(&vars).unwrap();
-        assert_eq!(
-            (c.retention.keep_snapshots, c.retention.max_age_days),
-            (5, Some(30))
-        );
-        for (var, value) in [
-            ("SNAPWAKE_KEEP_SNAPSHOTS", "0"),
-            ("SNAPWAKE_SNAPSHOT_MAX_AGE_DAYS", "0"),
-            ("SNAPWAKE_SNAPSHOT_MAX_AGE_DAYS", "a month"),
-        ] {
-            let mut vars = KEYS.to_vec();
-            vars.push((var, value));
-            assert!(
-                config(&vars).unwrap_err().to_string().contains(var),
-                "{var}={value}"
-            );
-        }
-    }
-
-    #[test]
-    fn the_readiness_timeout_outlives_the_wait() {
-        let mut vars = KEYS.to_vec();
-        vars.extend([
-            ("SNAPWAKE_WAIT_S", "20"),
-            ("SNAPWAKE_READY_TIMEOUT_S", "20"),
-        ]);
-        assert!(config(&vars)
-            .unwrap_err()
-            .to_string()
-            .contains("SNAPWAKE_READY_TIMEOUT_S"));
-        let mut vars = KEYS.to_vec();
-        vars.extend([("SNAPWAKE_WAIT_S", "5"), ("SNAPWAKE_READY_TIMEOUT_S", "30")]);
-        let c = config(&vars).unwrap();
-        assert_eq!(c.wake.ready_timeout, Duration::from_secs(30));
-    }
-
-    #[test]
-    fn the_keepalive_bound_is_a_minute_to_a_week() {
-        assert_eq!(
-            config(&KEYS).unwrap().wake.max_ttl,
-            Duration::from_secs(28_800)
-        );
-        for bad in ["59", "604801", "x"] {
-            let mut vars = KEYS.to_vec();
-            vars.push(("SNAPWAKE_MAX_TTL_S", bad));
-            let err = config(&vars).unwrap_err().to_string();
-            assert!(err.contains("SNAPWAKE_MAX_TTL_S"), "{bad}: {err}");
-        }
-        let mut vars = KEYS.to_vec();
-        vars.push(("SNAPWAKE_MAX_TTL_S", "3600"));
-        assert_eq!(
-            config(&vars).unwrap().wake.max_ttl,
-            Duration::from_secs(3600)
-        );
-    }
-
-    #[test]
-    fn a_secret_value_is_never_echoed_in_errors() {
-        let mut vars = KEYS.to_vec();
-        vars.push(("AGENTKIT_CREDENTIALS_SECRET", "x"));
-        vars.push(("AWS_SESSION_TOKEN", "tok"));
-        vars.push(("PARAMETERS_SECRETS_EXTENSION_HTTP_PORT", "99999"));
-        let err = config(&vars).unwrap_err().to_string();
-        assert!(err.contains("PARAMETERS_SECRETS_EXTENSION_HTTP_PORT") && !err.contains("tok"));
-    }
-}
+mod tests;

@@ -151,6 +151,6 @@ impl<S: AgentStore, K: AgentKit> Create<S, K> {
             &self.settings.lock,
         );
         let resp = response::with_etag(response::json(201, &view), record);
-        response::with_location(resp, &record.key)
+        response::with_location(resp, &plan.prefix, &record.key)
     }
 }

@@ -31,6 +31,8 @@ pub(crate) struct Plan {
     pub display_name: String,
     pub retention: Retention,
     pub tool_id: String,
+    /// What API Gateway put before the route (stage, base path), for `Location`.
+    pub prefix: String,
     /// Regions to try, the registry's first.
     pub regions: Vec<String>,
 }
@@ -64,6 +66,7 @@ impl<S: AgentStore, K: AgentKit> Create<S, K> {
             })?
             .to_string();
         Ok(Plan {
+            prefix: req::prefix(request),
             regions: locate::regions(&registry, &self.agentkit)
                 .into_iter()
                 .map(str::to_string)

@@ -2,12 +2,13 @@
 //! again.
 
 use lambda_http::http::header;
-use lambda_http::{Body, Response};
+use lambda_http::{Body, Request, Response};
 use serde::Serialize;
 use snapwake::agentkit::types::{Session, Snapshot};
 use snapwake::agentkit::AgentKit;
 use snapwake::deadline::Deadline;
 use snapwake::domain::{AgentKey, AgentRecord, AgentView, Retention};
+use snapwake::http::request as req;
 use snapwake::http::response;
 use snapwake::locate::sessions::snapshots;
 use snapwake::locate::Home;
@@ -56,8 +57,16 @@ pub(crate) fn with_etag<T: Serialize>(
 }
 
 /// A 202: still at work; ask again after `Retry-After`, or read the agent at `Location`.
-pub(crate) fn accepted<T: Serialize>(body: &T, record: &AgentRecord) -> Response<Body> {
-    let mut resp = response::with_location(with_etag(202, body, record), &record.key);
+pub(crate) fn accepted<T: Serialize>(
+    body: &T,
+    record: &AgentRecord,
+    request: &Request,
+) -> Response<Body> {
+    let mut resp = response::with_location(
+        with_etag(202, body, record),
+        &req::prefix(request),
+        &record.key,
+    );
     resp.headers_mut()
         .insert(header::RETRY_AFTER, RETRY_AFTER_S.into());
     resp

@@ -73,7 +73,10 @@ impl<S: AgentStore, K: AgentKit> Resume<S, K> {
                 return Err(Error::AgentGone);
             }
             if self.wake.lock.is_held(r, now) {
-                return Err(Error::held_by(r.state, self.wake.lock.retry_after_s(r, now)));
+                return Err(Error::held_by(
+                    r.state,
+                    self.wake.lock.retry_after_s(r, now),
+                ));
             }
         }
 

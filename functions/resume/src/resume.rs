@@ -102,7 +102,7 @@ impl<S: AgentStore, K: AgentKit> Resume<S, K> {
                     agent: &view,
                     resumed: false,
                 };
-                accepted(&body, &record)
+                accepted(&body, &record, request)
             }
         })
     }

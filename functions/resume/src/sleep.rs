@@ -112,6 +112,7 @@ impl<S: AgentStore, K: AgentKit> Resume<S, K> {
                         slept: false,
                     },
                     &record,
+                    request,
                 )
             }
         })

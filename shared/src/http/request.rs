@@ -1,6 +1,8 @@
 //! Reading an API Gateway HTTP API request: routes, path parameters, bodies and headers, each
 //! failure a typed [`Error`] (so a problem+json 4xx), never a panic.
 
+use std::sync::OnceLock;
+
 use lambda_http::{Body, Request, RequestExt};
 use percent_encoding::percent_decode_str;
 use serde::de::DeserializeOwned;
@@ -76,15 +78,86 @@ fn match_path(pattern: &str, path: &str) -> Result<Option<Vec<String>>> {
     Ok(Some(params))
 }
 
-/// The request's path as the client sent it (percent-encoded, without API Gateway's stage
-/// prefix), so each segment is decoded exactly once by [`route`].
+/// The environment variable naming a custom domain's base path (`/api`), if the API is mapped
+/// under one.
+pub const BASE_PATH_VAR: &str = "SNAPWAKE_BASE_PATH";
+
+/// The configured base path: `/` and one or more segments, no trailing `/` (`None`: not set,
+/// empty, or `/`). Read once; `Config::from_env` refuses a malformed one at cold start.
+pub fn base_path() -> Option<&'static str> {
+    static BASE: OnceLock<Option<String>> = OnceLock::new();
+    BASE.get_or_init(|| {
+        std::env::var(BASE_PATH_VAR)
+            .ok()
+            .and_then(|v| normalise_base_path(&v))
+    })
+    .as_deref()
+}
+
+/// `raw` as a base path (`api/`, `/api`, `/api/` are all `/api`); `None` for none at all.
+pub fn normalise_base_path(raw: &str) -> Option<String> {
+    let trimmed = raw.trim().trim_matches('/');
+    (!trimmed.is_empty()).then(|| format!("/{trimmed}"))
+}
+
+/// What API Gateway put before snapwake's own path: a named stage (`/prod`, from
+/// `requestContext.stage`; `$default` adds nothing) and the configured base path, in the order
+/// a client's URL has them. Empty when there is neither, as locally.
+pub fn prefix(req: &Request) -> String {
+    let mut prefix = String::new();
+    if let Some(base) = base_path() {
+        prefix.push_str(base);
+    }
+    if let Some(stage) = stage(req) {
+        let raw = raw_path(req);
+        // A custom domain maps a stage without naming it in the path; `execute-api` URLs
+        // name it first.
+        if starts_with_segment(raw, &format!("/{stage}")) {
+            return format!("/{stage}{prefix}");
+        }
+    }
+    prefix
+}
+
+/// The request's path as the client sent it (percent-encoded), without API Gateway's stage
+/// and base path ([`prefix`]), so each segment is decoded exactly once by [`route`]. A path
+/// that does not start with the prefix is kept whole (and then matches no route: 404).
 pub fn path(req: &Request) -> &str {
+    let raw = raw_path(req);
+    let prefix = prefix(req);
+    if prefix.is_empty() || !starts_with_segment(raw, &prefix) {
+        return raw;
+    }
+    match &raw[prefix.len()..] {
+        "" => "/",
+        rest => rest,
+    }
+}
+
+/// The request's stage, unless it is `$default` (which is not in the path).
+fn stage(req: &Request) -> Option<String> {
+    match req.request_context_ref() {
+        Some(lambda_http::request::RequestContext::ApiGatewayV2(ctx)) => ctx
+            .stage
+            .clone()
+            .filter(|s| !s.is_empty() && s != "$default"),
+        _ => None,
+    }
+}
+
+fn raw_path(req: &Request) -> &str {
     let raw = req.raw_http_path();
     if raw.is_empty() {
         req.uri().path()
     } else {
         raw
     }
+}
+
+/// Whether `path` is `segment` or starts with it followed by `/`.
+fn starts_with_segment(path: &str, segment: &str) -> bool {
+    path.strip_prefix(segment)
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
 }
 
 /// A `{kind}` path parameter.

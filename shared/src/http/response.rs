@@ -35,9 +35,14 @@ pub fn with_etag(mut response: http::Response<Body>, record: &AgentRecord) -> ht
 }
 
 /// `response` with the agent's address as its `Location`: where a 201 created it, where a 202
-/// says to read how the work goes on.
-pub fn with_location(mut response: http::Response<Body>, key: &AgentKey) -> http::Response<Body> {
-    if let Ok(value) = format!("/v1/agents/{}/{}", key.kind, key.agent_id).parse() {
+/// says to read how the work goes on. `prefix` is what API Gateway put before the route
+/// ([`super::request::prefix`]), so the address works from where the client stands.
+pub fn with_location(
+    mut response: http::Response<Body>,
+    prefix: &str,
+    key: &AgentKey,
+) -> http::Response<Body> {
+    if let Ok(value) = format!("{prefix}/v1/agents/{}/{}", key.kind, key.agent_id).parse() {
         response.headers_mut().insert(http::header::LOCATION, value);
     }
     response
