@@ -4,6 +4,7 @@
 mod cleanup;
 mod deploy;
 mod error;
+mod invoke;
 mod serve;
 mod sim;
 mod table;
@@ -37,6 +38,9 @@ enum Command {
     Sweep(cleanup::SweepArgs),
     /// Delete every agent of one owner (the delete function's offboarding).
     Offboard(cleanup::OffboardArgs),
+    /// Run one function's handler on one event against the configured table and AgentKit,
+    /// printing what the Lambda would answer (`--sample help` lists ready-made events).
+    Invoke(invoke::InvokeArgs),
     /// Make snapwake's table on a local DynamoDB engine.
     Table(table::TableArgs),
     /// Serve the AgentKit simulator on loopback until Ctrl-C.
@@ -51,6 +55,7 @@ fn run(cli: Cli) -> Result<(), CliError> {
         Command::Deploy(args) => deploy::run(args),
         Command::Sweep(args) => cleanup::sweep(args),
         Command::Offboard(args) => cleanup::offboard(args),
+        Command::Invoke(args) => invoke::run(args),
         Command::Table(args) => table::run(args),
         Command::Sim(args) => sim::run(args),
         Command::Usid(args) => usid::run(args),

@@ -10,12 +10,12 @@
 //! Anything else is a function error that names what arrived (its `detail-type` and `source`,
 //! or its top-level keys — never its values).
 
-use lambda_http::aws_lambda_events::apigw::ApiGatewayV2httpResponse;
-use lambda_http::{Body, Context, RequestExt, Response};
+use lambda_http::{Context, RequestExt};
 use serde_json::Value;
 use snapwake::agentkit::AgentKit;
 use snapwake::deadline::Deadline;
 use snapwake::error::Error;
+use snapwake::http::response;
 use snapwake::store::{AgentStore, Within};
 
 use crate::offboard::{Offboard, OffboardProgress, OffboardReport};
@@ -113,20 +113,6 @@ fn kind_of(v: &Value) -> &'static str {
     }
 }
 
-/// An HTTP response as API Gateway (HTTP API, payload 2.0) wants it back.
-pub fn api_gateway_response(response: Response<Body>) -> Value {
-    let (parts, body) = response.into_parts();
-    let mut out = ApiGatewayV2httpResponse::default();
-    out.status_code = i64::from(parts.status.as_u16());
-    out.headers = parts.headers;
-    out.body = match body {
-        Body::Empty => None,
-        other => Some(other),
-    };
-    out.is_base64_encoded = matches!(out.body, Some(Body::Binary(_)));
-    serde_json::to_value(out).unwrap_or(Value::Null)
-}
-
 impl<S: AgentStore, K: AgentKit> Delete<S, K> {
     /// Serve one invocation of the function: an HTTP request's answer, the sweep's report, the
     /// offboarding's report; an error for an event this function does not handle, and for an
@@ -136,7 +122,7 @@ impl<S: AgentStore, K: AgentKit> Delete<S, K> {
         match classify(&event)? {
             Invocation::Http(request) => {
                 let request = request.with_lambda_context(context);
-                Ok(api_gateway_response(self.handle(request).await))
+                Ok(response::api_gateway_v2(self.handle(request).await))
             }
             Invocation::Sweep => {
                 let report = self

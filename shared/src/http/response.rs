@@ -1,5 +1,6 @@
 //! Successful JSON responses and the headers that name an agent's version and address.
 
+use lambda_http::aws_lambda_events::apigw::ApiGatewayV2httpResponse;
 use lambda_http::Body;
 use serde::Serialize;
 
@@ -46,4 +47,19 @@ pub fn with_location(
         response.headers_mut().insert(http::header::LOCATION, value);
     }
     response
+}
+
+/// `response` as the JSON a Lambda answers API Gateway (HTTP API, payload 2.0) with: what a
+/// function invoked directly returns, and what `snapwake invoke` prints.
+pub fn api_gateway_v2(response: http::Response<Body>) -> serde_json::Value {
+    let (parts, body) = response.into_parts();
+    let mut out = ApiGatewayV2httpResponse::default();
+    out.status_code = i64::from(parts.status.as_u16());
+    out.headers = parts.headers;
+    out.body = match body {
+        Body::Empty => None,
+        other => Some(other),
+    };
+    out.is_base64_encoded = matches!(out.body, Some(Body::Binary(_)));
+    serde_json::to_value(out).unwrap_or(serde_json::Value::Null)
 }
