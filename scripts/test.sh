@@ -13,6 +13,9 @@ cargo fmt --all -- --check
 echo "== cargo clippy -D warnings"
 cargo clippy --workspace --all-targets --all-features -- -D warnings
 
+echo "== infra/template.yaml: sam-translator and cfn-lint"
+scripts/lint-infra.sh
+
 echo "== DynamoDB Local"
 trap 'scripts/stop-dynamodb-local.sh' EXIT
 eval "$(scripts/start-dynamodb-local.sh)"

@@ -165,8 +165,7 @@ fn read_event(source: &str) -> Result<Value, CliError> {
         text = std::fs::read_to_string(source)
             .map_err(|e| CliError::Usage(format!("{source}: {e}")))?;
     }
-    serde_json::from_str(&text)
-        .map_err(|e| CliError::Usage(format!("the event is not JSON: {e}")))
+    serde_json::from_str(&text).map_err(|e| CliError::Usage(format!("the event is not JSON: {e}")))
 }
 
 /// The Lambda context of an invocation that may take `budget`.
@@ -180,7 +179,9 @@ fn context(budget: Duration) -> Context {
 async fn invoke(function: Function, event: Value, budget: Duration) -> Result<Value, CliError> {
     let config = Config::from_env().map_err(|e| CliError::Usage(e.to_string()))?;
     let table = config.table.clone().ok_or_else(|| {
-        CliError::Usage("SNAPWAKE_TABLE is not set: a function acts on the agents of a table".into())
+        CliError::Usage(
+            "SNAPWAKE_TABLE is not set: a function acts on the agents of a table".into(),
+        )
     })?;
     let store = DynamoStore::from_env(table).await;
     let agentkit = AgentKitClient::from_config(&config.agentkit)

@@ -134,7 +134,12 @@ fn every_function_runs_on_its_sample_events() {
     assert_eq!(applied["registry_written"], true, "{applied}");
 
     // create, then list and capabilities see it, then resume it.
-    let made = invoke(&table, &sim, "create", &sample(&table, &sim, "create-agent"));
+    let made = invoke(
+        &table,
+        &sim,
+        "create",
+        &sample(&table, &sim, "create-agent"),
+    );
     assert_eq!(made["statusCode"], 201, "{made}");
     let agent = body(&made);
     let agent_id = agent["agent_id"].as_str().expect("an agent id").to_string();

@@ -16,6 +16,7 @@ use snapwake::agentkit::AgentKit;
 use snapwake::deadline::Deadline;
 use snapwake::error::Error;
 use snapwake::http::response;
+use snapwake::metrics::{self, Record};
 use snapwake::store::{AgentStore, Within};
 
 use crate::offboard::{Offboard, OffboardProgress, OffboardReport};
@@ -128,6 +129,14 @@ impl<S: AgentStore, K: AgentKit> Delete<S, K> {
                 let report = self
                     .sweep(Deadline::for_invocation(deadline_ms), false, &crate::Quiet)
                     .await?;
+                let counts = &report.counts;
+                metrics::emit(
+                    Record::of("sweep")
+                        .count("AgentsIndexed", counts.indexed)
+                        .count("SnapshotsPruned", counts.pruned)
+                        .count("SweepErrors", counts.errors)
+                        .millis("SweepDuration", report.duration_ms),
+                );
                 to_value(&report)
             }
             Invocation::Offboard { owner } => {

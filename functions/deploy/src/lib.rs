@@ -12,6 +12,7 @@ use snapwake::agentkit::AgentKit;
 use snapwake::deadline::Deadline;
 use snapwake::deploy::{Catalogue, DeployOptions, DeploySettings, Deployer, NoProgress, Report};
 use snapwake::error::{Error, Result};
+use snapwake::metrics::{self, Record};
 use snapwake::store::AgentStore;
 
 /// The deploy function's context: ports and desired state built once per container.
@@ -59,6 +60,12 @@ impl<S: AgentStore, K: AgentKit> Deploy<S, K> {
         let report = self
             .run(options, Deadline::for_invocation(deadline_ms))
             .await?;
+        metrics::emit(
+            Record::of("deploy")
+                .count("ToolWrites", report.writes)
+                .count("ToolWriteThrottles", report.throttles)
+                .millis("DeployDuration", report.duration_ms),
+        );
         Ok(report.to_json())
     }
 

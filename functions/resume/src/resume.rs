@@ -13,6 +13,7 @@ use snapwake::agentkit::AgentKit;
 use snapwake::domain::{AgentState, AgentView, WakeView};
 use snapwake::error::Result;
 use snapwake::http::request::{self as req, Matched};
+use snapwake::metrics::{self, Record};
 use snapwake::store::AgentStore;
 use snapwake::view::record_snapshots;
 use snapwake::wake::{Wake, WakeOutcome, WakeTarget};
@@ -55,10 +56,12 @@ impl<S: AgentStore, K: AgentKit> Resume<S, K> {
         };
         let key = &addressed.key;
         let wake = Wake::new(&self.store, &self.agentkit, &addressed.registry, &self.wake);
+        let started = std::time::Instant::now();
         let outcome = wake
             .run(&target, addressed.record, addressed.deadline)
-            .await?;
-        Ok(match outcome {
+            .await;
+        metrics::emit(wake_record(&outcome, started.elapsed()));
+        Ok(match outcome? {
             WakeOutcome::Awake {
                 session,
                 resumed,
@@ -106,4 +109,18 @@ impl<S: AgentStore, K: AgentKit> Resume<S, K> {
             }
         })
     }
+}
+
+/// What one resume came to, for the metrics: completed (this call or a concurrent one woke
+/// the agent), already awake, still waking (202), or failed; and how long it took.
+fn wake_record(outcome: &Result<WakeOutcome>, took: std::time::Duration) -> Record {
+    let name = match outcome {
+        Ok(WakeOutcome::Awake { resumed: true, .. }) => "WakesCompleted",
+        Ok(WakeOutcome::Awake { resumed: false, .. }) => "AlreadyAwake",
+        Ok(WakeOutcome::Waking { .. }) => "WakesInProgress",
+        Err(_) => "WakesFailed",
+    };
+    Record::of("resume")
+        .count(name, 1)
+        .millis("WakeLatency", took.as_millis() as u64)
 }

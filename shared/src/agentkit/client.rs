@@ -18,6 +18,7 @@ use super::types::{Action, API_VERSION};
 use super::AgentKitError;
 use crate::agentkit::AgentKitConfig;
 use crate::deadline::Deadline;
+use crate::metrics::{self, Record};
 
 const JSON: &str = "application/json";
 
@@ -143,6 +144,20 @@ impl AgentKitClient {
                 Ok(out) => return Ok(out),
                 Err(f) => f,
             };
+            let throttled = matches!(failure.error, AgentKitError::Throttled { .. });
+            // A Tool missing from a region is an answer, not a fault.
+            if throttled || !failure.error.is_not_found() {
+                let name = if throttled {
+                    "AgentKitThrottles"
+                } else {
+                    "AgentKitErrors"
+                };
+                metrics::emit(
+                    Record::of("agentkit")
+                        .dimension("Action", A::NAME)
+                        .count(name, 1),
+                );
+            }
             let may_resend = failure.not_sent || A::IDEMPOTENT;
             let wait = if failure.retryable && may_resend {
                 self.retry.next_wait(retry, failure.retry_after, deadline)

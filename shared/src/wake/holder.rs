@@ -197,6 +197,7 @@ impl<S: AgentStore, K: AgentKit> Wake<'_, S, K> {
 
         // 7. Resume.
         let request = ResumeSessionFromSnapshot::new(&home.tool_id, &snapshot_id);
+        crate::metrics::emit(crate::metrics::Record::of("wake").count("ResumesSent", 1));
         let answer = self.agentkit.call(&home.region, &request, deadline).await;
         let session_id = match answer {
             Ok(r) if !r.session_id.is_empty() => r.session_id,

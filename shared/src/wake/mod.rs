@@ -216,6 +216,12 @@ impl<'a, S: AgentStore, K: AgentKit> Wake<'a, S, K> {
                     let r = record
                         .take()
                         .unwrap_or_else(|| AgentRecord::absent(target.key.clone()));
+                    if decision == Decision::Join && !joined {
+                        // A caller that joins a wake in flight is a Resume it did not send.
+                        crate::metrics::emit(
+                            crate::metrics::Record::of("wake").count("WakesJoined", 1),
+                        );
+                    }
                     joined |= decision == Decision::Join;
                     match Box::pin(self.watch(&lock, target, r, joined)).await? {
                         watch::Watched::Done(outcome) => return Ok(outcome),

@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Lint the AWS SAM template offline: translate it with aws-sam-translator (the transform SAM
+# itself runs), then cfn-lint the template (SAM and CloudFormation rules). Both are pinned in
+# infra/requirements.txt and installed into target/infra-venv on first use. Zero errors, or
+# this fails.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+venv=target/infra-venv
+if [[ ! -x "$venv/bin/cfn-lint" ]] || ! cmp -s infra/requirements.txt "$venv/requirements.txt"; then
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install --quiet --disable-pip-version-check -r infra/requirements.txt
+  cp infra/requirements.txt "$venv/requirements.txt"
+fi
+
+# 1. The SAM transform, as `sam deploy` would run it: any error in the serverless resources
+#    stops here with the translator's own message.
+"$venv/bin/python" - <<'PY'
+import os, sys
+import yaml
+from samtranslator.translator.transform import transform
+from samtranslator.public.exceptions import InvalidDocumentException
+
+
+class Loader(yaml.SafeLoader):
+    pass
+
+
+def tag(loader, suffix, node):
+    # CloudFormation short forms (!Ref, !Sub, !GetAtt ...) as their long forms.
+    name = "Ref" if suffix == "Ref" else "Fn::" + suffix
+    if isinstance(node, yaml.ScalarNode):
+        value = loader.construct_scalar(node)
+        if suffix == "GetAtt":
+            value = value.split(".", 1)
+    elif isinstance(node, yaml.SequenceNode):
+        value = loader.construct_sequence(node, deep=True)
+    else:
+        value = loader.construct_mapping(node, deep=True)
+    return {name: value}
+
+
+Loader.add_multi_constructor("!", tag)
+with open("infra/template.yaml") as f:
+    template = yaml.load(f, Loader=Loader)
+
+
+# The transform resolves pseudo parameters (AWS::Region) for its own bookkeeping; any region
+# will do offline.
+os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
+
+
+class NoManagedPolicies:
+    def load(self):
+        return {}
+
+
+# `sam package` replaces each local CodeUri with the S3 object it uploaded; stand in for it.
+for resource in template["Resources"].values():
+    if resource.get("Type") == "AWS::Serverless::Function":
+        resource["Properties"]["CodeUri"] = "s3://snapwake-lint/function.zip"
+
+try:
+    out = transform(template, {}, NoManagedPolicies())
+except InvalidDocumentException as e:
+    for cause in e.causes:
+        print(f"sam-translator: {cause.message}", file=sys.stderr)
+    sys.exit(1)
+print(f"sam-translator: {len(out['Resources'])} CloudFormation resources")
+PY
+
+# 2. cfn-lint: CloudFormation and SAM rules; any error (or warning) fails.
+"$venv/bin/cfn-lint" infra/template.yaml
+echo "cfn-lint: infra/template.yaml clean"

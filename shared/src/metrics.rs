@@ -1,0 +1,169 @@
+//! Metrics as CloudWatch embedded metric format (EMF): one JSON object per line on stdout,
+//! which Lambda's log pipeline turns into metrics without an API call (and without a client
+//! in the function). The one place snapwake emits them from; call sites build a [`Record`].
+//!
+//! Nothing is emitted unless `SNAPWAKE_METRICS_NAMESPACE` names a namespace (the template sets
+//! it): locally and in tests the lines would only be noise. Tests of the emitting code install
+//! a sink ([`capture_into`]) to read what would have been printed.
+
+use std::sync::{Mutex, OnceLock};
+
+use serde_json::{json, Map, Value};
+
+/// The environment variable naming the CloudWatch namespace.
+pub const NAMESPACE_VAR: &str = "SNAPWAKE_METRICS_NAMESPACE";
+
+/// The units snapwake uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unit {
+    Count,
+    Milliseconds,
+}
+
+impl Unit {
+    fn as_str(self) -> &'static str {
+        match self {
+            Unit::Count => "Count",
+            Unit::Milliseconds => "Milliseconds",
+        }
+    }
+}
+
+/// One EMF record: metric values under one set of dimensions.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Record {
+    dimensions: Vec<(&'static str, String)>,
+    metrics: Vec<(&'static str, Unit, f64)>,
+}
+
+impl Record {
+    /// A record of `component` (`resume`, `wake`, `agentkit`, `sweep`, `deploy`): every record
+    /// carries the component as a dimension.
+    pub fn of(component: &str) -> Record {
+        Record::default().dimension("Component", component)
+    }
+
+    pub fn dimension(mut self, name: &'static str, value: impl Into<String>) -> Record {
+        self.dimensions.push((name, value.into()));
+        self
+    }
+
+    pub fn count(mut self, name: &'static str, n: u64) -> Record {
+        self.metrics.push((name, Unit::Count, n as f64));
+        self
+    }
+
+    pub fn millis(mut self, name: &'static str, ms: u64) -> Record {
+        self.metrics.push((name, Unit::Milliseconds, ms as f64));
+        self
+    }
+
+    /// The record as EMF at `timestamp_ms`: the `_aws` envelope (timestamp, namespace, the
+    /// dimension set and each metric's name and unit), then every dimension and metric value
+    /// as a top-level member, as the format requires.
+    pub fn to_emf(&self, namespace: &str, timestamp_ms: u64) -> Value {
+        let dimension_names: Vec<&str> = self.dimensions.iter().map(|(n, _)| *n).collect();
+        let metric_defs: Vec<Value> = self
+            .metrics
+            .iter()
+            .map(|(name, unit, _)| json!({ "Name": name, "Unit": unit.as_str() }))
+            .collect();
+        let mut out = Map::new();
+        out.insert(
+            "_aws".into(),
+            json!({
+                "Timestamp": timestamp_ms,
+                "CloudWatchMetrics": [{
+                    "Namespace": namespace,
+                    "Dimensions": [dimension_names],
+                    "Metrics": metric_defs,
+                }],
+            }),
+        );
+        for (name, value) in &self.dimensions {
+            out.insert((*name).into(), Value::from(value.as_str()));
+        }
+        for (name, _, value) in &self.metrics {
+            out.insert((*name).into(), json!(value));
+        }
+        Value::Object(out)
+    }
+}
+
+type Sink = Box<dyn Fn(&str) + Send + Sync>;
+
+fn sink() -> &'static Mutex<Option<Sink>> {
+    static SINK: OnceLock<Mutex<Option<Sink>>> = OnceLock::new();
+    SINK.get_or_init(|| Mutex::new(None))
+}
+
+fn namespace() -> Option<&'static str> {
+    static NAMESPACE: OnceLock<Option<String>> = OnceLock::new();
+    NAMESPACE
+        .get_or_init(|| {
+            std::env::var(NAMESPACE_VAR)
+                .ok()
+                .map(|n| n.trim().to_string())
+                .filter(|n| !n.is_empty())
+        })
+        .as_deref()
+}
+
+/// Send lines to `lines` instead of stdout (tests).
+pub fn capture_into(lines: std::sync::Arc<Mutex<Vec<String>>>) {
+    if let Ok(mut slot) = sink().lock() {
+        *slot = Some(Box::new(move |line| {
+            if let Ok(mut all) = lines.lock() {
+                all.push(line.to_string());
+            }
+        }));
+    }
+}
+
+/// Emit `record`, when a namespace is configured. Never fails: a metric is not worth an error.
+pub fn emit(record: Record) {
+    let Some(namespace) = namespace() else { return };
+    if record.metrics.is_empty() {
+        return;
+    }
+    let line = record
+        .to_emf(namespace, crate::timestamp::now_ms())
+        .to_string();
+    match sink().lock() {
+        Ok(slot) => match slot.as_ref() {
+            Some(capture) => capture(&line),
+            // One `println!` is one write of one line: Lambda reads each as one log event.
+            None => println!("{line}"),
+        },
+        Err(_) => println!("{line}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_record_is_emf() {
+        let line = Record::of("resume")
+            .dimension("Action", "ResumeSessionFromSnapshot")
+            .count("AgentKitErrors", 2)
+            .millis("WakeLatency", 1500)
+            .to_emf("snapwake", 1_700_000_000_000);
+        assert_eq!(line["_aws"]["Timestamp"], 1_700_000_000_000u64);
+        let directive = &line["_aws"]["CloudWatchMetrics"][0];
+        assert_eq!(directive["Namespace"], "snapwake");
+        assert_eq!(directive["Dimensions"], json!([["Component", "Action"]]));
+        assert_eq!(
+            directive["Metrics"],
+            json!([
+                {"Name": "AgentKitErrors", "Unit": "Count"},
+                {"Name": "WakeLatency", "Unit": "Milliseconds"},
+            ])
+        );
+        assert_eq!(line["Component"], "resume");
+        assert_eq!(line["Action"], "ResumeSessionFromSnapshot");
+        assert_eq!(line["AgentKitErrors"], 2.0);
+        assert_eq!(line["WakeLatency"], 1500.0);
+    }
+}

@@ -1,0 +1,155 @@
+//! The functions' metrics are CloudWatch embedded-metric-format lines: a resume, a storm's
+//! joiners and an AgentKit throttle each leave records, and every line is valid
+//! EMF (the `_aws` envelope, metric definitions whose values are top-level numbers, dimension
+//! sets whose values are top-level strings). Its own binary: the namespace and the capture
+//! are per process.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::Value;
+use snapwake::metrics::{capture_into, NAMESPACE_VAR};
+use snapwake::store::dynamo::DynamoStore;
+use snapwake_sim::Fault;
+use snapwake_tests::*;
+
+type DynamoApi = Api<Arc<DynamoStore>, snapwake::agentkit::AgentKitClient>;
+
+/// Why `line` is not valid EMF, if it is not (the format's rules, as CloudWatch checks them).
+fn emf_fault(line: &str) -> Option<String> {
+    let v: Value = serde_json::from_str(line).ok()?;
+    let Some(aws) = v.get("_aws") else {
+        return Some("no _aws".into());
+    };
+    if !aws["Timestamp"].is_u64() {
+        return Some("Timestamp is not epoch milliseconds".into());
+    }
+    let Some(directives) = aws["CloudWatchMetrics"].as_array() else {
+        return Some("CloudWatchMetrics is not an array".into());
+    };
+    if directives.is_empty() {
+        return Some("no metric directive".into());
+    }
+    for d in directives {
+        if d["Namespace"].as_str().is_none_or(|n| n.is_empty()) {
+            return Some("no Namespace".into());
+        }
+        let Some(sets) = d["Dimensions"].as_array() else {
+            return Some("Dimensions is not an array".into());
+        };
+        for set in sets {
+            let Some(names) = set.as_array() else {
+                return Some("a dimension set is not an array".into());
+            };
+            if names.len() > 30 {
+                return Some("more than 30 dimensions".into());
+            }
+            for name in names {
+                let Some(name) = name.as_str() else {
+                    return Some("a dimension name is not a string".into());
+                };
+                if !v[name].is_string() {
+                    return Some(format!("dimension {name} has no string value"));
+                }
+            }
+        }
+        let Some(metrics) = d["Metrics"].as_array() else {
+            return Some("Metrics is not an array".into());
+        };
+        if metrics.is_empty() || metrics.len() > 100 {
+            return Some("Metrics must hold 1 to 100 definitions".into());
+        }
+        for m in metrics {
+            let Some(name) = m["Name"].as_str() else {
+                return Some("a metric without Name".into());
+            };
+            if !v[name].is_number() {
+                return Some(format!("metric {name} has no numeric value"));
+            }
+            let units = ["Count", "Milliseconds", "Seconds", "None"];
+            if !m["Unit"].as_str().is_some_and(|u| units.contains(&u)) {
+                return Some(format!("metric {name} has no known Unit"));
+            }
+        }
+    }
+    None
+}
+
+/// The records captured so far whose `name` metric is set, summed.
+fn total(lines: &Mutex<Vec<String>>, name: &str) -> f64 {
+    let lines = lines.lock().unwrap();
+    lines
+        .iter()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter_map(|v| v[name].as_f64())
+        .sum()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn wakes_joins_and_throttles_leave_valid_emf_records() {
+    std::env::set_var(NAMESPACE_VAR, "snapwake-test");
+    let lines = Arc::new(Mutex::new(Vec::new()));
+    capture_into(lines.clone());
+
+    let world = World::start(Duration::from_millis(300)).await;
+    let store = Arc::new(dynamo_store("metrics").await);
+    world.register(&store).await;
+    let api: Arc<DynamoApi> = Arc::new(Api::new(store.clone(), world.client(), identity()));
+
+    // 20 callers wake one asleep agent: one Resume sent, the others join.
+    let (agent, _) = world.asleep_agent("alice", "metered");
+    let path = format!("/v1/agents/codex/{agent}/resume");
+    let mut callers = Vec::new();
+    for _ in 0..20 {
+        let api = api.clone();
+        let path = path.clone();
+        callers.push(tokio::spawn(async move {
+            api.handle(request("POST", &path, Who::User("alice"), None))
+                .await
+                .status()
+                .as_u16()
+        }));
+    }
+    for c in callers {
+        assert_eq!(c.await.unwrap(), 200);
+    }
+    assert_eq!(total(&lines, "ResumesSent"), 1.0);
+    assert_eq!(total(&lines, "WakesCompleted"), 20.0);
+    assert!(total(&lines, "WakesJoined") >= 1.0);
+
+    // AgentKit throttles a listing: counted by action.
+    world
+        .sim
+        .control()
+        .inject(Fault::error(Some("ListSessions"), "Throttling", 429).next(1))
+        .unwrap();
+    let listed = api
+        .handle(request("GET", "/v1/agents", Who::User("alice"), None))
+        .await;
+    assert_eq!(listed.status(), 200);
+    assert!(total(&lines, "AgentKitThrottles") >= 1.0);
+
+    // Every line is EMF, in the configured namespace.
+    let all = lines.lock().unwrap().clone();
+    assert!(!all.is_empty());
+    for line in &all {
+        assert_eq!(emf_fault(line), None, "{line}");
+        let v: Value = serde_json::from_str(line).unwrap();
+        assert_eq!(
+            v["_aws"]["CloudWatchMetrics"][0]["Namespace"],
+            "snapwake-test"
+        );
+    }
+}
+
+#[test]
+fn the_validator_refuses_what_is_not_emf() {
+    assert!(emf_fault(r#"{"WakesCompleted": 1}"#).is_some());
+    let undeclared_value = r#"{"_aws":{"Timestamp":1,"CloudWatchMetrics":[{"Namespace":"n",
+        "Dimensions":[["Component"]],"Metrics":[{"Name":"X","Unit":"Count"}]}]},"Component":"c"}"#;
+    assert!(emf_fault(undeclared_value).is_some());
+    let good = r#"{"_aws":{"Timestamp":1,"CloudWatchMetrics":[{"Namespace":"n",
+        "Dimensions":[["Component"]],"Metrics":[{"Name":"X","Unit":"Count"}]}]},
+        "Component":"c","X":1}"#;
+    assert_eq!(emf_fault(good), None);
+}
