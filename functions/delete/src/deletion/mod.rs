@@ -36,6 +36,7 @@ use snapwake::timestamp::{now_ms, now_s};
 
 mod settings;
 mod decision;
+mod remembered;
 
 use decision::resting;
 pub use decision::{decide, Decision};
@@ -299,38 +300,6 @@ impl<'a, S: AgentStore, K: AgentKit> Deleter<'a, S, K> {
         }
     }
 
-    /// Whether `snapshot_id` of `key` was deleted through snapwake (within the tombstone
-    /// time), so that a repeated delete answers 204 rather than 404.
-    pub async fn was_deleted(&self, key: &AgentKey, snapshot_id: &str) -> Result<bool, Error> {
-        let pk = deleted_snapshot_pk(key, snapshot_id);
-        let doc = self
-            .store
-            .get_document(DocumentKey {
-                pk: &pk,
-                sk: DELETED_SNAPSHOT_SK,
-            })
-            .await?;
-        Ok(doc.is_some())
-    }
-
-    /// Remember a deleted snapshot for [`Deleter::was_deleted`]; a repeat finds it written.
-    async fn remember_deleted(&self, key: &AgentKey, snapshot_id: &str) -> Result<(), Error> {
-        let pk = deleted_snapshot_pk(key, snapshot_id);
-        let value = serde_json::json!({ "deleted_at_ms": now_ms() });
-        let doc_key = DocumentKey {
-            pk: &pk,
-            sk: DELETED_SNAPSHOT_SK,
-        };
-        match self
-            .store
-            .put_document(doc_key, &value, 0, Some(now_s() + TOMBSTONE_TTL_S))
-            .await
-        {
-            Ok(_) | Err(StoreError::DocumentConflict { .. }) => Ok(()),
-            Err(e) => Err(e.into()),
-        }
-    }
-
     /// End every session of the agent, then delete every snapshot. Sessions first: a session
     /// that expired later would leave one more snapshot behind.
     async fn clean(
@@ -493,10 +462,4 @@ impl<'a, S: AgentStore, K: AgentKit> Deleter<'a, S, K> {
             .await?;
         Ok(matches!(written, Written::Done(_)))
     }
-}
-
-const DELETED_SNAPSHOT_SK: &str = "DELETED";
-
-fn deleted_snapshot_pk(key: &AgentKey, snapshot_id: &str) -> String {
-    format!("SNAPDEL#{}#{}#{}", key.kind, key.agent_id, snapshot_id)
 }

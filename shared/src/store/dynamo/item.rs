@@ -153,3 +153,26 @@ pub(super) fn registry_from_item(item: &Item) -> Result<ToolRegistry, StoreError
     registry.version = get_n(item, attr::VERSION)?.unwrap_or(0);
     Ok(registry)
 }
+
+/// Add the live records among `items` to `records` until it holds `limit`, calling `taken`
+/// with each item taken. `true`: a live record was left over, so more follow this page.
+/// Expired items (tombstones the TTL sweeper has not deleted yet) are skipped.
+pub(super) fn take_live(
+    items: &[Item],
+    now: i64,
+    limit: usize,
+    records: &mut Vec<AgentRecord>,
+    mut taken: impl FnMut(&Item),
+) -> Result<bool, StoreError> {
+    for item in items {
+        let Some(record) = live_record(item, now)? else {
+            continue;
+        };
+        if records.len() == limit {
+            return Ok(true);
+        }
+        records.push(record);
+        taken(item);
+    }
+    Ok(false)
+}

@@ -40,7 +40,7 @@ use crate::timestamp::now_s;
 use expression::{condition_expression, n, s, update_expression, Expr};
 use item::{
     attr, document_from_item, get_s, live_document, live_record, record_from_item,
-    registry_from_item, Item,
+    registry_from_item, take_live, Item,
 };
 
 /// The store over one DynamoDB table. Cheap to clone (the SDK client is reference-counted).
@@ -122,29 +122,6 @@ impl DynamoStore {
             (attr::SK.to_string(), s(keys::REGISTRY_SK)),
         ])
     }
-}
-
-/// Add the live records among `items` to `records` until it holds `limit`, calling `taken`
-/// with each item taken. `true`: a live record was left over, so more follow this page.
-/// Expired items (tombstones the TTL sweeper has not deleted yet) are skipped.
-fn take_live(
-    items: &[Item],
-    now: i64,
-    limit: usize,
-    records: &mut Vec<AgentRecord>,
-    mut taken: impl FnMut(&Item),
-) -> Result<bool, StoreError> {
-    for item in items {
-        let Some(record) = live_record(item, now)? else {
-            continue;
-        };
-        if records.len() == limit {
-            return Ok(true);
-        }
-        records.push(record);
-        taken(item);
-    }
-    Ok(false)
 }
 
 impl AgentStore for DynamoStore {
