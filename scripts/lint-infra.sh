@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Lint the AWS SAM template offline: translate it with aws-sam-translator (the transform SAM
 # itself runs), then cfn-lint the template (SAM and CloudFormation rules). Both are pinned in
-# infra/requirements.txt and installed into target/infra-venv on first use. Zero errors, or
-# this fails.
+# infra/requirements.txt (with schemathesis, which scripts/conformance.sh runs) and installed
+# into target/infra-venv on first use. Zero errors, or this fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -13,7 +13,7 @@ cargo fmt --all -- --check
 echo "== cargo clippy -D warnings"
 cargo clippy --workspace --all-targets --all-features -- -D warnings
 
-echo "== infra/template.yaml: sam-translator and cfn-lint"
+echo "== infra/: sam-translator and cfn-lint on the template"
 scripts/lint-infra.sh
 
 echo "== DynamoDB Local"
@@ -22,3 +22,6 @@ eval "$(scripts/start-dynamodb-local.sh)"
 
 echo "== cargo test --workspace"
 cargo test --workspace --all-features
+
+echo "== conformance: schemathesis against snapwake serve --demo"
+scripts/conformance.sh

@@ -33,7 +33,25 @@ use crate::Resume;
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct KeepaliveBody {
+    #[serde(deserialize_with = "whole_seconds")]
     ttl_s: u64,
+}
+
+/// A whole number of seconds. JSON has one number type, so `3600.0` is `3600`; a fraction or a
+/// negative number is refused (400).
+fn whole_seconds<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<u64, D::Error> {
+    use serde::de::Error as _;
+    let n = serde_json::Number::deserialize(d)?;
+    if let Some(whole) = n.as_u64() {
+        return Ok(whole);
+    }
+    match n.as_f64() {
+        // Below 2^53 every whole f64 is exact.
+        Some(f) if f >= 0.0 && f.fract() == 0.0 && f < 9_007_199_254_740_992.0 => Ok(f as u64),
+        _ => Err(D::Error::custom(format!(
+            "ttl_s must be a whole number of seconds, not {n}"
+        ))),
+    }
 }
 
 /// The answer body: the agent view plus the TTL granted.
