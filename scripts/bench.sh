@@ -50,6 +50,22 @@ out=$(mktemp)
   done
   echo
 
+  echo "## Lambda packages"
+  echo
+  if ls target/lambda/*/bootstrap.zip >/dev/null 2>&1; then
+    echo "\`scripts/package.sh\` (cargo-lambda, \`provided.al2023\`): each function's \`bootstrap.zip\` as the template deploys it."
+    echo
+    echo "| function | zip |"
+    echo "|---|---|"
+    for f in "${functions[@]}"; do
+      zip="target/lambda/$f/bootstrap.zip"
+      [[ -f "$zip" ]] && awk -v f="$f" -v b="$(stat -c %s "$zip")" 'BEGIN { printf "| %s | %.2f MB |\n", f, b / 1048576 }'
+    done
+  else
+    echo "Not measured: run \`scripts/package.sh\` first."
+  fi
+  echo
+
   echo "running the peak_rss bench..." >&2
   cargo bench -q -p snapwake-tests --bench peak_rss 2>/dev/null
 } >"$out"

@@ -22,5 +22,6 @@ for _ in $(seq 1 100); do
   sleep 0.1
 done
 
-"$venv/bin/schemathesis" --config-file infra/schemathesis.toml run infra/openapi.yaml \
-  --url "http://127.0.0.1:$port" --no-color
+# The description as the server serves it (GET /v1/openapi.json, infra/openapi.yaml compiled in).
+"$venv/bin/schemathesis" --config-file infra/schemathesis.toml \
+  run "http://127.0.0.1:$port/v1/openapi.json" --url "http://127.0.0.1:$port" --no-color

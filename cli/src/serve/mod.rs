@@ -10,6 +10,7 @@
 mod adapter;
 mod app;
 mod demo;
+mod description;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -231,6 +232,7 @@ async fn run_with<S: AgentStore + 'static>(
     let addr = SocketAddr::from(([127, 0, 0, 1], args.port));
     let listener = tokio::net::TcpListener::bind(addr).await?;
     let router = axum::Router::new()
+        .route("/v1/openapi.json", axum::routing::get(description::serve))
         .fallback(handle::<S, AgentKitClient>)
         .with_state(app);
     println!(
