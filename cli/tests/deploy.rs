@@ -1,41 +1,11 @@
 //! `snapwake deploy` against a `snapwake sim` child: `--apply` creates the catalogue's seven
 //! Tools and reports them; `--plan` with a catalogue file writes nothing.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+mod support;
 
-struct Sim {
-    child: Child,
-    endpoint: String,
-}
+use std::process::Command;
 
-impl Drop for Sim {
-    fn drop(&mut self) {
-        self.child.kill().ok();
-        self.child.wait().ok();
-    }
-}
-
-fn sim() -> Sim {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_snapwake"))
-        .args(["sim", "--port", "0"])
-        .env_remove("VOLCENGINE_ACCESS_KEY")
-        .env_remove("VOLCENGINE_SECRET_KEY")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start snapwake sim");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().expect("stdout"))
-        .read_line(&mut line)
-        .expect("read the first line");
-    let endpoint = line
-        .split_whitespace()
-        .find(|w| w.starts_with("http://127.0.0.1:"))
-        .unwrap_or_else(|| panic!("no address in {line:?}"))
-        .to_string();
-    Sim { child, endpoint }
-}
+use support::{sim, Sim};
 
 fn deploy(sim: &Sim, args: &[&str]) -> (bool, serde_json::Value, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_snapwake"))

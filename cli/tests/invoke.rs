@@ -4,41 +4,13 @@
 //! printing what the Lambda would answer. Without `AWS_ENDPOINT_URL` this fails, it does not
 //! skip.
 
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, Command, Output, Stdio};
+mod support;
+
+use std::io::Write;
+use std::process::{Command, Output, Stdio};
 
 use serde_json::Value;
-
-struct Sim {
-    child: Child,
-    endpoint: String,
-}
-
-impl Drop for Sim {
-    fn drop(&mut self) {
-        self.child.kill().ok();
-        self.child.wait().ok();
-    }
-}
-
-fn sim() -> Sim {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_snapwake"))
-        .args(["sim", "--port", "0"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start snapwake sim");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().expect("stdout"))
-        .read_line(&mut line)
-        .expect("read the first line");
-    let endpoint = line
-        .split_whitespace()
-        .find(|w| w.starts_with("http://127.0.0.1:"))
-        .unwrap_or_else(|| panic!("no address in {line:?}"))
-        .to_string();
-    Sim { child, endpoint }
-}
+use support::{sim, Sim};
 
 /// `snapwake ARGS` against `table` and `sim`, with `stdin` piped in.
 fn snapwake(table: &str, sim: &Sim, args: &[&str], stdin: &str) -> Output {
