@@ -13,6 +13,7 @@ use crate::agentkit::{AgentKitConfig, CredentialsSource};
 use crate::http::request::{normalise_base_path, BASE_PATH_VAR};
 use crate::identity::{IdentityConfig, DEFAULT_OWNER_CLAIMS};
 use crate::registry_cache::ToolOverrides;
+use crate::secret::Secret;
 use crate::wake::WakeSettings;
 
 pub const DEFAULT_AGENTKIT_ENDPOINT: &str = "https://open.volcengineapi.com";
@@ -42,7 +43,7 @@ pub struct Config {
     pub tool_overrides: ToolOverrides,
     /// The key that authenticates list cursors (`SNAPWAKE_CURSOR_KEY`, at least 32
     /// characters); `None`: the list function keeps a random key in the table instead.
-    pub cursor_key: Option<String>,
+    pub cursor_key: Option<Secret>,
     /// How many snapshots the retention sweep keeps.
     pub retention: RetentionConfig,
     /// A custom domain's base path the API is mapped under (`SNAPWAKE_BASE_PATH`, e.g.
@@ -101,14 +102,13 @@ fn identity_config(get: &impl Fn(&str) -> Option<String>) -> Result<IdentityConf
             reason: "lists no claim".into(),
         });
     }
-    Ok(IdentityConfig {
+    let mut identity = IdentityConfig {
         owner_claims,
-        admins: split_list(&get("SNAPWAKE_ADMINS").unwrap_or_default())
-            .into_iter()
-            .map(|a| a.to_lowercase())
-            .collect(),
+        admins: Vec::new(),
         admin_groups: split_list(&get("SNAPWAKE_ADMIN_GROUPS").unwrap_or_default()),
-    })
+    };
+    identity.admins = identity.parse_admins(&get("SNAPWAKE_ADMINS").unwrap_or_default());
+    Ok(identity)
 }
 
 fn retention_config(get: &impl Fn(&str) -> Option<String>) -> Result<RetentionConfig, ConfigError> {
@@ -163,13 +163,13 @@ fn base_path(get: &impl Fn(&str) -> Option<String>) -> Result<Option<String>, Co
 /// Shorter keys would make forged cursors guessable.
 pub const MIN_CURSOR_KEY_LEN: usize = 32;
 
-fn cursor_key(get: &impl Fn(&str) -> Option<String>) -> Result<Option<String>, ConfigError> {
+fn cursor_key(get: &impl Fn(&str) -> Option<String>) -> Result<Option<Secret>, ConfigError> {
     match get("SNAPWAKE_CURSOR_KEY") {
         Some(k) if k.trim().len() < MIN_CURSOR_KEY_LEN => Err(ConfigError::Invalid {
             var: "SNAPWAKE_CURSOR_KEY",
             reason: format!("must be at least {MIN_CURSOR_KEY_LEN} characters"),
         }),
-        k => Ok(k.map(|k| k.trim().to_string())),
+        k => Ok(k.map(|k| Secret::new(k.trim()))),
     }
 }
 
@@ -271,7 +271,7 @@ fn credentials_source(
         return Ok(CredentialsSource::SecretsExtension {
             secret_id,
             port,
-            aws_session_token,
+            aws_session_token: aws_session_token.into(),
         });
     }
     let access_key = get("VOLCENGINE_ACCESS_KEY").ok_or(ConfigError::Missing {

@@ -5,6 +5,7 @@
 //! `shared/tests/` fails on an import that points up):
 //!
 //! - [`timestamp`]: RFC 3339 as AgentKit writes it, and the one wall clock;
+//! - [`secret`]: a string `Debug` never shows (credentials, tokens, keys, session Endpoints);
 //! - [`metrics`]: CloudWatch embedded-metric-format lines, emitted from one place;
 //! - [`deadline`]: the point by which an operation must answer;
 //! - [`domain`]: kinds, retention, the agent record, its views, the Tool registry (no I/O);
@@ -31,6 +32,7 @@
 //! Ports and adapters: the domain imports nothing of ours; adapters depend on their port.
 
 pub mod timestamp;
+pub mod secret;
 pub mod metrics;
 pub mod deadline;
 pub mod domain;

@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 /// Bottom to top; the order `lib.rs` lists them in.
 const LAYERS: &[&str] = &[
     "timestamp",
+    "secret",
     "metrics",
     "deadline",
     "domain",

@@ -12,6 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use snapwake::agentkit::Credentials;
+use snapwake::secret::Secret;
 use snapwake::store::dynamo::DynamoStore;
 use snapwake_sim::SimConfig;
 use snapwake_tests::*;
@@ -78,7 +79,7 @@ fn endpoints(world: &World) -> Vec<String> {
         .control()
         .sessions()
         .into_iter()
-        .filter_map(|s| s.endpoint)
+        .filter_map(|s| s.endpoint.map(Secret::into_exposed))
         .collect()
 }
 

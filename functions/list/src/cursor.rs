@@ -15,6 +15,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use sha2::Sha256;
 use snapwake::error::{Error, Result};
+use snapwake::secret::Secret;
 use snapwake::store::{AgentStore, DocumentKey, StoreError};
 use tokio::sync::OnceCell;
 
@@ -37,9 +38,9 @@ pub struct CursorKeys {
 }
 
 impl CursorKeys {
-    pub fn new(configured: Option<String>) -> Self {
+    pub fn new(configured: Option<Secret>) -> Self {
         CursorKeys {
-            configured: configured.map(String::into_bytes),
+            configured: configured.map(|key| key.into_exposed().into_bytes()),
             stored: OnceCell::new(),
         }
     }
@@ -152,7 +153,7 @@ mod tests {
         let b = CursorKeys::new(None).key(&store).await.unwrap();
         let c = a.seal(&1).unwrap();
         assert_eq!(b.open::<i32>(&c).unwrap(), 1);
-        let configured = CursorKeys::new(Some("z".repeat(32)))
+        let configured = CursorKeys::new(Some("z".repeat(32).into()))
             .key(&store)
             .await
             .unwrap();

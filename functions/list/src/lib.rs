@@ -53,6 +53,7 @@ use snapwake::identity::{Caller, IdentityConfig};
 use snapwake::index_sync::IndexStatus;
 use snapwake::lock::LockSettings;
 use snapwake::registry_cache::RegistryCache;
+use snapwake::secret::Secret;
 use snapwake::store::{AgentStore, Within};
 
 use crate::cursor::CursorKeys;
@@ -82,7 +83,7 @@ pub struct ListSettings {
     pub lock: LockSettings,
     /// The key that seals `owner=*` cursors (`SNAPWAKE_CURSOR_KEY`); `None`: a key kept in the
     /// table, made on first use.
-    pub cursor_key: Option<String>,
+    pub cursor_key: Option<Secret>,
 }
 
 /// The list function's context: ports and settings built once per container.

@@ -33,7 +33,7 @@ pub async fn load(
             aws_session_token,
         } => {
             let url = format!("http://localhost:{port}/secretsmanager/get");
-            from_extension(http, &url, secret_id, aws_session_token).await
+            from_extension(http, &url, secret_id, aws_session_token.expose()).await
         }
     }
 }

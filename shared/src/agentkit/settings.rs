@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use super::signer::Credentials;
+use crate::secret::Secret;
 
 /// Where AgentKit credentials come from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -15,7 +16,7 @@ pub enum CredentialsSource {
     SecretsExtension {
         secret_id: String,
         port: u16,
-        aws_session_token: String,
+        aws_session_token: Secret,
     },
 }
 

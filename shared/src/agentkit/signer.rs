@@ -69,13 +69,28 @@ impl fmt::Debug for Credentials {
     }
 }
 
-/// The headers a signed request must carry, besides `Host` and `Content-Type`.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// The headers a signed request must carry, besides `Host` and `Content-Type`. `Debug` hides
+/// the session token and the signature.
+#[derive(Clone, PartialEq, Eq)]
 pub struct SignedHeaders {
     pub x_date: String,
     pub x_content_sha256: String,
     pub x_security_token: Option<String>,
     pub authorization: String,
+}
+
+impl fmt::Debug for SignedHeaders {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SignedHeaders")
+            .field("x_date", &self.x_date)
+            .field("x_content_sha256", &self.x_content_sha256)
+            .field(
+                "x_security_token",
+                &self.x_security_token.as_ref().map(|_| "<redacted>"),
+            )
+            .field("authorization", &"<redacted>")
+            .finish()
+    }
 }
 
 /// `YYYYMMDDTHHMMSSZ` in UTC.
@@ -204,8 +219,8 @@ pub fn sign(
     }
 }
 
-/// A parsed `Authorization` header.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// A parsed `Authorization` header. `Debug` hides the signature.
+#[derive(Clone, PartialEq, Eq)]
 pub struct Authorization {
     pub access_key_id: String,
     pub date: String,
@@ -213,6 +228,19 @@ pub struct Authorization {
     pub service: String,
     pub signed_headers: Vec<String>,
     pub signature: String,
+}
+
+impl fmt::Debug for Authorization {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Authorization")
+            .field("access_key_id", &self.access_key_id)
+            .field("date", &self.date)
+            .field("region", &self.region)
+            .field("service", &self.service)
+            .field("signed_headers", &self.signed_headers)
+            .field("signature", &"<redacted>")
+            .finish()
+    }
 }
 
 /// Parse `HMAC-SHA256 Credential=AK/date/region/service/request, SignedHeaders=a;b, Signature=hex`.

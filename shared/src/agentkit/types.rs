@@ -14,6 +14,8 @@
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
+use crate::secret::Secret;
+
 /// The API version every action is called with.
 pub const API_VERSION: &str = "2025-10-30";
 
@@ -90,12 +92,22 @@ impl Filter {
     }
 }
 
-/// A `{Key, Value}` environment variable of a Tool.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// A `{Key, Value}` environment variable of a Tool. Values may be credentials of the sandbox,
+/// so `Debug` shows the key only.
+#[derive(Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "PascalCase", default)]
 pub struct EnvVar {
     pub key: String,
     pub value: String,
+}
+
+impl std::fmt::Debug for EnvVar {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EnvVar")
+            .field("key", &self.key)
+            .field("value", &"<redacted>")
+            .finish()
+    }
 }
 
 /// A running (or ended) sandbox.
@@ -108,9 +120,9 @@ pub struct Session {
     pub user_session_id: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub status: Option<String>,
-    /// Carries an auth query string: never log it, never return it.
+    /// Carries an auth query string: never log it, never return it ([`Secret`]).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub endpoint: Option<String>,
+    pub endpoint: Option<Secret>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub created_at: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -283,9 +295,9 @@ impl CreateSession {
 #[serde(rename_all = "PascalCase", default)]
 pub struct CreateSessionResult {
     pub session_id: String,
-    /// Carries an auth query string: never log it, never return it.
+    /// Carries an auth query string: never log it, never return it ([`Secret`]).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub endpoint: Option<String>,
+    pub endpoint: Option<Secret>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub user_session_id: Option<String>,
 }

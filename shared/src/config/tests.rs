@@ -1,6 +1,7 @@
 //! Unit tests of `config`.
 
 use super::*;
+use crate::identity::AdminEntry;
 use std::collections::HashMap;
 
 fn config(vars: &[(&str, &str)]) -> Result<Config, ConfigError> {
@@ -31,16 +32,26 @@ fn defaults_make_nobody_admin_and_use_both_regions() {
 }
 
 #[test]
-fn lists_are_trimmed_and_admins_case_folded() {
+fn lists_are_trimmed_and_admin_entries_name_their_claim() {
     let mut vars = KEYS.to_vec();
     vars.extend([
-        ("SNAPWAKE_ADMINS", " Alice@Example.com , ,bob "),
+        (
+            "SNAPWAKE_ADMINS",
+            " email:Alice@Example.com , ,bob, sub: s-1 ",
+        ),
         ("SNAPWAKE_ADMIN_GROUPS", "admins"),
         ("AGENTKIT_REGIONS", "cn-shanghai"),
         ("AGENTKIT_ENDPOINT", "http://127.0.0.1:9000/"),
     ]);
     let c = config(&vars).unwrap();
-    assert_eq!(c.identity.admins, vec!["alice@example.com", "bob"]);
+    assert_eq!(
+        c.identity.admins,
+        vec![
+            AdminEntry::in_claim("email", "Alice@Example.com"),
+            AdminEntry::bare("bob"),
+            AdminEntry::in_claim("sub", "s-1"),
+        ]
+    );
     assert_eq!(c.identity.admin_groups, vec!["admins"]);
     assert_eq!(c.agentkit.regions, vec!["cn-shanghai"]);
     assert_eq!(c.agentkit.endpoint, "http://127.0.0.1:9000");
@@ -113,7 +124,7 @@ fn a_cursor_key_must_be_long_and_is_never_echoed() {
     let key = "k".repeat(32);
     let mut vars = KEYS.to_vec();
     vars.push(("SNAPWAKE_CURSOR_KEY", &key));
-    assert_eq!(config(&vars).unwrap().cursor_key, Some(key.clone()));
+    assert_eq!(config(&vars).unwrap().cursor_key, Some(key.as_str().into()));
 }
 
 #[test]

@@ -190,7 +190,8 @@ pub fn api_key_name(tool_name: &str) -> String {
     format!("studio-{}", &hex::encode(digest)[..16])
 }
 
-#[derive(Debug, Default, Deserialize)]
+// The documents below hold env values (possibly secrets) as read: no `Debug`.
+#[derive(Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Document {
     #[serde(default)]
@@ -199,7 +200,7 @@ struct Document {
     entries: Vec<EntryDocument>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct EntryDocument {
     key: String,
@@ -221,7 +222,7 @@ struct EntryDocument {
     envs: BTreeMap<String, EnvValue>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Deserialize)]
 #[serde(untagged)]
 enum EnvValue {
     Literal(String),

@@ -67,27 +67,27 @@ impl Caller {
     ///
     /// - owner id: the first non-blank claim of `config.owner_claims`; none → unauthenticated;
     /// - display name: the first non-blank of [`DISPLAY_NAME_CLAIMS`], else the owner id;
-    /// - admin: a value of an identifier claim (the configured owner claims), case-folded, is
-    ///   in `config.admins` — never a free-text claim such as `name`, which people can often
-    ///   edit themselves; or a group claim ([`GROUP_CLAIMS`]) names one of
-    ///   `config.admin_groups` (group names compare exactly: identity providers treat them as
-    ///   case-sensitive, so `Admins` is not `admins`).
+    /// - admin: one of `config.admins` matches ([`AdminEntry`](super::AdminEntry): in the
+    ///   claim it names, else in the owner claim; ASCII case only; `email` only when
+    ///   verified), or a group claim ([`GROUP_CLAIMS`]) names one of `config.admin_groups`
+    ///   (group names compare exactly: identity providers treat them as case-sensitive, so
+    ///   `Admins` is not `admins`).
     ///
     /// Nobody is an admin unless configured: empty `admins` and `admin_groups` make no admin.
     /// (The reference Studio made everybody an admin when no list was configured; snapwake
     /// deliberately does not.)
     pub fn from_claims(claims: &Claims, config: &IdentityConfig) -> Result<Caller> {
-        let owner = config
+        let (owner_claim, owner) = config
             .owner_claims
             .iter()
-            .find_map(|name| claims.text(name))
-            .ok_or(Error::Unauthenticated)?
-            .to_string();
+            .find_map(|name| Some((name.as_str(), claims.text(name)?)))
+            .ok_or(Error::Unauthenticated)?;
+        let owner = owner.to_string();
         let display_name = DISPLAY_NAME_CLAIMS
             .iter()
             .find_map(|name| claims.text(name))
             .map_or_else(|| owner.clone(), str::to_string);
-        let is_admin = is_admin(claims, config);
+        let is_admin = is_admin(claims, owner_claim, config);
         Ok(Caller {
             owner,
             display_name,
@@ -109,17 +109,11 @@ impl Caller {
     }
 }
 
-fn is_admin(claims: &Claims, config: &IdentityConfig) -> bool {
-    let by_identifier = !config.admins.is_empty()
-        && config
-            .owner_claims
-            .iter()
-            .flat_map(|name| claims.values(name))
-            .filter(|value| !value.trim().is_empty())
-            .map(str::to_lowercase)
-            // `config.admins` is lower-cased when read; folding again keeps a hand-built
-            // config correct too.
-            .any(|value| config.admins.iter().any(|a| a.to_lowercase() == value));
+fn is_admin(claims: &Claims, owner_claim: &str, config: &IdentityConfig) -> bool {
+    let by_identifier = config
+        .admins
+        .iter()
+        .any(|entry| entry.matches(claims, owner_claim));
     let by_group = !config.admin_groups.is_empty()
         && GROUP_CLAIMS
             .iter()
@@ -134,11 +128,12 @@ mod tests {
     use serde_json::json;
 
     fn config(admins: &[&str], groups: &[&str]) -> IdentityConfig {
-        IdentityConfig {
-            admins: admins.iter().map(|a| a.to_string()).collect(),
+        let mut config = IdentityConfig {
             admin_groups: groups.iter().map(|g| g.to_string()).collect(),
             ..IdentityConfig::default()
-        }
+        };
+        config.admins = config.parse_admins(&admins.join(","));
+        config
     }
 
     fn jwt(claims: &[(&str, &str)]) -> Claims {
@@ -180,10 +175,11 @@ mod tests {
     }
 
     #[test]
-    fn admin_by_identifier_is_case_folded_and_by_group_exact() {
+    fn admin_by_identifier_in_its_claim_and_by_group_exact() {
         let claims = jwt(&[
             ("sub", "s-1"),
             ("email", "Boss@Example.com"),
+            ("email_verified", "true"),
             ("cognito:groups", "[Admins devs]"),
         ]);
         let is_admin = |admins: &[&str], groups: &[&str]| {
@@ -192,8 +188,12 @@ mod tests {
                 .is_admin
         };
         assert!(!is_admin(&[], &[]), "nobody is admin by default");
-        assert!(is_admin(&["boss@example.com"], &[]));
+        assert!(is_admin(&["email:boss@example.com"], &[]));
+        // A bare value is looked for in the owner claim (`sub` here) only.
+        assert!(!is_admin(&["boss@example.com"], &[]));
         assert!(is_admin(&["s-1"], &[]));
+        assert!(is_admin(&["sub:S-1"], &[]));
+        assert!(!is_admin(&["user_id:s-1"], &[]));
         assert!(is_admin(&[], &["devs"]));
         assert!(is_admin(&[], &["Admins"]));
         assert!(!is_admin(&[], &["admins"]));

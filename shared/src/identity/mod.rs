@@ -5,6 +5,7 @@
 //! - [`usid`]: UserSessionId encoding, parsing, ownership and owner-index keys;
 //! - [`names`]: agent display names (resolution and validation) and agent id validation;
 //! - [`access`]: who may act on an agent, and whom its record names as owner;
+//! - [`admins`]: the `SNAPWAKE_ADMINS` entries and how claims match them;
 //! - [`settings`]: which claims name a person, and who is an admin.
 //!
 //! Nobody is an admin unless `SNAPWAKE_ADMINS` or `SNAPWAKE_ADMIN_GROUPS` says so. The Lambda
@@ -12,6 +13,7 @@
 //! local server's `X-Snapwake-User` / `X-Snapwake-Admin` headers go through [`Caller::local`].
 
 pub mod access;
+pub mod admins;
 pub mod caller;
 pub mod claims;
 pub mod names;
@@ -19,6 +21,7 @@ pub mod settings;
 pub mod usid;
 
 pub use access::{describe, may_act, Place};
+pub use admins::AdminEntry;
 pub use caller::Caller;
 pub use claims::{ClaimValue, Claims};
 pub use names::{

@@ -20,6 +20,7 @@ mod tools;
 #[cfg(test)]
 mod tests;
 
+use snapwake::secret::Secret;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::Duration;
 
@@ -162,8 +163,10 @@ impl World {
     }
 
     /// A fake session endpoint carrying an auth query string, like the real one.
-    pub(crate) fn endpoint_for(&mut self, session_id: &str) -> String {
+    pub(crate) fn endpoint_for(&mut self, session_id: &str) -> Secret {
         let a: u128 = self.ids.gen();
-        format!("https://{session_id}.sandbox.example/?auth={a:032x}")
+        Secret::new(format!(
+            "https://{session_id}.sandbox.example/?auth={a:032x}"
+        ))
     }
 }

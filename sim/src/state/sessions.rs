@@ -9,6 +9,7 @@ use super::{index_insert, index_remove, ns, std_to_time, World};
 use crate::clock::format_ts;
 use crate::pagination::Key;
 use snapwake::agentkit::types::{self, MetadataEntry};
+use snapwake::secret::Secret;
 
 #[derive(Clone, Debug)]
 pub(crate) struct SessRec {
@@ -19,7 +20,7 @@ pub(crate) struct SessRec {
     pub(crate) ready_at: OffsetDateTime,
     pub(crate) expire_at: OffsetDateTime,
     pub(crate) fixed_status: Option<String>,
-    pub(crate) endpoint: String,
+    pub(crate) endpoint: Secret,
     pub(crate) metadata: Vec<MetadataEntry>,
 }
 
