@@ -1,7 +1,8 @@
 //! What snapwake's integration tests and benchmarks share (the tests live in `tests/`, the
 //! benchmarks in `benches/`): a DynamoDB Local table per test, a simulated AgentKit with Tools
 //! and a registry, API Gateway requests built from a real event, every function wired like
-//! API Gateway routes them, and stores and AgentKits that count, delay or pause calls.
+//! API Gateway routes them, stores and AgentKits that count, delay or pause calls, and a fake
+//! Lambda Runtime API to run handlers inside the real runtime loop.
 //!
 //! `use snapwake_tests::*;` brings all of it.
 
@@ -9,6 +10,7 @@ mod agentkit;
 mod api;
 pub mod counting;
 mod requests;
+pub mod runtime_api;
 mod store;
 mod world;
 

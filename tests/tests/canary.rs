@@ -1,9 +1,10 @@
-//! No secret, signature or session Endpoint appears in any response or log line
-//! (docs/architecture.md, "Quality bars and where they are checked"): a canary secret key and
-//! session token go through the whole flow — create, list, expiry into a snapshot, resume, get,
-//! delete snapshot, delete agent, plus refusals and a client signing with the wrong secret — on
-//! DynamoDB Local and the simulator, with every `tracing` event at every level (whatever `RUST_LOG`
-//! says) captured in memory.
+//! No secret, signature, bearer token or session Endpoint appears in any response or log line
+//! (docs/security.md): a canary secret key and session token go through the whole flow —
+//! create, list, expiry into a snapshot, resume, get, delete snapshot, delete agent, plus
+//! refusals and a client signing with the wrong secret — on DynamoDB Local and the simulator.
+//! Every event carries a canary bearer token, and every request of the flow runs inside the
+//! real Lambda runtime loop (a fake Runtime API hands it the events), which logs each raw event
+//! at `trace`. The log setup is the functions' own, at `RUST_LOG=trace`, captured in memory.
 //!
 //! This binary holds one test because it installs the global subscriber.
 
@@ -12,14 +13,20 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use snapwake::agentkit::Credentials;
+use snapwake::bootstrap::logs::log_layer;
 use snapwake::secret::Secret;
 use snapwake::store::dynamo::DynamoStore;
 use snapwake_sim::SimConfig;
+use snapwake_tests::runtime_api::{Answer, RuntimeApi};
 use snapwake_tests::*;
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
 
 const SECRET: &str = "canary-SECRET-8d1f";
 const TOKEN: &str = "canary-TOKEN-51c9e";
 const WRONG_SECRET: &str = "canary-WRONG-SECRET-77aa";
+/// The caller's token, in the `authorization` header of every event.
+const BEARER: &str = "eyJhbGciOiJSUzI1NiJ9.canary-BEARER-4e1b.c2lnbmF0dXJl";
 
 /// A `tracing` writer into a shared buffer.
 #[derive(Clone, Default)]
@@ -70,6 +77,27 @@ impl Transcript {
         self.responses.push(text);
         answer(resp)
     }
+
+    /// Record what the function posted to the Runtime API (an API Gateway response) and
+    /// answer its status and JSON body.
+    fn record_answer(&mut self, step: &str, answer: Answer) -> (u16, serde_json::Value) {
+        let Answer::Response(resp) = answer else {
+            panic!("{step}: the function failed the invocation: {answer:?}");
+        };
+        self.responses.push(format!("{step}: {resp}"));
+        let status = resp["statusCode"].as_u64().unwrap_or(0) as u16;
+        let body = resp["body"]
+            .as_str()
+            .and_then(|b| serde_json::from_str(b).ok())
+            .unwrap_or(serde_json::Value::Null);
+        (status, body)
+    }
+}
+
+/// `event` with the caller's bearer token in it, as API Gateway passes it on.
+fn bearer(mut event: serde_json::Value) -> serde_json::Value {
+    event["headers"]["authorization"] = format!("Bearer {BEARER}").into();
+    event
 }
 
 /// The session Endpoints the simulator holds now.
@@ -85,12 +113,17 @@ fn endpoints(world: &World) -> Vec<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_secret_signature_or_endpoint_reaches_a_response_or_a_log_line() {
+    // The functions' own log setup, at the level someone chasing a bug would pick, in the
+    // Lambda environment the runtime reads (set before any other thread reads it).
+    let runtime_api = RuntimeApi::start().await;
+    std::env::set_var("RUST_LOG", "trace");
+    for (name, value) in runtime_api.environment("snapwake-canary") {
+        std::env::set_var(name, value);
+    }
     let logs = Captured::default();
     let writer = logs.clone();
-    tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::TRACE)
-        .with_ansi(false)
-        .with_writer(move || writer.clone())
+    tracing_subscriber::registry()
+        .with(log_layer(move || writer.clone(), true))
         .try_init()
         .expect("the only subscriber of this test binary");
 
@@ -103,25 +136,42 @@ async fn no_secret_signature_or_endpoint_reaches_a_response_or_a_log_line() {
     let store = Arc::new(dynamo_store("canary").await);
     world.register(&store).await;
     let endpoint = world.sim.endpoint();
-    let api: Api<Arc<DynamoStore>, _> = Api::new(
+    let api: Arc<Api<Arc<DynamoStore>, _>> = Arc::new(Api::new(
         store.clone(),
         client_with(&endpoint, credentials),
         identity(),
-    );
+    ));
+    // Every request of the flow goes through the real Lambda runtime loop, as deployed. Its
+    // future is not `Send`, so it gets a thread of its own, which ends with the process.
+    let handler = api.clone();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("a runtime for the Lambda loop");
+        rt.block_on(lambda_http::run(lambda_http::service_fn(
+            move |request: lambda_http::Request| {
+                let api = handler.clone();
+                async move { Ok::<_, std::convert::Infallible>(api.handle(request).await) }
+            },
+        )))
+    });
+    let lambda = &runtime_api;
     let mut seen_endpoints = Vec::new();
     let mut t = Transcript::default();
     let alice = Who::User("alice");
 
     // Create.
-    let (status, created) = t.record(
+    let (status, created) = t.record_answer(
         "create",
-        &api.handle(from_event(&event(
-            "POST",
-            "/v1/agents",
-            alice,
-            Some(r#"{"kind":"codex","display_name":"Canary","retention":"recoverable"}"#),
-        )))
-        .await,
+        lambda
+            .invoke(&bearer(event(
+                "POST",
+                "/v1/agents",
+                alice,
+                Some(r#"{"kind":"codex","display_name":"Canary","retention":"recoverable"}"#),
+            )))
+            .await,
     );
     assert_eq!(status, 201, "{created}");
     let agent_id = created["agent_id"].as_str().unwrap().to_string();
@@ -130,9 +180,10 @@ async fn no_secret_signature_or_endpoint_reaches_a_response_or_a_log_line() {
 
     // The session expires into a snapshot (simulated time), and the agent sleeps.
     world.sim.control().advance(Duration::from_secs(9 * 3600));
-    let (status, listed) = t.record(
+    let (status, listed) = t.record_answer(
         "list",
-        &api.handle(from_event(&event("GET", "/v1/agents", alice, None)))
+        lambda
+            .invoke(&bearer(event("GET", "/v1/agents", alice, None)))
             .await,
     );
     assert_eq!(status, 200, "{listed}");
@@ -146,22 +197,24 @@ async fn no_secret_signature_or_endpoint_reaches_a_response_or_a_log_line() {
     );
 
     // Resume, then get.
-    let (status, resumed) = t.record(
+    let (status, resumed) = t.record_answer(
         "resume",
-        &api.handle(from_event(&event(
-            "POST",
-            &format!("{agent}/resume"),
-            alice,
-            None,
-        )))
-        .await,
+        lambda
+            .invoke(&bearer(event(
+                "POST",
+                &format!("{agent}/resume"),
+                alice,
+                None,
+            )))
+            .await,
     );
     assert_eq!(status, 200, "{resumed}");
     assert_eq!(resumed["state"], "awake", "{resumed}");
     seen_endpoints.extend(endpoints(&world));
-    let (status, got) = t.record(
+    let (status, got) = t.record_answer(
         "get",
-        &api.handle(from_event(&event("GET", &agent, alice, None)))
+        lambda
+            .invoke(&bearer(event("GET", &agent, alice, None)))
             .await,
     );
     assert_eq!(status, 200, "{got}");
@@ -171,21 +224,23 @@ async fn no_secret_signature_or_endpoint_reaches_a_response_or_a_log_line() {
         .to_string();
 
     // Refusals: another owner, bad input.
-    let (status, _) = t.record(
+    let (status, _) = t.record_answer(
         "foreign get",
-        &api.handle(from_event(&event("GET", &agent, Who::User("bob"), None)))
+        lambda
+            .invoke(&bearer(event("GET", &agent, Who::User("bob"), None)))
             .await,
     );
     assert_eq!(status, 404);
-    let (status, _) = t.record(
+    let (status, _) = t.record_answer(
         "bad resume body",
-        &api.handle(from_event(&event(
-            "POST",
-            &format!("{agent}/resume"),
-            alice,
-            Some(r#"{"snapshot_id":"a/b"}"#),
-        )))
-        .await,
+        lambda
+            .invoke(&bearer(event(
+                "POST",
+                &format!("{agent}/resume"),
+                alice,
+                Some(r#"{"snapshot_id":"a/b"}"#),
+            )))
+            .await,
     );
     assert_eq!(status, 400);
 
@@ -201,27 +256,29 @@ async fn no_secret_signature_or_endpoint_reaches_a_response_or_a_log_line() {
     let (status, refused) = t.record(
         "wrong secret",
         &wrong
-            .handle(from_event(&event("GET", &agent, alice, None)))
+            .handle(from_event(&bearer(event("GET", &agent, alice, None))))
             .await,
     );
     assert!(status >= 500, "{status} {refused}");
 
     // Delete the snapshot, then the agent.
-    let (status, body) = t.record(
+    let (status, body) = t.record_answer(
         "delete snapshot",
-        &api.handle(from_event(&event(
-            "DELETE",
-            &format!("{agent}/snapshots/{snapshot}"),
-            alice,
-            None,
-        )))
-        .await,
+        lambda
+            .invoke(&bearer(event(
+                "DELETE",
+                &format!("{agent}/snapshots/{snapshot}"),
+                alice,
+                None,
+            )))
+            .await,
     );
     assert_eq!(status, 204, "{body}");
     seen_endpoints.extend(endpoints(&world));
-    let (status, body) = t.record(
+    let (status, body) = t.record_answer(
         "delete agent",
-        &api.handle(from_event(&event("DELETE", &agent, alice, None)))
+        lambda
+            .invoke(&bearer(event("DELETE", &agent, alice, None)))
             .await,
     );
     assert_eq!(status, 204, "{body}");
@@ -233,12 +290,16 @@ async fn no_secret_signature_or_endpoint_reaches_a_response_or_a_log_line() {
         "the flow had sessions with Endpoints: {seen_endpoints:?}"
     );
     let logs = logs.text();
-    // The capture works and is at trace level: AgentKit calls, store calls and refusals show.
+    // The capture works, is at trace level and saw the runtime loop: AgentKit calls, store
+    // calls, refusals and the runtime's own lines show.
     for expected in [
         "ResumeSessionFromSnapshot",
         "agentkit answered",
         agent_id.as_str(),
         "refused",
+        r#""level":"TRACE""#,
+        // The span lambda_runtime opens around each invocation.
+        "Lambda runtime invoke",
     ] {
         assert!(
             logs.contains(expected),
@@ -250,6 +311,8 @@ async fn no_secret_signature_or_endpoint_reaches_a_response_or_a_log_line() {
         SECRET.into(),
         TOKEN.into(),
         WRONG_SECRET.into(),
+        BEARER.into(),
+        "canary-BEARER".into(),
         "Signature=".into(),
         "?auth=".into(),
     ];

@@ -1,0 +1,103 @@
+//! The log setup of every function and of the local server: one `fmt` layer, filtered by
+//! `RUST_LOG` and then by [`LOG_CAPS`], which no `RUST_LOG` can lift.
+//!
+//! Why the caps: at `trace`, `lambda_runtime` logs every raw event it receives — headers and
+//! all, the caller's bearer token among them — and the network crates log requests and frames
+//! as they go. A `RUST_LOG=trace` set to chase a bug must not copy tokens into CloudWatch
+//! (docs/security.md, "Trace logs"). `RUST_LOG` directives are most-specific-wins, so a cap
+//! written as one more directive could be out-ranked by `lambda_runtime::layers=trace`; the
+//! caps are a second filter instead, and an event must pass both.
+
+use tracing::level_filters::LevelFilter;
+use tracing_subscriber::filter::{EnvFilter, FilterExt, Targets};
+use tracing_subscriber::fmt::MakeWriter;
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::registry::LookupSpan;
+use tracing_subscriber::util::SubscriberInitExt;
+use tracing_subscriber::Layer;
+
+/// Crates whose `trace` output carries a request or an event as it is, capped at `debug`.
+pub const LOG_CAPS: [&str; 14] = [
+    "lambda_runtime",
+    "lambda_runtime_api_client",
+    "lambda_http",
+    "hyper",
+    "hyper_util",
+    "h2",
+    "reqwest",
+    "rustls",
+    "aws_config",
+    "aws_sigv4",
+    "aws_smithy_runtime",
+    "aws_smithy_runtime_api",
+    "aws_smithy_http_client",
+    "aws_sdk_dynamodb",
+];
+
+/// The filter [`LOG_CAPS`] make: everything else passes.
+pub fn log_caps() -> Targets {
+    LOG_CAPS.iter().fold(
+        Targets::new().with_default(LevelFilter::TRACE),
+        |t, krate| t.with_target(*krate, LevelFilter::DEBUG),
+    )
+}
+
+/// The log layer: JSON lines without a timestamp in Lambda (CloudWatch parses them and stamps
+/// each line), plain text elsewhere; `RUST_LOG` filters (default `info`), then the caps.
+pub fn log_layer<S, W>(writer: W, json: bool) -> Box<dyn Layer<S> + Send + Sync>
+where
+    S: tracing::Subscriber + for<'span> LookupSpan<'span> + Send + Sync,
+    W: for<'w> MakeWriter<'w> + Send + Sync + 'static,
+{
+    use std::io::IsTerminal;
+    let env = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    let filter = env.and(log_caps());
+    if json {
+        tracing_subscriber::fmt::layer()
+            .json()
+            .without_time()
+            .with_current_span(false)
+            .with_writer(writer)
+            .with_filter(filter)
+            .boxed()
+    } else {
+        tracing_subscriber::fmt::layer()
+            .with_ansi(std::io::stderr().is_terminal())
+            .with_writer(writer)
+            .with_filter(filter)
+            .boxed()
+    }
+}
+
+/// Logs to stderr, so a command's own output (the server's banner, a report) is alone on
+/// stdout; JSON in Lambda. Safe to call more than once.
+pub fn init_tracing() {
+    let in_lambda = std::env::var_os("AWS_LAMBDA_FUNCTION_NAME").is_some();
+    let _ = tracing_subscriber::registry()
+        .with(log_layer(std::io::stderr, in_lambda))
+        .try_init();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tracing::Level;
+
+    #[test]
+    fn caps_hold_network_and_runtime_crates_at_debug() {
+        let caps = log_caps();
+        for (target, level, passes) in [
+            ("lambda_runtime::layers::api_response", Level::TRACE, false),
+            ("lambda_runtime::layers::api_response", Level::DEBUG, true),
+            ("hyper_util::client", Level::TRACE, false),
+            ("snapwake::wake", Level::TRACE, true),
+            ("reqwest::connect", Level::INFO, true),
+        ] {
+            assert_eq!(
+                caps.would_enable(target, &level),
+                passes,
+                "{target} at {level}"
+            );
+        }
+    }
+}

@@ -1,0 +1,33 @@
+//! Cold-start wiring shared by every function's `main`: logs ([`logs`]), then configuration and
+//! clients built once, outside the handler, so a warm container reuses its connection pools.
+
+pub mod logs;
+
+pub use logs::init_tracing;
+
+use crate::agentkit::{AgentKitClient, AgentKitError};
+use crate::config::{Config, ConfigError};
+use crate::store::dynamo::DynamoStore;
+
+/// Why a function could not start: its configuration, or AgentKit's credentials. A function
+/// error at cold start (Lambda reports it and retries), never an HTTP answer.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error(transparent)]
+    AgentKit(#[from] AgentKitError),
+}
+
+/// The DynamoDB store of a deployed function: `SNAPWAKE_TABLE` is required there.
+pub async fn dynamo_store(config: &Config) -> Result<DynamoStore, StartError> {
+    let table = config.table.clone().ok_or(ConfigError::Missing {
+        var: "SNAPWAKE_TABLE",
+    })?;
+    Ok(DynamoStore::from_env(table).await)
+}
+
+/// The AgentKit client, credentials loaded once.
+pub async fn agentkit(config: &Config) -> Result<AgentKitClient, StartError> {
+    Ok(AgentKitClient::from_config(&config.agentkit).await?)
+}
