@@ -6,6 +6,7 @@ use crate::domain::{
     AgentKey, AgentRecord, AgentState, AgentView, Retention, SessionView, SnapshotView, WakeState,
     WakeView,
 };
+use crate::domain::failure::shown_failure;
 use crate::identity::display_name;
 use crate::identity::names::METADATA_DISPLAY_NAME_KEY;
 use crate::lock::LockSettings;
@@ -123,25 +124,27 @@ pub fn agent_view(facts: &AgentFacts<'_>, now_ms: u64, settings: &LockSettings) 
         .or_else(|| metadata_value(metadata, METADATA_CREATOR_KEY).map(str::to_string));
 
     let wake = record.and_then(|r| match r.state {
-        WakeState::Waking if settings.lease_is_live(r, now_ms) => Some(WakeView {
-            state: "waking".into(),
-            since: r.updated_at.clone(),
-            session_id: r.session_id.clone(),
-            error: None,
-        }),
+        WakeState::Waking if settings.lease_is_live(r, now_ms) => Some(WakeView::in_flight(
+            "waking",
+            r.updated_at.clone(),
+            r.session_id.clone(),
+        )),
         // A sleep in flight, shown like a wake: since when, and the session it ends.
-        WakeState::Sleeping if settings.lease_is_live(r, now_ms) => Some(WakeView {
-            state: "sleeping".into(),
-            since: r.updated_at.clone(),
-            session_id: r.session_id.clone(),
-            error: None,
-        }),
-        WakeState::Failed => Some(WakeView {
-            state: "failed".into(),
-            since: r.updated_at.clone(),
-            session_id: None,
-            error: r.error.clone(),
-        }),
+        WakeState::Sleeping if settings.lease_is_live(r, now_ms) => Some(WakeView::in_flight(
+            "sleeping",
+            r.updated_at.clone(),
+            r.session_id.clone(),
+        )),
+        WakeState::Failed => {
+            let (code, words) = shown_failure(r.error.as_deref().unwrap_or_default());
+            Some(WakeView {
+                state: "failed".into(),
+                since: r.updated_at.clone(),
+                session_id: None,
+                error: Some(words.to_string()),
+                error_code: Some(code.to_string()),
+            })
+        }
         _ => None,
     });
 
@@ -238,11 +241,15 @@ mod tests {
             AgentState::Unavailable
         );
         rec.state = WakeState::Failed;
-        rec.error = Some("boom".into());
+        rec.error = Some("PROVIDER_ERROR: AgentKit said: parse error at line 1 column 7".into());
         let snaps = [snap("s", "Ready", "2026-12-01T01:00:00Z")];
         let v = facts(Some(&rec), &[], &snaps, 5_000);
         assert_eq!(v.state, AgentState::Asleep);
-        assert_eq!(v.wake.unwrap().state, "failed");
+        let wake = v.wake.unwrap();
+        assert_eq!(wake.state, "failed");
+        assert_eq!(wake.error_code.as_deref(), Some("PROVIDER_ERROR"));
+        let words = wake.error.unwrap();
+        assert!(!words.contains("line 1") && !words.contains("AgentKit said"), "{words}");
         let running = Session {
             session_id: Some("s-1".into()),
             status: Some("Creating".into()),

@@ -401,9 +401,14 @@ async fn scan_before_the_sync_and_index_after_it_list_the_same_agents() {
     assert_eq!(agent(&scanned, &s.resumed)["state"], "awake");
     assert_eq!(agent(&scanned, &s.failed)["state"], "asleep");
     assert_eq!(agent(&scanned, &s.failed)["wake"]["state"], "failed");
-    assert_eq!(
-        agent(&scanned, &s.failed)["wake"]["error"],
-        "session failed"
+    // The record's reason is for operators: the view shows a code and snapwake's words.
+    let failed_wake = &agent(&scanned, &s.failed)["wake"];
+    assert_eq!(failed_wake["error_code"], "WAKE_FAILED", "{failed_wake}");
+    assert!(
+        failed_wake["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("wake it again") && !e.contains("session failed")),
+        "{failed_wake}"
     );
     assert_eq!(agent(&scanned, &s.waking)["state"], "waking");
     assert_eq!(agent(&scanned, &s.legacy)["display_name"], "Alice Old");
@@ -718,14 +723,20 @@ async fn a_failing_tool_still_answers_with_what_the_others_have() {
     let (status, body) = get(&f, "/v1/agents", &[], Who::User("alice")).await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(ids(&body), [on_legacy.clone()].into_iter().collect());
+    // Kind and region; the Tool id only for admins.
     assert_eq!(
         body["partial"],
         serde_json::json!([{
-            "tool_id": world.recoverable,
+            "kind": "codex",
             "region": REGION,
             "error": "ListSessionSnapshots: InvalidParameter (HTTP 400)",
         }])
     );
+    ctl.inject(Fault::error(Some("ListSessionSnapshots"), "InvalidParameter", 400).next(1))
+        .unwrap();
+    let (status, body) = get(&f, "/v1/agents", &[("owner", "alice")], Who::Admin("root")).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["partial"][0]["tool_id"], world.recoverable.as_str(), "{body}");
     let (_, body) = get(&f, "/v1/agents", &[], Who::User("alice")).await;
     assert_eq!(body["partial"], serde_json::json!([]));
     assert_eq!(ids(&body).len(), 2);

@@ -81,7 +81,11 @@ impl<S: AgentStore, K: AgentKit> List<S, K> {
             &Listing {
                 agents,
                 truncated,
-                partial: collected.missing,
+                partial: collected
+                    .missing
+                    .into_iter()
+                    .map(|m| m.shown_to(caller))
+                    .collect(),
                 next_cursor: None,
             },
         ))

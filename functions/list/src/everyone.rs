@@ -134,8 +134,9 @@ impl<S: AgentStore> Everyone<'_, S> {
         tools_of(self.registry, &self.kinds, false)
             .into_iter()
             .filter(|(_, tool)| self.index.is_none_or(|s| !s.tools.contains(tool)))
-            .map(|(_, tool)| Missing {
-                tool_id: tool,
+            .map(|(kind, tool)| Missing {
+                kind,
+                tool_id: Some(tool),
                 region: None,
                 agent_id: None,
                 error: "not indexed yet: agents made outside snapwake show after the next \

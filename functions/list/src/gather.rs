@@ -9,6 +9,7 @@ use serde::Serialize;
 use snapwake::agentkit::types::{Filter, ListSessionSnapshots, ListSessions, Session, Snapshot};
 use snapwake::agentkit::{list_all, AgentKit, AgentKitError, Paged};
 use snapwake::deadline::Deadline;
+use snapwake::identity::Caller;
 use snapwake::domain::{
     AgentKey, AgentRecord, AgentState, AgentView, Kind, Retention, ToolRegistry, WakeState,
 };
@@ -19,10 +20,13 @@ use snapwake::view::{agent_view, AgentFacts};
 /// Pages read for one agent's own snapshots or sessions.
 pub const AGENT_PAGES: usize = 20;
 
-/// Something a listing could not read: the Tool (and region, and agent) and why.
+/// Something a listing could not read: the kind and region (and agent) and why. The Tool id is
+/// shown to admins only: to anyone else it is an internal name that helps nobody act.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Missing {
-    pub tool_id: String,
+    pub kind: Kind,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_id: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub region: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -33,7 +37,7 @@ pub struct Missing {
 }
 
 impl Missing {
-    pub fn new(tool_id: &str, region: Option<&str>, error: &AgentKitError) -> Self {
+    pub fn new(kind: Kind, tool_id: &str, region: Option<&str>, error: &AgentKitError) -> Self {
         let what = match error {
             AgentKitError::NotFound { .. } => "Tool not found in any region".to_string(),
             AgentKitError::Throttled { .. } => "throttled".into(),
@@ -44,7 +48,8 @@ impl Missing {
             AgentKitError::CreateSessionFailed { .. } => "failed".into(),
         };
         Missing {
-            tool_id: tool_id.to_string(),
+            kind,
+            tool_id: Some(tool_id.to_string()),
             region: region.map(str::to_string),
             agent_id: None,
             error: format!("{}: {what}", error.action()),
@@ -53,6 +58,14 @@ impl Missing {
 
     pub fn agent(mut self, agent_id: &str) -> Self {
         self.agent_id = Some(agent_id.to_string());
+        self
+    }
+
+    /// As `caller` may see it: the Tool id for admins only.
+    pub fn shown_to(mut self, caller: &Caller) -> Self {
+        if !caller.is_admin {
+            self.tool_id = None;
+        }
         self
     }
 }

@@ -179,7 +179,7 @@ async fn live_sessions<K: AgentKit>(
                     found.push((AgentKey::new(kind, usid), retention, vec![s]));
                 }
             }
-            Err((region, e)) => missing.push(Missing::new(tool, region.as_deref(), &e)),
+            Err((region, e)) => missing.push(Missing::new(kind, tool, region.as_deref(), &e)),
         }
     }
     (found, missing)
@@ -221,7 +221,7 @@ async fn indexed_snapshots<K: AgentKit>(
             let found = match list_on_tool(agentkit, &order, request, AGENT_PAGES, deadline).await {
                 Ok((_, snaps)) => Ok(only_of(snaps, &usid, |s| s.user_session_id.as_deref())),
                 Err((region, e)) => {
-                    Err(Missing::new(&tool, region.as_deref(), &e).agent(&key.agent_id))
+                    Err(Missing::new(key.kind, &tool, region.as_deref(), &e).agent(&key.agent_id))
                 }
             };
             (key, found)
@@ -288,7 +288,7 @@ async fn scan_tool<K: AgentKit>(
                     last = Some(e);
                     continue 'regions;
                 }
-                Err(e) => return Err(Missing::new(tool, Some(region), &e)),
+                Err(e) => return Err(Missing::new(kind, tool, Some(region), &e)),
             }
         }
     }
@@ -296,5 +296,5 @@ async fn scan_tool<K: AgentKit>(
         action: "ListSessionSnapshots",
         message: "no region configured".into(),
     });
-    Err(Missing::new(tool, None, &e))
+    Err(Missing::new(kind, tool, None, &e))
 }

@@ -95,12 +95,11 @@ impl<S: AgentStore, K: AgentKit> Resume<S, K> {
                 // is built (a wake whose Resume is unaccounted for, a lease about to lapse).
                 let mut view = view(key, &record, &[], &[], &self.wake.lock);
                 view.state = AgentState::Waking;
-                view.wake = Some(WakeView {
-                    state: "waking".into(),
-                    since: record.updated_at.clone(),
-                    session_id: record.session_id.clone(),
-                    error: None,
-                });
+                view.wake = Some(WakeView::in_flight(
+                    "waking",
+                    record.updated_at.clone(),
+                    record.session_id.clone(),
+                ));
                 let body = Resumed {
                     agent: &view,
                     resumed: false,

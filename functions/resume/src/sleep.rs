@@ -100,12 +100,11 @@ impl<S: AgentStore, K: AgentKit> Resume<S, K> {
                     &self.wake.lock,
                 );
                 view.state = AgentState::Sleeping;
-                view.wake = Some(WakeView {
-                    state: "sleeping".into(),
-                    since: record.updated_at.clone(),
-                    session_id: record.session_id.clone(),
-                    error: None,
-                });
+                view.wake = Some(WakeView::in_flight(
+                    "sleeping",
+                    record.updated_at.clone(),
+                    record.session_id.clone(),
+                ));
                 accepted(
                     &Slept {
                         agent: &view,

@@ -80,8 +80,8 @@ pub struct SnapshotView {
     pub created_at: Option<String>,
 }
 
-/// The wake lock as the API shows it: `waking` while a resume is in flight, `failed` with the
-/// reason after one failed (the agent stays wakeable).
+/// The wake lock as the API shows it: `waking` while a resume is in flight, `failed` with a
+/// code and snapwake's words after one failed (the agent stays wakeable; see [`super::failure`]).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WakeView {
     pub state: String,
@@ -89,8 +89,25 @@ pub struct WakeView {
     pub since: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub session_id: Option<String>,
+    /// What went wrong, in snapwake's words.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// What went wrong, as a code (`PROVIDER_ERROR`, `SESSION_ENDED`, …).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error_code: Option<String>,
+}
+
+impl WakeView {
+    /// A wake or sleep in flight (`state` `waking` or `sleeping`): since when, and its session.
+    pub fn in_flight(state: &str, since: Option<String>, session_id: Option<String>) -> WakeView {
+        WakeView {
+            state: state.to_string(),
+            since,
+            session_id,
+            error: None,
+            error_code: None,
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

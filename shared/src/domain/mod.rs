@@ -2,6 +2,7 @@
 //! sessions and snapshots that the API returns.
 
 mod agent;
+pub mod failure;
 mod kind;
 mod record;
 mod tool_registry;

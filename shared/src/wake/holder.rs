@@ -21,9 +21,11 @@
 use crate::agentkit::types::metadata_value;
 use crate::agentkit::types::{ResumeSessionFromSnapshot, Session, Snapshot};
 use crate::agentkit::AgentKit;
+use crate::domain::failure::recorded_failure;
 use crate::domain::Description;
 use crate::domain::{Retention, WakeState};
 use crate::error::Error;
+use crate::http::problem::Problem;
 use crate::identity::names::METADATA_DISPLAY_NAME_KEY;
 use crate::lock::{AgentLock, Held, Written};
 use crate::store::{AgentStore, Changes};
@@ -376,7 +378,7 @@ impl<S: AgentStore, K: AgentKit> Wake<'_, S, K> {
         let reason = err.to_string();
         tracing::warn!(agent = %held.key, %reason, "wake failed");
         let changes = Changes {
-            error: Some(Some(reason)),
+            error: Some(Some(recorded_failure(Problem::from(&err).code, &reason))),
             resume_sent_at_ms: Some(None),
             ..Changes::default()
         };
@@ -398,7 +400,7 @@ impl<S: AgentStore, K: AgentKit> Wake<'_, S, K> {
         let reason = err.to_string();
         tracing::warn!(agent = %held.key, %reason, "wake interrupted; an earlier Resume is still unaccounted for");
         let changes = Changes {
-            error: Some(Some(reason)),
+            error: Some(Some(recorded_failure(Problem::from(&err).code, &reason))),
             ..Changes::default()
         };
         if let Err(e) = lock.release(held, WakeState::Asleep, changes).await {

@@ -19,6 +19,7 @@
 use crate::agentkit::types::{Session, Snapshot};
 use crate::agentkit::AgentKit;
 use crate::deadline::Deadline;
+use crate::domain::failure::{recorded_failure, SESSION_ENDED};
 use crate::domain::{AgentRecord, WakeState};
 use crate::error::Error;
 use crate::lock::{decide, Acquired, AgentLock, Decision, Held, Written};
@@ -362,7 +363,7 @@ impl<S: AgentStore, K: AgentKit> Wake<'_, S, K> {
                         holder: Some(None),
                         lease_until_ms: Some(0),
                         poll_until_ms: Some(0),
-                        error: Some(Some(reason.clone())),
+                        error: Some(Some(recorded_failure(SESSION_ENDED, &reason))),
                         resume_sent_at_ms: Some(None),
                         ..Changes::default()
                     };

@@ -1,0 +1,83 @@
+//! Why the last wake failed, as the agent record keeps it and as views show it.
+//!
+//! The record keeps `CODE: reason`: the code says what kind of failure it was, the reason is
+//! the full story for an operator reading the table (it may quote AgentKit). A view shows the
+//! code and snapwake's own words for it, never the reason: an AgentKit error's text can carry
+//! parse errors, request details or worse (docs/security.md, "Provider text"). A record written
+//! before codes existed shows the generic words.
+
+/// The code of a wake whose resumed session ended before it was ready.
+pub const SESSION_ENDED: &str = "SESSION_ENDED";
+
+/// The code shown for a failure recorded without one.
+pub const WAKE_FAILED: &str = "WAKE_FAILED";
+
+/// Each code a failed wake may record, and the words a view shows for it.
+const WORDS: [(&str, &str); 7] = [
+    (
+        "PROVIDER_ERROR",
+        "AgentKit could not start the sandbox; the snapshot is intact, wake it again",
+    ),
+    (
+        "PROVIDER_THROTTLED",
+        "AgentKit was too busy to start the sandbox; the snapshot is intact, wake it again in a moment",
+    ),
+    (
+        SESSION_ENDED,
+        "the sandbox stopped before it was ready; the snapshot is intact, wake it again",
+    ),
+    (
+        "NOT_CONFIGURED",
+        "snapwake cannot reach AgentKit as configured; ask an administrator",
+    ),
+    (
+        "STORE_UNAVAILABLE",
+        "snapwake could not finish the wake; the snapshot is intact, wake it again",
+    ),
+    (
+        "INTERNAL",
+        "snapwake could not finish the wake; the snapshot is intact, wake it again",
+    ),
+    (
+        WAKE_FAILED,
+        "the last wake failed; the snapshot is intact, wake it again",
+    ),
+];
+
+/// The text a record keeps for a failure: `code` first, so views can read it back.
+pub fn recorded_failure(code: &str, reason: &str) -> String {
+    format!("{code}: {reason}")
+}
+
+/// The code and words a view shows for what a record keeps. Unknown codes, and records from
+/// before codes, show as [`WAKE_FAILED`].
+pub fn shown_failure(recorded: &str) -> (&'static str, &'static str) {
+    let code = recorded.split_once(':').map_or("", |(code, _)| code.trim());
+    WORDS
+        .iter()
+        .find(|(known, _)| *known == code)
+        .or_else(|| WORDS.iter().find(|(known, _)| *known == WAKE_FAILED))
+        .copied()
+        .unwrap_or((WAKE_FAILED, ""))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_view_shows_the_code_and_our_words_only() {
+        let recorded = recorded_failure(
+            "PROVIDER_ERROR",
+            "AgentKit ResumeSessionFromSnapshot: invalid response: expected value at line 1",
+        );
+        let (code, words) = shown_failure(&recorded);
+        assert_eq!(code, "PROVIDER_ERROR");
+        assert!(!words.contains("line 1") && !words.contains("AgentKit Resume"));
+        // A record from before codes, quoting the provider: generic words.
+        let (code, words) = shown_failure("AgentKit CreateSession may have failed: secret=x");
+        assert_eq!(code, WAKE_FAILED);
+        assert!(!words.contains("secret"));
+        assert_eq!(shown_failure("").0, WAKE_FAILED);
+    }
+}
