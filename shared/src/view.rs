@@ -2,11 +2,11 @@
 //! (docs/http-api.md, "The agent view"). It carries no session `Endpoint` and no credential.
 
 use crate::agentkit::types::{metadata_value, newest_session, Session, Snapshot};
+use crate::domain::failure::shown_failure;
 use crate::domain::{
     AgentKey, AgentRecord, AgentState, AgentView, Retention, SessionView, SnapshotView, WakeState,
     WakeView,
 };
-use crate::domain::failure::shown_failure;
 use crate::identity::display_name;
 use crate::identity::names::METADATA_DISPLAY_NAME_KEY;
 use crate::lock::LockSettings;
@@ -249,7 +249,10 @@ mod tests {
         assert_eq!(wake.state, "failed");
         assert_eq!(wake.error_code.as_deref(), Some("PROVIDER_ERROR"));
         let words = wake.error.unwrap();
-        assert!(!words.contains("line 1") && !words.contains("AgentKit said"), "{words}");
+        assert!(
+            !words.contains("line 1") && !words.contains("AgentKit said"),
+            "{words}"
+        );
         let running = Session {
             session_id: Some("s-1".into()),
             status: Some("Creating".into()),

@@ -736,7 +736,11 @@ async fn a_failing_tool_still_answers_with_what_the_others_have() {
         .unwrap();
     let (status, body) = get(&f, "/v1/agents", &[("owner", "alice")], Who::Admin("root")).await;
     assert_eq!(status, 200, "{body}");
-    assert_eq!(body["partial"][0]["tool_id"], world.recoverable.as_str(), "{body}");
+    assert_eq!(
+        body["partial"][0]["tool_id"],
+        world.recoverable.as_str(),
+        "{body}"
+    );
     let (_, body) = get(&f, "/v1/agents", &[], Who::User("alice")).await;
     assert_eq!(body["partial"], serde_json::json!([]));
     assert_eq!(ids(&body).len(), 2);

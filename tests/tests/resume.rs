@@ -803,7 +803,33 @@ async fn failed_resume_keeps_the_snapshot<S: AgentStore + Clone>(store: S) {
     );
     let record = store.get(&key(&agent_id)).await.unwrap().unwrap();
     assert_eq!(record.state, WakeState::Failed);
-    assert!(record.error.as_deref().is_some_and(|e| e.contains("ended")));
+    assert!(
+        record
+            .error
+            .as_deref()
+            .is_some_and(|e| e.starts_with("SESSION_ENDED: ") && e.contains("ended")),
+        "the record keeps the code and the reason: {record:?}"
+    );
+    // A view shows the code and snapwake's words, not the recorded reason.
+    let api = Api::new(store.clone(), world.client(), identity());
+    let (status, view) = answer(
+        &api.handle(request(
+            "GET",
+            &path(&agent_id).replace("/resume", ""),
+            Who::User("alice"),
+            None,
+        ))
+        .await,
+    );
+    assert_eq!(status, 200, "{view}");
+    assert_eq!(view["wake"]["error_code"], "SESSION_ENDED", "{view}");
+    assert!(
+        view["wake"]["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("wake it again")
+                && !e.contains(record.error.as_deref().unwrap_or("-"))),
+        "{view}"
+    );
     // Still wakeable; the session AgentKit did start is adopted, not doubled.
     let (status, body) = answer(
         &f.handle(request("POST", &path(&agent_id), Who::User("alice"), None))

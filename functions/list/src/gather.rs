@@ -9,10 +9,10 @@ use serde::Serialize;
 use snapwake::agentkit::types::{Filter, ListSessionSnapshots, ListSessions, Session, Snapshot};
 use snapwake::agentkit::{list_all, AgentKit, AgentKitError, Paged};
 use snapwake::deadline::Deadline;
-use snapwake::identity::Caller;
 use snapwake::domain::{
     AgentKey, AgentRecord, AgentState, AgentView, Kind, Retention, ToolRegistry, WakeState,
 };
+use snapwake::identity::Caller;
 use snapwake::lock::LockSettings;
 use snapwake::timestamp::now_ms;
 use snapwake::view::{agent_view, AgentFacts};
