@@ -144,3 +144,58 @@ fn the_readme_demo_flow_works_as_printed() {
         }
     }
 }
+
+/// One raw HTTP/1.1 request with exactly this `Host` header: its status code.
+fn status_for_host(port: u16, host: &str) -> u16 {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    write!(
+        stream,
+        "GET /v1/agents HTTP/1.1\r\nHost: {host}\r\nX-Snapwake-User: alice\r\nConnection: close\r\n\r\n"
+    )
+    .expect("send");
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).expect("read");
+    answer
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0)
+}
+
+/// A web page the developer visits can reach the local server by DNS rebinding; its requests
+/// carry its own host name, which the server refuses (docs/security.md).
+#[test]
+fn requests_for_a_host_that_is_not_loopback_are_refused() {
+    let port = free_port();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_snapwake"))
+        .args(["serve", "--demo", "--port", &port.to_string()])
+        .env_remove("AGENTKIT_ENDPOINT")
+        .env_remove("SNAPWAKE_TABLE")
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start snapwake serve");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().expect("stdout"))
+        .read_line(&mut line)
+        .expect("the server's first line");
+    let _server = Server(child);
+
+    for host in [
+        "evil.example",
+        &format!("evil.example:{port}"),
+        "localhost.evil.example",
+    ] {
+        assert_eq!(status_for_host(port, host), 400, "Host: {host}");
+    }
+    for host in [
+        format!("127.0.0.1:{port}"),
+        format!("localhost:{port}"),
+        format!("[::1]:{port}"),
+        "console.localhost".to_string(),
+    ] {
+        assert_eq!(status_for_host(port, &host), 200, "Host: {host}");
+    }
+}

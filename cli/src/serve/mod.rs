@@ -11,6 +11,7 @@ mod adapter;
 mod app;
 mod demo;
 mod description;
+mod local_only;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -234,7 +235,8 @@ async fn run_with<S: AgentStore + 'static>(
     let router = axum::Router::new()
         .route("/v1/openapi.json", axum::routing::get(description::serve))
         .fallback(handle::<S, AgentKitClient>)
-        .with_state(app);
+        .with_state(app)
+        .layer(axum::middleware::from_fn(local_only::loopback_host_only));
     println!(
         "snapwake serving on http://{} (store: {}, AgentKit: {}{}; {}{})",
         listener.local_addr()?,
@@ -258,6 +260,17 @@ async fn run_with<S: AgentStore + 'static>(
             )
         },
     );
+    if let Some(warning) = local_only::exposure_warning(
+        parts.config.table.as_deref(),
+        std::env::var("AWS_ENDPOINT_URL").ok().as_deref(),
+        parts
+            .sim
+            .is_none()
+            .then_some(parts.config.agentkit.endpoint.as_str()),
+    ) {
+        eprintln!("\n{}\n{warning}\n{}\n", "!".repeat(78), "!".repeat(78));
+        tracing::warn!("{warning}");
+    }
     std::io::Write::flush(&mut std::io::stdout())?;
     axum::serve(listener, router)
         .with_graceful_shutdown(async {
