@@ -718,3 +718,68 @@ async fn the_page_cap_stops_a_long_listing() {
     let err = pager.next_page(soon()).await.unwrap_err();
     assert!(err.to_string().contains("more than 2 pages"), "{err}");
 }
+
+/// A server that answers every request with `size` bytes of a JSON-looking body, declared in
+/// `Content-Length` or sent chunked.
+async fn oversized_answers(size: usize, chunked: bool) -> String {
+    use axum::body::Body;
+    let app = axum::Router::new().fallback(move || async move {
+        let body = if chunked {
+            let chunk = vec![b' '; 64 * 1024];
+            let chunks = size.div_ceil(chunk.len());
+            Body::from_stream(futures::stream::iter(
+                (0..chunks).map(move |_| Ok::<_, std::io::Error>(chunk.clone())),
+            ))
+        } else {
+            Body::from(vec![b' '; size])
+        };
+        axum::response::Response::builder()
+            .header("content-type", "application/json")
+            .body(body)
+            .expect("a response")
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    format!("http://{addr}")
+}
+
+/// An answer over 4 MiB is refused, declared or chunked, with a clear error and without
+/// reading it whole; one under the cap is read (and here is not an envelope).
+#[tokio::test]
+async fn answers_over_the_cap_are_refused_with_a_clear_error() {
+    use snapwake::agentkit::MAX_ANSWER_BYTES;
+    for chunked in [false, true] {
+        let endpoint = oversized_answers(MAX_ANSWER_BYTES + 1, chunked).await;
+        let client = AgentKitClient::new(
+            &config(&endpoint, &[BEIJING]),
+            SimConfig::default().credentials,
+        )
+        .unwrap()
+        .with_retry_policy(fast_retries());
+        let err = client
+            .call(BEIJING, &ListTools::default(), soon())
+            .await
+            .expect_err("an oversized answer");
+        assert!(
+            matches!(&err, AgentKitError::InvalidResponse { detail, .. } if detail.contains("larger than 4 MiB")),
+            "chunked: {chunked}: {err:?}"
+        );
+
+        let endpoint = oversized_answers(MAX_ANSWER_BYTES - 1, chunked).await;
+        let client = AgentKitClient::new(
+            &config(&endpoint, &[BEIJING]),
+            SimConfig::default().credentials,
+        )
+        .unwrap()
+        .with_retry_policy(fast_retries());
+        let err = client
+            .call(BEIJING, &ListTools::default(), soon())
+            .await
+            .expect_err("blank is no envelope");
+        assert!(
+            matches!(&err, AgentKitError::InvalidResponse { detail, .. } if !detail.contains("larger than")),
+            "chunked: {chunked}: read under the cap: {err:?}"
+        );
+    }
+}

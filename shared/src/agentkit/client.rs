@@ -11,6 +11,7 @@ use reqwest::header::{HeaderValue, CONTENT_TYPE, HOST, RETRY_AFTER};
 use reqwest::Url;
 use time::OffsetDateTime;
 
+use super::bounded::{read_bounded, Unread, MAX_ANSWER_BYTES};
 use super::envelope::{self, Envelope};
 use super::retry::{parse_retry_after, RetryPolicy};
 use super::signer::{self, Credentials};
@@ -290,9 +291,29 @@ impl AgentKitClient {
                 .get(RETRY_AFTER)
                 .and_then(|v: &HeaderValue| v.to_str().ok()),
         );
-        let bytes = match resp.bytes().await {
+        let bytes = match read_bounded(resp, MAX_ANSWER_BYTES).await {
             Ok(b) => b,
-            Err(e) => {
+            Err(Unread::TooLarge { limit }) => {
+                tracing::warn!(
+                    action = A::NAME,
+                    region,
+                    status,
+                    limit,
+                    "agentkit answer over the cap; not read"
+                );
+                return Err(Failure {
+                    error: AgentKitError::InvalidResponse {
+                        action: A::NAME,
+                        detail: format!("the answer is larger than {} MiB", limit / (1024 * 1024)),
+                    },
+                    // The same request gets the same answer; and for an action AgentKit may
+                    // have carried out, the outcome is unknown, as with any unreadable answer.
+                    retryable: false,
+                    not_sent: false,
+                    retry_after,
+                });
+            }
+            Err(Unread::Transport(e)) => {
                 return Err(Failure {
                     error: AgentKitError::Transport {
                         action: A::NAME,

@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+use super::bounded::read_bounded;
 use super::signer::Credentials;
 use super::AgentKitError;
 use crate::agentkit::CredentialsSource;
@@ -19,6 +20,9 @@ use crate::agentkit::CredentialsSource;
 /// How often the extension is asked before giving up: it may still be starting when the
 /// function's init phase runs.
 const EXTENSION_ATTEMPTS: u32 = 3;
+
+/// A secret of three keys is well under a KiB; Secrets Manager's own limit is 64 KiB.
+const MAX_SECRET_ANSWER_BYTES: usize = 64 * 1024;
 
 /// The credentials `source` names.
 pub async fn load(
@@ -88,9 +92,10 @@ pub async fn from_extension(
                 continue;
             }
         };
-        let value: GetSecretValue = resp
-            .json()
+        let body = read_bounded(resp, MAX_SECRET_ANSWER_BYTES)
             .await
+            .map_err(|_| fail("the extension's answer could not be read within 64 KiB"))?;
+        let value: GetSecretValue = serde_json::from_slice(&body)
             .map_err(|_| fail("the extension's answer is not GetSecretValue JSON"))?;
         let secret = value
             .secret_string

@@ -4,6 +4,7 @@
 //!
 //! The client never logs a secret, a signature or a session `Endpoint`.
 
+mod bounded;
 mod client;
 mod error;
 
@@ -16,6 +17,7 @@ pub mod settings;
 pub mod signer;
 pub mod types;
 
+pub use bounded::{read_bounded, Unread, MAX_ANSWER_BYTES};
 pub use client::{AgentKitClient, Regional};
 pub use error::AgentKitError;
 pub use pagination::{list_all, Paged, Pager};
