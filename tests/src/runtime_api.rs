@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use axum::body::Bytes;
 use axum::extract::{Path, State};
@@ -22,6 +22,8 @@ const INVOCATION_BUDGET: Duration = Duration::from_secs(60);
 struct Shared {
     events: Arc<tokio::sync::Mutex<mpsc::UnboundedReceiver<(String, Value)>>>,
     answers: Arc<Mutex<HashMap<String, oneshot::Sender<Answer>>>>,
+    /// When the first `next` of the current function process arrived (cold start).
+    first_next: Arc<Mutex<Option<Instant>>>,
 }
 
 /// What the function posted back for one event.
@@ -46,6 +48,7 @@ impl RuntimeApi {
         let shared = Shared {
             events: Arc::new(tokio::sync::Mutex::new(events)),
             answers: Arc::new(Mutex::new(HashMap::new())),
+            first_next: Arc::new(Mutex::new(None)),
         };
         let app = axum::Router::new()
             .route("/2018-06-01/runtime/invocation/next", get(next))
@@ -88,6 +91,16 @@ impl RuntimeApi {
         ]
     }
 
+    /// When the first `next` arrived since the last [`RuntimeApi::forget_next`].
+    pub fn first_next(&self) -> Option<Instant> {
+        *self.shared.first_next.lock().expect("first next")
+    }
+
+    /// Start timing a new function process.
+    pub fn forget_next(&self) {
+        *self.shared.first_next.lock().expect("first next") = None;
+    }
+
     /// Hand `event` to the function and wait for its answer.
     pub async fn invoke(&self, event: &Value) -> Answer {
         let id = uuid::Uuid::new_v4().to_string();
@@ -108,6 +121,11 @@ impl RuntimeApi {
 }
 
 async fn next(State(shared): State<Shared>) -> (HeaderMap, String) {
+    shared
+        .first_next
+        .lock()
+        .expect("first next")
+        .get_or_insert_with(Instant::now);
     let Some((id, event)) = shared.events.lock().await.recv().await else {
         // The test is over: the function waits for an event that never comes, as in Lambda.
         return std::future::pending().await;
