@@ -36,8 +36,8 @@ impl Tokens {
     }
 
     fn tag(&self, payload: &[u8]) -> Vec<u8> {
-        let mut mac =
-            <Hmac<Sha256> as KeyInit>::new_from_slice(&self.key).expect("HMAC takes any key length");
+        let mut mac = <Hmac<Sha256> as KeyInit>::new_from_slice(&self.key)
+            .expect("HMAC takes any key length");
         mac.update(payload);
         mac.finalize().into_bytes()[..TAG_LEN].to_vec()
     }
