@@ -19,12 +19,23 @@ pub enum StartError {
 /// filters (default `info`). Logs go to stderr, so a command's own output (the server's
 /// banner, a report) is alone on stdout; colours only on a terminal. Safe to call more than
 /// once.
+///
+/// `RUST_LOG` takes `level` and `target=level` directives, comma-separated
+/// (`info,snapwake=debug,aws_smithy_runtime=warn`): a `Targets` filter, not an `EnvFilter`,
+/// whose span and field directives need a regex engine (half a megabyte in every function).
+/// A value that does not parse falls back to `info`.
 pub fn init_tracing() {
     use std::io::IsTerminal;
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    use tracing_subscriber::filter::{LevelFilter, Targets};
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
+
+    let filter = std::env::var("RUST_LOG")
+        .ok()
+        .filter(|directives| !directives.trim().is_empty())
+        .and_then(|directives| directives.parse::<Targets>().ok())
+        .unwrap_or_else(|| Targets::new().with_default(LevelFilter::INFO));
     let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
         .with_writer(std::io::stderr)
         .with_ansi(std::io::stderr().is_terminal());
     let in_lambda = std::env::var_os("AWS_LAMBDA_FUNCTION_NAME").is_some();
@@ -33,9 +44,11 @@ pub fn init_tracing() {
             .json()
             .without_time()
             .with_current_span(false)
+            .finish()
+            .with(filter)
             .try_init()
     } else {
-        builder.try_init()
+        builder.finish().with(filter).try_init()
     };
 }
 
