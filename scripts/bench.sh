@@ -46,7 +46,7 @@ out=$(mktemp)
   for f in "${functions[@]}"; do
     bytes=$(stat -c %s "$bins/$f")
     awk -v f="$f" -v b="$bytes" 'BEGIN {
-      mb = b / 1048576; printf "| %s | %.2f MB | ≤ 8 MB (%s) |\n", f, mb, (mb <= 8 ? "met" : "MISSED") }'
+      mb = b / 1048576; printf "| %s | %.2f MB | ≤ 6 MB (%s) |\n", f, mb, (mb <= 6 ? "met" : "MISSED") }'
   done
   echo
 

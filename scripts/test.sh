@@ -13,6 +13,9 @@ cargo fmt --all -- --check
 echo "== cargo clippy -D warnings"
 cargo clippy --workspace --all-targets --all-features -- -D warnings
 
+echo "== one TLS, HTTP and crypto stack per function (cargo tree)"
+scripts/check-deps.sh
+
 echo "== infra/: sam-translator and cfn-lint on the template"
 scripts/lint-infra.sh
 

@@ -12,7 +12,7 @@
 //! Tool, region or filter set fails the scope; both answer `InvalidParameter.NextToken` (400).
 
 use data_encoding::BASE64URL_NOPAD;
-use hmac::{Hmac, Mac};
+use hmac::{Hmac, KeyInit, Mac};
 use sha2::{Digest, Sha256};
 
 use super::error::SimError;
@@ -36,8 +36,8 @@ impl Tokens {
     }
 
     fn tag(&self, payload: &[u8]) -> Vec<u8> {
-        let mut mac =
-            <Hmac<Sha256> as Mac>::new_from_slice(&self.key).expect("HMAC takes any key length");
+        let mut mac = <Hmac<Sha256> as KeyInit>::new_from_slice(&self.key)
+            .expect("HMAC takes any key length");
         mac.update(payload);
         mac.finalize().into_bytes()[..TAG_LEN].to_vec()
     }

@@ -30,14 +30,13 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use aws_config::BehaviorVersion;
 use serde_json::Value;
 use snapwake::agentkit::types::{Action, Snapshot};
 use snapwake::agentkit::{AgentKit, AgentKitError};
 use snapwake::deadline::Deadline;
 use snapwake::domain::{AgentKey, Kind, WakeState};
 use snapwake::registry_cache::{RegistryCache, ToolOverrides};
-use snapwake::store::dynamo::DynamoStore;
+use snapwake::store::dynamo::{sdk_defaults, DynamoStore};
 use snapwake::store::table::create_table;
 use snapwake::store::AgentStore;
 use snapwake::wake::WakeSettings;
@@ -623,7 +622,7 @@ impl OwnDynamo {
     /// [`DynamoStore::from_env`] (not from the environment: other tests of the process use
     /// `AWS_ENDPOINT_URL`).
     async fn sdk_config(&self) -> aws_config::SdkConfig {
-        aws_config::defaults(BehaviorVersion::latest())
+        sdk_defaults()
             .endpoint_url(self.endpoint())
             .region(aws_config::Region::new("us-east-1"))
             .credentials_provider(aws_sdk_dynamodb::config::Credentials::new(

@@ -14,7 +14,7 @@ use snapwake::domain::Description;
 use snapwake::domain::{
     AgentKey, AgentRecord, Kind, KindTools, Retention, ToolRegistry, WakeState,
 };
-use snapwake::store::dynamo::DynamoStore;
+use snapwake::store::dynamo::{sdk_defaults, DynamoStore};
 use snapwake::store::memory::MemoryStore;
 use snapwake::store::table::create_table;
 use snapwake::store::{AgentStore, Changes, Condition, StoreError};
@@ -1018,7 +1018,7 @@ contract!(
 /// A store that cannot be reached answers `Unavailable`, never a verdict on the condition.
 #[tokio::test]
 async fn dynamodb_unreachable_is_unavailable() {
-    let config = aws_config::defaults(aws_config::BehaviorVersion::latest())
+    let config = sdk_defaults()
         .endpoint_url("http://127.0.0.1:9")
         .region(aws_config::Region::new("us-east-1"))
         .credentials_provider(aws_sdk_dynamodb::config::Credentials::new(

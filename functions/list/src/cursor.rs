@@ -10,7 +10,7 @@
 //! may page anyway, since AgentKit authenticates its own NextTokens inside.
 
 use data_encoding::BASE64URL_NOPAD;
-use hmac::{Hmac, Mac};
+use hmac::{Hmac, KeyInit, Mac};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use sha2::Sha256;

@@ -9,7 +9,7 @@
 
 use std::fmt;
 
-use hmac::{Hmac, Mac};
+use hmac::{Hmac, KeyInit, Mac};
 use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 use sha2::{Digest, Sha256};
 use time::OffsetDateTime;
@@ -107,7 +107,8 @@ pub fn sha256_hex(data: &[u8]) -> String {
 
 fn hmac_sha256(key: &[u8], data: &[u8]) -> Vec<u8> {
     // HMAC accepts keys of any length, so this cannot fail.
-    let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(key).expect("HMAC takes any key length");
+    let mut mac =
+        <Hmac<Sha256> as KeyInit>::new_from_slice(key).expect("HMAC takes any key length");
     mac.update(data);
     mac.finalize().into_bytes().to_vec()
 }

@@ -1,5 +1,5 @@
 //! The log setup of every function and of the local server: one `fmt` layer, filtered by
-//! `RUST_LOG` and then by [`LOG_CAPS`], which no `RUST_LOG` can lift.
+//! `RUST_LOG` ([`rust_log`]) and then by [`LOG_CAPS`], which no `RUST_LOG` can lift.
 //!
 //! Why the caps: at `trace`, `lambda_runtime` logs every raw event it receives — headers and
 //! all, the caller's bearer token among them — and the network crates log requests and frames
@@ -9,7 +9,7 @@
 //! caps are a second filter instead, and an event must pass both.
 
 use tracing::level_filters::LevelFilter;
-use tracing_subscriber::filter::{EnvFilter, FilterExt, Targets};
+use tracing_subscriber::filter::{FilterExt, Targets};
 use tracing_subscriber::fmt::MakeWriter;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::registry::LookupSpan;
@@ -42,6 +42,18 @@ pub fn log_caps() -> Targets {
     )
 }
 
+/// `RUST_LOG` as `level` and `target=level` directives, comma-separated
+/// (`info,snapwake=debug,aws_smithy_runtime=warn`): a `Targets` filter, not an `EnvFilter`,
+/// whose span and field directives need a regex engine (half a megabyte in every function).
+/// Unset, blank or unreadable: `info`.
+pub fn rust_log() -> Targets {
+    std::env::var("RUST_LOG")
+        .ok()
+        .filter(|directives| !directives.trim().is_empty())
+        .and_then(|directives| directives.parse::<Targets>().ok())
+        .unwrap_or_else(|| Targets::new().with_default(LevelFilter::INFO))
+}
+
 /// The log layer: JSON lines without a timestamp in Lambda (CloudWatch parses them and stamps
 /// each line), plain text elsewhere; `RUST_LOG` filters (default `info`), then the caps.
 pub fn log_layer<S, W>(writer: W, json: bool) -> Box<dyn Layer<S> + Send + Sync>
@@ -50,8 +62,7 @@ where
     W: for<'w> MakeWriter<'w> + Send + Sync + 'static,
 {
     use std::io::IsTerminal;
-    let env = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
-    let filter = env.and(log_caps());
+    let filter = rust_log().and(log_caps());
     if json {
         tracing_subscriber::fmt::layer()
             .json()

@@ -29,6 +29,7 @@ use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::{ReturnValue, ReturnValuesOnConditionCheckFailure};
 use aws_sdk_dynamodb::Client;
+use aws_smithy_http_client::tls::{rustls_provider::CryptoMode, Provider};
 
 use super::keys::{self, OwnerCursor};
 use super::{
@@ -72,7 +73,7 @@ impl DynamoStore {
     /// 3 s, the whole call with the SDK's retries 8 s; a timed-out write is
     /// [`StoreError::Unavailable`], which callers treat as ambiguous.
     pub async fn from_env(table: impl Into<String>) -> Self {
-        let config = aws_config::defaults(BehaviorVersion::latest())
+        let config = sdk_defaults()
             .timeout_config(
                 aws_config::timeout::TimeoutConfig::builder()
                     .connect_timeout(Duration::from_secs(2))
@@ -92,6 +93,20 @@ impl DynamoStore {
     pub fn table(&self) -> &str {
         &self.table
     }
+}
+
+/// The AWS SDK's configuration loader every client here starts from: the default credential,
+/// region and endpoint chain, over the SDK's hyper 1 HTTPS client on rustls with ring, the
+/// crypto provider reqwest (the AgentKit client) uses too, so a binary carries one TLS stack.
+///
+/// aws-config and aws-sdk-dynamodb are built without their default features (the legacy
+/// hyper 0.14 client, and a default client on aws-lc), so a loader that is not given this HTTP
+/// client has none: build every SDK configuration from here.
+pub fn sdk_defaults() -> aws_config::ConfigLoader {
+    let https = aws_smithy_http_client::Builder::new()
+        .tls_provider(Provider::Rustls(CryptoMode::Ring))
+        .build_https();
+    aws_config::defaults(BehaviorVersion::latest()).http_client(https)
 }
 
 /// Any SDK failure that is not a failed condition: unreachable, timed out, throttled, 5xx, or
