@@ -9,6 +9,7 @@
 
 mod adapter;
 mod app;
+mod console;
 mod demo;
 mod description;
 
@@ -233,6 +234,10 @@ async fn run_with<S: AgentStore + 'static>(
     let listener = tokio::net::TcpListener::bind(addr).await?;
     let router = axum::Router::new()
         .route("/v1/openapi.json", axum::routing::get(description::serve))
+        .merge(console::router(console::local_config(
+            seeded,
+            parts.config.wake.max_ttl.as_secs(),
+        )))
         .fallback(handle::<S, AgentKitClient>)
         .with_state(app);
     println!(
