@@ -25,6 +25,7 @@ const state = {
   problems: new Map(), // agent key → the Problem its last action ended with
   retries: new Map(), // agent key → how to run that action again
   generation: 0, // bumped when the identity changes: late answers for the old one are dropped
+  signInProblem: null, // why the sign-in this page came back from failed (deployed)
 };
 
 function announce(text) {
@@ -50,8 +51,9 @@ function draw() {
   if (listing?.partial?.length) {
     notes.push(`Some agents could not be read just now (${count(listing.partial.length, "Tool")}): the list may be incomplete.`);
   }
-  if (listing?.truncated) notes.push("Only the newest agents are shown.");
   const mode = state.scope.mode;
+  // Everyone's agents come in pages (the pager); one owner's stop at the API's limit.
+  if (listing?.truncated && mode !== "everyone") notes.push("Only the newest agents are shown.");
   render($("agents"), state.agents, {
     busy: state.busy,
     problems: state.problems,
@@ -355,7 +357,7 @@ async function begin() {
   $("admin-filter").reset();
   $("agents").replaceChildren();
   showProblem(null);
-  if (!state.session.signedIn) return signedOut(null);
+  if (!state.session.signedIn) return signedOut(state.signInProblem);
   $("signed-out").hidden = true;
   $("new-agent").hidden = false;
   $("refresh").hidden = false;
@@ -395,7 +397,7 @@ async function main() {
     try {
       await state.session.start();
     } catch (e) {
-      showProblem(e);
+      state.signInProblem = e;
     }
     if (state.session.signedIn) {
       $("oidc-user").textContent = `Signed in as ${state.session.label()}`;
