@@ -130,7 +130,7 @@ function actions(agent, key, ctx) {
       busy: Boolean(busy),
       disabled: !ttl,
       reason: "Already awake for the longest a session may last",
-      "aria-label": `Keep ${name} awake ${hours} more hour${hours > 1 ? "s" : ""}`,
+      "aria-label": `+${hours} h: keep ${name} awake ${hours} more hour${hours > 1 ? "s" : ""}`,
       dataset: { hours },
     });
   };
@@ -149,7 +149,7 @@ function actions(agent, key, ctx) {
         busy: Boolean(busy),
         disabled: agent.retention !== "recoverable",
         reason: "A temporary agent keeps no snapshot to sleep in",
-        "aria-label": `Put ${name} to sleep now`,
+        "aria-label": `Sleep now: put ${name} to sleep`,
       })
       : null,
     awake
@@ -200,7 +200,7 @@ function card(agent, ctx) {
         button(busy?.verb === "delete" ? busy.label : "Delete agent", "delete-agent", key, {
           class: "link danger-text",
           busy: Boolean(busy),
-          "aria-label": `Delete ${name}`,
+          "aria-label": `Delete agent ${name}`,
         }),
       ),
     ),

@@ -79,7 +79,7 @@ def test_wake_follows_202s_then_sleep_and_wake_again(watched, serve):
     assert w.sent("GET", f"/v1/agents/codex/{DATA_HELPER}"), "the page read the 202's Location"
     assert server.received("ResumeSessionFromSnapshot") == 1
 
-    helper.get_by_role("button", name="Put Data helper to sleep now").click()
+    helper.get_by_role("button", name="Sleep now: put Data helper to sleep").click()
     expect(helper.locator(".badge")).to_have_text("Asleep", timeout=30_000)
     expect(page.locator("#status")).to_contain_text("Data helper is asleep")
     expect(helper).to_contain_text("Snapshots (3)")
@@ -96,18 +96,18 @@ def test_keep_awake_adds_hours_up_to_the_longest_session(watched, server):
     page = w.page
     research = card(page, "Research claw")
     # A fresh session already lasts the longest a session may: nothing to add.
-    expect(research.get_by_role("button", name="Keep Research claw awake 1 more hour")).to_be_disabled()
+    expect(research.get_by_role("button", name="+1 h: keep Research claw awake 1 more hour")).to_be_disabled()
     # Half an hour left (as late in a working day).
     status, _, _ = server.api("POST", claw + "/keepalive", body={"ttl_s": 1800})
     assert status == 200
     page.get_by_role("button", name="Refresh").click()
     expect(research).to_contain_text("in 29 min")
-    research.get_by_role("button", name="Keep Research claw awake 1 more hour").click()
+    research.get_by_role("button", name="+1 h: keep Research claw awake 1 more hour").click()
     expect(page.locator("#status")).to_contain_text("Research claw stays awake until")
     expect(research).to_contain_text("in 1 h 29 min")
     sent = w.sent("POST", "/keepalive")[-1]
     assert 5300 <= int(re.search(r'"ttl_s":(\d+)', sent["body"]).group(1)) <= 5400
-    research.get_by_role("button", name="Keep Research claw awake 4 more hours").click()
+    research.get_by_role("button", name="+4 h: keep Research claw awake 4 more hours").click()
     expect(research).to_contain_text("in 5 h 29 min")
     _, _, view = server.api("GET", claw)
     assert view["state"] == "awake"
@@ -145,7 +145,7 @@ def test_delete_a_snapshot_after_a_confirmation_naming_it(watched, server):
 def test_delete_an_agent(watched, server):
     w = open_as_alice(watched, server)
     page = w.page
-    card(page, "Data helper").get_by_role("button", name="Delete Data helper").click()
+    card(page, "Data helper").get_by_role("button", name="Delete agent Data helper").click()
     dialog = page.get_by_role("dialog", name="Delete Data helper?")
     expect(dialog).to_contain_text("All 2 of its snapshots")
     expect(dialog).to_contain_text("cannot be woken or brought back")
