@@ -28,3 +28,6 @@ cargo test --workspace --all-features
 
 echo "== conformance: schemathesis against snapwake serve --demo"
 scripts/conformance.sh
+
+echo "== the My Agents page in headless Chromium"
+scripts/console-test.sh

@@ -10,6 +10,12 @@ use snapwake_sim::{SeedSession, SeedSnapshot, SeedTool, SimControl};
 /// The region every embedded Tool lives in.
 pub const REGION: &str = "cn-beijing";
 
+/// The owners the demo's agents belong to (alice first: the page opens as her).
+pub const OWNERS: [&str; 3] = ["alice", "bob", "carol"];
+
+/// The admin of the README's examples (`X-Snapwake-Admin: 1`); owns no agent.
+pub const ADMIN: &str = "root";
+
 /// The demo's asleep codex agent of alice, woken in the README.
 pub const ALICE_ASLEEP: &str = "studio-alice-0d5e1f0a0b0c0d0e0f10111213141516";
 

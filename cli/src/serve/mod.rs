@@ -9,6 +9,7 @@
 
 mod adapter;
 mod app;
+mod console;
 mod demo;
 mod description;
 mod local_only;
@@ -234,6 +235,10 @@ async fn run_with<S: AgentStore + 'static>(
     let listener = tokio::net::TcpListener::bind(addr).await?;
     let router = axum::Router::new()
         .route("/v1/openapi.json", axum::routing::get(description::serve))
+        .merge(console::router(console::local_config(
+            seeded,
+            parts.config.wake.max_ttl.as_secs(),
+        )))
         .fallback(handle::<S, AgentKitClient>)
         .with_state(app)
         .layer(axum::middleware::from_fn(local_only::loopback_host_only));

@@ -1,0 +1,207 @@
+"""Fixtures of the My Agents browser tests: a fresh `snapwake serve --demo` per test (its own
+in-memory world and simulator, so tests never see each other's changes), Debian's chromium
+driven by Playwright, and a page that fails its test on any JavaScript error or console error.
+
+scripts/console-test.sh sets SNAPWAKE_BIN, CHROMIUM and CONSOLE_SCREENSHOTS; the defaults
+suit a run from the repository root after `cargo build -p snapwake-cli`.
+"""
+
+import ctypes
+import json
+import os
+import pathlib
+import re
+import socket
+import subprocess
+import tempfile
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+from playwright.sync_api import sync_playwright
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+BIN = os.environ.get("SNAPWAKE_BIN", str(ROOT / "target/debug/snapwake"))
+CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+SHOTS = pathlib.Path(os.environ.get("CONSOLE_SCREENSHOTS", ROOT / "target/console-screenshots"))
+ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+DATA_HELPER = "studio-alice-0d5e1f0a0b0c0d0e0f10111213141516"
+
+
+def die_with_parent():
+    """In the child: end with the test run, even one killed before its fixtures stop it."""
+    ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, 15)  # PR_SET_PDEATHSIG, SIGTERM
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    """`snapwake serve --demo` on a free port; `sim` is its embedded simulator's address.
+
+    `slow_wake` makes a wake outlast one request (SNAPWAKE_WAIT_S=2 against a session that
+    takes 3 s to be Ready), so the page must follow a 202.
+    """
+
+    def __init__(self, slow_wake=False):
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        env = {k: v for k, v in os.environ.items() if k not in ("AGENTKIT_ENDPOINT", "SNAPWAKE_TABLE")}
+        env["RUST_LOG"] = "warn"
+        ready_ms = "300"
+        if slow_wake:
+            env.update({"SNAPWAKE_WAIT_S": "2", "AGENTKIT_TIMEOUT_MS": "1000"})
+            ready_ms = "3000"
+        self.log = tempfile.NamedTemporaryFile(prefix="snapwake-serve-", suffix=".log", delete=False)
+        self.proc = subprocess.Popen(
+            [BIN, "serve", "--demo", "--port", str(self.port), "--sweep-every", "0s",
+             "--session-ready-delay-ms", ready_ms, "--snapshot-ready-delay-ms", "300"],
+            stdout=self.log, stderr=subprocess.STDOUT, env=env, preexec_fn=die_with_parent,
+        )
+        deadline = time.monotonic() + 20
+        while True:
+            text = pathlib.Path(self.log.name).read_text(errors="replace")
+            m = re.search(r"simulator at (http://127\.0\.0\.1:\d+)", text)
+            if m and "snapwake serving on" in text:
+                self.sim = m.group(1)
+                break
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"snapwake serve did not start:\n{text}")
+            time.sleep(0.05)
+
+    def stop(self):
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+        self.log.close()
+        os.unlink(self.log.name)
+
+    def api(self, method, path, user="alice", admin=False, body=None, headers=None):
+        """One API request as `user`: (status, headers, JSON body or None)."""
+        h = {"X-Snapwake-User": user, **(headers or {})}
+        if admin:
+            h["X-Snapwake-Admin"] = "1"
+        data = None
+        if body is not None:
+            data = json.dumps(body).encode()
+            h["Content-Type"] = "application/json"
+        req = urllib.request.Request(self.url + path, data=data, method=method, headers=h)
+        try:
+            with urllib.request.urlopen(req, timeout=30) as r:
+                raw = r.read()
+                return r.status, dict(r.headers), json.loads(raw) if raw else None
+        except urllib.error.HTTPError as e:
+            raw = e.read()
+            return e.code, dict(e.headers), json.loads(raw) if raw else None
+
+    def counters(self):
+        with urllib.request.urlopen(f"{self.sim}/_sim/counters", timeout=10) as r:
+            return json.load(r)
+
+    def received(self, action):
+        return self.counters()["actions"].get(action, {}).get("received", 0)
+
+    def sim_post(self, path, body):
+        req = urllib.request.Request(self.sim + path, data=json.dumps(body).encode(), method="POST",
+                                     headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=10) as r:
+            return json.load(r)
+
+
+@pytest.fixture
+def serve():
+    """A factory: `serve(slow_wake=True)`; every server it starts is stopped after the test."""
+    started = []
+
+    def start(**kwargs):
+        s = Server(**kwargs)
+        started.append(s)
+        return s
+
+    yield start
+    for s in started:
+        s.stop()
+
+
+@pytest.fixture
+def server(serve):
+    return serve()
+
+
+@pytest.fixture(scope="session")
+def browser():
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        yield b
+        b.close()
+
+
+class Watched:
+    """A page with its browser log and the API requests it sent."""
+
+    def __init__(self, page):
+        self.page = page
+        self.errors = []
+        self.requests = []
+        self.allowed = []
+        page.on("pageerror", lambda e: self.errors.append(f"pageerror: {e}"))
+        page.on("console", self._console)
+        page.on("request", self._request)
+
+    def _console(self, msg):
+        if msg.type in ("error", "warning") and not any(re.search(a, msg.text) for a in self.allowed):
+            self.errors.append(f"console.{msg.type}: {msg.text}")
+
+    def _request(self, req):
+        if "/v1/" in req.url:
+            self.requests.append({"method": req.method, "url": req.url, "headers": req.headers,
+                                  "body": req.post_data})
+
+    def sent(self, method, fragment):
+        return [r for r in self.requests if r["method"] == method and fragment in r["url"]]
+
+    def shot(self, name):
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        self.page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
+
+
+@pytest.fixture
+def watched(browser):
+    """A fresh browser context at desktop size; fails the test on any browser error."""
+    contexts = []
+
+    def open_page(width=1280, height=900):
+        ctx = browser.new_context(viewport={"width": width, "height": height}, locale="en-GB",
+                                  timezone_id="UTC")
+        contexts.append(ctx)
+        w = Watched(ctx.new_page())
+        w.page.set_default_timeout(20_000)
+        return w
+
+    pages = []
+
+    def make(**kw):
+        w = open_page(**kw)
+        pages.append(w)
+        return w
+
+    yield make
+    errors = [e for w in pages for e in w.errors]
+    for ctx in contexts:
+        ctx.close()
+    assert not errors, "browser log:\n" + "\n".join(errors)

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# The My Agents page in a real browser: Debian's chromium (installed here if missing) driven by
+# Playwright for Python (pinned in console/tests/requirements.txt, installed into
+# target/console-venv; it never downloads a browser of its own), against `snapwake serve
+# --demo` processes the tests start themselves (console/tests/conftest.py). Screenshots of the
+# main states go to target/console-screenshots/ (README, "My Agents page").
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
+
+as_root() {
+  if [[ "$(id -u)" == 0 ]]; then "$@"; else sudo "$@"; fi
+}
+
+if [[ ! -x /usr/bin/chromium ]]; then
+  echo "== installing Debian's chromium and chromium-driver"
+  as_root apt-get update -q
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium chromium-driver
+fi
+
+venv=target/console-venv
+requirements=console/tests/requirements.txt
+if [[ ! -x "$venv/bin/pytest" ]] || ! cmp -s "$requirements" "$venv/requirements.txt"; then
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install --quiet --disable-pip-version-check -r "$requirements"
+  cp "$requirements" "$venv/requirements.txt"
+fi
+
+cargo build -q -p snapwake-cli
+
+shots=target/console-screenshots
+rm -rf "$shots"
+mkdir -p "$shots"
+export SNAPWAKE_BIN="$PWD/target/debug/snapwake" CHROMIUM=/usr/bin/chromium \
+  CONSOLE_SCREENSHOTS="$PWD/$shots"
+# Every server a test starts is its own process, stopped by the test's fixture (and told to
+# stop by the kernel if pytest dies first: PR_SET_PDEATHSIG).
+"$venv/bin/python" -m pytest console/tests -q -p no:cacheprovider "$@"
+echo "screenshots: $shots/"
