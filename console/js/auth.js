@@ -114,9 +114,30 @@ async function finish(oidc, params) {
     id_token: tokens.id_token || null,
     expires_at: Date.now() + expiresIn * 1000,
     name: claims.preferred_username || claims.email || claims.name || claims.username || claims.sub || "",
-    ids: [claims.sub, claims.email, claims.preferred_username, claims.username].filter(Boolean),
+    ids: {
+      sub: claims.sub,
+      email: claims.email,
+      email_verified: claims.email_verified,
+      preferred_username: claims.preferred_username,
+      username: claims.username,
+    },
     groups: [].concat(claims["cognito:groups"] || claims.groups || []),
   }));
+}
+
+/**
+ * Whether one `Admins` entry names this person, by the API's rule (docs/identity.md, "Admins"):
+ * `claim:value` looks in that claim, a bare value in `sub` only; `email` counts only when
+ * verified; ASCII case only is ignored.
+ */
+function matchesAdmin(entry, ids) {
+  const asciiLower = (x) => String(x).replace(/[A-Z]/g, (c) => c.toLowerCase());
+  const at = entry.indexOf(":");
+  const named = at > 0 && ["sub", "email", "preferred_username", "username"].includes(entry.slice(0, at));
+  const claim = named ? entry.slice(0, at) : "sub";
+  const value = named ? entry.slice(at + 1).trim() : entry.trim();
+  if (claim === "email" && !(ids.email_verified === true || ids.email_verified === "true")) return false;
+  return ids[claim] != null && asciiLower(ids[claim]) === asciiLower(value);
 }
 
 /**
@@ -143,10 +164,8 @@ export function oidcSession(config) {
      */
     get admin() {
       if (!token) return false;
-      const fold = (x) => String(x).toLowerCase();
-      const admins = (oidc.admins || []).map(fold);
       const groups = oidc.admin_groups || [];
-      return (token.ids || []).some((id) => admins.includes(fold(id)))
+      return (oidc.admins || []).some((entry) => matchesAdmin(entry, token.ids || {}))
         || (token.groups || []).some((g) => groups.includes(g));
     },
     headers: () => (token ? { Authorization: `Bearer ${token.token}` } : {}),
