@@ -796,12 +796,19 @@ async fn an_agent_cut_off_by_the_deadline_is_pruned_by_the_continuing_runs() {
             removed,
             pruned,
             last.pass.pruned,
-            counters.received("DeleteSessionSnapshot")
+            counters.succeeded("DeleteSessionSnapshot")
         ),
         (Vec::new(), 12, 12, 12, 12),
         "(agents not at their newest 3, snapshots removed, pruned reported by the runs, by \
-         the pass, deletes sent) after {reports:#?}"
+         the pass, deletes carried out) after {reports:#?}"
     );
+    // A deletion started just before a run's last start (300 ms against a 200 ms margin) may
+    // be cut off by the run's deadline: AgentKit got it but the run gave up waiting, and the
+    // next run sends it again. How many are cut depends on the machine's speed; each is sent
+    // at most twice, and a cut one is counted as an error of its run, never as pruned.
+    let cut = counters.received("DeleteSessionSnapshot") - 12;
+    let errors: u64 = reports.iter().map(|r| r.counts.errors).sum();
+    assert_eq!(cut, errors, "every cut deletion is reported: {reports:#?}");
     assert_newest_kept(&store, &world, &fleet, 3).await;
 }
 
