@@ -73,6 +73,25 @@ fn free_port() -> u16 {
         .expect("a free port")
 }
 
+/// `snapwake serve --demo` on `port` with the embedded defaults, and its first line (the
+/// banner), read once it is listening.
+fn start_demo_server(port: u16) -> (Server, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_snapwake"))
+        .args(["serve", "--demo", "--port", &port.to_string()])
+        .env_remove("AGENTKIT_ENDPOINT")
+        .env_remove("SNAPWAKE_TABLE")
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start snapwake serve");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().expect("stdout"))
+        .read_line(&mut line)
+        .expect("the server's first line");
+    (Server(child), line)
+}
+
 fn readme_commands() -> Vec<String> {
     let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md"))
         .expect("README.md");
@@ -99,20 +118,7 @@ fn the_readme_demo_flow_works_as_printed() {
     );
 
     let port = free_port();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_snapwake"))
-        .args(["serve", "--demo", "--port", &port.to_string()])
-        .env_remove("AGENTKIT_ENDPOINT")
-        .env_remove("SNAPWAKE_TABLE")
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start snapwake serve");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().expect("stdout"))
-        .read_line(&mut line)
-        .expect("the server's first line");
-    let _server = Server(child);
+    let (_server, line) = start_demo_server(port);
     assert!(line.contains(&format!("127.0.0.1:{port}")), "{line}");
 
     for (command, (status, present, absent)) in commands.iter().zip(EXPECTED) {
@@ -168,20 +174,7 @@ fn status_for_host(port: u16, host: &str) -> u16 {
 #[test]
 fn requests_for_a_host_that_is_not_loopback_are_refused() {
     let port = free_port();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_snapwake"))
-        .args(["serve", "--demo", "--port", &port.to_string()])
-        .env_remove("AGENTKIT_ENDPOINT")
-        .env_remove("SNAPWAKE_TABLE")
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start snapwake serve");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().expect("stdout"))
-        .read_line(&mut line)
-        .expect("the server's first line");
-    let _server = Server(child);
+    let (_server, _) = start_demo_server(port);
 
     for host in [
         "evil.example",

@@ -744,21 +744,29 @@ async fn oversized_answers(size: usize, chunked: bool) -> String {
     format!("http://{addr}")
 }
 
+/// ListTools against a server answering `size` bytes (see [`oversized_answers`]).
+async fn list_tools_answered_with(
+    size: usize,
+    chunked: bool,
+) -> Result<ListToolsResult, AgentKitError> {
+    let endpoint = oversized_answers(size, chunked).await;
+    AgentKitClient::new(
+        &config(&endpoint, &[BEIJING]),
+        SimConfig::default().credentials,
+    )
+    .unwrap()
+    .with_retry_policy(fast_retries())
+    .call(BEIJING, &ListTools::default(), soon())
+    .await
+}
+
 /// An answer over 4 MiB is refused, declared or chunked, with a clear error and without
 /// reading it whole; one under the cap is read (and here is not an envelope).
 #[tokio::test]
 async fn answers_over_the_cap_are_refused_with_a_clear_error() {
     use snapwake::agentkit::MAX_ANSWER_BYTES;
     for chunked in [false, true] {
-        let endpoint = oversized_answers(MAX_ANSWER_BYTES + 1, chunked).await;
-        let client = AgentKitClient::new(
-            &config(&endpoint, &[BEIJING]),
-            SimConfig::default().credentials,
-        )
-        .unwrap()
-        .with_retry_policy(fast_retries());
-        let err = client
-            .call(BEIJING, &ListTools::default(), soon())
+        let err = list_tools_answered_with(MAX_ANSWER_BYTES + 1, chunked)
             .await
             .expect_err("an oversized answer");
         assert!(
@@ -766,15 +774,7 @@ async fn answers_over_the_cap_are_refused_with_a_clear_error() {
             "chunked: {chunked}: {err:?}"
         );
 
-        let endpoint = oversized_answers(MAX_ANSWER_BYTES - 1, chunked).await;
-        let client = AgentKitClient::new(
-            &config(&endpoint, &[BEIJING]),
-            SimConfig::default().credentials,
-        )
-        .unwrap()
-        .with_retry_policy(fast_retries());
-        let err = client
-            .call(BEIJING, &ListTools::default(), soon())
+        let err = list_tools_answered_with(MAX_ANSWER_BYTES - 1, chunked)
             .await
             .expect_err("blank is no envelope");
         assert!(
