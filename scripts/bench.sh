@@ -5,11 +5,22 @@
 #
 # Builds the five function binaries in release first (LTO, stripped: minutes on 2 cores) for
 # the size and cold-start sections; the cargo benches use the `bench` profile.
+#
+# BENCH_AGAINST=<commit> adds the wake and list figures of that commit measured in the same
+# sitting (scripts/bench_against.py: interleaved runs, about 4 minutes per run and side, plus
+# building that commit's benches the first time). BENCH_AGAINST_RUNS sets the runs (default 3).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# Each bench gets a DynamoDB Local of its own, started fresh on a port of its own: a server the
+# tests left running, full of their tables, measured slower than a fresh one.
+export DYNAMODB_LOCAL_PORT="${BENCH_DYNAMODB_LOCAL_PORT:-8010}"
+fresh_dynamodb() {
+  scripts/stop-dynamodb-local.sh
+  eval "$(scripts/start-dynamodb-local.sh)"
+}
 trap 'scripts/stop-dynamodb-local.sh' EXIT
-eval "$(scripts/start-dynamodb-local.sh)"
+fresh_dynamodb
 
 functions=(resume list create delete deploy)
 target="${CARGO_TARGET_DIR:-target}"
@@ -31,6 +42,7 @@ out=$(mktemp)
   echo
   for bench in wake list deploy; do
     echo "running the $bench bench..." >&2
+    fresh_dynamodb 2>/dev/null
     cargo bench -q -p snapwake-tests --bench "$bench" 2>/dev/null
   done
 
@@ -81,12 +93,21 @@ out=$(mktemp)
   echo "| exec → first \`next\`, median | 4.5 – 5.0 ms |"
   echo "| exec → first answered resume | 91.2 ms: init 7.3, to DynamoDB 1.5, DynamoDB 6.9, to AgentKit 26.3, AgentKit 0.2 |"
   echo "| exec → first answered list | 36.6 ms: init 10.7, to DynamoDB 1.4, DynamoDB 5.7, to AgentKit 27.5, AgentKit 0.5 |"
-  echo "| wake storm p99 (first wake) | 3362 ms |"
-  echo "| list one owner by the index, median | 16.1 ms |"
+  echo
+  echo "The wake and list figures of both sides, measured in one sitting: \`BENCH_AGAINST=7aebc75 scripts/bench.sh\`"
+  echo "(the last section when it was set)."
   echo
 
   echo "running the peak_rss bench..." >&2
+  fresh_dynamodb 2>/dev/null
   cargo bench -q -p snapwake-tests --bench peak_rss 2>/dev/null
+
+  if [[ -n "${BENCH_AGAINST:-}" ]]; then
+    echo "comparing with $BENCH_AGAINST..." >&2
+    scripts/stop-dynamodb-local.sh
+    BENCH_DYNAMODB_LOCAL_PORT="$DYNAMODB_LOCAL_PORT" \
+      python3 scripts/bench_against.py "$BENCH_AGAINST" --runs "${BENCH_AGAINST_RUNS:-3}"
+  fi
 } >"$out"
 mv "$out" BENCHMARKS.md
 cat BENCHMARKS.md

