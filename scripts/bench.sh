@@ -94,7 +94,7 @@ out=$(mktemp)
   echo "| exec → first answered resume | 91.2 ms: init 7.3, to DynamoDB 1.5, DynamoDB 6.9, to AgentKit 26.3, AgentKit 0.2 |"
   echo "| exec → first answered list | 36.6 ms: init 10.7, to DynamoDB 1.4, DynamoDB 5.7, to AgentKit 27.5, AgentKit 0.5 |"
   echo
-  echo "The wake and list figures of both sides, measured in one sitting: \`BENCH_AGAINST=7aebc75 scripts/bench.sh\`"
+  echo "The wake, list and cold-start figures of both sides, measured in one sitting: \`BENCH_AGAINST=7aebc75 scripts/bench.sh\`"
   echo "(the last section when it was set)."
   echo
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The wake and list figures of this checkout against another commit, measured in one sitting.
+"""The wake, list and cold-start figures of this checkout against another commit, in one sitting.
 
 Figures from different days on a shared 2-core machine differ by more than most changes do
 (the same commit's 1000 distinct wakes took 3.6 s one day and 6.8 s the next), so "did this
@@ -7,8 +7,10 @@ change make it slower" is answered by running both sides here, interleaved on on
 Local that an unmeasured run warmed first, and comparing medians. docs/architecture.md, "Quality bars", says when
 to use it.
 
-The base commit is checked out in a worktree under target/bench-against/ and its benches are
-built into their own target directory there (minutes, the first time).
+The base commit is checked out in a worktree under target/bench-against/; its benches and its
+release resume and list binaries are built into their own target directory there (minutes,
+the first time). Both sides' release binaries are timed by this checkout's `cold_answer` bench,
+which takes the binaries' directory.
 
 Usage: bench_against.py BASE [--runs N] ; prints a Markdown section (stdout), progress on stderr.
 """
@@ -26,6 +28,9 @@ WORK = os.path.join(ROOT, "target", "bench-against")
 # Its own port, so a DynamoDB Local the tests left running (and its tables) is not measured.
 PORT = os.environ.get("BENCH_DYNAMODB_LOCAL_PORT", "8010")
 BENCHES = ("wake", "list")
+# Timed by this checkout's cold_answer bench, whichever side's binaries it starts.
+RELEASE = ("resume", "list")
+COLD = "Cold start: exec → first answered request"
 
 # (bench, section heading prefix, row label, column, unit): the figures compared. Columns count
 # the table's cells from 0 (the label).
@@ -36,6 +41,10 @@ FIGURES = [
     ("list", "List one owner", "latency median", 2, "ms", "list one owner by the index, median"),
     ("list", "List one owner", "latency median", 1, "ms", "list one owner by a scan, median"),
     ("list", "The retention sweep", "wall time", 1, "ms", "retention sweep, first pass"),
+    ("cold_answer", COLD, "resume, wake an asleep agent", 6, "ms", "exec → first answered resume"),
+    ("cold_answer", COLD, "resume, wake an asleep agent", 1, "ms", "resume: init, exec → first `next`"),
+    ("cold_answer", COLD, "list, list alice's agents", 6, "ms", "exec → first answered list"),
+    ("cold_answer", COLD, "list, list alice's agents", 1, "ms", "list: init, exec → first `next`"),
 ]
 
 
@@ -47,11 +56,12 @@ def run(cmd, **kw):
     return subprocess.run(cmd, check=True, text=True, **kw)
 
 
-def build(checkout, target_dir):
-    """Build the benches of `checkout`; return {bench: executable}."""
+def build(checkout, target_dir, benches):
+    """Build `benches` and the release binaries of `checkout`; return ({bench: executable},
+    the release binaries' directory)."""
     env = dict(os.environ, CARGO_TARGET_DIR=target_dir, CARGO_INCREMENTAL="0")
     args = ["cargo", "bench", "-q", "-p", "snapwake-tests", "--no-run", "--message-format=json"]
-    for b in BENCHES:
+    for b in benches:
         args += ["--bench", b]
     out = run(args, cwd=checkout, env=env, stdout=subprocess.PIPE).stdout
     found = {}
@@ -60,10 +70,14 @@ def build(checkout, target_dir):
         if msg.get("reason") == "compiler-artifact" and msg.get("executable") \
                 and "bench" in msg["target"]["kind"]:
             found[msg["target"]["name"]] = msg["executable"]
-    missing = [b for b in BENCHES if b not in found]
+    missing = [b for b in benches if b not in found]
     if missing:
         sys.exit(f"cargo built no executable for {missing}")
-    return found
+    release = ["cargo", "build", "-q", "--release"]
+    for f in RELEASE:
+        release += ["-p", f"snapwake-{f}"]
+    run(release, cwd=checkout, env=env)
+    return found, os.path.join(target_dir, "release")
 
 
 def fresh_dynamodb():
@@ -116,10 +130,13 @@ def main():
         log(f"checking out {base} in {checkout}")
         run(["git", "worktree", "add", "--detach", "-f", checkout, base], cwd=ROOT,
             stdout=subprocess.DEVNULL)
-    log(f"building the benches of {base} (the first time takes minutes)...")
-    exes = {"base": build(checkout, os.path.join(WORK, "target"))}
-    log("building the benches of this checkout...")
-    exes["head"] = build(ROOT, os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target")))
+    log(f"building the benches and release binaries of {base} (the first time takes minutes)...")
+    exes, binaries = {}, {}
+    exes["base"], binaries["base"] = build(checkout, os.path.join(WORK, "target"), BENCHES)
+    log("building the benches and release binaries of this checkout...")
+    exes["head"], binaries["head"] = build(
+        ROOT, os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target")),
+        BENCHES + ("cold_answer",))
     cwd = {"base": os.path.join(checkout, "tests"), "head": os.path.join(ROOT, "tests")}
 
     values = {side: {f[5]: [] for f in FIGURES} for side in exes}
@@ -135,9 +152,14 @@ def main():
             # Alternate which side goes first, so a drift over the sitting hits both alike.
             order = ("base", "head") if i % 2 == 0 else ("head", "base")
             for side in order:
-                for bench in BENCHES:
+                for bench in BENCHES + ("cold_answer",):
                     log(f"run {i + 1}/{args.runs}: {side} {bench}")
-                    out = run([exes[side][bench], "--bench"], cwd=cwd[side], env=env,
+                    if bench == "cold_answer":
+                        exe, where = exes["head"][bench], cwd["head"]
+                        bench_env = dict(env, SNAPWAKE_BENCH_BINARIES=binaries[side])
+                    else:
+                        exe, where, bench_env = exes[side][bench], cwd[side], env
+                    out = run([exe, "--bench"], cwd=where, env=bench_env,
                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL).stdout
                     parsed = sections(out)
                     for b, heading, label, col, _, name in FIGURES:
@@ -146,10 +168,11 @@ def main():
     finally:
         stop_dynamodb()
 
-    print(f"## Against {base}: wake and list, interleaved in one sitting\n")
+    print(f"## Against {base}: wake, list and cold start, interleaved in one sitting\n")
     print(f"`scripts/bench_against.py {args.base} --runs {args.runs}`: {args.runs} runs of each side's "
-          "`wake` and `list` benches, alternating which side goes first, on one DynamoDB Local "
-          f"warmed by an unmeasured wake bench. Base {base}; this checkout {head}{' with uncommitted changes' if dirty else ''}. "
+          "`wake` and `list` benches, and this checkout's `cold_answer` bench on each side's release "
+          "binaries (median of its 5 starts), alternating which side goes first, on one DynamoDB "
+          f"Local warmed by an unmeasured wake bench. Base {base}; this checkout {head}{' with uncommitted changes' if dirty else ''}. "
           "Medians, with every run in brackets.\n")
     print(f"| figure | {base} | {head} | change |")
     print("|---|---|---|---|")
