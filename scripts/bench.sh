@@ -94,8 +94,7 @@ out=$(mktemp)
   echo "| exec → first answered resume | 91.2 ms: init 7.3, to DynamoDB 1.5, DynamoDB 6.9, to AgentKit 26.3, AgentKit 0.2 |"
   echo "| exec → first answered list | 36.6 ms: init 10.7, to DynamoDB 1.4, DynamoDB 5.7, to AgentKit 27.5, AgentKit 0.5 |"
   echo
-  echo "The wake, list and cold-start figures of both sides, measured in one sitting: \`BENCH_AGAINST=7aebc75 scripts/bench.sh\`"
-  echo "(the last section when it was set)."
+  echo "The cold-start rows above came from a fresh DynamoDB Local in an earlier sitting, and a fresh server's first calls are slow: read them for their parts, not as a before/after. The wake, list and cold-start figures of both sides measured in one sitting, on a warmed server, are the last section when \`BENCH_AGAINST=7aebc75 scripts/bench.sh\` ran (there, 7aebc75 answered its first resume in 27.0 ms and this change in 25.3 ms)."
   echo
 
   echo "running the peak_rss bench..." >&2
