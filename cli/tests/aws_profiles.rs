@@ -11,6 +11,10 @@ const BIN: &str = env!("CARGO_BIN_EXE_snapwake");
 /// `snapwake table create` with no AWS keys in the environment, only `AWS_CONFIG_FILE`'s
 /// profile `ops` (and an empty credentials file).
 fn table_create_with_profile(dir: &Path, config: &str, table: &str) -> Output {
+    assert!(
+        std::env::var("AWS_ENDPOINT_URL").is_ok(),
+        "AWS_ENDPOINT_URL must name DynamoDB Local (scripts/start-dynamodb-local.sh)"
+    );
     let config_file = dir.join("config");
     std::fs::write(&config_file, config).expect("write the AWS config file");
     let credentials_file = dir.join("credentials");
@@ -52,10 +56,6 @@ fn scratch_dir() -> std::path::PathBuf {
 
 #[test]
 fn a_credential_process_profile_signs_the_cli_s_requests() {
-    assert!(
-        std::env::var("AWS_ENDPOINT_URL").is_ok(),
-        "AWS_ENDPOINT_URL must name DynamoDB Local (scripts/start-dynamodb-local.sh)"
-    );
     let dir = scratch_dir();
     let marker = dir.join("process-ran");
     let config = format!(
@@ -84,10 +84,6 @@ fn a_credential_process_profile_signs_the_cli_s_requests() {
 
 #[test]
 fn a_profile_without_credentials_fails_the_command_clearly() {
-    assert!(
-        std::env::var("AWS_ENDPOINT_URL").is_ok(),
-        "AWS_ENDPOINT_URL must name DynamoDB Local (scripts/start-dynamodb-local.sh)"
-    );
     let dir = scratch_dir();
     let table = table_name("none");
     let out = table_create_with_profile(&dir, "[profile ops]\nregion = us-east-1\n", &table);
