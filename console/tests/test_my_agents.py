@@ -289,16 +289,24 @@ def test_an_admin_pages_through_everyone(watched, server):
     expect(card(page, "Crawler")).to_contain_text("Owner: carol")
 
 
-def test_a_failed_wake_shows_the_problem_and_tries_again(watched, server):
+def wake_data_helper_under_fault(watched, server, status, action, error, times):
+    """Alice's page, the browser allowed to log `status`, AgentKit failing the next `times`
+    calls of `action` with `error`, and Data helper's Wake clicked: (watched page, its card)."""
     w = open_as_alice(watched, server)
-    w.allowed.append("status of 502")
-    page = w.page
-    # The resumed session is gone at the first poll: the wake fails for sure (502, retryable).
-    server.sim_post("/_sim/faults", {"action": "GetSession",
-                                     "error": {"code": "InvalidResource.NotFound", "status": 404},
-                                     "trigger": {"next": 1}})
-    helper = card(page, "Data helper")
+    w.allowed.append(f"status of {status}")
+    server.sim_post("/_sim/faults", {"action": action, "error": error,
+                                     "trigger": {"next": times}})
+    helper = card(w.page, "Data helper")
     helper.get_by_role("button", name="Wake Data helper").click()
+    return w, helper
+
+
+def test_a_failed_wake_shows_the_problem_and_tries_again(watched, server):
+    # The resumed session is gone at the first poll: the wake fails for sure (502, retryable).
+    w, helper = wake_data_helper_under_fault(
+        watched, server, 502, "GetSession",
+        {"code": "InvalidResource.NotFound", "status": 404}, 1)
+    page = w.page
     alert = helper.get_by_role("alert")
     expect(alert).to_contain_text("Wake failed", timeout=30_000)
     expect(alert).to_contain_text("its snapshot is intact")
@@ -315,15 +323,11 @@ def test_a_failed_wake_shows_the_problem_and_tries_again(watched, server):
 
 
 def test_a_throttled_wake_is_retried_after_retry_after(watched, server):
-    w = open_as_alice(watched, server)
-    w.allowed.append("status of 429")
-    page = w.page
     # AgentKit throttles the Resume through snapwake's own retries: 429, retryable.
-    server.sim_post("/_sim/faults", {"action": "ResumeSessionFromSnapshot",
-                                     "error": {"code": "Throttling", "status": 429},
-                                     "trigger": {"next": 3}})
-    helper = card(page, "Data helper")
-    helper.get_by_role("button", name="Wake Data helper").click()
+    w, helper = wake_data_helper_under_fault(
+        watched, server, 429, "ResumeSessionFromSnapshot",
+        {"code": "Throttling", "status": 429}, 3)
+    page = w.page
     expect(page.locator("#status")).to_contain_text("trying again in", timeout=20_000)
     expect(helper.locator(".badge")).to_have_text("Awake", timeout=30_000)
     assert len(w.sent("POST", f"{DATA_HELPER}/resume")) == 2
