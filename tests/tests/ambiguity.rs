@@ -1717,8 +1717,9 @@ async fn a_snapshot_agent_whose_session_expired_wakes_again() {
 /// Resume is unaccounted for, so that no later wake sends a second one while the session it
 /// started lives. Step by step: the Resume answers a bare 503 after acting and the holder's
 /// listing fails, so it hands polling over (202); nobody asks until the lease has lapsed; the
-/// next caller takes the agent over and its reconcile listing fails once; then the agent is
-/// woken again, and again, until it answers 200.
+/// next caller takes the agent over and its reconcile listing fails once, which is still no
+/// failure of the wake (202, the agent still `waking` with the Resume unaccounted for); then
+/// the agent is woken again, and again, until it answers 200.
 async fn unknown_resume_then_failed_reconcile(agent: Agent) {
     let world = World::start(Duration::ZERO).await;
     let store = Arc::new(dynamo_store("amb-reconcile").await);
@@ -1762,7 +1763,18 @@ async fn unknown_resume_then_failed_reconcile(agent: Agent) {
     let (status, body) = resume_once(&f, &agent_id, who).await;
     answers.push(status);
     let after_failed_reconcile = store.get(&key).await.unwrap().expect("a record");
-    eprintln!("the reconcile that failed answered {status}: {body}");
+    assert_eq!(
+        status, 202,
+        "a failed reconcile leaves the Resume's outcome unknown, not failed: {body}"
+    );
+    assert_eq!(
+        (
+            after_failed_reconcile.state,
+            after_failed_reconcile.resume_sent_at_ms,
+        ),
+        (WakeState::Waking, held.resume_sent_at_ms),
+        "the Resume is still unaccounted for: {after_failed_reconcile:?}"
+    );
 
     let mut last = (status, body);
     for _ in 0..40 {

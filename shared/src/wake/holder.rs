@@ -93,7 +93,7 @@ impl<S: AgentStore, K: AgentKit> Wake<'_, S, K> {
             match session(self.agentkit, &home, &previous, deadline).await {
                 Ok(Some(s)) if s.is_active() => adopted = Some(s),
                 Ok(_) => {}
-                Err(e) => return Err(self.interrupted(lock, &mut held, e.into()).await),
+                Err(e) => return Box::pin(self.interrupted(lock, target, held, e.into())).await,
             }
         }
         if adopted.is_none() {
@@ -107,7 +107,7 @@ impl<S: AgentStore, K: AgentKit> Wake<'_, S, K> {
                 .await
             {
                 Ok(found) => found,
-                Err(e) => return Err(self.interrupted(lock, &mut held, e).await),
+                Err(e) => return Box::pin(self.interrupted(lock, target, held, e)).await,
             };
         }
         if let Some(s) = adopted {
@@ -309,7 +309,7 @@ impl<S: AgentStore, K: AgentKit> Wake<'_, S, K> {
         &self,
         lock: &AgentLock<'_, S>,
         target: &WakeTarget,
-        mut held: Held,
+        held: Held,
         home: &Home,
         listing: &[Snapshot],
     ) -> Result<WakeOutcome, Error> {
@@ -338,6 +338,19 @@ impl<S: AgentStore, K: AgentKit> Wake<'_, S, K> {
             return Box::pin(self.record_and_poll(lock, target, held, home, recorded, snapshots))
                 .await;
         }
+        Box::pin(self.hand_over(lock, target, held)).await
+    }
+
+    /// Keep the lock, with its Resume unaccounted for, and let whoever asks next look for the
+    /// session it started (a poll lease, `watch.rs`): this caller answers 202.
+    async fn hand_over(
+        &self,
+        lock: &AgentLock<'_, S>,
+        target: &WakeTarget,
+        mut held: Held,
+    ) -> Result<WakeOutcome, Error> {
+        // The record names the agent's Tool already (the write before the Resume did), so
+        // pollers know where to look.
         let changes = Changes {
             poll_until_ms: Some(0),
             ..Changes::default()
@@ -390,23 +403,22 @@ impl<S: AgentStore, K: AgentKit> Wake<'_, S, K> {
 
     /// A reconcile that could not finish. A Resume still unaccounted for (`resume_sent_at`)
     /// is never written off by the failure of something else (a listing that failed while
-    /// looking for its session): the agent is given back asleep with it kept, so whoever
-    /// holds it next looks again instead of sending a second Resume. Without one, this is a
-    /// failed wake like any other.
-    async fn interrupted(&self, lock: &AgentLock<'_, S>, held: &mut Held, err: Error) -> Error {
+    /// looking for its session), nor answered as a failure: its outcome is as unknown as
+    /// before, so the lock is kept and handed over like the holder's own unknown Resume, and
+    /// the caller gets 202 (docs/wake-protocol.md, "A wake, step by step"). Without one, this
+    /// is a failed wake like any other.
+    async fn interrupted(
+        &self,
+        lock: &AgentLock<'_, S>,
+        target: &WakeTarget,
+        mut held: Held,
+        err: Error,
+    ) -> Result<WakeOutcome, Error> {
         if held.record.resume_sent_at_ms.is_none() {
-            return self.fail(lock, held, err).await;
+            return Err(self.fail(lock, &mut held, err).await);
         }
-        let reason = err.to_string();
-        tracing::warn!(agent = %held.key, %reason, "wake interrupted; an earlier Resume is still unaccounted for");
-        let changes = Changes {
-            error: Some(Some(recorded_failure(Problem::from(&err).code, &reason))),
-            ..Changes::default()
-        };
-        if let Err(e) = lock.release(held, WakeState::Asleep, changes).await {
-            tracing::warn!(agent = %held.key, error = %e, "could not give the lock back");
-        }
-        err
+        tracing::warn!(agent = %held.key, error = %err, "reconcile failed; an earlier Resume is still unaccounted for, handing polling over");
+        Box::pin(self.hand_over(lock, target, held)).await
     }
 
     /// Give the lock back with nothing woken: the agent rests asleep.
