@@ -51,7 +51,50 @@ impl Simulator {
             control,
             stop: Some(tx),
             task: Some(task),
+            release: None,
         })
+    }
+
+    /// As [`Simulator::start`], but served by a runtime and two threads of its own, as a
+    /// remote service would be: its answers do not queue behind its callers' tasks. A test
+    /// that keeps hundreds of callers busy on its own runtime would otherwise starve the
+    /// service it calls, and measure its own scheduler instead of the protocol. The runtime
+    /// stops when the returned simulator is dropped.
+    pub fn start_apart(cfg: SimConfig) -> std::io::Result<RunningSim> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::Builder::new()
+            .name("agentkit-sim".into())
+            .spawn(move || {
+                let runtime = tokio::runtime::Builder::new_multi_thread()
+                    .worker_threads(2)
+                    .thread_name("agentkit-sim")
+                    .enable_all()
+                    .build();
+                let runtime = match runtime {
+                    Ok(r) => r,
+                    Err(e) => {
+                        let _ = tx.send(Err(e));
+                        return;
+                    }
+                };
+                runtime.block_on(async move {
+                    let (release, released) = tokio::sync::oneshot::channel::<()>();
+                    match Simulator::start(cfg).await {
+                        Ok(mut sim) => {
+                            sim.release = Some(release);
+                            if tx.send(Ok(sim)).is_ok() {
+                                // Until the simulator is dropped (its sender with it).
+                                let _ = released.await;
+                            }
+                        }
+                        Err(e) => {
+                            let _ = tx.send(Err(e));
+                        }
+                    }
+                });
+            })?;
+        rx.recv()
+            .map_err(|_| std::io::Error::other("the simulator's thread ended before it served"))?
     }
 }
 
@@ -61,6 +104,8 @@ pub struct RunningSim {
     control: SimControl,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     task: Option<tokio::task::JoinHandle<()>>,
+    /// For [`Simulator::start_apart`]: dropped with the simulator, which ends its runtime.
+    release: Option<tokio::sync::oneshot::Sender<()>>,
 }
 
 impl RunningSim {

@@ -1019,6 +1019,30 @@ async fn start_on_a_fixed_port_and_serve_until_a_signal() {
     again.shutdown().await;
 }
 
+/// A simulator served on threads of its own answers like any other, and dropping it stops its
+/// runtime and frees its port.
+#[tokio::test]
+async fn a_simulator_served_apart_answers_and_stops_when_dropped() {
+    let s = Simulator::start_apart(SimConfig::default()).unwrap();
+    let addr = s.addr();
+    let a = Caller::new(&s.endpoint())
+        .call("ListTools", json!({"ProjectName": "default"}))
+        .await;
+    assert_eq!(a.status, 200, "{}", a.body);
+    drop(s);
+    // Its runtime stops on its own thread: the port frees within moments, not at exit.
+    let freed = std::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        match std::net::TcpListener::bind(addr) {
+            Ok(_) => break,
+            Err(_) if std::time::Instant::now() < freed => {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            Err(e) => panic!("{addr} still taken after the simulator was dropped: {e}"),
+        }
+    }
+}
+
 #[tokio::test]
 async fn snapshots_on_request_and_session_ttls() {
     let (_s, ctl, c) = sim().await;

@@ -29,6 +29,22 @@ impl World {
         })
         .await
         .unwrap();
+        World::seeded(sim)
+    }
+
+    /// [`World::start`] with the simulator on threads of its own
+    /// ([`Simulator::start_apart`]): for tests that keep hundreds of callers busy at once.
+    pub fn start_apart(session_ready_delay: Duration) -> World {
+        let sim = Simulator::start_apart(SimConfig {
+            session_ready_delay,
+            ..SimConfig::default()
+        })
+        .unwrap();
+        World::seeded(sim)
+    }
+
+    /// `sim` with one recoverable and one temporary codex Tool.
+    fn seeded(sim: RunningSim) -> World {
         let ctl = sim.control();
         let tool = |name: &str, snapshots: bool| SeedTool {
             name: name.into(),
@@ -220,23 +236,7 @@ impl World {
 impl World {
     /// [`World::start`] with a simulator configured by `config` (its own credentials, say).
     pub async fn start_with(config: SimConfig) -> World {
-        let sim = Simulator::start(config).await.unwrap();
-        let ctl = sim.control();
-        let tool = |name: &str, snapshots: bool| SeedTool {
-            name: name.into(),
-            tool_type: "CodeEnv".into(),
-            enable_snapshot: snapshots,
-            ..SeedTool::default()
-        };
-        let recoverable = ctl.seed_tool(REGION, tool("chat-snapshot", true)).unwrap();
-        let temporary = ctl
-            .seed_tool(REGION, tool("chat-temporary", false))
-            .unwrap();
-        World {
-            sim,
-            recoverable,
-            temporary,
-        }
+        World::seeded(Simulator::start(config).await.unwrap())
     }
 }
 
