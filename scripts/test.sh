@@ -24,7 +24,8 @@ trap 'scripts/stop-dynamodb-local.sh' EXIT
 eval "$(scripts/start-dynamodb-local.sh)"
 
 echo "== cargo test --workspace"
-cargo test --workspace --all-features
+# --no-fail-fast: one run reports every failing test binary, not only the first.
+cargo test --workspace --all-features --no-fail-fast
 
 echo "== conformance: schemathesis against snapwake serve --demo"
 scripts/conformance.sh
