@@ -106,6 +106,18 @@ struct Checkpoint {
     /// Every Tool listed to its end and every record written so far in this pass.
     index_complete: bool,
     totals: SweepCounts,
+    /// Deletions on `tool` the last run started but whose answer its deadline cut off:
+    /// AgentKit may have carried them out. The next run sends each one again
+    /// (docs/operations.md, "Time").
+    #[serde(default)]
+    unconfirmed: Vec<Unconfirmed>,
+}
+
+/// A deletion whose answer a run's deadline cut off.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+struct Unconfirmed {
+    agent: AgentKey,
+    snapshot_id: String,
 }
 
 /// What a sweep reports as it goes (the CLI draws progress bars; Lambda logs).
@@ -290,9 +302,20 @@ impl<S: AgentStore, K: AgentKit> Sweep<'_, S, K> {
                 return Stop::Finished;
             }
         };
-        let resume_after = (cp.tool.as_deref() == Some(tool))
-            .then(|| cp.after.clone())
-            .flatten();
+        let resuming_here = cp.tool.as_deref() == Some(tool);
+        let resume_after = resuming_here.then(|| cp.after.clone()).flatten();
+        let listed: std::collections::HashSet<&str> = listing
+            .snapshots
+            .iter()
+            .filter_map(|s| s.snapshot_id.as_deref())
+            .collect();
+        // The last run's cut-off deletions on this Tool that are no longer listed: AgentKit
+        // carried them out, but nobody counted them or took them out of the record's
+        // summaries. Each is sent again with its agent below (a deletion is idempotent: a
+        // snapshot already gone answers NotFound, a success), so the pass ends as one
+        // uninterrupted run would. One still listed is deleted again anyway if still due.
+        cp.unconfirmed
+            .retain(|u| resuming_here && !listed.contains(u.snapshot_id.as_str()));
         cp.tool = Some(tool.to_string());
         let agents = agents_of(&listing);
         self.progress.tool(tool, agents.len());
@@ -317,19 +340,32 @@ impl<S: AgentStore, K: AgentKit> Sweep<'_, S, K> {
             if retention == Retention::Recoverable {
                 let awake = !seen.sessions.is_empty();
                 let doomed = self.settings.policy.to_prune(&seen.snapshots, awake, now);
-                let refs: Vec<SnapshotRef> = doomed
+                let snapshot_ref = |snapshot_id: String| SnapshotRef {
+                    tool_id: listing.tool_id.clone(),
+                    region: listing.region.clone(),
+                    snapshot_id,
+                };
+                // The carried-over deletions first: they only need an answer. Until they
+                // have one they stay in the checkpoint (`prune` puts back what it did not
+                // get to).
+                let (mine, others): (Vec<Unconfirmed>, Vec<Unconfirmed>) =
+                    std::mem::take(&mut cp.unconfirmed)
+                        .into_iter()
+                        .partition(|u| u.agent == key);
+                cp.unconfirmed = others;
+                let carried: Vec<&str> = mine.iter().map(|u| u.snapshot_id.as_str()).collect();
+                let refs: Vec<SnapshotRef> = carried
                     .iter()
-                    .filter_map(|s| {
-                        Some(SnapshotRef {
-                            tool_id: listing.tool_id.clone(),
-                            region: listing.region.clone(),
-                            snapshot_id: s.snapshot_id.clone()?,
-                        })
-                    })
+                    .map(|id| id.to_string())
+                    .chain(doomed.iter().filter_map(|s| s.snapshot_id.clone()))
+                    .map(snapshot_ref)
                     .collect();
                 if dry_run {
                     counts.pruned += refs.len() as u64;
-                } else if let Stop::OutOfTime = self.prune(&key, &refs, counts, deadline).await {
+                } else if let Stop::OutOfTime = self
+                    .prune(&key, &refs, &carried, counts, &mut cp.unconfirmed, deadline)
+                    .await
+                {
                     // The agent is not done: the next run lists it again and prunes what is
                     // left of it (what was deleted is no longer listed).
                     return Stop::OutOfTime;
@@ -343,11 +379,44 @@ impl<S: AgentStore, K: AgentKit> Sweep<'_, S, K> {
     }
 
     /// Delete `refs` under the agent's lock; a held lock skips the agent this round.
-    /// `OutOfTime`: the run's time ran short before all of them were deleted.
+    /// `OutOfTime`: the run's time ran short before all of them were deleted. What the next
+    /// run must then settle goes into `unconfirmed`: a deletion the deadline cut off (its
+    /// outcome unknown: AgentKit may have carried it out), and those of `carried` (cut off in
+    /// an earlier run) this run did not get to.
     async fn prune(
         &self,
         key: &AgentKey,
         refs: &[SnapshotRef],
+        carried: &[&str],
+        counts: &mut SweepCounts,
+        unconfirmed: &mut Vec<Unconfirmed>,
+        deadline: Deadline,
+    ) -> Stop {
+        let mut rest = refs;
+        let mut cut_off = false;
+        let stop = self
+            .prune_until(key, &mut rest, &mut cut_off, counts, deadline)
+            .await;
+        if let Stop::OutOfTime = stop {
+            for (i, r) in rest.iter().enumerate() {
+                if (cut_off && i == 0) || carried.contains(&r.snapshot_id.as_str()) {
+                    unconfirmed.push(Unconfirmed {
+                        agent: key.clone(),
+                        snapshot_id: r.snapshot_id.clone(),
+                    });
+                }
+            }
+        }
+        stop
+    }
+
+    /// [`Self::prune`]'s deletions, in order: `rest` keeps those not confirmed; `cut_off`
+    /// says the first of them failed (its outcome unknown).
+    async fn prune_until(
+        &self,
+        key: &AgentKey,
+        rest: &mut &[SnapshotRef],
+        cut_off: &mut bool,
         counts: &mut SweepCounts,
         deadline: Deadline,
     ) -> Stop {
@@ -364,7 +433,6 @@ impl<S: AgentStore, K: AgentKit> Sweep<'_, S, K> {
                 .checked_sub(self.settings.margin)
                 .unwrap_or_else(tokio::time::Instant::now),
         );
-        let mut rest = refs;
         while !rest.is_empty() {
             let seen = match self.store.get(key).await {
                 Ok(r) => r,
@@ -378,7 +446,7 @@ impl<S: AgentStore, K: AgentKit> Sweep<'_, S, K> {
                 .prune(&target, rest, seen, None, Some(start_by), deadline)
                 .await;
             counts.pruned += pruned.deleted as u64;
-            rest = &rest[pruned.deleted.min(rest.len())..];
+            *rest = &rest[pruned.deleted.min(rest.len())..];
             match pruned.outcome {
                 Ok(Deleted::AlreadyGone) => return Stop::Finished,
                 Ok(Deleted::Done) if !pruned.cut => return Stop::Finished,
@@ -399,6 +467,7 @@ impl<S: AgentStore, K: AgentKit> Sweep<'_, S, K> {
                     tracing::warn!(agent = %key, error = %e, "sweep: pruning failed");
                     counts.errors += 1;
                     // A deletion the deadline cut off is the run's end, not the agent's.
+                    *cut_off = true;
                     return self.out_of_time_or(deadline, Stop::Finished);
                 }
             }
