@@ -96,6 +96,29 @@ async fn sweep<S: AgentStore, K: AgentKit>(f: &Delete<S, K>, budget: Duration) -
         .unwrap()
 }
 
+/// Runs of `budget` each, one after the other, until one completes the pass (at most
+/// `at_most`): every run's report. The last one must have completed.
+async fn sweep_until_complete<S: AgentStore, K: AgentKit>(
+    f: &Delete<S, K>,
+    budget: Duration,
+    at_most: usize,
+) -> Vec<SweepReport> {
+    let mut reports = Vec::new();
+    for _ in 0..at_most {
+        let report = sweep(f, budget).await;
+        let done = report.completed;
+        reports.push(report);
+        if done {
+            break;
+        }
+    }
+    assert!(
+        reports.last().is_some_and(|r| r.completed),
+        "no run completed the pass: {reports:#?}"
+    );
+    reports
+}
+
 async fn offboard<S: AgentStore, K: AgentKit>(f: &Delete<S, K>, owner: &str) -> OffboardReport {
     f.offboard(
         owner,
@@ -673,16 +696,8 @@ async fn a_sweep_out_of_time_checkpoints_and_the_next_runs_finish_the_same_pass(
         },
     );
 
-    let mut reports = Vec::new();
     let started = std::time::Instant::now();
-    for _ in 0..40 {
-        let report = sweep(&f, margin * 2 + Duration::from_millis(1500)).await;
-        let done = report.completed;
-        reports.push(report);
-        if done {
-            break;
-        }
-    }
+    let reports = sweep_until_complete(&f, margin * 2 + Duration::from_millis(1500), 40).await;
     eprintln!(
         "{} runs in {:?}: {:?}",
         reports.len(),
@@ -693,7 +708,6 @@ async fn a_sweep_out_of_time_checkpoints_and_the_next_runs_finish_the_same_pass(
             .collect::<Vec<_>>()
     );
     let last = reports.last().unwrap();
-    assert!(last.completed, "no run completed the pass: {reports:#?}");
     assert!(
         reports.len() >= 2,
         "the first run had time for all: {reports:#?}"
@@ -753,17 +767,8 @@ async fn an_agent_cut_off_by_the_deadline_is_pruned_by_the_continuing_runs() {
         },
     );
 
-    let mut reports = Vec::new();
-    for _ in 0..100 {
-        let report = sweep(&f, margin + Duration::from_millis(500)).await;
-        let done = report.completed;
-        reports.push(report);
-        if done {
-            break;
-        }
-    }
+    let reports = sweep_until_complete(&f, margin + Duration::from_millis(500), 100).await;
     let last = reports.last().unwrap();
-    assert!(last.completed, "no run completed the pass: {reports:#?}");
     assert!(reports.len() >= 2, "{reports:#?}");
     for r in &reports[1..] {
         assert!(r.resumed, "{r:?}");
@@ -844,17 +849,8 @@ async fn a_deletion_cut_off_after_agentkit_acted_is_counted_by_the_next_run() {
         },
     );
 
-    let mut reports = Vec::new();
-    for _ in 0..20 {
-        let report = sweep(&f, margin + Duration::from_millis(500)).await;
-        let done = report.completed;
-        reports.push(report);
-        if done {
-            break;
-        }
-    }
+    let reports = sweep_until_complete(&f, margin + Duration::from_millis(500), 20).await;
     let last = reports.last().unwrap();
-    assert!(last.completed, "no run completed the pass: {reports:#?}");
     assert!(
         !reports[0].completed && reports[0].counts.errors == 1,
         "the first run's deletion was cut off: {reports:#?}"
