@@ -141,6 +141,11 @@ impl Session {
     pub fn is_usable(&self) -> bool {
         crate::domain::is_session_usable(self.status.as_deref(), self.endpoint.is_some())
     }
+
+    /// The session's phase (docs/wake-protocol.md, "Statuses are an open set").
+    pub fn phase(&self) -> crate::domain::SessionPhase {
+        crate::domain::SessionPhase::of(self.status.as_deref(), self.endpoint.is_some())
+    }
 }
 
 /// The most recently created session of an iterator (by instant, never by text).
@@ -182,6 +187,11 @@ impl Snapshot {
 
     pub fn is_in_progress(&self) -> bool {
         crate::domain::is_snapshot_in_progress(self.status.as_deref())
+    }
+
+    /// The snapshot's phase.
+    pub fn phase(&self) -> crate::domain::SnapshotPhase {
+        crate::domain::SnapshotPhase::of(self.status.as_deref())
     }
 }
 

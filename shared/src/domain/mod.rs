@@ -13,5 +13,6 @@ pub use kind::{Kind, ParseKindError, ParseRetentionError, Retention};
 pub use record::{AgentKey, AgentRecord, Description, WakeState};
 pub use session::{
     is_session_active, is_session_usable, is_snapshot_in_progress, is_snapshot_wakeable,
+    SessionPhase, SnapshotPhase,
 };
 pub use tool_registry::{KindTools, ToolRegistry};
