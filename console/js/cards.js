@@ -189,6 +189,12 @@ function card(agent, ctx) {
       failed
         ? h("p", { class: "wake-error" }, h("strong", {}, "Last wake failed"), agent.wake.since ? ` (${shortWhen(agent.wake.since)})` : "", `: ${agent.wake.error || "no reason given"}`)
         : null,
+      agent.wake?.state === "waking" && agent.wake.reason === "SNAPSHOT_IN_PROGRESS"
+        ? h("p", { class: "progress" }, "AgentKit is still saving the last session; the agent wakes from it as soon as it is ready")
+        : null,
+      agent.state === "unknown"
+        ? h("p", { class: "wake-error" }, h("strong", {}, "AgentKit reports an unexpected status"), `: ${agent.session?.status || "none"}. Nothing is started beside it; try again later, or delete the agent.`)
+        : null,
       snapshotList(agent, key, Boolean(busy)),
       busy ? h("p", { class: "progress" }, h("span", { class: "spinner", "aria-hidden": "true" }), busy.progress || busy.label) : null,
       problem ? problemBox(problem, key) : null,

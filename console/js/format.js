@@ -11,6 +11,7 @@ export const GROUPS = [
   { id: "sleeping", title: "Going to sleep", states: ["sleeping"] },
   { id: "deleting", title: "Being deleted", states: ["deleting"] },
   { id: "unavailable", title: "Unavailable", states: ["unavailable"] },
+  { id: "unknown", title: "Needs a look", states: ["unknown"] },
 ];
 
 export const STATE_LABELS = {
@@ -21,6 +22,7 @@ export const STATE_LABELS = {
   sleeping: "Going to sleep",
   deleting: "Deleting",
   unavailable: "Unavailable",
+  unknown: "Status unknown",
 };
 
 const dateTime = new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "short" });

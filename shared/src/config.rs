@@ -37,7 +37,7 @@ pub struct Config {
     /// The DynamoDB table (`SNAPWAKE_TABLE`); `None` runs on the in-memory store locally.
     pub table: Option<String>,
     /// Wake, sleep and keepalive timings (`SNAPWAKE_WAIT_S`, `SNAPWAKE_READY_TIMEOUT_S`,
-    /// `SNAPWAKE_MAX_TTL_S`).
+    /// `SNAPWAKE_MAX_TTL_S`, `SNAPWAKE_SNAPSHOT_GRACE_S`, `SNAPWAKE_SNAPSHOT_TIMEOUT_S`).
     pub wake: WakeSettings,
     /// Explicit Tool ids (`SNAPWAKE_TOOL_<KEY>`), laid over the registry.
     pub tool_overrides: ToolOverrides,
@@ -204,10 +204,29 @@ fn wake_settings(get: &impl Fn(&str) -> Option<String>) -> Result<WakeSettings, 
             reason: "must be between 60 and 604800 (seconds)".into(),
         });
     }
+    let grace_s = parse_number(
+        get,
+        "SNAPWAKE_SNAPSHOT_GRACE_S",
+        defaults.snapshot_grace.as_secs(),
+    )?;
+    let stuck_s = parse_number(
+        get,
+        "SNAPWAKE_SNAPSHOT_TIMEOUT_S",
+        defaults.snapshot_stuck_after.as_secs(),
+    )?;
+    // A snapshot AgentKit has not even listed yet cannot be given up on as stuck sooner.
+    if stuck_s < grace_s {
+        return Err(ConfigError::Invalid {
+            var: "SNAPWAKE_SNAPSHOT_TIMEOUT_S",
+            reason: format!("must be at least SNAPWAKE_SNAPSHOT_GRACE_S ({grace_s} s)"),
+        });
+    }
     Ok(WakeSettings {
         wait: Duration::from_secs(wait_s),
         ready_timeout: Duration::from_secs(ready_s),
         max_ttl: Duration::from_secs(max_ttl_s),
+        snapshot_grace: Duration::from_secs(grace_s),
+        snapshot_stuck_after: Duration::from_secs(stuck_s),
         ..defaults
     })
 }

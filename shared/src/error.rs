@@ -46,6 +46,21 @@ pub enum Error {
     #[error("{0}")]
     WakeFailed(String),
 
+    /// The agent's newest snapshot has been `Creating` for longer than the snapshot timeout
+    /// (502 `SNAPSHOT_STUCK`); older snapshots can still be woken by name.
+    #[error("snapshot {snapshot_id} has been in progress for longer than the snapshot timeout")]
+    SnapshotStuck { snapshot_id: String },
+
+    /// The session a wake started did not become ready within the readiness timeout (502
+    /// `SESSION_STUCK`, retryable: the next wake ends it and resumes the snapshot again).
+    #[error("{0}")]
+    SessionStuck(String),
+
+    /// AgentKit reports a session or snapshot in a status nobody documented: nothing is started
+    /// or ended beside it (502 `PROVIDER_ERROR`, retryable).
+    #[error("AgentKit reports the {what} in status {status:?}, which snapwake does not know")]
+    UnknownStatus { what: &'static str, status: String },
+
     /// The agent cannot be put to sleep: it lives on a temporary Tool (no snapshots), 422
     /// `NOT_SLEEPABLE`.
     #[error("{0}")]
@@ -103,6 +118,21 @@ impl Error {
             detail: state.holder_detail().into(),
             retry_after_s,
         }
+    }
+
+    /// AgentKit answered `status` for a `what` (session, snapshot): counted (`UnknownStatus`)
+    /// and answered 502. The status is AgentKit's text: only a short, plain rendering of it is
+    /// kept (it reaches the problem's detail).
+    pub fn unknown_status(what: &'static str, status: Option<&str>) -> Error {
+        let status: String = status
+            .unwrap_or("(none)")
+            .chars()
+            .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | ' '))
+            .take(40)
+            .collect();
+        crate::metrics::emit(crate::metrics::Record::of("wake").count("UnknownStatus", 1));
+        tracing::warn!(what, %status, "AgentKit answered a status snapwake does not know");
+        Error::UnknownStatus { what, status }
     }
 
     /// A 400 `INVALID_REQUEST`.

@@ -2,10 +2,10 @@
 //! (docs/http-api.md, "The agent view"). It carries no session `Endpoint` and no credential.
 
 use crate::agentkit::types::{metadata_value, newest_session, Session, Snapshot};
-use crate::domain::failure::shown_failure;
+use crate::domain::failure::{recorded_code, shown_failure, SNAPSHOT_IN_PROGRESS};
 use crate::domain::{
-    AgentKey, AgentRecord, AgentState, AgentView, Retention, SessionView, SnapshotView, WakeState,
-    WakeView,
+    AgentKey, AgentRecord, AgentState, AgentView, Retention, SessionPhase, SessionView,
+    SnapshotView, WakeState, WakeView,
 };
 use crate::identity::display_name;
 use crate::identity::names::METADATA_DISPLAY_NAME_KEY;
@@ -71,6 +71,24 @@ pub fn record_snapshots(record: &AgentRecord) -> Vec<Snapshot> {
         .collect()
 }
 
+/// A wake in flight as the API shows it: since when, its session, and why it waits when it
+/// waits for AgentKit to finish the last session's snapshot (`SNAPSHOT_IN_PROGRESS`).
+pub fn waking_view(record: &AgentRecord) -> WakeView {
+    WakeView {
+        reason: record
+            .error
+            .as_deref()
+            .and_then(recorded_code)
+            .filter(|c| *c == SNAPSHOT_IN_PROGRESS)
+            .map(str::to_string),
+        ..WakeView::in_flight(
+            "waking",
+            record.updated_at.clone(),
+            record.session_id.clone(),
+        )
+    }
+}
+
 /// The view of one agent at `now_ms`.
 pub fn agent_view(facts: &AgentFacts<'_>, now_ms: u64, settings: &LockSettings) -> AgentView {
     let record = facts.record;
@@ -87,13 +105,10 @@ pub fn agent_view(facts: &AgentFacts<'_>, now_ms: u64, settings: &LockSettings) 
     } else if held(WakeState::Sleeping) {
         AgentState::Sleeping
     } else if let Some(s) = &live {
-        if s.status
-            .as_deref()
-            .is_some_and(|st| st.eq_ignore_ascii_case("ready"))
-        {
-            AgentState::Awake
-        } else {
-            AgentState::Starting
+        match s.phase() {
+            SessionPhase::Usable => AgentState::Awake,
+            SessionPhase::Unknown => AgentState::Unknown,
+            SessionPhase::Starting | SessionPhase::Ended => AgentState::Starting,
         }
     } else if snapshots.iter().any(|s| s.is_wakeable()) {
         AgentState::Asleep
@@ -124,11 +139,7 @@ pub fn agent_view(facts: &AgentFacts<'_>, now_ms: u64, settings: &LockSettings) 
         .or_else(|| metadata_value(metadata, METADATA_CREATOR_KEY).map(str::to_string));
 
     let wake = record.and_then(|r| match r.state {
-        WakeState::Waking if settings.lease_is_live(r, now_ms) => Some(WakeView::in_flight(
-            "waking",
-            r.updated_at.clone(),
-            r.session_id.clone(),
-        )),
+        WakeState::Waking if settings.lease_is_live(r, now_ms) => Some(waking_view(r)),
         // A sleep in flight, shown like a wake: since when, and the session it ends.
         WakeState::Sleeping if settings.lease_is_live(r, now_ms) => Some(WakeView::in_flight(
             "sleeping",
@@ -143,6 +154,7 @@ pub fn agent_view(facts: &AgentFacts<'_>, now_ms: u64, settings: &LockSettings) 
                 session_id: None,
                 error: Some(words.to_string()),
                 error_code: Some(code.to_string()),
+                reason: None,
             })
         }
         _ => None,

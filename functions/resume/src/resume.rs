@@ -10,7 +10,7 @@
 use lambda_http::{Body, Request, Response};
 use serde::{Deserialize, Serialize};
 use snapwake::agentkit::AgentKit;
-use snapwake::domain::{AgentState, AgentView, WakeView};
+use snapwake::domain::{AgentState, AgentView};
 use snapwake::error::Result;
 use snapwake::http::request::{self as req, Matched};
 use snapwake::metrics::{self, Record};
@@ -95,11 +95,7 @@ impl<S: AgentStore, K: AgentKit> Resume<S, K> {
                 // is built (a wake whose Resume is unaccounted for, a lease about to lapse).
                 let mut view = view(key, &record, &[], &[], &self.wake.lock);
                 view.state = AgentState::Waking;
-                view.wake = Some(WakeView::in_flight(
-                    "waking",
-                    record.updated_at.clone(),
-                    record.session_id.clone(),
-                ));
+                view.wake = Some(snapwake::view::waking_view(&record));
                 let body = Resumed {
                     agent: &view,
                     resumed: false,

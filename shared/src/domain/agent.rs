@@ -24,10 +24,13 @@ pub enum AgentState {
     Unavailable,
     /// A sleep is in flight: snapshotting, then ending the session.
     Sleeping,
+    /// AgentKit reports the live session in a status nobody documented (the raw status is in
+    /// `session.status`): nothing is woken or created beside it.
+    Unknown,
 }
 
 impl AgentState {
-    pub const ALL: [AgentState; 7] = [
+    pub const ALL: [AgentState; 8] = [
         AgentState::Awake,
         AgentState::Starting,
         AgentState::Waking,
@@ -35,6 +38,7 @@ impl AgentState {
         AgentState::Deleting,
         AgentState::Unavailable,
         AgentState::Sleeping,
+        AgentState::Unknown,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -46,6 +50,7 @@ impl AgentState {
             AgentState::Deleting => "deleting",
             AgentState::Unavailable => "unavailable",
             AgentState::Sleeping => "sleeping",
+            AgentState::Unknown => "unknown",
         }
     }
 }
@@ -58,7 +63,7 @@ impl std::str::FromStr for AgentState {
             .into_iter()
             .find(|a| a.as_str() == s)
             .ok_or_else(|| {
-                "state must be one of awake, starting, waking, asleep, deleting, unavailable, sleeping".into()
+                "state must be one of awake, starting, waking, asleep, deleting, unavailable, sleeping, unknown".into()
             })
     }
 }
@@ -95,6 +100,10 @@ pub struct WakeView {
     /// What went wrong, as a code (`PROVIDER_ERROR`, `SESSION_ENDED`, …).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error_code: Option<String>,
+    /// Why a wake in flight is waiting: `SNAPSHOT_IN_PROGRESS` while AgentKit is still saving
+    /// the last session.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }
 
 impl WakeView {
@@ -106,6 +115,7 @@ impl WakeView {
             session_id,
             error: None,
             error_code: None,
+            reason: None,
         }
     }
 }

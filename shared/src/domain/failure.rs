@@ -9,11 +9,26 @@
 /// The code of a wake whose resumed session ended before it was ready.
 pub const SESSION_ENDED: &str = "SESSION_ENDED";
 
+/// The code of a wake whose session stayed starting past the readiness timeout.
+pub const SESSION_STUCK: &str = "SESSION_STUCK";
+
+/// The code of a wake waiting for a snapshot AgentKit is still making (kept on a `waking`
+/// record while it waits; not a failure).
+pub const SNAPSHOT_IN_PROGRESS: &str = "SNAPSHOT_IN_PROGRESS";
+
 /// The code shown for a failure recorded without one.
 pub const WAKE_FAILED: &str = "WAKE_FAILED";
 
 /// Each code a failed wake may record, and the words a view shows for it.
-const WORDS: [(&str, &str); 7] = [
+const WORDS: [(&str, &str); 9] = [
+    (
+        SESSION_STUCK,
+        "the sandbox did not become ready in time; wake it again to end it and start afresh from the snapshot, which is intact",
+    ),
+    (
+        "SNAPSHOT_STUCK",
+        "AgentKit is taking unusually long to save the last session; wake it again later, or wake an older snapshot",
+    ),
     (
         "PROVIDER_ERROR",
         "AgentKit could not start the sandbox; the snapshot is intact, wake it again",
@@ -47,6 +62,14 @@ const WORDS: [(&str, &str); 7] = [
 /// The text a record keeps for a failure: `code` first, so views can read it back.
 pub fn recorded_failure(code: &str, reason: &str) -> String {
     format!("{code}: {reason}")
+}
+
+/// The code a record keeps first (`CODE: reason`), if any.
+pub fn recorded_code(recorded: &str) -> Option<&str> {
+    recorded
+        .split_once(':')
+        .map(|(code, _)| code.trim())
+        .filter(|c| !c.is_empty())
 }
 
 /// The code and words a view shows for what a record keeps. Unknown codes, and records from

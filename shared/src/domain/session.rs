@@ -124,12 +124,20 @@ mod tests {
     #[test]
     fn every_documented_status_has_its_phase_in_any_case() {
         for s in ["Creating", "STARTING", "initializing", "Pending"] {
-            assert_eq!(SessionPhase::of(Some(s), true), SessionPhase::Starting, "{s}");
+            assert_eq!(
+                SessionPhase::of(Some(s), true),
+                SessionPhase::Starting,
+                "{s}"
+            );
         }
         for s in ["Ready", "running", "RUNNING"] {
             assert_eq!(SessionPhase::of(Some(s), true), SessionPhase::Usable, "{s}");
             // Not handed over without an endpoint: still starting.
-            assert_eq!(SessionPhase::of(Some(s), false), SessionPhase::Starting, "{s}");
+            assert_eq!(
+                SessionPhase::of(Some(s), false),
+                SessionPhase::Starting,
+                "{s}"
+            );
         }
         for s in [
             "Failed",
@@ -142,7 +150,11 @@ mod tests {
             assert_eq!(SessionPhase::of(Some(s), true), SessionPhase::Ended, "{s}");
         }
         for s in ["Paused", "Deleting", "weird", ""] {
-            assert_eq!(SessionPhase::of(Some(s), true), SessionPhase::Unknown, "{s}");
+            assert_eq!(
+                SessionPhase::of(Some(s), true),
+                SessionPhase::Unknown,
+                "{s}"
+            );
         }
         assert_eq!(SessionPhase::of(None, true), SessionPhase::Unknown);
     }

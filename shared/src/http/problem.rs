@@ -174,6 +174,31 @@ impl From<&Error> for Problem {
                 "the sandbox did not start; its snapshot is intact, retry the resume",
             )
             .retryable(None),
+            Error::SnapshotStuck { snapshot_id } => Problem::new(
+                502,
+                "SNAPSHOT_STUCK",
+                "Snapshot stuck",
+                format!(
+                    "AgentKit has been making snapshot {snapshot_id} for longer than expected; \
+                     retry later, or wake an older snapshot by its snapshot_id"
+                ),
+            )
+            .retryable(None),
+            Error::SessionStuck(_) => Problem::new(
+                502,
+                "SESSION_STUCK",
+                "Wake stuck",
+                "the sandbox did not become ready in time; retry the resume: the stuck sandbox \
+                 is ended and the agent started again from its snapshot, which is intact",
+            )
+            .retryable(None),
+            Error::UnknownStatus { .. } => Problem::new(
+                502,
+                "PROVIDER_ERROR",
+                "AgentKit status unknown",
+                format!("{err}; nothing was started beside it, retry later or delete the agent"),
+            )
+            .retryable(None),
             Error::Store(StoreError::Unavailable(_)) => Problem::new(
                 503,
                 "STORE_UNAVAILABLE",

@@ -12,7 +12,7 @@ use crate::agentkit::types::{
 };
 use crate::agentkit::{list_all, AgentKit, AgentKitError};
 use crate::deadline::Deadline;
-use crate::domain::AgentKey;
+use crate::domain::{AgentKey, SnapshotPhase};
 
 /// Pages of one agent's sessions read when reconciling.
 const SESSION_PAGES: usize = 10;
@@ -70,28 +70,146 @@ pub async fn snapshots<K: AgentKit>(
 /// newest Ready one. Only the agent's own snapshots count (its exact UserSessionId, or for a
 /// `snapshot-<id>` agent its own SnapshotId). AgentKit's times are whole seconds: among
 /// snapshots equally new, `recorded` (the one the record names, the last a sleep took) wins.
+///
+/// This is the bare rule; a wake asks [`choose`], which also waits for a newer snapshot still
+/// being made.
 pub fn pick<'s>(
     snapshots: &'s [Snapshot],
     key: &AgentKey,
     wanted: Option<&str>,
     recorded: Option<&str>,
 ) -> Option<&'s Snapshot> {
-    let mut ready: Vec<&Snapshot> = snapshots
-        .iter()
-        .filter(|s| s.is_wakeable() && is_own(s, key))
+    let ready: Vec<&Snapshot> = newest_first(snapshots, key, recorded)
+        .into_iter()
+        .filter(|s| s.is_wakeable())
         .collect();
-    if let Some(want) = wanted {
-        return ready
+    match wanted {
+        Some(want) => ready
             .into_iter()
-            .find(|s| s.snapshot_id.as_deref() == Some(want));
+            .find(|s| s.snapshot_id.as_deref() == Some(want)),
+        None => ready.into_iter().next(),
     }
-    ready.sort_by_key(|s| {
+}
+
+/// The agent's own snapshots, newest first. AgentKit's times are whole seconds; among equals,
+/// `recorded` comes first, then one still in progress (taken for the newer: waiting for it
+/// never loses work, passing it over might).
+fn newest_first<'s>(
+    snapshots: &'s [Snapshot],
+    key: &AgentKey,
+    recorded: Option<&str>,
+) -> Vec<&'s Snapshot> {
+    let mut own: Vec<&Snapshot> = snapshots.iter().filter(|s| is_own(s, key)).collect();
+    own.sort_by_key(|s| {
         std::cmp::Reverse((
             crate::timestamp::sort_key(s.created_at.as_deref()),
             recorded.is_some() && s.snapshot_id.as_deref() == recorded,
+            s.is_in_progress(),
         ))
     });
-    ready.into_iter().next()
+    own
+}
+
+/// What a wake may know about the snapshot it should expect: the agent's last session expired
+/// moments ago, so AgentKit is (or soon will be) making a snapshot of it, which a listing may
+/// not show yet (docs/wake-protocol.md, "AgentKit keeps its own time").
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Expected {
+    /// The session that expired.
+    pub session_id: String,
+}
+
+/// What a wake does about its snapshot ([`choose`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Choice {
+    /// Resume this snapshot. `passed_over`: a newer snapshot that ended `Failed` (the wake
+    /// falls back to the newest Ready one, and says so).
+    Wake {
+        snapshot: Snapshot,
+        passed_over: Option<String>,
+    },
+    /// The newest snapshot is still being made (named when it is listed): wait for it rather
+    /// than wake an older one and lose the last session's work.
+    Wait { snapshot_id: Option<String> },
+    /// The newest snapshot has been `Creating` for longer than the snapshot timeout.
+    Stuck { snapshot_id: String },
+    /// The newest snapshot is in a status nobody documented: neither waited for nor passed
+    /// over.
+    Unknown { snapshot_id: String, status: String },
+    /// Nothing to wake: the named snapshot is not Ready (or not the agent's), or the agent has
+    /// no Ready snapshot at all.
+    Nothing,
+}
+
+/// Decide which snapshot a wake resumes, at `now_ms` (docs/wake-protocol.md, "AgentKit keeps
+/// its own time"):
+///
+/// - a named snapshot (`wanted`) is woken if it is Ready, whatever is newer;
+/// - an `expected` snapshot not listed yet is waited for;
+/// - otherwise the newest snapshot that did not fail decides: Ready → woken; `Creating` →
+///   waited for, until it is older than `stuck_after` (then [`Choice::Stuck`]); an unknown
+///   status → [`Choice::Unknown`]. Newer `Failed` ones are passed over.
+pub fn choose(
+    snapshots: &[Snapshot],
+    key: &AgentKey,
+    wanted: Option<&str>,
+    recorded: Option<&str>,
+    expected: Option<&Expected>,
+    stuck_after: std::time::Duration,
+    now_ms: u64,
+) -> Choice {
+    if wanted.is_some() {
+        return match pick(snapshots, key, wanted, recorded) {
+            Some(s) => Choice::Wake {
+                snapshot: s.clone(),
+                passed_over: None,
+            },
+            None => Choice::Nothing,
+        };
+    }
+    let own = newest_first(snapshots, key, recorded);
+    if let Some(e) = expected {
+        if !own
+            .iter()
+            .any(|s| s.session_id.as_deref() == Some(e.session_id.as_str()))
+        {
+            return Choice::Wait { snapshot_id: None };
+        }
+    }
+    let mut passed_over = None;
+    for s in own {
+        let id = s.snapshot_id.clone().unwrap_or_default();
+        match s.phase() {
+            SnapshotPhase::Ready => {
+                return Choice::Wake {
+                    snapshot: s.clone(),
+                    passed_over,
+                }
+            }
+            SnapshotPhase::Failed => {
+                passed_over.get_or_insert(id);
+            }
+            SnapshotPhase::InProgress => {
+                let started = s.created_at.as_deref().and_then(crate::timestamp::epoch_ms);
+                let stuck = started
+                    .is_some_and(|t| now_ms > t.saturating_add(stuck_after.as_millis() as u64));
+                return if stuck {
+                    Choice::Stuck { snapshot_id: id }
+                } else {
+                    Choice::Wait {
+                        snapshot_id: Some(id),
+                    }
+                };
+            }
+            SnapshotPhase::Unknown => {
+                return Choice::Unknown {
+                    snapshot_id: id,
+                    status: s.status.clone().unwrap_or_default(),
+                }
+            }
+        }
+    }
+    Choice::Nothing
 }
 
 /// Whether `snapshot` is the agent's own: its exact UserSessionId, or for a `snapshot-<id>`
@@ -245,6 +363,118 @@ mod tests {
         assert_eq!(
             pick(&newer, &key, None, Some("a")).and_then(|s| s.snapshot_id.as_deref()),
             Some("d")
+        );
+    }
+
+    const DAY: u64 = 86_400_000;
+    fn at_ms(ts: &str) -> u64 {
+        crate::timestamp::epoch_ms(ts).unwrap()
+    }
+
+    fn chosen(c: &Choice) -> Option<&str> {
+        match c {
+            Choice::Wake { snapshot, .. } => snapshot.snapshot_id.as_deref(),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn a_newer_snapshot_in_progress_is_waited_for_not_passed_over() {
+        let key = AgentKey::new(Kind::Codex, "studio-alice-01");
+        let u = Some("studio-alice-01");
+        let snaps = [
+            snap("old", u, "Ready", "2026-12-01T00:00:00Z"),
+            snap("new", u, "Creating", "2026-12-02T00:00:00Z"),
+        ];
+        let now = at_ms("2026-12-02T00:01:00Z");
+        let timeout = std::time::Duration::from_secs(1800);
+        assert_eq!(
+            choose(&snaps, &key, None, None, None, timeout, now),
+            Choice::Wait {
+                snapshot_id: Some("new".into())
+            }
+        );
+        // Still Creating after the snapshot timeout: stuck, named.
+        assert_eq!(
+            choose(&snaps, &key, None, None, None, timeout, now + DAY),
+            Choice::Stuck {
+                snapshot_id: "new".into()
+            }
+        );
+        // The owner may still wake the older one by name.
+        let named = choose(&snaps, &key, Some("old"), None, None, timeout, now);
+        assert_eq!(chosen(&named), Some("old"));
+        // A named snapshot still Creating is not wakeable.
+        assert_eq!(
+            choose(&snaps, &key, Some("new"), None, None, timeout, now),
+            Choice::Nothing
+        );
+    }
+
+    #[test]
+    fn a_failed_newest_snapshot_falls_back_and_says_so() {
+        let key = AgentKey::new(Kind::Codex, "studio-alice-01");
+        let u = Some("studio-alice-01");
+        let snaps = [
+            snap("old", u, "Ready", "2026-12-01T00:00:00Z"),
+            snap("bad", u, "Failed", "2026-12-02T00:00:00Z"),
+        ];
+        let c = choose(
+            &snaps,
+            &key,
+            None,
+            None,
+            None,
+            std::time::Duration::from_secs(1800),
+            at_ms("2026-12-02T00:01:00Z"),
+        );
+        assert_eq!(chosen(&c), Some("old"));
+        assert!(matches!(c, Choice::Wake { passed_over: Some(ref id), .. } if id == "bad"));
+    }
+
+    #[test]
+    fn an_expected_snapshot_not_listed_yet_is_waited_for() {
+        let key = AgentKey::new(Kind::Codex, "studio-alice-01");
+        let u = Some("studio-alice-01");
+        let mut snaps = vec![snap("old", u, "Ready", "2026-12-01T00:00:00Z")];
+        let expected = Expected {
+            session_id: "s-last".into(),
+        };
+        let timeout = std::time::Duration::from_secs(1800);
+        let now = at_ms("2026-12-02T00:01:00Z");
+        assert_eq!(
+            choose(&snaps, &key, None, None, Some(&expected), timeout, now),
+            Choice::Wait { snapshot_id: None }
+        );
+        let mut last = snap("last", u, "Ready", "2026-12-02T00:00:00Z");
+        last.session_id = Some("s-last".into());
+        snaps.push(last);
+        let c = choose(&snaps, &key, None, None, Some(&expected), timeout, now);
+        assert_eq!(chosen(&c), Some("last"));
+    }
+
+    #[test]
+    fn an_unknown_newest_snapshot_status_is_neither_woken_nor_passed_over() {
+        let key = AgentKey::new(Kind::Codex, "studio-alice-01");
+        let u = Some("studio-alice-01");
+        let snaps = [
+            snap("old", u, "Ready", "2026-12-01T00:00:00Z"),
+            snap("odd", u, "Archiving", "2026-12-02T00:00:00Z"),
+        ];
+        assert_eq!(
+            choose(
+                &snaps,
+                &key,
+                None,
+                None,
+                None,
+                std::time::Duration::from_secs(1800),
+                at_ms("2026-12-02T00:01:00Z")
+            ),
+            Choice::Unknown {
+                snapshot_id: "odd".into(),
+                status: "Archiving".into()
+            }
         );
     }
 

@@ -19,11 +19,13 @@
 //! 8. poll GetSession until Ready (complete), ended (failed), or the budget ends (202).
 
 use crate::agentkit::types::metadata_value;
-use crate::agentkit::types::{ResumeSessionFromSnapshot, Session, Snapshot};
+use crate::agentkit::types::{DeleteSession, ResumeSessionFromSnapshot, Session, Snapshot};
 use crate::agentkit::AgentKit;
-use crate::domain::failure::recorded_failure;
+use crate::domain::failure::{
+    recorded_code, recorded_failure, SESSION_STUCK, SNAPSHOT_IN_PROGRESS,
+};
 use crate::domain::Description;
-use crate::domain::{Retention, WakeState};
+use crate::domain::{Retention, SessionPhase, WakeState};
 use crate::error::Error;
 use crate::http::problem::Problem;
 use crate::identity::names::METADATA_DISPLAY_NAME_KEY;
@@ -34,7 +36,9 @@ use crate::view::METADATA_CREATOR_KEY;
 
 use super::watch::{Polled, Poller, Watched};
 use super::{Wake, WakeOutcome, WakeTarget};
-use crate::locate::sessions::{live_session, orphan_of, own_snapshots, pick, session, snapshots};
+use crate::locate::sessions::{
+    choose, live_session, orphan_of, own_snapshots, session, snapshots, Choice, Expected,
+};
 use crate::locate::Home;
 
 /// What the holder knows when it starts polling a recorded session.
@@ -91,8 +95,31 @@ impl<S: AgentStore, K: AgentKit> Wake<'_, S, K> {
         let mut adopted = None;
         if let Some(previous) = previous {
             match session(self.agentkit, &home, &previous, deadline).await {
-                Ok(Some(s)) if s.is_active() => adopted = Some(s),
-                Ok(_) => {}
+                Ok(Some(s)) => match s.phase() {
+                    SessionPhase::Ended => {}
+                    SessionPhase::Unknown => {
+                        let err = Error::unknown_status("session", s.status.as_deref());
+                        return Err(self.fail_on(lock, &mut held, err, Some(&previous)).await);
+                    }
+                    SessionPhase::Starting if was_stuck(before.as_ref()) => {
+                        // Still starting past its readiness timeout: a wake that already said
+                        // so ends it before it resumes again; otherwise say so now.
+                        let ended = before.as_ref().is_some_and(|b| {
+                            b.error.as_deref().and_then(recorded_code) == Some(SESSION_STUCK)
+                        });
+                        if !ended {
+                            let err = Error::SessionStuck(format!(
+                                "session {previous} was still starting after the readiness timeout"
+                            ));
+                            return Err(self.fail_on(lock, &mut held, err, Some(&previous)).await);
+                        }
+                        if let Err(e) = self.end_stuck(&home, &previous, deadline).await {
+                            return Err(self.fail_on(lock, &mut held, e, Some(&previous)).await);
+                        }
+                    }
+                    SessionPhase::Starting | SessionPhase::Usable => adopted = Some(s),
+                },
+                Ok(None) => {}
                 Err(e) => return Box::pin(self.interrupted(lock, target, held, e.into())).await,
             }
         }
@@ -153,21 +180,71 @@ impl<S: AgentStore, K: AgentKit> Wake<'_, S, K> {
                 "a temporary agent cannot be woken once its session has ended".into(),
             ));
         }
-        let listing = match listed.take() {
+        let mut listing = match listed.take() {
             Some(l) => l,
             None => match snapshots(self.agentkit, &home, key, deadline).await {
                 Ok(l) => l,
                 Err(e) => return Err(self.fail(lock, &mut held, e.into()).await),
             },
         };
-        let recorded = before.as_ref().and_then(|b| b.snapshot_id.as_deref());
-        let Some(snapshot) = pick(&listing, key, target.snapshot_id.as_deref(), recorded).cloned()
-        else {
-            self.give_back(lock, &mut held, &home).await;
-            return Err(Error::NotWakeable(match &target.snapshot_id {
-                Some(id) => format!("snapshot {id} is not Ready or does not exist"),
-                None => "the agent has neither a live session nor a Ready snapshot".into(),
-            }));
+        let recorded = before.as_ref().and_then(|b| b.snapshot_id.clone());
+        let expected = self.expected_snapshot(before.as_ref());
+        let mut pause = self.settings.poll_min;
+        let snapshot = loop {
+            let choice = choose(
+                &listing,
+                key,
+                target.snapshot_id.as_deref(),
+                recorded.as_deref(),
+                expected.as_ref(),
+                self.settings.snapshot_stuck_after,
+                now_ms(),
+            );
+            match choice {
+                Choice::Wake {
+                    snapshot,
+                    passed_over,
+                } => {
+                    if let Some(failed) = passed_over {
+                        tracing::warn!(agent = %key, %failed, "the newest snapshot failed; waking the newest Ready one");
+                    }
+                    break snapshot;
+                }
+                // Wait for it while a Resume could still be sent after it; else say so.
+                Choice::Wait { snapshot_id } => {
+                    if !deadline.allows(pause + self.agentkit.request_timeout()) {
+                        return Box::pin(self.await_snapshot(
+                            lock,
+                            target,
+                            held,
+                            &home,
+                            snapshot_id,
+                        ))
+                        .await;
+                    }
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 3 / 2).min(self.settings.poll_max);
+                    listing = match snapshots(self.agentkit, &home, key, deadline).await {
+                        Ok(l) => l,
+                        Err(e) => return Err(self.fail(lock, &mut held, e.into()).await),
+                    };
+                }
+                Choice::Stuck { snapshot_id } => {
+                    let err = Error::SnapshotStuck { snapshot_id };
+                    return Err(self.fail(lock, &mut held, err).await);
+                }
+                Choice::Unknown { status, .. } => {
+                    self.give_back(lock, &mut held, &home).await;
+                    return Err(Error::unknown_status("snapshot", Some(&status)));
+                }
+                Choice::Nothing => {
+                    self.give_back(lock, &mut held, &home).await;
+                    return Err(Error::NotWakeable(match &target.snapshot_id {
+                        Some(id) => format!("snapshot {id} is not Ready or does not exist"),
+                        None => "the agent has neither a live session nor a Ready snapshot".into(),
+                    }));
+                }
+            }
         };
         let snapshot_id = snapshot.snapshot_id.clone().unwrap_or_default();
 
@@ -181,20 +258,33 @@ impl<S: AgentStore, K: AgentKit> Wake<'_, S, K> {
             });
         }
 
-        // 6. Say a Resume is on its way before it is.
+        // 6. Say a Resume is on its way before it is. The lease stays the short acquire lease
+        // until Resume has answered (record_and_poll, hand_over extend it): a marker whose
+        // Resume was never sent holds nobody up for long.
         let sent_at = now_ms();
         let changes = Changes {
             // The listing is current (taken under the lock): the index's copy of it.
             snapshots: Some(crate::view::snapshot_views(&own_snapshots(&listing, key))),
             resume_sent_at_ms: Some(Some(sent_at)),
             snapshot_id: Some(Some(snapshot_id.clone())),
-            lease_until_ms: Some(self.ready_lease_until(sent_at, deadline)),
+            lease_until_ms: Some(
+                (sent_at + self.settings.lock.lease.as_millis() as u64).max(deadline.epoch_ms()),
+            ),
             poll_until_ms: Some(deadline.epoch_ms()),
+            error: Some(None),
             describe: Some(described(&held.record, &home, &snapshot)),
             ..Changes::default()
         };
-        if let Written::Lost(r) = lock.write(&mut held, changes).await? {
-            return Box::pin(self.follow(lock, target, r)).await;
+        match lock.write(&mut held, changes).await {
+            Ok(Written::Done(_)) => {}
+            Ok(Written::Lost(r)) => return Box::pin(self.follow(lock, target, r)).await,
+            // The marker may or may not have landed, and no Resume was sent: take it back, so
+            // nobody waits out a Resume that never was.
+            Err(e) => {
+                tracing::warn!(agent = %key, error = %e, "could not confirm the Resume marker; taking it back");
+                self.take_back_marker(lock, &mut held, &home).await;
+                return Err(e.into());
+            }
         }
 
         // 7. Resume.
@@ -351,8 +441,10 @@ impl<S: AgentStore, K: AgentKit> Wake<'_, S, K> {
     ) -> Result<WakeOutcome, Error> {
         // The record names the agent's Tool already (the write before the Resume did), so
         // pollers know where to look.
+        let sent = held.record.resume_sent_at_ms.unwrap_or_else(now_ms);
         let changes = Changes {
             poll_until_ms: Some(0),
+            lease_until_ms: Some(self.ready_lease_until(sent, lock.deadline())),
             ..Changes::default()
         };
         match lock.write(&mut held, changes).await {
@@ -399,6 +491,133 @@ impl<S: AgentStore, K: AgentKit> Wake<'_, S, K> {
             tracing::warn!(agent = %held.key, error = %e, "could not record the failed wake");
         }
         err
+    }
+
+    /// [`Self::fail`], keeping `session_id` on the failed record: the next wake looks at that
+    /// session first (a stuck one is ended, an unknown one asked about again), never beside it.
+    async fn fail_on(
+        &self,
+        lock: &AgentLock<'_, S>,
+        held: &mut Held,
+        err: Error,
+        session_id: Option<&str>,
+    ) -> Error {
+        let reason = err.to_string();
+        tracing::warn!(agent = %held.key, %reason, "wake failed");
+        let changes = Changes {
+            error: Some(Some(recorded_failure(Problem::from(&err).code, &reason))),
+            resume_sent_at_ms: Some(None),
+            session_id: session_id.map(|s| Some(s.to_string())),
+            ..Changes::default()
+        };
+        if let Err(e) = lock.release(held, WakeState::Failed, changes).await {
+            tracing::warn!(agent = %held.key, error = %e, "could not record the failed wake");
+        }
+        err
+    }
+
+    /// The Resume marker's write could not be confirmed and no Resume was sent: give the agent
+    /// back with no marker (a few tries: the store has just failed once). If even that fails,
+    /// the record keeps at most the short acquire lease.
+    async fn take_back_marker(&self, lock: &AgentLock<'_, S>, held: &mut Held, home: &Home) {
+        for attempt in 0..3u32 {
+            let changes = Changes {
+                resume_sent_at_ms: Some(None),
+                describe: Some(home.description()),
+                ..Changes::default()
+            };
+            match lock.release(held, WakeState::Asleep, changes).await {
+                Ok(_) => return,
+                Err(e) => {
+                    tracing::warn!(agent = %held.key, error = %e, attempt, "could not take the Resume marker back");
+                    let pause = self.settings.watch_min * (attempt + 1);
+                    if !lock.deadline().allows(pause) {
+                        return;
+                    }
+                    tokio::time::sleep(pause).await;
+                }
+            }
+        }
+    }
+
+    /// The snapshot to wake from is still being made, and this request's budget ends: the agent
+    /// stays `waking` (reason `SNAPSHOT_IN_PROGRESS`) until this request ends, and whoever
+    /// asks after that looks again (202 meanwhile).
+    async fn await_snapshot(
+        &self,
+        lock: &AgentLock<'_, S>,
+        target: &WakeTarget,
+        mut held: Held,
+        home: &Home,
+        snapshot_id: Option<String>,
+    ) -> Result<WakeOutcome, Error> {
+        let deadline = lock.deadline();
+        let what = snapshot_id.map_or_else(
+            || "the last session's snapshot (not listed yet)".to_string(),
+            |id| format!("snapshot {id}"),
+        );
+        tracing::info!(agent = %target.key, %what, "wake: waiting for the newest snapshot");
+        let changes = Changes {
+            error: Some(Some(recorded_failure(
+                SNAPSHOT_IN_PROGRESS,
+                &format!("waiting for {what}"),
+            ))),
+            lease_until_ms: Some(deadline.epoch_ms().max(now_ms())),
+            poll_until_ms: Some(deadline.epoch_ms()),
+            describe: Some(home.description()),
+            ..Changes::default()
+        };
+        match lock.write(&mut held, changes).await {
+            Ok(Written::Done(r)) => Ok(WakeOutcome::Waking { record: r }),
+            Ok(Written::Lost(r)) => Box::pin(self.follow(lock, target, r)).await,
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// End a session that stayed starting past its readiness timeout, and confirm it is gone
+    /// before anything is resumed beside it.
+    async fn end_stuck(
+        &self,
+        home: &Home,
+        session_id: &str,
+        deadline: crate::deadline::Deadline,
+    ) -> Result<(), Error> {
+        tracing::warn!(
+            session_id,
+            "wake: ending a session stuck starting before resuming again"
+        );
+        let request = DeleteSession {
+            tool_id: home.tool_id.clone(),
+            session_id: session_id.to_string(),
+        };
+        match self.agentkit.call(&home.region, &request, deadline).await {
+            Ok(_) => {}
+            Err(e) if e.is_not_found() => {}
+            Err(e) => return Err(e.into()),
+        }
+        match session(self.agentkit, home, session_id, deadline).await? {
+            None => Ok(()),
+            Some(s) if s.phase() == SessionPhase::Ended => Ok(()),
+            Some(_) => Err(Error::SessionStuck(format!(
+                "session {session_id} is being ended; it was still starting after the readiness timeout"
+            ))),
+        }
+    }
+
+    /// The snapshot of the agent's last session, when that session expired less than the
+    /// snapshot grace ago on a recoverable Tool: AgentKit may not list it yet.
+    fn expected_snapshot(&self, before: Option<&crate::domain::AgentRecord>) -> Option<Expected> {
+        let before = before?;
+        let session_id = before.session_id.clone()?;
+        let expired = before
+            .session_expire_at
+            .as_deref()
+            .and_then(crate::timestamp::epoch_ms)?;
+        let now = now_ms();
+        let skew = self.settings.lock.skew_margin.as_millis() as u64;
+        let grace = self.settings.snapshot_grace.as_millis() as u64;
+        // Only a session that ended by expiring: one ended early (deleted, stopped) leaves none.
+        (expired <= now + skew && now < expired + grace).then_some(Expected { session_id })
     }
 
     /// A reconcile that could not finish. A Resume still unaccounted for (`resume_sent_at`)
@@ -472,6 +691,16 @@ fn described(record: &crate::domain::AgentRecord, home: &Home, snapshot: &Snapsh
             .flatten(),
         ..home.description()
     }
+}
+
+/// The previous generation left a session that should have been ready by now: a wake whose
+/// readiness lease lapsed (this caller could acquire over it), or one already recorded stuck.
+fn was_stuck(before: Option<&crate::domain::AgentRecord>) -> bool {
+    before.is_some_and(|b| {
+        b.state == WakeState::Waking
+            || (b.state == WakeState::Failed
+                && b.error.as_deref().and_then(recorded_code) == Some(SESSION_STUCK))
+    })
 }
 
 /// The metadata of the snapshot a Resume was sent for (to recognise its session later).

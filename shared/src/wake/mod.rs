@@ -76,6 +76,12 @@ pub struct WakeSettings {
     pub snapshot_timeout: Duration,
     /// The longest `ttl_s` a keepalive may ask for (`SNAPWAKE_MAX_TTL_S`, default 28800 s).
     pub max_ttl: Duration,
+    /// How long after the agent's last session expired a wake waits for its snapshot to be
+    /// listed at all (`SNAPWAKE_SNAPSHOT_GRACE_S`, default 120 s): AgentKit may list it late.
+    pub snapshot_grace: Duration,
+    /// How long a newest snapshot may stay `Creating` before a wake gives up on it with
+    /// `SNAPSHOT_STUCK` (`SNAPWAKE_SNAPSHOT_TIMEOUT_S`, default 1800 s).
+    pub snapshot_stuck_after: Duration,
 }
 
 /// The shortest `ttl_s` a keepalive may ask for.
@@ -95,6 +101,8 @@ impl Default for WakeSettings {
             verify_fresh: Duration::from_secs(1),
             snapshot_timeout: Duration::from_secs(600),
             max_ttl: Duration::from_secs(28_800),
+            snapshot_grace: Duration::from_secs(120),
+            snapshot_stuck_after: Duration::from_secs(1800),
         }
     }
 }

@@ -20,7 +20,7 @@ use crate::agentkit::types::{Session, Snapshot};
 use crate::agentkit::AgentKit;
 use crate::deadline::Deadline;
 use crate::domain::failure::{recorded_failure, SESSION_ENDED};
-use crate::domain::{AgentRecord, WakeState};
+use crate::domain::{AgentRecord, SessionPhase, WakeState};
 use crate::error::Error;
 use crate::lock::{decide, Acquired, AgentLock, Decision, Held, Written};
 use crate::sleep::Finished;
@@ -252,6 +252,22 @@ impl<S: AgentStore, K: AgentKit> Wake<'_, S, K> {
             _ => None,
         };
         match found {
+            // Nobody knows what it is doing: never wake beside it.
+            Some(s) if s.phase() == SessionPhase::Unknown => {
+                if let Err(e) = lock
+                    .write_seen(
+                        &record,
+                        Changes {
+                            poll_until_ms: Some(0),
+                            ..Changes::default()
+                        },
+                    )
+                    .await
+                {
+                    tracing::info!(agent = %target.key, error = %e, "could not give the poll lease back");
+                }
+                Err(Error::unknown_status("session", s.status.as_deref()))
+            }
             Some(s) if s.is_active() => {
                 let changes = Changes {
                     verified_at_ms: s.is_usable().then(now_ms),
@@ -351,7 +367,32 @@ impl<S: AgentStore, K: AgentKit> Wake<'_, S, K> {
                         snapshots,
                     }));
                 }
-                Ok(Some(s)) if s.is_active() => {}
+                Ok(Some(s)) if s.phase() == SessionPhase::Starting => {}
+                // A status nobody documented: the wake fails (retryable) with the session
+                // recorded, so the next wake asks about it again rather than start another.
+                Ok(Some(s)) if s.phase() == SessionPhase::Unknown => {
+                    let err = Error::unknown_status("session", s.status.as_deref());
+                    let reason = err.to_string();
+                    let changes = Changes {
+                        state: Some(WakeState::Failed),
+                        holder: Some(None),
+                        lease_until_ms: Some(0),
+                        poll_until_ms: Some(0),
+                        error: Some(Some(recorded_failure(
+                            crate::http::problem::Problem::from(&err).code,
+                            &reason,
+                        ))),
+                        resume_sent_at_ms: Some(None),
+                        ..Changes::default()
+                    };
+                    if let Err(e) = self
+                        .settle(lock, &mut poller, &record, &session_id, changes)
+                        .await
+                    {
+                        tracing::warn!(agent = %record.key, error = %e, "could not record the failed wake");
+                    }
+                    return Err(err);
+                }
                 Ok(ended) => {
                     let status = ended
                         .and_then(|s| s.status)

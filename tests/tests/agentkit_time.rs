@@ -1,0 +1,322 @@
+//! Wakes against AgentKit's own time (docs/wake-protocol.md, "AgentKit keeps its own time"):
+//! a newest snapshot still being made, one that failed or never finishes, a session stuck
+//! starting, a session in a status nobody documented. Each through the resume handler, on
+//! DynamoDB Local, against the simulator.
+
+use std::time::Duration;
+
+use serde_json::Value;
+use snapwake::agentkit::types::{CreateSessionSnapshot, DeleteSession};
+use snapwake::agentkit::AgentKit;
+use snapwake::deadline::Deadline;
+use snapwake::domain::{AgentKey, Kind, WakeState};
+use snapwake::registry_cache::{RegistryCache, ToolOverrides};
+use snapwake::store::dynamo::DynamoStore;
+use snapwake::store::AgentStore;
+use snapwake::wake::WakeSettings;
+use snapwake_resume::Resume;
+use snapwake_sim::SeedSnapshot;
+use snapwake_tests::*;
+
+fn settings() -> WakeSettings {
+    WakeSettings {
+        lock: quick_lock(Duration::from_secs(5)),
+        ready_timeout: Duration::from_secs(3),
+        poll_min: Duration::from_millis(50),
+        poll_max: Duration::from_millis(200),
+        watch_min: Duration::from_millis(25),
+        watch_max: Duration::from_millis(100),
+        poll_lease: Duration::from_millis(300),
+        // More than one AgentKit request timeout (2 s): a Resume is never sent with less left.
+        wait: Duration::from_millis(2500),
+        ..WakeSettings::default()
+    }
+}
+
+struct Env {
+    world: World,
+    store: DynamoStore,
+    resume: Resume<DynamoStore, snapwake::agentkit::AgentKitClient>,
+}
+
+impl Env {
+    async fn start(test: &str, wake: WakeSettings) -> Env {
+        let store = dynamo_store(test).await;
+        let world = World::start(Duration::ZERO).await;
+        world.register(&store).await;
+        let resume = Resume {
+            store: store.clone(),
+            agentkit: world.client(),
+            registry: RegistryCache::new(ToolOverrides::default()),
+            identity: identity(),
+            wake,
+        };
+        Env {
+            world,
+            store,
+            resume,
+        }
+    }
+
+    async fn resume(&self, agent_id: &str, body: Option<&str>) -> (u16, Value) {
+        let path = format!("/v1/agents/codex/{agent_id}/resume");
+        let resp = self
+            .resume
+            .handle(request("POST", &path, Who::User("alice"), body))
+            .await;
+        answer(&resp)
+    }
+
+    /// Resume until the answer is not 202 or `patience` runs out; the last answer.
+    async fn resume_until_settled(&self, agent_id: &str, patience: Duration) -> (u16, Value) {
+        let until = std::time::Instant::now() + patience;
+        loop {
+            let (status, body) = self.resume(agent_id, None).await;
+            if status != 202 || std::time::Instant::now() > until {
+                return (status, body);
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    async fn record(&self, agent_id: &str) -> snapwake::domain::AgentRecord {
+        self.store
+            .get(&AgentKey::new(Kind::Codex, agent_id))
+            .await
+            .unwrap()
+            .expect("a record")
+    }
+
+    fn deadline() -> Deadline {
+        Deadline::after(Duration::from_secs(5))
+    }
+
+    /// An asleep agent of alice whose one Ready snapshot is `age` old. (agent id, snapshot id)
+    fn asleep_since(&self, age: Duration) -> (String, String) {
+        let agent_id = snapwake::identity::usid::mint("alice");
+        let snapshot = self
+            .world
+            .sim
+            .control()
+            .seed_snapshot(SeedSnapshot {
+                tool_id: self.world.recoverable.clone(),
+                user_session_id: Some(agent_id.clone()),
+                session_id: Some("s-before".into()),
+                created_at: Some(time::OffsetDateTime::now_utc() - age),
+                session_metadata: vec![snapwake::agentkit::types::MetadataEntry::string(
+                    "Username", "alice",
+                )],
+                ..SeedSnapshot::default()
+            })
+            .unwrap();
+        (agent_id, snapshot)
+    }
+}
+
+fn session_of(body: &Value) -> String {
+    body["session"]["session_id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// The repro of a lost day: the session just ended, its snapshot is still `Creating`, an older
+/// one is Ready. The wake waits (202, `SNAPSHOT_IN_PROGRESS`) instead of waking the older one,
+/// then wakes from the new one once it is Ready.
+#[tokio::test]
+async fn a_wake_waits_for_the_newest_snapshot_and_then_wakes_from_it() {
+    let env = Env::start("snapshot-in-progress", settings()).await;
+    let (agent_id, older) = env.asleep_since(Duration::from_secs(3600));
+    let ctl = env.world.sim.control();
+    // The last session: alive until moments ago, its snapshot still being made.
+    let last = env.world.live_session("alice", &agent_id);
+    ctl.set_snapshot_ready_delay(Duration::from_secs(3));
+    let kit = env.world.client();
+    let taken = kit
+        .call(
+            REGION,
+            &CreateSessionSnapshot {
+                session_id: last.clone(),
+                tool_id: env.world.recoverable.clone(),
+            },
+            Env::deadline(),
+        )
+        .await
+        .unwrap();
+    kit.call(
+        REGION,
+        &DeleteSession {
+            tool_id: env.world.recoverable.clone(),
+            session_id: last,
+        },
+        Env::deadline(),
+    )
+    .await
+    .unwrap();
+    ctl.reset_counters();
+
+    let (status, body) = env.resume(&agent_id, None).await;
+    assert_eq!(status, 202, "{body}");
+    assert_eq!(body["state"], "waking", "{body}");
+    assert_eq!(body["wake"]["reason"], "SNAPSHOT_IN_PROGRESS", "{body}");
+    assert_eq!(ctl.counters().received("ResumeSessionFromSnapshot"), 0);
+
+    let (status, body) = env
+        .resume_until_settled(&agent_id, Duration::from_secs(15))
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let counters = ctl.counters();
+    assert_eq!(counters.received("ResumeSessionFromSnapshot"), 1);
+    assert_eq!(
+        counters.resumes_of(&taken.snapshot_id),
+        1,
+        "woken from the newest"
+    );
+    assert_eq!(counters.resumes_of(&older), 0, "never from the older one");
+    assert_eq!(counters.live_sessions_of(&agent_id), 1);
+}
+
+/// A newest snapshot that failed is passed over: the newest Ready one wakes.
+#[tokio::test]
+async fn a_failed_newest_snapshot_falls_back_to_the_newest_ready_one() {
+    let env = Env::start("snapshot-failed", settings()).await;
+    let (agent_id, older) = env.world.asleep_agent("alice", "Fallback");
+    let ctl = env.world.sim.control();
+    ctl.seed_snapshot(SeedSnapshot {
+        tool_id: env.world.recoverable.clone(),
+        user_session_id: Some(agent_id.clone()),
+        session_id: Some("s-failed".into()),
+        status: Some("Failed".into()),
+        created_at: Some(time::OffsetDateTime::now_utc() + Duration::from_secs(60)),
+        ..SeedSnapshot::default()
+    })
+    .unwrap();
+    let (status, body) = env
+        .resume_until_settled(&agent_id, Duration::from_secs(10))
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(ctl.counters().resumes_of(&older), 1);
+}
+
+/// A newest snapshot `Creating` for longer than the snapshot timeout fails the wake, naming
+/// it (502 `SNAPSHOT_STUCK`); the owner can still wake the older one by name.
+#[tokio::test]
+async fn a_snapshot_stuck_creating_fails_the_wake_and_an_older_one_wakes_by_name() {
+    let env = Env::start("snapshot-stuck", settings()).await;
+    let (agent_id, older) = env.asleep_since(Duration::from_secs(3 * 3600));
+    let ctl = env.world.sim.control();
+    let stuck = ctl
+        .seed_snapshot(SeedSnapshot {
+            tool_id: env.world.recoverable.clone(),
+            user_session_id: Some(agent_id.clone()),
+            session_id: Some("s-stuck".into()),
+            status: Some("Creating".into()),
+            created_at: Some(time::OffsetDateTime::now_utc() - Duration::from_secs(7200)),
+            ..SeedSnapshot::default()
+        })
+        .unwrap();
+    let (status, body) = env.resume(&agent_id, None).await;
+    assert_eq!(status, 502, "{body}");
+    assert_eq!(body["code"], "SNAPSHOT_STUCK", "{body}");
+    assert!(body["detail"].as_str().unwrap().contains(&stuck), "{body}");
+    assert_eq!(ctl.counters().received("ResumeSessionFromSnapshot"), 0);
+    let record = env.record(&agent_id).await;
+    assert_eq!(record.state, WakeState::Failed);
+
+    let named = format!(r#"{{"snapshot_id":"{older}"}}"#);
+    let (status, body) = env.resume(&agent_id, Some(&named)).await;
+    assert!(status == 200 || status == 202, "{status} {body}");
+    assert_eq!(ctl.counters().resumes_of(&older), 1);
+}
+
+/// The repro of "202 forever": a resumed session that never leaves `Creating`. Once the
+/// readiness timeout has passed the wake fails cleanly (502 `SESSION_STUCK`, retryable), and
+/// the next wake ends the stuck session before it resumes again: never two sandboxes.
+#[tokio::test]
+async fn a_session_stuck_starting_fails_at_the_readiness_timeout_and_is_ended_before_the_next_wake()
+{
+    let env = Env::start("session-stuck", settings()).await;
+    let (agent_id, snapshot) = env.world.asleep_agent("alice", "Slow");
+    let ctl = env.world.sim.control();
+    ctl.set_session_ready_delay(Duration::from_secs(3600));
+
+    let started = std::time::Instant::now();
+    let (status, body) = env
+        .resume_until_settled(&agent_id, Duration::from_secs(20))
+        .await;
+    let took = started.elapsed();
+    assert_eq!(status, 502, "{body}");
+    assert_eq!(body["code"], "SESSION_STUCK", "{body}");
+    assert_eq!(body["retryable"], true, "{body}");
+    // Readiness timeout (3 s) + skew margin, and no more than a few polls past it.
+    assert!(took < Duration::from_secs(10), "answered after {took:?}");
+    let record = env.record(&agent_id).await;
+    assert_eq!(record.state, WakeState::Failed);
+    let stuck = record
+        .session_id
+        .clone()
+        .expect("the stuck session is kept");
+    assert_eq!(ctl.counters().received("ResumeSessionFromSnapshot"), 1);
+
+    // AgentKit works again: the next wake ends the stuck session, then resumes.
+    ctl.set_session_ready_delay(Duration::ZERO);
+    let (status, body) = env
+        .resume_until_settled(&agent_id, Duration::from_secs(10))
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_ne!(session_of(&body), stuck);
+    let counters = ctl.counters();
+    assert_eq!(counters.received("DeleteSession"), 1);
+    assert_eq!(counters.received("ResumeSessionFromSnapshot"), 2);
+    assert_eq!(counters.resumes_of(&snapshot), 2);
+    assert_eq!(
+        counters.live_sessions_of(&agent_id),
+        1,
+        "never two sandboxes"
+    );
+    assert!(ctl.session(&stuck).is_none(), "the stuck session was ended");
+}
+
+/// The repro of a second sandbox: a session in a status nobody documented (`Paused`) is
+/// neither woken beside nor taken for awake: 502 `PROVIDER_ERROR` naming the status, no
+/// Resume, and the view shows `state: unknown` with the raw status.
+#[tokio::test]
+async fn a_session_in_an_unknown_status_is_never_woken_beside() {
+    let env = Env::start("unknown-status", settings()).await;
+    let (agent_id, _) = env.world.asleep_agent("alice", "Odd");
+    let ctl = env.world.sim.control();
+    ctl.seed_session(snapwake_sim::SeedSession {
+        tool_id: env.world.recoverable.clone(),
+        user_session_id: Some(agent_id.clone()),
+        status: Some("Paused".into()),
+        ..Default::default()
+    })
+    .unwrap();
+    for _ in 0..2 {
+        let (status, body) = env.resume(&agent_id, None).await;
+        assert_eq!(status, 502, "{body}");
+        assert_eq!(body["code"], "PROVIDER_ERROR", "{body}");
+        assert_eq!(body["retryable"], true, "{body}");
+        assert!(
+            body["detail"].as_str().unwrap().contains("Paused"),
+            "{body}"
+        );
+    }
+    let counters = ctl.counters();
+    assert_eq!(counters.received("ResumeSessionFromSnapshot"), 0);
+    assert_eq!(counters.live_sessions_of(&agent_id), 1);
+
+    let api = Api::new(env.store.clone(), env.world.client(), identity());
+    let resp = api
+        .handle(request(
+            "GET",
+            &format!("/v1/agents/codex/{agent_id}"),
+            Who::User("alice"),
+            None,
+        ))
+        .await;
+    let (status, view) = answer(&resp);
+    assert_eq!(status, 200, "{view}");
+    assert_eq!(view["state"], "unknown", "{view}");
+    assert_eq!(view["session"]["status"], "Paused", "{view}");
+}
