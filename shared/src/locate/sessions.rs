@@ -120,6 +120,7 @@ pub struct Expected {
 }
 
 /// What a wake does about its snapshot ([`choose`]).
+#[allow(clippy::large_enum_variant)] // made once per wake, consumed at once
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Choice {
     /// Resume this snapshot. `passed_over`: a newer snapshot that ended `Failed` (the wake
