@@ -7,7 +7,6 @@ use std::time::Duration;
 
 use serde_json::Value;
 use snapwake::agentkit::types::{CreateSessionSnapshot, DeleteSession};
-use snapwake::agentkit::AgentKit;
 use snapwake::deadline::Deadline;
 use snapwake::domain::{AgentKey, Kind, WakeState};
 use snapwake::registry_cache::{RegistryCache, ToolOverrides};
