@@ -217,3 +217,28 @@ fn a_base_path_is_normalised_and_a_malformed_one_refused() {
         }
     }
 }
+
+#[test]
+fn snapshot_grace_and_timeout_are_read_and_ordered() {
+    let c = config(&KEYS).unwrap();
+    assert_eq!(c.wake.snapshot_grace, Duration::from_secs(120));
+    assert_eq!(c.wake.snapshot_stuck_after, Duration::from_secs(1800));
+    let mut vars = KEYS.to_vec();
+    vars.extend([
+        ("SNAPWAKE_SNAPSHOT_GRACE_S", "30"),
+        ("SNAPWAKE_SNAPSHOT_TIMEOUT_S", "600"),
+    ]);
+    let c = config(&vars).unwrap();
+    assert_eq!(c.wake.snapshot_grace, Duration::from_secs(30));
+    assert_eq!(c.wake.snapshot_stuck_after, Duration::from_secs(600));
+    // A snapshot cannot be given up on before it could even be listed.
+    let mut vars = KEYS.to_vec();
+    vars.extend([
+        ("SNAPWAKE_SNAPSHOT_GRACE_S", "300"),
+        ("SNAPWAKE_SNAPSHOT_TIMEOUT_S", "60"),
+    ]);
+    assert!(config(&vars)
+        .unwrap_err()
+        .to_string()
+        .contains("SNAPWAKE_SNAPSHOT_TIMEOUT_S"));
+}
