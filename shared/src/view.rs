@@ -105,7 +105,9 @@ pub fn agent_view(facts: &AgentFacts<'_>, now_ms: u64, settings: &LockSettings) 
     } else if held(WakeState::Sleeping) {
         AgentState::Sleeping
     } else if let Some(s) = &live {
-        match s.phase() {
+        // By status alone: a session read back from the record carries no endpoint, and the
+        // view never shows one anyway.
+        match SessionPhase::of(s.status.as_deref(), true) {
             SessionPhase::Usable => AgentState::Awake,
             SessionPhase::Unknown => AgentState::Unknown,
             SessionPhase::Starting | SessionPhase::Ended => AgentState::Starting,

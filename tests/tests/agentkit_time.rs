@@ -319,3 +319,60 @@ async fn a_session_in_an_unknown_status_is_never_woken_beside() {
     assert_eq!(view["state"], "unknown", "{view}");
     assert_eq!(view["session"]["status"], "Paused", "{view}");
 }
+
+/// One poller per agent: however many callers keep asking while a session takes its time, the
+/// agent draws at most about one GetSession per poll interval (the holder, then whoever holds
+/// the short poll lease), and every caller is answered within its wait.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn many_callers_of_a_slow_session_draw_one_poller_not_one_each() {
+    let wake = WakeSettings {
+        poll_min: Duration::from_millis(500),
+        poll_max: Duration::from_secs(1),
+        poll_lease: Duration::from_secs(2),
+        ready_timeout: Duration::from_secs(30),
+        ..settings()
+    };
+    let env = std::sync::Arc::new(Env::start("one-poller", wake).await);
+    let (agent_id, _) = env.asleep_since(Duration::from_secs(3600));
+    let ctl = env.world.sim.control();
+    ctl.set_session_ready_delay(Duration::from_secs(3600));
+
+    let run_for = Duration::from_secs(6);
+    let started = std::time::Instant::now();
+    let callers: Vec<_> = (0..60)
+        .map(|_| {
+            let env = env.clone();
+            let agent_id = agent_id.clone();
+            tokio::spawn(async move {
+                let mut slowest = Duration::ZERO;
+                while started.elapsed() < run_for {
+                    let asked = std::time::Instant::now();
+                    let (status, body) = env.resume(&agent_id, None).await;
+                    slowest = slowest.max(asked.elapsed());
+                    assert_eq!(status, 202, "{body}");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+                slowest
+            })
+        })
+        .collect();
+    let mut slowest = Duration::ZERO;
+    for c in callers {
+        slowest = slowest.max(c.await.unwrap());
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+    let counters = ctl.counters();
+    let polls = counters.received("GetSession");
+    // One poll per 0.5 s at most, whoever polls, plus a takeover's first look now and then.
+    let bound = (elapsed * 2.0).ceil() as u64 + 4;
+    assert!(
+        polls <= bound,
+        "{polls} GetSession in {elapsed:.1} s from 60 callers (bound {bound})"
+    );
+    assert_eq!(counters.received("ResumeSessionFromSnapshot"), 1);
+    // Each answered within its wait (2.5 s) and a margin.
+    assert!(
+        slowest < Duration::from_secs(4),
+        "slowest answer {slowest:?}"
+    );
+}

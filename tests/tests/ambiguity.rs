@@ -304,13 +304,15 @@ fn retire(c: &Condition, ch: &Changes) -> bool {
     fenced(c) && matches!(ch.expires_at, Some(Some(t)) if t <= now_s())
 }
 
-/// After an unknown Resume the holder found no session yet: it hands polling over (fenced).
+/// After an unknown Resume the holder found no session yet: it hands polling over (fenced),
+/// its lease extended to the readiness timeout of that Resume.
 fn hand_over(c: &Condition, ch: &Changes) -> bool {
     fenced(c)
         && ch.poll_until_ms == Some(0)
         && ch.state.is_none()
-        && ch.lease_until_ms.is_none()
+        && ch.lease_until_ms.is_some()
         && ch.describe.is_none()
+        && ch.session_id.is_none()
 }
 
 /// A poller found the session of an unknown Resume and records it (a CAS on the version seen).

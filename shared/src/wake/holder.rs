@@ -99,7 +99,9 @@ impl<S: AgentStore, K: AgentKit> Wake<'_, S, K> {
                     SessionPhase::Ended => {}
                     SessionPhase::Unknown => {
                         let err = Error::unknown_status("session", s.status.as_deref());
-                        return Err(self.fail_on(lock, &mut held, err, Some(&previous)).await);
+                        return Err(
+                            Box::pin(self.fail_on(lock, &mut held, err, Some(&previous))).await,
+                        );
                     }
                     SessionPhase::Starting if was_stuck(before.as_ref()) => {
                         // Still starting past its readiness timeout: a wake that already said
@@ -111,10 +113,22 @@ impl<S: AgentStore, K: AgentKit> Wake<'_, S, K> {
                             let err = Error::SessionStuck(format!(
                                 "session {previous} was still starting after the readiness timeout"
                             ));
-                            return Err(self.fail_on(lock, &mut held, err, Some(&previous)).await);
+                            return Err(Box::pin(self.fail_on(
+                                lock,
+                                &mut held,
+                                err,
+                                Some(&previous),
+                            ))
+                            .await);
                         }
-                        if let Err(e) = self.end_stuck(&home, &previous, deadline).await {
-                            return Err(self.fail_on(lock, &mut held, e, Some(&previous)).await);
+                        if let Err(e) = Box::pin(self.end_stuck(&home, &previous, deadline)).await {
+                            return Err(Box::pin(self.fail_on(
+                                lock,
+                                &mut held,
+                                e,
+                                Some(&previous),
+                            ))
+                            .await);
                         }
                     }
                     SessionPhase::Starting | SessionPhase::Usable => adopted = Some(s),
@@ -224,14 +238,14 @@ impl<S: AgentStore, K: AgentKit> Wake<'_, S, K> {
                     }
                     tokio::time::sleep(pause).await;
                     pause = (pause * 3 / 2).min(self.settings.poll_max);
-                    listing = match snapshots(self.agentkit, &home, key, deadline).await {
+                    listing = match Box::pin(snapshots(self.agentkit, &home, key, deadline)).await {
                         Ok(l) => l,
                         Err(e) => return Err(self.fail(lock, &mut held, e.into()).await),
                     };
                 }
                 Choice::Stuck { snapshot_id } => {
                     let err = Error::SnapshotStuck { snapshot_id };
-                    return Err(self.fail(lock, &mut held, err).await);
+                    return Err(Box::pin(self.fail(lock, &mut held, err)).await);
                 }
                 Choice::Unknown { status, .. } => {
                     self.give_back(lock, &mut held, &home).await;
@@ -282,7 +296,7 @@ impl<S: AgentStore, K: AgentKit> Wake<'_, S, K> {
             // nobody waits out a Resume that never was.
             Err(e) => {
                 tracing::warn!(agent = %key, error = %e, "could not confirm the Resume marker; taking it back");
-                self.take_back_marker(lock, &mut held, &home).await;
+                Box::pin(self.take_back_marker(lock, &mut held, &home)).await;
                 return Err(e.into());
             }
         }

@@ -385,10 +385,9 @@ impl<S: AgentStore, K: AgentKit> Wake<'_, S, K> {
                         resume_sent_at_ms: Some(None),
                         ..Changes::default()
                     };
-                    if let Err(e) = self
-                        .settle(lock, &mut poller, &record, &session_id, changes)
-                        .await
-                    {
+                    let settled =
+                        Box::pin(self.settle(lock, &mut poller, &record, &session_id, changes));
+                    if let Err(e) = settled.await {
                         tracing::warn!(agent = %record.key, error = %e, "could not record the failed wake");
                     }
                     return Err(err);
