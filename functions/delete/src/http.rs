@@ -15,6 +15,7 @@
 //! - A tombstoned agent answers 204 to both routes (its snapshots went with it).
 
 use lambda_http::{Body, Request, Response};
+use snapwake::agentkit::pagination::AGENT_SNAPSHOT_PAGES;
 use snapwake::agentkit::types::{ListSessionSnapshots, Snapshot};
 use snapwake::agentkit::{list_all, AgentKit};
 use snapwake::deadline::Deadline;
@@ -41,9 +42,6 @@ pub const ROUTES: [Route; 2] = [
         pattern: "/v1/agents/{kind}/{agent_id}",
     },
 ];
-
-/// Page cap of one agent's snapshot listing on one Tool.
-const SNAPSHOT_PAGES: usize = 100;
 
 /// Where a snapshot was looked for.
 enum Lookup {
@@ -290,7 +288,9 @@ impl<S: AgentStore, K: AgentKit> Delete<S, K> {
                         user_session_id: Some(usid.to_string()),
                         ..ListSessionSnapshots::default()
                     };
-                    match list_all(&self.agentkit, &region, req, SNAPSHOT_PAGES, deadline).await {
+                    match list_all(&self.agentkit, &region, req, AGENT_SNAPSHOT_PAGES, deadline)
+                        .await
+                    {
                         Ok(all) => all,
                         Err(e) if e.is_not_found() => continue,
                         Err(e) => return Err(e.into()),

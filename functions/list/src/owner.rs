@@ -15,6 +15,7 @@
 //! owner (metadata is free text; the id is the proof).
 
 use futures::StreamExt;
+use snapwake::agentkit::pagination::AGENT_SESSION_PAGES;
 use snapwake::agentkit::types::{ListSessionSnapshots, Session, Snapshot, MAX_PAGE_SIZE};
 use snapwake::agentkit::{AgentKit, Pager};
 use snapwake::deadline::Deadline;
@@ -35,8 +36,6 @@ use crate::gather::{
 pub const AGENT_CONCURRENCY: usize = 8;
 /// Most agents one list answers with.
 pub const MAX_AGENTS: usize = 1000;
-/// Pages of an owner's live sessions read per Tool.
-const SESSION_PAGES: usize = 20;
 /// Pages of a snapshot Tool the scan reads (100 snapshots each).
 const SCAN_PAGES: usize = 2000;
 /// Owner-index pages read per owner key (of [`MAX_AGENTS`] records each). Tombstones and
@@ -159,7 +158,7 @@ async fn live_sessions<K: AgentKit>(
         (
             *kind,
             tool,
-            list_on_tool(agentkit, regions, request, SESSION_PAGES, deadline).await,
+            list_on_tool(agentkit, regions, request, AGENT_SESSION_PAGES, deadline).await,
         )
     }))
     .await;

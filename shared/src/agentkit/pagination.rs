@@ -13,6 +13,14 @@ use super::types::{
 use super::AgentKitError;
 use crate::deadline::Deadline;
 
+/// Pages of one agent's sessions any path reads (reconcile, list, delete): an agent has at
+/// most one live session, so more pages than this is a listing gone wrong.
+pub const AGENT_SESSION_PAGES: usize = 20;
+
+/// Pages of one agent's snapshots any path reads (locate, delete): retention keeps few, but a
+/// deleted agent's every snapshot must be found.
+pub const AGENT_SNAPSHOT_PAGES: usize = 100;
+
 /// A listing action that pages with `NextToken`.
 pub trait Paged: Action + Clone + 'static {
     type Item: Send;

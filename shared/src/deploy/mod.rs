@@ -5,7 +5,7 @@
 //!
 //! The deploy function and `snapwake deploy` run the same [`Deployer`].
 //!
-//! Files: `catalogue.rs` (desired state and names), `plan.rs` (reads → steps, legacy rules),
+//! Files: `catalogue.rs` (desired state and names), `plan/` (reads → steps, legacy rules),
 //! `limiter.rs` (the write rate limiter), `apply.rs` (steps, readiness polling), `publish.rs`
 //! (the registry item after a run), `lock.rs` (the deploy lock), `report.rs` (the report).
 //!
@@ -45,7 +45,7 @@ pub struct DeployOptions {
     /// Stop after planning and report the plan (no lock, no write).
     #[serde(default)]
     pub dry_run: bool,
-    /// Re-purpose a legacy single Tool as the recoverable one (plan.rs).
+    /// Re-purpose a legacy single Tool as the recoverable one (`plan/`).
     #[serde(default)]
     pub migrate_legacy: bool,
 }

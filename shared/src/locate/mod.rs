@@ -11,6 +11,7 @@ pub mod sessions;
 
 pub use home::{home_of, Home};
 
+use crate::agentkit::pagination::AGENT_SNAPSHOT_PAGES;
 use crate::agentkit::types::{Filter, ListSessionSnapshots, ListSessions, Session, Snapshot};
 use crate::agentkit::{list_all, AgentKit, AgentKitError, Pager};
 use crate::deadline::Deadline;
@@ -147,7 +148,7 @@ pub async fn snapshots_on<K: AgentKit>(
                 user_session_id: Some(usid.to_string()),
                 ..ListSessionSnapshots::default()
             };
-            let all = list_all(agentkit, region, req, 20, deadline).await?;
+            let all = list_all(agentkit, region, req, AGENT_SNAPSHOT_PAGES, deadline).await?;
             // Trust but verify the service's filter: never act on another agent's snapshot.
             Ok(all
                 .into_iter()

@@ -6,6 +6,7 @@
 //! filter returned: a wake never adopts or resumes another agent's session or snapshot.
 
 use super::{snapshots_on, Home};
+use crate::agentkit::pagination::AGENT_SESSION_PAGES;
 use crate::agentkit::types::{
     metadata_value, newest_session, Filter, GetSession, ListSessions, MetadataEntry, Session,
     Snapshot,
@@ -14,8 +15,6 @@ use crate::agentkit::{list_all, AgentKit, AgentKitError};
 use crate::deadline::Deadline;
 use crate::domain::{AgentKey, SnapshotPhase};
 
-/// Pages of one agent's sessions read when reconciling.
-const SESSION_PAGES: usize = 10;
 /// Pages of a Tool's sessions read to find the orphan of an unknown Resume of a
 /// `snapshot-<id>` agent (an admin-only, rare case).
 const ORPHAN_PAGES: usize = 50;
@@ -50,7 +49,7 @@ pub async fn live_session<K: AgentKit>(
         filters: Some(vec![Filter::one("UserSessionId", user_session_id)]),
         ..ListSessions::default()
     };
-    let sessions = list_all(agentkit, &home.region, req, SESSION_PAGES, deadline).await?;
+    let sessions = list_all(agentkit, &home.region, req, AGENT_SESSION_PAGES, deadline).await?;
     Ok(newest_session(sessions.into_iter().filter(|s| {
         s.is_active() && s.user_session_id.as_deref() == Some(user_session_id)
     })))

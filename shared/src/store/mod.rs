@@ -13,7 +13,7 @@
 //! [`Condition::Absent`] holds for them.
 //!
 //! Files: `mod.rs` the port (this trait, conditions, changes, errors); `keys.rs` the item
-//! layout and owner-index cursor both adapters share; `dynamo.rs` the DynamoDB adapter;
+//! layout and owner-index cursor both adapters share; `dynamo/` the DynamoDB adapter;
 //! `table.rs` creating the table (tests and local runs; production's comes from infra);
 //! `memory.rs` the in-memory adapter.
 

@@ -25,8 +25,8 @@
 //! lease ends. Resume is never sent with less budget left than one AgentKit request timeout.
 //!
 //! Files: `mod.rs` (this: settings, target, outcome, the decision loop), `holder.rs` (the
-//! winner's path), `watch.rs` (joiners, pollers, verifying an awake record), `sessions.rs`
-//! (the AgentKit questions a wake asks).
+//! winner's path), `watch.rs` (joiners, pollers, verifying an awake record). The AgentKit
+//! questions a wake asks, and which snapshot it wakes, live in `crate::locate::sessions`.
 
 mod holder;
 mod watch;

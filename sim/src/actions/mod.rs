@@ -1,6 +1,6 @@
 //! One function per AgentKit action, over the [`World`], and the table that dispatches to them.
 //!
-//! Each function receives the typed request of `types.rs` and the request's context (its
+//! Each function receives the typed request of `snapwake::agentkit::types` and the request's context (its
 //! region, the simulated now, the token signer) and answers the typed result or a
 //! [`SimError`]. Choices where the spec is silent are written on each function.
 //!

@@ -41,7 +41,9 @@ mod remembered;
 use decision::resting;
 pub use decision::{decide, Decision};
 pub use settings::{DeleteSettings, TOMBSTONE_TTL_S};
-use settings::{SESSION_PAGES, SNAPSHOT_PAGES};
+use snapwake::agentkit::pagination::{
+    AGENT_SESSION_PAGES as SESSION_PAGES, AGENT_SNAPSHOT_PAGES as SNAPSHOT_PAGES,
+};
 
 /// The agent a deletion acts on.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -26,9 +26,6 @@ impl Default for DeleteSettings {
 
 /// How long a tombstone (and the memory of a deleted snapshot) answers: 30 days.
 pub const TOMBSTONE_TTL_S: i64 = 30 * 24 * 3600;
-/// Page caps of the listings of one agent (at 100 items a page).
-pub(super) const SESSION_PAGES: usize = 20;
-pub(super) const SNAPSHOT_PAGES: usize = 100;
 
 /// The default budget of one delete request: API Gateway gives up at 30 s.
 pub const REQUEST_BUDGET: Duration = Duration::from_secs(25);
