@@ -74,3 +74,33 @@ impl Deadline {
         self.min(Deadline::after(budget))
     }
 }
+
+/// The pause of every wait loop of a wake or a sleep (polling AgentKit, watching the record):
+/// it starts at `min`, grows by half each time up to `max`, and never sleeps past a deadline.
+#[derive(Clone, Copy, Debug)]
+pub struct Backoff {
+    next: Duration,
+    max: Duration,
+}
+
+impl Backoff {
+    pub fn new(min: Duration, max: Duration) -> Self {
+        Backoff { next: min, max }
+    }
+
+    /// The pause the next [`Backoff::wait`] would take.
+    pub fn next(&self) -> Duration {
+        self.next
+    }
+
+    /// Sleep the next pause, if `until` allows it whole (and `also` after it); `false`, without
+    /// sleeping, when it does not: the loop's budget is spent.
+    pub async fn wait(&mut self, until: Deadline, also: Duration) -> bool {
+        if !until.allows(self.next + also) {
+            return false;
+        }
+        tokio::time::sleep(self.next).await;
+        self.next = (self.next * 3 / 2).min(self.max);
+        true
+    }
+}

@@ -230,6 +230,23 @@ impl<'a, S: AgentStore> AgentLock<'a, S> {
         self.write(held, changes).await
     }
 
+    /// Give the lock back when nothing of the agent exists anywhere (a wake or a sleep found
+    /// it on no Tool). A record only this acquire created is retired, so the agent stays a 404
+    /// rather than an empty entry in its owner's list; an older record is given back asleep.
+    /// A failure is logged: the lease lapses by itself.
+    pub async fn give_back_unknown(&self, held: &mut Held) {
+        let changes = Changes {
+            expires_at: held
+                .before
+                .is_none()
+                .then_some(Some(crate::timestamp::now_s() - 1)),
+            ..Changes::default()
+        };
+        if let Err(e) = self.release(held, WakeState::Asleep, changes).await {
+            tracing::warn!(agent = %held.key, error = %e, "could not give the lock back");
+        }
+    }
+
     /// Complete-by-anyone or fail-by-anyone (`state = waking AND fence = f AND session_id =
     /// s`): whoever saw the recorded session Ready (or ended) settles that wake, and only that
     /// one: a later acquire bumps the fence, another session is another wake.

@@ -31,7 +31,7 @@ use crate::http::problem::Problem;
 use crate::identity::names::METADATA_DISPLAY_NAME_KEY;
 use crate::lock::{AgentLock, Held, Written};
 use crate::store::{AgentStore, Changes};
-use crate::timestamp::{now_ms, now_s};
+use crate::timestamp::now_ms;
 use crate::view::METADATA_CREATOR_KEY;
 
 use super::watch::{Polled, Poller, Watched};
@@ -77,7 +77,7 @@ impl<S: AgentStore, K: AgentKit> Wake<'_, S, K> {
             {
                 Ok(Some(found)) => (found.home(), Some(found.snapshots)),
                 Ok(None) => {
-                    self.give_back_unknown(lock, &mut held).await;
+                    lock.give_back_unknown(&mut held).await;
                     return Err(Error::AgentNotFound);
                 }
                 Err(e) => return Err(self.fail(lock, &mut held, e).await),
@@ -203,7 +203,7 @@ impl<S: AgentStore, K: AgentKit> Wake<'_, S, K> {
         };
         let recorded = before.as_ref().and_then(|b| b.snapshot_id.clone());
         let expected = self.expected_snapshot(before.as_ref());
-        let mut pause = self.settings.poll_min;
+        let mut backoff = self.settings.polling();
         let snapshot = loop {
             let choice = choose(
                 &listing,
@@ -226,7 +226,8 @@ impl<S: AgentStore, K: AgentKit> Wake<'_, S, K> {
                 }
                 // Wait for it while a Resume could still be sent after it; else say so.
                 Choice::Wait { snapshot_id } => {
-                    if !deadline.allows(pause + self.agentkit.request_timeout()) {
+                    let room = self.agentkit.request_timeout();
+                    if !backoff.wait(deadline, room).await {
                         return Box::pin(self.await_snapshot(
                             lock,
                             target,
@@ -236,8 +237,6 @@ impl<S: AgentStore, K: AgentKit> Wake<'_, S, K> {
                         ))
                         .await;
                     }
-                    tokio::time::sleep(pause).await;
-                    pause = (pause * 3 / 2).min(self.settings.poll_max);
                     listing = match Box::pin(snapshots(self.agentkit, &home, key, deadline)).await {
                         Ok(l) => l,
                         Err(e) => return Err(self.fail(lock, &mut held, e.into()).await),
@@ -660,23 +659,6 @@ impl<S: AgentStore, K: AgentKit> Wake<'_, S, K> {
             resume_sent_at_ms: Some(None),
             describe: Some(home.description()),
             ..Changes::default()
-        };
-        if let Err(e) = lock.release(held, WakeState::Asleep, changes).await {
-            tracing::warn!(agent = %held.key, error = %e, "could not give the lock back");
-        }
-    }
-
-    /// Nothing of the agent exists anywhere. A record only this acquire created is retired
-    /// (it reads as absent again, so the agent stays a 404 rather than an empty entry in its
-    /// owner's list); an older record is given back asleep.
-    async fn give_back_unknown(&self, lock: &AgentLock<'_, S>, held: &mut Held) {
-        let changes = if held.before.is_none() {
-            Changes {
-                expires_at: Some(Some(now_s() - 1)),
-                ..Changes::default()
-            }
-        } else {
-            Changes::default()
         };
         if let Err(e) = lock.release(held, WakeState::Asleep, changes).await {
             tracing::warn!(agent = %held.key, error = %e, "could not give the lock back");

@@ -121,6 +121,16 @@ impl WakeSettings {
         }
     }
 
+    /// The back-off of polling AgentKit (GetSession, a snapshot in progress).
+    pub fn polling(&self) -> crate::deadline::Backoff {
+        crate::deadline::Backoff::new(self.poll_min, self.poll_max)
+    }
+
+    /// The back-off of watching the record.
+    pub fn watching(&self) -> crate::deadline::Backoff {
+        crate::deadline::Backoff::new(self.watch_min, self.watch_max)
+    }
+
     fn intent(&self) -> Intent {
         Intent::Wake {
             verify_fresh: self.verify_fresh,

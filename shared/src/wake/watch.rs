@@ -18,6 +18,8 @@
 
 use crate::agentkit::types::{Session, Snapshot};
 use crate::agentkit::AgentKit;
+use std::time::Duration;
+
 use crate::deadline::Deadline;
 use crate::domain::failure::{recorded_failure, SESSION_ENDED};
 use crate::domain::{AgentRecord, SessionPhase, WakeState};
@@ -79,7 +81,7 @@ impl<S: AgentStore, K: AgentKit> Wake<'_, S, K> {
     ) -> Result<Watched, Error> {
         let deadline = lock.deadline();
         let mut joined_fence = joined.then_some(record.fence);
-        let mut pause = self.settings.watch_min;
+        let mut backoff = self.settings.watching();
         let mut current = Some(record);
         loop {
             let Some(r) = current.take() else {
@@ -142,11 +144,9 @@ impl<S: AgentStore, K: AgentKit> Wake<'_, S, K> {
                 }
                 _ => return Ok(Watched::Again(Some(r))),
             }
-            if !deadline.allows(pause) {
+            if !backoff.wait(deadline, Duration::ZERO).await {
                 return Ok(Watched::Done(WakeOutcome::Waking { record: r }));
             }
-            tokio::time::sleep(pause).await;
-            pause = (pause * 3 / 2).min(self.settings.watch_max);
             current = lock.read(&target.key).await?;
             if current.is_none() && joined_fence.is_none() {
                 return Ok(Watched::Again(None));
@@ -319,7 +319,7 @@ impl<S: AgentStore, K: AgentKit> Wake<'_, S, K> {
         let Some(session_id) = record.session_id.clone() else {
             return Ok(Polled::Starting(record));
         };
-        let mut pause = self.settings.poll_min;
+        let mut backoff = self.settings.polling();
         loop {
             let observed = match seen.take() {
                 Some(s) => Ok(Some(s)),
@@ -420,11 +420,9 @@ impl<S: AgentStore, K: AgentKit> Wake<'_, S, K> {
                     tracing::info!(agent = %record.key, error = %e, "readiness poll failed; polling on")
                 }
             }
-            if !until.allows(pause) {
+            if !backoff.wait(until, Duration::ZERO).await {
                 return Ok(Polled::Starting(record));
             }
-            tokio::time::sleep(pause).await;
-            pause = (pause * 3 / 2).min(self.settings.poll_max);
         }
     }
 
