@@ -193,15 +193,21 @@ impl<S: AgentStore, K: AgentKit> Delete<S, K> {
         deadline: Deadline,
     ) -> Result<()> {
         let registry = self.registry.get(store).await?;
-        let (home, snapshots) = match recorded_place(record.as_ref()) {
-            Some(place) => (Some(place), None),
-            None => match locate::locate(&self.agentkit, &registry, &key, deadline).await? {
-                Some(found) => (Some((found.tool_id, found.region)), Some(found.snapshots)),
-                // A record without a Tool: nothing of it reached AgentKit that we could find;
-                // the tombstone is still written.
-                None if record.is_some() => (None, None),
-                None => return Err(Error::AgentNotFound),
-            },
+        let found = locate::home_or_locate(
+            &self.agentkit,
+            &registry,
+            &key,
+            record.as_ref(),
+            None,
+            deadline,
+        )
+        .await?;
+        let (home, snapshots) = match found {
+            Some(w) => (Some((w.home.tool_id, w.home.region)), w.snapshots),
+            // A record without a Tool we know: nothing of it reached AgentKit that we could
+            // find; the tombstone is still written.
+            None if record.is_some() => (None, None),
+            None => return Err(Error::AgentNotFound),
         };
         let region = home
             .as_ref()
@@ -255,13 +261,12 @@ impl<S: AgentStore, K: AgentKit> Delete<S, K> {
         snapshot_id: &str,
         deadline: Deadline,
     ) -> Result<Lookup> {
-        let (home, mut listed) = match recorded_place(record) {
-            Some(place) => (Some(place), None),
-            None => match locate::locate(&self.agentkit, registry, key, deadline).await? {
-                Some(found) => (Some((found.tool_id, found.region)), Some(found.snapshots)),
-                None if record.is_some() => (None, None),
-                None => return Ok(Lookup::UnknownAgent),
-            },
+        let found =
+            locate::home_or_locate(&self.agentkit, registry, key, record, None, deadline).await?;
+        let (home, mut listed) = match found {
+            Some(w) => (Some((w.home.tool_id, w.home.region)), w.snapshots),
+            None if record.is_some() => (None, None),
+            None => return Ok(Lookup::UnknownAgent),
         };
         let Some(region) = home
             .as_ref()
@@ -324,15 +329,6 @@ impl<S: AgentStore, K: AgentKit> Delete<S, K> {
         }
         Ok(Lookup::NotTheAgents)
     }
-}
-
-/// The Tool and region the record names.
-fn recorded_place(record: Option<&AgentRecord>) -> Option<(String, String)> {
-    let r = record?;
-    Some((
-        r.description.tool_id.clone()?,
-        r.description.region.clone()?,
-    ))
 }
 
 fn retention_of(registry: &ToolRegistry, key: &AgentKey, tool_id: &str) -> Retention {

@@ -98,13 +98,17 @@ impl<S: AgentStore, K: AgentKit> Resume<S, K> {
             }
         }
 
-        let home = match addressed.home.clone() {
-            Some(home) => home,
-            None => snapwake::locate::locate(&self.agentkit, &addressed.registry, key, deadline)
-                .await?
-                .ok_or(Error::AgentNotFound)?
-                .home(),
-        };
+        let home = snapwake::locate::home_or_locate(
+            &self.agentkit,
+            &addressed.registry,
+            key,
+            record.as_ref(),
+            addressed.home.as_ref(),
+            deadline,
+        )
+        .await?
+        .ok_or(Error::AgentNotFound)?
+        .home;
         let live = self
             .live_session(&home, record.as_ref(), key, deadline)
             .await?;

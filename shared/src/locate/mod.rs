@@ -47,6 +47,44 @@ impl Located {
     }
 }
 
+/// Where an agent lives, and what finding it listed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Whereabouts {
+    pub home: Home,
+    /// The agent's snapshots on that Tool, when they had to be listed to find it (`None`: the
+    /// record said where, nothing was listed).
+    pub snapshots: Option<Vec<Snapshot>>,
+}
+
+/// Where `key` lives: `known` (the caller resolved it already), else the Tool the record names
+/// when the registry still knows it as one of the kind's ([`home_of`]), else where [`locate`]
+/// finds it. `None`: nowhere. The one answer to "where does this agent live" for wake, sleep,
+/// keepalive and delete.
+pub async fn home_or_locate<K: AgentKit>(
+    agentkit: &K,
+    registry: &ToolRegistry,
+    key: &AgentKey,
+    record: Option<&crate::domain::AgentRecord>,
+    known: Option<&Home>,
+    deadline: Deadline,
+) -> Result<Option<Whereabouts>, Error> {
+    let recorded = known
+        .cloned()
+        .or_else(|| record.and_then(|r| home_of(registry, r)));
+    if let Some(home) = recorded {
+        return Ok(Some(Whereabouts {
+            home,
+            snapshots: None,
+        }));
+    }
+    Ok(Box::pin(locate(agentkit, registry, key, deadline))
+        .await?
+        .map(|found| Whereabouts {
+            home: found.home(),
+            snapshots: Some(found.snapshots),
+        }))
+}
+
 /// Regions to try: the registry's first, then the configured ones.
 pub fn regions<'a>(registry: &'a ToolRegistry, agentkit: &'a impl AgentKit) -> Vec<&'a str> {
     let mut out: Vec<&str> = registry.region.as_deref().into_iter().collect();

@@ -65,23 +65,21 @@ impl<S: AgentStore, K: AgentKit> Wake<'_, S, K> {
         let key = &target.key;
 
         // 1. Where the agent lives.
-        let (home, mut listed) = match self.home_of_record(target, &held.record) {
-            Some(home) => (home, None),
-            None => match Box::pin(crate::locate::locate(
-                self.agentkit,
-                self.registry,
-                key,
-                deadline,
-            ))
-            .await
-            {
-                Ok(Some(found)) => (found.home(), Some(found.snapshots)),
-                Ok(None) => {
-                    lock.give_back_unknown(&mut held).await;
-                    return Err(Error::AgentNotFound);
-                }
-                Err(e) => return Err(self.fail(lock, &mut held, e).await),
-            },
+        let found = crate::locate::home_or_locate(
+            self.agentkit,
+            self.registry,
+            key,
+            Some(&held.record),
+            target.home.as_ref(),
+            deadline,
+        );
+        let (home, mut listed) = match Box::pin(found).await {
+            Ok(Some(w)) => (w.home, w.snapshots),
+            Ok(None) => {
+                lock.give_back_unknown(&mut held).await;
+                return Err(Error::AgentNotFound);
+            }
+            Err(e) => return Err(self.fail(lock, &mut held, e).await),
         };
 
         // 2. Reconcile before resuming.
