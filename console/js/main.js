@@ -183,7 +183,10 @@ function wake(agent) {
     busy: "Waking…",
     badge: "Waking",
     start: `Waking ${name}…`,
-    progress: (v) => `${name} is still waking${v?.wake?.since ? ` (since ${shortWhen(v.wake.since)})` : ""}: its session is starting…`,
+    progress: (v) =>
+      v?.wake?.reason === "SNAPSHOT_IN_PROGRESS"
+        ? `${name} is still waking: AgentKit is still saving the last session, and the agent wakes from it as soon as it is ready…`
+        : `${name} is still waking${v?.wake?.since ? ` (since ${shortWhen(v.wake.since)})` : ""}: its session is starting…`,
     done: () => `${name} is awake.`,
     failed: `${name} did not wake`,
   }, (hooks) => state.api.resume(agent, hooks));

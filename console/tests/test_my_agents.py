@@ -364,3 +364,34 @@ def test_phone_width_and_keyboard(watched, server):
     expect(page.get_by_label("Name")).to_be_focused()
     page.keyboard.press("Escape")
     expect(page.get_by_role("dialog", name="New agent")).to_be_hidden()
+
+
+def test_a_wake_waiting_for_the_last_snapshot_says_so(watched, server):
+    # Data helper's last session just ended: its snapshot is still being made (and stays so).
+    server.sim_post("/_sim/snapshots", {
+        "tool_id": "t-codex-recoverable", "user_session_id": DATA_HELPER,
+        "session_id": "s-just-ended", "status": "Creating"})
+    w = open_as_alice(watched, server)
+    helper = card(w.page, "Data helper")
+    helper.get_by_role("button", name="Wake Data helper").click()
+    expect(helper).to_contain_text("AgentKit is still saving the last session", timeout=30_000)
+    w.shot("09-waiting-for-snapshot")
+    _, _, view = server.api("GET", f"/v1/agents/codex/{DATA_HELPER}")
+    assert view["wake"]["reason"] == "SNAPSHOT_IN_PROGRESS"
+    assert server.received("ResumeSessionFromSnapshot") == 0
+
+
+def test_a_session_in_an_unknown_status_says_so(watched, server):
+    # AgentKit reports a session of Data helper in a status nobody documented.
+    server.sim_post("/_sim/sessions", {
+        "tool_id": "t-codex-recoverable", "user_session_id": DATA_HELPER,
+        "status": "Paused",
+        "metadata": [{"Key": "Username", "Type": "String", "Value": "alice"},
+                     {"Key": "veadk_display_name", "Type": "String", "Value": "Data helper"}]})
+    w = open_as_alice(watched, server)
+    helper = card(w.page, "Data helper")
+    expect(helper.locator(".badge")).to_have_text("Status unknown")
+    expect(helper).to_contain_text("AgentKit reports an unexpected status")
+    expect(helper).to_contain_text("Paused")
+    expect(w.page.get_by_role("heading", name="Needs a look 1")).to_be_visible()
+    w.shot("10-unknown-status")
