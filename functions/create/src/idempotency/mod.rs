@@ -15,8 +15,9 @@
 //!   however many attempts a key sees, at most one session exists for it. Two retries taking
 //!   over at once race on the CAS; the loser sees a fresh `running` and answers 409.
 //! - when the create answers: a success or a 4xx → CAS the document to `done` with the
-//!   answer; a 5xx, a 429 or a 409 (the agent's lock is still held by an attempt) → CAS it to
-//!   `failed`, so a retry with the same key runs again.
+//!   answer; a 5xx, a 429, a 409 (the agent's lock is still held by an attempt) or a 202 (its
+//!   CreateSession is unsettled) → CAS it to `failed`, so a retry with the same key runs
+//!   again (and, inside the unsettled window, only lists: crate::agent).
 //!   If that CAS fails (someone took over), the answer is still returned.
 //!
 //! An attempt never works longer than [`CreateSettings::budget`] (default [`CREATE_BUDGET`];
@@ -162,7 +163,7 @@ impl<S: AgentStore, K: AgentKit> Create<S, K> {
             .create_agent(plan, &running.user_session_id, takeover, deadline)
             .await;
         let resp = match outcome {
-            Ok(created) => self.created_response(plan, &created),
+            Ok(outcome) => self.answer(plan, &outcome),
             Err(err) => edge::problem(&err, request_id),
         };
         let answer = Stored::capture(&resp);
