@@ -299,6 +299,16 @@ fn create_record(c: &Condition, ch: &Changes) -> bool {
     fenced(c) && ch.state == Some(WakeState::Awake) && matches!(ch.session_id, Some(Some(_)))
 }
 
+/// The attempt marked in the record before CreateSession is sent.
+fn create_sent(c: &Condition, ch: &Changes) -> bool {
+    fenced(c) && matches!(ch.create_sent_at_ms, Some(Some(_))) && ch.lease_until_ms.is_none()
+}
+
+/// An unsettled CreateSession: the agent held until its window ends.
+fn create_unsettled(c: &Condition, ch: &Changes) -> bool {
+    fenced(c) && matches!(ch.create_sent_at_ms, Some(Some(_))) && ch.lease_until_ms.is_some()
+}
+
 /// A record whose agent has no session is retired (expired at once).
 fn retire(c: &Condition, ch: &Changes) -> bool {
     fenced(c) && matches!(ch.expires_at, Some(Some(t)) if t <= now_s())
@@ -374,9 +384,13 @@ enum Flow {
     DeleteAgent,
     /// Create an agent (with an Idempotency-Key, retried with the same key).
     Create,
-    /// Create an agent whose first CreateSession fails for sure: the record is retired, the
-    /// retry with the same key creates it.
+    /// Create an agent whose first CreateSession fails for sure (a 4xx): the record is
+    /// retired, the retry with the same key creates it.
     CreateFails,
+    /// Create an agent whose first CreateSession answers `ErrCreateSessionFail` with nothing
+    /// created: 202 while its (short) unsettled window lasts, nothing sent again inside it,
+    /// then the retry with the same key creates it.
+    CreateUnsettled,
     /// Wake an agent, then put it to sleep (the snapshot is Ready within the request), then
     /// wake it again.
     Sleep,
@@ -397,7 +411,7 @@ const WAKES: &[Flow] = &[
     Flow::Verify,
 ];
 const DELETES: &[Flow] = &[Flow::DeleteSnapshot, Flow::DeleteAgent];
-const CREATES: &[Flow] = &[Flow::Create, Flow::CreateFails];
+const CREATES: &[Flow] = &[Flow::Create, Flow::CreateFails, Flow::CreateUnsettled];
 const SLEEPS: &[Flow] = &[Flow::Sleep, Flow::SleepSlow, Flow::SleepFailing];
 
 struct Site {
@@ -467,6 +481,16 @@ static SITES: &[Site] = &[
     site("delete agent: acquire", Flow::DeleteAgent, delete_acquire),
     site("delete agent: tombstone", Flow::DeleteAgent, tombstone),
     site("create: acquire", Flow::Create, create_acquire),
+    site(
+        "create: create_sent_at before CreateSession",
+        Flow::Create,
+        create_sent,
+    ),
+    site(
+        "create: hold an unsettled create",
+        Flow::CreateUnsettled,
+        create_unsettled,
+    ),
     site("create: record the session", Flow::Create, create_record),
     site("create: retire", Flow::CreateFails, retire),
     site("sleep: acquire", Flow::Sleep, sleep_acquire),
@@ -653,6 +677,9 @@ impl Env {
                     // A short lease (still well above the budget), so a create left holding
                     // the record is taken over within the test's patience.
                     lock: quick_lock(Duration::from_secs(8)),
+                    // And a short unsettled window, so an unsettled CreateSession is waited
+                    // out within it too.
+                    unsettled_window: Duration::from_secs(3),
                     ..CreateSettings::default()
                 },
             },
@@ -1104,16 +1131,24 @@ async fn flow(env: &Env, site: &'static Site, mode: Mode, times: u32) {
             assert_eq!(env.resumes(), 1, "only the first wake's Resume");
             assert_eq!(ctl.counters().live_sessions_of(&agent), 0);
         }
-        Flow::Create | Flow::CreateFails => {
+        Flow::Create | Flow::CreateFails | Flow::CreateUnsettled => {
             let key = uuid::Uuid::new_v4().simple().to_string();
             let op = Op::Create(key);
             let mut meanwhile = vec![];
             if site.flow == Flow::CreateFails {
+                ctl.inject(Fault::error(Some("CreateSession"), "InvalidParameter", 400).next(1))
+                    .unwrap();
+                meanwhile.push(502);
+                // A retire that never lands leaves the attempt (`create_sent_at`) in the
+                // record: retries then wait its window out (202) before creating.
+                meanwhile.push(202);
+            }
+            if site.flow == Flow::CreateUnsettled {
                 ctl.inject(
                     Fault::error(Some("CreateSession"), "ErrCreateSessionFail", 500).next(1),
                 )
                 .unwrap();
-                meanwhile.push(502);
+                meanwhile.push(202);
             }
             arm();
             let body = env.until(&op, 201, &with(&meanwhile)).await;

@@ -158,15 +158,16 @@ impl<S: AgentStore, K: AgentKit> Create<S, K> {
         (now_ms() < sent_at.saturating_add(window)).then_some(sent_at)
     }
 
-    /// Whether `record` is an agent held through the window of an unsettled CreateSession
-    /// whose holder's request has ended: anyone may then look for the session and record it.
+    /// Whether `record` is an agent held for an unsettled CreateSession whose holder's request
+    /// has ended: anyone may then look for the session and record it. (The lease outlives the
+    /// window by the skew margin; until it lapses this still answers 202, not 409.)
     fn awaits_reconcile(&self, record: &AgentRecord) -> bool {
         let now = now_ms();
         let settings = &self.settings.lock;
         record.state == WakeState::Creating
+            && record.create_sent_at_ms.is_some()
             && settings.is_held(record, now)
             && !settings.lease_holds(record.poll_until_ms, now)
-            && self.unsettled_since(Some(record)).is_some()
     }
 
     /// Keep the agent held as `creating` until the end of the unsettled window (so no delete,
