@@ -299,6 +299,16 @@ fn create_record(c: &Condition, ch: &Changes) -> bool {
     fenced(c) && ch.state == Some(WakeState::Awake) && matches!(ch.session_id, Some(Some(_)))
 }
 
+/// The attempt marked in the record before CreateSession is sent.
+fn create_sent(c: &Condition, ch: &Changes) -> bool {
+    fenced(c) && matches!(ch.create_sent_at_ms, Some(Some(_))) && ch.lease_until_ms.is_none()
+}
+
+/// An unsettled CreateSession: the agent held until its window ends.
+fn create_unsettled(c: &Condition, ch: &Changes) -> bool {
+    fenced(c) && matches!(ch.create_sent_at_ms, Some(Some(_))) && ch.lease_until_ms.is_some()
+}
+
 /// A record whose agent has no session is retired (expired at once).
 fn retire(c: &Condition, ch: &Changes) -> bool {
     fenced(c) && matches!(ch.expires_at, Some(Some(t)) if t <= now_s())
@@ -376,9 +386,13 @@ enum Flow {
     DeleteAgent,
     /// Create an agent (with an Idempotency-Key, retried with the same key).
     Create,
-    /// Create an agent whose first CreateSession fails for sure: the record is retired, the
-    /// retry with the same key creates it.
+    /// Create an agent whose first CreateSession fails for sure (a 4xx): the record is
+    /// retired, the retry with the same key creates it.
     CreateFails,
+    /// Create an agent whose first CreateSession answers `ErrCreateSessionFail` with nothing
+    /// created: 202 while its (short) unsettled window lasts, nothing sent again inside it,
+    /// then the retry with the same key creates it.
+    CreateUnsettled,
     /// Wake an agent, then put it to sleep (the snapshot is Ready within the request), then
     /// wake it again.
     Sleep,
@@ -399,7 +413,7 @@ const WAKES: &[Flow] = &[
     Flow::Verify,
 ];
 const DELETES: &[Flow] = &[Flow::DeleteSnapshot, Flow::DeleteAgent];
-const CREATES: &[Flow] = &[Flow::Create, Flow::CreateFails];
+const CREATES: &[Flow] = &[Flow::Create, Flow::CreateFails, Flow::CreateUnsettled];
 const SLEEPS: &[Flow] = &[Flow::Sleep, Flow::SleepSlow, Flow::SleepFailing];
 
 struct Site {
@@ -469,6 +483,16 @@ static SITES: &[Site] = &[
     site("delete agent: acquire", Flow::DeleteAgent, delete_acquire),
     site("delete agent: tombstone", Flow::DeleteAgent, tombstone),
     site("create: acquire", Flow::Create, create_acquire),
+    site(
+        "create: create_sent_at before CreateSession",
+        Flow::Create,
+        create_sent,
+    ),
+    site(
+        "create: hold an unsettled create",
+        Flow::CreateUnsettled,
+        create_unsettled,
+    ),
     site("create: record the session", Flow::Create, create_record),
     site("create: retire", Flow::CreateFails, retire),
     site("sleep: acquire", Flow::Sleep, sleep_acquire),
@@ -655,6 +679,9 @@ impl Env {
                     // A short lease (still well above the budget), so a create left holding
                     // the record is taken over within the test's patience.
                     lock: quick_lock(Duration::from_secs(8)),
+                    // And a short unsettled window, so an unsettled CreateSession is waited
+                    // out within it too.
+                    unsettled_window: Duration::from_secs(3),
                     ..CreateSettings::default()
                 },
             },
@@ -799,6 +826,34 @@ impl Env {
             );
         }
         ready[0].snapshot_id.clone().unwrap_or_default()
+    }
+
+    /// A sleep that started over after its first attempt's lease lapsed (the attempt could
+    /// not name its snapshot): two CreateSessionSnapshot, the record names the second, which is
+    /// Ready and of `session`; no live session, and every DeleteSession followed a Ready
+    /// snapshot of that session. The first snapshot is left for the sweep. Answers the second.
+    async fn assert_slept_anew(&self, agent: &str, session: &str, before: &[String]) -> String {
+        let ctl = self.world.sim.control();
+        let counters = ctl.counters();
+        assert_eq!(
+            counters.received("CreateSessionSnapshot"),
+            2,
+            "CreateSessionSnapshot sent ({})",
+            self.answers()
+        );
+        let record = self.record(agent).await.expect("a record");
+        let named = record.snapshots.first().map(|s| s.snapshot_id.clone());
+        let named = named.expect("the record names the snapshot the sleep took");
+        assert!(!before.contains(&named), "{record:?}");
+        let snapshot = ctl.snapshot(&named).expect("the named snapshot exists");
+        assert!(snapshot.is_wakeable(), "{snapshot:?}");
+        assert_eq!(snapshot.session_id.as_deref(), Some(session));
+        assert_eq!(counters.live_sessions_of(agent), 0, "no live session");
+        for e in &self.kit.endings() {
+            assert_eq!(e.session, session);
+            assert!(e.had_a_ready_snapshot(), "ended without a Ready snapshot");
+        }
+        named
     }
 
     /// The answers so far, for a failure's message.
@@ -1106,16 +1161,24 @@ async fn flow(env: &Env, site: &'static Site, mode: Mode, times: u32) {
             assert_eq!(env.resumes(), 1, "only the first wake's Resume");
             assert_eq!(ctl.counters().live_sessions_of(&agent), 0);
         }
-        Flow::Create | Flow::CreateFails => {
+        Flow::Create | Flow::CreateFails | Flow::CreateUnsettled => {
             let key = uuid::Uuid::new_v4().simple().to_string();
             let op = Op::Create(key);
             let mut meanwhile = vec![];
             if site.flow == Flow::CreateFails {
+                ctl.inject(Fault::error(Some("CreateSession"), "InvalidParameter", 400).next(1))
+                    .unwrap();
+                meanwhile.push(502);
+                // A retire that never lands leaves the attempt (`create_sent_at`) in the
+                // record: retries then wait its window out (202) before creating.
+                meanwhile.push(202);
+            }
+            if site.flow == Flow::CreateUnsettled {
                 ctl.inject(
                     Fault::error(Some("CreateSession"), "ErrCreateSessionFail", 500).next(1),
                 )
                 .unwrap();
-                meanwhile.push(502);
+                meanwhile.push(202);
             }
             arm();
             let body = env.until(&op, 201, &with(&meanwhile)).await;
@@ -1171,7 +1234,17 @@ async fn sleep_flow(
     arm();
     let body = env.until(&op, 200, &with(&[202])).await;
     env.store.disarm();
-    let snapshot = env.assert_slept(&agent, &session, &before, 1);
+    // A snapshot that could never be named (every resend of that write timed out without
+    // landing) leaves a sleep whose lease lapses: the next sleep starts over with a snapshot of
+    // its own. Only that site, with the fault on every resend, may take two.
+    let starts_over = persistent
+        && site.name == "sleep: name the snapshot"
+        && ctl.counters().received("CreateSessionSnapshot") == 2;
+    let snapshot = if starts_over {
+        env.assert_slept_anew(&agent, &session, &before).await
+    } else {
+        env.assert_slept(&agent, &session, &before, 1)
+    };
     if !persistent {
         assert_asleep(env.record(&agent).await, &snapshot, true);
     }
@@ -1179,7 +1252,12 @@ async fn sleep_flow(
     // last write stayed ambiguous).
     let again = env.until(&op, 200, &with(&[202])).await;
     assert_eq!(again["state"], "asleep", "{again}");
-    assert_eq!(env.assert_slept(&agent, &session, &before, 1), snapshot);
+    let settled = if starts_over {
+        env.assert_slept_anew(&agent, &session, &before).await
+    } else {
+        env.assert_slept(&agent, &session, &before, 1)
+    };
+    assert_eq!(settled, snapshot);
     assert_asleep(env.record(&agent).await, &snapshot, false);
     // Woken again, from the snapshot the sleep took.
     let woke = env.until(&Op::Resume(agent.clone()), 200, &[202]).await;

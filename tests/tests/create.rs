@@ -2,7 +2,7 @@
 //! idempotency documents on DynamoDB Local (and the in-memory store where it is cheap),
 //! AgentKit simulated over HTTP.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -10,11 +10,13 @@ use serde_json::Value;
 use snapwake::agentkit::types::{metadata_value, Action, Filter, ListSessions};
 use snapwake::agentkit::{list_all, AgentKit, AgentKitClient, AgentKitError};
 use snapwake::deadline::Deadline;
-use snapwake::domain::{AgentKey, Kind, Retention, WakeState};
+use snapwake::domain::{AgentKey, AgentRecord, Kind, Retention, ToolRegistry, WakeState};
 use snapwake::identity::usid;
 use snapwake::registry_cache::{RegistryCache, ToolOverrides};
 use snapwake::store::memory::MemoryStore;
-use snapwake::store::{AgentStore, DocumentKey};
+use snapwake::store::{
+    AgentPage, AgentStore, Changes, Condition, Document, DocumentKey, OwnerPage, StoreError,
+};
 use snapwake_create::{Create, CreateSettings};
 use snapwake_sim::Fault;
 use snapwake_tests::*;
@@ -100,8 +102,9 @@ async fn creates_an_agent<S: AgentStore>(store: S) {
         header_of(&resp, "location"),
         Some(format!("/v1/agents/codex/{id}").as_str())
     );
-    // Two writes: the record taken as `creating`, then the session recorded.
-    assert_eq!(header_of(&resp, "etag"), Some("\"2\""));
+    // Three writes: the record taken as `creating`, the attempt marked before CreateSession
+    // (`create_sent_at`), then the session recorded.
+    assert_eq!(header_of(&resp, "etag"), Some("\"3\""));
     assert_eq!(header_of(&resp, "content-type"), Some("application/json"));
     assert_eq!(view["kind"], "codex");
     assert_eq!(view["display_name"], "Data helper");
@@ -109,7 +112,7 @@ async fn creates_an_agent<S: AgentStore>(store: S) {
     assert_eq!(view["created_by"], owner);
     assert_eq!(view["retention"], "recoverable");
     assert_eq!(view["state"], "starting");
-    assert_eq!(view["etag"], "\"2\"");
+    assert_eq!(view["etag"], "\"3\"");
     assert!(view["wake"].is_null());
     assert_eq!(view["snapshots"], serde_json::json!([]));
     let session_id = view["session"]["session_id"].as_str().unwrap().to_string();
@@ -522,8 +525,12 @@ async fn create_session_fail_with_the_session_created_is_reconciled_to_201() {
         .is_some());
 }
 
+/// `ErrCreateSessionFail` and no session shows: AgentKit may still create it, so the answer is
+/// 202 (`Retry-After`, `Location`), the agent stays held as `creating` with the attempt in its
+/// record, and nothing is sent again. Once the window is over with no session, the record
+/// reads as absent: no ghost agent.
 #[tokio::test]
-async fn create_session_fail_with_nothing_created_is_502_retryable() {
+async fn create_session_fail_with_nothing_shown_is_202_until_its_window_ends() {
     let store = Arc::new(dynamo_store("create-fail").await);
     let world = World::start(Duration::from_secs(30)).await;
     world.register(&store).await;
@@ -532,7 +539,8 @@ async fn create_session_fail_with_nothing_created_is_502_retryable() {
         .control()
         .inject(Fault::error(Some("CreateSession"), "ErrCreateSessionFail", 500).next(1))
         .unwrap();
-    let function = create_fn(store.clone(), world.client());
+    let mut function = create_fn(store.clone(), world.client());
+    function.settings.unsettled_window = Duration::from_millis(1500);
     let resp = function
         .handle(create_request(
             Who::User("alice"),
@@ -540,11 +548,29 @@ async fn create_session_fail_with_nothing_created_is_502_retryable() {
             None,
         ))
         .await;
-    assert_problem(&resp, 502, "PROVIDER_ERROR");
-    assert_eq!(answer(&resp).1["retryable"], true);
+    let (status, view) = answer(&resp);
+    assert_eq!(status, 202, "{view}");
+    assert_eq!(view["state"], "starting", "{view}");
+    assert!(view["session"].is_null(), "{view}");
+    assert_eq!(header_of(&resp, "retry-after"), Some("2"));
+    let id = agent_id(&view);
+    assert_eq!(
+        header_of(&resp, "location"),
+        Some(format!("/v1/agents/codex/{id}").as_str())
+    );
     assert_eq!(creates(&world), 1, "never retried blindly");
+    let record = store
+        .get(&AgentKey::new(Kind::Codex, &id))
+        .await
+        .unwrap()
+        .expect("the record holds the attempt");
+    assert_eq!(record.state, WakeState::Creating);
+    assert!(record.create_sent_at_ms.is_some(), "{record:?}");
     assert!(world.sim.control().sessions().is_empty());
-    // The record of the agent that never started reads as absent.
+
+    // (Whole seconds: the record expires in the second after the window.)
+    tokio::time::sleep(Duration::from_millis(4000)).await;
+    // The record of the agent that never started reads as absent once its window is over.
     let page = store
         .query_owner(&usid::owner_keys("alice")[0], 10, None)
         .await
@@ -554,6 +580,78 @@ async fn create_session_fail_with_nothing_created_is_502_retryable() {
         "no ghost agent: {:?}",
         page.records
     );
+    assert_eq!(creates(&world), 1);
+}
+
+/// CreateSession answers 500 but AgentKit creates the session seconds later. The answer is 202;
+/// retries with the same Idempotency-Key inside the window list the agent's sessions and, while
+/// none shows, answer 202 again without a second CreateSession; once the late session shows,
+/// the next retry adopts it (201), and later ones replay that.
+#[tokio::test]
+async fn a_create_session_applied_late_is_adopted_never_sent_twice() {
+    let store = Arc::new(dynamo_store("create-late").await);
+    let world = World::start(Duration::from_secs(30)).await;
+    world.register(&store).await;
+    let ctl = world.sim.control();
+    ctl.inject(Fault::error(Some("CreateSession"), "InternalError", 500).next(1))
+        .unwrap();
+    let function = create_fn(store.clone(), world.client());
+    let req = || {
+        create_request(
+            Who::User("alice"),
+            &body("codex", "Late", None),
+            Some("key-late"),
+        )
+    };
+    let first = function.handle(req()).await;
+    let (status, view) = answer(&first);
+    assert_eq!(status, 202, "{view}");
+    let id = agent_id(&view);
+    assert_eq!(creates(&world), 1);
+
+    // AgentKit has not shown the session yet: no proof that nothing was created.
+    let early = function.handle(req()).await;
+    let (status, early_view) = answer(&early);
+    assert_eq!(status, 202, "{early_view}");
+    assert_eq!(agent_id(&early_view), id);
+    assert_eq!(
+        creates(&world),
+        1,
+        "no second CreateSession inside the window"
+    );
+
+    // The lost CreateSession takes effect.
+    let late = ctl
+        .seed_session(snapwake_sim::SeedSession {
+            tool_id: world.recoverable.clone(),
+            user_session_id: Some(id.clone()),
+            status: Some("Creating".into()),
+            metadata: vec![snapwake::agentkit::types::MetadataEntry::string(
+                "Username", "alice",
+            )],
+            ..Default::default()
+        })
+        .unwrap();
+
+    let retry = function.handle(req()).await;
+    let (status, adopted) = answer(&retry);
+    assert_eq!(status, 201, "{adopted}");
+    assert_eq!(agent_id(&adopted), id);
+    assert_eq!(adopted["session"]["session_id"], late.as_str(), "{adopted}");
+    assert_eq!(creates(&world), 1, "the late session is adopted");
+    assert_eq!(ctl.counters().live_sessions_of(&id), 1);
+    let record = store
+        .get(&AgentKey::new(Kind::Codex, &id))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(record.state, WakeState::Awake);
+    assert_eq!(record.session_id.as_deref(), Some(late.as_str()));
+    assert_eq!(record.create_sent_at_ms, None);
+    assert_eq!(record.expires_at, None);
+    let again = function.handle(req()).await;
+    assert_eq!(again.body(), retry.body());
+    assert_eq!(creates(&world), 1);
 }
 
 #[tokio::test]
@@ -720,6 +818,9 @@ async fn a_key_is_per_owner() {
     assert_eq!(creates(&world), 2);
 }
 
+/// A create whose CreateSession failed with nothing shown releases its key (202 is not a final
+/// answer). A retry inside the window sends nothing; once the window is over, the empty listing
+/// is AgentKit's word, and the retry creates the agent with the first attempt's id.
 #[tokio::test]
 async fn a_retryable_failure_releases_the_key_and_the_retry_creates_the_same_agent() {
     let store = Arc::new(dynamo_store("create-release").await);
@@ -730,7 +831,8 @@ async fn a_retryable_failure_releases_the_key_and_the_retry_creates_the_same_age
         .control()
         .inject(Fault::error(Some("CreateSession"), "ErrCreateSessionFail", 500).next(1))
         .unwrap();
-    let function = create_fn(store.clone(), world.client());
+    let mut function = create_fn(store.clone(), world.client());
+    function.settings.unsettled_window = Duration::from_millis(1500);
     let req = || {
         create_request(
             Who::User("alice"),
@@ -739,7 +841,7 @@ async fn a_retryable_failure_releases_the_key_and_the_retry_creates_the_same_age
         )
     };
     let first = function.handle(req()).await;
-    assert_problem(&first, 502, "PROVIDER_ERROR");
+    assert_eq!(answer(&first).0, 202, "{}", answer(&first).1);
     let pk = "IDEM#studio-alice#key-retry";
     let doc = store
         .get_document(DocumentKey { pk, sk: "IDEM" })
@@ -750,6 +852,11 @@ async fn a_retryable_failure_releases_the_key_and_the_retry_creates_the_same_age
     let minted = doc.value["user_session_id"].as_str().unwrap().to_string();
     assert!(doc.expires_at.is_some());
 
+    let inside = function.handle(req()).await;
+    assert_eq!(answer(&inside).0, 202, "{}", answer(&inside).1);
+    assert_eq!(creates(&world), 1, "nothing sent inside the window");
+
+    tokio::time::sleep(Duration::from_millis(4000)).await;
     let second = function.handle(req()).await;
     let (status, view) = answer(&second);
     assert_eq!(status, 201, "{view}");
@@ -767,6 +874,179 @@ async fn a_retryable_failure_releases_the_key_and_the_retry_creates_the_same_age
         .unwrap();
     assert_eq!(doc.value["state"], "done");
     assert_eq!(doc.value["status"], 201);
+}
+
+/// A store whose next `lose_put_answers` document writes land and then answer `Unavailable`
+/// (the answer lost on the way back), and whose next `fail_reads` document reads fail.
+struct LostDocumentAnswers<S> {
+    inner: S,
+    lose_put_answers: AtomicU32,
+    fail_reads: AtomicU32,
+}
+
+impl<S> LostDocumentAnswers<S> {
+    fn new(inner: S, lose_put_answers: u32, fail_reads: u32) -> Self {
+        LostDocumentAnswers {
+            inner,
+            lose_put_answers: AtomicU32::new(lose_put_answers),
+            fail_reads: AtomicU32::new(fail_reads),
+        }
+    }
+}
+
+/// Take one from `left` if any is left.
+fn spend(left: &AtomicU32) -> bool {
+    left.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+        .is_ok()
+}
+
+impl<S: AgentStore> AgentStore for LostDocumentAnswers<S> {
+    async fn get(&self, key: &AgentKey) -> Result<Option<AgentRecord>, StoreError> {
+        self.inner.get(key).await
+    }
+
+    async fn update(
+        &self,
+        key: &AgentKey,
+        condition: &Condition,
+        changes: &Changes,
+    ) -> Result<AgentRecord, StoreError> {
+        self.inner.update(key, condition, changes).await
+    }
+
+    async fn query_owner(
+        &self,
+        owner_key: &str,
+        limit: u32,
+        cursor: Option<&str>,
+    ) -> Result<OwnerPage, StoreError> {
+        self.inner.query_owner(owner_key, limit, cursor).await
+    }
+
+    async fn scan_agents(
+        &self,
+        kind: Option<Kind>,
+        limit: u32,
+        after: Option<&AgentKey>,
+    ) -> Result<AgentPage, StoreError> {
+        self.inner.scan_agents(kind, limit, after).await
+    }
+
+    async fn get_registry(&self) -> Result<Option<ToolRegistry>, StoreError> {
+        self.inner.get_registry().await
+    }
+
+    async fn get_document(&self, key: DocumentKey<'_>) -> Result<Option<Document>, StoreError> {
+        if spend(&self.fail_reads) {
+            return Err(StoreError::Unavailable("injected: the read failed".into()));
+        }
+        self.inner.get_document(key).await
+    }
+
+    async fn put_document(
+        &self,
+        key: DocumentKey<'_>,
+        value: &Value,
+        expected_version: u64,
+        expires_at: Option<i64>,
+    ) -> Result<Document, StoreError> {
+        let written = self
+            .inner
+            .put_document(key, value, expected_version, expires_at)
+            .await;
+        if spend(&self.lose_put_answers) {
+            return Err(StoreError::Unavailable(format!(
+                "injected: the answer was lost (the write answered {})",
+                if written.is_ok() { "ok" } else { "an error" }
+            )));
+        }
+        written
+    }
+
+    async fn put_registry(
+        &self,
+        registry: &ToolRegistry,
+        expected_version: u64,
+    ) -> Result<ToolRegistry, StoreError> {
+        self.inner.put_registry(registry, expected_version).await
+    }
+}
+
+/// The first idempotency write lands but its answer is lost: the document, re-read, is this
+/// attempt's own, so the create goes on (201) instead of answering 503 and leaving a retry to
+/// be told "still in progress" for a minute.
+#[tokio::test]
+async fn a_first_idempotency_write_whose_answer_was_lost_goes_on() {
+    let store = Arc::new(LostDocumentAnswers::new(
+        dynamo_store("create-idem-lost").await,
+        0,
+        0,
+    ));
+    let world = World::start(Duration::from_secs(30)).await;
+    world.register(&store).await;
+    let function = create_fn(store.clone(), world.client());
+    let req = || {
+        create_request(
+            Who::User("alice"),
+            &body("codex", "Landed", None),
+            Some("key-landed"),
+        )
+    };
+    store.lose_put_answers.store(1, Ordering::SeqCst);
+    let first = function.handle(req()).await;
+    let (status, view) = answer(&first);
+    assert_eq!(status, 201, "{view}");
+    assert_eq!(creates(&world), 1);
+    let again = function.handle(req()).await;
+    assert_eq!(again.body(), first.body(), "replayed");
+    assert_eq!(creates(&world), 1);
+}
+
+/// The first idempotency write lands, its answer is lost, and the re-read fails too: 503,
+/// retryable. The retry with the same key finds a young `running` document whose attempt never
+/// took the agent's lock (no agent record), takes it over at once and creates the agent with
+/// the id in it — no 409 "still in progress" for a minute.
+#[tokio::test]
+async fn a_first_idempotency_write_lost_and_unreadable_is_503_and_the_retry_goes_on() {
+    let store = Arc::new(LostDocumentAnswers::new(
+        dynamo_store("create-idem-unreadable").await,
+        0,
+        0,
+    ));
+    let world = World::start(Duration::from_secs(30)).await;
+    world.register(&store).await;
+    let function = create_fn(store.clone(), world.client());
+    let req = || {
+        create_request(
+            Who::User("alice"),
+            &body("codex", "Unreadable", None),
+            Some("key-unreadable"),
+        )
+    };
+    store.lose_put_answers.store(1, Ordering::SeqCst);
+    store.fail_reads.store(1, Ordering::SeqCst);
+    let first = function.handle(req()).await;
+    assert_problem(&first, 503, "STORE_UNAVAILABLE");
+    assert_eq!(answer(&first).1["retryable"], true);
+    assert_eq!(creates(&world), 0);
+    store.fail_reads.store(0, Ordering::SeqCst);
+    let doc = store
+        .get_document(DocumentKey {
+            pk: "IDEM#studio-alice#key-unreadable",
+            sk: "IDEM",
+        })
+        .await
+        .unwrap()
+        .expect("the first write landed");
+    assert_eq!(doc.value["state"], "running");
+    let minted = doc.value["user_session_id"].as_str().unwrap().to_string();
+
+    let retry = function.handle(req()).await;
+    let (status, view) = answer(&retry);
+    assert_eq!(status, 201, "{view}");
+    assert_eq!(agent_id(&view), minted, "the first attempt's id");
+    assert_eq!(creates(&world), 1);
+    assert_eq!(world.sim.control().counters().live_sessions_of(&minted), 1);
 }
 
 /// An AgentKit port that lets CreateSession through once, then never answers: the invocation

@@ -604,10 +604,11 @@ async fn a_snapshot_slower_than_every_budget_is_continued_by_the_next_call() {
 }
 
 /// The holder dies right after CreateSessionSnapshot acted (before it could name the
-/// snapshot): once its lease lapses, the next sleep adopts that snapshot instead of taking a
-/// second one.
+/// snapshot). Once its lease lapses the session may have done more work, so the next sleep
+/// takes a snapshot of its own and ends the session on that one; the dead holder's snapshot is
+/// one more for the retention sweep.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_sleep_that_died_after_snapshotting_is_adopted_not_repeated() {
+async fn a_sleep_that_died_after_snapshotting_is_started_over() {
     let store = Arc::new(dynamo_store("sleep-crash-snap").await);
     let world = World::start(Duration::ZERO).await;
     world.register(&store).await;
@@ -635,6 +636,8 @@ async fn a_sleep_that_died_after_snapshotting_is_adopted_not_repeated() {
         "it died before naming the snapshot"
     );
     assert!(ctl.session(&session).unwrap().is_active());
+    let abandoned = new_snapshots(&world, &agent_id, &before);
+    assert_eq!(abandoned.len(), 1);
 
     let (status, body, _) = settle(&f, &agent_id, "sleep").await;
     assert_eq!(
@@ -644,10 +647,98 @@ async fn a_sleep_that_died_after_snapshotting_is_adopted_not_repeated() {
     );
     assert_eq!(
         received(&ctl, "CreateSessionSnapshot"),
-        1,
-        "adopted, not repeated"
+        2,
+        "a lapsed sleep starts over"
     );
-    assert_eq!(new_snapshots(&world, &agent_id, &before).len(), 1);
+    let taken = new_snapshots(&world, &agent_id, &before);
+    assert_eq!(taken.len(), 2);
+    let own = taken.iter().find(|s| !abandoned.contains(s)).unwrap();
+    assert_eq!(body["snapshots"][0]["snapshot_id"], own.as_str(), "{body}");
+    assert!(live_sessions(&ctl, &agent_id).is_empty());
+}
+
+/// A sleep whose lease lapsed while its snapshot was still `Creating`: the next sleep does not
+/// adopt that snapshot (the session may have worked since it was asked for) but asks for a new
+/// one, and ends the session only once *that* one is Ready — not when the old one is.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lapsed_sleep_starts_over_with_a_new_snapshot() {
+    let store = dynamo_store("sleep-lapsed").await;
+    let world = World::start(Duration::ZERO).await;
+    world.register(&store).await;
+    let ctl = world.sim.control();
+    // A short snapshot lease (it still leaves a DeleteSession of the 2 s AgentKit timeout room
+    // after two 2.5 s waits), so the first sleep's lease lapses within the test.
+    let wake = WakeSettings {
+        wait: Duration::from_millis(2500),
+        snapshot_timeout: Duration::from_secs(10),
+        ..quick_wake()
+    };
+    let f = resume_fn(store.clone(), world.client(), wake);
+    let (agent_id, session) = awake_agent(&world, &f, "Lapsed").await;
+    let before = world.snapshots_of(&agent_id);
+    ctl.set_snapshot_ready_delay(Duration::from_secs(100));
+
+    let (status, body) = post(&f, &agent_id, "sleep").await;
+    assert_eq!(
+        (status, body["state"].as_str()),
+        (202, Some("sleeping")),
+        "{body}"
+    );
+    let first = new_snapshots(&world, &agent_id, &before);
+    assert_eq!(first.len(), 1);
+    // The agent works on while the first sleep's lease runs out.
+    ctl.advance(Duration::from_secs(60));
+    tokio::time::sleep(Duration::from_millis(8000)).await;
+
+    let (status, body) = post(&f, &agent_id, "sleep").await;
+    assert_eq!(
+        (status, body["state"].as_str()),
+        (202, Some("sleeping")),
+        "{body}"
+    );
+    assert_eq!(
+        received(&ctl, "CreateSessionSnapshot"),
+        2,
+        "the lapsed sleep's snapshot is not adopted"
+    );
+    let second: Vec<String> = new_snapshots(&world, &agent_id, &before)
+        .into_iter()
+        .filter(|s| !first.contains(s))
+        .collect();
+    assert_eq!(second.len(), 1);
+    let record = store.get(&key(&agent_id)).await.unwrap().unwrap();
+    assert_eq!(record.snapshot_id.as_ref(), Some(&second[0]));
+
+    // The old snapshot is Ready, the new one not yet: the session lives on.
+    ctl.advance(Duration::from_secs(50));
+    assert_eq!(
+        ctl.snapshot(&first[0]).unwrap().status.as_deref(),
+        Some("Ready")
+    );
+    assert_ne!(
+        ctl.snapshot(&second[0]).unwrap().status.as_deref(),
+        Some("Ready")
+    );
+    let (status, body) = post(&f, &agent_id, "sleep").await;
+    assert_eq!(status, 202, "{body}");
+    assert_eq!(received(&ctl, "DeleteSession"), 0);
+    assert!(ctl.session(&session).unwrap().is_active());
+
+    // Once the new one is Ready, the session ends on it.
+    ctl.advance(Duration::from_secs(60));
+    let (status, body, _) = settle(&f, &agent_id, "sleep").await;
+    assert_eq!(
+        (status, body["slept"].as_bool()),
+        (200, Some(true)),
+        "{body}"
+    );
+    assert_eq!(received(&ctl, "DeleteSession"), 1);
+    assert_eq!(received(&ctl, "CreateSessionSnapshot"), 2);
+    assert_eq!(
+        body["snapshots"][0]["snapshot_id"],
+        second[0].as_str(),
+        "{body}"
+    );
     assert!(live_sessions(&ctl, &agent_id).is_empty());
 }
 

@@ -25,15 +25,19 @@
 //!    agent snapwake has no record of, and a delete racing the create is fenced (409) exactly
 //!    like one racing a wake. A tombstone found there (a takeover of an agent deleted
 //!    meanwhile) → 410 `AGENT_GONE`: nothing is created.
-//! 5. `CreateSession` in the registry's region (never with less than one AgentKit request
-//!    timeout of budget left: 503 `TRY_AGAIN` instead); only `InvalidResource.NotFound` (the
-//!    Tool is not in that region) moves on to the next configured region.
+//! 5. `create_sent_at` in the record (fenced), then `CreateSession` in the registry's region
+//!    (never with less than one AgentKit request timeout of budget left: 503 `TRY_AGAIN`
+//!    instead); only `InvalidResource.NotFound` (the Tool is not in that region) moves on to
+//!    the next configured region.
 //! 6. `ErrCreateSessionFail`, or an ambiguous failure after the request may have reached
 //!    AgentKit (transport error after sending, any 5xx, an unreadable answer) → reconcile:
-//!    `ListSessions` filtered by the UserSessionId; an active session is the agent's (201);
-//!    none → 502 retryable. A throttle → 429 with `Retry-After` (AgentKit refused it, so
-//!    nothing was created). When no session exists, the record is retired (expired at once,
-//!    so it reads as absent) rather than left behind as an "unavailable" ghost.
+//!    `ListSessions` filtered by the UserSessionId; an active session is the agent's (201).
+//!    None is no proof: AgentKit may apply the CreateSession later, so the agent stays held
+//!    until `create_sent_at` + [`CreateSettings::unsettled_window`] and the answer is 202
+//!    (`agent.rs` module docs: nobody sends a second CreateSession inside that window). A
+//!    throttle → 429 with `Retry-After`, a 4xx → 502 (AgentKit refused it, so nothing was
+//!    created): the record is retired (expired at once, so it reads as absent) rather than
+//!    left behind as an "unavailable" ghost.
 //! 7. Record the session (fenced: session id, its expiry, the region that answered) and give
 //!    the lock back as `awake`; answer with the view of the new agent (its session
 //!    `starting`, or `awake` once Ready), read back with one GetSession; if that read fails,
@@ -47,9 +51,11 @@ mod session;
 
 use std::time::Duration;
 
+use lambda_http::http::header;
 use lambda_http::{Body, Request, Response};
 use snapwake::agentkit::AgentKit;
 use snapwake::deadline::Deadline;
+use snapwake::domain::AgentState;
 use snapwake::error::Result;
 use snapwake::http::edge;
 use snapwake::http::request::{self as req, Route};
@@ -61,7 +67,7 @@ use snapwake::store::AgentStore;
 use snapwake::timestamp::now_ms;
 use snapwake::view::{agent_view, AgentFacts};
 
-use agent::Created;
+use agent::{Created, Outcome};
 use plan::Plan;
 
 pub const ROUTES: [Route; 1] = [Route {
@@ -75,6 +81,13 @@ pub const CREATE_BUDGET: Duration = Duration::from_secs(20);
 /// that died.
 pub const STALE_RUNNING: Duration = Duration::from_secs(60);
 
+/// `Retry-After` of a 202 for an unsettled CreateSession: a listing a few seconds later may
+/// show the session.
+pub const UNSETTLED_RETRY_AFTER_S: u64 = 2;
+/// By default, how long a CreateSession whose answer was lost may still take effect
+/// (`SNAPWAKE_READY_TIMEOUT_S`, the wake's readiness timeout).
+pub const UNSETTLED_WINDOW: Duration = Duration::from_secs(360);
+
 /// Timing of the create. `budget` must stay well below `stale_running` and the lock's lease
 /// (crate docs).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -86,6 +99,10 @@ pub struct CreateSettings {
     /// The agent's lock, held as `creating` around CreateSession (lease 30 s: the budget and a
     /// margin, below `stale_running`).
     pub lock: LockSettings,
+    /// How long after `create_sent_at` a CreateSession whose answer was lost may still take
+    /// effect: until then an empty listing is no proof, and no second CreateSession is sent
+    /// for the agent (the wake settings' `ready_timeout`).
+    pub unsettled_window: Duration,
 }
 
 impl Default for CreateSettings {
@@ -95,6 +112,7 @@ impl Default for CreateSettings {
             stale_running: STALE_RUNNING,
             // Covers the whole budget, and ends well before a stale attempt may be taken over.
             lock: LockSettings::default().with_lease(Duration::from_secs(30)),
+            unsettled_window: UNSETTLED_WINDOW,
         }
     }
 }
@@ -126,12 +144,40 @@ impl<S: AgentStore, K: AgentKit> Create<S, K> {
         match idempotency_key {
             None => {
                 let agent_id = usid::mint(&plan.caller.owner);
-                let created = self.create_agent(&plan, &agent_id, false, deadline).await?;
-                Ok(self.created_response(&plan, &created))
+                let outcome = self.create_agent(&plan, &agent_id, false, deadline).await?;
+                Ok(self.answer(&plan, &outcome))
             }
             Some(key) => {
                 self.create_idempotent(&plan, &key, deadline, request_id)
                     .await
+            }
+        }
+    }
+
+    /// The answer of a create: 201 with the view, `Location` and `ETag`; or, while an unsettled
+    /// CreateSession may still take effect, 202 with the view (`state: starting`, no session
+    /// yet), `Location`, `ETag` and `Retry-After`.
+    fn answer(&self, plan: &Plan, outcome: &Outcome) -> Response<Body> {
+        match outcome {
+            Outcome::Created(created) => self.created_response(plan, created),
+            Outcome::Unsettled(record) => {
+                let mut view = agent_view(
+                    &AgentFacts {
+                        key: &record.key,
+                        record: Some(record),
+                        sessions: &[],
+                        snapshots: &[],
+                        retention: plan.retention,
+                    },
+                    now_ms(),
+                    &self.settings.lock,
+                );
+                // Being created: no session shows yet, and none is ruled out.
+                view.state = AgentState::Starting;
+                let mut resp = response::with_etag(response::json(202, &view), record);
+                resp.headers_mut()
+                    .insert(header::RETRY_AFTER, UNSETTLED_RETRY_AFTER_S.into());
+                response::with_location(resp, &plan.prefix, &record.key)
             }
         }
     }

@@ -13,7 +13,11 @@ async fn main() -> Result<(), Error> {
         agentkit: bootstrap::agentkit(&config).await?,
         registry: RegistryCache::new(config.tool_overrides.clone()),
         identity: config.identity.clone(),
-        settings: CreateSettings::default(),
+        settings: CreateSettings {
+            // An unsettled CreateSession is waited out as long as a session may take to start.
+            unsettled_window: config.wake.ready_timeout,
+            ..CreateSettings::default()
+        },
     };
     let create = &create;
     lambda_http::run(service_fn(move |req: Request| async move {

@@ -24,13 +24,16 @@ pub(crate) enum Started {
     Session { session: Session, region: String },
     /// Certainly nothing was created; the error says why.
     Nothing(Error),
+    /// CreateSession's answer was lost and no session shows yet: AgentKit may still create it
+    /// (crate::agent, "A CreateSession whose answer was lost may take effect later").
+    Unsettled,
 }
 
 impl<S: AgentStore, K: AgentKit> Create<S, K> {
     /// Start the agent's session: CreateSession in the plan's regions, the registry's first
     /// (a region without the Tool is skipped). An answer whose outcome is unknown is reconciled
-    /// by listing the agent's sessions there. `Err`: whether a session exists is not known
-    /// (the reconcile failed), so the caller keeps the agent's record as it is.
+    /// by listing the agent's sessions there once; an empty or failed listing is no proof that
+    /// nothing was created ([`Started::Unsettled`]).
     pub(crate) async fn start_session(
         &self,
         plan: &Plan,
@@ -61,15 +64,19 @@ impl<S: AgentStore, K: AgentKit> Create<S, K> {
                     tracing::warn!(agent = %key, error = %e, "CreateSession may have half-succeeded; reconciling");
                     let found = self
                         .find_session(plan, agent_id, std::slice::from_ref(region), deadline)
-                        .await?;
+                        .await;
                     return Ok(match found {
-                        Some((session, region)) => {
+                        Ok(Some((session, region))) => {
                             tracing::info!(agent = %key, "reconciled: the session exists");
                             Started::Session { session, region }
                         }
-                        // The listing is AgentKit's word that nothing was created
-                        // (docs/agentkit.md, "Errors and what they mean").
-                        None => Started::Nothing(e.into()),
+                        // AgentKit may apply a CreateSession seconds after its answer was
+                        // lost: an empty listing now is not its word that nothing was created.
+                        Ok(None) => Started::Unsettled,
+                        Err(listing) => {
+                            tracing::warn!(agent = %key, error = %listing, "could not list the agent's sessions");
+                            Started::Unsettled
+                        }
                     });
                 }
                 Err(e) => return Ok(Started::Nothing(e.into())),

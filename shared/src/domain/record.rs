@@ -172,6 +172,10 @@ pub struct AgentRecord {
     pub verified_at_ms: u64,
     /// When a Resume was (about to be) sent and its outcome is not known yet (epoch ms).
     pub resume_sent_at_ms: Option<u64>,
+    /// When a create's CreateSession was (about to be) sent and it is not known yet whether
+    /// AgentKit created the session (epoch ms). Until the readiness timeout after it, an
+    /// empty listing is no proof, and no second CreateSession is sent for the agent.
+    pub create_sent_at_ms: Option<u64>,
     /// Until when one caller polls AgentKit for this wake (the holder, or the winner of a poll
     /// lease); the others watch the record (epoch ms; 0: nobody).
     pub poll_until_ms: u64,
@@ -202,6 +206,7 @@ impl AgentRecord {
             session_expire_at: None,
             verified_at_ms: 0,
             resume_sent_at_ms: None,
+            create_sent_at_ms: None,
             poll_until_ms: 0,
             error: None,
             snapshots: Vec::new(),

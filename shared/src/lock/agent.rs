@@ -19,8 +19,8 @@ use crate::timestamp::now_ms;
 pub enum Generation {
     /// A wake or a create: the last wake's session, snapshot, expiry, verification and error
     /// are cleared, so nobody waits on an expired session (the holder still sees them in
-    /// [`Held::before`]). An unknown Resume (`resume_sent_at`) is kept: its outcome is still
-    /// owed to whoever holds the agent next.
+    /// [`Held::before`]). An unknown Resume (`resume_sent_at`) or CreateSession
+    /// (`create_sent_at`) is kept: its outcome is still owed to whoever holds the agent next.
     New,
     /// A delete: the agent's session is what it was, and the holder hands it back as it was.
     Keep,
@@ -396,6 +396,7 @@ pub fn shows(changes: &Changes, r: &AgentRecord) -> bool {
         && same(&changes.session_expire_at, &r.session_expire_at)
         && same(&changes.verified_at_ms, &r.verified_at_ms)
         && same(&changes.resume_sent_at_ms, &r.resume_sent_at_ms)
+        && same(&changes.create_sent_at_ms, &r.create_sent_at_ms)
         && same(&changes.poll_until_ms, &r.poll_until_ms)
         && same(&changes.error, &r.error)
         && same(&changes.expires_at, &r.expires_at)

@@ -6,17 +6,18 @@
 //!    `NOT_SLEEPABLE` (it keeps no snapshots);
 //! 2. the live session: the recorded one if AgentKit still has it active, else the newest
 //!    active session with the agent's UserSessionId; none → the agent is asleep already;
-//! 3. reconcile: when this acquire took over a sleep that never finished (the record was
-//!    still `sleeping` when its lease lapsed, so nobody has handed the session out since), the
-//!    snapshot that attempt named, or else one of *that* session it took since it began
-//!    (ListSessionSnapshots by SessionId; Creating or Ready), is adopted rather than taking a
-//!    second one. Never an older snapshot of the session: it would lack the work done since;
-//! 4. budget: at least one AgentKit request timeout left, else the lock is given back (503);
-//! 5. CreateSessionSnapshot; an answer that was lost is reconciled as in 3, for snapshots
-//!    taken since this request sent it (none found: the agent is given back awake, 502
-//!    retryable, and the next sleep takes a fresh snapshot);
-//! 6. the snapshot and the session in the record, lease = the snapshot timeout (fenced);
-//! 7. [`super::finish`]: Ready → DeleteSession → `asleep`.
+//! 3. budget: at least one AgentKit request timeout left, else the lock is given back (503);
+//! 4. CreateSessionSnapshot, always: a holder never adopts a snapshot an earlier attempt asked
+//!    for. It holds the agent because that attempt's lease lapsed, and the session may have
+//!    worked since; ending it on the older snapshot would lose that work. (An earlier
+//!    attempt's snapshot is carried on only while its lease is live, by joining it: the parent
+//!    module.) The one left behind is one more snapshot for the retention sweep. An answer
+//!    that was lost is reconciled by listing the session's snapshots taken since this request
+//!    sent it (none found: the agent is given back awake, 502 retryable, and the next sleep
+//!    takes a fresh snapshot);
+//! 5. the snapshot and the session in the record, lease = the snapshot timeout (fenced);
+//! 6. [`super::finish`]: Ready → DeleteSession → `asleep`. So DeleteSession always follows a
+//!    Ready snapshot asked for by the sleep that deletes.
 
 use crate::agentkit::types::{CreateSessionSnapshot, ListSessionSnapshots, Session, Snapshot};
 use crate::agentkit::{list_all, AgentKit, AgentKitError};
@@ -85,75 +86,49 @@ impl<S: AgentStore, K: AgentKit> Sleep<'_, S, K> {
         };
         let session_id = live.session_id.clone().unwrap_or_default();
 
-        // 3. A snapshot an unfinished earlier attempt took of this session.
-        let earlier = match unfinished(held.before.as_ref(), &session_id) {
-            Some(attempt) => {
+        // 3. Enough budget for one whole AgentKit request, or none is sent.
+        if deadline.remaining() < self.agentkit.request_timeout() {
+            let err = Error::Deferred {
+                detail: "not enough time left in this request to snapshot the agent safely; retry"
+                    .into(),
+                retry_after_s: 1,
+            };
+            return Err(self.give_back_awake(lock, &mut held, &live, err).await);
+        }
+        // 4. Snapshot: a new one, whatever an earlier (lapsed) attempt asked for.
+        let request = CreateSessionSnapshot {
+            session_id: session_id.clone(),
+            tool_id: home.tool_id.clone(),
+        };
+        let sent_at_ms = now_ms();
+        let snapshot_id = match self.agentkit.call(&home.region, &request, deadline).await {
+            Ok(r) if !r.snapshot_id.is_empty() => r.snapshot_id,
+            Ok(_) => {
+                let err = AgentKitError::InvalidResponse {
+                    action: "CreateSessionSnapshot",
+                    detail: "no SnapshotId".into(),
+                };
                 match self
-                    .taken_of(&home, target, &session_id, &attempt, deadline)
+                    .after_unknown(&home, target, &session_id, sent_at_ms, err, deadline)
                     .await
                 {
-                    Ok(s) => s,
-                    Err(e) => return Err(self.give_back(lock, &mut held, e.into()).await),
+                    Ok(id) => id,
+                    Err(e) => return Err(self.give_back_awake(lock, &mut held, &live, e).await),
                 }
             }
-            None => None,
-        };
-        let snapshot_id = match earlier {
-            Some(s) => {
-                tracing::info!(agent = %key, "sleep: adopting the snapshot an earlier attempt took");
-                s.snapshot_id.unwrap_or_default()
-            }
-            None => {
-                // 4. Enough budget for one whole AgentKit request, or none is sent.
-                if deadline.remaining() < self.agentkit.request_timeout() {
-                    let err = Error::Deferred {
-                        detail: "not enough time left in this request to snapshot the agent \
-                                 safely; retry"
-                            .into(),
-                        retry_after_s: 1,
-                    };
-                    return Err(self.give_back_awake(lock, &mut held, &live, err).await);
-                }
-                // 5. Snapshot.
-                let request = CreateSessionSnapshot {
-                    session_id: session_id.clone(),
-                    tool_id: home.tool_id.clone(),
-                };
-                let sent = Attempt::Since(now_ms());
-                match self.agentkit.call(&home.region, &request, deadline).await {
-                    Ok(r) if !r.snapshot_id.is_empty() => r.snapshot_id,
-                    Ok(_) => {
-                        let err = AgentKitError::InvalidResponse {
-                            action: "CreateSessionSnapshot",
-                            detail: "no SnapshotId".into(),
-                        };
-                        match self
-                            .after_unknown(&home, target, &session_id, &sent, err, deadline)
-                            .await
-                        {
-                            Ok(id) => id,
-                            Err(e) => {
-                                return Err(self.give_back_awake(lock, &mut held, &live, e).await)
-                            }
-                        }
-                    }
-                    Err(e) if e.outcome_unknown() => {
-                        match self
-                            .after_unknown(&home, target, &session_id, &sent, e, deadline)
-                            .await
-                        {
-                            Ok(id) => id,
-                            Err(e) => {
-                                return Err(self.give_back_awake(lock, &mut held, &live, e).await)
-                            }
-                        }
-                    }
-                    Err(e) => return self.refused(lock, held, &home, &live, e).await,
+            Err(e) if e.outcome_unknown() => {
+                match self
+                    .after_unknown(&home, target, &session_id, sent_at_ms, e, deadline)
+                    .await
+                {
+                    Ok(id) => id,
+                    Err(e) => return Err(self.give_back_awake(lock, &mut held, &live, e).await),
                 }
             }
+            Err(e) => return self.refused(lock, held, &home, &live, e).await,
         };
 
-        // 6. Name the snapshot (and the session it is of) before waiting for it.
+        // 5. Name the snapshot (and the session it is of) before waiting for it.
         let changes = Changes {
             session_id: Some(Some(session_id)),
             session_expire_at: live.expire_at.clone().map(Some),
@@ -177,7 +152,7 @@ impl<S: AgentStore, K: AgentKit> Sleep<'_, S, K> {
             }
         };
 
-        // 7. Wait for the snapshot, then end the session.
+        // 6. Wait for the snapshot, then end the session.
         let finish = Finish {
             lock,
             agentkit: self.agentkit,
@@ -216,13 +191,14 @@ impl<S: AgentStore, K: AgentKit> Sleep<'_, S, K> {
         }
     }
 
-    /// The newest snapshot of `session_id` still being made or Ready that `attempt` took.
-    async fn taken_of(
+    /// The newest snapshot of `session_id`, still being made or Ready, taken since
+    /// `sent_at_ms` (when this sleep sent CreateSessionSnapshot).
+    async fn taken_since(
         &self,
         home: &Home,
         target: &SleepTarget,
         session_id: &str,
-        attempt: &Attempt,
+        sent_at_ms: u64,
         deadline: Deadline,
     ) -> Result<Option<Snapshot>, AgentKitError> {
         let request = ListSessionSnapshots {
@@ -243,7 +219,7 @@ impl<S: AgentStore, K: AgentKit> Sleep<'_, S, K> {
             .filter(|s| {
                 s.session_id.as_deref() == Some(session_id)
                     && (s.is_wakeable() || s.is_in_progress())
-                    && attempt.took(s, self.settings.lock.skew_margin)
+                    && taken_since_ms(s, sent_at_ms, self.settings.lock.skew_margin)
             })
             .collect();
         taken.sort_by_key(|s| {
@@ -258,7 +234,7 @@ impl<S: AgentStore, K: AgentKit> Sleep<'_, S, K> {
         home: &Home,
         target: &SleepTarget,
         session_id: &str,
-        sent: &Attempt,
+        sent_at_ms: u64,
         err: AgentKitError,
         deadline: Deadline,
     ) -> Result<String, Error> {
@@ -268,7 +244,7 @@ impl<S: AgentStore, K: AgentKit> Sleep<'_, S, K> {
         let mut pause = self.settings.poll_min;
         loop {
             match self
-                .taken_of(home, target, session_id, sent, deadline)
+                .taken_since(home, target, session_id, sent_at_ms, deadline)
                 .await
             {
                 Ok(Some(s)) => return Ok(s.snapshot_id.unwrap_or_default()),
@@ -420,46 +396,12 @@ impl<S: AgentStore, K: AgentKit> Sleep<'_, S, K> {
     }
 }
 
-/// Which snapshots of the live session an earlier, unfinished attempt took.
-#[derive(Clone, Debug, PartialEq, Eq)]
-enum Attempt {
-    /// The one it named in the record.
-    Named(String),
-    /// Any it took since it began (epoch ms).
-    Since(u64),
-}
-
-impl Attempt {
-    fn took(&self, snapshot: &Snapshot, skew: std::time::Duration) -> bool {
-        match self {
-            Attempt::Named(id) => snapshot.snapshot_id.as_deref() == Some(id.as_str()),
-            Attempt::Since(ms) => {
-                // AgentKit writes whole seconds, and clocks drift a little.
-                let margin = skew.as_millis() as u64 + 1000;
-                crate::timestamp::sort_key(snapshot.created_at.as_deref())
-                    >= i128::from(ms.saturating_sub(margin)) * 1_000_000
-            }
-        }
-    }
-}
-
-/// The sleep attempt this acquire took over, if it never finished: the record was still
-/// `sleeping` (nobody has woken the agent or handed its session out since) and about the same
-/// session. A record at rest — an attempt that was given back, a wake in between — adopts
-/// nothing: a fresh snapshot has everything done since.
-fn unfinished(before: Option<&crate::domain::AgentRecord>, session_id: &str) -> Option<Attempt> {
-    let b = before.filter(|b| b.state == WakeState::Sleeping)?;
-    if b.session_id.as_deref().is_some_and(|s| s != session_id) {
-        return None;
-    }
-    if let Some(named) = &b.snapshot_id {
-        return Some(Attempt::Named(named.clone()));
-    }
-    let began = b
-        .updated_at
-        .as_deref()
-        .and_then(crate::timestamp::epoch_ms)?;
-    Some(Attempt::Since(began))
+/// Whether `snapshot` was taken no earlier than `sent_at_ms`. AgentKit writes whole seconds,
+/// and clocks drift a little: a second and the skew margin are allowed.
+fn taken_since_ms(snapshot: &Snapshot, sent_at_ms: u64, skew: std::time::Duration) -> bool {
+    let margin = skew.as_millis() as u64 + 1000;
+    crate::timestamp::sort_key(snapshot.created_at.as_deref())
+        >= i128::from(sent_at_ms.saturating_sub(margin)) * 1_000_000
 }
 
 #[cfg(test)]

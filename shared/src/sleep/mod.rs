@@ -6,11 +6,13 @@
 //!
 //! - **acquire** (awake, asleep, failed, missing, an expired lease): the winner holds the agent
 //!   as `sleeping` ([`holder`]). It finds the live session (none: the agent is asleep already),
-//!   adopts a snapshot an earlier attempt took of that session, or sends
-//!   CreateSessionSnapshot, names the snapshot in the record (fenced), and waits for it
-//!   ([`finish`]);
+//!   sends CreateSessionSnapshot (always: an earlier attempt whose lease lapsed may have asked
+//!   for a snapshot, but the session may have worked since, so that one is never adopted),
+//!   names the snapshot in the record (fenced), and waits for it ([`finish`]);
 //! - **join** (a sleep in flight): watch the record; once the holder's request has ended, the
-//!   winner of a short poll lease carries the sleep on by anyone, exactly as the holder would;
+//!   winner of a short poll lease carries the sleep on by anyone, exactly as the holder would.
+//!   This is the only way a snapshot asked for by another caller is waited on and the session
+//!   ended on it: while that sleep's lease is live;
 //! - **busy** (a wake, a delete or a create holds the agent): 409.
 //!
 //! A wake that finds the agent `sleeping` waits for the sleep the same way (and may carry it

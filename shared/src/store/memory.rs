@@ -100,6 +100,9 @@ fn apply(mut r: AgentRecord, changes: &Changes) -> AgentRecord {
     if let Some(v) = changes.resume_sent_at_ms {
         r.resume_sent_at_ms = v;
     }
+    if let Some(v) = changes.create_sent_at_ms {
+        r.create_sent_at_ms = v;
+    }
     if let Some(v) = changes.poll_until_ms {
         r.poll_until_ms = v;
     }

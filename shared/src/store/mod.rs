@@ -66,6 +66,7 @@ pub struct Changes {
     pub session_expire_at: Option<Option<String>>,
     pub verified_at_ms: Option<u64>,
     pub resume_sent_at_ms: Option<Option<u64>>,
+    pub create_sent_at_ms: Option<Option<u64>>,
     pub poll_until_ms: Option<u64>,
     pub error: Option<Option<String>>,
     /// The agent's snapshot summaries, replaced as a whole.

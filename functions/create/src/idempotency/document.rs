@@ -189,10 +189,10 @@ impl Stored {
     }
 
     /// Whether this answer is the final word for its key: a success or a client error. A 5xx,
-    /// a 429 or a 409 (the agent is held by an attempt whose outcome is not known yet) is not:
-    /// a retry may succeed.
+    /// a 429, a 409 (the agent is held by an attempt whose outcome is not known yet) or a 202
+    /// (CreateSession unsettled: the session may still appear) is not: a retry may succeed.
     pub fn is_final(&self) -> bool {
-        self.status < 500 && self.status != 429 && self.status != 409
+        self.status < 500 && !matches!(self.status, 202 | 409 | 429)
     }
 
     pub fn to_response(&self) -> Response<Body> {

@@ -4,10 +4,21 @@
 //! time); then:
 //!
 //! - put `running` (fingerprint of the resolved request, the freshly minted UserSessionId, an
-//!   attempt token, the start time) with expected version 0;
+//!   attempt token, the start time) with expected version 0. A put whose answer was lost
+//!   (`Unavailable`) is settled by a consistent read: our attempt token there → it landed, go
+//!   on; the document as it was → it did not, put again; the read failing too → 503
+//!   `STORE_UNAVAILABLE` (retryable), with the document possibly ours and `running`;
 //! - on a conflict, read the live document: another fingerprint → 422; `done` → replay its
-//!   stored answer exactly (status, `Location`, `ETag`, body); `running` and younger than
-//!   [`STALE_RUNNING`] → 409 `AGENT_BUSY` with `Retry-After` ("still in progress");
+//!   stored answer exactly (status, `Location`, `ETag`, body); `running`, younger than
+//!   [`STALE_RUNNING`], and its agent record exists → 409 `AGENT_BUSY` with `Retry-After`
+//!   ("still in progress");
+//! - `running`, young, but **no agent record** (consistent read) → its attempt never got past
+//!   its first step (typically: its own document write answered `Unavailable` and it gave up
+//!   with a 503), or is just about to take the agent's lock: take the document over at once,
+//!   as below, rather than answering 409 for a minute. It is safe because the agent's lock,
+//!   not this document, guards CreateSession: if the first attempt is in fact alive, whichever
+//!   of the two takes the lock second gets 409, and an unsettled CreateSession is never
+//!   repeated (crate::agent);
 //! - `running` but older than [`STALE_RUNNING`] (its invocation died), or `failed` (a retryable
 //!   failure released it) → take it over by CAS on its version, and create **with the
 //!   UserSessionId stored in it**, reconciling first: an existing record is adopted, and an
@@ -15,8 +26,9 @@
 //!   however many attempts a key sees, at most one session exists for it. Two retries taking
 //!   over at once race on the CAS; the loser sees a fresh `running` and answers 409.
 //! - when the create answers: a success or a 4xx → CAS the document to `done` with the
-//!   answer; a 5xx, a 429 or a 409 (the agent's lock is still held by an attempt) → CAS it to
-//!   `failed`, so a retry with the same key runs again.
+//!   answer; a 5xx, a 429, a 409 (the agent's lock is still held by an attempt) or a 202 (its
+//!   CreateSession is unsettled) → CAS it to `failed`, so a retry with the same key runs
+//!   again (and, inside the unsettled window, only lists: crate::agent).
 //!   If that CAS fails (someone took over), the answer is still returned.
 //!
 //! An attempt never works longer than [`CreateSettings::budget`] (default [`CREATE_BUDGET`];
@@ -35,6 +47,7 @@ use document::{IdemDoc, State, Stored};
 use lambda_http::{Body, Response};
 use snapwake::agentkit::AgentKit;
 use snapwake::deadline::Deadline;
+use snapwake::domain::AgentKey;
 use snapwake::error::{Error, Result};
 use snapwake::http::edge;
 use snapwake::identity::usid;
@@ -96,6 +109,20 @@ impl<S: AgentStore, K: AgentKit> Create<S, K> {
                     return Ok(self.run_recorded(plan, attempt, deadline, request_id).await);
                 }
                 Err(StoreError::DocumentConflict { current }) => current,
+                // The write may have landed with its answer lost: the document decides. Ours
+                // (our attempt token) → carry on; unchanged → write again; unreadable too →
+                // 503, and a retry recognises a document whose owner never got further.
+                Err(StoreError::Unavailable(e)) => {
+                    tracing::warn!(error = %e, "the idempotency write was ambiguous; re-reading");
+                    let doc = Within::new(&self.store, deadline)
+                        .get_document(doc_key)
+                        .await?;
+                    match doc {
+                        Some(doc) if doc.version != expected => Some(Box::new(doc)),
+                        // Our write did not land: the document is as we saw it (or absent).
+                        _ => continue,
+                    }
+                }
                 Err(e) => return Err(e.into()),
             };
             let Some(current) = current else {
@@ -128,11 +155,13 @@ impl<S: AgentStore, K: AgentKit> Create<S, K> {
                 }
                 State::Running
                     if now_ms().saturating_sub(stored.started_at_ms)
-                        < self.settings.stale_running.as_millis() as u64 =>
+                        < self.settings.stale_running.as_millis() as u64
+                        && self.got_past_the_document(plan, &stored, deadline).await? =>
                 {
                     return Err(busy());
                 }
-                // A dead attempt, or a released one: take over its UserSessionId.
+                // A dead attempt, one that never got past its document, or a released one:
+                // take over its UserSessionId.
                 State::Running | State::Failed => {
                     tracing::info!(user_session_id = %stored.user_session_id, state = ?stored.state, "taking over an idempotent create");
                     agent_id = stored.user_session_id;
@@ -142,6 +171,22 @@ impl<S: AgentStore, K: AgentKit> Create<S, K> {
             }
         }
         Err(busy())
+    }
+
+    /// Whether the attempt of a young `running` document got past writing it: its agent record
+    /// exists (consistent read). Taking the agent's lock is an attempt's second step, so with
+    /// no record it either gave up after its first write (the store failed it: it answered
+    /// 503) or is about to take the lock — and then the lock decides: whichever of the two
+    /// takes it second is turned away (409), and neither sends CreateSession beside the other.
+    async fn got_past_the_document(
+        &self,
+        plan: &Plan,
+        stored: &IdemDoc,
+        deadline: Deadline,
+    ) -> Result<bool> {
+        let key = AgentKey::new(plan.kind, &stored.user_session_id);
+        let record = Within::new(&self.store, deadline).get(&key).await?;
+        Ok(record.is_some())
     }
 
     /// Run the create whose `running` document is at `version`, then record its answer.
@@ -162,7 +207,7 @@ impl<S: AgentStore, K: AgentKit> Create<S, K> {
             .create_agent(plan, &running.user_session_id, takeover, deadline)
             .await;
         let resp = match outcome {
-            Ok(created) => self.created_response(plan, &created),
+            Ok(outcome) => self.answer(plan, &outcome),
             Err(err) => edge::problem(&err, request_id),
         };
         let answer = Stored::capture(&resp);

@@ -1,7 +1,6 @@
 //! Unit tests of `holder`.
 
 use super::*;
-use crate::domain::{AgentKey, AgentRecord, Kind};
 
 fn snap(id: &str, at: &str) -> Snapshot {
     Snapshot {
@@ -12,25 +11,22 @@ fn snap(id: &str, at: &str) -> Snapshot {
 }
 
 #[test]
-fn only_an_unfinished_sleep_of_the_same_session_is_adopted() {
-    let mut before = AgentRecord::absent(AgentKey::new(Kind::Codex, "studio-alice-01"));
-    before.session_id = Some("s-1".into());
-    before.updated_at = Some("2026-12-02T10:00:00Z".into());
-    // At rest (given back awake, or woken since): nothing is adopted.
-    for state in [WakeState::Awake, WakeState::Asleep, WakeState::Waking] {
-        before.state = state;
-        assert_eq!(unfinished(Some(&before), "s-1"), None, "{state}");
-    }
-    before.state = WakeState::Sleeping;
-    assert_eq!(unfinished(Some(&before), "s-2"), None, "another session");
-    let since = unfinished(Some(&before), "s-1").unwrap();
+fn a_lost_answer_is_matched_only_by_a_snapshot_taken_since_it_was_sent() {
+    let sent = crate::timestamp::epoch_ms("2026-12-02T10:00:00Z").unwrap();
     let skew = std::time::Duration::from_secs(2);
-    assert!(since.took(&snap("new", "2026-12-02T10:00:01Z"), skew));
-    assert!(since.took(&snap("same-second", "2026-12-02T09:59:58Z"), skew));
-    assert!(!since.took(&snap("an-hour-old", "2026-12-02T09:00:00Z"), skew));
-    before.snapshot_id = Some("named".into());
-    let named = unfinished(Some(&before), "s-1").unwrap();
-    assert!(named.took(&snap("named", "2026-12-02T09:00:00Z"), skew));
-    assert!(!named.took(&snap("other", "2026-12-02T10:00:01Z"), skew));
-    assert_eq!(unfinished(None, "s-1"), None);
+    assert!(taken_since_ms(
+        &snap("new", "2026-12-02T10:00:01Z"),
+        sent,
+        skew
+    ));
+    assert!(taken_since_ms(
+        &snap("same-second", "2026-12-02T09:59:58Z"),
+        sent,
+        skew
+    ));
+    assert!(!taken_since_ms(
+        &snap("an-hour-old", "2026-12-02T09:00:00Z"),
+        sent,
+        skew
+    ));
 }

@@ -206,6 +206,11 @@ pub(super) fn update_expression(expr: &mut Expr, key: &AgentKey, creates: bool, 
         Some(None) => expr.remove(attr::RESUME_SENT_AT),
         None => {}
     }
+    match changes.create_sent_at_ms {
+        Some(Some(t)) => expr.set(attr::CREATE_SENT_AT, n(t)),
+        Some(None) => expr.remove(attr::CREATE_SENT_AT),
+        None => {}
+    }
     if let Some(v) = changes.poll_until_ms {
         expr.set(attr::POLL_UNTIL_MS, n(v));
     }

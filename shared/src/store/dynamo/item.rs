@@ -32,6 +32,8 @@ pub(super) mod attr {
     pub const VERIFIED_AT_MS: &str = "verified_at_ms";
     /// Epoch ms (N).
     pub const RESUME_SENT_AT: &str = "resume_sent_at";
+    /// Epoch ms (N).
+    pub const CREATE_SENT_AT: &str = "create_sent_at";
     pub const POLL_UNTIL_MS: &str = "poll_until_ms";
     /// The snapshot summaries, as JSON (S).
     pub const SNAPSHOTS: &str = "snapshots";
@@ -107,6 +109,7 @@ pub(super) fn record_from_item(item: &Item) -> Result<AgentRecord, StoreError> {
         session_expire_at: get_s(item, attr::SESSION_EXPIRE_AT)?,
         verified_at_ms: get_n(item, attr::VERIFIED_AT_MS)?.unwrap_or(0),
         resume_sent_at_ms: get_n(item, attr::RESUME_SENT_AT)?,
+        create_sent_at_ms: get_n(item, attr::CREATE_SENT_AT)?,
         poll_until_ms: get_n(item, attr::POLL_UNTIL_MS)?.unwrap_or(0),
         error: get_s(item, attr::ERROR)?,
         snapshots: match get_s(item, attr::SNAPSHOTS)? {
