@@ -66,7 +66,7 @@ impl<S: AgentStore, K: AgentKit> Finish<'_, '_, S, K> {
         else {
             return Ok(Finished::Pending(record));
         };
-        let mut pause = self.settings.poll_min;
+        let mut backoff = self.settings.polling();
         loop {
             let req = GetSessionSnapshot {
                 snapshot_id: snapshot_id.clone(),
@@ -93,11 +93,9 @@ impl<S: AgentStore, K: AgentKit> Finish<'_, '_, S, K> {
                     tracing::info!(agent = %record.key, error = %e, "snapshot poll failed; polling on")
                 }
             }
-            if !until.allows(pause) {
+            if !backoff.wait(until, std::time::Duration::ZERO).await {
                 return Ok(Finished::Pending(record));
             }
-            tokio::time::sleep(pause).await;
-            pause = (pause * 3 / 2).min(self.settings.poll_max);
         }
     }
 

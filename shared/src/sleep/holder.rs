@@ -25,10 +25,10 @@ use crate::deadline::Deadline;
 use crate::domain::{Retention, WakeState};
 use crate::error::Error;
 use crate::locate::sessions::{live_session, own_snapshots, session, snapshots};
-use crate::locate::{home_of, Home};
+use crate::locate::Home;
 use crate::lock::{AgentLock, Held, Written};
 use crate::store::{AgentStore, Changes};
-use crate::timestamp::{now_ms, now_s};
+use crate::timestamp::now_ms;
 
 use super::{Finish, Finished, Settler, Sleep, SleepOutcome, SleepTarget};
 
@@ -46,27 +46,21 @@ impl<S: AgentStore, K: AgentKit> Sleep<'_, S, K> {
         let key = &target.key;
 
         // 1. Where the agent lives.
-        let home = match target
-            .home
-            .clone()
-            .or_else(|| home_of(self.registry, &held.record))
-        {
-            Some(home) => home,
-            None => match Box::pin(crate::locate::locate(
-                self.agentkit,
-                self.registry,
-                key,
-                deadline,
-            ))
-            .await
-            {
-                Ok(Some(found)) => found.home(),
-                Ok(None) => {
-                    self.give_back_unknown(lock, &mut held).await;
-                    return Err(Error::AgentNotFound);
-                }
-                Err(e) => return Err(self.give_back(lock, &mut held, e).await),
-            },
+        let found = crate::locate::home_or_locate(
+            self.agentkit,
+            self.registry,
+            key,
+            Some(&held.record),
+            target.home.as_ref(),
+            deadline,
+        );
+        let home = match Box::pin(found).await {
+            Ok(Some(w)) => w.home,
+            Ok(None) => {
+                lock.give_back_unknown(&mut held).await;
+                return Err(Error::AgentNotFound);
+            }
+            Err(e) => return Err(self.give_back(lock, &mut held, e).await),
         };
         if home.retention == Retention::Temporary {
             let err = Error::NotSleepable(
@@ -241,7 +235,7 @@ impl<S: AgentStore, K: AgentKit> Sleep<'_, S, K> {
         tracing::warn!(agent = %target.key, error = %err, "CreateSessionSnapshot may have acted; looking for its snapshot");
         // A listing that answers settles it; one that fails is asked again while the budget
         // lasts (giving up takes a second snapshot next time, one more for the sweep).
-        let mut pause = self.settings.poll_min;
+        let mut backoff = self.settings.polling();
         loop {
             match self
                 .taken_since(home, target, session_id, sent_at_ms, deadline)
@@ -253,17 +247,18 @@ impl<S: AgentStore, K: AgentKit> Sleep<'_, S, K> {
                         "the snapshot could not be confirmed ({err}); the agent is still awake"
                     )))
                 }
-                Err(e) if !deadline.allows(pause + self.agentkit.request_timeout()) => {
-                    return Err(Error::SleepFailed(format!(
-                        "the snapshot could not be confirmed ({e}); the agent is still awake"
-                    )))
-                }
                 Err(e) => {
-                    tracing::info!(agent = %target.key, error = %e, "listing the session's snapshots failed; asking again")
+                    tracing::info!(agent = %target.key, error = %e, "listing the session's snapshots failed; asking again");
+                    if !backoff
+                        .wait(deadline, self.agentkit.request_timeout())
+                        .await
+                    {
+                        return Err(Error::SleepFailed(format!(
+                            "the snapshot could not be confirmed ({e}); the agent is still awake"
+                        )));
+                    }
                 }
             }
-            tokio::time::sleep(pause).await;
-            pause = (pause * 3 / 2).min(self.settings.poll_max);
         }
     }
 
@@ -374,18 +369,6 @@ impl<S: AgentStore, K: AgentKit> Sleep<'_, S, K> {
             tracing::warn!(agent = %held.key, error = %e, "could not give the lock back");
         }
         err
-    }
-
-    /// Nothing of the agent exists anywhere. A record only this acquire created is retired
-    /// (the agent stays a 404); an older record is given back asleep.
-    async fn give_back_unknown(&self, lock: &AgentLock<'_, S>, held: &mut Held) {
-        let changes = Changes {
-            expires_at: held.before.is_none().then_some(Some(now_s() - 1)),
-            ..Changes::default()
-        };
-        if let Err(e) = lock.release(held, WakeState::Asleep, changes).await {
-            tracing::warn!(agent = %held.key, error = %e, "could not give the lock back");
-        }
     }
 
     /// The lease once the snapshot is named: the snapshot timeout from now, and never shorter

@@ -87,6 +87,18 @@ pub struct SleepSettings {
     pub snapshot_timeout: Duration,
 }
 
+impl SleepSettings {
+    /// The back-off of polling AgentKit (the snapshot being made).
+    pub fn polling(&self) -> crate::deadline::Backoff {
+        crate::deadline::Backoff::new(self.poll_min, self.poll_max)
+    }
+
+    /// The back-off of watching the record.
+    pub fn watching(&self) -> crate::deadline::Backoff {
+        crate::deadline::Backoff::new(self.watch_min, self.watch_max)
+    }
+}
+
 /// One caller's sleep of one agent.
 pub struct Sleep<'a, S, K> {
     store: &'a S,
@@ -195,7 +207,7 @@ impl<'a, S: AgentStore, K: AgentKit> Sleep<'a, S, K> {
     ) -> Result<Watched, Error> {
         let deadline = lock.deadline();
         let mut joined = record.fence;
-        let mut pause = self.settings.watch_min;
+        let mut backoff = self.settings.watching();
         let mut current = Some(record);
         loop {
             let Some(r) = current.take() else {
@@ -227,11 +239,9 @@ impl<'a, S: AgentStore, K: AgentKit> Sleep<'a, S, K> {
                 }
                 _ => return Ok(Watched::Again(Some(r))),
             }
-            if !deadline.allows(pause) {
+            if !backoff.wait(deadline, Duration::ZERO).await {
                 return Ok(Watched::Done(SleepOutcome::Sleeping { record: r }));
             }
-            tokio::time::sleep(pause).await;
-            pause = (pause * 3 / 2).min(self.settings.watch_max);
             current = lock.read(&target.key).await?;
         }
     }
