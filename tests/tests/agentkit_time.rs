@@ -376,3 +376,34 @@ async fn many_callers_of_a_slow_session_draw_one_poller_not_one_each() {
         "slowest answer {slowest:?}"
     );
 }
+
+/// A sleep asked of an agent whose session is in a status nobody documented neither snapshots
+/// nor ends it: 502 naming the status, nothing sent.
+#[tokio::test]
+async fn a_session_in_an_unknown_status_is_not_put_to_sleep() {
+    let env = Env::start("unknown-status-sleep", settings()).await;
+    let (agent_id, _) = env.asleep_since(Duration::from_secs(3600));
+    let ctl = env.world.sim.control();
+    ctl.seed_session(snapwake_sim::SeedSession {
+        tool_id: env.world.recoverable.clone(),
+        user_session_id: Some(agent_id.clone()),
+        status: Some("Paused".into()),
+        ..Default::default()
+    })
+    .unwrap();
+    let path = format!("/v1/agents/codex/{agent_id}/sleep");
+    let resp = env
+        .resume
+        .handle(request("POST", &path, Who::User("alice"), None))
+        .await;
+    let (status, body) = answer(&resp);
+    assert_eq!(status, 502, "{body}");
+    assert!(
+        body["detail"].as_str().unwrap().contains("Paused"),
+        "{body}"
+    );
+    let counters = ctl.counters();
+    assert_eq!(counters.received("CreateSessionSnapshot"), 0);
+    assert_eq!(counters.received("DeleteSession"), 0);
+    assert_eq!(counters.live_sessions_of(&agent_id), 1);
+}

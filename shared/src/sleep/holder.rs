@@ -78,6 +78,12 @@ impl<S: AgentStore, K: AgentKit> Sleep<'_, S, K> {
         let Some(live) = live else {
             return self.asleep_already(lock, held, &home).await;
         };
+        // A session in a status nobody documented is neither snapshotted nor ended on its own
+        // (docs/wake-protocol.md, "AgentKit keeps its own time").
+        if live.phase() == crate::domain::SessionPhase::Unknown {
+            let err = Error::unknown_status("session", live.status.as_deref());
+            return Err(self.give_back(lock, &mut held, err).await);
+        }
         let session_id = live.session_id.clone().unwrap_or_default();
 
         // 3. Enough budget for one whole AgentKit request, or none is sent.
