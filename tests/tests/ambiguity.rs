@@ -1343,12 +1343,23 @@ async fn failing_sleep_flow(
 
 /// Run every (site, mode) of `flows` with the fault firing `times` times, each in its own
 /// task, and report all failures at once.
+///
+/// The scenarios run on workers with 8 MiB stacks: a whole flow (wake, sleep, create, delete,
+/// each through its handler) inlined in one future is several hundred KiB of stack in a debug
+/// build, which the default 2 MiB worker does not always hold beside the handler's own frames.
+/// Release builds (what runs in Lambda) are a fraction of that.
 async fn run_sites(flows: &[Flow], times: u32) {
+    let workers = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_stack_size(8 << 20)
+        .enable_all()
+        .build()
+        .expect("a runtime for the scenarios");
     let mut failures = Vec::new();
     for site in SITES.iter().filter(|s| flows.contains(&s.flow)) {
         for mode in MODES {
             let started = Instant::now();
-            let outcome = tokio::spawn(scenario(site, mode, times)).await;
+            let outcome = workers.spawn(scenario(site, mode, times)).await;
             let took = started.elapsed();
             match outcome {
                 Ok(()) => eprintln!("ok    {:<40} {mode:?} x{times} ({took:.1?})", site.name),
@@ -1370,6 +1381,7 @@ async fn run_sites(flows: &[Flow], times: u32) {
             }
         }
     }
+    workers.shutdown_background();
     assert!(
         failures.is_empty(),
         "{} scenario(s) failed:\n{}",

@@ -233,7 +233,7 @@ impl<'a, S: AgentStore, K: AgentKit> Sleep<'a, S, K> {
                 Decision::Join => {
                     // Follow whichever sleep is in flight (a takeover bumps the fence).
                     joined = r.fence;
-                    if let Some(settled) = self.carry_on(lock, target, &r).await? {
+                    if let Some(settled) = Box::pin(self.carry_on(lock, target, &r)).await? {
                         return Ok(Watched::Done(settled));
                     }
                 }
@@ -307,5 +307,8 @@ pub(crate) async fn carry_on<S: AgentStore, K: AgentKit>(
         home,
     };
     let until = deadline.min_after(lease);
-    Ok(Some(finish.run(Settler::Anyone, record, until).await?))
+    // Boxed: finishing a sleep is a large future (debug builds run it on a worker's stack).
+    Ok(Some(
+        Box::pin(finish.run(Settler::Anyone, record, until)).await?,
+    ))
 }

@@ -192,70 +192,21 @@ impl<S: AgentStore, K: AgentKit> Wake<'_, S, K> {
                 "a temporary agent cannot be woken once its session has ended".into(),
             ));
         }
-        let mut listing = match listed.take() {
-            Some(l) => l,
-            None => match snapshots(self.agentkit, &home, key, deadline).await {
-                Ok(l) => l,
-                Err(e) => return Err(self.fail(lock, &mut held, e.into()).await),
-            },
-        };
-        let recorded = before.as_ref().and_then(|b| b.snapshot_id.clone());
-        let expected = self.expected_snapshot(before.as_ref());
-        let mut backoff = self.settings.polling();
-        let snapshot = loop {
-            let choice = choose(
-                &listing,
-                key,
-                target.snapshot_id.as_deref(),
-                recorded.as_deref(),
-                expected.as_ref(),
-                self.settings.snapshot_stuck_after,
-                now_ms(),
-            );
-            match choice {
-                Choice::Wake {
-                    snapshot,
-                    passed_over,
-                } => {
-                    if let Some(failed) = passed_over {
-                        tracing::warn!(agent = %key, %failed, "the newest snapshot failed; waking the newest Ready one");
-                    }
-                    break snapshot;
-                }
-                // Wait for it while a Resume could still be sent after it; else say so.
-                Choice::Wait { snapshot_id } => {
-                    let room = self.agentkit.request_timeout();
-                    if !backoff.wait(deadline, room).await {
-                        return Box::pin(self.await_snapshot(
-                            lock,
-                            target,
-                            held,
-                            &home,
-                            snapshot_id,
-                        ))
-                        .await;
-                    }
-                    listing = match Box::pin(snapshots(self.agentkit, &home, key, deadline)).await {
-                        Ok(l) => l,
-                        Err(e) => return Err(self.fail(lock, &mut held, e.into()).await),
-                    };
-                }
-                Choice::Stuck { snapshot_id } => {
-                    let err = Error::SnapshotStuck { snapshot_id };
-                    return Err(Box::pin(self.fail(lock, &mut held, err)).await);
-                }
-                Choice::Unknown { status, .. } => {
-                    self.give_back(lock, &mut held, &home).await;
-                    return Err(Error::unknown_status("snapshot", Some(&status)));
-                }
-                Choice::Nothing => {
-                    self.give_back(lock, &mut held, &home).await;
-                    return Err(Error::NotWakeable(match &target.snapshot_id {
-                        Some(id) => format!("snapshot {id} is not Ready or does not exist"),
-                        None => "the agent has neither a live session nor a Ready snapshot".into(),
-                    }));
-                }
-            }
+        // Boxed: choosing, and waiting for, the snapshot keeps listings and choices alive across
+        // awaits; inline they would make the holder's frame too large for a debug worker.
+        let picked = Box::pin(self.pick_snapshot(
+            lock,
+            target,
+            &mut held,
+            &home,
+            before.as_ref(),
+            listed.take(),
+        ))
+        .await?;
+        let (snapshot, listing) = match picked {
+            Picked::Snapshot { snapshot, listing } => (snapshot, listing),
+            Picked::Waiting(record) => return Ok(WakeOutcome::Waking { record }),
+            Picked::Lost(record) => return Box::pin(self.follow(lock, target, record)).await,
         };
         let snapshot_id = snapshot.snapshot_id.clone().unwrap_or_default();
 
@@ -329,6 +280,83 @@ impl<S: AgentStore, K: AgentKit> Wake<'_, S, K> {
             resumed: true,
         };
         Box::pin(self.record_and_poll(lock, target, held, &home, recorded, listing)).await
+    }
+
+    /// Step 4: the snapshot to wake from (docs/wake-protocol.md, "AgentKit keeps its own
+    /// time"). A newer snapshot still being made is waited for while a Resume could still be
+    /// sent after it, then the agent is left `waking` (`SNAPSHOT_IN_PROGRESS`) for the next
+    /// caller. Errors have given the lock back already.
+    async fn pick_snapshot(
+        &self,
+        lock: &AgentLock<'_, S>,
+        target: &WakeTarget,
+        held: &mut Held,
+        home: &Home,
+        before: Option<&crate::domain::AgentRecord>,
+        listed: Option<Vec<Snapshot>>,
+    ) -> Result<Picked, Error> {
+        let deadline = lock.deadline();
+        let key = &target.key;
+        let mut listing = match listed {
+            Some(l) => l,
+            None => match snapshots(self.agentkit, home, key, deadline).await {
+                Ok(l) => l,
+                Err(e) => return Err(self.fail(lock, held, e.into()).await),
+            },
+        };
+        let recorded = before.and_then(|b| b.snapshot_id.clone());
+        let expected = self.expected_snapshot(before);
+        let mut backoff = self.settings.polling();
+        loop {
+            let choice = choose(
+                &listing,
+                key,
+                target.snapshot_id.as_deref(),
+                recorded.as_deref(),
+                expected.as_ref(),
+                self.settings.snapshot_stuck_after,
+                now_ms(),
+            );
+            match choice {
+                Choice::Wake {
+                    snapshot,
+                    passed_over,
+                } => {
+                    if let Some(failed) = passed_over {
+                        tracing::warn!(agent = %key, %failed, "the newest snapshot failed; waking the newest Ready one");
+                    }
+                    return Ok(Picked::Snapshot { snapshot, listing });
+                }
+                // Wait for it while a Resume could still be sent after it; else say so.
+                Choice::Wait { snapshot_id } => {
+                    let room = self.agentkit.request_timeout();
+                    if !backoff.wait(deadline, room).await {
+                        return self
+                            .await_snapshot(lock, held, home, key, snapshot_id)
+                            .await;
+                    }
+                    listing = match snapshots(self.agentkit, home, key, deadline).await {
+                        Ok(l) => l,
+                        Err(e) => return Err(self.fail(lock, held, e.into()).await),
+                    };
+                }
+                Choice::Stuck { snapshot_id } => {
+                    let err = Error::SnapshotStuck { snapshot_id };
+                    return Err(self.fail(lock, held, err).await);
+                }
+                Choice::Unknown { status, .. } => {
+                    self.give_back(lock, held, home).await;
+                    return Err(Error::unknown_status("snapshot", Some(&status)));
+                }
+                Choice::Nothing => {
+                    self.give_back(lock, held, home).await;
+                    return Err(Error::NotWakeable(match &target.snapshot_id {
+                        Some(id) => format!("snapshot {id} is not Ready or does not exist"),
+                        None => "the agent has neither a live session nor a Ready snapshot".into(),
+                    }));
+                }
+            }
+        }
     }
 
     /// A session this wake's earlier holders started: by UserSessionId, or for an agent
@@ -557,17 +585,17 @@ impl<S: AgentStore, K: AgentKit> Wake<'_, S, K> {
     async fn await_snapshot(
         &self,
         lock: &AgentLock<'_, S>,
-        target: &WakeTarget,
-        mut held: Held,
+        held: &mut Held,
         home: &Home,
+        key: &crate::domain::AgentKey,
         snapshot_id: Option<String>,
-    ) -> Result<WakeOutcome, Error> {
+    ) -> Result<Picked, Error> {
         let deadline = lock.deadline();
         let what = snapshot_id.map_or_else(
             || "the last session's snapshot (not listed yet)".to_string(),
             |id| format!("snapshot {id}"),
         );
-        tracing::info!(agent = %target.key, %what, "wake: waiting for the newest snapshot");
+        tracing::info!(agent = %key, %what, "wake: waiting for the newest snapshot");
         let changes = Changes {
             error: Some(Some(recorded_failure(
                 SNAPSHOT_IN_PROGRESS,
@@ -578,10 +606,9 @@ impl<S: AgentStore, K: AgentKit> Wake<'_, S, K> {
             describe: Some(home.description()),
             ..Changes::default()
         };
-        match lock.write(&mut held, changes).await {
-            Ok(Written::Done(r)) => Ok(WakeOutcome::Waking { record: r }),
-            Ok(Written::Lost(r)) => Box::pin(self.follow(lock, target, r)).await,
-            Err(e) => Err(e.into()),
+        match lock.write(held, changes).await? {
+            Written::Done(r) => Ok(Picked::Waiting(r)),
+            Written::Lost(r) => Ok(Picked::Lost(r)),
         }
     }
 
@@ -685,6 +712,20 @@ fn described(record: &crate::domain::AgentRecord, home: &Home, snapshot: &Snapsh
             .flatten(),
         ..home.description()
     }
+}
+
+/// What step 4 came to.
+#[allow(clippy::large_enum_variant)] // made once per wake, consumed at once
+pub(super) enum Picked {
+    /// Wake from this snapshot; `listing` is the agent's snapshots as just listed.
+    Snapshot {
+        snapshot: Snapshot,
+        listing: Vec<Snapshot>,
+    },
+    /// The snapshot is still being made: the agent is left waking, this record says so.
+    Waiting(crate::domain::AgentRecord),
+    /// The lock was lost meanwhile: follow whoever has it.
+    Lost(Option<crate::domain::AgentRecord>),
 }
 
 /// The previous generation left a session that should have been ready by now: a wake whose
