@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use clap::Args;
 use snapwake::agentkit::Credentials;
-use snapwake_sim::{SimConfig, Simulator};
+use snapwake_sim::{SimConfig, SimControl, Simulator};
 
 use crate::error::CliError;
 
@@ -41,6 +41,38 @@ pub struct SimArgs {
     /// Turn off AgentKit's 3-per-second throttle of CreateTool/UpdateTool.
     #[arg(long)]
     no_write_throttle: bool,
+    #[command(flatten)]
+    time: AgentKitTime,
+}
+
+/// AgentKit's own time, as a simulator started from the command line keeps it
+/// (docs/agentkit.md, "The simulator"). Shared by `snapwake sim` and `snapwake serve`.
+#[derive(Debug, Args)]
+pub struct AgentKitTime {
+    /// How long the snapshot of an expired session stays Creating after the session's
+    /// ExpireAt, in milliseconds.
+    #[arg(long, default_value_t = 3000)]
+    expiry_snapshot_delay_ms: u64,
+    /// How long after its session's ExpireAt that snapshot is missing from listings, in ms.
+    #[arg(long, default_value_t = 0)]
+    expiry_snapshot_hidden_ms: u64,
+    /// The status that snapshot reaches after its delay (`Ready`, or `Failed` to try a
+    /// snapshot that fails).
+    #[arg(long, default_value = "Ready")]
+    expiry_snapshot_outcome: String,
+    /// How many of the next sessions started stay Starting forever.
+    #[arg(long, default_value_t = 0)]
+    stuck_sessions: u32,
+}
+
+impl AgentKitTime {
+    /// Set these on a running simulator.
+    pub fn apply(&self, sim: &SimControl) {
+        sim.set_expiry_snapshot_delay(Duration::from_millis(self.expiry_snapshot_delay_ms));
+        sim.set_expiry_snapshot_hidden(Duration::from_millis(self.expiry_snapshot_hidden_ms));
+        sim.set_expiry_snapshot_outcome(&self.expiry_snapshot_outcome);
+        sim.set_stuck_sessions(self.stuck_sessions);
+    }
 }
 
 pub fn run(args: SimArgs) -> Result<(), CliError> {
@@ -61,6 +93,7 @@ async fn serve(args: SimArgs) -> Result<(), CliError> {
     let sim = Simulator::start(config).await?;
     sim.control()
         .set_snapshot_ready_delay(Duration::from_millis(args.snapshot_ready_delay_ms));
+    args.time.apply(&sim.control());
     println!(
         "AgentKit simulator listening on {} (access key {}; control surface {}/_sim/)",
         sim.endpoint(),

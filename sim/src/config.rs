@@ -5,6 +5,10 @@ use std::time::Duration;
 use crate::throttle::DEFAULT_TOOL_WRITE_LIMIT;
 use snapwake::agentkit::signer::Credentials;
 
+/// How long the snapshot of an expired session stays `Creating` by default: AgentKit takes a
+/// few seconds to save a workspace.
+pub const DEFAULT_EXPIRY_SNAPSHOT_DELAY: Duration = Duration::from_secs(3);
+
 /// How a simulator starts.
 #[derive(Clone, Debug)]
 pub struct SimConfig {
@@ -16,6 +20,9 @@ pub struct SimConfig {
     pub session_ready_delay: Duration,
     /// How long a new Tool stays `Creating` (simulated time).
     pub tool_ready_delay: Duration,
+    /// How long the snapshot of an expired session stays `Creating` after the session's
+    /// ExpireAt (simulated time).
+    pub expiry_snapshot_delay: Duration,
     /// CreateTool+UpdateTool per sliding second; `None` = no throttle.
     pub tool_write_limit: Option<u32>,
     /// Seeds the id and fault RNGs.
@@ -26,13 +33,14 @@ pub struct SimConfig {
 
 impl Default for SimConfig {
     /// AK `sim-access-key` / SK `sim-secret-key`, regions `cn-beijing` and `cn-shanghai`,
-    /// delays 0, throttle 3/s, seed 0, any port.
+    /// session and Tool delays 0, expiry snapshots 3 s, throttle 3/s, seed 0, any port.
     fn default() -> Self {
         SimConfig {
             credentials: Credentials::new("sim-access-key", "sim-secret-key", None),
             regions: vec!["cn-beijing".into(), "cn-shanghai".into()],
             session_ready_delay: Duration::ZERO,
             tool_ready_delay: Duration::ZERO,
+            expiry_snapshot_delay: DEFAULT_EXPIRY_SNAPSHOT_DELAY,
             tool_write_limit: Some(DEFAULT_TOOL_WRITE_LIMIT),
             seed: 0,
             port: 0,

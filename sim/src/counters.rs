@@ -32,6 +32,9 @@ pub struct Counters {
     pub signature_failures: u64,
     /// Injected faults that answered an error.
     pub faults_fired: u64,
+    /// Actions carried out late (`Fault::apply_after`), by action.
+    #[serde(default)]
+    pub late_applied: BTreeMap<String, u64>,
 }
 
 impl Counters {

@@ -8,8 +8,11 @@
 //! always. With `after_apply`, the action is carried out and its answer replaced by the error:
 //! a half-succeeded CreateSession, or a lost response; its latency then comes *after* the
 //! action (AgentKit acted at once, the answer was late), so a client timeout shorter than the
-//! latency models "timed out after AgentKit acted". A *bare* error has no envelope and no
-//! code: a gateway's 503 page, which says nothing of whether the action ran.
+//! latency models "timed out after AgentKit acted". With `apply_after_ms` the action is not
+//! carried out now at all but that much later on the simulated clock (applied by the next call
+//! after it is due): an answer lost now, an action AgentKit applies seconds later. A *bare*
+//! error has no envelope and no code: a gateway's 503 page, which says nothing of whether the
+//! action ran.
 
 use rand::rngs::StdRng;
 use rand::Rng;
@@ -65,6 +68,10 @@ pub struct Fault {
     /// Carry the action out, then answer the error.
     #[serde(default)]
     pub after_apply: bool,
+    /// Answer the error (after `latency_ms`) without acting now, and carry the action out this
+    /// many milliseconds later on the simulated clock: an answer lost, the action applied late.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub apply_after_ms: Option<u64>,
 }
 
 impl Fault {
@@ -82,6 +89,7 @@ impl Fault {
             latency_ms: 0,
             trigger: Trigger::Always,
             after_apply: false,
+            apply_after_ms: None,
         }
     }
 
@@ -103,6 +111,7 @@ impl Fault {
             latency_ms: ms,
             trigger: Trigger::Always,
             after_apply: false,
+            apply_after_ms: None,
         }
     }
 
@@ -121,6 +130,15 @@ impl Fault {
     /// Carry the action out, then answer the error.
     pub fn after_apply(mut self) -> Self {
         self.after_apply = true;
+        self
+    }
+
+    /// Answer the error now and carry the action out `by` later (simulated time): a
+    /// CreateSession, Resume, DeleteSession or CreateSessionSnapshot whose answer was lost and
+    /// which AgentKit applies seconds after.
+    pub fn apply_after(mut self, by: std::time::Duration) -> Self {
+        self.after_apply = false;
+        self.apply_after_ms = Some(u64::try_from(by.as_millis()).unwrap_or(u64::MAX));
         self
     }
 
@@ -145,6 +163,11 @@ impl Fault {
                 return Err(SimError::invalid("fault rate must be within 0..=1"));
             }
         }
+        if self.apply_after_ms.is_some() && (self.error.is_none() || self.after_apply) {
+            return Err(SimError::invalid(
+                "apply_after_ms needs an error and excludes after_apply",
+            ));
+        }
         if let Some(e) = &self.error {
             if !(400..=599).contains(&e.status) || (e.code.is_empty() && !e.bare) {
                 return Err(SimError::invalid(
@@ -162,6 +185,7 @@ pub(crate) struct Verdict {
     pub(crate) latency_ms: u64,
     pub(crate) error: Option<SimError>,
     pub(crate) after_apply: bool,
+    pub(crate) apply_after_ms: Option<u64>,
 }
 
 /// The faults in force.
@@ -212,6 +236,7 @@ impl Faults {
                     bare: e.bare,
                 });
                 v.after_apply = f.after_apply;
+                v.apply_after_ms = f.apply_after_ms;
                 break;
             }
         }

@@ -47,10 +47,19 @@
 //! - `NextToken`: keyset cursor over `(CreatedAt, id)` order, HMAC-authenticated with a random
 //!   per-simulator key and bound to the action, region, Tool and filters (not `MaxResults`).
 //!   An empty `NextToken` counts as absent. See `pagination.rs`.
-//! - Session and Tool ready delays: 0 (objects are `Ready` at once) unless configured.
+//! - Session and Tool ready delays: 0 (objects are `Ready` at once) unless configured; expiry
+//!   snapshots take 3 s (above).
 //! - Timestamps: RFC 3339 UTC with whole seconds, e.g. `2026-12-02T10:00:00Z`.
 //! - Sessions always carry their `Endpoint` (`https://<SessionId>.sandbox.example/?auth=<hex>`);
 //!   the simulator never logs it.
+//! - AgentKit keeps its own time, and so does the simulator (docs/agentkit.md): the snapshot of
+//!   an expired session is `Creating` until `ExpireAt` + the expiry snapshot delay (3 s by
+//!   default), then the expiry snapshot outcome (`Ready`, or `Failed`); it can be missing from
+//!   listings, GetSessionSnapshot and Resume until `ExpireAt` + a hidden time (0 by default).
+//!   The next N sessions started can be told to stay `Starting` forever, and any session can
+//!   be given any status (`Paused`, …), which sticks. A fault with `apply_after_ms` answers
+//!   its error without acting and carries the action out that much later on the simulated
+//!   clock (counted in `late_applied`).
 //! - DeleteSession ends a session without a snapshot. Snapshots come from expiry (of sessions
 //!   still active at expiry on a Tool whose `EnableSnapshot` is true when the expiry is
 //!   applied, lazily, at the next call after `ExpireAt`; `Reason: Expired`) and from
@@ -86,15 +95,21 @@
 //!   `{"snapshot_ids": [...]}` (bulk, one lock)
 //! - `GET /_sim/snapshots/{id}` → the AgentKit Snapshot
 //! - `GET /_sim/settings` → `{"session_ready_delay_ms": 0, "tool_ready_delay_ms": 0,
-//!   "snapshot_ready_delay_ms": 0, "snapshot_outcome": "Ready", "tool_write_limit": 3}`;
-//!   `POST /_sim/settings` with any of those fields changes them (`"tool_write_limit": null`
-//!   turns the throttle off; `"snapshot_outcome": "Failed"` makes requested snapshots fail)
+//!   "snapshot_ready_delay_ms": 0, "snapshot_outcome": "Ready", "tool_write_limit": 3,
+//!   "expiry_snapshot_delay_ms": 3000, "expiry_snapshot_hidden_ms": 0,
+//!   "expiry_snapshot_outcome": "Ready", "stuck_sessions": 0}`; `POST /_sim/settings` with
+//!   any of those fields changes them (`"tool_write_limit": null` turns the throttle off;
+//!   `"snapshot_outcome": "Failed"` makes requested snapshots fail, `"expiry_snapshot_outcome":
+//!   "Failed"` expiry snapshots; `"stuck_sessions": n` keeps the next n sessions `Starting`)
+//! - `POST /_sim/sessions/{id}/status` `{"status": "Paused"}` gives a session a status of its
+//!   own (`null`: back to its lifecycle); 404 for an unknown session
 //! - `GET /_sim/faults` → `[…]`; `POST /_sim/faults` `{"action": "CreateSession",
 //!   "error": {"code": "ErrCreateSessionFail", "status": 500, "retry_after": null},
 //!   "latency_ms": 0, "trigger": {"next": 1}, "after_apply": true}` → `{"faults": n}`
 //!   (`trigger` is `{"next": n}`, `{"rate": 0.2}` or `"always"`; `action` null = all actions;
 //!   `"error": {"status": 503, "bare": true}` answers a bare status with no envelope and no
-//!   code; with `after_apply` the action runs first and `latency_ms` delays only the answer);
+//!   code; with `after_apply` the action runs first and `latency_ms` delays only the answer;
+//!   with `"apply_after_ms": n` it does not run now but n ms later, simulated time);
 //!   `DELETE /_sim/faults` clears them
 //! - `GET /_sim/counters` → [`Counters`] as JSON; `POST /_sim/counters/reset`
 

@@ -20,8 +20,18 @@ use crate::throttle::Throttle;
 use snapwake::agentkit::signer::Credentials;
 
 /// Everything behind one lock (never held across an `.await`).
+/// An action answered with an error now and carried out later (`Fault::apply_after`).
+pub(crate) struct Late {
+    pub(crate) due: OffsetDateTime,
+    pub(crate) action: &'static str,
+    pub(crate) region: String,
+    pub(crate) body: Vec<u8>,
+}
+
 pub(crate) struct Inner {
     pub(crate) world: World,
+    /// Actions still to be carried out late, in the order they were answered.
+    pub(crate) late: Vec<Late>,
     pub(crate) faults: Faults,
     pub(crate) fault_rng: StdRng,
     pub(crate) throttle: Throttle,
@@ -47,7 +57,12 @@ impl Shared {
             clock: Clock::default(),
             tokens: Tokens::new(key),
             inner: Mutex::new(Inner {
-                world: World::new(cfg.seed, cfg.session_ready_delay, cfg.tool_ready_delay),
+                world: {
+                    let mut w = World::new(cfg.seed, cfg.session_ready_delay, cfg.tool_ready_delay);
+                    w.expiry_snapshot_delay = cfg.expiry_snapshot_delay;
+                    w
+                },
+                late: Vec::new(),
                 faults: Faults::default(),
                 fault_rng: StdRng::seed_from_u64(cfg.seed ^ 0x5eed_fa17),
                 throttle: Throttle::new(cfg.tool_write_limit),
@@ -61,7 +76,33 @@ impl Shared {
         let mut inner = self.lock();
         let now = self.clock.now();
         inner.world.tick(now);
+        self.apply_late(&mut inner, now);
         f(&mut inner, now)
+    }
+
+    /// Carry out every late action due by `now`, at its due time, as if it had just arrived.
+    fn apply_late(&self, inner: &mut Inner, now: OffsetDateTime) {
+        while let Some(i) = inner.late.iter().position(|l| l.due <= now) {
+            let late = inner.late.remove(i);
+            let cx = crate::actions::Ctx {
+                region: &late.region,
+                now: late.due,
+                tokens: &self.tokens,
+            };
+            let outcome = crate::actions::run(late.action, &mut inner.world, &cx, &late.body);
+            tracing::debug!(
+                action = late.action,
+                applied = outcome.is_ok(),
+                "sim: a late action was carried out"
+            );
+            if outcome.is_ok() {
+                *inner
+                    .counters
+                    .late_applied
+                    .entry(late.action.to_string())
+                    .or_insert(0) += 1;
+            }
+        }
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {

@@ -890,6 +890,8 @@ async fn control_surface_over_http() {
         r,
         json!({"session_ready_delay_ms": 5000, "tool_ready_delay_ms": 0,
                "snapshot_ready_delay_ms": 0, "snapshot_outcome": "Ready",
+               "expiry_snapshot_delay_ms": 3000, "expiry_snapshot_hidden_ms": 0,
+               "expiry_snapshot_outcome": "Ready", "stuck_sessions": 0,
                "tool_write_limit": null})
     );
     assert_eq!(ctl.settings().2, None);
@@ -1191,4 +1193,217 @@ async fn every_action_refuses_unknown_fields() {
         let a = c.call(action, body).await;
         assert_eq!((a.status, a.code()), (400, "InvalidParameter"), "{action}");
     }
+}
+
+/// AgentKit's own time: the snapshot of an expired session is `Creating` for a while after the
+/// session's ExpireAt (3 s by default), may be missing from listings for a moment, and may end
+/// `Failed`; a clock jumped far past the expiry finds it finished.
+#[tokio::test]
+async fn expiry_snapshots_take_time_can_hide_and_can_fail() {
+    let (_s, ctl, c) = sim().await;
+    let t = ctl.seed_tool(BJ, tool("codex", true)).unwrap();
+    let list = |usid: &str| json!({"ToolId": t, "UserSessionId": usid});
+    let seed = |usid: &str| {
+        ctl.seed_session(SeedSession {
+            tool_id: t.clone(),
+            user_session_id: Some(usid.into()),
+            ttl_secs: Some(60),
+            ..SeedSession::default()
+        })
+        .unwrap()
+    };
+
+    // Default: Creating right after the expiry, Ready 3 s after it.
+    seed("u-1");
+    ctl.advance(Duration::from_secs(60));
+    let a = c.call("ListSessionSnapshots", list("u-1")).await;
+    let snap = a.result()["Snapshots"][0].clone();
+    assert_eq!(snap["Status"], "Creating", "{snap}");
+    let id = snap["SnapshotId"].as_str().unwrap().to_string();
+    let resume = json!({"ToolId": t, "SnapshotId": id, "Ttl": 28800, "CreateNewInstance": false});
+    assert_eq!(
+        c.call("ResumeSessionFromSnapshot", resume).await.status,
+        409
+    );
+    ctl.advance(Duration::from_secs(4));
+    let a = c
+        .call("GetSessionSnapshot", json!({"ToolId": t, "SnapshotId": id}))
+        .await;
+    assert_eq!(a.result()["Snapshot"]["Status"], "Ready");
+
+    // Hidden for 10 s, then Failed after 20 s.
+    ctl.set_expiry_snapshot_hidden(Duration::from_secs(10));
+    ctl.set_expiry_snapshot_delay(Duration::from_secs(20));
+    ctl.set_expiry_snapshot_outcome("Failed");
+    seed("u-2");
+    ctl.advance(Duration::from_secs(61));
+    let a = c.call("ListSessionSnapshots", list("u-2")).await;
+    assert!(
+        a.result()["Snapshots"].as_array().unwrap().is_empty(),
+        "hidden"
+    );
+    ctl.advance(Duration::from_secs(10));
+    let a = c.call("ListSessionSnapshots", list("u-2")).await;
+    assert_eq!(a.result()["Snapshots"][0]["Status"], "Creating");
+    ctl.advance(Duration::from_secs(20));
+    let a = c.call("ListSessionSnapshots", list("u-2")).await;
+    assert_eq!(a.result()["Snapshots"][0]["Status"], "Failed");
+
+    // The same settings over the control surface.
+    let http = reqwest::Client::new();
+    let url = format!("{}/_sim/settings", _s.endpoint());
+    let v: Value = http
+        .post(&url)
+        .json(
+            &json!({"expiry_snapshot_delay_ms": 1500, "expiry_snapshot_hidden_ms": 0,
+                      "expiry_snapshot_outcome": "Ready", "stuck_sessions": 2}),
+        )
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(v["expiry_snapshot_delay_ms"], 1500);
+    assert_eq!(v["expiry_snapshot_hidden_ms"], 0);
+    assert_eq!(v["expiry_snapshot_outcome"], "Ready");
+    assert_eq!(v["stuck_sessions"], 2);
+}
+
+/// Sessions that never get ready, and sessions in a status nobody documented.
+#[tokio::test]
+async fn sessions_can_stay_starting_or_take_any_status() {
+    let (s, ctl, c) = sim().await;
+    let t = ctl.seed_tool(BJ, tool("codex", true)).unwrap();
+    ctl.set_stuck_sessions(1);
+    let a = c
+        .call("CreateSession", create_session_body(&t, "u-1", "alice"))
+        .await;
+    let stuck = a.result()["SessionId"].as_str().unwrap().to_string();
+    let a = c
+        .call("CreateSession", create_session_body(&t, "u-2", "bob"))
+        .await;
+    let fine = a.result()["SessionId"].as_str().unwrap().to_string();
+    ctl.advance(Duration::from_secs(3600));
+    let get = |id: &str| json!({"ToolId": t, "SessionId": id});
+    assert_eq!(
+        c.call("GetSession", get(&stuck)).await.result()["Status"],
+        "Starting"
+    );
+    assert_eq!(
+        c.call("GetSession", get(&fine)).await.result()["Status"],
+        "Ready"
+    );
+
+    ctl.set_session_status(&fine, Some("Paused")).unwrap();
+    assert_eq!(
+        c.call("GetSession", get(&fine)).await.result()["Status"],
+        "Paused"
+    );
+    ctl.set_session_status(&fine, None).unwrap();
+    assert_eq!(
+        c.call("GetSession", get(&fine)).await.result()["Status"],
+        "Ready"
+    );
+    assert!(ctl.set_session_status("sess-nobody", Some("x")).is_err());
+
+    // Over HTTP.
+    let http = reqwest::Client::new();
+    let url = format!("{}/_sim/sessions/{stuck}/status", s.endpoint());
+    let r = http
+        .post(&url)
+        .json(&json!({"status": "Hibernating"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    assert_eq!(
+        c.call("GetSession", get(&stuck)).await.result()["Status"],
+        "Hibernating"
+    );
+    let url = format!("{}/_sim/sessions/sess-nobody/status", s.endpoint());
+    let r = http
+        .post(&url)
+        .json(&json!({"status": "x"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 404);
+}
+
+/// An action answered with an error and carried out later, as AgentKit does with a request
+/// whose answer was lost: nothing now, the effect once its time has come.
+#[tokio::test]
+async fn actions_can_fail_now_and_apply_late() {
+    let (_s, ctl, c) = sim().await;
+    let t = ctl.seed_tool(BJ, tool("codex", true)).unwrap();
+    ctl.inject(
+        Fault::error(Some("CreateSession"), "InternalError", 500)
+            .next(1)
+            .apply_after(Duration::from_secs(5)),
+    )
+    .unwrap();
+    let a = c
+        .call("CreateSession", create_session_body(&t, "u-1", "alice"))
+        .await;
+    assert_eq!(a.status, 500);
+    let list = json!({"ToolId": t, "Filters": [{"Name": "UserSessionId", "Values": ["u-1"]}]});
+    let a = c.call("ListSessions", list.clone()).await;
+    assert!(
+        a.result()["SessionInfos"].as_array().unwrap().is_empty(),
+        "not yet"
+    );
+    assert_eq!(ctl.late_pending(), 1);
+    ctl.advance(Duration::from_secs(5));
+    let a = c.call("ListSessions", list).await;
+    let late = a.result()["SessionInfos"].as_array().unwrap().clone();
+    assert_eq!(late.len(), 1, "applied late");
+    assert_eq!(ctl.counters().late_applied.get("CreateSession"), Some(&1));
+    assert_eq!(ctl.late_pending(), 0);
+
+    // DeleteSession, late too; a Resume of a snapshot deleted meanwhile applies nothing.
+    let sid = late[0]["SessionId"].as_str().unwrap().to_string();
+    ctl.inject(
+        Fault::error(Some("DeleteSession"), "ServiceUnavailable", 503)
+            .next(1)
+            .apply_after(Duration::from_secs(2)),
+    )
+    .unwrap();
+    let del = json!({"ToolId": t, "SessionId": sid});
+    assert_eq!(c.call("DeleteSession", del).await.status, 503);
+    assert_eq!(ctl.counters().live_sessions_of("u-1"), 1);
+    ctl.advance(Duration::from_secs(2));
+    assert_eq!(ctl.counters().live_sessions_of("u-1"), 0);
+
+    let snap = ctl
+        .seed_snapshot(SeedSnapshot {
+            tool_id: t.clone(),
+            user_session_id: Some("u-2".into()),
+            ..SeedSnapshot::default()
+        })
+        .unwrap();
+    ctl.inject(
+        Fault::error(Some("ResumeSessionFromSnapshot"), "InternalError", 500)
+            .next(1)
+            .apply_after(Duration::from_secs(2)),
+    )
+    .unwrap();
+    let resume = json!({"ToolId": t, "SnapshotId": snap, "Ttl": 28800, "CreateNewInstance": false});
+    assert_eq!(
+        c.call("ResumeSessionFromSnapshot", resume).await.status,
+        500
+    );
+    let gone = json!({"ToolId": t, "SnapshotId": snap});
+    c.call("DeleteSessionSnapshot", gone).await;
+    ctl.advance(Duration::from_secs(2));
+    assert_eq!(ctl.counters().live_sessions_of("u-2"), 0);
+    assert_eq!(
+        ctl.counters().late_applied.get("ResumeSessionFromSnapshot"),
+        None
+    );
+
+    // An apply_after without an error is refused.
+    let mut bad = Fault::latency(Some("CreateSession"), 1);
+    bad.apply_after_ms = Some(10);
+    assert!(ctl.inject(bad).is_err());
 }

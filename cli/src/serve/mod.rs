@@ -60,6 +60,9 @@ pub struct ServeArgs {
     /// it also runs once at start. `0s` turns the schedule off.
     #[arg(long, default_value = "1h", value_parser = humantime::parse_duration)]
     sweep_every: Duration,
+    /// AgentKit's own time in the embedded simulator.
+    #[command(flatten)]
+    agentkit_time: crate::sim::AgentKitTime,
 }
 
 /// What the server runs on, resolved from the environment.
@@ -108,6 +111,7 @@ async fn parts(args: &ServeArgs) -> Result<Parts, CliError> {
     .await?;
     sim.control()
         .set_snapshot_ready_delay(Duration::from_millis(args.snapshot_ready_delay_ms));
+    args.agentkit_time.apply(&sim.control());
     // The embedded simulator's own credentials; everything else from the environment.
     let endpoint = sim.endpoint();
     let credentials = SimConfig::default().credentials;

@@ -32,6 +32,7 @@ pub(super) fn list_session_snapshots(
         .filter_map(|k| w.snapshots.get(&k.1).map(|s| (k, s)))
         .filter(|(_, s)| s.tool_id == tool_id)
         .filter(|(_, s)| session_id.is_none() || s.session_id == session_id)
+        .filter(|(_, s)| s.is_visible(cx.now))
         .map(|(k, s)| (k.clone(), s.view(cx.now)));
     let (snapshots, next_token) = pagination::paginate(cx.tokens, &scope, size, items);
     Ok(ListSessionSnapshotsResult {
@@ -55,7 +56,7 @@ pub(super) fn resume_session_from_snapshot(
     let snap = w
         .snapshots
         .get(&r.snapshot_id)
-        .filter(|s| s.tool_id == r.tool_id)
+        .filter(|s| s.tool_id == r.tool_id && s.is_visible(cx.now))
         .ok_or_else(|| SimError::not_found(format!("snapshot {} not found", r.snapshot_id)))?;
     let status = snap.status(cx.now);
     if !status.eq_ignore_ascii_case("ready") {
@@ -151,6 +152,7 @@ pub(super) fn create_session_snapshot(
         created_at: cx.now,
         metadata: meta,
         snapshot_type: None,
+        visible_at: None,
     });
     Ok(CreateSessionSnapshotResult {
         snapshot_id: id,
@@ -168,7 +170,7 @@ pub(super) fn get_session_snapshot(
     required("SnapshotId", &r.snapshot_id)?;
     w.snapshots
         .get(&r.snapshot_id)
-        .filter(|s| s.tool_id == tool_id)
+        .filter(|s| s.tool_id == tool_id && s.is_visible(cx.now))
         .map(|s| GetSessionSnapshotResult {
             snapshot: s.view(cx.now),
         })

@@ -26,6 +26,7 @@ pub(crate) fn routes() -> Router<SimControl> {
         .route("/_sim/tools/{id}", get(peek_tool))
         .route("/_sim/sessions", post(seed_session))
         .route("/_sim/sessions/{id}", get(peek_session))
+        .route("/_sim/sessions/{id}/status", post(set_session_status))
         .route("/_sim/snapshots", post(seed_snapshots))
         .route("/_sim/snapshots/{id}", get(peek_snapshot))
         .route("/_sim/settings", get(settings).post(set_settings))
@@ -157,6 +158,10 @@ struct Settings {
     tool_ready_delay_ms: Option<u64>,
     snapshot_ready_delay_ms: Option<u64>,
     snapshot_outcome: Option<String>,
+    expiry_snapshot_delay_ms: Option<u64>,
+    expiry_snapshot_hidden_ms: Option<u64>,
+    expiry_snapshot_outcome: Option<String>,
+    stuck_sessions: Option<u32>,
     /// Absent = unchanged; `null` = throttle off.
     #[serde(deserialize_with = "present", skip_serializing_if = "Option::is_none")]
     tool_write_limit: Option<Option<u32>>,
@@ -169,7 +174,12 @@ fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Optio
 
 fn settings_json(c: &SimControl) -> Json<Value> {
     let (s, t, l) = c.settings();
+    let (expiry_delay, expiry_hidden, expiry_outcome, stuck) = c.agentkit_time();
     Json(json!({
+        "expiry_snapshot_delay_ms": expiry_delay.as_millis() as u64,
+        "expiry_snapshot_hidden_ms": expiry_hidden.as_millis() as u64,
+        "expiry_snapshot_outcome": expiry_outcome,
+        "stuck_sessions": stuck,
         "session_ready_delay_ms": s.as_millis() as u64,
         "tool_ready_delay_ms": t.as_millis() as u64,
         "snapshot_ready_delay_ms": c.snapshot_ready_delay().as_millis() as u64,
@@ -199,7 +209,35 @@ async fn set_settings(State(c): State<SimControl>, body: Bytes) -> Answer {
     if let Some(l) = s.tool_write_limit {
         c.set_tool_write_limit(l);
     }
+    if let Some(ms) = s.expiry_snapshot_delay_ms {
+        c.set_expiry_snapshot_delay(Duration::from_millis(ms));
+    }
+    if let Some(ms) = s.expiry_snapshot_hidden_ms {
+        c.set_expiry_snapshot_hidden(Duration::from_millis(ms));
+    }
+    if let Some(status) = s.expiry_snapshot_outcome {
+        c.set_expiry_snapshot_outcome(&status);
+    }
+    if let Some(n) = s.stuck_sessions {
+        c.set_stuck_sessions(n);
+    }
     Ok(settings_json(&c))
+}
+
+#[derive(Deserialize)]
+struct SessionStatus {
+    /// Any string; `null` hands the session back to its lifecycle.
+    status: Option<String>,
+}
+
+async fn set_session_status(
+    State(c): State<SimControl>,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> Answer {
+    let s: SessionStatus = parse(&body)?;
+    c.set_session_status(&id, s.status.as_deref())?;
+    Ok(Json(json!({"session_id": id, "status": s.status})))
 }
 
 async fn faults(State(c): State<SimControl>) -> Json<Value> {

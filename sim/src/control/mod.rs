@@ -106,6 +106,58 @@ impl SimControl {
         self.0.with(|i, _| i.world.snapshot_outcome.clone())
     }
 
+    /// How long the snapshot of an expired session stays `Creating` after its ExpireAt.
+    pub fn set_expiry_snapshot_delay(&self, d: Duration) {
+        self.0.with(|i, _| i.world.expiry_snapshot_delay = d);
+    }
+
+    /// How long after its ExpireAt the snapshot of an expired session is missing from listings
+    /// (and from GetSessionSnapshot and Resume).
+    pub fn set_expiry_snapshot_hidden(&self, d: Duration) {
+        self.0.with(|i, _| i.world.expiry_snapshot_hidden = d);
+    }
+
+    /// The status the snapshot of an expired session reaches after its delay: `Ready` (the
+    /// default) or, say, `Failed`.
+    pub fn set_expiry_snapshot_outcome(&self, status: &str) {
+        let status = status.to_string();
+        self.0.with(|i, _| i.world.expiry_snapshot_outcome = status);
+    }
+
+    /// The next `n` sessions started (CreateSession, Resume) stay `Starting` forever.
+    pub fn set_stuck_sessions(&self, n: u32) {
+        self.0.with(|i, _| i.world.stuck_sessions = n);
+    }
+
+    /// Give session `id` a status of its own, any string (`Paused`, `Starting`, …), which sticks;
+    /// `None` hands it back to its lifecycle. `NotFound` for an unknown session.
+    pub fn set_session_status(&self, id: &str, status: Option<&str>) -> Result<(), SimError> {
+        let status = status.map(str::to_string);
+        if self.0.with(|i, _| i.world.set_session_status(id, status)) {
+            Ok(())
+        } else {
+            Err(SimError::not_found(format!("no session {id}")))
+        }
+    }
+
+    /// The AgentKit-time settings: `(expiry snapshot delay, hidden, outcome, stuck sessions
+    /// still to come)`.
+    pub fn agentkit_time(&self) -> (Duration, Duration, String, u32) {
+        self.0.with(|i, _| {
+            (
+                i.world.expiry_snapshot_delay,
+                i.world.expiry_snapshot_hidden,
+                i.world.expiry_snapshot_outcome.clone(),
+                i.world.stuck_sessions,
+            )
+        })
+    }
+
+    /// Late actions not yet carried out.
+    pub fn late_pending(&self) -> usize {
+        self.0.with(|i, _| i.late.len())
+    }
+
     /// How long new Tools stay `Creating`.
     pub fn set_tool_ready_delay(&self, d: Duration) {
         self.0.with(|i, _| i.world.tool_ready_delay = d);

@@ -127,6 +127,17 @@ async fn action(
     if verdict.latency_ms > 0 && !late {
         tokio::time::sleep(Duration::from_millis(verdict.latency_ms)).await;
     }
+    // Answered now, carried out later: kept until it is due (`Shared::with` applies it).
+    if let (Some(_), Some(after)) = (&verdict.error, verdict.apply_after_ms) {
+        sh.with(|i, now| {
+            i.late.push(crate::shared::Late {
+                due: now + time::Duration::milliseconds(i64::try_from(after).unwrap_or(i64::MAX)),
+                action: name,
+                region: region.clone(),
+                body: body.to_vec(),
+            })
+        });
+    }
     let run = verdict.error.is_none() || verdict.after_apply;
     let outcome = if run {
         sh.with(|i, now| {

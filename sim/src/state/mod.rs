@@ -76,6 +76,14 @@ pub(crate) struct World {
     /// The status a snapshot taken on request reaches after the delay (`Ready`, or a failure
     /// to test with).
     pub(crate) snapshot_outcome: String,
+    /// How long the snapshot of an expired session stays `Creating` after its ExpireAt.
+    pub(crate) expiry_snapshot_delay: Duration,
+    /// How long after its ExpireAt that snapshot is missing from listings.
+    pub(crate) expiry_snapshot_hidden: Duration,
+    /// The status that snapshot reaches after the delay (`Ready`, or `Failed`).
+    pub(crate) expiry_snapshot_outcome: String,
+    /// How many of the next sessions started stay `Starting` forever.
+    pub(crate) stuck_sessions: u32,
     /// Resumes per snapshot id (kept after the snapshot is deleted).
     pub(crate) resumes: BTreeMap<String, u64>,
     ids: StdRng,
@@ -100,14 +108,22 @@ impl World {
             tool_ready_delay,
             snapshot_ready_delay: Duration::ZERO,
             snapshot_outcome: "Ready".into(),
+            expiry_snapshot_delay: crate::config::DEFAULT_EXPIRY_SNAPSHOT_DELAY,
+            expiry_snapshot_hidden: Duration::ZERO,
+            expiry_snapshot_outcome: "Ready".into(),
+            stuck_sessions: 0,
             resumes: BTreeMap::new(),
             ids: StdRng::seed_from_u64(seed),
         }
     }
 
     /// Apply every expiry due by `now`: a session on a recoverable Tool that was still active
-    /// becomes a `Ready` snapshot (`Reason: Expired`, CreatedAt = its ExpireAt); otherwise it
-    /// vanishes. Whether the Tool is recoverable is read when the expiry is applied.
+    /// becomes a snapshot (`Reason: Expired`, CreatedAt = its ExpireAt), `Creating` until
+    /// ExpireAt + the expiry snapshot delay and then the expiry snapshot outcome (`Ready`), and
+    /// missing from listings until ExpireAt + the hidden time; otherwise it vanishes. Times are
+    /// reckoned from the ExpireAt, not from when the expiry is applied, so a clock jumped far
+    /// past it finds the snapshot finished. Whether the Tool is recoverable is read when the
+    /// expiry is applied.
     pub(crate) fn tick(&mut self, now: OffsetDateTime) {
         let now_ns = ns(now);
         while let Some(first) = self.expiries.first() {
@@ -131,12 +147,14 @@ impl World {
                     user_session_id: s.user_session_id.clone(),
                     sandbox_id: Some(format!("sbx-{}", s.id.trim_start_matches("sess-"))),
                     tool_id: s.tool_id.clone(),
-                    status: "Ready".into(),
-                    ready_at: None,
+                    status: self.expiry_snapshot_outcome.clone(),
+                    ready_at: Some(s.expire_at + std_to_time(self.expiry_snapshot_delay)),
                     reason: Some(REASON_EXPIRED.into()),
                     created_at: s.expire_at,
                     metadata: s.metadata,
                     snapshot_type: None,
+                    visible_at: (!self.expiry_snapshot_hidden.is_zero())
+                        .then(|| s.expire_at + std_to_time(self.expiry_snapshot_hidden)),
                 };
                 tracing::debug!(session = %s.id, snapshot = %snap.id, "sim: session expired into a snapshot");
                 self.insert_snapshot(snap);

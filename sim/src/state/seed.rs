@@ -217,6 +217,7 @@ impl World {
             created_at: s.created_at.unwrap_or(now),
             metadata: s.session_metadata,
             snapshot_type: s.snapshot_type,
+            visible_at: None,
         });
         Ok(id)
     }

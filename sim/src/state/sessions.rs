@@ -79,6 +79,11 @@ impl World {
         now: OffsetDateTime,
     ) -> SessRec {
         let id = self.fresh_id("sess");
+        // A session told to get stuck stays `Starting` until a test moves it on.
+        let stuck = self.stuck_sessions > 0;
+        if stuck {
+            self.stuck_sessions -= 1;
+        }
         let s = SessRec {
             endpoint: self.endpoint_for(&id),
             id,
@@ -87,11 +92,23 @@ impl World {
             created_at: now,
             ready_at: now + std_to_time(self.session_ready_delay),
             expire_at: now + ttl,
-            fixed_status: None,
+            fixed_status: stuck.then(|| "Starting".to_string()),
             metadata,
         };
         self.insert_session(s.clone());
         s
+    }
+
+    /// Give a session a status of its own (`Some`: it sticks, any string), or hand it back to
+    /// its lifecycle (`None`). `false`: no such session.
+    pub(crate) fn set_session_status(&mut self, id: &str, status: Option<String>) -> bool {
+        match self.sessions.get_mut(id) {
+            Some(s) => {
+                s.fixed_status = status;
+                true
+            }
+            None => false,
+        }
     }
 
     /// Move a session's expiry (SetSessionTtl): the expiry index follows.

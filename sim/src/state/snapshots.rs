@@ -28,6 +28,8 @@ pub(crate) struct SnapRec {
     pub(crate) created_at: OffsetDateTime,
     pub(crate) metadata: Vec<MetadataEntry>,
     pub(crate) snapshot_type: Option<String>,
+    /// An expiry snapshot may be missing from listings (and GetSessionSnapshot) until then.
+    pub(crate) visible_at: Option<OffsetDateTime>,
 }
 
 impl SnapRec {
@@ -40,6 +42,11 @@ impl SnapRec {
             Some(t) if now < t => "Creating",
             _ => &self.status,
         }
+    }
+
+    /// Whether AgentKit shows it yet (listings, GetSessionSnapshot, Resume).
+    pub(crate) fn is_visible(&self, now: OffsetDateTime) -> bool {
+        self.visible_at.is_none_or(|t| now >= t)
     }
 
     pub(crate) fn view(&self, now: OffsetDateTime) -> types::Snapshot {
