@@ -32,6 +32,15 @@ fn settings() -> WakeSettings {
     }
 }
 
+/// [`settings`] with room for the reconcile, a listing and a Resume after a wait (a short wait
+/// answers 503 `TRY_AGAIN` before it would send Resume with less than a request timeout left).
+fn roomy() -> WakeSettings {
+    WakeSettings {
+        wait: Duration::from_secs(5),
+        ..settings()
+    }
+}
+
 struct Env {
     world: World,
     store: DynamoStore,
@@ -405,5 +414,171 @@ async fn a_session_in_an_unknown_status_is_not_put_to_sleep() {
     let counters = ctl.counters();
     assert_eq!(counters.received("CreateSessionSnapshot"), 0);
     assert_eq!(counters.received("DeleteSession"), 0);
+    assert_eq!(counters.live_sessions_of(&agent_id), 1);
+}
+
+/// A Resume whose answer was lost (500) and which AgentKit applies 1.5 s later: every caller
+/// reconciles by listing inside the readiness window and adopts the late session; nobody sends
+/// a second Resume.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_resume_applied_late_is_adopted_never_sent_twice() {
+    let env = std::sync::Arc::new(Env::start("resume-late", settings()).await);
+    let (agent_id, snapshot) = env.asleep_since(Duration::from_secs(3600));
+    let ctl = env.world.sim.control();
+    ctl.inject(
+        snapwake_sim::Fault::error(Some("ResumeSessionFromSnapshot"), "InternalError", 500)
+            .next(1)
+            .apply_after(Duration::from_millis(1500)),
+    )
+    .unwrap();
+    let callers: Vec<_> = (0..10)
+        .map(|_| {
+            let env = env.clone();
+            let agent_id = agent_id.clone();
+            tokio::spawn(async move {
+                env.resume_until_settled(&agent_id, Duration::from_secs(20))
+                    .await
+            })
+        })
+        .collect();
+    let mut sessions = std::collections::BTreeSet::new();
+    for c in callers {
+        let (status, body) = c.await.unwrap();
+        assert_eq!(status, 200, "{body}");
+        sessions.insert(session_of(&body));
+    }
+    let counters = ctl.counters();
+    assert_eq!(
+        counters.late_applied.get("ResumeSessionFromSnapshot"),
+        Some(&1)
+    );
+    assert_eq!(
+        counters.received("ResumeSessionFromSnapshot"),
+        1,
+        "never a second"
+    );
+    assert_eq!(counters.resumes_of(&snapshot), 1);
+    assert_eq!(counters.live_sessions_of(&agent_id), 1);
+    assert_eq!(sessions.len(), 1, "one session for everybody: {sessions:?}");
+}
+
+/// The simulator's realistic expiry: the session of an awake agent expires and its snapshot
+/// takes a few seconds. The next wake waits for it and wakes from it, not from the older one.
+#[tokio::test]
+async fn after_an_expiry_the_wake_uses_the_new_snapshot_once_it_is_ready() {
+    let env = Env::start("expiry-realistic", roomy()).await;
+    let (agent_id, older) = env.asleep_since(Duration::from_secs(3600));
+    let ctl = env.world.sim.control();
+    let (status, body) = env
+        .resume_until_settled(&agent_id, Duration::from_secs(10))
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let first = session_of(&body);
+    // Eight hours on: the session expires; its snapshot is Creating for 3 s (the default).
+    ctl.advance(Duration::from_secs(8 * 3600 + 1));
+    tokio::time::sleep(Duration::from_millis(1100)).await; // past the verified-awake second
+    let (status, body) = env
+        .resume_until_settled(&agent_id, Duration::from_secs(15))
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_ne!(session_of(&body), first);
+    let newest = ctl
+        .snapshots()
+        .into_iter()
+        .find(|s| s.session_id.as_deref() == Some(first.as_str()))
+        .and_then(|s| s.snapshot_id)
+        .expect("the expired session's snapshot");
+    let counters = ctl.counters();
+    assert_eq!(counters.resumes_of(&newest), 1, "woken from the newest");
+    assert_eq!(
+        counters.resumes_of(&older),
+        1,
+        "the older one only for the first wake"
+    );
+    assert_eq!(counters.live_sessions_of(&agent_id), 1);
+}
+
+/// A snapshot AgentKit does not even list yet: the agent's last session expired moments ago
+/// (within `SNAPWAKE_SNAPSHOT_GRACE_S`), so the wake waits for its snapshot to appear instead
+/// of waking the older one.
+#[tokio::test]
+async fn a_snapshot_missing_from_listings_just_after_expiry_is_waited_for() {
+    let env = Env::start("expiry-hidden", roomy()).await;
+    let (agent_id, older) = env.asleep_since(Duration::from_secs(3600));
+    let ctl = env.world.sim.control();
+    ctl.set_expiry_snapshot_hidden(Duration::from_secs(2));
+    // The agent is awake on a session about to expire (on both clocks: no jump).
+    let last = ctl
+        .seed_session(snapwake_sim::SeedSession {
+            tool_id: env.world.recoverable.clone(),
+            user_session_id: Some(agent_id.clone()),
+            ttl_secs: Some(2),
+            metadata: vec![snapwake::agentkit::types::MetadataEntry::string(
+                "Username", "alice",
+            )],
+            ..Default::default()
+        })
+        .unwrap();
+    let (status, body) = env.resume(&agent_id, None).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(session_of(&body), last);
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+
+    let (status, body) = env
+        .resume_until_settled(&agent_id, Duration::from_secs(15))
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let newest = ctl
+        .snapshots()
+        .into_iter()
+        .find(|s| s.session_id.as_deref() == Some(last.as_str()))
+        .and_then(|s| s.snapshot_id)
+        .expect("the expired session's snapshot");
+    let counters = ctl.counters();
+    assert_eq!(counters.resumes_of(&newest), 1, "woken from the newest");
+    assert_eq!(counters.resumes_of(&older), 0, "never from the older one");
+}
+
+/// A newest expiry snapshot that ends `Failed` (the simulator's outcome setting): the wake
+/// falls back to the newest Ready one.
+#[tokio::test]
+async fn an_expiry_snapshot_that_fails_falls_back_to_the_newest_ready_one() {
+    let env = Env::start("expiry-failed", roomy()).await;
+    let (agent_id, older) = env.asleep_since(Duration::from_secs(3600));
+    let ctl = env.world.sim.control();
+    let (status, _) = env
+        .resume_until_settled(&agent_id, Duration::from_secs(10))
+        .await;
+    assert_eq!(status, 200);
+    ctl.set_expiry_snapshot_outcome("Failed");
+    ctl.advance(Duration::from_secs(8 * 3600 + 10));
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    let (status, body) = env
+        .resume_until_settled(&agent_id, Duration::from_secs(15))
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(ctl.counters().resumes_of(&older), 2);
+}
+
+/// The simulator's stuck sessions (`stuck_sessions`), end to end: the wake fails at the
+/// readiness timeout and the next one ends the stuck session before resuming.
+#[tokio::test]
+async fn a_session_the_simulator_keeps_starting_fails_cleanly_then_is_replaced() {
+    let env = Env::start("stuck-sim", settings()).await;
+    let (agent_id, snapshot) = env.asleep_since(Duration::from_secs(3600));
+    let ctl = env.world.sim.control();
+    ctl.set_stuck_sessions(1);
+    let (status, body) = env
+        .resume_until_settled(&agent_id, Duration::from_secs(20))
+        .await;
+    assert_eq!(status, 502, "{body}");
+    assert_eq!(body["code"], "SESSION_STUCK", "{body}");
+    let (status, body) = env
+        .resume_until_settled(&agent_id, Duration::from_secs(10))
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let counters = ctl.counters();
+    assert_eq!(counters.resumes_of(&snapshot), 2);
+    assert_eq!(counters.received("DeleteSession"), 1);
     assert_eq!(counters.live_sessions_of(&agent_id), 1);
 }

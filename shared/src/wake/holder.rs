@@ -307,6 +307,7 @@ impl<S: AgentStore, K: AgentKit> Wake<'_, S, K> {
         let recorded = before.and_then(|b| b.snapshot_id.clone());
         let expected = self.expected_snapshot(before);
         let mut backoff = self.settings.polling();
+        let mut waited = false;
         loop {
             let choice = choose(
                 &listing,
@@ -318,6 +319,21 @@ impl<S: AgentStore, K: AgentKit> Wake<'_, S, K> {
                 now_ms(),
             );
             match choice {
+                // Ready at last, but too late in this request to send Resume: give the agent
+                // back, so the next caller wakes it at once (202 meanwhile, not a 503).
+                Choice::Wake { .. }
+                    if waited && deadline.remaining() < self.agentkit.request_timeout() =>
+                {
+                    let changes = Changes {
+                        resume_sent_at_ms: Some(None),
+                        describe: Some(home.description()),
+                        ..Changes::default()
+                    };
+                    return match lock.release(held, WakeState::Asleep, changes).await? {
+                        Written::Done(r) => Ok(Picked::Waiting(r)),
+                        Written::Lost(r) => Ok(Picked::Lost(r)),
+                    };
+                }
                 Choice::Wake {
                     snapshot,
                     passed_over,
@@ -335,6 +351,7 @@ impl<S: AgentStore, K: AgentKit> Wake<'_, S, K> {
                             .await_snapshot(lock, held, home, key, snapshot_id)
                             .await;
                     }
+                    waited = true;
                     listing = match snapshots(self.agentkit, home, key, deadline).await {
                         Ok(l) => l,
                         Err(e) => return Err(self.fail(lock, held, e.into()).await),
