@@ -1,8 +1,9 @@
 //! What snapwake's integration tests and benchmarks share (the tests live in `tests/`, the
 //! benchmarks in `benches/`): a DynamoDB Local table per test, a simulated AgentKit with Tools
 //! and a registry, API Gateway requests built from a real event, every function wired like
-//! API Gateway routes them, stores and AgentKits that count, delay or pause calls, and a fake
-//! Lambda Runtime API to run handlers inside the real runtime loop.
+//! API Gateway routes them, stores and AgentKits that count, delay or pause calls, a fault
+//! proxy on the wire to DynamoDB Local, and a fake Lambda Runtime API to run handlers inside
+//! the real runtime loop.
 //!
 //! `use snapwake_tests::*;` brings all of it.
 
@@ -12,6 +13,7 @@ pub mod counting;
 mod requests;
 pub mod runtime_api;
 mod store;
+pub mod wire;
 mod world;
 
 pub use agentkit::*;

@@ -92,21 +92,28 @@ pub fn pick<'s>(
 
 /// The agent's own snapshots, newest first. AgentKit's times are whole seconds; among equals,
 /// `recorded` comes first, then one still in progress (taken for the newer: waiting for it
-/// never loses work, passing it over might).
+/// never loses work, passing it over might), then the one listed later (AgentKit lists oldest
+/// first, by its own finer clock: a sleep's snapshot taken in the same second as the one it
+/// woke from is listed after it).
 fn newest_first<'s>(
     snapshots: &'s [Snapshot],
     key: &AgentKey,
     recorded: Option<&str>,
 ) -> Vec<&'s Snapshot> {
-    let mut own: Vec<&Snapshot> = snapshots.iter().filter(|s| is_own(s, key)).collect();
-    own.sort_by_key(|s| {
+    let mut own: Vec<(usize, &Snapshot)> = snapshots
+        .iter()
+        .filter(|s| is_own(s, key))
+        .enumerate()
+        .collect();
+    own.sort_by_key(|(listed, s)| {
         std::cmp::Reverse((
             crate::timestamp::sort_key(s.created_at.as_deref()),
             recorded.is_some() && s.snapshot_id.as_deref() == recorded,
             s.is_in_progress(),
+            *listed,
         ))
     });
-    own
+    own.into_iter().map(|(_, s)| s).collect()
 }
 
 /// What a wake may know about the snapshot it should expect: the agent's last session expired
@@ -376,6 +383,24 @@ mod tests {
             Choice::Wake { snapshot, .. } => snapshot.snapshot_id.as_deref(),
             _ => None,
         }
+    }
+
+    #[test]
+    fn among_snapshots_of_one_second_the_one_listed_later_is_newer() {
+        // A wake, then a sleep within the same second: AgentKit lists the sleep's last.
+        let key = AgentKey::new(Kind::Codex, "studio-alice-01");
+        let u = Some("studio-alice-01");
+        let at = "2026-12-02T00:00:00Z";
+        let snaps = [snap("woken", u, "Ready", at), snap("slept", u, "Ready", at)];
+        assert_eq!(
+            pick(&snaps, &key, None, None).and_then(|s| s.snapshot_id.as_deref()),
+            Some("slept")
+        );
+        // What the record names still wins.
+        assert_eq!(
+            pick(&snaps, &key, None, Some("woken")).and_then(|s| s.snapshot_id.as_deref()),
+            Some("woken")
+        );
     }
 
     #[test]

@@ -73,7 +73,13 @@ impl DynamoStore {
     /// 3 s, the whole call with the SDK's retries 8 s; a timed-out write is
     /// [`StoreError::Unavailable`], which callers treat as ambiguous.
     pub async fn from_env(table: impl Into<String>) -> Self {
-        let config = sdk_defaults()
+        Self::from_loader(sdk_defaults(), table).await
+    }
+
+    /// [`DynamoStore::from_env`] from a given loader (one that names its own endpoint, say:
+    /// the tests' wire-fault proxy), with the same timeouts.
+    pub async fn from_loader(loader: aws_config::ConfigLoader, table: impl Into<String>) -> Self {
+        let config = loader
             .timeout_config(
                 aws_config::timeout::TimeoutConfig::builder()
                     .connect_timeout(Duration::from_secs(2))
