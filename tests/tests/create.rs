@@ -654,6 +654,52 @@ async fn a_create_session_applied_late_is_adopted_never_sent_twice() {
     assert_eq!(creates(&world), 1);
 }
 
+/// The same against the simulator's own late action (`Fault::apply_after`): CreateSession
+/// answers 500 and AgentKit starts the session 2 s later. Retries inside the window send
+/// nothing and adopt the session once it shows.
+#[tokio::test]
+async fn a_create_session_the_simulator_applies_late_is_adopted_never_sent_twice() {
+    let store = Arc::new(dynamo_store("create-late-sim").await);
+    let world = World::start(Duration::ZERO).await;
+    world.register(&store).await;
+    let ctl = world.sim.control();
+    ctl.inject(
+        Fault::error(Some("CreateSession"), "InternalError", 500)
+            .next(1)
+            .apply_after(Duration::from_secs(2)),
+    )
+    .unwrap();
+    let function = create_fn(store.clone(), world.client());
+    let req = || {
+        create_request(
+            Who::User("alice"),
+            &body("codex", "Late", None),
+            Some("key-late-sim"),
+        )
+    };
+    let (status, view) = answer(&function.handle(req()).await);
+    assert_eq!(status, 202, "{view}");
+    let id = agent_id(&view);
+    let until = std::time::Instant::now() + Duration::from_secs(15);
+    let adopted = loop {
+        let (status, v) = answer(&function.handle(req()).await);
+        if status == 201 {
+            break v;
+        }
+        assert_eq!(status, 202, "{v}");
+        assert!(std::time::Instant::now() < until, "never adopted: {v}");
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    };
+    assert_eq!(agent_id(&adopted), id);
+    assert_eq!(
+        creates(&world),
+        1,
+        "no second CreateSession inside the window"
+    );
+    assert_eq!(ctl.counters().late_applied.get("CreateSession"), Some(&1));
+    assert_eq!(ctl.counters().live_sessions_of(&id), 1);
+}
+
 #[tokio::test]
 async fn a_throttled_create_is_429_with_retry_after() {
     let store = Arc::new(MemoryStore::new());

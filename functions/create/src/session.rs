@@ -1,6 +1,7 @@
 //! The AgentKit side of a create: CreateSession with its region fallback, the reconcile that
 //! follows an answer whose outcome is unknown, and reading the new session back.
 
+use snapwake::agentkit::pagination::AGENT_SESSION_PAGES;
 use snapwake::agentkit::types::{
     newest_session, CreateSession, Filter, GetSession, ListSessions, MetadataEntry, Session,
 };
@@ -14,9 +15,6 @@ use snapwake::view::{METADATA_CREATOR_KEY, METADATA_OWNER_KEY};
 
 use crate::plan::Plan;
 use crate::Create;
-
-/// Pages of ListSessions read when reconciling (one agent has very few sessions).
-const RECONCILE_PAGES: usize = 10;
 
 /// What starting a session came to.
 pub(crate) enum Started {
@@ -104,7 +102,15 @@ impl<S: AgentStore, K: AgentKit> Create<S, K> {
                 filters: Some(vec![Filter::one("UserSessionId", agent_id)]),
                 ..ListSessions::default()
             };
-            match list_all(&self.agentkit, region, request, RECONCILE_PAGES, deadline).await {
+            match list_all(
+                &self.agentkit,
+                region,
+                request,
+                AGENT_SESSION_PAGES,
+                deadline,
+            )
+            .await
+            {
                 Ok(sessions) => {
                     // Trust but verify the service's filter.
                     let active = sessions.into_iter().filter(|s| {

@@ -43,6 +43,15 @@ pub mod document;
 pub use agent::{Acquire, Acquired, AgentLock, Generation, Held, Settled, Written};
 pub use document::{DocumentAcquired, DocumentHold, DocumentLock};
 
+/// How watching an agent held by someone else ended, for a wake (`T` = its outcome) or a
+/// sleep: with an answer, or with nothing left to wait for (decide again from the record).
+#[allow(clippy::large_enum_variant)] // returned once, consumed at once
+pub enum Watched<T> {
+    Done(T),
+    /// Nothing to wait for any more: decide again from this record.
+    Again(Option<AgentRecord>),
+}
+
 /// What every user of the lock shares: the lease it takes, the skew margin, and how hard it
 /// tries. Wake, create, delete and deploy each carry their own copy with their own lease.
 #[derive(Clone, Debug, PartialEq, Eq)]

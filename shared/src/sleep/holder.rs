@@ -32,9 +32,6 @@ use crate::timestamp::now_ms;
 
 use super::{Finish, Finished, Settler, Sleep, SleepOutcome, SleepTarget};
 
-/// Pages of one session's snapshots read when reconciling.
-const SNAPSHOT_PAGES: usize = 5;
-
 impl<S: AgentStore, K: AgentKit> Sleep<'_, S, K> {
     pub(super) async fn hold(
         &self,
@@ -210,7 +207,7 @@ impl<S: AgentStore, K: AgentKit> Sleep<'_, S, K> {
             self.agentkit,
             &home.region,
             request,
-            SNAPSHOT_PAGES,
+            crate::agentkit::pagination::AGENT_SNAPSHOT_PAGES,
             deadline,
         )
         .await?;

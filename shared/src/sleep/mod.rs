@@ -107,13 +107,8 @@ pub struct Sleep<'a, S, K> {
     settings: SleepSettings,
 }
 
-/// The end of a watch.
-#[allow(clippy::large_enum_variant)] // returned once, consumed at once
-enum Watched {
-    Done(SleepOutcome),
-    /// Nothing to wait for any more: decide again from this record.
-    Again(Option<AgentRecord>),
-}
+/// The end of a watch of a sleep in flight.
+type Watched = crate::lock::Watched<SleepOutcome>;
 
 impl<'a, S: AgentStore, K: AgentKit> Sleep<'a, S, K> {
     pub fn new(

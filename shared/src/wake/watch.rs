@@ -48,13 +48,8 @@ fn as_completed(mut record: AgentRecord, changes: &Changes) -> AgentRecord {
     record
 }
 
-/// The end of a watch.
-#[allow(clippy::large_enum_variant)] // returned once, consumed at once
-pub(super) enum Watched {
-    Done(WakeOutcome),
-    /// Nothing to wait for any more: decide again from this record.
-    Again(Option<AgentRecord>),
-}
+/// The end of a watch of a wake in flight.
+pub(super) type Watched = crate::lock::Watched<WakeOutcome>;
 
 /// Who polls: the holder writes fenced, anyone else writes by anyone.
 pub(super) enum Poller<'h> {
