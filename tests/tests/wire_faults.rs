@@ -387,3 +387,85 @@ async fn a_create_survives_each_fault_on_its_writes() {
         env.proxy.fired()
     );
 }
+
+/// The retention sweep under a broken wire: runs that fail or are cut short are run again, and
+/// once the store is healthy a pass completes. Every agent keeps exactly its newest snapshots
+/// (the way back is never deleted), and nothing else is touched.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_retention_sweep_keeps_the_way_back_under_a_broken_wire() {
+    let seed = seed();
+    let env = Env::start("wire-sweep", seed).await;
+    let ctl = env.ctl();
+    let keep = snapwake_delete::SweepSettings::default().policy.keep;
+    let base = time::OffsetDateTime::now_utc() - Duration::from_secs(10 * 24 * 3600);
+    let mut fleet: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for a in 0..6u64 {
+        let agent = snapwake::identity::usid::mint("alice");
+        // Oldest first; every snapshot at its own minute.
+        let ids = (0..keep as u64 + 3)
+            .map(|i| {
+                ctl.seed_snapshot(snapwake_sim::SeedSnapshot {
+                    tool_id: env.world.recoverable.clone(),
+                    user_session_id: Some(agent.clone()),
+                    session_id: Some(format!("s-{a}-{i}")),
+                    created_at: Some(base + Duration::from_secs(60 * (a * 100 + i))),
+                    session_metadata: vec![snapwake::agentkit::types::MetadataEntry::string(
+                        "Username", "alice",
+                    )],
+                    ..snapwake_sim::SeedSnapshot::default()
+                })
+                .unwrap()
+            })
+            .collect();
+        fleet.insert(agent, ids);
+    }
+    for (fault, rate) in [
+        (Break::FailBefore, 0.12),
+        (Break::Throttle, 0.10),
+        (Break::LandAndLose, 0.12),
+    ] {
+        env.proxy.add(WireFault::new(None, None, fault).rate(rate));
+    }
+    let sweep = |budget: Duration| {
+        env.api.delete.sweep(
+            snapwake::deadline::Deadline::after(budget),
+            false,
+            &snapwake_delete::Quiet,
+        )
+    };
+    for _ in 0..6 {
+        let _ = sweep(Duration::from_secs(5)).await;
+        for (agent, ids) in &fleet {
+            let left = env.world.snapshots_of(agent);
+            let newest = &ids[ids.len() - keep..];
+            assert!(
+                newest.iter().all(|id| left.contains(id)),
+                "seed {seed}: {agent} lost one of its newest snapshots under faults: {left:?}"
+            );
+        }
+    }
+    let faults = env.proxy.fired_total();
+    env.proxy.clear();
+    let mut completed = false;
+    for _ in 0..5 {
+        if let Ok(report) = sweep(Duration::from_secs(20)).await {
+            if report.completed {
+                completed = true;
+                break;
+            }
+        }
+    }
+    assert!(completed, "seed {seed}: no healthy sweep completed");
+    for (agent, ids) in &fleet {
+        let mut left = env.world.snapshots_of(agent);
+        left.sort();
+        let mut want = ids[ids.len() - keep..].to_vec();
+        want.sort();
+        assert_eq!(
+            left, want,
+            "seed {seed}: {agent} keeps exactly its newest {keep}"
+        );
+    }
+    eprintln!("wire faults (sweep): {faults} faults fired under the sweep (seed {seed})");
+    assert!(faults >= 10, "seed {seed}: only {faults} faults fired");
+}
