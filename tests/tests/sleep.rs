@@ -854,3 +854,69 @@ async fn a_sleep_after_the_session_expired_takes_no_snapshot() {
     );
     assert_eq!(ctl.counters().resumes_of(&expiry[0]), 1);
 }
+
+/// A CreateSessionSnapshot whose answer was lost and which AgentKit would carry out a second
+/// later (the simulator's `apply_after`): the sleep never ends the session before a Ready
+/// snapshot of it exists, ends asleep, the late request comes to nothing, and the next wake
+/// comes from a snapshot of that session.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_snapshot_request_applied_late_never_ends_the_session_first() {
+    let store = dynamo_store("sleep-late").await;
+    let world = World::start(Duration::ZERO).await;
+    world.register(&store).await;
+    let ctl = world.sim.control();
+    let f = resume_fn(store.clone(), world.client(), quick_wake());
+    let (agent_id, session) = awake_agent(&world, &f, "Late snapshot").await;
+    let before = world.snapshots_of(&agent_id);
+    ctl.inject(
+        Fault::error(Some("CreateSessionSnapshot"), "InternalError", 500)
+            .next(1)
+            .apply_after(Duration::from_secs(1)),
+    )
+    .unwrap();
+
+    // Retry as a client would, whatever the first answers say, until the agent is asleep.
+    let until = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let (status, body) = post(&f, &agent_id, "sleep").await;
+        // Whenever the session is gone, a Ready snapshot of it exists.
+        if live_sessions(&ctl, &agent_id).is_empty() {
+            let ready = ctl
+                .snapshots()
+                .into_iter()
+                .any(|s| s.session_id.as_deref() == Some(session.as_str()) && s.is_wakeable());
+            assert!(
+                ready,
+                "the session ended before a Ready snapshot of it: {body}"
+            );
+        }
+        if status == 200 && body["slept"] == true {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < until,
+            "never asleep: {status} {body}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    // The lost request comes due after the session ended: AgentKit has nothing to snapshot,
+    // and nothing comes back to life.
+    ctl.advance(Duration::from_secs(2));
+    assert!(live_sessions(&ctl, &agent_id).is_empty());
+    assert_eq!(ctl.late_pending(), 0);
+    let taken = new_snapshots(&world, &agent_id, &before);
+    assert!(!taken.is_empty());
+
+    let (status, body, _) = settle(&f, &agent_id, "resume").await;
+    assert_eq!(status, 200, "{body}");
+    let woken_from: Vec<String> = taken
+        .iter()
+        .filter(|id| ctl.counters().resumes_of(id) == 1)
+        .cloned()
+        .collect();
+    assert_eq!(
+        woken_from.len(),
+        1,
+        "woken from one of this sleep's snapshots: {taken:?}"
+    );
+}
