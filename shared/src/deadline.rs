@@ -88,11 +88,6 @@ impl Backoff {
         Backoff { next: min, max }
     }
 
-    /// The pause the next [`Backoff::wait`] would take.
-    pub fn next(&self) -> Duration {
-        self.next
-    }
-
     /// Sleep the next pause, if `until` allows it whole (and `also` after it); `false`, without
     /// sleeping, when it does not: the loop's budget is spent.
     pub async fn wait(&mut self, until: Deadline, also: Duration) -> bool {

@@ -324,12 +324,7 @@ impl<S: AgentStore, K: AgentKit> Wake<'_, S, K> {
                 Choice::Wake { .. }
                     if waited && deadline.remaining() < self.agentkit.request_timeout() =>
                 {
-                    let changes = Changes {
-                        resume_sent_at_ms: Some(None),
-                        describe: Some(home.description()),
-                        ..Changes::default()
-                    };
-                    return match lock.release(held, WakeState::Asleep, changes).await? {
+                    return match release_asleep(lock, held, home).await? {
                         Written::Done(r) => Ok(Picked::Waiting(r)),
                         Written::Lost(r) => Ok(Picked::Lost(r)),
                     };
@@ -536,21 +531,12 @@ impl<S: AgentStore, K: AgentKit> Wake<'_, S, K> {
     /// Record a failed wake (the snapshot untouched, the agent wakeable) and hand back the
     /// error to answer.
     pub(super) async fn fail(&self, lock: &AgentLock<'_, S>, held: &mut Held, err: Error) -> Error {
-        let reason = err.to_string();
-        tracing::warn!(agent = %held.key, %reason, "wake failed");
-        let changes = Changes {
-            error: Some(Some(recorded_failure(Problem::from(&err).code, &reason))),
-            resume_sent_at_ms: Some(None),
-            ..Changes::default()
-        };
-        if let Err(e) = lock.release(held, WakeState::Failed, changes).await {
-            tracing::warn!(agent = %held.key, error = %e, "could not record the failed wake");
-        }
-        err
+        self.fail_on(lock, held, err, None).await
     }
 
-    /// [`Self::fail`], keeping `session_id` on the failed record: the next wake looks at that
-    /// session first (a stuck one is ended, an unknown one asked about again), never beside it.
+    /// [`Self::fail`], and with `session_id` keep that session on the failed record: the next
+    /// wake looks at it first (a stuck one is ended, an unknown one asked about again), never
+    /// beside it.
     async fn fail_on(
         &self,
         lock: &AgentLock<'_, S>,
@@ -577,12 +563,7 @@ impl<S: AgentStore, K: AgentKit> Wake<'_, S, K> {
     /// the record keeps at most the short acquire lease.
     async fn take_back_marker(&self, lock: &AgentLock<'_, S>, held: &mut Held, home: &Home) {
         for attempt in 0..3u32 {
-            let changes = Changes {
-                resume_sent_at_ms: Some(None),
-                describe: Some(home.description()),
-                ..Changes::default()
-            };
-            match lock.release(held, WakeState::Asleep, changes).await {
+            match release_asleep(lock, held, home).await {
                 Ok(_) => return,
                 Err(e) => {
                     tracing::warn!(agent = %held.key, error = %e, attempt, "could not take the Resume marker back");
@@ -697,12 +678,7 @@ impl<S: AgentStore, K: AgentKit> Wake<'_, S, K> {
 
     /// Give the lock back with nothing woken: the agent rests asleep.
     async fn give_back(&self, lock: &AgentLock<'_, S>, held: &mut Held, home: &Home) {
-        let changes = Changes {
-            resume_sent_at_ms: Some(None),
-            describe: Some(home.description()),
-            ..Changes::default()
-        };
-        if let Err(e) = lock.release(held, WakeState::Asleep, changes).await {
+        if let Err(e) = release_asleep(lock, held, home).await {
             tracing::warn!(agent = %held.key, error = %e, "could not give the lock back");
         }
     }
@@ -729,6 +705,21 @@ fn described(record: &crate::domain::AgentRecord, home: &Home, snapshot: &Snapsh
             .flatten(),
         ..home.description()
     }
+}
+
+/// Give the lock back with nothing woken and no Resume on its way: the agent rests asleep where
+/// `home` says it lives.
+async fn release_asleep<S: AgentStore>(
+    lock: &AgentLock<'_, S>,
+    held: &mut Held,
+    home: &Home,
+) -> Result<Written, crate::store::StoreError> {
+    let changes = Changes {
+        resume_sent_at_ms: Some(None),
+        describe: Some(home.description()),
+        ..Changes::default()
+    };
+    lock.release(held, WakeState::Asleep, changes).await
 }
 
 /// What step 4 came to.

@@ -367,24 +367,11 @@ impl<S: AgentStore, K: AgentKit> Wake<'_, S, K> {
                 // recorded, so the next wake asks about it again rather than start another.
                 Ok(Some(s)) if s.phase() == SessionPhase::Unknown => {
                     let err = Error::unknown_status("session", s.status.as_deref());
+                    let code = crate::http::problem::Problem::from(&err).code;
                     let reason = err.to_string();
-                    let changes = Changes {
-                        state: Some(WakeState::Failed),
-                        holder: Some(None),
-                        lease_until_ms: Some(0),
-                        poll_until_ms: Some(0),
-                        error: Some(Some(recorded_failure(
-                            crate::http::problem::Problem::from(&err).code,
-                            &reason,
-                        ))),
-                        resume_sent_at_ms: Some(None),
-                        ..Changes::default()
-                    };
-                    let settled =
-                        Box::pin(self.settle(lock, &mut poller, &record, &session_id, changes));
-                    if let Err(e) = settled.await {
-                        tracing::warn!(agent = %record.key, error = %e, "could not record the failed wake");
-                    }
+                    let failed =
+                        self.settle_failed(lock, &mut poller, &record, &session_id, code, &reason);
+                    Box::pin(failed).await;
                     return Err(err);
                 }
                 Ok(ended) => {
@@ -393,21 +380,15 @@ impl<S: AgentStore, K: AgentKit> Wake<'_, S, K> {
                         .unwrap_or_else(|| "gone".into());
                     let reason = format!("the resumed session ended ({status})");
                     tracing::warn!(agent = %record.key, %reason, "wake failed");
-                    let changes = Changes {
-                        state: Some(WakeState::Failed),
-                        holder: Some(None),
-                        lease_until_ms: Some(0),
-                        poll_until_ms: Some(0),
-                        error: Some(Some(recorded_failure(SESSION_ENDED, &reason))),
-                        resume_sent_at_ms: Some(None),
-                        ..Changes::default()
-                    };
-                    if let Err(e) = self
-                        .settle(lock, &mut poller, &record, &session_id, changes)
-                        .await
-                    {
-                        tracing::warn!(agent = %record.key, error = %e, "could not record the failed wake");
-                    }
+                    let failed = self.settle_failed(
+                        lock,
+                        &mut poller,
+                        &record,
+                        &session_id,
+                        SESSION_ENDED,
+                        &reason,
+                    );
+                    Box::pin(failed).await;
                     return Err(Error::WakeFailed(reason));
                 }
                 // AgentKit did not answer this time: the next poll may (within the budget).
@@ -418,6 +399,31 @@ impl<S: AgentStore, K: AgentKit> Wake<'_, S, K> {
             if !backoff.wait(until, Duration::ZERO).await {
                 return Ok(Polled::Starting(record));
             }
+        }
+    }
+
+    /// Record the wake of `record`'s session failed (`code: reason`), as [`Self::settle`] does;
+    /// a failure to write is logged (the lease lapses by itself).
+    async fn settle_failed(
+        &self,
+        lock: &AgentLock<'_, S>,
+        poller: &mut Poller<'_>,
+        record: &AgentRecord,
+        session_id: &str,
+        code: &str,
+        reason: &str,
+    ) {
+        let changes = Changes {
+            state: Some(WakeState::Failed),
+            holder: Some(None),
+            lease_until_ms: Some(0),
+            poll_until_ms: Some(0),
+            error: Some(Some(recorded_failure(code, reason))),
+            resume_sent_at_ms: Some(None),
+            ..Changes::default()
+        };
+        if let Err(e) = self.settle(lock, poller, record, session_id, changes).await {
+            tracing::warn!(agent = %record.key, error = %e, "could not record the failed wake");
         }
     }
 
