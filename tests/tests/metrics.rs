@@ -1,5 +1,5 @@
 //! The functions' metrics are CloudWatch embedded-metric-format lines: a resume, a storm's
-//! joiners and an AgentKit throttle each leave records, and every line is valid
+//! joiners, an AgentKit throttle and a status nobody documented each leave records, and every line is valid
 //! EMF (the `_aws` envelope, metric definitions whose values are top-level numbers, dimension
 //! sets whose values are top-level strings). Its own binary: the namespace and the capture
 //! are per process.
@@ -128,6 +128,29 @@ async fn wakes_joins_and_throttles_leave_valid_emf_records() {
         .await;
     assert_eq!(listed.status(), 200);
     assert!(total(&lines, "AgentKitThrottles") >= 1.0);
+
+    // A session in a status nobody documented is counted, not woken beside.
+    let (odd, _) = world.asleep_agent("alice", "odd");
+    world
+        .sim
+        .control()
+        .seed_session(snapwake_sim::SeedSession {
+            tool_id: world.recoverable.clone(),
+            user_session_id: Some(odd.clone()),
+            status: Some("Paused".into()),
+            ..Default::default()
+        })
+        .unwrap();
+    let resumed = api
+        .handle(request(
+            "POST",
+            &format!("/v1/agents/codex/{odd}/resume"),
+            Who::User("alice"),
+            None,
+        ))
+        .await;
+    assert_eq!(resumed.status(), 502);
+    assert!(total(&lines, "UnknownStatus") >= 1.0);
 
     // Every line is EMF, in the configured namespace.
     let all = lines.lock().unwrap().clone();
