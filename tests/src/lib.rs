@@ -10,6 +10,7 @@
 mod agentkit;
 mod api;
 pub mod counting;
+pub mod lost_answers;
 mod requests;
 pub mod runtime_api;
 mod store;

@@ -2,7 +2,7 @@
 //! idempotency documents on DynamoDB Local (and the in-memory store where it is cheap),
 //! AgentKit simulated over HTTP.
 
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -10,15 +10,14 @@ use serde_json::Value;
 use snapwake::agentkit::types::{metadata_value, Action, Filter, ListSessions};
 use snapwake::agentkit::{list_all, AgentKit, AgentKitClient, AgentKitError};
 use snapwake::deadline::Deadline;
-use snapwake::domain::{AgentKey, AgentRecord, Kind, Retention, ToolRegistry, WakeState};
+use snapwake::domain::{AgentKey, Kind, Retention, WakeState};
 use snapwake::identity::usid;
 use snapwake::registry_cache::{RegistryCache, ToolOverrides};
 use snapwake::store::memory::MemoryStore;
-use snapwake::store::{
-    AgentPage, AgentStore, Changes, Condition, Document, DocumentKey, OwnerPage, StoreError,
-};
+use snapwake::store::{AgentStore, DocumentKey};
 use snapwake_create::{Create, CreateSettings};
 use snapwake_sim::Fault;
+use snapwake_tests::lost_answers::LostAnswers;
 use snapwake_tests::*;
 use tokio::sync::Notify;
 
@@ -922,110 +921,14 @@ async fn a_retryable_failure_releases_the_key_and_the_retry_creates_the_same_age
     assert_eq!(doc.value["status"], 201);
 }
 
-/// A store whose next `lose_put_answers` document writes land and then answer `Unavailable`
-/// (the answer lost on the way back), and whose next `fail_reads` document reads fail.
-struct LostDocumentAnswers<S> {
-    inner: S,
-    lose_put_answers: AtomicU32,
-    fail_reads: AtomicU32,
-}
-
-impl<S> LostDocumentAnswers<S> {
-    fn new(inner: S, lose_put_answers: u32, fail_reads: u32) -> Self {
-        LostDocumentAnswers {
-            inner,
-            lose_put_answers: AtomicU32::new(lose_put_answers),
-            fail_reads: AtomicU32::new(fail_reads),
-        }
-    }
-}
-
-/// Take one from `left` if any is left.
-fn spend(left: &AtomicU32) -> bool {
-    left.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
-        .is_ok()
-}
-
-impl<S: AgentStore> AgentStore for LostDocumentAnswers<S> {
-    async fn get(&self, key: &AgentKey) -> Result<Option<AgentRecord>, StoreError> {
-        self.inner.get(key).await
-    }
-
-    async fn update(
-        &self,
-        key: &AgentKey,
-        condition: &Condition,
-        changes: &Changes,
-    ) -> Result<AgentRecord, StoreError> {
-        self.inner.update(key, condition, changes).await
-    }
-
-    async fn query_owner(
-        &self,
-        owner_key: &str,
-        limit: u32,
-        cursor: Option<&str>,
-    ) -> Result<OwnerPage, StoreError> {
-        self.inner.query_owner(owner_key, limit, cursor).await
-    }
-
-    async fn scan_agents(
-        &self,
-        kind: Option<Kind>,
-        limit: u32,
-        after: Option<&AgentKey>,
-    ) -> Result<AgentPage, StoreError> {
-        self.inner.scan_agents(kind, limit, after).await
-    }
-
-    async fn get_registry(&self) -> Result<Option<ToolRegistry>, StoreError> {
-        self.inner.get_registry().await
-    }
-
-    async fn get_document(&self, key: DocumentKey<'_>) -> Result<Option<Document>, StoreError> {
-        if spend(&self.fail_reads) {
-            return Err(StoreError::Unavailable("injected: the read failed".into()));
-        }
-        self.inner.get_document(key).await
-    }
-
-    async fn put_document(
-        &self,
-        key: DocumentKey<'_>,
-        value: &Value,
-        expected_version: u64,
-        expires_at: Option<i64>,
-    ) -> Result<Document, StoreError> {
-        let written = self
-            .inner
-            .put_document(key, value, expected_version, expires_at)
-            .await;
-        if spend(&self.lose_put_answers) {
-            return Err(StoreError::Unavailable(format!(
-                "injected: the answer was lost (the write answered {})",
-                if written.is_ok() { "ok" } else { "an error" }
-            )));
-        }
-        written
-    }
-
-    async fn put_registry(
-        &self,
-        registry: &ToolRegistry,
-        expected_version: u64,
-    ) -> Result<ToolRegistry, StoreError> {
-        self.inner.put_registry(registry, expected_version).await
-    }
-}
-
 /// The first idempotency write lands but its answer is lost: the document, re-read, is this
 /// attempt's own, so the create goes on (201) instead of answering 503 and leaving a retry to
 /// be told "still in progress" for a minute.
 #[tokio::test]
 async fn a_first_idempotency_write_whose_answer_was_lost_goes_on() {
-    let store = Arc::new(LostDocumentAnswers::new(
+    let store = Arc::new(LostAnswers::new(
         dynamo_store("create-idem-lost").await,
-        0,
+        |_, _| false,
         0,
     ));
     let world = World::start(Duration::from_secs(30)).await;
@@ -1038,7 +941,7 @@ async fn a_first_idempotency_write_whose_answer_was_lost_goes_on() {
             Some("key-landed"),
         )
     };
-    store.lose_put_answers.store(1, Ordering::SeqCst);
+    store.lose_documents.store(1, Ordering::SeqCst);
     let first = function.handle(req()).await;
     let (status, view) = answer(&first);
     assert_eq!(status, 201, "{view}");
@@ -1054,9 +957,9 @@ async fn a_first_idempotency_write_whose_answer_was_lost_goes_on() {
 /// the id in it — no 409 "still in progress" for a minute.
 #[tokio::test]
 async fn a_first_idempotency_write_lost_and_unreadable_is_503_and_the_retry_goes_on() {
-    let store = Arc::new(LostDocumentAnswers::new(
+    let store = Arc::new(LostAnswers::new(
         dynamo_store("create-idem-unreadable").await,
-        0,
+        |_, _| false,
         0,
     ));
     let world = World::start(Duration::from_secs(30)).await;
@@ -1069,13 +972,13 @@ async fn a_first_idempotency_write_lost_and_unreadable_is_503_and_the_retry_goes
             Some("key-unreadable"),
         )
     };
-    store.lose_put_answers.store(1, Ordering::SeqCst);
-    store.fail_reads.store(1, Ordering::SeqCst);
+    store.lose_documents.store(1, Ordering::SeqCst);
+    store.fail_document_reads.store(1, Ordering::SeqCst);
     let first = function.handle(req()).await;
     assert_problem(&first, 503, "STORE_UNAVAILABLE");
     assert_eq!(answer(&first).1["retryable"], true);
     assert_eq!(creates(&world), 0);
-    store.fail_reads.store(0, Ordering::SeqCst);
+    store.fail_document_reads.store(0, Ordering::SeqCst);
     let doc = store
         .get_document(DocumentKey {
             pk: "IDEM#studio-alice#key-unreadable",

@@ -4,122 +4,20 @@
 //! readiness timeout on a Resume that never was: it takes the marker back, answers 503, and the
 //! next caller wakes the agent with one Resume.
 
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
-use serde_json::Value;
-use snapwake::domain::{AgentKey, AgentRecord, Kind, ToolRegistry, WakeState};
+use snapwake::domain::{AgentKey, Kind, WakeState};
 use snapwake::registry_cache::{RegistryCache, ToolOverrides};
-use snapwake::store::dynamo::DynamoStore;
-use snapwake::store::{
-    AgentStore, Changes, Condition, Document, DocumentKey, OwnerPage, StoreError,
-};
+use snapwake::store::{AgentStore, Changes, Condition};
 use snapwake::wake::WakeSettings;
 use snapwake_resume::Resume;
+use snapwake_tests::lost_answers::LostAnswers;
 use snapwake_tests::*;
 
-/// DynamoDB Local, with the marker write's answer lost on every attempt the lock makes (each
-/// lands) and the reads that follow failing.
-struct LosesTheMarker {
-    inner: DynamoStore,
-    /// Marker writes still to lose (their write lands).
-    lose: AtomicU32,
-    /// Reads still to fail after a lost marker.
-    fail_reads: AtomicU32,
-    reads_after: u32,
-}
-
-impl LosesTheMarker {
-    fn new(inner: DynamoStore, reads_after: u32) -> Self {
-        LosesTheMarker {
-            inner,
-            // The lock sends an ambiguous fenced write up to `write_attempts` times.
-            lose: AtomicU32::new(snapwake::lock::LockSettings::default().write_attempts),
-            fail_reads: AtomicU32::new(0),
-            reads_after,
-        }
-    }
-}
-
-fn take(counter: &AtomicU32) -> bool {
-    counter
-        .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
-        .is_ok()
-}
-
-impl AgentStore for LosesTheMarker {
-    async fn get(&self, key: &AgentKey) -> Result<Option<AgentRecord>, StoreError> {
-        if take(&self.fail_reads) {
-            return Err(StoreError::Unavailable(
-                "injected: the read timed out".into(),
-            ));
-        }
-        self.inner.get(key).await
-    }
-
-    async fn update(
-        &self,
-        key: &AgentKey,
-        condition: &Condition,
-        changes: &Changes,
-    ) -> Result<AgentRecord, StoreError> {
-        let marker = matches!(condition, Condition::Held { .. })
-            && matches!(changes.resume_sent_at_ms, Some(Some(_)));
-        if marker && take(&self.lose) {
-            let _ = self.inner.update(key, condition, changes).await;
-            self.fail_reads.store(self.reads_after, Ordering::SeqCst);
-            return Err(StoreError::Unavailable(
-                "injected: the answer was lost".into(),
-            ));
-        }
-        self.inner.update(key, condition, changes).await
-    }
-
-    async fn query_owner(
-        &self,
-        owner_key: &str,
-        limit: u32,
-        cursor: Option<&str>,
-    ) -> Result<OwnerPage, StoreError> {
-        self.inner.query_owner(owner_key, limit, cursor).await
-    }
-
-    async fn scan_agents(
-        &self,
-        kind: Option<Kind>,
-        limit: u32,
-        after: Option<&AgentKey>,
-    ) -> Result<snapwake::store::AgentPage, StoreError> {
-        self.inner.scan_agents(kind, limit, after).await
-    }
-
-    async fn get_registry(&self) -> Result<Option<ToolRegistry>, StoreError> {
-        self.inner.get_registry().await
-    }
-
-    async fn get_document(&self, key: DocumentKey<'_>) -> Result<Option<Document>, StoreError> {
-        self.inner.get_document(key).await
-    }
-
-    async fn put_document(
-        &self,
-        key: DocumentKey<'_>,
-        value: &Value,
-        expected_version: u64,
-        expires_at: Option<i64>,
-    ) -> Result<Document, StoreError> {
-        self.inner
-            .put_document(key, value, expected_version, expires_at)
-            .await
-    }
-
-    async fn put_registry(
-        &self,
-        registry: &ToolRegistry,
-        expected_version: u64,
-    ) -> Result<ToolRegistry, StoreError> {
-        self.inner.put_registry(registry, expected_version).await
-    }
+/// The Resume marker: the fenced write that sets `resume_sent_at`.
+fn marker(condition: &Condition, changes: &Changes) -> bool {
+    matches!(condition, Condition::Held { .. })
+        && matches!(changes.resume_sent_at_ms, Some(Some(_)))
 }
 
 fn settings() -> WakeSettings {
@@ -142,7 +40,15 @@ async fn scenario(reads_after: u32) {
     world.register(&store).await;
     let (agent_id, snapshot) = world.asleep_agent("alice", "Marker");
     let resume = Resume {
-        store: LosesTheMarker::new(store.clone(), reads_after),
+        store: {
+            // Lost on every attempt the lock makes (each lands), the reads after them failing.
+            let lossy = LostAnswers::new(store.clone(), marker, reads_after);
+            lossy.lose_updates.store(
+                snapwake::lock::LockSettings::default().write_attempts,
+                std::sync::atomic::Ordering::SeqCst,
+            );
+            lossy
+        },
         agentkit: world.client(),
         registry: RegistryCache::new(ToolOverrides::default()),
         identity: identity(),
