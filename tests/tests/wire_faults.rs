@@ -58,34 +58,31 @@ impl Env {
 
     /// One call, timed against [`ANSWER_BUDGET`].
     async fn call(&self, method: &str, path: &str, body: Option<&str>) -> (u16, Value) {
-        let started = Instant::now();
-        let resp = self
-            .api
-            .handle(request(method, path, Who::User("alice"), body))
-            .await;
-        let took = started.elapsed();
-        let mut slowest = self.slowest.lock().unwrap();
-        *slowest = (*slowest).max(took);
-        assert!(
-            took <= ANSWER_BUDGET,
-            "seed {}: {method} {path} answered after {took:?}",
-            self.seed
-        );
-        answer(&resp)
+        let what = format!("{method} {path}");
+        self.timed(&what, request(method, path, Who::User("alice"), body))
+            .await
     }
 
     async fn create(&self, name: &str, key: &str) -> (u16, Value) {
         let body =
             format!(r#"{{"kind":"codex","display_name":"{name}","retention":"recoverable"}}"#);
+        self.timed(
+            "create",
+            create_request(Who::User("alice"), &body, Some(key)),
+        )
+        .await
+    }
+
+    /// Send `req` through the functions; its answer must come within [`ANSWER_BUDGET`].
+    async fn timed(&self, what: &str, req: lambda_http::Request) -> (u16, Value) {
         let started = Instant::now();
-        let resp = self
-            .api
-            .handle(create_request(Who::User("alice"), &body, Some(key)))
-            .await;
+        let resp = self.api.handle(req).await;
         let took = started.elapsed();
+        let mut slowest = self.slowest.lock().unwrap();
+        *slowest = (*slowest).max(took);
         assert!(
             took <= ANSWER_BUDGET,
-            "seed {}: create answered after {took:?}",
+            "seed {}: {what} answered after {took:?}",
             self.seed
         );
         answer(&resp)
