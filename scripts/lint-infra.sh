@@ -2,7 +2,9 @@
 # Lint the AWS SAM template offline: translate it with aws-sam-translator (the transform SAM
 # itself runs), then cfn-lint the template (SAM and CloudFormation rules). Both are pinned in
 # infra/requirements.txt (with schemathesis, which scripts/conformance.sh runs) and installed
-# into target/infra-venv on first use. Zero errors, or this fails.
+# into target/infra-venv on first use. Then what the template must keep for failed events
+# (scripts/check_template.py: retry policies, dead-letter queues, on-failure destinations, their
+# alarms, the offboarding sources), and that check's self-test. Zero errors, or this fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -17,32 +19,15 @@ fi
 #    stops here with the translator's own message.
 "$venv/bin/python" - <<'PY'
 import os, sys
-import yaml
 from samtranslator.translator.transform import transform
 from samtranslator.public.exceptions import InvalidDocumentException
 
+# The template with CloudFormation's short forms (!Ref, !GetAtt ...) as their long forms.
+sys.dont_write_bytecode = True
+sys.path.insert(0, "scripts")
+from check_template import load_template
 
-class Loader(yaml.SafeLoader):
-    pass
-
-
-def tag(loader, suffix, node):
-    # CloudFormation short forms (!Ref, !Sub, !GetAtt ...) as their long forms.
-    name = "Ref" if suffix == "Ref" else "Fn::" + suffix
-    if isinstance(node, yaml.ScalarNode):
-        value = loader.construct_scalar(node)
-        if suffix == "GetAtt":
-            value = value.split(".", 1)
-    elif isinstance(node, yaml.SequenceNode):
-        value = loader.construct_sequence(node, deep=True)
-    else:
-        value = loader.construct_mapping(node, deep=True)
-    return {name: value}
-
-
-Loader.add_multi_constructor("!", tag)
-with open("infra/template.yaml") as f:
-    template = yaml.load(f, Loader=Loader)
+template = load_template("infra/template.yaml")
 
 
 # The transform resolves pseudo parameters (AWS::Region) for its own bookkeeping; any region
@@ -72,3 +57,9 @@ PY
 # 2. cfn-lint: CloudFormation and SAM rules; any error (or warning) fails.
 "$venv/bin/cfn-lint" infra/template.yaml
 echo "cfn-lint: infra/template.yaml clean"
+
+# 3. What cfn-lint cannot see: every event source keeps its retry policy and dead-letter queue,
+#    every queue its alarm (docs/operations.md, "Failed events: dead-letter queues and redrive");
+#    then the check's self-test, which breaks a copy of the template each of those ways.
+"$venv/bin/python" scripts/check_template.py
+"$venv/bin/python" scripts/check_template.py --self-test

@@ -1,0 +1,516 @@
+#!/usr/bin/env python3
+"""What infra/template.yaml must keep for failed events (docs/operations.md, "Failed events:
+dead-letter queues and redrive"), checked on the template itself. cfn-lint cannot tell that a
+retry policy went missing; this can.
+
+- Every Schedule / ScheduleV2 / EventBridgeRule event of every function has a RetryPolicy and a
+  DeadLetterConfig naming a queue the template declares (`Arn: !GetAtt <Queue>.Arn`), and that
+  queue's policy lets EventBridge send to it from that rule alone (aws:SourceArn).
+- Every function with such an event has an EventInvokeConfig whose OnFailure destination is a
+  declared SQS queue.
+- Every queue the template declares is encrypted, keeps messages 14 days, and has an alarm on
+  ApproximateNumberOfMessagesVisible whose QueueName dimension is that queue's name.
+- The Offboarding rule matches only `source: !Ref OffboardingSources`, and the delete function
+  gets the same list as SNAPWAKE_OFFBOARDING_SOURCES (`!Join [",", !Ref OffboardingSources]`).
+- The delete function's Sweep and Refresh schedules exist with their inputs.
+
+Usage: check_template.py [--self-test] [TEMPLATE]. Exits 1 on any failure, naming each one.
+`--self-test` breaks an in-memory copy of the template in each of the ways above and fails
+unless every break is caught (and the template as it is passes). Python 3 and PyYAML only;
+scripts/lint-infra.sh runs both with its virtualenv, and loads the template with
+`load_template` from here.
+"""
+import copy
+import json
+import sys
+
+import yaml
+
+TEMPLATE = "infra/template.yaml"
+DELETE_FUNCTION = "DeleteFunction"
+OFFBOARDING_EVENT = "Offboarding"
+SOURCES_PARAMETER = "OffboardingSources"
+SOURCES_VARIABLE = "SNAPWAKE_OFFBOARDING_SOURCES"
+RULE_EVENTS = ("Schedule", "ScheduleV2", "EventBridgeRule")
+FOURTEEN_DAYS = 14 * 24 * 3600
+# The delete function's schedules and the action each one's input must name.
+SCHEDULES = {"Sweep": "sweep", "Refresh": "refresh"}
+QUEUE_METRIC = "ApproximateNumberOfMessagesVisible"
+
+
+class Loader(yaml.SafeLoader):
+    pass
+
+
+def _tag(loader, suffix, node):
+    # CloudFormation short forms (!Ref, !Sub, !GetAtt ...) as their long forms.
+    name = "Ref" if suffix == "Ref" else "Fn::" + suffix
+    if isinstance(node, yaml.ScalarNode):
+        value = loader.construct_scalar(node)
+        if suffix == "GetAtt":
+            value = value.split(".", 1)
+    elif isinstance(node, yaml.SequenceNode):
+        value = loader.construct_sequence(node, deep=True)
+    else:
+        value = loader.construct_mapping(node, deep=True)
+    return {name: value}
+
+
+Loader.add_multi_constructor("!", _tag)
+
+
+def load_template(path=TEMPLATE):
+    with open(path) as f:
+        return yaml.load(f, Loader=Loader)
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading the template.
+
+
+def resources(template, kind):
+    return {
+        name: r for name, r in (template.get("Resources") or {}).items()
+        if isinstance(r, dict) and r.get("Type") == kind
+    }
+
+
+def props(resource):
+    return resource.get("Properties") or {}
+
+
+def getatt(value, attribute):
+    """X when value is `!GetAtt X.<attribute>`, else None."""
+    if isinstance(value, dict) and list(value) == ["Fn::GetAtt"]:
+        target = value["Fn::GetAtt"]
+        if isinstance(target, list) and len(target) == 2 and target[1] == attribute:
+            return target[0]
+    return None
+
+
+def function_property(template, function, name):
+    """A function's property, or the Globals' when the function does not set it."""
+    own = props(function).get(name)
+    if own is not None:
+        return own
+    return ((template.get("Globals") or {}).get("Function") or {}).get(name)
+
+
+def rule_events(function):
+    for name, event in (props(function).get("Events") or {}).items():
+        if isinstance(event, dict) and event.get("Type") in RULE_EVENTS:
+            yield name, event
+
+
+def statements(policy):
+    document = props(policy).get("PolicyDocument") or {}
+    found = document.get("Statement") or []
+    return found if isinstance(found, list) else [found]
+
+
+def lets_rule_send(policy, queue, rule):
+    """Does this queue policy let EventBridge send to `queue` from `rule` (a logical id)?"""
+    queues = [q.get("Ref") for q in props(policy).get("Queues") or [] if isinstance(q, dict)]
+    if queue not in queues:
+        return False
+    for s in statements(policy):
+        principal = (s.get("Principal") or {}).get("Service")
+        principals = principal if isinstance(principal, list) else [principal]
+        actions = s.get("Action")
+        actions = actions if isinstance(actions, list) else [actions]
+        condition = s.get("Condition") or {}
+        source_arns = [
+            c.get("aws:SourceArn") for c in condition.values() if isinstance(c, dict)
+        ]
+        if (
+            s.get("Effect") == "Allow"
+            and "events.amazonaws.com" in principals
+            and ("sqs:SendMessage" in actions or "sqs:*" in actions)
+            and any(getatt(arn, "Arn") == rule for arn in source_arns)
+        ):
+            return True
+    return False
+
+
+def queue_alarms(template, queue):
+    out = []
+    for name, alarm in resources(template, "AWS::CloudWatch::Alarm").items():
+        p = props(alarm)
+        if (p.get("Namespace"), p.get("MetricName")) != ("AWS/SQS", QUEUE_METRIC):
+            continue
+        dims = [d for d in p.get("Dimensions") or [] if isinstance(d, dict)]
+        if any(
+            d.get("Name") == "QueueName" and getatt(d.get("Value"), "QueueName") == queue
+            for d in dims
+        ):
+            out.append((name, p))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# The checks: each failure is one sentence naming what is wrong and where.
+
+
+def check(template):
+    failures = []
+    fail = failures.append
+    delete_events = f"{DELETE_FUNCTION}.Events"
+    queues = resources(template, "AWS::SQS::Queue")
+    policies = resources(template, "AWS::SQS::QueuePolicy")
+    functions = resources(template, "AWS::Serverless::Function")
+
+    for fname, function in functions.items():
+        events = list(rule_events(function))
+        for ename, event in events:
+            where = f"{fname}.Events.{ename} ({event['Type']})"
+            p = props(event)
+            retry = p.get("RetryPolicy")
+            if not isinstance(retry, dict) or not all(
+                isinstance(retry.get(k), int)
+                for k in ("MaximumRetryAttempts", "MaximumEventAgeInSeconds")
+            ):
+                fail(
+                    f"{where}: no RetryPolicy with MaximumRetryAttempts and "
+                    "MaximumEventAgeInSeconds"
+                )
+            dlc = p.get("DeadLetterConfig")
+            if not isinstance(dlc, dict):
+                fail(f"{where}: no DeadLetterConfig")
+                continue
+            queue = getatt(dlc.get("Arn"), "Arn")
+            if queue not in queues:
+                fail(
+                    f"{where}: DeadLetterConfig must be `Arn: !GetAtt <Queue>.Arn` of an "
+                    f"AWS::SQS::Queue this template declares (so it is alarmed), not {dlc!r}"
+                )
+                continue
+            # SAM names the rule <Function><Event>; a Scheduler schedule's DLQ is sent to by the
+            # schedule's role, which SAM writes itself.
+            if event["Type"] != "ScheduleV2" and not any(
+                lets_rule_send(policy, queue, fname + ename) for policy in policies.values()
+            ):
+                fail(
+                    f"{where}: no AWS::SQS::QueuePolicy lets events.amazonaws.com sqs:SendMessage "
+                    f"to {queue} with aws:SourceArn !GetAtt {fname}{ename}.Arn"
+                )
+
+        if events:
+            config = function_property(template, function, "EventInvokeConfig")
+            on_failure = (((config or {}).get("DestinationConfig") or {}).get("OnFailure")) or {}
+            if not isinstance(config, dict):
+                names = ", ".join(e for e, _ in events)
+                fail(f"{fname}: has {names} events but no EventInvokeConfig")
+            elif not isinstance(config.get("MaximumRetryAttempts"), int):
+                fail(f"{fname}: EventInvokeConfig has no MaximumRetryAttempts")
+            if isinstance(config, dict) and (
+                on_failure.get("Type") != "SQS"
+                or getatt(on_failure.get("Destination"), "Arn") not in queues
+            ):
+                fail(
+                    f"{fname}: EventInvokeConfig.DestinationConfig.OnFailure must be Type SQS with "
+                    f"Destination !GetAtt <Queue>.Arn of a declared queue, not {on_failure!r}"
+                )
+
+    for qname, queue in queues.items():
+        p = props(queue)
+        if p.get("SqsManagedSseEnabled") is not True and not p.get("KmsMasterKeyId"):
+            fail(f"{qname}: not encrypted (SqsManagedSseEnabled: true)")
+        if p.get("MessageRetentionPeriod") != FOURTEEN_DAYS:
+            fail(f"{qname}: MessageRetentionPeriod is not {FOURTEEN_DAYS} (14 days)")
+        alarms = queue_alarms(template, qname)
+        if not alarms:
+            fail(
+                f"{qname}: no AWS::CloudWatch::Alarm on AWS/SQS {QUEUE_METRIC} "
+                f"with dimension QueueName !GetAtt {qname}.QueueName"
+            )
+        for aname, a in alarms:
+            if (
+                a.get("Threshold") != 0
+                or a.get("ComparisonOperator") != "GreaterThanThreshold"
+                or a.get("Statistic") != "Maximum"
+            ):
+                fail(f"{aname}: must fire on Maximum > 0 (one message waiting in {qname})")
+            if not a.get("AlarmActions"):
+                fail(f"{aname}: no AlarmActions (the HasAlarmTopic topic, as the other alarms)")
+
+    delete = functions.get(DELETE_FUNCTION)
+    if delete is None:
+        fail(f"no {DELETE_FUNCTION} (AWS::Serverless::Function)")
+        return failures
+    events = props(delete).get("Events") or {}
+
+    parameter = (template.get("Parameters") or {}).get(SOURCES_PARAMETER)
+    if not isinstance(parameter, dict) or parameter.get("Type") != "CommaDelimitedList":
+        fail(f"no CommaDelimitedList parameter {SOURCES_PARAMETER}")
+    offboarding = events.get(OFFBOARDING_EVENT) or {}
+    if offboarding.get("Type") != "EventBridgeRule":
+        fail(f"{delete_events}.{OFFBOARDING_EVENT}: no EventBridgeRule event")
+    else:
+        pattern = props(offboarding).get("Pattern") or {}
+        if pattern.get("source") != {"Ref": SOURCES_PARAMETER}:
+            fail(
+                f"{delete_events}.{OFFBOARDING_EVENT}: Pattern.source must be "
+                f"!Ref {SOURCES_PARAMETER} (any other source is refused), "
+                f"not {pattern.get('source')!r}"
+            )
+        if pattern.get("detail-type") != ["snapwake.owner.offboarded"]:
+            fail(
+                f"{delete_events}.{OFFBOARDING_EVENT}: Pattern.detail-type is not "
+                "[snapwake.owner.offboarded]"
+            )
+    own = ((props(delete).get("Environment") or {}).get("Variables")) or {}
+    value = own.get(SOURCES_VARIABLE)
+    if value is None:
+        shared = function_property(template, {}, "Environment") or {}
+        value = (shared.get("Variables") or {}).get(SOURCES_VARIABLE)
+    if value != {"Fn::Join": [",", {"Ref": SOURCES_PARAMETER}]}:
+        fail(
+            f"{DELETE_FUNCTION}: environment {SOURCES_VARIABLE} must be "
+            f"!Join [\",\", !Ref {SOURCES_PARAMETER}], not {value!r}"
+        )
+
+    for ename, action in SCHEDULES.items():
+        event = events.get(ename) or {}
+        if event.get("Type") not in ("Schedule", "ScheduleV2"):
+            fail(f"{delete_events}.{ename}: no Schedule event")
+            continue
+        try:
+            got = json.loads(props(event).get("Input") or "null")
+        except ValueError:
+            got = None
+        if not isinstance(got, dict) or got.get("action") != action:
+            fail(
+                f"{delete_events}.{ename}: Input must be {{\"action\": \"{action}\"}}, "
+                f"not {props(event).get('Input')!r}"
+            )
+    return failures
+
+
+# ---------------------------------------------------------------------------------------------
+# The self-test: each mutation must be caught, with a message mentioning `expect`.
+
+
+def _first_event(t, kind, function=None):
+    for fname, f in resources(t, "AWS::Serverless::Function").items():
+        if function and fname != function:
+            continue
+        for ename, e in rule_events(f):
+            if e["Type"] == kind:
+                return fname, ename, props(e)
+    raise AssertionError(f"the template has no {kind} event to mutate")
+
+
+def _first_queue_alarm(t):
+    for qname in resources(t, "AWS::SQS::Queue"):
+        for aname, _ in queue_alarms(t, qname):
+            return qname, aname
+    raise AssertionError("the template has no queue alarm to mutate")
+
+
+def _drop(key):
+    def go(t, kind):
+        fname, ename, p = _first_event(t, kind)
+        del p[key]
+        return f"{fname}.Events.{ename}"
+    return go
+
+
+def _auto_dlq(t):
+    fname, ename, p = _first_event(t, "Schedule")
+    p["DeadLetterConfig"] = {"Type": "SQS"}
+    return f"{fname}.Events.{ename}"
+
+
+def _drop_alarm(t):
+    qname, aname = _first_queue_alarm(t)
+    del t["Resources"][aname]
+    return qname
+
+
+def _alarm_on_other_queue(t):
+    qname, aname = _first_queue_alarm(t)
+    other = next(q for q in resources(t, "AWS::SQS::Queue") if q != qname)
+    for d in props(t["Resources"][aname])["Dimensions"]:
+        if d.get("Name") == "QueueName":
+            d["Value"] = {"Fn::GetAtt": [other, "QueueName"]}
+    return qname
+
+
+def _alarm_threshold(t):
+    _, aname = _first_queue_alarm(t)
+    props(t["Resources"][aname])["Threshold"] = 5
+    return aname
+
+
+def _unalarmed_queue(t):
+    t["Resources"]["StrayQueue"] = {
+        "Type": "AWS::SQS::Queue",
+        "Properties": {"MessageRetentionPeriod": FOURTEEN_DAYS, "SqsManagedSseEnabled": True},
+    }
+    return "StrayQueue"
+
+
+def _unencrypted(t):
+    qname = next(iter(resources(t, "AWS::SQS::Queue")))
+    del props(t["Resources"][qname])["SqsManagedSseEnabled"]
+    return qname
+
+
+def _drop_queue_policy(t):
+    fname, ename, p = _first_event(t, "EventBridgeRule")
+    queue = getatt(p["DeadLetterConfig"]["Arn"], "Arn")
+    for pname, policy in resources(t, "AWS::SQS::QueuePolicy").items():
+        if lets_rule_send(policy, queue, fname + ename):
+            del t["Resources"][pname]
+    return f"{fname}.Events.{ename}"
+
+
+def _policy_other_rule(t):
+    fname, ename, p = _first_event(t, "EventBridgeRule")
+    queue = getatt(p["DeadLetterConfig"]["Arn"], "Arn")
+    for policy in resources(t, "AWS::SQS::QueuePolicy").values():
+        if lets_rule_send(policy, queue, fname + ename):
+            for s in statements(policy):
+                for c in (s.get("Condition") or {}).values():
+                    c["aws:SourceArn"] = {"Fn::GetAtt": ["SomeOtherRule", "Arn"]}
+    return f"{fname}.Events.{ename}"
+
+
+def _new_schedule_v2(t):
+    props(t["Resources"][DELETE_FUNCTION])["Events"]["Nightly"] = {
+        "Type": "ScheduleV2", "Properties": {"ScheduleExpression": "rate(1 day)"},
+    }
+    return f"{DELETE_FUNCTION}.Events.Nightly"
+
+
+def _drop_invoke_config(function):
+    def go(t):
+        fname, _, _ = _first_event(t, "Schedule", function)
+        del props(t["Resources"][fname])["EventInvokeConfig"]
+        return f"{fname}: has"
+    return go
+
+
+def _drop_on_failure(t):
+    fname, _, _ = _first_event(t, "EventBridgeRule")
+    del props(t["Resources"][fname])["EventInvokeConfig"]["DestinationConfig"]["OnFailure"]
+    return f"{fname}: EventInvokeConfig.DestinationConfig.OnFailure"
+
+
+def _pattern(source):
+    def go(t):
+        events = props(t["Resources"][DELETE_FUNCTION])["Events"]
+        pattern = props(events[OFFBOARDING_EVENT])["Pattern"]
+        if source is None:
+            del pattern["source"]
+        else:
+            pattern["source"] = source
+        return "Pattern.source"
+    return go
+
+
+def _environment(value):
+    def go(t):
+        variables = props(t["Resources"][DELETE_FUNCTION])["Environment"]["Variables"]
+        if value is None:
+            del variables[SOURCES_VARIABLE]
+        else:
+            variables[SOURCES_VARIABLE] = value
+        return SOURCES_VARIABLE
+    return go
+
+
+def _drop_refresh(t):
+    del props(t["Resources"][DELETE_FUNCTION])["Events"]["Refresh"]
+    return f"{DELETE_FUNCTION}.Events.Refresh"
+
+
+def _refresh_input(t):
+    refresh = props(t["Resources"][DELETE_FUNCTION])["Events"]["Refresh"]
+    props(refresh)["Input"] = '{"action": "sweep"}'
+    return f"{DELETE_FUNCTION}.Events.Refresh"
+
+
+MUTATIONS = [
+    ("a Schedule event without RetryPolicy", lambda t: _drop("RetryPolicy")(t, "Schedule")),
+    ("an EventBridgeRule event without RetryPolicy",
+     lambda t: _drop("RetryPolicy")(t, "EventBridgeRule")),
+    ("a Schedule event without DeadLetterConfig",
+     lambda t: _drop("DeadLetterConfig")(t, "Schedule")),
+    ("an EventBridgeRule event without DeadLetterConfig",
+     lambda t: _drop("DeadLetterConfig")(t, "EventBridgeRule")),
+    ("a dead-letter queue SAM makes (Type: SQS, no alarm)", _auto_dlq),
+    ("a new ScheduleV2 event with neither", _new_schedule_v2),
+    ("a DLQ whose queue policy is gone", _drop_queue_policy),
+    ("a DLQ whose queue policy names another rule", _policy_other_rule),
+    ("a queue whose alarm is gone", _drop_alarm),
+    ("a queue alarm that watches another queue", _alarm_on_other_queue),
+    ("a queue alarm with threshold 5", _alarm_threshold),
+    ("a new queue without an alarm", _unalarmed_queue),
+    ("an unencrypted queue", _unencrypted),
+    ("the delete function without EventInvokeConfig", _drop_invoke_config(DELETE_FUNCTION)),
+    ("the deploy function without EventInvokeConfig", _drop_invoke_config("DeployFunction")),
+    ("an EventInvokeConfig without OnFailure", _drop_on_failure),
+    ("the Offboarding pattern without source", _pattern(None)),
+    ("the Offboarding pattern with a literal source", _pattern(["snapwake.offboarding"])),
+    ("the delete function without SNAPWAKE_OFFBOARDING_SOURCES", _environment(None)),
+    ("SNAPWAKE_OFFBOARDING_SOURCES a literal", _environment("snapwake.offboarding")),
+    ("no Refresh schedule", _drop_refresh),
+    ("the Refresh schedule with another action", _refresh_input),
+]
+
+
+def self_test(template):
+    problems = []
+    baseline = check(template)
+    if baseline:
+        problems.append("the template as it is fails the check (fix it first):")
+        problems.extend("  " + f for f in baseline)
+    for name, mutate in MUTATIONS:
+        mutated = copy.deepcopy(template)
+        try:
+            expect = mutate(mutated)
+        except (AssertionError, KeyError, StopIteration) as e:
+            problems.append(f"cannot apply mutation '{name}': {e!r}")
+            continue
+        caught = [f for f in check(mutated) if expect in f]
+        if caught:
+            print(f"self-test: caught {name}: {caught[0]}")
+        else:
+            problems.append(f"mutation '{name}' was not caught (no failure mentions {expect!r})")
+    return problems
+
+
+def main(argv):
+    args = [a for a in argv if a != "--self-test"]
+    if len(args) > 1 or any(a.startswith("-") for a in args):
+        print(__doc__, file=sys.stderr)
+        return 2
+    path = args[0] if args else TEMPLATE
+    template = load_template(path)
+    if "--self-test" in argv:
+        problems = self_test(template)
+        for p in problems:
+            print(f"check_template --self-test: FAIL {p}", file=sys.stderr)
+        if problems:
+            return 1
+        print(f"check_template --self-test: all {len(MUTATIONS)} mutations caught")
+        return 0
+    failures = check(template)
+    for f in failures:
+        print(f"check_template: FAIL {f}", file=sys.stderr)
+    if failures:
+        print(f"check_template: {path}: {len(failures)} failure(s)", file=sys.stderr)
+        return 1
+    functions = resources(template, "AWS::Serverless::Function").values()
+    n_events = sum(len(list(rule_events(f))) for f in functions)
+    n_queues = len(resources(template, "AWS::SQS::Queue"))
+    print(
+        f"check_template: {path}: {n_events} event sources with retry policy and DLQ, "
+        f"{n_queues} queues alarmed, on-failure destinations, OffboardingSources, Refresh: ok"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
