@@ -62,8 +62,7 @@ async fn delete_function() -> Result<Delete<DynamoStore, AgentKitClient>, CliErr
     let agentkit = AgentKitClient::from_config(&config.agentkit)
         .await
         .map_err(snapwake::Error::from)?;
-    let mut settings = DeleteSettings::default();
-    settings.sweep.policy = config.retention.into();
+    let settings = DeleteSettings::from_config(&config);
     Ok(Delete {
         store: DynamoStore::from_env(table).await,
         agentkit,

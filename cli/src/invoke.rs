@@ -228,8 +228,7 @@ async fn invoke(function: Function, event: Value, budget: Duration) -> Result<Va
             Ok(api_gateway_v2(resume.handle(request).await))
         }
         Function::Delete => {
-            let mut settings = snapwake_delete::DeleteSettings::default();
-            settings.sweep.policy = config.retention.into();
+            let settings = snapwake_delete::DeleteSettings::from_config(&config);
             let delete = snapwake_delete::Delete {
                 store,
                 agentkit,

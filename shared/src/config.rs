@@ -50,7 +50,13 @@ pub struct Config {
     /// `/api`): stripped before routing and put back into `Location` (the HTTP edge reads the
     /// same variable; this check refuses a malformed one at cold start).
     pub base_path: Option<String>,
+    /// The EventBridge `source` values an offboarding event is accepted from
+    /// (`SNAPWAKE_OFFBOARDING_SOURCES`, comma-separated; default [`DEFAULT_OFFBOARDING_SOURCE`]).
+    pub offboarding_sources: Vec<String>,
 }
+
+/// The one source offboarding events are accepted from unless configured otherwise.
+pub const DEFAULT_OFFBOARDING_SOURCE: &str = "snapwake.offboarding";
 
 /// What the retention sweep keeps (docs/operations.md, "The retention sweep").
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -60,6 +66,9 @@ pub struct RetentionConfig {
     /// Snapshots older than this many days go too (`SNAPWAKE_SNAPSHOT_MAX_AGE_DAYS`; unset:
     /// no age limit).
     pub max_age_days: Option<u64>,
+    /// An agent with no live session whose newest snapshot is older than this many days is
+    /// deleted as a whole (`SNAPWAKE_AGENT_MAX_IDLE_DAYS`; unset: never).
+    pub max_idle_days: Option<u64>,
 }
 
 impl Default for RetentionConfig {
@@ -67,6 +76,7 @@ impl Default for RetentionConfig {
         RetentionConfig {
             keep_snapshots: 3,
             max_age_days: None,
+            max_idle_days: None,
         }
     }
 }
@@ -89,6 +99,7 @@ impl Config {
             cursor_key: cursor_key(&get)?,
             retention: retention_config(&get)?,
             base_path: base_path(&get)?,
+            offboarding_sources: offboarding_sources(&get)?,
         })
     }
 }
@@ -125,20 +136,40 @@ fn retention_config(get: &impl Fn(&str) -> Option<String>) -> Result<RetentionCo
             reason: "must be at least 1".into(),
         });
     }
-    let max_age_days = match get("SNAPWAKE_SNAPSHOT_MAX_AGE_DAYS") {
-        None => None,
-        Some(_) => Some(parse_number(get, "SNAPWAKE_SNAPSHOT_MAX_AGE_DAYS", 0)?)
+    Ok(RetentionConfig {
+        keep_snapshots: usize::try_from(keep).unwrap_or(usize::MAX),
+        max_age_days: days(get, "SNAPWAKE_SNAPSHOT_MAX_AGE_DAYS")?,
+        max_idle_days: days(get, "SNAPWAKE_AGENT_MAX_IDLE_DAYS")?,
+    })
+}
+
+/// An optional positive number of days.
+fn days(
+    get: &impl Fn(&str) -> Option<String>,
+    var: &'static str,
+) -> Result<Option<u64>, ConfigError> {
+    match get(var) {
+        None => Ok(None),
+        Some(_) => Some(parse_number(get, var, 0)?)
             .filter(|d| *d > 0)
             .map(Some)
             .ok_or(ConfigError::Invalid {
-                var: "SNAPWAKE_SNAPSHOT_MAX_AGE_DAYS",
+                var,
                 reason: "must be a positive number of days".into(),
-            })?,
-    };
-    Ok(RetentionConfig {
-        keep_snapshots: usize::try_from(keep).unwrap_or(usize::MAX),
-        max_age_days,
-    })
+            }),
+    }
+}
+
+fn offboarding_sources(get: &impl Fn(&str) -> Option<String>) -> Result<Vec<String>, ConfigError> {
+    let var = "SNAPWAKE_OFFBOARDING_SOURCES";
+    let sources = split_list(&get(var).unwrap_or_else(|| DEFAULT_OFFBOARDING_SOURCE.into()));
+    if sources.is_empty() {
+        return Err(ConfigError::Invalid {
+            var,
+            reason: "lists no source".into(),
+        });
+    }
+    Ok(sources)
 }
 
 fn base_path(get: &impl Fn(&str) -> Option<String>) -> Result<Option<String>, ConfigError> {

@@ -21,6 +21,7 @@
 //! - [`lock`]: the per-agent lock (acquire, fenced writes, writes by anyone, poll leases, the
 //!   pure `decide`) that wake, sleep, create, delete and deploy share;
 //! - [`view`]: an agent as the API shows it, from its record and what AgentKit said;
+//! - [`offboarding`]: an owner's offboarding progress and the unfinished ones (documents);
 //! - [`index_sync`]: keeping the owner index in step with AgentKit;
 //! - [`sleep`]: sleep now over the lock: snapshot, wait until Ready, end the session;
 //! - [`wake`]: the wake protocol over the lock (docs/wake-protocol.md);
@@ -45,6 +46,7 @@ pub mod registry_cache;
 pub mod locate;
 pub mod lock;
 pub mod view;
+pub mod offboarding;
 pub mod index_sync;
 pub mod sleep;
 pub mod wake;

@@ -24,6 +24,7 @@ const LAYERS: &[&str] = &[
     "locate",
     "lock",
     "view",
+    "offboarding",
     "index_sync",
     "sleep",
     "wake",

@@ -132,7 +132,14 @@ async fn record<S: AgentStore>(
             &key,
             &Condition::Absent,
             &Changes {
-                describe: Some(describe),
+                // A name the caller gives (a wake's acquire writes the agent's) is kept.
+                describe: Some(Description {
+                    display_name: changes
+                        .describe
+                        .as_ref()
+                        .and_then(|d| d.display_name.clone()),
+                    ..describe
+                }),
                 ..changes
             },
         )
@@ -228,6 +235,11 @@ async fn seed<S: AgentStore>(store: &S, world: &World) -> Seeded {
             holder: Some(Some("h".into())),
             bump_fence: true,
             lease_until_ms: Some(now_ms() + 600_000),
+            // As a wake's acquire describes the agent it holds.
+            describe: Some(Description {
+                display_name: Some("Waking".into()),
+                ..Description::default()
+            }),
             ..Changes::default()
         },
     )
@@ -438,9 +450,16 @@ async fn scan_before_the_sync_and_index_after_it_list_the_same_agents() {
     ctl.reset_counters();
     let (status, indexed) = get(&f, "/v1/agents", &[], Who::User("alice")).await;
     assert_eq!(status, 200, "{indexed}");
-    // One exact listing per recoverable agent of alice's (the gone one is skipped).
-    assert_eq!(ctl.counters().received("ListSessionSnapshots"), 5);
-    assert_eq!(summary(&indexed), summary(&scanned));
+    // The snapshots come from the records the sync wrote: no listing per agent.
+    assert_eq!(ctl.counters().received("ListSessionSnapshots"), 0);
+    // The same agents in the same states. The order may differ for the one agent whose lock
+    // was held during the sync: its record has no snapshot summaries yet to date it by.
+    let sorted = |v: &serde_json::Value| {
+        let mut s = summary(v);
+        s.sort_by(|a, b| format!("{a:?}").cmp(&format!("{b:?}")));
+        s
+    };
+    assert_eq!(sorted(&indexed), sorted(&scanned));
     // The index sync recorded the legacy agent's name, and its records carry ETags now.
     let legacy = store
         .get(&AgentKey::new(Kind::Codex, s.legacy.as_str()))
@@ -745,18 +764,16 @@ async fn a_failing_tool_still_answers_with_what_the_others_have() {
     assert_eq!(body["partial"], serde_json::json!([]));
     assert_eq!(ids(&body).len(), 2);
 
-    // The index path names the one agent it could not read.
+    // The index path reads no snapshot listing at all: a failing one costs it nothing, and
+    // the answer says how fresh its snapshots are.
     assert!(sync(&store, &world, &registry).await.completed);
     ctl.inject(Fault::error(Some("ListSessionSnapshots"), "InvalidParameter", 400).next(1))
         .unwrap();
     let (status, body) = get(&f, "/v1/agents", &[], Who::User("alice")).await;
     assert_eq!(status, 200, "{body}");
-    assert_eq!(ids(&body).len(), 1);
-    let missing = body["partial"].as_array().unwrap();
-    assert_eq!(missing.len(), 1, "{body}");
-    let lost = missing[0]["agent_id"].as_str().unwrap();
-    assert!(lost == on_recoverable || lost == on_legacy);
-    assert!(!ids(&body).contains(lost));
+    assert_eq!(ids(&body), [on_recoverable, on_legacy].into_iter().collect());
+    assert_eq!(body["partial"], serde_json::json!([]));
+    assert!(body["as_of"].is_string(), "{body}");
 }
 
 // --------------------------------------------------------------------------------------------- The
@@ -775,7 +792,7 @@ fn agentkit_calls(world: &World) -> u64 {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn one_owner_among_20000_snapshots_costs_two_queries_and_one_call_per_agent() {
+async fn one_owner_among_20000_snapshots_costs_two_queries_and_one_call_per_tool() {
     const OWNERS: usize = 1000;
     let dynamo = dynamo_store("list-budget").await;
     let store = Arc::new(CountingStore::new(dynamo));
@@ -827,11 +844,11 @@ async fn one_owner_among_20000_snapshots_costs_two_queries_and_one_call_per_agen
     // The first list after the sync also reads the sync's completion once.
     let before = store.calls.total();
     let (_, first) = get(&f, "/v1/agents", &[], me).await;
-    assert!(store.calls.total() - before <= 3);
+    assert!(store.calls.total() - before <= 4);
     assert_eq!(summary(&first), summary(&scanned));
 
-    // A warm list: the two owner-index queries, one exact listing per agent, one
-    // Username-filtered listing per Tool.
+    // A warm list: the two owner-index queries and the refresh's marks (for `as_of`), one
+    // Username-filtered listing per Tool, nothing per agent.
     let before = store.calls.total();
     ctl.reset_counters();
     let (status, indexed) = get(&f, "/v1/agents", &[], me).await;
@@ -841,11 +858,11 @@ async fn one_owner_among_20000_snapshots_costs_two_queries_and_one_call_per_agen
     let counters = ctl.counters();
     let calls = agentkit_calls(&world);
     eprintln!("index path: {dynamo_calls} DynamoDB calls, {calls} AgentKit calls");
-    assert!(dynamo_calls <= 2, "{dynamo_calls} DynamoDB calls");
-    assert_eq!(counters.received("ListSessionSnapshots"), 10);
+    assert!(dynamo_calls <= 3, "{dynamo_calls} DynamoDB calls");
+    assert_eq!(counters.received("ListSessionSnapshots"), 0);
     assert_eq!(counters.received("ListSessions"), 2);
     let tools = 2;
-    assert!(calls <= 1 + 10 + tools, "{calls} AgentKit calls");
+    assert!(calls <= tools, "{calls} AgentKit calls");
     assert!(
         calls * 10 < scan_pages,
         "the index path is far cheaper than the scan"

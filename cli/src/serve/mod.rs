@@ -72,6 +72,9 @@ struct Parts {
     sim: Option<RunningSim>,
 }
 
+/// How often the local server refreshes the owner index (with the sweep on).
+const REFRESH_EVERY: Duration = Duration::from_secs(60);
+
 /// The longest one sweep of the local server runs before it checkpoints.
 const SWEEP_BUDGET: Duration = Duration::from_secs(120);
 
@@ -217,19 +220,42 @@ async fn run_with<S: AgentStore + 'static>(
         Err(e) => format!("sweep failed: {e}"),
     };
     if !args.sweep_every.is_zero() {
-        let app = app.clone();
+        let sweeper = app.clone();
         let every = args.sweep_every;
         tokio::spawn(async move {
             let mut ticks = tokio::time::interval(every);
             ticks.tick().await;
             loop {
                 ticks.tick().await;
-                if let Err(e) = app
+                if let Err(e) = sweeper
                     .delete
                     .sweep(Deadline::after(SWEEP_BUDGET), false, &Quiet)
                     .await
                 {
                     tracing::warn!(error = %e, "scheduled sweep failed");
+                }
+                if let Err(e) = sweeper
+                    .delete
+                    .finish_offboardings(Deadline::after(SWEEP_BUDGET))
+                    .await
+                {
+                    tracing::warn!(error = %e, "finishing offboardings failed");
+                }
+            }
+        });
+        // The index refresh, every minute as deployed (docs/operations.md, "Index freshness").
+        let refresher = app.clone();
+        tokio::spawn(async move {
+            let mut ticks = tokio::time::interval(REFRESH_EVERY);
+            ticks.tick().await;
+            loop {
+                ticks.tick().await;
+                if let Err(e) = refresher
+                    .delete
+                    .refresh(Deadline::after(REFRESH_EVERY))
+                    .await
+                {
+                    tracing::warn!(error = %e, "index refresh failed");
                 }
             }
         });

@@ -1,14 +1,6 @@
-//! Everything that can invoke the delete function, told apart by its shape (docs/operations.md,
-//! "Events"):
-//!
-//! - an API Gateway HTTP API request (payload 2.0): the DELETE routes;
-//! - the retention sweep's schedule: the rule's constant input `{"action": "sweep"}`, or an
-//!   EventBridge `Scheduled Event` envelope (with `{"action": "sweep"}` as its detail, or an
-//!   empty one: this function has no other schedule);
-//! - an EventBridge event `detail-type: "snapwake.owner.offboarded"`, `detail: {"owner"}`.
-//!
-//! Anything else is a function error that names what arrived (its `detail-type` and `source`,
-//! or its top-level keys — never its values).
+//! Serving each invocation [`crate::invocation::classify`] tells apart: an HTTP request's
+//! answer, the sweep's report (with the pending offboardings it finished), the refresh's, the
+//! offboarding's — or its refusal, for an event from a source not configured.
 
 use lambda_http::{Context, RequestExt};
 use serde_json::Value;
@@ -19,105 +11,16 @@ use snapwake::http::response;
 use snapwake::metrics::{self, Record};
 use snapwake::store::{AgentStore, Within};
 
-use crate::offboard::{Offboard, OffboardProgress, OffboardReport};
+use crate::invocation::{classify, Invocation};
+use crate::offboard::{sources, FinishReport, Offboard, OffboardProgress, OffboardReport};
+use crate::sweep::refresh::{Refresh, RefreshReport};
 use crate::sweep::{Sweep, SweepProgress, SweepReport};
 use crate::Delete;
 
-/// The `detail-type` of an offboarding event.
-pub const OFFBOARDED: &str = "snapwake.owner.offboarded";
-/// The `detail-type` EventBridge gives scheduled events.
-pub const SCHEDULED: &str = "Scheduled Event";
-
-/// What an invocation asks for.
-#[derive(Debug)]
-pub enum Invocation {
-    Http(Box<lambda_http::Request>),
-    Sweep,
-    Offboard { owner: String },
-}
-
-/// Tell an invocation's payload apart.
-pub fn classify(event: &Value) -> Result<Invocation, Error> {
-    let Some(object) = event.as_object() else {
-        return Err(unknown(event));
-    };
-    if object.contains_key("requestContext")
-        && (object.contains_key("routeKey") || object.contains_key("rawPath"))
-    {
-        let request = lambda_http::request::from_str(&event.to_string())
-            .map_err(|e| Error::bad_request(format!("unreadable API Gateway request: {e}")))?;
-        return Ok(Invocation::Http(Box::new(request)));
-    }
-    if object.get("action").and_then(Value::as_str) == Some("sweep") {
-        return Ok(Invocation::Sweep);
-    }
-    match object.get("detail-type").and_then(Value::as_str) {
-        Some(SCHEDULED) => {
-            let detail = object.get("detail");
-            let empty = detail.is_none_or(|d| d.as_object().is_some_and(|o| o.is_empty()));
-            let sweep =
-                detail.and_then(|d| d.get("action")).and_then(Value::as_str) == Some("sweep");
-            if empty || sweep {
-                Ok(Invocation::Sweep)
-            } else {
-                Err(unknown(event))
-            }
-        }
-        Some(OFFBOARDED) => {
-            let owner = object
-                .get("detail")
-                .and_then(|d| d.get("owner"))
-                .and_then(Value::as_str)
-                .map(str::trim)
-                .filter(|o| !o.is_empty())
-                .ok_or_else(|| {
-                    Error::bad_request(format!(
-                        "a {OFFBOARDED} event needs detail.owner, a non-empty string"
-                    ))
-                })?;
-            Ok(Invocation::Offboard {
-                owner: owner.to_string(),
-            })
-        }
-        _ => Err(unknown(event)),
-    }
-}
-
-/// The error for a payload this function does not handle: what it was, never its values.
-fn unknown(event: &Value) -> Error {
-    let what = match event.as_object() {
-        Some(o) => {
-            let field = |k: &str| o.get(k).and_then(Value::as_str).unwrap_or("none");
-            let keys: Vec<&str> = o.keys().map(String::as_str).take(12).collect();
-            format!(
-                "an event with detail-type {:?}, source {:?} and keys {keys:?}",
-                field("detail-type"),
-                field("source")
-            )
-        }
-        None => format!("a JSON {}", kind_of(event)),
-    };
-    Error::bad_request(format!(
-        "the delete function handles API Gateway requests, the sweep schedule and \
-         {OFFBOARDED} events, not {what}"
-    ))
-}
-
-fn kind_of(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "boolean",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
-    }
-}
-
 impl<S: AgentStore, K: AgentKit> Delete<S, K> {
     /// Serve one invocation of the function: an HTTP request's answer, the sweep's report, the
-    /// offboarding's report; an error for an event this function does not handle, and for an
-    /// offboarding that left agents behind (so the event is delivered again).
+    /// refresh's, the offboarding's; an error for an event this function does not handle, and
+    /// for one it could not record (so that it is retried, then dead-lettered).
     pub async fn invoke(&self, event: Value, context: Context) -> Result<Value, Error> {
         let deadline_ms = context.deadline;
         match classify(&event)? {
@@ -126,20 +29,34 @@ impl<S: AgentStore, K: AgentKit> Delete<S, K> {
                 Ok(response::api_gateway_v2(self.handle(request).await))
             }
             Invocation::Sweep => {
-                let report = self
-                    .sweep(Deadline::for_invocation(deadline_ms), false, &crate::Quiet)
-                    .await?;
+                let deadline = Deadline::for_invocation(deadline_ms);
+                let report = self.sweep(deadline, false, &crate::Quiet).await?;
                 let counts = &report.counts;
                 metrics::emit(
                     Record::of("sweep")
                         .count("AgentsIndexed", counts.indexed)
                         .count("SnapshotsPruned", counts.pruned)
+                        .count("IdleAgentsDeleted", counts.idle_deleted)
                         .count("SweepErrors", counts.errors)
                         .millis("SweepDuration", report.duration_ms),
                 );
+                // What offboardings left (agents held when their event came) is finished
+                // with the time the sweep left.
+                let offboarding = self.finish_offboardings(deadline).await?;
+                let mut value = to_value(&report)?;
+                value["offboarding"] = to_value(&offboarding)?;
+                Ok(value)
+            }
+            Invocation::Refresh => {
+                let report = self.refresh(Deadline::for_invocation(deadline_ms)).await?;
                 to_value(&report)
             }
-            Invocation::Offboard { owner } => {
+            Invocation::Offboard { owner, source } => {
+                if let Err(refused) =
+                    sources::check(source.as_deref(), &self.settings.offboarding.sources)
+                {
+                    return to_value(&refused);
+                }
                 let report = self
                     .offboard(
                         &owner,
@@ -148,12 +65,6 @@ impl<S: AgentStore, K: AgentKit> Delete<S, K> {
                         &crate::Quiet,
                     )
                     .await?;
-                if report.failed > 0 {
-                    return Err(Error::Internal(format!(
-                        "offboarding left {} agent(s) of the owner; the event will be delivered again",
-                        report.failed
-                    )));
-                }
                 to_value(&report)
             }
         }
@@ -174,11 +85,26 @@ impl<S: AgentStore, K: AgentKit> Delete<S, K> {
             store: &self.store,
             agentkit: &self.agentkit,
             registry: &registry,
-            delete: &self.settings,
+            lock: &self.settings.lock,
             settings: &self.settings.sweep,
             progress,
         }
         .run(deadline, dry_run)
+        .await
+    }
+
+    /// The index refresh: what is new on each snapshot Tool since the last one.
+    pub async fn refresh(&self, deadline: Deadline) -> Result<RefreshReport, Error> {
+        let registry = self
+            .registry
+            .get(&Within::new(&self.store, deadline))
+            .await?;
+        Refresh {
+            store: &self.store,
+            agentkit: &self.agentkit,
+            registry: &registry,
+        }
+        .run(deadline)
         .await
     }
 
@@ -198,10 +124,27 @@ impl<S: AgentStore, K: AgentKit> Delete<S, K> {
             store: &self.store,
             agentkit: &self.agentkit,
             registry: &registry,
-            delete: &self.settings,
+            lock: &self.settings.lock,
             progress,
         }
         .run(owner, deadline, dry_run)
+        .await
+    }
+
+    /// Finish what earlier offboardings left.
+    pub async fn finish_offboardings(&self, deadline: Deadline) -> Result<FinishReport, Error> {
+        let registry = self
+            .registry
+            .get(&Within::new(&self.store, deadline))
+            .await?;
+        Offboard {
+            store: &self.store,
+            agentkit: &self.agentkit,
+            registry: &registry,
+            lock: &self.settings.lock,
+            progress: &crate::Quiet,
+        }
+        .finish_pending(deadline)
         .await
     }
 }

@@ -136,7 +136,7 @@ impl<S: AgentStore, K: AgentKit> Delete<S, K> {
         let lookup = self
             .find_snapshot(&registry, &key, record.as_ref(), snapshot_id, deadline)
             .await?;
-        let deleter = Deleter::new(store, &self.agentkit, &self.settings);
+        let deleter = Deleter::new(store, &self.agentkit, &self.settings.lock);
         let (tool_id, region, snapshots) = match lookup {
             Lookup::UnknownAgent => return Err(Error::AgentNotFound),
             Lookup::NotTheAgents => {
@@ -209,25 +209,14 @@ impl<S: AgentStore, K: AgentKit> Delete<S, K> {
             None if record.is_some() => (None, None),
             None => return Err(Error::AgentNotFound),
         };
-        let region = home
-            .as_ref()
-            .map(|(_, r)| r.clone())
-            .or_else(|| registry.region.clone())
-            .or_else(|| self.agentkit.regions().first().cloned());
-        // Every Tool of the kind, the agent's own first: an agent deleted is deleted wherever
-        // a session or snapshot of it may be.
-        let mut tools: Vec<String> = home.iter().map(|(t, _)| t.clone()).collect();
-        if let Some(kind_tools) = registry.kind(key.kind) {
-            for t in kind_tools.all_tools() {
-                if !tools.iter().any(|have| have == t) {
-                    tools.push(t.to_string());
-                }
-            }
-        }
-        let place = AgentPlace {
-            region: region.clone().unwrap_or_default(),
-            tools: if region.is_some() { tools } else { Vec::new() },
-        };
+        // Every Tool of the kind in every region, the agent's own first: an agent deleted is
+        // deleted wherever a session or snapshot of it may be.
+        let place = AgentPlace::of(
+            &registry,
+            &self.agentkit,
+            key.kind,
+            home.as_ref().map(|(t, r)| (t.as_str(), r.as_str())),
+        );
         let target = DeleteTarget {
             describe: home.as_ref().map(|(tool, region)| {
                 describe(
@@ -245,7 +234,7 @@ impl<S: AgentStore, K: AgentKit> Delete<S, K> {
             user_session_id: user_session_id(&key.agent_id).map(str::to_string),
             key,
         };
-        Deleter::new(store, &self.agentkit, &self.settings)
+        Deleter::new(store, &self.agentkit, &self.settings.lock)
             .delete_agent(&target, &place, record, if_match, deadline)
             .await?;
         Ok(())

@@ -12,8 +12,7 @@ use snapwake_delete::{Delete, DeleteSettings};
 async fn main() -> Result<(), Error> {
     bootstrap::init_tracing();
     let config = Config::from_env()?;
-    let mut settings = DeleteSettings::default();
-    settings.sweep.policy = config.retention.into();
+    let settings = DeleteSettings::from_config(&config);
     let delete = Delete {
         store: bootstrap::dynamo_store(&config).await?,
         agentkit: bootstrap::agentkit(&config).await?,

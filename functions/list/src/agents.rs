@@ -24,6 +24,10 @@ struct Listing {
     agents: Vec<AgentView>,
     truncated: bool,
     partial: Vec<Missing>,
+    /// How fresh the snapshots shown are: when the index they come from last read every
+    /// snapshot Tool asked about (RFC 3339); a scan is live (now).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    as_of: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     next_cursor: Option<String>,
 }
@@ -67,6 +71,10 @@ impl<S: AgentStore, K: AgentKit> List<S, K> {
             deadline,
         )
         .await?;
+        let as_of = match path {
+            Path::Index => self.as_of(store, &registry, &kinds).await?,
+            Path::Scan => Some(snapwake::timestamp::now_ms()),
+        };
         let mut agents = collected.views(&kinds, q.state, &self.lock);
         let truncated = more_records || agents.len() > MAX_AGENTS;
         agents.truncate(MAX_AGENTS);
@@ -86,6 +94,7 @@ impl<S: AgentStore, K: AgentKit> List<S, K> {
                     .into_iter()
                     .map(|m| m.shown_to(caller))
                     .collect(),
+                as_of: as_of.map(snapwake::timestamp::format_ms),
                 next_cursor: None,
             },
         ))
@@ -100,6 +109,7 @@ impl<S: AgentStore, K: AgentKit> List<S, K> {
         let registry = self.registry.get(store).await?;
         let signer = self.cursor_keys.key(store).await?;
         let index = self.index_status(store).await?;
+        let as_of = self.as_of(store, &registry, &kinds).await?;
         let query = format!(
             "{}|{}",
             q.kind.map_or("", Kind::as_str),
@@ -124,6 +134,7 @@ impl<S: AgentStore, K: AgentKit> List<S, K> {
                 truncated: page.next_cursor.is_some(),
                 agents: page.agents,
                 partial: page.missing,
+                as_of: as_of.map(snapwake::timestamp::format_ms),
                 next_cursor: page.next_cursor,
             },
         ))
@@ -144,6 +155,42 @@ impl<S: AgentStore, K: AgentKit> List<S, K> {
             .index_status(store)
             .await?
             .is_some_and(|s| s.covers(registry, kinds)))
+    }
+
+    /// When the index last read every snapshot Tool of `kinds` (epoch ms): for each Tool the
+    /// later of the last completed sweep and its last refresh, the oldest of those.
+    async fn as_of(
+        &self,
+        store: &Within<'_, S>,
+        registry: &ToolRegistry,
+        kinds: &[Kind],
+    ) -> Result<Option<u64>> {
+        let cached = self.index.lock().ok().and_then(|g| g.clone());
+        let status = match cached {
+            Some(s) => s,
+            None => match self.index_status(store).await? {
+                Some(s) => s,
+                None => return Ok(None),
+            },
+        };
+        let (marks, _) = snapwake::index_sync::freshness(store).await?;
+        let mut oldest: Option<u64> = None;
+        for kind in kinds {
+            let Some(tools) = registry.kind(*kind) else {
+                continue;
+            };
+            for tool in tools.snapshot_tools() {
+                let swept = if status.tools.iter().any(|t| t == tool) {
+                    status.completed_at_ms
+                } else {
+                    0
+                };
+                let refreshed = marks.tools.get(tool).map_or(0, |m| m.refreshed_at_ms);
+                let at = swept.max(refreshed);
+                oldest = Some(oldest.map_or(at, |o| o.min(at)));
+            }
+        }
+        Ok(oldest.or(Some(status.completed_at_ms)))
     }
 
     /// The last completed index sync (read, and kept for the warm container's next request:

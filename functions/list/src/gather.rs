@@ -56,11 +56,6 @@ impl Missing {
         }
     }
 
-    pub fn agent(mut self, agent_id: &str) -> Self {
-        self.agent_id = Some(agent_id.to_string());
-        self
-    }
-
     /// As `caller` may see it: the Tool id for admins only.
     pub fn shown_to(mut self, caller: &Caller) -> Self {
         if !caller.is_admin {

@@ -3,8 +3,10 @@
 //! Two ways to find the asleep ones, one answer:
 //!
 //! - **index** (once a full index sync has covered every snapshot Tool asked about): the
-//!   owner's records from the owner index (both owner keys: one query each), then one exact
-//!   `UserSessionId` ListSessionSnapshots per recoverable agent, [`AGENT_CONCURRENCY`] at once;
+//!   owner's records from the owner index (both owner keys: one query each), their snapshots
+//!   as the records summarise them — kept current by every snapwake write, the minute refresh
+//!   and the hourly sweep — so the list costs no AgentKit call per agent (the answer's `as_of`
+//!   says how fresh they are; a wake reads the agent live anyway);
 //! - **scan** (before that): every snapshot of every snapshot Tool, kept when its
 //!   UserSessionId belongs to the owner (as the reference Studio did), so no agent is missing
 //!   while the index is not yet trusted. The records still come from the owner index, to show
@@ -14,7 +16,6 @@
 //! (temporary and recoverable), each session kept only when its UserSessionId belongs to the
 //! owner (metadata is free text; the id is the proof).
 
-use futures::StreamExt;
 use snapwake::agentkit::pagination::AGENT_SESSION_PAGES;
 use snapwake::agentkit::types::{ListSessionSnapshots, Session, Snapshot, MAX_PAGE_SIZE};
 use snapwake::agentkit::{AgentKit, Pager};
@@ -27,13 +28,8 @@ use snapwake::index_sync::agent_of;
 use snapwake::locate::regions;
 use snapwake::store::AgentStore;
 
-use crate::gather::{
-    list_on_tool, only_of, retention_of, sessions_of_owner, snapshots_of_agent, tools_of,
-    Collected, Missing, AGENT_PAGES,
-};
+use crate::gather::{list_on_tool, retention_of, sessions_of_owner, tools_of, Collected, Missing};
 
-/// Exact per-agent AgentKit calls in flight at once.
-pub const AGENT_CONCURRENCY: usize = 8;
 /// Most agents one list answers with.
 pub const MAX_AGENTS: usize = 1000;
 /// Pages of a snapshot Tool the scan reads (100 snapshots each).
@@ -83,15 +79,16 @@ pub async fn collect<S: AgentStore, K: AgentKit>(
     let sessions = live_sessions(agentkit, registry, &regions, owner, kinds, deadline);
     match path {
         Path::Index => {
-            let records: Vec<AgentRecord> = c.records.values().cloned().collect();
-            let asleep = indexed_snapshots(agentkit, registry, &regions, &records, deadline);
-            let (sessions, asleep) = futures::join!(sessions, asleep);
-            merge_sessions(&mut c, sessions);
-            for (key, found) in asleep {
-                match found {
-                    Ok(snaps) => c.add_snapshots(key, snaps),
-                    Err(m) => c.missing.push(m),
-                }
+            let asleep: Vec<(AgentKey, Vec<Snapshot>)> = c
+                .records
+                .values()
+                .filter(|r| r.state != WakeState::Gone && !r.snapshots.is_empty())
+                .filter(|r| r.description.retention != Some(Retention::Temporary))
+                .map(|r| (r.key.clone(), snapwake::view::record_snapshots(r)))
+                .collect();
+            merge_sessions(&mut c, sessions.await);
+            for (key, snaps) in asleep {
+                c.add_snapshots(key, snaps);
             }
         }
         Path::Scan => {
@@ -182,52 +179,6 @@ async fn live_sessions<K: AgentKit>(
         }
     }
     (found, missing)
-}
-
-/// The snapshots of each indexed agent, by one exact listing on its recorded Tool.
-async fn indexed_snapshots<K: AgentKit>(
-    agentkit: &K,
-    registry: &ToolRegistry,
-    regions: &[String],
-    records: &[AgentRecord],
-    deadline: Deadline,
-) -> Vec<(AgentKey, std::result::Result<Vec<Snapshot>, Missing>)> {
-    let wanted: Vec<(AgentKey, String, String, Vec<String>)> = records
-        .iter()
-        .filter_map(|r| {
-            if r.state == WakeState::Gone || r.description.retention == Some(Retention::Temporary) {
-                return None;
-            }
-            let usid = user_session_id(&r.key.agent_id)?;
-            let tool = r.description.tool_id.as_deref()?;
-            if !registry.is_snapshot_tool(r.key.kind, tool) {
-                return None;
-            }
-            // The recorded region first, then the others.
-            let mut order: Vec<String> = r.description.region.iter().cloned().collect();
-            order.extend(
-                regions
-                    .iter()
-                    .filter(|x| Some(*x) != r.description.region.as_ref())
-                    .cloned(),
-            );
-            Some((r.key.clone(), usid.to_string(), tool.to_string(), order))
-        })
-        .collect();
-    futures::stream::iter(wanted)
-        .map(|(key, usid, tool, order)| async move {
-            let request = snapshots_of_agent(&tool, &usid);
-            let found = match list_on_tool(agentkit, &order, request, AGENT_PAGES, deadline).await {
-                Ok((_, snaps)) => Ok(only_of(snaps, &usid, |s| s.user_session_id.as_deref())),
-                Err((region, e)) => {
-                    Err(Missing::new(key.kind, &tool, region.as_deref(), &e).agent(&key.agent_id))
-                }
-            };
-            (key, found)
-        })
-        .buffer_unordered(AGENT_CONCURRENCY)
-        .collect()
-        .await
 }
 
 /// Every snapshot of the snapshot Tools of `kinds` that belongs to `owner`, by agent.

@@ -4,7 +4,8 @@
 //! woke it, `false` when it already was); 202 with `Retry-After` and `Location` when it is still
 //! waking at the end of this request's budget (or a sleep in flight has not settled yet); 404
 //! when the agent does not exist or is not the caller's; 409 while a delete holds it; 410 once
-//! deleted; 422 when nothing can be woken. The caller that wins the lock locates an agent the
+//! deleted, or while its owner is being offboarded (docs/operations.md, "Offboarding"); 422
+//! when nothing can be woken. The caller that wins the lock locates an agent the
 //! table does not place yet.
 
 use lambda_http::{Body, Request, Response};
@@ -55,6 +56,10 @@ impl<S: AgentStore, K: AgentKit> Resume<S, K> {
             snapshot_id,
         };
         let key = &addressed.key;
+        // An owner being offboarded gets nothing woken: their agents are on the way out.
+        if snapwake::offboarding::owner_is_leaving(&self.store, key).await? {
+            return Err(snapwake::error::Error::AgentGone);
+        }
         let wake = Wake::new(&self.store, &self.agentkit, &addressed.registry, &self.wake);
         let started = std::time::Instant::now();
         let outcome = wake

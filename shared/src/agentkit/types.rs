@@ -347,6 +347,10 @@ pub struct ListSessionSnapshots {
     /// Exact match on the source session.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub session_id: Option<String>,
+    /// Only snapshots created after this instant (RFC 3339). The SDK's models have it, with
+    /// no word on whether the bound is inclusive: callers overlap and de-duplicate.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub create_time_after: Option<String>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]

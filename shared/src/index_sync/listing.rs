@@ -15,6 +15,9 @@ pub struct ToolListing {
     pub sessions: Vec<Session>,
     /// When the listing began (epoch ms): a record written since knows better than it.
     pub listed_at_ms: u64,
+    /// Only what is new on the Tool (the minute refresh): the snapshots add to what a record
+    /// summarises instead of replacing it, and sessions were not read.
+    pub partial: bool,
 }
 
 /// Every Tool of every kind, snapshot Tools first, each once: `(kind, tool, retention)`.
@@ -88,6 +91,7 @@ pub async fn list_tool<K: AgentKit>(
             snapshots,
             sessions,
             listed_at_ms,
+            partial: false,
         });
     }
     Err(last.unwrap_or(AgentKitError::NotFound {
@@ -160,6 +164,7 @@ impl ToolListing {
             snapshots: Vec::new(),
             sessions: Vec::new(),
             listed_at_ms: self.listed_at_ms,
+            partial: self.partial,
         }
     }
 }

@@ -23,9 +23,11 @@
 //! indexes its agents with [`index_agent`] before pruning them; [`sync_index`] is the sync
 //! alone over every Tool.
 
+mod freshness;
 mod listing;
 mod upsert;
 
+pub use freshness::{freshness, save_freshness, Freshness, ToolMark, REFRESH_DOCUMENT};
 pub use listing::{agent_of, agents_of, list_tool, tools, Seen, ToolListing};
 pub use upsert::{index_agent, Upsert};
 

@@ -26,6 +26,7 @@ fn listing(snapshots: Vec<Snapshot>, sessions: Vec<Session>) -> ToolListing {
         snapshots,
         sessions,
         listed_at_ms: now_ms(),
+        partial: false,
     }
 }
 

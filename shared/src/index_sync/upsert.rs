@@ -123,9 +123,13 @@ pub(super) fn changes_for(
         .and_then(crate::timestamp::epoch_ms)
         .is_some_and(|at| at + 1000 > listing.listed_at_ms);
     if listing.retention == Retention::Recoverable {
-        let summaries = snapshot_views(&seen.snapshots);
+        let summaries = if listing.partial {
+            merged(current, &seen.snapshots, newer)
+        } else {
+            snapshot_views(&seen.snapshots)
+        };
         let differ = current.map_or(!summaries.is_empty(), |r| {
-            if newer {
+            if newer && !listing.partial {
                 r.snapshots.is_empty() && !summaries.is_empty()
             } else {
                 r.snapshots != summaries
@@ -155,6 +159,32 @@ pub(super) fn changes_for(
         }
     }
     (changes != Changes::default()).then_some(changes)
+}
+
+/// A partial listing's snapshots laid over what `current` summarises: a snapshot listed
+/// replaces its summary (its status moved on), a new one is added. When the record was written
+/// after the listing began (`newer`), only snapshots it does not mention are added: it may
+/// have deleted one the listing still showed.
+fn merged(
+    current: Option<&AgentRecord>,
+    listed: &[crate::agentkit::types::Snapshot],
+    newer: bool,
+) -> Vec<crate::domain::SnapshotView> {
+    let mut all: Vec<crate::agentkit::types::Snapshot> = current
+        .map(crate::view::record_snapshots)
+        .unwrap_or_default();
+    for s in listed {
+        let id = s.snapshot_id.as_deref();
+        match all
+            .iter_mut()
+            .find(|have| have.snapshot_id.as_deref() == id)
+        {
+            Some(_) if newer => {}
+            Some(have) => *have = s.clone(),
+            None => all.push(s.clone()),
+        }
+    }
+    snapshot_views(&all)
 }
 
 /// Bring `key`'s record up to what `listing` says of it.

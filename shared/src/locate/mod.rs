@@ -6,6 +6,7 @@
 //! Files: `mod.rs` (this: finding the Tool), `home.rs` (where a record says the agent lives),
 //! `sessions.rs` (its sessions and snapshots there).
 
+pub mod claims;
 mod home;
 pub mod sessions;
 

@@ -37,7 +37,7 @@ use crate::view::METADATA_CREATOR_KEY;
 use super::watch::{Polled, Poller, Watched};
 use super::{Wake, WakeOutcome, WakeTarget};
 use crate::locate::sessions::{
-    choose, live_session, orphan_of, own_snapshots, session, snapshots, Choice, Expected,
+    choose, live_session, own_snapshots, session, snapshots, Choice, Expected,
 };
 use crate::locate::Home;
 
@@ -273,6 +273,14 @@ impl<S: AgentStore, K: AgentKit> Wake<'_, S, K> {
             Err(e) => return Err(self.fail(lock, &mut held, e.into()).await),
         };
         tracing::info!(agent = %key, %session_id, "wake: resumed");
+        if target.user_session_id().is_none() {
+            // Nothing in AgentKit says whose this session is: the claim does
+            // (crate::locate::claims). A failed write only makes a later orphan search wait.
+            if let Err(e) = crate::locate::claims::claim(self.store, &home, &session_id, key).await
+            {
+                tracing::warn!(agent = %key, error = %e, "could not claim the resumed session");
+            }
+        }
         let recorded = Recorded {
             session_id,
             snapshot_id: Some(snapshot_id),
@@ -387,7 +395,17 @@ impl<S: AgentStore, K: AgentKit> Wake<'_, S, K> {
             (None, Some(sent)) => {
                 // AgentKit writes whole seconds; allow for that and for clocks a little apart.
                 let margin = self.settings.lock.skew_margin.as_millis() as u64 + 1000;
-                Ok(orphan_of(self.agentkit, home, sent, margin, metadata, deadline).await?)
+                crate::locate::claims::adopt_orphan(
+                    self.store,
+                    self.agentkit,
+                    home,
+                    &target.key,
+                    sent,
+                    margin,
+                    metadata,
+                    deadline,
+                )
+                .await
             }
             (None, None) => Ok(None),
         }

@@ -10,7 +10,9 @@ use crate::state::{SnapRec, World, REASON_MANUAL};
 use snapwake::agentkit::types::*;
 
 /// Snapshots of a Tool, oldest first, with optional exact `UserSessionId` and `SessionId`
-/// filters (an empty string counts as absent). The UserSessionId filter walks an index.
+/// filters (an empty string counts as absent) and `CreateTimeAfter` (RFC 3339, exclusive; a
+/// malformed one is refused). The UserSessionId filter walks an index. The order is the
+/// simulator's: AgentKit documents none, so callers never rely on it.
 pub(super) fn list_session_snapshots(
     w: &mut World,
     cx: &Ctx<'_>,
@@ -20,9 +22,17 @@ pub(super) fn list_session_snapshots(
     let size = pagination::page_size(r.max_results)?;
     let usid = r.user_session_id.filter(|u| !u.is_empty());
     let session_id = r.session_id.filter(|s| !s.is_empty());
+    let after = match r.create_time_after.as_deref().filter(|a| !a.is_empty()) {
+        None => None,
+        Some(a) => Some(
+            time::OffsetDateTime::parse(a, &time::format_description::well_known::Rfc3339)
+                .map_err(|_| SimError::invalid(format!("CreateTimeAfter {a:?} is not RFC 3339")))?,
+        ),
+    };
     let u = format!("u:{}", usid.as_deref().unwrap_or(""));
     let s = format!("s:{}", session_id.as_deref().unwrap_or(""));
-    let scope = pagination::scope(&["ListSessionSnapshots", cx.region, &tool_id, &u, &s]);
+    let c = format!("c:{}", r.create_time_after.as_deref().unwrap_or(""));
+    let scope = pagination::scope(&["ListSessionSnapshots", cx.region, &tool_id, &u, &s, &c]);
     let from = cursor(cx, &scope, r.next_token.as_deref())?;
     let index = match &usid {
         Some(u) => w.snapshots_by_usid.get(u),
@@ -32,6 +42,7 @@ pub(super) fn list_session_snapshots(
         .filter_map(|k| w.snapshots.get(&k.1).map(|s| (k, s)))
         .filter(|(_, s)| s.tool_id == tool_id)
         .filter(|(_, s)| session_id.is_none() || s.session_id == session_id)
+        .filter(|(_, s)| after.is_none_or(|a| s.created_at > a))
         .filter(|(_, s)| s.is_visible(cx.now))
         .map(|(k, s)| (k.clone(), s.view(cx.now)));
     let (snapshots, next_token) = pagination::paginate(cx.tokens, &scope, size, items);

@@ -16,16 +16,20 @@
 //!   rests again, partly cleaned) and answers the error; a retry finishes the job.
 //!
 //! The HTTP routes use this module; so do the sweep and offboarding handlers (docs/operations.md).
-
-use std::time::Duration;
+//! It knows nothing of them: it imports only the retention rule, which a prune under the
+//! lock applies to a fresh listing.
+//!
+//! - `snapshots`: one snapshot, or several under one tenure (the sweep's prune);
+//! - `agent`: a whole agent, in every region its kind's Tools may live in;
+//! - `decision`: what the record alone allows; `remembered`: deleted snapshots answered 204.
 
 use snapwake::agentkit::types::{
-    DeleteSession, DeleteSessionSnapshot, Filter, ListSessionSnapshots, ListSessions,
+    DeleteSession, DeleteSessionSnapshot, Filter, ListSessionSnapshots, ListSessions, Snapshot,
 };
 use snapwake::agentkit::{list_all, AgentKit};
 use snapwake::deadline::Deadline;
 use snapwake::domain::Description;
-use snapwake::domain::{AgentKey, AgentRecord, WakeState};
+use snapwake::domain::{AgentKey, AgentRecord, Kind, ToolRegistry, WakeState};
 use snapwake::error::Error;
 use snapwake::identity::SNAPSHOT_AGENT_PREFIX;
 use snapwake::lock::{
@@ -34,16 +38,21 @@ use snapwake::lock::{
 use snapwake::store::{AgentStore, Changes, Condition, DocumentKey, StoreError};
 use snapwake::timestamp::{now_ms, now_s};
 
-mod settings;
+use crate::retention::RetentionPolicy;
+
+mod agent;
 mod decision;
 mod remembered;
+mod snapshots;
 
 use decision::resting;
 pub use decision::{decide, Decision};
-pub use settings::{DeleteSettings, TOMBSTONE_TTL_S};
 use snapwake::agentkit::pagination::{
     AGENT_SESSION_PAGES as SESSION_PAGES, AGENT_SNAPSHOT_PAGES as SNAPSHOT_PAGES,
 };
+
+/// How long a tombstone (and the memory of a deleted snapshot) answers: 30 days.
+pub const TOMBSTONE_TTL_S: i64 = 30 * 24 * 3600;
 
 /// The agent a deletion acts on.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -56,17 +65,54 @@ pub struct DeleteTarget {
 }
 
 impl DeleteTarget {
+    /// The target for `key`, with its UserSessionId read from the id.
+    pub fn of(key: &AgentKey) -> Self {
+        DeleteTarget {
+            key: key.clone(),
+            user_session_id: snapwake::identity::user_session_id(&key.agent_id).map(str::to_string),
+            describe: None,
+        }
+    }
+
     /// The SnapshotId of a `snapshot-<id>` agent.
     fn own_snapshot_id(&self) -> Option<&str> {
         self.key.agent_id.strip_prefix(SNAPSHOT_AGENT_PREFIX)
     }
 }
 
-/// Where an agent may have sessions and snapshots: every Tool of its kind, in one region.
+/// Where an agent may have sessions and snapshots: every Tool of its kind, each in every
+/// region (a Tool lives in one region; the others answer NotFound, which is skipped), the
+/// agent's own Tool and region first.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct AgentPlace {
-    pub region: String,
     pub tools: Vec<String>,
+    pub regions: Vec<String>,
+}
+
+impl AgentPlace {
+    /// Every Tool of `kind` in every region, `home` (Tool, region) first.
+    pub fn of(
+        registry: &ToolRegistry,
+        agentkit: &impl AgentKit,
+        kind: Kind,
+        home: Option<(&str, &str)>,
+    ) -> Self {
+        let mut tools: Vec<String> = home.iter().map(|(t, _)| t.to_string()).collect();
+        if let Some(kind_tools) = registry.kind(kind) {
+            for t in kind_tools.all_tools() {
+                if !tools.iter().any(|have| have == t) {
+                    tools.push(t.to_string());
+                }
+            }
+        }
+        let mut regions: Vec<String> = home.iter().map(|(_, r)| r.to_string()).collect();
+        for r in snapwake::locate::regions(registry, agentkit) {
+            if !regions.iter().any(|have| have == r) {
+                regions.push(r.to_string());
+            }
+        }
+        AgentPlace { tools, regions }
+    }
 }
 
 /// One snapshot and where it lives.
@@ -77,6 +123,22 @@ pub struct SnapshotRef {
     pub snapshot_id: String,
 }
 
+/// What a prune deletes, decided under the agent's lock.
+#[derive(Clone, Copy, Debug)]
+pub enum Choice<'r> {
+    /// These snapshots (the caller checked them against a listing of the agent).
+    These(&'r [SnapshotRef]),
+    /// What `policy` drops from a fresh listing of the agent's snapshots on this Tool, read
+    /// under the lock; and `carried` (deletions an earlier run started but never saw
+    /// answered) when that listing no longer shows them, so that they are confirmed.
+    ByPolicy {
+        tool_id: &'r str,
+        region: &'r str,
+        policy: &'r RetentionPolicy,
+        carried: &'r [String],
+    },
+}
+
 /// What a deletion did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Deleted {
@@ -84,26 +146,34 @@ pub enum Deleted {
     Done,
     /// A tombstone says the agent was deleted already: nothing to do.
     AlreadyGone,
+    /// An idle-agent delete found the agent in use again under the lock: nothing deleted.
+    NotIdle,
 }
 
 /// What [`Deleter::prune`] did.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct Pruned {
-    /// Snapshots deleted, the first ones asked for: the rest were not touched.
-    pub deleted: usize,
+    /// Snapshots deleted (confirmed by AgentKit), in order.
+    pub deleted: Vec<String>,
     /// Time ran short before the rest were started.
     pub cut: bool,
+    /// The deletion whose call failed: its outcome is unknown (AgentKit may have acted).
+    pub unanswered: Option<String>,
     /// `Done` when every deletion started succeeded; else why it stopped.
-    pub outcome: Result<Deleted, Error>,
+    pub outcome: Option<Result<Deleted, Error>>,
 }
 
 impl Pruned {
     fn nothing(outcome: Result<Deleted, Error>) -> Self {
         Pruned {
-            deleted: 0,
-            cut: false,
-            outcome,
+            outcome: Some(outcome),
+            ..Pruned::default()
         }
+    }
+
+    /// Why it stopped (`Done` when nothing went wrong).
+    pub fn outcome(&mut self) -> Result<Deleted, Error> {
+        self.outcome.take().unwrap_or(Ok(Deleted::Done))
     }
 }
 
@@ -126,283 +196,20 @@ enum Taken {
 pub struct Deleter<'a, S, K> {
     store: &'a S,
     agentkit: &'a K,
-    settings: &'a DeleteSettings,
+    lock: &'a LockSettings,
 }
 
 impl<'a, S: AgentStore, K: AgentKit> Deleter<'a, S, K> {
-    pub fn new(store: &'a S, agentkit: &'a K, settings: &'a DeleteSettings) -> Self {
+    pub fn new(store: &'a S, agentkit: &'a K, lock: &'a LockSettings) -> Self {
         Deleter {
             store,
             agentkit,
-            settings,
+            lock,
         }
     }
 
     fn lock(&self, deadline: Deadline) -> AgentLock<'a, S> {
-        AgentLock::new(self.store, &self.settings.lock, deadline)
-    }
-
-    /// Delete one snapshot of `target` (its membership checked by the caller), deciding from
-    /// `seen`, the record as the caller read it.
-    pub async fn delete_snapshot(
-        &self,
-        target: &DeleteTarget,
-        snapshot: &SnapshotRef,
-        seen: Option<AgentRecord>,
-        if_match: Option<u64>,
-        deadline: Deadline,
-    ) -> Result<Deleted, Error> {
-        self.prune(
-            target,
-            std::slice::from_ref(snapshot),
-            seen,
-            if_match,
-            None,
-            deadline,
-        )
-        .await
-        .outcome
-    }
-
-    /// Delete several snapshots of `target` under one tenure of its lock (the retention
-    /// sweep prunes this way), in order. Every deletion is idempotent; the first that fails
-    /// stops the rest, hands the agent back and is the outcome.
-    ///
-    /// With `start_by`, a deletion is only started before that instant and while a quarter
-    /// of the lease is left; the rest are left for the caller ([`Pruned::cut`]) instead of
-    /// being cut off mid-call, so a run that stops early still has time to hand the agent
-    /// back, and a long prune takes the lock again rather than outliving its lease.
-    pub async fn prune(
-        &self,
-        target: &DeleteTarget,
-        snapshots: &[SnapshotRef],
-        seen: Option<AgentRecord>,
-        if_match: Option<u64>,
-        start_by: Option<Deadline>,
-        deadline: Deadline,
-    ) -> Pruned {
-        let lock = self.lock(deadline);
-        let mut held = match self.acquire(&lock, target, seen, if_match).await {
-            Ok(Taken::Held(h)) => h,
-            Ok(Taken::Gone) => return Pruned::nothing(Ok(Deleted::AlreadyGone)),
-            Err(e) => return Pruned::nothing(Err(e)),
-        };
-        let mut deleted: Vec<&str> = Vec::new();
-        let mut result = Ok(());
-        let mut cut = false;
-        let quarter_lease = self.settings.lock.lease / 4;
-        for SnapshotRef {
-            tool_id,
-            region,
-            snapshot_id,
-        } in snapshots
-        {
-            if start_by.is_some_and(|by| by.is_past() || !held.lease_end.allows(quarter_lease)) {
-                cut = true;
-                break;
-            }
-            let one = async {
-                self.delete_snapshot_call(region, tool_id, snapshot_id, held.deadline)
-                    .await?;
-                self.remember_deleted(&target.key, snapshot_id).await
-            };
-            match one.await {
-                Ok(()) => deleted.push(snapshot_id),
-                Err(e) => {
-                    result = Err(e);
-                    break;
-                }
-            }
-        }
-        // The index's copy of the agent's snapshots loses the ones deleted.
-        let before = &held.held.record.snapshots;
-        let left: Vec<_> = before
-            .iter()
-            .filter(|s| !deleted.contains(&s.snapshot_id.as_str()))
-            .cloned()
-            .collect();
-        let summaries = (left.len() != before.len()).then_some(left);
-        let restored = self.restore(&lock, &mut held, summaries).await;
-        let done = Pruned {
-            deleted: deleted.len(),
-            cut,
-            outcome: Ok(Deleted::Done),
-        };
-        if let Err(e) = result {
-            return Pruned {
-                outcome: Err(e),
-                ..done
-            };
-        }
-        match restored {
-            Ok(true) => {}
-            // The snapshots are deleted: that is what the caller asked for. The record stays
-            // `deleting` until its lease expires (or another caller took it over already).
-            Ok(false) => {
-                tracing::warn!(agent = %target.key, "snapshots deleted, but the lock was lost")
-            }
-            Err(e) => {
-                tracing::warn!(agent = %target.key, error = %e, "snapshots deleted, but the lock could not be released")
-            }
-        }
-        tracing::info!(agent = %target.key, snapshots = ?deleted, cut, "snapshots deleted");
-        done
-    }
-
-    /// Delete the agent: end its sessions, delete its snapshots, leave the tombstone.
-    pub async fn delete_agent(
-        &self,
-        target: &DeleteTarget,
-        place: &AgentPlace,
-        seen: Option<AgentRecord>,
-        if_match: Option<u64>,
-        deadline: Deadline,
-    ) -> Result<Deleted, Error> {
-        let lock = self.lock(deadline);
-        let mut held = match self.acquire(&lock, target, seen, if_match).await? {
-            Taken::Gone => return Ok(Deleted::AlreadyGone),
-            Taken::Held(h) => h,
-        };
-        // The session a wake recorded, in case a listing does not show it yet.
-        let recorded = held
-            .held
-            .record
-            .description
-            .tool_id
-            .clone()
-            .zip(held.held.record.session_id.clone())
-            .filter(|(t, _)| place.tools.contains(t));
-        if let Err(e) = self.clean(target, place, recorded, held.deadline).await {
-            if let Err(release) = self.restore(&lock, &mut held, None).await {
-                tracing::warn!(agent = %target.key, error = %release, "could not release the lock after a failed delete");
-            }
-            return Err(e);
-        }
-        let tombstone = Changes {
-            error: Some(None),
-            resume_sent_at_ms: Some(None),
-            snapshots: Some(Vec::new()),
-            expires_at: Some(Some(now_s() + TOMBSTONE_TTL_S)),
-            ..Changes::default()
-        };
-        match lock
-            .release(&mut held.held, WakeState::Gone, tombstone)
-            .await?
-        {
-            Written::Done(_) => {
-                tracing::info!(agent = %target.key, "agent deleted; tombstone written");
-                Ok(Deleted::Done)
-            }
-            // Our lease ran out and somebody else holds the agent now: we cannot promise it
-            // is gone. A retry decides again.
-            Written::Lost(_) => Err(Error::AgentBusy {
-                detail: "the agent changed while it was being deleted; retry".into(),
-                retry_after_s: 1,
-            }),
-        }
-    }
-
-    /// End every session of the agent, then delete every snapshot. Sessions first: a session
-    /// that expired later would leave one more snapshot behind.
-    async fn clean(
-        &self,
-        target: &DeleteTarget,
-        place: &AgentPlace,
-        recorded: Option<(String, String)>,
-        deadline: Deadline,
-    ) -> Result<(), Error> {
-        let region = place.region.as_str();
-        for tool in &place.tools {
-            let mut sessions: Vec<String> = recorded
-                .iter()
-                .filter(|(t, _)| t == tool)
-                .map(|(_, s)| s.clone())
-                .collect();
-            if let Some(usid) = target.user_session_id.as_deref() {
-                let req = ListSessions {
-                    tool_id: tool.clone(),
-                    filters: Some(vec![Filter::one("UserSessionId", usid)]),
-                    ..ListSessions::default()
-                };
-                match list_all(self.agentkit, region, req, SESSION_PAGES, deadline).await {
-                    Ok(listed) => sessions.extend(
-                        listed
-                            .into_iter()
-                            .filter(|s| s.user_session_id.as_deref() == Some(usid))
-                            .filter_map(|s| s.session_id),
-                    ),
-                    // The Tool does not exist in this region: nothing of the agent is there.
-                    Err(e) if e.is_not_found() => continue,
-                    Err(e) => return Err(e.into()),
-                }
-            }
-            sessions.sort();
-            sessions.dedup();
-            for session_id in sessions {
-                let req = DeleteSession {
-                    tool_id: tool.clone(),
-                    session_id,
-                };
-                match self.agentkit.call(region, &req, deadline).await {
-                    Ok(_) => {}
-                    Err(e) if e.is_not_found() => {}
-                    Err(e) => return Err(e.into()),
-                }
-            }
-
-            let snapshots: Vec<String> =
-                match (target.user_session_id.as_deref(), target.own_snapshot_id()) {
-                    (Some(usid), _) => {
-                        let req = ListSessionSnapshots {
-                            tool_id: tool.clone(),
-                            user_session_id: Some(usid.to_string()),
-                            ..ListSessionSnapshots::default()
-                        };
-                        match list_all(self.agentkit, region, req, SNAPSHOT_PAGES, deadline).await {
-                            // Trust but verify the filter: never delete another agent's snapshot.
-                            Ok(listed) => listed
-                                .into_iter()
-                                .filter(|s| s.user_session_id.as_deref() == Some(usid))
-                                .filter_map(|s| s.snapshot_id)
-                                .collect(),
-                            Err(e) if e.is_not_found() => continue,
-                            Err(e) => return Err(e.into()),
-                        }
-                    }
-                    (None, Some(own)) => vec![own.to_string()],
-                    (None, None) => Vec::new(),
-                };
-            for snapshot_id in snapshots {
-                match self
-                    .delete_snapshot_call(region, tool, &snapshot_id, deadline)
-                    .await
-                {
-                    Ok(()) => {}
-                    // A `snapshot-<id>` agent's snapshot is tried on every Tool of the kind.
-                    Err(Error::AgentKit(e)) if e.is_not_found() => {}
-                    Err(e) => return Err(e),
-                }
-            }
-        }
-        Ok(())
-    }
-
-    async fn delete_snapshot_call(
-        &self,
-        region: &str,
-        tool_id: &str,
-        snapshot_id: &str,
-        deadline: Deadline,
-    ) -> Result<(), Error> {
-        let req = DeleteSessionSnapshot {
-            tool_id: tool_id.to_string(),
-            snapshot_id: snapshot_id.to_string(),
-        };
-        match self.agentkit.call(region, &req, deadline).await {
-            Ok(_) => Ok(()),
-            Err(e) if e.is_not_found() => Ok(()),
-            Err(e) => Err(e.into()),
-        }
+        AgentLock::new(self.store, self.lock, deadline)
     }
 
     /// Acquire the agent as `deleting`; on a lost CAS decide again with the winner's record.
@@ -416,12 +223,12 @@ impl<'a, S: AgentStore, K: AgentKit> Deleter<'a, S, K> {
         let how = Acquire {
             state: WakeState::Deleting,
             generation: Generation::Keep,
-            lease: self.settings.lock.lease,
+            lease: self.lock.lease,
             describe: target.describe.clone(),
             poll_until_ms: None,
         };
-        for _ in 0..self.settings.lock.max_rounds.max(1) {
-            let condition = match decide(&self.settings.lock, seen.as_ref(), if_match)? {
+        for _ in 0..self.lock.max_rounds.max(1) {
+            let condition = match decide(self.lock, seen.as_ref(), if_match)? {
                 Decision::Gone => return Ok(Taken::Gone),
                 Decision::Acquire(c) => c,
             };
@@ -434,8 +241,8 @@ impl<'a, S: AgentStore, K: AgentKit> Deleter<'a, S, K> {
                     return Ok(Taken::Held(Box::new(Holding {
                         held: *held,
                         resting,
-                        deadline: lock.deadline().min_after(self.settings.lock.lease),
-                        lease_end: Deadline::after(self.settings.lock.lease),
+                        deadline: lock.deadline().min_after(self.lock.lease),
+                        lease_end: Deadline::after(self.lock.lease),
                     })))
                 }
                 Acquired::Lost(current) => seen = current,

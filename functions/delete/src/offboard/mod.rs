@@ -7,13 +7,24 @@
 //! keys, every page), every snapshot of every snapshot Tool whose UserSessionId is the
 //! owner's, and every live session of every Tool whose UserSessionId is the owner's (metadata
 //! is free text; the id's prefix is the proof, as everywhere). An agent held by a wake or a
-//! delete is tried again after its `Retry-After`, within the invocation's time.
+//! delete is tried again after its `Retry-After`, a few times within the invocation's time.
 //!
-//! Events arrive at least once: an agent already tombstoned counts as done, so a redelivered
-//! event finds nothing left and succeeds. An agent that could not be deleted makes the run an
-//! error, so EventBridge (or the operator) runs it again.
+//! It never gives up: before deleting anything it records the owner's progress
+//! ([`snapwake::offboarding`]), which makes every wake of the owner's agents answer 410, and
+//! puts the owner on the pending list; what it could not delete (held, or failed) is recorded
+//! as left, and every sweep finishes what is left ([`finish`]) until nothing is. Events arrive
+//! at least once: an agent already tombstoned counts as done, so a redelivered event finds
+//! nothing left and succeeds.
+//!
+//! Only from whom it should come ([`sources`]): an event is accepted only from the configured
+//! sources, checked here as well as by the EventBridge rule.
 
-use std::collections::BTreeMap;
+mod find;
+mod finish;
+pub mod sources;
+
+pub use finish::FinishReport;
+
 use std::time::Duration;
 
 use serde::Serialize;
@@ -21,19 +32,30 @@ use snapwake::agentkit::AgentKit;
 use snapwake::deadline::Deadline;
 use snapwake::domain::{AgentKey, AgentRecord, Retention, ToolRegistry, WakeState};
 use snapwake::error::Error;
-use snapwake::identity::user_session_id;
-use snapwake::identity::{belongs_to, owner_keys};
-use snapwake::index_sync::{agents_of, list_tool, tools};
-use snapwake::locate::regions;
+use snapwake::lock::LockSettings;
+use snapwake::offboarding;
 use snapwake::store::AgentStore;
+use snapwake::timestamp::now_ms;
 
 use crate::deletion::{AgentPlace, DeleteTarget, Deleted, Deleter};
-use crate::DeleteSettings;
 
-/// Owner-index pages read per owner key.
-const INDEX_PAGES: usize = 50;
-/// How many times an agent held by someone else is tried.
-const BUSY_ROUNDS: usize = 4;
+/// How many times an agent held by someone else is tried within one run.
+const BUSY_ROUNDS: usize = 3;
+
+/// Whom offboarding events are accepted from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OffboardSettings {
+    /// The EventBridge `source` values allowed (`SNAPWAKE_OFFBOARDING_SOURCES`).
+    pub sources: Vec<String>,
+}
+
+impl Default for OffboardSettings {
+    fn default() -> Self {
+        OffboardSettings {
+            sources: vec![snapwake::config::DEFAULT_OFFBOARDING_SOURCE.to_string()],
+        }
+    }
+}
 
 /// What happened to one agent.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -55,7 +77,11 @@ pub struct OffboardReport {
     pub found: usize,
     pub deleted: usize,
     pub already_gone: usize,
+    /// Agents not deleted in this run (held, or failed): recorded, and finished by the next
+    /// sweep.
     pub failed: usize,
+    /// What is left of the owner's agents after this run (0: the offboarding is finished).
+    pub left: usize,
     pub dry_run: bool,
     /// Every agent and what happened to it.
     pub agents: Vec<(AgentKey, Outcome)>,
@@ -73,7 +99,7 @@ pub struct Offboard<'a, S, K> {
     pub store: &'a S,
     pub agentkit: &'a K,
     pub registry: &'a ToolRegistry,
-    pub delete: &'a DeleteSettings,
+    pub lock: &'a LockSettings,
     pub progress: &'a dyn OffboardProgress,
 }
 
@@ -95,6 +121,20 @@ impl<S: AgentStore, K: AgentKit> Offboard<'_, S, K> {
         if owner.trim().is_empty() {
             return Err(Error::bad_request("offboarding needs an owner"));
         }
+        // Recorded before anything is deleted: from now on a wake of the owner's agents
+        // answers 410, and the sweep knows to finish this offboarding should this run not.
+        let mut progress = match dry_run {
+            true => None,
+            false => {
+                let mut p = offboarding::progress(self.store, owner)
+                    .await?
+                    .filter(|p| !p.is_finished())
+                    .unwrap_or_else(|| offboarding::start(owner));
+                p.runs += 1;
+                offboarding::record(self.store, &p).await?;
+                Some(p)
+            }
+        };
         let agents = self.find(owner, deadline).await?;
         self.progress.found(agents.len());
         let mut report = OffboardReport {
@@ -124,6 +164,17 @@ impl<S: AgentStore, K: AgentKit> Offboard<'_, S, K> {
             self.progress.agent(&key, outcome);
             report.agents.push((key, outcome));
         }
+        if let Some(p) = progress.as_mut() {
+            p.left = report
+                .agents
+                .iter()
+                .filter(|(_, o)| *o == Outcome::Failed)
+                .map(|(k, _)| k.clone())
+                .collect();
+            report.left = p.left.len();
+            p.finished_at_ms = p.left.is_empty().then(now_ms);
+            offboarding::record(self.store, p).await?;
+        }
         report.duration_ms = started.elapsed().as_millis() as u64;
         tracing::info!(
             owner = %report.owner,
@@ -131,79 +182,18 @@ impl<S: AgentStore, K: AgentKit> Offboard<'_, S, K> {
             deleted = report.deleted,
             already_gone = report.already_gone,
             failed = report.failed,
+            left = report.left,
             dry_run,
             "offboarding"
         );
         Ok(report)
     }
 
-    /// Every agent of `owner`: in the owner index, in the snapshot Tools, in the live sessions.
-    async fn find(
-        &self,
-        owner: &str,
-        deadline: Deadline,
-    ) -> Result<BTreeMap<AgentKey, Found>, Error> {
-        let mut agents: BTreeMap<AgentKey, Found> = BTreeMap::new();
-        for owner_key in owner_keys(owner) {
-            let mut cursor: Option<String> = None;
-            for _ in 0..INDEX_PAGES {
-                let page = self
-                    .store
-                    .query_owner(&owner_key, 1000, cursor.as_deref())
-                    .await?;
-                for record in page.records {
-                    // The index says whose it is, the UserSessionId proves it.
-                    let ours = user_session_id(&record.key.agent_id)
-                        .is_some_and(|id| belongs_to(id, owner));
-                    if ours {
-                        let key = record.key.clone();
-                        agents.entry(key).or_default().record = Some(record);
-                    }
-                }
-                match page.cursor {
-                    Some(next) => cursor = Some(next),
-                    None => break,
-                }
-            }
-        }
-        for (kind, tool, retention) in tools(self.registry) {
-            let listing = match list_tool(
-                self.agentkit,
-                self.registry,
-                (kind, &tool, retention),
-                deadline,
-            )
-            .await
-            {
-                Ok(l) => l,
-                Err(e) if e.is_not_found() => continue,
-                // A Tool that cannot be read could hide an agent: not done, try again.
-                Err(e) => return Err(e.into()),
-            };
-            for key in agents_of(&listing).into_keys() {
-                let ours = user_session_id(&key.agent_id).is_some_and(|id| belongs_to(id, owner));
-                if ours {
-                    let found = agents.entry(key).or_default();
-                    found.home.get_or_insert((
-                        listing.tool_id.clone(),
-                        listing.region.clone(),
-                        listing.retention,
-                    ));
-                }
-            }
-        }
-        Ok(agents)
-    }
-
     /// Delete one agent as the HTTP route does, waiting out a lock held by someone else.
     async fn delete(&self, key: &AgentKey, found: Found, deadline: Deadline) -> Outcome {
         let place = self.place(key, &found);
-        let target = DeleteTarget {
-            key: key.clone(),
-            user_session_id: user_session_id(&key.agent_id).map(str::to_string),
-            describe: None,
-        };
-        let deleter = Deleter::new(self.store, self.agentkit, self.delete);
+        let target = DeleteTarget::of(key);
+        let deleter = Deleter::new(self.store, self.agentkit, self.lock);
         let mut seen = found.record;
         for round in 0..BUSY_ROUNDS {
             match deleter
@@ -211,7 +201,7 @@ impl<S: AgentStore, K: AgentKit> Offboard<'_, S, K> {
                 .await
             {
                 Ok(Deleted::Done) => return Outcome::Deleted,
-                Ok(Deleted::AlreadyGone) => return Outcome::AlreadyGone,
+                Ok(Deleted::AlreadyGone | Deleted::NotIdle) => return Outcome::AlreadyGone,
                 Err(Error::AgentBusy { retry_after_s, .. }) if round + 1 < BUSY_ROUNDS => {
                     let pause = Duration::from_secs(retry_after_s.max(1));
                     if !deadline.allows(pause) {
@@ -235,7 +225,8 @@ impl<S: AgentStore, K: AgentKit> Offboard<'_, S, K> {
         Outcome::Failed
     }
 
-    /// Every Tool of the agent's kind, the one it was found on (or its record names) first.
+    /// Every Tool of the agent's kind in every region, the one it was found on (or its
+    /// record names) first.
     fn place(&self, key: &AgentKey, found: &Found) -> AgentPlace {
         let home = found.home.clone().or_else(|| {
             let r = found.record.as_ref()?;
@@ -245,23 +236,11 @@ impl<S: AgentStore, K: AgentKit> Offboard<'_, S, K> {
                 Retention::Recoverable,
             ))
         });
-        let region = home
-            .as_ref()
-            .map(|(_, r, _)| r.clone())
-            .or_else(|| {
-                regions(self.registry, self.agentkit)
-                    .first()
-                    .map(|r| r.to_string())
-            })
-            .unwrap_or_default();
-        let mut tools: Vec<String> = home.iter().map(|(t, _, _)| t.clone()).collect();
-        if let Some(kind_tools) = self.registry.kind(key.kind) {
-            for t in kind_tools.all_tools() {
-                if !tools.iter().any(|have| have == t) {
-                    tools.push(t.to_string());
-                }
-            }
-        }
-        AgentPlace { region, tools }
+        AgentPlace::of(
+            self.registry,
+            self.agentkit,
+            key.kind,
+            home.as_ref().map(|(t, r, _)| (t.as_str(), r.as_str())),
+        )
     }
 }

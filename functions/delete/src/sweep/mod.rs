@@ -7,9 +7,11 @@
 //!    ([`snapwake::index_sync::index_agent`]): owner, name, Tool, snapshot summaries, a live
 //!    session. A pass that read every Tool to its end records the completion, which is what
 //!    lets one owner's list trust the owner index;
-//! 2. **prune** ([`RetentionPolicy`]): the snapshots the policy drops, deleted under the
-//!    agent's lock exactly as a snapshot delete does; an agent whose lock is held (a wake or a
-//!    delete in flight) is skipped this round.
+//! 2. **prune** ([`RetentionPolicy`], `prune`): an agent whose listing shows snapshots the
+//!    rule drops (or an idle agent) is locked, and under its lock the decision is taken again
+//!    from a fresh listing of it: the way back is never deleted on the word of a listing
+//!    minutes old. An idle agent is deleted as a whole. An agent whose lock is held (a wake or
+//!    a delete in flight) is skipped this round.
 //!
 //! A sweep stays inside its invocation: before each Tool, each agent and each deletion it
 //! checks the time left, and when it runs short it writes where it stopped in the `SWEEP` /
@@ -21,104 +23,24 @@
 
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
 use snapwake::agentkit::AgentKit;
 use snapwake::deadline::Deadline;
 use snapwake::domain::{AgentKey, Retention, ToolRegistry};
 use snapwake::error::Error;
-use snapwake::identity::user_session_id;
 use snapwake::index_sync::{agents_of, index_agent, list_tool, record_completion, tools, Upsert};
 use snapwake::lock::{DocumentAcquired, DocumentLock, LockSettings};
-use snapwake::store::{AgentStore, DocumentKey, StoreError};
+use snapwake::store::AgentStore;
 use snapwake::timestamp::now_ms;
 
-use crate::deletion::{DeleteTarget, Deleted, Deleter, SnapshotRef};
 use crate::retention::RetentionPolicy;
-use crate::DeleteSettings;
 
-/// Where an interrupted sweep picks up.
-pub const CHECKPOINT: DocumentKey<'static> = DocumentKey {
-    pk: "SWEEP",
-    sk: "CURSOR",
-};
+mod checkpoint;
+mod prune;
+pub mod refresh;
 
-/// One sweep at a time.
-pub const SWEEP_LOCK: DocumentKey<'static> = DocumentKey {
-    pk: "LOCK#sweep",
-    sk: "LOCK",
-};
-
-/// What a sweep counted.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SweepCounts {
-    /// Agents seen on the Tools.
-    pub seen: u64,
-    /// Records created or brought up to date.
-    pub indexed: u64,
-    /// Snapshots deleted (a dry run: that would be).
-    pub pruned: u64,
-    /// Agents with snapshots to prune whose lock was held: left for the next round.
-    pub skipped: u64,
-    /// Tools that could not be listed, records that could not be written, deletions that
-    /// failed.
-    pub errors: u64,
-}
-
-impl SweepCounts {
-    fn add(&mut self, other: &SweepCounts) {
-        self.seen += other.seen;
-        self.indexed += other.indexed;
-        self.pruned += other.pruned;
-        self.skipped += other.skipped;
-        self.errors += other.errors;
-    }
-}
-
-/// What one run of the sweep did.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
-pub struct SweepReport {
-    /// This run's counts.
-    #[serde(flatten)]
-    pub counts: SweepCounts,
-    /// The whole pass, across the runs it took.
-    pub pass: SweepCounts,
-    /// The pass finished in this run (else a checkpoint says where the next run goes on).
-    pub completed: bool,
-    /// This run continued a pass an earlier run had checkpointed.
-    pub resumed: bool,
-    /// Another sweep held the lock: this run did nothing.
-    pub already_running: bool,
-    pub dry_run: bool,
-    /// The Tools the pass covers.
-    pub tools: usize,
-    pub duration_ms: u64,
-}
-
-/// The `SWEEP` / `CURSOR` document.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-struct Checkpoint {
-    started_at_ms: u64,
-    /// Tools finished in this pass.
-    done: Vec<String>,
-    /// The Tool being swept when the last run stopped, and the last agent it finished there.
-    tool: Option<String>,
-    after: Option<AgentKey>,
-    /// Every Tool listed to its end and every record written so far in this pass.
-    index_complete: bool,
-    totals: SweepCounts,
-    /// Deletions on `tool` the last run started but whose answer its deadline cut off:
-    /// AgentKit may have carried them out. The next run sends each one again
-    /// (docs/operations.md, "Time").
-    #[serde(default)]
-    unconfirmed: Vec<Unconfirmed>,
-}
-
-/// A deletion whose answer a run's deadline cut off.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-struct Unconfirmed {
-    agent: AgentKey,
-    snapshot_id: String,
-}
+use checkpoint::{load, save, Checkpoint, Unconfirmed};
+pub use checkpoint::{SweepCounts, SweepReport, CHECKPOINT, SWEEP_LOCK};
+use prune::Listed;
 
 /// What a sweep reports as it goes (the CLI draws progress bars; Lambda logs).
 pub trait SweepProgress: Sync {
@@ -152,7 +74,7 @@ pub struct Sweep<'a, S, K> {
     pub store: &'a S,
     pub agentkit: &'a K,
     pub registry: &'a ToolRegistry,
-    pub delete: &'a DeleteSettings,
+    pub lock: &'a LockSettings,
     pub settings: &'a SweepSettings,
     pub progress: &'a dyn SweepProgress,
 }
@@ -338,34 +260,43 @@ impl<S: AgentStore, K: AgentKit> Sweep<'_, S, K> {
                 }
             }
             if retention == Retention::Recoverable {
-                let awake = !seen.sessions.is_empty();
-                let doomed = self.settings.policy.to_prune(&seen.snapshots, awake, now);
-                let snapshot_ref = |snapshot_id: String| SnapshotRef {
-                    tool_id: listing.tool_id.clone(),
-                    region: listing.region.clone(),
-                    snapshot_id,
+                let listed = Listed {
+                    tool_id: &listing.tool_id,
+                    region: &listing.region,
                 };
-                // The carried-over deletions first: they only need an answer. Until they
-                // have one they stay in the checkpoint (`prune` puts back what it did not
+                let policy = &self.settings.policy;
+                // The carried-over deletions of this agent: they only need an answer. Until
+                // they have one they stay in the checkpoint (`prune` puts back what it did not
                 // get to).
                 let (mine, others): (Vec<Unconfirmed>, Vec<Unconfirmed>) =
                     std::mem::take(&mut cp.unconfirmed)
                         .into_iter()
                         .partition(|u| u.agent == key);
                 cp.unconfirmed = others;
-                let carried: Vec<&str> = mine.iter().map(|u| u.snapshot_id.as_str()).collect();
-                let refs: Vec<SnapshotRef> = carried
-                    .iter()
-                    .map(|id| id.to_string())
-                    .chain(doomed.iter().filter_map(|s| s.snapshot_id.clone()))
-                    .map(snapshot_ref)
-                    .collect();
-                if dry_run {
-                    counts.pruned += refs.len() as u64;
-                } else if let Stop::OutOfTime = self
-                    .prune(&key, &refs, &carried, counts, &mut cp.unconfirmed, deadline)
+                let carried: Vec<String> = mine.into_iter().map(|u| u.snapshot_id).collect();
+                let idle = policy.is_idle(&seen.snapshots, !seen.sessions.is_empty(), now);
+                let doomed = policy.to_prune(&seen.snapshots, now).len();
+                let stop = if dry_run {
+                    counts.pruned += (doomed + carried.len()) as u64;
+                    counts.idle_deleted += u64::from(idle);
+                    Stop::Finished
+                } else if idle {
+                    self.delete_idle(&key, &listed, self.registry, counts, deadline)
+                        .await
+                } else if doomed > 0 || !carried.is_empty() {
+                    self.prune(
+                        &key,
+                        &listed,
+                        carried,
+                        counts,
+                        &mut cp.unconfirmed,
+                        deadline,
+                    )
                     .await
-                {
+                } else {
+                    Stop::Finished
+                };
+                if let Stop::OutOfTime = stop {
                     // The agent is not done: the next run lists it again and prunes what is
                     // left of it (what was deleted is no longer listed).
                     return Stop::OutOfTime;
@@ -376,141 +307,5 @@ impl<S: AgentStore, K: AgentKit> Sweep<'_, S, K> {
             self.progress.agent(&key);
         }
         Stop::Finished
-    }
-
-    /// Delete `refs` under the agent's lock; a held lock skips the agent this round.
-    /// `OutOfTime`: the run's time ran short before all of them were deleted. What the next
-    /// run must then settle goes into `unconfirmed`: a deletion the deadline cut off (its
-    /// outcome unknown: AgentKit may have carried it out), and those of `carried` (cut off in
-    /// an earlier run) this run did not get to.
-    async fn prune(
-        &self,
-        key: &AgentKey,
-        refs: &[SnapshotRef],
-        carried: &[&str],
-        counts: &mut SweepCounts,
-        unconfirmed: &mut Vec<Unconfirmed>,
-        deadline: Deadline,
-    ) -> Stop {
-        let mut rest = refs;
-        let mut cut_off = false;
-        let stop = self
-            .prune_until(key, &mut rest, &mut cut_off, counts, deadline)
-            .await;
-        if let Stop::OutOfTime = stop {
-            for (i, r) in rest.iter().enumerate() {
-                if (cut_off && i == 0) || carried.contains(&r.snapshot_id.as_str()) {
-                    unconfirmed.push(Unconfirmed {
-                        agent: key.clone(),
-                        snapshot_id: r.snapshot_id.clone(),
-                    });
-                }
-            }
-        }
-        stop
-    }
-
-    /// [`Self::prune`]'s deletions, in order: `rest` keeps those not confirmed; `cut_off`
-    /// says the first of them failed (its outcome unknown).
-    async fn prune_until(
-        &self,
-        key: &AgentKey,
-        rest: &mut &[SnapshotRef],
-        cut_off: &mut bool,
-        counts: &mut SweepCounts,
-        deadline: Deadline,
-    ) -> Stop {
-        let target = DeleteTarget {
-            key: key.clone(),
-            user_session_id: user_session_id(&key.agent_id).map(str::to_string),
-            describe: None,
-        };
-        let deleter = Deleter::new(self.store, self.agentkit, self.delete);
-        // The last deletion started has the margin to finish, and the run to hand back.
-        let start_by = Deadline::at(
-            deadline
-                .instant()
-                .checked_sub(self.settings.margin)
-                .unwrap_or_else(tokio::time::Instant::now),
-        );
-        while !rest.is_empty() {
-            let seen = match self.store.get(key).await {
-                Ok(r) => r,
-                Err(e) => {
-                    tracing::warn!(agent = %key, error = %e, "sweep: cannot read the record");
-                    counts.errors += 1;
-                    return self.out_of_time_or(deadline, Stop::Finished);
-                }
-            };
-            let pruned = deleter
-                .prune(&target, rest, seen, None, Some(start_by), deadline)
-                .await;
-            counts.pruned += pruned.deleted as u64;
-            *rest = &rest[pruned.deleted.min(rest.len())..];
-            match pruned.outcome {
-                Ok(Deleted::AlreadyGone) => return Stop::Finished,
-                Ok(Deleted::Done) if !pruned.cut => return Stop::Finished,
-                // The lease ran short with time left in the run: take the lock again for
-                // the rest, as long as the last tenure got somewhere.
-                Ok(Deleted::Done) if pruned.deleted > 0 => {
-                    if deadline.remaining() < self.settings.margin {
-                        return Stop::OutOfTime;
-                    }
-                }
-                Ok(Deleted::Done) => return Stop::OutOfTime,
-                Err(Error::AgentBusy { .. }) => {
-                    tracing::info!(agent = %key, "sweep: the agent is held; pruning it next round");
-                    counts.skipped += 1;
-                    return Stop::Finished;
-                }
-                Err(e) => {
-                    tracing::warn!(agent = %key, error = %e, "sweep: pruning failed");
-                    counts.errors += 1;
-                    // A deletion the deadline cut off is the run's end, not the agent's.
-                    *cut_off = true;
-                    return self.out_of_time_or(deadline, Stop::Finished);
-                }
-            }
-        }
-        Stop::Finished
-    }
-
-    fn out_of_time_or(&self, deadline: Deadline, otherwise: Stop) -> Stop {
-        if deadline.remaining() < self.settings.margin {
-            Stop::OutOfTime
-        } else {
-            otherwise
-        }
-    }
-}
-
-/// The checkpoint of an unfinished pass, and the document's version.
-async fn load<S: AgentStore>(store: &S) -> Result<(Option<Checkpoint>, u64), Error> {
-    let Some(doc) = store.get_document(CHECKPOINT).await? else {
-        return Ok((None, 0));
-    };
-    let cp = serde_json::from_value::<Option<Checkpoint>>(doc.value).unwrap_or_else(|e| {
-        tracing::warn!(error = %e, "sweep: unreadable checkpoint; starting a new pass");
-        None
-    });
-    Ok((cp, doc.version))
-}
-
-/// Write the checkpoint (`None`: the pass is over). Only the holder of the sweep lock writes
-/// it, so a conflict means the document changed under an expired lock: the next pass sorts
-/// it out.
-async fn save<S: AgentStore>(
-    store: &S,
-    cp: Option<&Checkpoint>,
-    version: u64,
-) -> Result<(), Error> {
-    let value = serde_json::to_value(cp).map_err(|e| Error::Internal(e.to_string()))?;
-    match store.put_document(CHECKPOINT, &value, version, None).await {
-        Ok(_) => Ok(()),
-        Err(StoreError::DocumentConflict { .. }) => {
-            tracing::warn!("sweep: the checkpoint changed under this run; leaving it");
-            Ok(())
-        }
-        Err(e) => Err(e.into()),
     }
 }

@@ -1,0 +1,240 @@
+//! The minute refresh (docs/operations.md, "Index freshness"): between hourly sweeps, each
+//! snapshot Tool is read only for what is new, and what is new is indexed, so a snapshot made
+//! outside snapwake is in its owner's list within two minutes.
+//!
+//! AgentKit's listing has no documented order and no sort, but it filters on creation time
+//! (`CreateTimeAfter`, in the SDK's models). So each Tool is read from a mark in AgentKit's own
+//! clock (`SWEEP` / `REFRESH`): [`OVERLAP`] before the newest snapshot seen, and never after
+//! the oldest one still being made (its status must be seen to move on). A quiet minute is one
+//! short page per Tool; the overlap re-reads a few snapshots, which indexing finds unchanged
+//! (one read each, no write). The overlap also covers snapshots AgentKit lists some time after
+//! their `CreatedAt` (an expiry snapshot may be missing from listings for a while). A Tool read
+//! for the first time is read whole. What a refresh cannot see — a snapshot deleted outside
+//! snapwake — the hourly sweep settles.
+
+use std::time::Duration;
+
+use serde::Serialize;
+use snapwake::agentkit::types::{ListSessionSnapshots, Snapshot, MAX_PAGE_SIZE};
+use snapwake::agentkit::{AgentKit, Pager};
+use snapwake::deadline::Deadline;
+use snapwake::domain::{Retention, SnapshotPhase, ToolRegistry};
+use snapwake::error::Error;
+use snapwake::index_sync::{agents_of, freshness, index_agent, save_freshness, tools};
+use snapwake::index_sync::{ToolListing, ToolMark, Upsert};
+use snapwake::locate::regions;
+use snapwake::lock::{DocumentAcquired, DocumentLock, LockSettings};
+use snapwake::store::{AgentStore, DocumentKey, StoreError};
+use snapwake::timestamp::{epoch_ms, format_ms, now_ms};
+
+/// How far before the newest snapshot seen each read starts again.
+pub const OVERLAP: Duration = Duration::from_secs(300);
+/// Most pages one Tool's refresh reads (a first read is a whole Tool).
+const MAX_PAGES: usize = 10_000;
+
+/// One refresh at a time.
+pub const REFRESH_LOCK: DocumentKey<'static> = DocumentKey {
+    pk: "LOCK#refresh",
+    sk: "LOCK",
+};
+
+/// What one refresh did.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct RefreshReport {
+    /// Snapshot Tools read.
+    pub tools: usize,
+    /// AgentKit calls made.
+    pub calls: u64,
+    /// Snapshots listed (new ones, and the overlap).
+    pub listed: u64,
+    /// Records created or brought up to date.
+    pub indexed: u64,
+    /// Tools that could not be read and records that could not be written: their mark stays,
+    /// so the next refresh reads the same again.
+    pub errors: u64,
+    /// Another refresh held the lock: this one did nothing.
+    pub already_running: bool,
+    pub duration_ms: u64,
+}
+
+/// One run of the refresh.
+pub struct Refresh<'a, S, K> {
+    pub store: &'a S,
+    pub agentkit: &'a K,
+    pub registry: &'a ToolRegistry,
+}
+
+impl<S: AgentStore, K: AgentKit> Refresh<'_, S, K> {
+    pub async fn run(&self, deadline: Deadline) -> Result<RefreshReport, Error> {
+        let started = std::time::Instant::now();
+        let lock_settings = LockSettings::default();
+        let lock = DocumentLock::new(self.store, REFRESH_LOCK, &lock_settings);
+        let hold = match lock.acquire(deadline.remaining()).await? {
+            DocumentAcquired::Held(h) => h,
+            DocumentAcquired::Busy { .. } => {
+                return Ok(RefreshReport {
+                    already_running: true,
+                    ..RefreshReport::default()
+                })
+            }
+        };
+        let result = self.pass(deadline).await;
+        if let Err(e) = lock.release(hold).await {
+            tracing::warn!(error = %e, "refresh: could not release its lock");
+        }
+        let mut report = result?;
+        report.duration_ms = started.elapsed().as_millis() as u64;
+        tracing::info!(
+            tools = report.tools,
+            calls = report.calls,
+            listed = report.listed,
+            indexed = report.indexed,
+            errors = report.errors,
+            "refresh"
+        );
+        Ok(report)
+    }
+
+    async fn pass(&self, deadline: Deadline) -> Result<RefreshReport, Error> {
+        let (mut marks, version) = freshness(self.store).await?;
+        let mut report = RefreshReport::default();
+        for (kind, tool, retention) in tools(self.registry) {
+            if retention != Retention::Recoverable || deadline.is_past() {
+                continue;
+            }
+            report.tools += 1;
+            let mark = marks.tools.get(&tool).cloned().unwrap_or_default();
+            let listed_at_ms = now_ms();
+            let (region, snapshots) = match self.read(&tool, &mark, &mut report, deadline).await {
+                Ok(Some(read)) => read,
+                // No region knows the Tool: nothing to index.
+                Ok(None) => continue,
+                Err(e) => {
+                    tracing::warn!(tool_id = %tool, error = %e, "refresh: cannot read the Tool");
+                    report.errors += 1;
+                    continue;
+                }
+            };
+            report.listed += snapshots.len() as u64;
+            let listing = ToolListing {
+                kind,
+                tool_id: tool.clone(),
+                region,
+                retention,
+                snapshots,
+                sessions: Vec::new(),
+                listed_at_ms,
+                partial: true,
+            };
+            let mut complete = true;
+            for (key, seen) in agents_of(&listing) {
+                match index_agent(self.store, &key, &listing, &seen).await {
+                    Upsert::Written => report.indexed += 1,
+                    Upsert::Unchanged => {}
+                    Upsert::Failed | Upsert::OutOfTime => complete = false,
+                }
+            }
+            if !complete {
+                report.errors += 1;
+                continue;
+            }
+            let after = next_after(&listing.snapshots).or(mark.after);
+            marks.tools.insert(
+                tool,
+                ToolMark {
+                    refreshed_at_ms: listed_at_ms,
+                    after,
+                },
+            );
+        }
+        match save_freshness(self.store, &marks, version).await {
+            Ok(()) => {}
+            // Another refresh wrote it under an expired lock: the next one reads from it.
+            Err(StoreError::DocumentConflict { .. }) => {
+                tracing::warn!("refresh: the freshness record changed under this run")
+            }
+            Err(e) => return Err(e.into()),
+        }
+        Ok(report)
+    }
+
+    /// Every snapshot of `tool` created after the mark, in the first region that knows the
+    /// Tool (`None`: none does).
+    async fn read(
+        &self,
+        tool: &str,
+        mark: &ToolMark,
+        report: &mut RefreshReport,
+        deadline: Deadline,
+    ) -> Result<Option<(String, Vec<Snapshot>)>, snapwake::agentkit::AgentKitError> {
+        'regions: for region in regions(self.registry, self.agentkit) {
+            let request = ListSessionSnapshots {
+                tool_id: tool.to_string(),
+                max_results: Some(MAX_PAGE_SIZE),
+                create_time_after: mark.after.clone(),
+                ..ListSessionSnapshots::default()
+            };
+            let mut pager = Pager::new(self.agentkit, region, request, MAX_PAGES);
+            let mut all = Vec::new();
+            loop {
+                report.calls += 1;
+                match pager.next_page(deadline).await {
+                    Ok(Some(page)) => all.extend(page),
+                    Ok(None) => return Ok(Some((region.to_string(), all))),
+                    Err(e) if e.is_not_found() && all.is_empty() => continue 'regions,
+                    Err(e) => return Err(e),
+                }
+            }
+        }
+        Ok(None)
+    }
+}
+
+/// Where the next read of a Tool starts, from what this one listed (`None`: it listed nothing
+/// dated, and the old mark stays): [`OVERLAP`] before the newest snapshot, and a second before
+/// the oldest one still in progress.
+fn next_after(listed: &[Snapshot]) -> Option<String> {
+    let dated = |s: &Snapshot| s.created_at.as_deref().and_then(epoch_ms);
+    let newest = listed.iter().filter_map(dated).max()?;
+    let mut after = newest.saturating_sub(OVERLAP.as_millis() as u64);
+    let unsettled = listed
+        .iter()
+        .filter(|s| {
+            !matches!(
+                SnapshotPhase::of(s.status.as_deref()),
+                SnapshotPhase::Ready | SnapshotPhase::Failed
+            )
+        })
+        .filter_map(dated)
+        .min();
+    if let Some(oldest) = unsettled {
+        after = after.min(oldest.saturating_sub(1000));
+    }
+    Some(format_ms(after))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn snap(id: &str, status: &str, at: &str) -> Snapshot {
+        Snapshot {
+            snapshot_id: Some(id.into()),
+            status: Some(status.into()),
+            created_at: Some(at.into()),
+            ..Snapshot::default()
+        }
+    }
+
+    #[test]
+    fn the_next_read_overlaps_and_waits_for_snapshots_in_progress() {
+        assert_eq!(next_after(&[]), None);
+        let quiet = [snap("a", "Ready", "2026-12-04T10:00:00Z")];
+        assert_eq!(next_after(&quiet).as_deref(), Some("2026-12-04T09:55:00Z"));
+        let making = [
+            snap("a", "Ready", "2026-12-04T10:00:00Z"),
+            snap("b", "Creating", "2026-12-04T09:00:00Z"),
+        ];
+        assert_eq!(next_after(&making).as_deref(), Some("2026-12-04T08:59:59Z"));
+    }
+}

@@ -1,0 +1,69 @@
+//! How fresh the owner index is (docs/operations.md, "Index freshness"): the minute refresh
+//! records, per snapshot Tool, when it last read that Tool and from which creation time its
+//! next read starts (`SWEEP` / `REFRESH`). Lists built from the index say `as_of`: the oldest
+//! of those reads over the Tools they cover (or the last full sweep, when later).
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::store::{AgentStore, DocumentKey, StoreError};
+
+/// The refresh's record.
+pub const REFRESH_DOCUMENT: DocumentKey<'static> = DocumentKey {
+    pk: "SWEEP",
+    sk: "REFRESH",
+};
+
+/// Per snapshot Tool: when it was last read, and where the next read starts.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolMark {
+    /// When the last refresh read the Tool to its end (epoch ms, snapwake's clock).
+    pub refreshed_at_ms: u64,
+    /// `CreateTimeAfter` of the next read (RFC 3339, AgentKit's clock): far enough back to
+    /// see again every snapshot still being made and every one AgentKit lists late.
+    pub after: Option<String>,
+}
+
+/// The `SWEEP` / `REFRESH` document.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Freshness {
+    #[serde(default)]
+    pub tools: BTreeMap<String, ToolMark>,
+}
+
+impl Freshness {
+    /// When every one of `tools` was last read (the oldest of their reads), if all were.
+    pub fn as_of<'t>(&self, tools: impl IntoIterator<Item = &'t str>) -> Option<u64> {
+        let mut oldest: Option<u64> = None;
+        for tool in tools {
+            let at = self.tools.get(tool)?.refreshed_at_ms;
+            oldest = Some(oldest.map_or(at, |o| o.min(at)));
+        }
+        oldest
+    }
+}
+
+/// The refresh's record and its version (0: none yet).
+pub async fn freshness<S: AgentStore>(store: &S) -> Result<(Freshness, u64), StoreError> {
+    Ok(match store.get_document(REFRESH_DOCUMENT).await? {
+        Some(d) => (
+            serde_json::from_value(d.value).unwrap_or_default(),
+            d.version,
+        ),
+        None => (Freshness::default(), 0),
+    })
+}
+
+/// Write the refresh's record over `version` (one refresh at a time holds its lock).
+pub async fn save_freshness<S: AgentStore>(
+    store: &S,
+    freshness: &Freshness,
+    version: u64,
+) -> Result<(), StoreError> {
+    let value = serde_json::to_value(freshness).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+    store
+        .put_document(REFRESH_DOCUMENT, &value, version, None)
+        .await
+        .map(|_| ())
+}

@@ -1,0 +1,175 @@
+//! What an offboarding leaves in the table (docs/operations.md, "Offboarding"): the owner's
+//! progress, under each of the owner's keys (`OFFBOARD#<owner_key>` / `PROGRESS`), and the list
+//! of owners whose offboarding is not finished (`OFFBOARD` / `PENDING`), which the sweep
+//! finishes.
+//!
+//! While an owner's offboarding is unfinished, a wake of one of their agents answers 410: the
+//! progress is found from the agent's UserSessionId (its owner key), one read. A finished
+//! offboarding no longer refuses anything (every agent it found is a tombstone by then, and
+//! the person may come back), so a document that says `finished` is as good as none.
+
+use serde::{Deserialize, Serialize};
+
+use crate::domain::AgentKey;
+use crate::identity::{owner_keys, user_session_id, UserSessionId};
+use crate::store::{AgentStore, DocumentKey, StoreError};
+use crate::timestamp::now_ms;
+
+/// The owners whose offboarding is unfinished.
+pub const PENDING: DocumentKey<'static> = DocumentKey {
+    pk: "OFFBOARD",
+    sk: "PENDING",
+};
+
+const PROGRESS_SK: &str = "PROGRESS";
+/// How many times a document that keeps changing under a write is tried.
+const ROUNDS: usize = 5;
+
+/// One owner's offboarding.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Progress {
+    pub owner: String,
+    pub started_at_ms: u64,
+    /// The agents not deleted yet (held by a wake, a sleep or a delete, or failed).
+    pub left: Vec<AgentKey>,
+    /// Runs so far (the event's, its retries', the sweeps').
+    pub runs: u64,
+    /// When nothing was left (epoch ms).
+    pub finished_at_ms: Option<u64>,
+}
+
+impl Progress {
+    pub fn is_finished(&self) -> bool {
+        self.finished_at_ms.is_some()
+    }
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+struct Pending {
+    owners: Vec<String>,
+}
+
+fn progress_pk(owner_key: &str) -> String {
+    format!("OFFBOARD#{owner_key}")
+}
+
+/// The progress recorded for `owner` (under its current owner key), if any.
+pub async fn progress<S: AgentStore>(
+    store: &S,
+    owner: &str,
+) -> Result<Option<Progress>, StoreError> {
+    let [current, _] = owner_keys(owner);
+    read(store, &current).await
+}
+
+async fn read<S: AgentStore>(store: &S, owner_key: &str) -> Result<Option<Progress>, StoreError> {
+    let pk = progress_pk(owner_key);
+    let doc = store
+        .get_document(DocumentKey {
+            pk: &pk,
+            sk: PROGRESS_SK,
+        })
+        .await?;
+    Ok(doc.and_then(|d| serde_json::from_value(d.value).ok()))
+}
+
+/// Whether the owner of `key` is being offboarded (a wake of it answers 410).
+pub async fn owner_is_leaving<S: AgentStore>(
+    store: &S,
+    key: &AgentKey,
+) -> Result<bool, StoreError> {
+    let Some(owner_key) = user_session_id(&key.agent_id)
+        .map(UserSessionId::parse)
+        .and_then(|id| id.owner_key())
+    else {
+        return Ok(false);
+    };
+    Ok(read(store, &owner_key)
+        .await?
+        .is_some_and(|p| !p.is_finished()))
+}
+
+/// Record `progress` under both of the owner's keys, and keep the pending list in step.
+pub async fn record<S: AgentStore>(store: &S, progress: &Progress) -> Result<(), StoreError> {
+    // Pending first: a progress that says unfinished is always found by the sweep.
+    set_pending(store, &progress.owner, !progress.is_finished()).await?;
+    let value = serde_json::to_value(progress).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+    for owner_key in owner_keys(&progress.owner) {
+        let pk = progress_pk(&owner_key);
+        put(
+            store,
+            DocumentKey {
+                pk: &pk,
+                sk: PROGRESS_SK,
+            },
+            &value,
+        )
+        .await?;
+    }
+    Ok(())
+}
+
+/// The owners whose offboarding is unfinished.
+pub async fn pending<S: AgentStore>(store: &S) -> Result<Vec<String>, StoreError> {
+    Ok(store
+        .get_document(PENDING)
+        .await?
+        .and_then(|d| serde_json::from_value::<Pending>(d.value).ok())
+        .map(|p| p.owners)
+        .unwrap_or_default())
+}
+
+async fn set_pending<S: AgentStore>(store: &S, owner: &str, on: bool) -> Result<(), StoreError> {
+    for _ in 0..ROUNDS {
+        let doc = store.get_document(PENDING).await?;
+        let version = doc.as_ref().map_or(0, |d| d.version);
+        let mut list: Pending = doc
+            .and_then(|d| serde_json::from_value(d.value).ok())
+            .unwrap_or_default();
+        let there = list.owners.iter().any(|o| o == owner);
+        if there == on {
+            return Ok(());
+        }
+        if on {
+            list.owners.push(owner.to_string());
+        } else {
+            list.owners.retain(|o| o != owner);
+        }
+        let value = serde_json::to_value(&list).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        match store.put_document(PENDING, &value, version, None).await {
+            Ok(_) => return Ok(()),
+            Err(StoreError::DocumentConflict { .. }) => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(StoreError::Unavailable(
+        "the pending offboardings kept changing".into(),
+    ))
+}
+
+async fn put<S: AgentStore>(
+    store: &S,
+    key: DocumentKey<'_>,
+    value: &serde_json::Value,
+) -> Result<(), StoreError> {
+    for _ in 0..ROUNDS {
+        let version = store.get_document(key).await?.map_or(0, |d| d.version);
+        match store.put_document(key, value, version, None).await {
+            Ok(_) => return Ok(()),
+            Err(StoreError::DocumentConflict { .. }) => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(StoreError::Unavailable(
+        "an offboarding's progress kept changing".into(),
+    ))
+}
+
+/// A new offboarding of `owner`, started now.
+pub fn start(owner: &str) -> Progress {
+    Progress {
+        owner: owner.to_string(),
+        started_at_ms: now_ms(),
+        ..Progress::default()
+    }
+}
