@@ -101,6 +101,8 @@ const AFTER_RECORDING: StallAt = StallAt {
     after_a_resume: true,
 };
 
+/// A holder stopped dead at `at`, on a first wake or (`later`) on a wake after the agent was
+/// woken and its session expired: the next caller converges with no second Resume, one live
 /// session, the snapshot kept.
 async fn crash_at(snapshot_agent: bool, later: bool, at: StallAt) {
     crash_at_on(

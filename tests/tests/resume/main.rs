@@ -221,9 +221,6 @@ impl Subject {
     }
 }
 
-/// A holder stopped dead at `at`, on a first wake or (`later`) on a wake after the agent was
-/// woken and its session expired: the next caller converges with no second Resume, one live
-
 mod storms;
 mod crashes;
 mod faults_and_slowness;
