@@ -1,0 +1,141 @@
+//! Creates that recover what an earlier attempt or AgentKit left: a dead attempt taken over
+//! without a second session, a Tool found in another region with its region recorded, and an
+//! ambiguous 5xx after the session was created reconciled.
+
+use super::*;
+
+#[tokio::test]
+async fn a_dead_attempt_is_taken_over_without_a_second_session() {
+    let store = Arc::new(dynamo_store("create-takeover").await);
+    let world = World::start(Duration::from_secs(30)).await;
+    world.register(&store).await;
+    let agentkit = Arc::new(DieAfterCreate {
+        inner: world.client(),
+        armed: AtomicBool::new(true),
+        reached: Notify::new(),
+    });
+    let mut function = create_fn(store.clone(), agentkit.clone());
+    function.settings.stale_running = Duration::from_millis(800);
+    function.settings.lock = quick_lock(Duration::from_millis(400));
+    let function = Arc::new(function);
+    let req = || {
+        create_request(
+            Who::User("alice"),
+            &body("codex", "Phoenix", None),
+            Some("key-dead"),
+        )
+    };
+    let first = {
+        let function = function.clone();
+        let req = req();
+        tokio::spawn(async move { function.handle(req).await })
+    };
+    agentkit.reached.notified().await;
+    first.abort();
+    assert_eq!(creates(&world), 1);
+
+    // While the dead attempt's document is fresh, a retry is told to wait.
+    let early = function.handle(req()).await;
+    assert_problem(&early, 409, "AGENT_BUSY");
+
+    tokio::time::sleep(Duration::from_millis(900)).await;
+    let retry = function.handle(req()).await;
+    let (status, view) = answer(&retry);
+    assert_eq!(status, 201, "{view}");
+    assert_eq!(
+        creates(&world),
+        1,
+        "the session of the dead attempt is adopted"
+    );
+    let id = agent_id(&view);
+    assert_eq!(world.sim.control().counters().live_sessions_of(&id), 1);
+    assert_eq!(view["display_name"], "Phoenix");
+    let again = function.handle(req()).await;
+    assert_eq!(again.body(), retry.body());
+}
+
+#[tokio::test]
+async fn a_tool_in_another_region_is_found_and_its_region_recorded() {
+    let store = Arc::new(dynamo_store("create-region").await);
+    let world = World::start(Duration::from_secs(30)).await;
+    let shanghai = world
+        .sim
+        .control()
+        .seed_tool(
+            "cn-shanghai",
+            snapwake_sim::SeedTool {
+                name: "chat-snapshot-sh".into(),
+                tool_type: "CodeEnv".into(),
+                enable_snapshot: true,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    // The registry says cn-beijing, but the recoverable Tool lives in cn-shanghai.
+    let mut registry = world.registry();
+    registry.kinds.get_mut(&Kind::Codex).unwrap().recoverable = Some(shanghai.clone());
+    store.put_registry(&registry, 0).await.unwrap();
+    let function = create_fn(store.clone(), world.client());
+    let resp = function
+        .handle(create_request(
+            Who::User("alice"),
+            &body("codex", "Far away", None),
+            None,
+        ))
+        .await;
+    let (status, view) = answer(&resp);
+    assert_eq!(status, 201, "{view}");
+    let record = store
+        .get(&AgentKey::new(Kind::Codex, agent_id(&view)))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(record.description.region.as_deref(), Some("cn-shanghai"));
+    assert_eq!(
+        record.description.tool_id.as_deref(),
+        Some(shanghai.as_str())
+    );
+    assert_eq!(
+        header_of(&resp, "etag"),
+        Some(record.etag().as_str()),
+        "the answer carries the version that recorded the region"
+    );
+    assert_eq!(view["etag"], record.etag());
+    assert_eq!(creates(&world), 2, "one NotFound in cn-beijing, one create");
+    assert_eq!(world.sim.control().sessions().len(), 1);
+}
+
+#[tokio::test]
+async fn an_ambiguous_5xx_after_the_session_was_created_is_reconciled() {
+    let store = Arc::new(MemoryStore::new());
+    let world = World::start(Duration::from_secs(30)).await;
+    world.register(&store).await;
+    world
+        .sim
+        .control()
+        .inject(
+            Fault::error(Some("CreateSession"), "InternalError", 500)
+                .after_apply()
+                .next(1),
+        )
+        .unwrap();
+    let function = create_fn(store.clone(), world.client());
+    let resp = function
+        .handle(create_request(
+            Who::User("alice"),
+            &body("codex", "Lost answer", None),
+            None,
+        ))
+        .await;
+    let (status, view) = answer(&resp);
+    assert_eq!(status, 201, "{view}");
+    assert_eq!(creates(&world), 1);
+    assert_eq!(
+        world
+            .sim
+            .control()
+            .counters()
+            .live_sessions_of(&agent_id(&view)),
+        1
+    );
+}

@@ -1,0 +1,184 @@
+//! Faults and slowness, on both store adapters: a failed Resume keeps the snapshot, and slow
+//! readiness answers 202 and then 200.
+
+use super::*;
+
+// ---------------------------------------------------------------------------------------------
+// Faults and slowness, on both store adapters
+
+/// Two ways a wake fails for sure: AgentKit refuses the Resume (throttled through every retry,
+/// so it surely did not act), or the resumed session ends before it is Ready. Either way the
+/// record says `failed`, the snapshot is untouched, and the next resume wakes the agent with
+/// one live session in all.
+async fn failed_resume_keeps_the_snapshot<S: AgentStore + Clone>(store: S) {
+    let world = World::start(Duration::ZERO).await;
+    world.register(&store).await;
+    let ctl = world.sim.control();
+    let f = resume_fn(store.clone(), world.client(), quick());
+    let key = |id: &str| AgentKey::new(Kind::Codex, id);
+
+    // A refusal: 429 on the first attempt and both retries.
+    let (agent_id, snapshot_id) = world.asleep_agent("alice", "Refused");
+    ctl.inject(Fault::error(Some("ResumeSessionFromSnapshot"), "Throttling", 429).next(3))
+        .unwrap();
+    let (status, body) = answer(
+        &f.handle(request("POST", &path(&agent_id), Who::User("alice"), None))
+            .await,
+    );
+    assert_eq!(status, 429, "{body}");
+    assert_eq!(body["code"], "PROVIDER_THROTTLED");
+    assert_eq!(body["retryable"], true);
+    assert_eq!(ctl.counters().live_sessions_of(&agent_id), 0);
+    assert!(
+        ctl.snapshot(&snapshot_id).is_some(),
+        "the snapshot is untouched"
+    );
+    let record = store.get(&key(&agent_id)).await.unwrap().unwrap();
+    assert_eq!(record.state, WakeState::Failed);
+    assert!(record.holder.is_none() && record.resume_sent_at_ms.is_none());
+    let (status, body) = answer(
+        &f.handle(request("POST", &path(&agent_id), Who::User("alice"), None))
+            .await,
+    );
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        (body["resumed"].as_bool(), body["state"].as_str()),
+        (Some(true), Some("awake"))
+    );
+    assert_eq!(ctl.counters().live_sessions_of(&agent_id), 1);
+
+    // The resumed session is gone at the first poll (AgentKit says NotFound).
+    let (agent_id, snapshot_id) = world.asleep_agent("alice", "Vanishing");
+    ctl.inject(Fault::error(Some("GetSession"), "InvalidResource.NotFound", 404).next(1))
+        .unwrap();
+    let (status, body) = answer(
+        &f.handle(request("POST", &path(&agent_id), Who::User("alice"), None))
+            .await,
+    );
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (502, Some("PROVIDER_ERROR")),
+        "{body}"
+    );
+    assert_eq!(body["retryable"], true);
+    assert!(
+        ctl.snapshot(&snapshot_id).is_some(),
+        "the snapshot is untouched"
+    );
+    let record = store.get(&key(&agent_id)).await.unwrap().unwrap();
+    assert_eq!(record.state, WakeState::Failed);
+    assert!(
+        record
+            .error
+            .as_deref()
+            .is_some_and(|e| e.starts_with("SESSION_ENDED: ") && e.contains("ended")),
+        "the record keeps the code and the reason: {record:?}"
+    );
+    // A view shows the code and snapwake's words, not the recorded reason.
+    let api = Api::new(store.clone(), world.client(), identity());
+    let (status, view) = answer(
+        &api.handle(request(
+            "GET",
+            &path(&agent_id).replace("/resume", ""),
+            Who::User("alice"),
+            None,
+        ))
+        .await,
+    );
+    assert_eq!(status, 200, "{view}");
+    assert_eq!(view["wake"]["error_code"], "SESSION_ENDED", "{view}");
+    assert!(
+        view["wake"]["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("wake it again")
+                && !e.contains(record.error.as_deref().unwrap_or("-"))),
+        "{view}"
+    );
+    // Still wakeable; the session AgentKit did start is adopted, not doubled.
+    let (status, body) = answer(
+        &f.handle(request("POST", &path(&agent_id), Who::User("alice"), None))
+            .await,
+    );
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(ctl.counters().resumes_of(&snapshot_id), 1);
+    assert_eq!(ctl.counters().live_sessions_of(&agent_id), 1);
+}
+
+async fn slow_readiness_answers_202_then_200<S: AgentStore + Clone>(store: S) {
+    // Readiness takes longer than one request may wait (which still leaves a whole AgentKit
+    // request timeout, 2 s here, for the Resume).
+    let world = World::start(Duration::from_millis(3500)).await;
+    world.register(&store).await;
+    let (agent_id, snapshot_id) = world.asleep_agent("alice", "Sleepy");
+    let settings = WakeSettings {
+        wait: Duration::from_millis(2500),
+        ready_timeout: Duration::from_secs(8),
+        ..quick()
+    };
+    let f = resume_fn(store.clone(), world.client(), settings);
+    let resp = f
+        .handle(request("POST", &path(&agent_id), Who::User("alice"), None))
+        .await;
+    let (status, body) = answer(&resp);
+    assert_eq!(status, 202, "{body}");
+    assert_eq!(body["state"], "waking");
+    assert_eq!(resp.headers()["retry-after"], "2");
+    assert_eq!(
+        resp.headers()["location"],
+        format!("/v1/agents/codex/{agent_id}")
+    );
+    let waking_session = body["wake"]["session_id"].as_str().unwrap().to_string();
+
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    let (status, body) = answer(
+        &f.handle(request("POST", &path(&agent_id), Who::User("alice"), None))
+            .await,
+    );
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        session_id(&body),
+        waking_session,
+        "the same session, not a new one"
+    );
+    assert_eq!(world.sim.control().counters().resumes_of(&snapshot_id), 1);
+
+    // Awake already: a further call writes nothing and says resumed: false.
+    let before = store
+        .get(&AgentKey::new(Kind::Codex, &agent_id))
+        .await
+        .unwrap()
+        .unwrap()
+        .version;
+    let (status, body) = answer(
+        &f.handle(request("POST", &path(&agent_id), Who::User("alice"), None))
+            .await,
+    );
+    assert_eq!((status, body["resumed"].as_bool()), (200, Some(false)));
+    let after = store
+        .get(&AgentKey::new(Kind::Codex, &agent_id))
+        .await
+        .unwrap()
+        .unwrap()
+        .version;
+    assert_eq!(before, after);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failed_resume_keeps_the_snapshot_on_dynamodb() {
+    failed_resume_keeps_the_snapshot(Arc::new(dynamo_store("failed").await)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failed_resume_keeps_the_snapshot_in_memory() {
+    failed_resume_keeps_the_snapshot(Arc::new(MemoryStore::new())).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slow_readiness_answers_202_then_200_on_dynamodb() {
+    slow_readiness_answers_202_then_200(Arc::new(dynamo_store("slow").await)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slow_readiness_answers_202_then_200_in_memory() {
+    slow_readiness_answers_202_then_200(Arc::new(MemoryStore::new())).await;
+}

@@ -1,0 +1,119 @@
+//! Sleep now, end to end: API Gateway v2 requests into the resume function, the lock on
+//! DynamoDB Local, AgentKit simulated over HTTP. A sleep snapshots the session, waits until
+//! the snapshot is Ready, only then ends the session — once, however many callers ask, never
+//! racing a wake, and never ending a session whose snapshot is not Ready.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::Value;
+use snapwake::agentkit::AgentKit;
+use snapwake::domain::{AgentKey, Kind, WakeState};
+use snapwake::registry_cache::{RegistryCache, ToolOverrides};
+use snapwake::store::AgentStore;
+use snapwake::wake::WakeSettings;
+use snapwake_resume::Resume;
+use snapwake_sim::{Fault, SimControl};
+use snapwake_tests::*;
+
+fn resume_fn<S: AgentStore, K: AgentKit>(
+    store: S,
+    agentkit: K,
+    wake: WakeSettings,
+) -> Resume<S, K> {
+    Resume {
+        store,
+        agentkit,
+        registry: RegistryCache::new(ToolOverrides::default()),
+        identity: identity(),
+        wake,
+    }
+}
+
+fn key(agent_id: &str) -> AgentKey {
+    AgentKey::new(Kind::Codex, agent_id)
+}
+
+async fn post<S: AgentStore, K: AgentKit>(
+    f: &Resume<S, K>,
+    agent_id: &str,
+    verb: &str,
+) -> (u16, Value) {
+    let path = format!("/v1/agents/codex/{agent_id}/{verb}");
+    let resp = f
+        .handle(request("POST", &path, Who::User("alice"), None))
+        .await;
+    let (status, body) = answer(&resp);
+    if status == 202 {
+        assert_eq!(header_of(&resp, "retry-after"), Some("2"), "{body}");
+        assert_eq!(
+            header_of(&resp, "location"),
+            Some(format!("/v1/agents/codex/{agent_id}").as_str())
+        );
+    }
+    (status, body)
+}
+
+/// POST until the answer is not 202 (at most 30 s), as a client honouring `Retry-After`
+/// would, only faster. Answers the last answer and how many 202s came first.
+async fn settle<S: AgentStore, K: AgentKit>(
+    f: &Resume<S, K>,
+    agent_id: &str,
+    verb: &str,
+) -> (u16, Value, u32) {
+    let until = std::time::Instant::now() + Duration::from_secs(30);
+    let mut accepted = 0;
+    loop {
+        let (status, body) = post(f, agent_id, verb).await;
+        if status != 202 || std::time::Instant::now() > until {
+            return (status, body, accepted);
+        }
+        accepted += 1;
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+fn live_sessions(ctl: &SimControl, agent_id: &str) -> Vec<String> {
+    ctl.sessions()
+        .into_iter()
+        .filter(|s| s.user_session_id.as_deref() == Some(agent_id) && s.is_active())
+        .filter_map(|s| s.session_id)
+        .collect()
+}
+
+/// The snapshots of `agent_id` that `before` did not list.
+fn new_snapshots(world: &World, agent_id: &str, before: &[String]) -> Vec<String> {
+    world
+        .snapshots_of(agent_id)
+        .into_iter()
+        .filter(|s| !before.contains(s))
+        .collect()
+}
+
+fn received(ctl: &SimControl, action: &str) -> u64 {
+    ctl.counters().received(action)
+}
+
+/// An awake agent of alice (woken through snapwake, so its record knows it): its id and
+/// the live session's id.
+async fn awake_agent<S: AgentStore, K: AgentKit>(
+    world: &World,
+    f: &Resume<S, K>,
+    name: &str,
+) -> (String, String) {
+    let (agent_id, _) = world.asleep_agent("alice", name);
+    let (status, body, _) = settle(f, &agent_id, "resume").await;
+    assert_eq!(
+        (status, body["state"].as_str()),
+        (200, Some("awake")),
+        "{body}"
+    );
+    let live = live_sessions(&world.sim.control(), &agent_id);
+    assert_eq!(live.len(), 1);
+    (agent_id, live[0].clone())
+}
+
+mod day_after_day;
+mod many_at_once;
+mod failing_snapshots;
+mod interrupted_sleeps;

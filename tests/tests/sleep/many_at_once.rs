@@ -1,0 +1,224 @@
+//! Many at once: 50 sleeps of one agent take one snapshot and end one session, a sleep racing
+//! 50 resumes ends awake from the new snapshot, and a delete while sleeping is 409.
+
+use super::*;
+
+// ---------------------------------------------------------------------------------------------
+// Many at once
+
+/// 50 sleeps of one awake agent at once: one CreateSessionSnapshot, one DeleteSession, and
+/// every caller answered 200 asleep (some after a 202).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fifty_sleeps_at_once_take_one_snapshot_and_end_one_session() {
+    let store = dynamo_store("sleep-fifty").await;
+    let world = World::start(Duration::ZERO).await;
+    world.register(&store).await;
+    let ctl = world.sim.control();
+    ctl.set_snapshot_ready_delay(Duration::from_millis(500));
+    let f = Arc::new(resume_fn(store.clone(), world.client(), quick_wake()));
+    let (agent_id, session) = awake_agent(&world, &f, "Busy").await;
+    let before = world.snapshots_of(&agent_id);
+
+    let tasks: Vec<_> = (0..50)
+        .map(|_| {
+            let f = f.clone();
+            let agent_id = agent_id.clone();
+            tokio::spawn(async move { settle(&f, &agent_id, "sleep").await })
+        })
+        .collect();
+    let mut slept = 0;
+    for t in tasks {
+        let (status, body, _) = t.await.unwrap();
+        assert_eq!(
+            (status, body["state"].as_str()),
+            (200, Some("asleep")),
+            "{body}"
+        );
+        slept += usize::from(body["slept"] == true);
+    }
+    assert!(slept >= 1, "at least the holder says it slept");
+    assert_eq!(received(&ctl, "CreateSessionSnapshot"), 1);
+    assert_eq!(received(&ctl, "DeleteSession"), 1);
+    assert_eq!(new_snapshots(&world, &agent_id, &before).len(), 1);
+    assert!(!ctl.session(&session).is_some_and(|s| s.is_active()));
+}
+
+/// A sleep in flight and 50 resumes arriving while it snapshots: the resumes wait for the
+/// sleep to settle, then wake the agent once from the new snapshot. No error answers, one
+/// CreateSessionSnapshot, one Resume, one live session at the end.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sleep_racing_fifty_resumes_ends_awake_from_the_new_snapshot() {
+    let store = dynamo_store("sleep-race").await;
+    let world = World::start(Duration::from_millis(200)).await;
+    world.register(&store).await;
+    let ctl = world.sim.control();
+    let f = Arc::new(resume_fn(store.clone(), world.client(), quick_wake()));
+    let (agent_id, _) = awake_agent(&world, &f, "Racer").await;
+    let before = world.snapshots_of(&agent_id);
+    ctl.reset_counters();
+    ctl.set_snapshot_ready_delay(Duration::from_millis(800));
+
+    let sleep = tokio::spawn({
+        let f = f.clone();
+        let agent_id = agent_id.clone();
+        async move { settle(&f, &agent_id, "sleep").await }
+    });
+    // The resumes arrive once the sleep holds the agent.
+    let until = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let r = store.get(&key(&agent_id)).await.unwrap().unwrap();
+        if r.state == WakeState::Sleeping {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < until,
+            "the sleep never held the agent"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let resumes: Vec<_> = (0..50)
+        .map(|_| {
+            let f = f.clone();
+            let agent_id = agent_id.clone();
+            tokio::spawn(async move { settle(&f, &agent_id, "resume").await })
+        })
+        .collect();
+    let (status, body, _) = sleep.await.unwrap();
+    assert_eq!(
+        (status, body["slept"].as_bool()),
+        (200, Some(true)),
+        "{body}"
+    );
+    let mut sessions = std::collections::BTreeSet::new();
+    for t in resumes {
+        let (status, body, _) = t.await.unwrap();
+        assert_eq!(
+            (status, body["state"].as_str()),
+            (200, Some("awake")),
+            "{body}"
+        );
+        // Joiners answer from the record: named, with the snapshots it summarises.
+        assert_eq!(body["display_name"], "Racer", "{body}");
+        assert!(
+            body["snapshots"].as_array().is_some_and(|s| s.len() >= 2),
+            "{body}"
+        );
+        sessions.insert(body["session"]["session_id"].as_str().unwrap().to_string());
+    }
+    let new = new_snapshots(&world, &agent_id, &before);
+    assert_eq!(new.len(), 1);
+    assert_eq!(received(&ctl, "CreateSessionSnapshot"), 1);
+    assert_eq!(received(&ctl, "ResumeSessionFromSnapshot"), 1);
+    assert_eq!(
+        ctl.counters().resumes_of(&new[0]),
+        1,
+        "from the new snapshot"
+    );
+    let live = live_sessions(&ctl, &agent_id);
+    assert_eq!(live.len(), 1);
+    assert_eq!(
+        sessions.into_iter().collect::<Vec<_>>(),
+        live,
+        "everyone got that session"
+    );
+}
+
+/// A delete and a keepalive arriving while the agent sleeps answer 409; once it is asleep,
+/// the delete goes through.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_delete_while_sleeping_is_409() {
+    let store = dynamo_store("sleep-delete").await;
+    let world = World::start(Duration::ZERO).await;
+    world.register(&store).await;
+    let ctl = world.sim.control();
+    // A wait just above the client's request timeout (2 s): a Resume or a snapshot is sent.
+    let wake = WakeSettings {
+        wait: Duration::from_millis(2500),
+        ..quick_wake()
+    };
+    let f = resume_fn(store.clone(), world.client(), wake.clone());
+    let (agent_id, session) = awake_agent(&world, &f, "Doomed").await;
+    ctl.set_snapshot_ready_delay(Duration::from_secs(600));
+    let (status, body) = post(&f, &agent_id, "sleep").await;
+    assert_eq!(
+        (status, body["state"].as_str()),
+        (202, Some("sleeping")),
+        "{body}"
+    );
+    assert_eq!(body["wake"]["state"], "sleeping", "{body}");
+    // Lists and the agent's own page say so too (and `state=sleeping` filters on it).
+    let list = snapwake_list::List::new(
+        store.clone(),
+        world.client(),
+        RegistryCache::new(ToolOverrides::default()),
+        identity(),
+        snapwake_list::ListSettings {
+            lock: wake.lock.clone(),
+            cursor_key: None,
+        },
+    );
+    let (status, listed) = answer(
+        &list
+            .handle(request_query(
+                "GET",
+                "/v1/agents",
+                &[("state", "sleeping")],
+                Who::User("alice"),
+            ))
+            .await,
+    );
+    assert_eq!(status, 200, "{listed}");
+    let ids: Vec<_> = listed["agents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["agent_id"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(ids, std::slice::from_ref(&agent_id), "{listed}");
+    let one = format!("/v1/agents/codex/{agent_id}");
+    let (status, single) = answer(
+        &list
+            .handle(request("GET", &one, Who::User("alice"), None))
+            .await,
+    );
+    assert_eq!(
+        (status, single["state"].as_str()),
+        (200, Some("sleeping")),
+        "{single}"
+    );
+
+    let delete = snapwake_delete::Delete {
+        store: store.clone(),
+        agentkit: world.client(),
+        registry: RegistryCache::new(ToolOverrides::default()),
+        identity: identity(),
+        settings: delete_settings(&wake),
+    };
+    let path = format!("/v1/agents/codex/{agent_id}");
+    let (status, body) = answer(
+        &delete
+            .handle(request("DELETE", &path, Who::User("alice"), None))
+            .await,
+    );
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (409, Some("AGENT_BUSY")),
+        "{body}"
+    );
+    assert!(ctl.session(&session).unwrap().is_active(), "nothing ended");
+
+    // The snapshot becomes Ready; the next sleep call finishes, then the delete works.
+    ctl.advance(Duration::from_secs(601));
+    let (status, body, _) = settle(&f, &agent_id, "sleep").await;
+    assert_eq!(
+        (status, body["state"].as_str()),
+        (200, Some("asleep")),
+        "{body}"
+    );
+    let (status, _) = answer(
+        &delete
+            .handle(request("DELETE", &path, Who::User("alice"), None))
+            .await,
+    );
+    assert_eq!(status, 204);
+}
