@@ -32,7 +32,9 @@ pub(crate) const OFFBOARDING_SOURCE: &str = "studio.identity";
 
 mod checkpoint;
 mod events;
+mod idle;
 mod offboarding;
+mod offboarding_persists;
 mod owner_index;
 mod racing;
 mod retention;

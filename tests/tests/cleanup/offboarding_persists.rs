@@ -1,0 +1,157 @@
+//! Offboarding that never gives up and comes only from whom it should: an agent held when the
+//! event arrives is recorded as left and deleted by the next sweep, a wake of the leaving
+//! owner's agents answers 410 meanwhile, and an event from a source not configured deletes
+//! nothing.
+
+use super::*;
+
+/// An offboarding event of `owner` from `source`, as EventBridge delivers it.
+fn offboarded(owner: &str, source: &str) -> Value {
+    let mut event = fixture("owner-offboarded.json");
+    event["detail"]["owner"] = Value::from(owner);
+    event["source"] = Value::from(source);
+    event
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_held_agent_at_offboarding_time_is_deleted_by_the_next_sweep() {
+    let store = dynamo_store("offboard-held").await;
+    let world = World::start(Duration::ZERO).await;
+    world.register(&store).await;
+    let (free, _) = world.asleep_agent("alice", "Free");
+    let (held_id, _) = world.asleep_agent("alice", "Held");
+    let (bobs, _) = world.asleep_agent("bob", "Bob's");
+    // A wake holds one of alice's agents (its lease runs a minute).
+    let held_key = codex(&held_id);
+    store
+        .update(
+            &held_key,
+            &Condition::Absent,
+            &Changes {
+                state: Some(WakeState::Waking),
+                holder: Some(Some("a-wake".into())),
+                bump_fence: true,
+                lease_until_ms: Some(now_ms() + 60_000),
+                ..Changes::default()
+            },
+        )
+        .await
+        .unwrap();
+    let f = delete_fn(store.clone(), world.client(), SweepSettings::default());
+
+    let report = f
+        .invoke(offboarded("alice", OFFBOARDING_SOURCE), context(60_000))
+        .await
+        .expect("a held agent is recorded, not a failed event");
+    assert_eq!(report["deleted"], 1, "{report}");
+    assert_eq!(report["left"], 1, "{report}");
+    assert!(world.snapshots_of(&free).is_empty());
+    assert!(!world.snapshots_of(&held_id).is_empty(), "held: untouched");
+    let progress = snapwake::offboarding::progress(&store, "alice")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(progress.left, vec![held_key.clone()]);
+    assert!(!progress.is_finished());
+    assert_eq!(
+        snapwake::offboarding::pending(&store).await.unwrap(),
+        vec!["alice".to_string()]
+    );
+
+    // Meanwhile nothing of alice's is woken: 410, no Resume.
+    let api = Api::new(store.clone(), world.client(), identity());
+    world.sim.control().reset_counters();
+    let wake = request(
+        "POST",
+        &format!("/v1/agents/codex/{free}/resume"),
+        Who::User("alice"),
+        None,
+    );
+    assert_eq!(answer(&api.handle(wake).await).0, 410);
+    // bob is not affected.
+    let wake = request(
+        "POST",
+        &format!("/v1/agents/codex/{bobs}/resume"),
+        Who::User("bob"),
+        None,
+    );
+    let (status, body) = answer(&api.handle(wake).await);
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(received(&world, "ResumeSessionFromSnapshot"), 1);
+
+    // The wake lets go (its lease ends); the next sweep finishes the offboarding.
+    let holding = store.get(&held_key).await.unwrap().unwrap();
+    store
+        .update(
+            &held_key,
+            &Condition::Held {
+                holder: "a-wake".into(),
+                fence: holding.fence,
+            },
+            &Changes {
+                state: Some(WakeState::Asleep),
+                holder: Some(None),
+                lease_until_ms: Some(0),
+                ..Changes::default()
+            },
+        )
+        .await
+        .unwrap();
+    let swept = f
+        .invoke(serde_json::json!({"action": "sweep"}), context(120_000))
+        .await
+        .unwrap();
+    assert_eq!(swept["offboarding"]["deleted"], 1, "{swept}");
+    assert_eq!(swept["offboarding"]["finished"], 1, "{swept}");
+    assert!(world.snapshots_of(&held_id).is_empty());
+    let record = store.get(&held_key).await.unwrap().unwrap();
+    assert_eq!(record.state, WakeState::Gone);
+    let progress = snapwake::offboarding::progress(&store, "alice")
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(progress.is_finished() && progress.left.is_empty(), "{progress:?}");
+    assert!(snapwake::offboarding::pending(&store).await.unwrap().is_empty());
+    assert!(!world.snapshots_of(&bobs).is_empty(), "bob keeps his");
+
+    // A finished offboarding refuses nothing: alice may come back and wake new agents.
+    let (again, _) = world.asleep_agent("alice", "Back again");
+    let wake = request(
+        "POST",
+        &format!("/v1/agents/codex/{again}/resume"),
+        Who::User("alice"),
+        None,
+    );
+    let (status, body) = answer(&api.handle(wake).await);
+    assert_eq!(status, 200, "{body}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_offboarding_event_from_another_source_deletes_nothing() {
+    let store = dynamo_store("offboard-spoofed").await;
+    let world = World::start(Duration::ZERO).await;
+    world.register(&store).await;
+    let (alices, _) = world.asleep_agent("alice", "Mine");
+    let f = delete_fn(store.clone(), world.client(), SweepSettings::default());
+    world.sim.control().reset_counters();
+
+    for source in ["attacker.example", "", "Studio.Identity"] {
+        let report = f
+            .invoke(offboarded("alice", source), context(60_000))
+            .await
+            .expect("refused, not failed: nobody retries it");
+        assert_eq!(report["refused"], true, "{report}");
+    }
+    let mut sourceless = offboarded("alice", OFFBOARDING_SOURCE);
+    sourceless.as_object_mut().unwrap().remove("source");
+    let report = f.invoke(sourceless, context(60_000)).await.unwrap();
+    assert_eq!(report["refused"], true, "{report}");
+    assert_eq!(report["source"], "none", "{report}");
+
+    assert!(!world.snapshots_of(&alices).is_empty());
+    assert_eq!(agentkit_calls(&world), 0, "not even a listing");
+    assert!(snapwake::offboarding::progress(&store, "alice")
+        .await
+        .unwrap()
+        .is_none());
+}
