@@ -42,7 +42,11 @@ async fn an_idle_agent_is_deleted_whole_and_a_used_one_stays() {
     assert_eq!(report.counts.errors, 0, "{report:?}");
     assert!(world.snapshots_of(&idle).is_empty());
     let record = store.get(&codex(&idle)).await.unwrap().unwrap();
-    assert_eq!(record.state, WakeState::Gone, "a tombstone, as a delete leaves");
+    assert_eq!(
+        record.state,
+        WakeState::Gone,
+        "a tombstone, as a delete leaves"
+    );
     assert_eq!(world.snapshots_of(&recent).len(), 2);
     assert_eq!(world.snapshots_of(&awake).len(), 1);
     assert_eq!(ctl.counters().live_sessions_of(&awake), 1);

@@ -33,6 +33,7 @@ pub(crate) const OFFBOARDING_SOURCE: &str = "studio.identity";
 mod checkpoint;
 mod events;
 mod idle;
+mod index_freshness;
 mod offboarding;
 mod offboarding_persists;
 mod owner_index;

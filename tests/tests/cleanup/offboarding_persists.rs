@@ -110,8 +110,14 @@ async fn a_held_agent_at_offboarding_time_is_deleted_by_the_next_sweep() {
         .await
         .unwrap()
         .unwrap();
-    assert!(progress.is_finished() && progress.left.is_empty(), "{progress:?}");
-    assert!(snapwake::offboarding::pending(&store).await.unwrap().is_empty());
+    assert!(
+        progress.is_finished() && progress.left.is_empty(),
+        "{progress:?}"
+    );
+    assert!(snapwake::offboarding::pending(&store)
+        .await
+        .unwrap()
+        .is_empty());
     assert!(!world.snapshots_of(&bobs).is_empty(), "bob keeps his");
 
     // A finished offboarding refuses nothing: alice may come back and wake new agents.

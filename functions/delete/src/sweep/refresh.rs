@@ -177,11 +177,16 @@ impl<S: AgentStore, K: AgentKit> Refresh<'_, S, K> {
             let mut pager = Pager::new(self.agentkit, region, request, MAX_PAGES);
             let mut all = Vec::new();
             loop {
-                report.calls += 1;
                 match pager.next_page(deadline).await {
-                    Ok(Some(page)) => all.extend(page),
+                    Ok(Some(page)) => {
+                        report.calls += 1;
+                        all.extend(page);
+                    }
                     Ok(None) => return Ok(Some((region.to_string(), all))),
-                    Err(e) if e.is_not_found() && all.is_empty() => continue 'regions,
+                    Err(e) if e.is_not_found() && all.is_empty() => {
+                        report.calls += 1;
+                        continue 'regions;
+                    }
                     Err(e) => return Err(e),
                 }
             }

@@ -1,0 +1,149 @@
+//! The minute refresh (docs/operations.md, "Index freshness"): a snapshot made outside snapwake
+//! is in its owner's list after the next refresh (so within a minute of the schedule), a quiet
+//! refresh costs one AgentKit call per snapshot Tool, a snapshot still being made is seen
+//! again until it settles, and the list says how fresh it is.
+
+use super::*;
+
+async fn alices_agents<S: AgentStore>(
+    f: &snapwake_list::List<S, AgentKitClient>,
+) -> (Vec<(String, String)>, Value) {
+    let resp = f
+        .handle(request("GET", "/v1/agents", Who::User("alice"), None))
+        .await;
+    let (status, body) = answer(&resp);
+    assert_eq!(status, 200, "{body}");
+    let agents = body["agents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| {
+            (
+                a["agent_id"].as_str().unwrap_or_default().to_string(),
+                a["state"].as_str().unwrap_or_default().to_string(),
+            )
+        })
+        .collect();
+    (agents, body)
+}
+
+/// One refresh, as its schedule runs it: a while after the last one (a record written within
+/// the same second as a listing began is taken to know better than the listing).
+async fn refresh<S: AgentStore, K: AgentKit>(f: &Delete<S, K>) -> Value {
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    f.invoke(serde_json::json!({"action": "refresh"}), context(55_000))
+        .await
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_snapshot_made_outside_snapwake_is_listed_after_the_next_refresh() {
+    let store = dynamo_store("index-freshness").await;
+    let world = World::start(Duration::ZERO).await;
+    world.register(&store).await;
+    let ctl = world.sim.control();
+    let f = delete_fn(store.clone(), world.client(), SweepSettings::default());
+    let list = list_fn(store.clone(), world.client());
+    assert!(sweep(&f, Duration::from_secs(60)).await.completed);
+    // The first refresh reads each Tool whole once and marks where the next one starts.
+    let first = refresh(&f).await;
+    assert_eq!(first["errors"], 0, "{first}");
+    let (agents, body) = alices_agents(&list).await;
+    assert!(agents.is_empty(), "{body}");
+    let as_of_before = body["as_of"].as_str().unwrap().to_string();
+
+    // Another system (the Studio) makes a snapshot of an agent of alice's.
+    let (outside, _) = world.asleep_agent("alice", "Made elsewhere");
+    let (agents, _) = alices_agents(&list).await;
+    assert!(
+        agents.is_empty(),
+        "not indexed yet: the list comes from the index"
+    );
+
+    ctl.reset_counters();
+    let report = refresh(&f).await;
+    eprintln!(
+        "refresh with one new snapshot: {} ms, {} AgentKit calls",
+        report["duration_ms"],
+        agentkit_calls(&world)
+    );
+    assert_eq!(report["indexed"], 1, "{report}");
+    assert_eq!(
+        agentkit_calls(&world),
+        1,
+        "one page of what is new: {report}"
+    );
+    let (agents, body) = alices_agents(&list).await;
+    assert_eq!(
+        agents,
+        vec![(outside.clone(), "asleep".to_string())],
+        "{body}"
+    );
+    assert!(
+        body["as_of"].as_str().unwrap() >= as_of_before.as_str(),
+        "{body}"
+    );
+    // The record says who owns it and how it is called, as a snapwake-made one would.
+    let record = store.get(&codex(&outside)).await.unwrap().unwrap();
+    assert_eq!(
+        record.description.display_name.as_deref(),
+        Some("Made elsewhere")
+    );
+
+    // A quiet minute: one call per snapshot Tool, nothing written.
+    ctl.reset_counters();
+    let quiet = refresh(&f).await;
+    assert_eq!(agentkit_calls(&world), 1, "{quiet}");
+    assert_eq!(quiet["calls"], 1, "{quiet}");
+    assert_eq!(
+        ctl.counters().received("ListSessionSnapshots"),
+        1,
+        "{quiet}"
+    );
+    assert_eq!(quiet["indexed"], 0, "{quiet}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_snapshot_being_made_is_read_again_until_it_settles() {
+    let store = dynamo_store("index-freshness-settle").await;
+    let world = World::start(Duration::ZERO).await;
+    world.register(&store).await;
+    let ctl = world.sim.control();
+    let f = delete_fn(store.clone(), world.client(), SweepSettings::default());
+    let list = list_fn(store.clone(), world.client());
+    assert!(sweep(&f, Duration::from_secs(60)).await.completed);
+    refresh(&f).await;
+
+    // A session another system started expires; AgentKit takes a while to snapshot it, and
+    // lists the snapshot late.
+    let agent = usid::mint("alice");
+    world.live_session("alice", &agent);
+    ctl.set_expiry_snapshot_delay(Duration::from_secs(30));
+    ctl.set_expiry_snapshot_hidden(Duration::from_secs(20));
+    ctl.advance(Duration::from_secs(8 * 3600 + 5));
+    let hidden = refresh(&f).await;
+    assert_eq!(hidden["indexed"], 0, "not listed yet: {hidden}");
+    ctl.advance(Duration::from_secs(20));
+    let creating = refresh(&f).await;
+    assert_eq!(creating["indexed"], 1, "{creating}");
+    let record = store.get(&codex(&agent)).await.unwrap().unwrap();
+    assert_eq!(record.snapshots.len(), 1);
+    assert!(
+        record.snapshots[0]
+            .status
+            .as_deref()
+            .is_some_and(|s| s.eq_ignore_ascii_case("creating")),
+        "{record:?}"
+    );
+    ctl.advance(Duration::from_secs(30));
+    let ready = refresh(&f).await;
+    assert_eq!(ready["indexed"], 1, "the status moved on: {ready}");
+    let (agents, body) = alices_agents(&list).await;
+    assert_eq!(
+        agents,
+        vec![(agent.clone(), "asleep".to_string())],
+        "{body}"
+    );
+    let record = store.get(&codex(&agent)).await.unwrap().unwrap();
+    assert_eq!(record.snapshots[0].status.as_deref(), Some("Ready"));
+}
