@@ -38,6 +38,7 @@ mod offboarding;
 mod offboarding_persists;
 mod owner_index;
 mod racing;
+mod regions_and_claims;
 mod retention;
 mod way_back;
 
