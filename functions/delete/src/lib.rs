@@ -2,7 +2,7 @@
 //! `DELETE /v1/agents/{kind}/{agent_id}` (docs/http-api.md), both answering 204.
 //!
 //! Its modules, each importing only those above it in this list (checked by
-//! `tests/tests/layers.rs`):
+//! `shared/tests/layers.rs`):
 //!
 //! - `retention`: the rule of what goes (snapshots, idle agents), pure;
 //! - `deletion`: the deletions themselves under the agent's lock — acquire as `deleting`,
