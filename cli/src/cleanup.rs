@@ -80,12 +80,26 @@ pub fn sweep(args: SweepArgs) -> Result<(), CliError> {
         let deadline = Deadline::after(Duration::from_secs(args.timeout_s));
         let report = function.sweep(deadline, args.dry_run, &bars).await?;
         bars.finish();
+        // As the scheduled sweep does: finish what earlier offboardings left.
+        let offboarding = match args.dry_run {
+            true => None,
+            false => Some(function.finish_offboardings(deadline).await?),
+        };
         let mut out = std::io::stdout().lock();
         if args.json {
-            serde_json::to_writer_pretty(&mut out, &report)?;
+            let mut value = serde_json::to_value(&report)?;
+            value["offboarding"] = serde_json::to_value(&offboarding)?;
+            serde_json::to_writer_pretty(&mut out, &value)?;
             writeln!(out)?;
         } else {
             print_sweep(&mut out, &report)?;
+            if let Some(o) = offboarding.filter(|o| o.owners > 0) {
+                writeln!(
+                    out,
+                    "pending offboardings: {} owner(s), {} agent(s) deleted, {} left, {} finished",
+                    o.owners, o.deleted, o.left, o.finished
+                )?;
+            }
         }
         Ok(())
     })
@@ -110,7 +124,8 @@ pub fn offboard(args: OffboardArgs) -> Result<(), CliError> {
         }
         if report.failed > 0 {
             return Err(CliError::Usage(format!(
-                "{} agent(s) could not be deleted; run it again",
+                "{} agent(s) are held or could not be deleted: recorded, the next sweep (or this \
+                 command again) finishes them",
                 report.failed
             )));
         }
