@@ -24,7 +24,7 @@
 //! answers 202; whoever comes next reconciles, and nobody sends another Resume before that
 //! lease ends. Resume is never sent with less budget left than one AgentKit request timeout.
 //!
-//! Files: `mod.rs` (this: settings, target, outcome, the decision loop), `holder.rs` (the
+//! Files: `mod.rs` (this: settings, target, outcome, the decision loop), `holder/` (the
 //! winner's path), `watch.rs` (joiners, pollers, verifying an awake record). The AgentKit
 //! questions a wake asks, and which snapshot it wakes, live in `crate::locate::sessions`.
 

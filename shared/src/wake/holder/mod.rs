@@ -1,0 +1,334 @@
+//! The winner's path (docs/wake-protocol.md, "A wake, step by step"): locate, reconcile, resume,
+//! record, poll.
+//!
+//! Every step after the acquire is a fenced write, in this order, so that a holder stopped at
+//! any point leaves a record the next caller can finish from without a second Resume:
+//!
+//! 1. where: the record's Tool, else [`crate::locate::locate`] (only the winner lists);
+//! 2. reconcile: a session an earlier holder of this agent started is adopted (GetSession of
+//!    the session the previous generation recorded; ListSessions by UserSessionId; for a
+//!    `snapshot-<id>` agent after an unknown Resume, the one unclaimed session it left);
+//! 3. a Resume sent by somebody whose outcome nobody knows yet (`resume_sent_at` within the
+//!    readiness timeout) is waited out, never doubled;
+//! 4. the snapshot: the named one, else the newest Ready one, re-checked as the agent's own;
+//! 5. budget: at least one AgentKit request timeout left, else the lock is given back (503);
+//! 6. `resume_sent_at`, the snapshot, the Tool, lease = the readiness timeout (fenced);
+//! 7. `ResumeSessionFromSnapshot`: its SessionId is recorded at once (fenced); a NotFound is
+//!    422 (the snapshot is gone, the agent rests); an unknown outcome keeps the lock and
+//!    answers 202; a refusal records `failed` (the snapshot untouched);
+//! 8. poll GetSession until Ready (complete), ended (failed), or the budget ends (202).
+//!
+//! Files: `mod.rs` (this: the steps in order, and the helpers of steps 2 and 6),
+//! `reconcile.rs` (step 2: a session an earlier holder started, a stuck one ended, a reconcile
+//! that could not finish), `pick.rs` (step 4: the snapshot), `resume.rs` (after the Resume of
+//! step 7: its session recorded and polled, or its outcome unknown), `give_back.rs` (letting
+//! the lock go: a failed wake, the agent given back asleep, the Resume marker taken back, a
+//! lost lock followed).
+
+mod give_back;
+mod pick;
+mod reconcile;
+mod resume;
+
+use crate::agentkit::types::metadata_value;
+use crate::agentkit::types::{ResumeSessionFromSnapshot, Session, Snapshot};
+use crate::agentkit::AgentKit;
+use crate::domain::failure::{recorded_code, SESSION_STUCK};
+use crate::domain::Description;
+use crate::domain::{Retention, SessionPhase, WakeState};
+use crate::error::Error;
+use crate::identity::names::METADATA_DISPLAY_NAME_KEY;
+use crate::lock::{AgentLock, Held, Written};
+use crate::store::{AgentStore, Changes};
+use crate::timestamp::now_ms;
+use crate::view::METADATA_CREATOR_KEY;
+
+use super::{Wake, WakeOutcome, WakeTarget};
+use crate::locate::sessions::{own_snapshots, session};
+use crate::locate::Home;
+
+use pick::Picked;
+use reconcile::snapshot_metadata;
+
+/// What the holder knows when it starts polling a recorded session.
+pub(super) struct Recorded {
+    pub session_id: String,
+    pub snapshot_id: Option<String>,
+    /// The session as last seen (an adopted one), so the first poll is not repeated.
+    pub seen: Option<Session>,
+    /// This wake started it (or a concurrent, earlier holder of this wake did).
+    pub resumed: bool,
+}
+
+impl<S: AgentStore, K: AgentKit> Wake<'_, S, K> {
+    /// Hold the agent through its wake. `session_ended`: the caller already saw the session of
+    /// the previous generation ended (no need to ask again).
+    pub(super) async fn hold(
+        &self,
+        lock: &AgentLock<'_, S>,
+        target: &WakeTarget,
+        mut held: Held,
+        session_ended: bool,
+    ) -> Result<WakeOutcome, Error> {
+        let deadline = lock.deadline();
+        let key = &target.key;
+
+        // 1. Where the agent lives.
+        let found = crate::locate::home_or_locate(
+            self.agentkit,
+            self.registry,
+            key,
+            Some(&held.record),
+            target.home.as_ref(),
+            deadline,
+        );
+        let (home, mut listed) = match Box::pin(found).await {
+            Ok(Some(w)) => (w.home, w.snapshots),
+            Ok(None) => {
+                lock.give_back_unknown(&mut held).await;
+                return Err(Error::AgentNotFound);
+            }
+            Err(e) => return Err(self.fail(lock, &mut held, e).await),
+        };
+
+        // 2. Reconcile before resuming.
+        let before = held.before.clone();
+        let previous = before
+            .as_ref()
+            .filter(|b| {
+                !session_ended && b.description.tool_id.as_deref() == Some(home.tool_id.as_str())
+            })
+            .and_then(|b| b.session_id.clone());
+        let mut adopted = None;
+        if let Some(previous) = previous {
+            match session(self.agentkit, &home, &previous, deadline).await {
+                Ok(Some(s)) => match s.phase() {
+                    SessionPhase::Ended => {}
+                    SessionPhase::Unknown => {
+                        let err = Error::unknown_status("session", s.status.as_deref());
+                        return Err(
+                            Box::pin(self.fail_on(lock, &mut held, err, Some(&previous))).await,
+                        );
+                    }
+                    SessionPhase::Starting if was_stuck(before.as_ref()) => {
+                        // Still starting past its readiness timeout: a wake that already said
+                        // so ends it before it resumes again; otherwise say so now.
+                        let ended = before.as_ref().is_some_and(|b| {
+                            b.error.as_deref().and_then(recorded_code) == Some(SESSION_STUCK)
+                        });
+                        if !ended {
+                            let err = Error::SessionStuck(format!(
+                                "session {previous} was still starting after the readiness timeout"
+                            ));
+                            return Err(Box::pin(self.fail_on(
+                                lock,
+                                &mut held,
+                                err,
+                                Some(&previous),
+                            ))
+                            .await);
+                        }
+                        if let Err(e) = Box::pin(self.end_stuck(&home, &previous, deadline)).await {
+                            return Err(Box::pin(self.fail_on(
+                                lock,
+                                &mut held,
+                                e,
+                                Some(&previous),
+                            ))
+                            .await);
+                        }
+                    }
+                    SessionPhase::Starting | SessionPhase::Usable => adopted = Some(s),
+                },
+                Ok(None) => {}
+                Err(e) => return Box::pin(self.interrupted(lock, target, held, e.into())).await,
+            }
+        }
+        if adopted.is_none() {
+            let metadata = snapshot_metadata(
+                listed.as_deref().unwrap_or_default(),
+                before.as_ref().and_then(|b| b.snapshot_id.as_deref()),
+            );
+            let sent = held.record.resume_sent_at_ms;
+            adopted = match self
+                .find_started(&home, target, sent, &metadata, deadline)
+                .await
+            {
+                Ok(found) => found,
+                Err(e) => return Box::pin(self.interrupted(lock, target, held, e)).await,
+            };
+        }
+        if let Some(s) = adopted {
+            // A wake in flight (a holder that died, an unknown Resume) started it: it counts
+            // as woken. A session that simply was alive all along does not.
+            let resumed = before
+                .as_ref()
+                .is_some_and(|b| b.state == WakeState::Waking || b.resume_sent_at_ms.is_some());
+            tracing::info!(agent = %key, resumed, "wake: adopted a live session");
+            let recorded = Recorded {
+                session_id: s.session_id.clone().unwrap_or_default(),
+                snapshot_id: before.as_ref().and_then(|b| b.snapshot_id.clone()),
+                seen: Some(s),
+                resumed,
+            };
+            let snapshots = listed.unwrap_or_default();
+            return Box::pin(self.record_and_poll(lock, target, held, &home, recorded, snapshots))
+                .await;
+        }
+
+        // 3. A Resume somebody sent, outcome unknown: wait it out rather than double it.
+        if let Some(sent) = held.record.resume_sent_at_ms {
+            let until = sent + self.settings.ready_timeout.as_millis() as u64;
+            if now_ms() < until {
+                tracing::info!(agent = %key, "wake: an earlier Resume is unaccounted for; waiting for it");
+                let changes = Changes {
+                    lease_until_ms: Some(until),
+                    poll_until_ms: Some(0),
+                    describe: Some(home.description()),
+                    ..Changes::default()
+                };
+                return match lock.write(&mut held, changes).await? {
+                    Written::Done(r) => Ok(WakeOutcome::Waking { record: r }),
+                    Written::Lost(r) => Box::pin(self.follow(lock, target, r)).await,
+                };
+            }
+        }
+
+        // 4. Which snapshot.
+        if home.retention == Retention::Temporary {
+            self.give_back(lock, &mut held, &home).await;
+            return Err(Error::NotWakeable(
+                "a temporary agent cannot be woken once its session has ended".into(),
+            ));
+        }
+        // Boxed: choosing, and waiting for, the snapshot keeps listings and choices alive across
+        // awaits; inline they would make the holder's frame too large for a debug worker.
+        let picked = Box::pin(self.pick_snapshot(
+            lock,
+            target,
+            &mut held,
+            &home,
+            before.as_ref(),
+            listed.take(),
+        ))
+        .await?;
+        let (snapshot, listing) = match picked {
+            Picked::Snapshot { snapshot, listing } => (snapshot, listing),
+            Picked::Waiting(record) => return Ok(WakeOutcome::Waking { record }),
+            Picked::Lost(record) => return Box::pin(self.follow(lock, target, record)).await,
+        };
+        let snapshot_id = snapshot.snapshot_id.clone().unwrap_or_default();
+
+        // 5. Enough budget for one whole AgentKit request, or none is sent.
+        if deadline.remaining() < self.agentkit.request_timeout() {
+            self.give_back(lock, &mut held, &home).await;
+            return Err(Error::Deferred {
+                detail: "not enough time left in this request to wake the agent safely; retry"
+                    .into(),
+                retry_after_s: 1,
+            });
+        }
+
+        // 6. Say a Resume is on its way before it is. The lease stays the short acquire lease
+        // until Resume has answered (record_and_poll, hand_over extend it): a marker whose
+        // Resume was never sent holds nobody up for long.
+        let sent_at = now_ms();
+        let changes = Changes {
+            // The listing is current (taken under the lock): the index's copy of it.
+            snapshots: Some(crate::view::snapshot_views(&own_snapshots(&listing, key))),
+            resume_sent_at_ms: Some(Some(sent_at)),
+            snapshot_id: Some(Some(snapshot_id.clone())),
+            lease_until_ms: Some(
+                (sent_at + self.settings.lock.lease.as_millis() as u64).max(deadline.epoch_ms()),
+            ),
+            poll_until_ms: Some(deadline.epoch_ms()),
+            error: Some(None),
+            describe: Some(described(&held.record, &home, &snapshot)),
+            ..Changes::default()
+        };
+        match lock.write(&mut held, changes).await {
+            Ok(Written::Done(_)) => {}
+            Ok(Written::Lost(r)) => return Box::pin(self.follow(lock, target, r)).await,
+            // The marker may or may not have landed, and no Resume was sent: take it back, so
+            // nobody waits out a Resume that never was.
+            Err(e) => {
+                tracing::warn!(agent = %key, error = %e, "could not confirm the Resume marker; taking it back");
+                Box::pin(self.take_back_marker(lock, &mut held, &home)).await;
+                return Err(e.into());
+            }
+        }
+
+        // 7. Resume.
+        let request = ResumeSessionFromSnapshot::new(&home.tool_id, &snapshot_id);
+        crate::metrics::emit(crate::metrics::Record::of("wake").count("ResumesSent", 1));
+        let answer = self.agentkit.call(&home.region, &request, deadline).await;
+        let session_id = match answer {
+            Ok(r) if !r.session_id.is_empty() => r.session_id,
+            Ok(_) => {
+                tracing::warn!(agent = %key, "Resume answered no SessionId; its outcome is unknown");
+                return Box::pin(self.unknown_resume(lock, target, held, &home, &listing)).await;
+            }
+            Err(e) if e.is_not_found() => {
+                tracing::info!(agent = %key, %snapshot_id, "the snapshot vanished before Resume");
+                self.give_back(lock, &mut held, &home).await;
+                return Err(Error::NotWakeable(format!(
+                    "snapshot {snapshot_id} no longer exists"
+                )));
+            }
+            Err(e) if e.outcome_unknown() => {
+                tracing::warn!(agent = %key, error = %e, "Resume may have acted; its outcome is unknown");
+                return Box::pin(self.unknown_resume(lock, target, held, &home, &listing)).await;
+            }
+            Err(e) => return Err(self.fail(lock, &mut held, e.into()).await),
+        };
+        tracing::info!(agent = %key, %session_id, "wake: resumed");
+        if target.user_session_id().is_none() {
+            // Nothing in AgentKit says whose this session is: the claim does
+            // (crate::locate::claims). A failed write only makes a later orphan search wait.
+            if let Err(e) = crate::locate::claims::claim(self.store, &home, &session_id, key).await
+            {
+                tracing::warn!(agent = %key, error = %e, "could not claim the resumed session");
+            }
+        }
+        let recorded = Recorded {
+            session_id,
+            snapshot_id: Some(snapshot_id),
+            seen: None,
+            resumed: true,
+        };
+        Box::pin(self.record_and_poll(lock, target, held, &home, recorded, listing)).await
+    }
+}
+
+/// Where the agent lives, and the names its snapshot carries when the record has none yet (an
+/// agent first met asleep): every answer read from the record then names it as a listing
+/// would.
+fn described(record: &crate::domain::AgentRecord, home: &Home, snapshot: &Snapshot) -> Description {
+    let from_metadata =
+        |key: &str| metadata_value(&snapshot.session_metadata, key).map(str::to_string);
+    Description {
+        display_name: record
+            .description
+            .display_name
+            .is_none()
+            .then(|| from_metadata(METADATA_DISPLAY_NAME_KEY))
+            .flatten(),
+        created_by: record
+            .description
+            .created_by
+            .is_none()
+            .then(|| from_metadata(METADATA_CREATOR_KEY))
+            .flatten(),
+        ..home.description()
+    }
+}
+
+/// The previous generation left a session that should have been ready by now: a wake whose
+/// readiness lease lapsed (this caller could acquire over it), or one already recorded stuck.
+fn was_stuck(before: Option<&crate::domain::AgentRecord>) -> bool {
+    before.is_some_and(|b| {
+        b.state == WakeState::Waking
+            || (b.state == WakeState::Failed
+                && b.error.as_deref().and_then(recorded_code) == Some(SESSION_STUCK))
+    })
+}

@@ -1,0 +1,169 @@
+//! Step 4, which snapshot: the named one, else the newest Ready one, a newer one still being
+//! made waited for (or the agent left `waking` for the next caller).
+
+use crate::agentkit::types::Snapshot;
+use crate::agentkit::AgentKit;
+use crate::domain::failure::{recorded_failure, SNAPSHOT_IN_PROGRESS};
+use crate::error::Error;
+use crate::locate::sessions::{choose, snapshots, Choice, Expected};
+use crate::locate::Home;
+use crate::lock::{AgentLock, Held, Written};
+use crate::store::{AgentStore, Changes};
+use crate::timestamp::now_ms;
+use crate::wake::{Wake, WakeTarget};
+
+use super::give_back::release_asleep;
+
+impl<S: AgentStore, K: AgentKit> Wake<'_, S, K> {
+    /// Step 4: the snapshot to wake from (docs/wake-protocol.md, "AgentKit keeps its own
+    /// time"). A newer snapshot still being made is waited for while a Resume could still be
+    /// sent after it, then the agent is left `waking` (`SNAPSHOT_IN_PROGRESS`) for the next
+    /// caller. Errors have given the lock back already.
+    pub(super) async fn pick_snapshot(
+        &self,
+        lock: &AgentLock<'_, S>,
+        target: &WakeTarget,
+        held: &mut Held,
+        home: &Home,
+        before: Option<&crate::domain::AgentRecord>,
+        listed: Option<Vec<Snapshot>>,
+    ) -> Result<Picked, Error> {
+        let deadline = lock.deadline();
+        let key = &target.key;
+        let mut listing = match listed {
+            Some(l) => l,
+            None => match snapshots(self.agentkit, home, key, deadline).await {
+                Ok(l) => l,
+                Err(e) => return Err(self.fail(lock, held, e.into()).await),
+            },
+        };
+        let recorded = before.and_then(|b| b.snapshot_id.clone());
+        let expected = self.expected_snapshot(before);
+        let mut backoff = self.settings.polling();
+        let mut waited = false;
+        loop {
+            let choice = choose(
+                &listing,
+                key,
+                target.snapshot_id.as_deref(),
+                recorded.as_deref(),
+                expected.as_ref(),
+                self.settings.snapshot_stuck_after,
+                now_ms(),
+            );
+            match choice {
+                // Ready at last, but too late in this request to send Resume: give the agent
+                // back, so the next caller wakes it at once (202 meanwhile, not a 503).
+                Choice::Wake { .. }
+                    if waited && deadline.remaining() < self.agentkit.request_timeout() =>
+                {
+                    return match release_asleep(lock, held, home).await? {
+                        Written::Done(r) => Ok(Picked::Waiting(r)),
+                        Written::Lost(r) => Ok(Picked::Lost(r)),
+                    };
+                }
+                Choice::Wake {
+                    snapshot,
+                    passed_over,
+                } => {
+                    if let Some(failed) = passed_over {
+                        tracing::warn!(agent = %key, %failed, "the newest snapshot failed; waking the newest Ready one");
+                    }
+                    return Ok(Picked::Snapshot { snapshot, listing });
+                }
+                // Wait for it while a Resume could still be sent after it; else say so.
+                Choice::Wait { snapshot_id } => {
+                    let room = self.agentkit.request_timeout();
+                    if !backoff.wait(deadline, room).await {
+                        return self
+                            .await_snapshot(lock, held, home, key, snapshot_id)
+                            .await;
+                    }
+                    waited = true;
+                    listing = match snapshots(self.agentkit, home, key, deadline).await {
+                        Ok(l) => l,
+                        Err(e) => return Err(self.fail(lock, held, e.into()).await),
+                    };
+                }
+                Choice::Stuck { snapshot_id } => {
+                    let err = Error::SnapshotStuck { snapshot_id };
+                    return Err(self.fail(lock, held, err).await);
+                }
+                Choice::Unknown { status, .. } => {
+                    self.give_back(lock, held, home).await;
+                    return Err(Error::unknown_status("snapshot", Some(&status)));
+                }
+                Choice::Nothing => {
+                    self.give_back(lock, held, home).await;
+                    return Err(Error::NotWakeable(match &target.snapshot_id {
+                        Some(id) => format!("snapshot {id} is not Ready or does not exist"),
+                        None => "the agent has neither a live session nor a Ready snapshot".into(),
+                    }));
+                }
+            }
+        }
+    }
+
+    /// The snapshot to wake from is still being made, and this request's budget ends: the agent
+    /// stays `waking` (reason `SNAPSHOT_IN_PROGRESS`) until this request ends, and whoever
+    /// asks after that looks again (202 meanwhile).
+    async fn await_snapshot(
+        &self,
+        lock: &AgentLock<'_, S>,
+        held: &mut Held,
+        home: &Home,
+        key: &crate::domain::AgentKey,
+        snapshot_id: Option<String>,
+    ) -> Result<Picked, Error> {
+        let deadline = lock.deadline();
+        let what = snapshot_id.map_or_else(
+            || "the last session's snapshot (not listed yet)".to_string(),
+            |id| format!("snapshot {id}"),
+        );
+        tracing::info!(agent = %key, %what, "wake: waiting for the newest snapshot");
+        let changes = Changes {
+            error: Some(Some(recorded_failure(
+                SNAPSHOT_IN_PROGRESS,
+                &format!("waiting for {what}"),
+            ))),
+            lease_until_ms: Some(deadline.epoch_ms().max(now_ms())),
+            poll_until_ms: Some(deadline.epoch_ms()),
+            describe: Some(home.description()),
+            ..Changes::default()
+        };
+        match lock.write(held, changes).await? {
+            Written::Done(r) => Ok(Picked::Waiting(r)),
+            Written::Lost(r) => Ok(Picked::Lost(r)),
+        }
+    }
+
+    /// The snapshot of the agent's last session, when that session expired less than the
+    /// snapshot grace ago on a recoverable Tool: AgentKit may not list it yet.
+    fn expected_snapshot(&self, before: Option<&crate::domain::AgentRecord>) -> Option<Expected> {
+        let before = before?;
+        let session_id = before.session_id.clone()?;
+        let expired = before
+            .session_expire_at
+            .as_deref()
+            .and_then(crate::timestamp::epoch_ms)?;
+        let now = now_ms();
+        let skew = self.settings.lock.skew_margin.as_millis() as u64;
+        let grace = self.settings.snapshot_grace.as_millis() as u64;
+        // Only a session that ended by expiring: one ended early (deleted, stopped) leaves none.
+        (expired <= now + skew && now < expired + grace).then_some(Expected { session_id })
+    }
+}
+
+/// What step 4 came to.
+#[allow(clippy::large_enum_variant)] // made once per wake, consumed at once
+pub(super) enum Picked {
+    /// Wake from this snapshot; `listing` is the agent's snapshots as just listed.
+    Snapshot {
+        snapshot: Snapshot,
+        listing: Vec<Snapshot>,
+    },
+    /// The snapshot is still being made: the agent is left waking, this record says so.
+    Waiting(crate::domain::AgentRecord),
+    /// The lock was lost meanwhile: follow whoever has it.
+    Lost(Option<crate::domain::AgentRecord>),
+}

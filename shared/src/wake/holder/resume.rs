@@ -1,0 +1,134 @@
+//! After the Resume (steps 7 and 8): its session recorded at once and polled until Ready, or,
+//! its outcome unknown, the lock kept and the session adopted or looked for by the next caller.
+
+use crate::agentkit::types::Snapshot;
+use crate::agentkit::AgentKit;
+use crate::error::Error;
+use crate::locate::Home;
+use crate::lock::{AgentLock, Held, Written};
+use crate::store::{AgentStore, Changes};
+use crate::timestamp::now_ms;
+use crate::wake::watch::{Polled, Poller};
+use crate::wake::{Wake, WakeOutcome, WakeTarget};
+
+use super::reconcile::snapshot_metadata;
+use super::Recorded;
+
+impl<S: AgentStore, K: AgentKit> Wake<'_, S, K> {
+    /// The lease once a Resume is on its way: the readiness timeout from `from_ms`, and never
+    /// shorter than this request's own wait (the holder is still polling until then; a lease
+    /// that ended first would hand its wake to another caller mid-poll).
+    fn ready_lease_until(&self, from_ms: u64, deadline: crate::deadline::Deadline) -> u64 {
+        let ready = from_ms + self.settings.ready_timeout.as_millis() as u64;
+        ready.max(deadline.epoch_ms())
+    }
+
+    /// Record the session at once (fenced; lease extended to the readiness timeout), then poll
+    /// it until Ready within the budget.
+    pub(super) async fn record_and_poll(
+        &self,
+        lock: &AgentLock<'_, S>,
+        target: &WakeTarget,
+        mut held: Held,
+        home: &Home,
+        recorded: Recorded,
+        snapshots: Vec<Snapshot>,
+    ) -> Result<WakeOutcome, Error> {
+        let deadline = lock.deadline();
+        let changes = Changes {
+            session_id: Some(Some(recorded.session_id.clone())),
+            snapshot_id: Some(recorded.snapshot_id.clone()),
+            resume_sent_at_ms: Some(None),
+            lease_until_ms: Some(self.ready_lease_until(now_ms(), deadline)),
+            poll_until_ms: Some(deadline.epoch_ms()),
+            describe: Some(home.description()),
+            ..Changes::default()
+        };
+        let record = match lock.write(&mut held, changes).await? {
+            Written::Done(r) => r,
+            Written::Lost(r) => return Box::pin(self.follow(lock, target, r)).await,
+        };
+        let polled = Box::pin(self.poll_session(
+            lock,
+            Poller::Holder(&mut held),
+            home,
+            record,
+            recorded.seen,
+            recorded.resumed,
+            snapshots,
+            deadline,
+        ))
+        .await?;
+        Ok(match polled {
+            Polled::Awake(outcome) => outcome,
+            Polled::Starting(record) => WakeOutcome::Waking { record },
+        })
+    }
+
+    /// A Resume whose outcome is unknown: the lock stays held (its lease already covers the
+    /// readiness timeout, `resume_sent_at` is recorded). A session that already shows up is
+    /// adopted at once; otherwise pollers may look for it as soon as this request ends.
+    pub(super) async fn unknown_resume(
+        &self,
+        lock: &AgentLock<'_, S>,
+        target: &WakeTarget,
+        held: Held,
+        home: &Home,
+        listing: &[Snapshot],
+    ) -> Result<WakeOutcome, Error> {
+        let metadata = snapshot_metadata(listing, held.record.snapshot_id.as_deref());
+        let found = self
+            .find_started(
+                home,
+                target,
+                held.record.resume_sent_at_ms,
+                &metadata,
+                lock.deadline(),
+            )
+            .await
+            .unwrap_or_else(|e| {
+                tracing::warn!(agent = %target.key, error = %e, "could not reconcile an unknown Resume yet");
+                None
+            });
+        if let Some(s) = found {
+            let recorded = Recorded {
+                session_id: s.session_id.clone().unwrap_or_default(),
+                snapshot_id: held.record.snapshot_id.clone(),
+                seen: Some(s),
+                resumed: true,
+            };
+            let snapshots = listing.to_vec();
+            return Box::pin(self.record_and_poll(lock, target, held, home, recorded, snapshots))
+                .await;
+        }
+        Box::pin(self.hand_over(lock, target, held)).await
+    }
+
+    /// Keep the lock, with its Resume unaccounted for, and let whoever asks next look for the
+    /// session it started (a poll lease, `watch.rs`): this caller answers 202.
+    pub(super) async fn hand_over(
+        &self,
+        lock: &AgentLock<'_, S>,
+        target: &WakeTarget,
+        mut held: Held,
+    ) -> Result<WakeOutcome, Error> {
+        // The record names the agent's Tool already (the write before the Resume did), so
+        // pollers know where to look.
+        let sent = held.record.resume_sent_at_ms.unwrap_or_else(now_ms);
+        let changes = Changes {
+            poll_until_ms: Some(0),
+            lease_until_ms: Some(self.ready_lease_until(sent, lock.deadline())),
+            ..Changes::default()
+        };
+        match lock.write(&mut held, changes).await {
+            Ok(Written::Done(r)) => Ok(WakeOutcome::Waking { record: r }),
+            Ok(Written::Lost(r)) => Box::pin(self.follow(lock, target, r)).await,
+            Err(e) => {
+                tracing::warn!(agent = %target.key, error = %e, "could not hand polling over");
+                Ok(WakeOutcome::Waking {
+                    record: held.record,
+                })
+            }
+        }
+    }
+}

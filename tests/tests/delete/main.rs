@@ -1,0 +1,90 @@
+//! The delete function end to end: API Gateway v2 requests into the handler, the agent's lock
+//! on DynamoDB Local (one case also in memory), AgentKit simulated over HTTP — and races of
+//! deletes against resumes, many rounds each.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use snapwake::agentkit::AgentKit;
+use snapwake::domain::{AgentKey, Kind, WakeState};
+use snapwake::registry_cache::{RegistryCache, ToolOverrides};
+use snapwake::store::memory::MemoryStore;
+use snapwake::store::{AgentStore, Changes, Condition};
+use snapwake::timestamp::{now_ms, now_s};
+use snapwake::wake::WakeSettings;
+use snapwake_delete::Delete;
+use snapwake_resume::Resume;
+use snapwake_tests::*;
+
+fn delete_fn<S: AgentStore, K: AgentKit>(
+    store: S,
+    agentkit: K,
+    wake: WakeSettings,
+) -> Delete<S, K> {
+    Delete {
+        store,
+        agentkit,
+        registry: RegistryCache::new(ToolOverrides::default()),
+        identity: identity(),
+        settings: delete_settings(&wake),
+    }
+}
+
+fn resume_fn<S: AgentStore, K: AgentKit>(
+    store: S,
+    agentkit: K,
+    wake: WakeSettings,
+) -> Resume<S, K> {
+    Resume {
+        store,
+        agentkit,
+        registry: RegistryCache::new(ToolOverrides::default()),
+        identity: identity(),
+        wake,
+    }
+}
+
+/// Short polls and leases that still cover a delete's work.
+fn quick() -> WakeSettings {
+    quick_wake()
+}
+
+fn agent_path(agent_id: &str) -> String {
+    format!("/v1/agents/codex/{agent_id}")
+}
+
+fn snapshot_path(agent_id: &str, snapshot_id: &str) -> String {
+    format!("/v1/agents/codex/{agent_id}/snapshots/{snapshot_id}")
+}
+
+fn resume_path(agent_id: &str) -> String {
+    format!("/v1/agents/codex/{agent_id}/resume")
+}
+
+fn key(agent_id: &str) -> AgentKey {
+    AgentKey::new(Kind::Codex, agent_id)
+}
+
+/// Hold `agent_id` as a live wake would (no AgentKit involved).
+async fn hold_as_waking<S: AgentStore>(store: &S, agent_id: &str) {
+    store
+        .update(
+            &key(agent_id),
+            &Condition::Absent,
+            &Changes {
+                state: Some(WakeState::Waking),
+                holder: Some(Some("waker".into())),
+                bump_fence: true,
+                lease_until_ms: Some(now_ms() + 60_000),
+                ..Changes::default()
+            },
+        )
+        .await
+        .unwrap();
+}
+
+mod snapshot_delete;
+mod agent_delete;
+mod authorization_and_bad_input;
+mod races;
+mod forced_interleavings;

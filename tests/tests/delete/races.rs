@@ -1,0 +1,218 @@
+//! Races, many rounds on DynamoDB Local: a resume racing an agent delete never leaves a live
+//! session after a 204, and a resume racing a snapshot delete never resumes a deleted snapshot.
+
+use super::*;
+
+// ---------------------------------------------------------------------------------------------
+// Races, many rounds on DynamoDB Local
+
+const ROUNDS: usize = 20;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn resume_racing_agent_delete_never_leaves_a_live_session_after_a_204() {
+    let store = Arc::new(dynamo_store("race-agent").await);
+    let world = World::start(Duration::from_millis(30)).await;
+    world.register(&store).await;
+    let jitter = || Jitter {
+        inner: world.client(),
+        max_ms: 15,
+    };
+    let resume = Arc::new(resume_fn(store.clone(), jitter(), quick()));
+    let delete = Arc::new(delete_fn(store.clone(), jitter(), quick()));
+    let mut outcomes = std::collections::BTreeMap::<(u16, u16), usize>::new();
+
+    for round in 0..ROUNDS {
+        let (agent_id, _) = world.asleep_agent("alice", &format!("Race {round}"));
+        let r = tokio::spawn({
+            let resume = resume.clone();
+            let p = resume_path(&agent_id);
+            async move {
+                answer(
+                    &resume
+                        .handle(request("POST", &p, Who::User("alice"), None))
+                        .await,
+                )
+            }
+        });
+        let d = tokio::spawn({
+            let delete = delete.clone();
+            let p = agent_path(&agent_id);
+            async move {
+                answer(
+                    &delete
+                        .handle(request("DELETE", &p, Who::User("alice"), None))
+                        .await,
+                )
+            }
+        });
+        let (resumed, deleted) = (r.await.unwrap(), d.await.unwrap());
+        *outcomes.entry((resumed.0, deleted.0)).or_default() += 1;
+        assert!(
+            [200, 202, 409, 410].contains(&resumed.0),
+            "round {round}: resume answered {resumed:?}"
+        );
+        assert!(
+            [204, 409].contains(&deleted.0),
+            "round {round}: delete answered {deleted:?}"
+        );
+        // The invariants of the race itself, before anything else happens:
+        // - a 204 of the agent delete leaves no live session behind, whatever the resume said;
+        // - a resume never succeeds after that delete (it answers 410, or it woke the agent
+        //   before the delete took it, and the delete then ended that very session);
+        // - at most one Resume was sent for the agent.
+        let ctl = world.sim.control();
+        let counters = ctl.counters();
+        if deleted.0 == 204 {
+            assert_eq!(counters.live_sessions_of(&agent_id), 0, "round {round}");
+            if resumed.0 == 200 {
+                let sid = resumed.1["session"]["session_id"]
+                    .as_str()
+                    .unwrap_or_default();
+                assert!(
+                    ctl.session(sid).is_none_or(|s| !s.is_active()),
+                    "round {round}: the woken session outlived the delete"
+                );
+            }
+        }
+        if resumed.0 == 409 {
+            assert_eq!(resumed.1["code"], "AGENT_BUSY", "round {round}");
+        }
+        assert!(counters.live_sessions_of(&agent_id) <= 1, "round {round}");
+
+        // Delete until it succeeds (a wake may hold the agent for a moment).
+        let mut status = deleted.0;
+        for _ in 0..50 {
+            if status == 204 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            status = answer(
+                &delete
+                    .handle(request(
+                        "DELETE",
+                        &agent_path(&agent_id),
+                        Who::User("alice"),
+                        None,
+                    ))
+                    .await,
+            )
+            .0;
+        }
+        assert_eq!(status, 204, "round {round}");
+        let counters = world.sim.control().counters();
+        assert_eq!(
+            counters.live_sessions_of(&agent_id),
+            0,
+            "round {round}: a live session survived"
+        );
+        assert!(world.snapshots_of(&agent_id).is_empty(), "round {round}");
+
+        let (late, body) = answer(
+            &resume
+                .handle(request(
+                    "POST",
+                    &resume_path(&agent_id),
+                    Who::User("alice"),
+                    None,
+                ))
+                .await,
+        );
+        assert_eq!(late, 410, "round {round}: {body}");
+        assert_eq!(
+            world.sim.control().counters().live_sessions_of(&agent_id),
+            0
+        );
+    }
+    // Every round answered one of the pairs the protocol allows (asserted per round above);
+    // the tally says which interleavings this run met.
+    assert_eq!(outcomes.values().sum::<usize>(), ROUNDS);
+    tracing::info!(?outcomes, "(resume, delete) outcomes");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn resume_racing_snapshot_delete_never_resumes_a_deleted_snapshot() {
+    let store = Arc::new(dynamo_store("race-snap").await);
+    let world = World::start(Duration::from_millis(30)).await;
+    world.register(&store).await;
+    let jitter = || Jitter {
+        inner: world.client(),
+        max_ms: 15,
+    };
+    let resume = Arc::new(resume_fn(store.clone(), jitter(), quick()));
+    let delete = Arc::new(delete_fn(store.clone(), jitter(), quick()));
+    let mut outcomes = std::collections::BTreeMap::<(u16, u16), usize>::new();
+
+    for round in 0..ROUNDS {
+        // Resume's default is the newest snapshot: the one being deleted.
+        let (agent_id, newest) = world.asleep_agent("alice", &format!("Race {round}"));
+        let older = if round % 2 == 0 {
+            world.more_snapshots("alice", &agent_id, 1).pop()
+        } else {
+            None
+        };
+        let r = tokio::spawn({
+            let resume = resume.clone();
+            let p = resume_path(&agent_id);
+            async move {
+                answer(
+                    &resume
+                        .handle(request("POST", &p, Who::User("alice"), None))
+                        .await,
+                )
+            }
+        });
+        let d = tokio::spawn({
+            let delete = delete.clone();
+            let p = snapshot_path(&agent_id, &newest);
+            async move {
+                answer(
+                    &delete
+                        .handle(request("DELETE", &p, Who::User("alice"), None))
+                        .await,
+                )
+            }
+        });
+        let (resumed, deleted) = (r.await.unwrap(), d.await.unwrap());
+        *outcomes.entry((resumed.0, deleted.0)).or_default() += 1;
+
+        let ctl = world.sim.control();
+        match deleted.0 {
+            204 => assert!(ctl.snapshot(&newest).is_none(), "round {round}"),
+            409 => assert!(
+                ctl.snapshot(&newest).is_some(),
+                "round {round}: a 409 lost its snapshot"
+            ),
+            other => panic!("round {round}: delete answered {other}: {}", deleted.1),
+        }
+        let counters = ctl.counters();
+        assert_eq!(
+            counters.received("ResumeSessionFromSnapshot"),
+            counters.succeeded("ResumeSessionFromSnapshot"),
+            "round {round}: a wake tried a deleted snapshot"
+        );
+        match resumed.0 {
+            200 | 202 => {
+                assert_eq!(counters.live_sessions_of(&agent_id), 1, "round {round}");
+            }
+            409 => assert_eq!(resumed.1["code"], "AGENT_BUSY"),
+            // The agent's only snapshot went before the resume found it.
+            404 if older.is_none() => assert_eq!(resumed.1["code"], "AGENT_NOT_FOUND"),
+            422 => {
+                assert_eq!(resumed.1["code"], "NOT_WAKEABLE");
+                assert!(
+                    older.is_none(),
+                    "round {round}: the older snapshot was wakeable"
+                );
+            }
+            other => panic!("round {round}: resume answered {other}: {}", resumed.1),
+        }
+        if let Some(older) = &older {
+            assert!(
+                ctl.snapshot(older).is_some(),
+                "round {round}: the other snapshot is kept"
+            );
+        }
+    }
+    assert_eq!(outcomes.values().sum::<usize>(), ROUNDS);
+    tracing::info!(?outcomes, "(resume, delete) outcomes");
+}
