@@ -3,14 +3,15 @@
 //! outside snapwake is in its owner's list within two minutes.
 //!
 //! AgentKit's listing has no documented order and no sort, but it filters on creation time
-//! (`CreateTimeAfter`, in the SDK's models). So each Tool is read from a mark in AgentKit's own
-//! clock (`SWEEP` / `REFRESH`): [`OVERLAP`] before the newest snapshot seen, and never after
-//! the oldest one still being made (its status must be seen to move on). A quiet minute is one
-//! short page per Tool; the overlap re-reads a few snapshots, which indexing finds unchanged
-//! (one read each, no write). The overlap also covers snapshots AgentKit lists some time after
-//! their `CreatedAt` (an expiry snapshot may be missing from listings for a while). A Tool read
-//! for the first time is read whole. What a refresh cannot see — a snapshot deleted outside
-//! snapwake — the hourly sweep settles.
+//! (`CreateTimeAfter`, in the SDK's models). So each Tool is read from a mark (`SWEEP` /
+//! `REFRESH`): [`OVERLAP`] before the last read began, and never after the oldest snapshot
+//! still being made (its status must be seen to move on). The overlap covers snapshots AgentKit
+//! lists some time after their `CreatedAt` (an expiry snapshot may be missing from listings for
+//! a while) and a clock a little apart from AgentKit's. A quiet minute is one short page per
+//! Tool: the snapshots of the last few minutes, which indexing finds unchanged (one read each,
+//! no write); after a burst (every session of a team expiring at once) the burst is read again
+//! for those few minutes, then no more. A Tool read for the first time is read whole. What a
+//! refresh cannot see — a snapshot deleted outside snapwake — the hourly sweep settles.
 
 use std::time::Duration;
 
@@ -27,7 +28,7 @@ use snapwake::lock::{DocumentAcquired, DocumentLock, LockSettings};
 use snapwake::store::{AgentStore, DocumentKey, StoreError};
 use snapwake::timestamp::{epoch_ms, format_ms, now_ms};
 
-/// How far before the newest snapshot seen each read starts again.
+/// How far before the last read began the next one starts.
 pub const OVERLAP: Duration = Duration::from_secs(300);
 /// Most pages one Tool's refresh reads (a first read is a whole Tool).
 const MAX_PAGES: usize = 10_000;
@@ -138,7 +139,7 @@ impl<S: AgentStore, K: AgentKit> Refresh<'_, S, K> {
                 report.errors += 1;
                 continue;
             }
-            let after = next_after(&listing.snapshots).or(mark.after);
+            let after = Some(next_after(&listing.snapshots, listed_at_ms));
             marks.tools.insert(
                 tool,
                 ToolMark {
@@ -195,13 +196,11 @@ impl<S: AgentStore, K: AgentKit> Refresh<'_, S, K> {
     }
 }
 
-/// Where the next read of a Tool starts, from what this one listed (`None`: it listed nothing
-/// dated, and the old mark stays): [`OVERLAP`] before the newest snapshot, and a second before
-/// the oldest one still in progress.
-fn next_after(listed: &[Snapshot]) -> Option<String> {
+/// Where the next read of a Tool starts, from the one that began at `listed_at_ms`:
+/// [`OVERLAP`] before it, and a second before the oldest snapshot still in progress.
+fn next_after(listed: &[Snapshot], listed_at_ms: u64) -> String {
     let dated = |s: &Snapshot| s.created_at.as_deref().and_then(epoch_ms);
-    let newest = listed.iter().filter_map(dated).max()?;
-    let mut after = newest.saturating_sub(OVERLAP.as_millis() as u64);
+    let mut after = listed_at_ms.saturating_sub(OVERLAP.as_millis() as u64);
     let unsettled = listed
         .iter()
         .filter(|s| {
@@ -215,7 +214,7 @@ fn next_after(listed: &[Snapshot]) -> Option<String> {
     if let Some(oldest) = unsettled {
         after = after.min(oldest.saturating_sub(1000));
     }
-    Some(format_ms(after))
+    format_ms(after)
 }
 
 #[cfg(test)]
@@ -233,13 +232,15 @@ mod tests {
 
     #[test]
     fn the_next_read_overlaps_and_waits_for_snapshots_in_progress() {
-        assert_eq!(next_after(&[]), None);
-        let quiet = [snap("a", "Ready", "2026-12-04T10:00:00Z")];
-        assert_eq!(next_after(&quiet).as_deref(), Some("2026-12-04T09:55:00Z"));
+        let at = epoch_ms("2026-12-04T10:00:00Z").unwrap_or_default();
+        assert_eq!(next_after(&[], at), "2026-12-04T09:55:00Z");
+        let quiet = [snap("a", "Ready", "2026-12-04T08:00:00Z")];
+        assert_eq!(next_after(&quiet, at), "2026-12-04T09:55:00Z");
         let making = [
             snap("a", "Ready", "2026-12-04T10:00:00Z"),
             snap("b", "Creating", "2026-12-04T09:00:00Z"),
+            snap("c", "Failed", "2026-12-04T08:00:00Z"),
         ];
-        assert_eq!(next_after(&making).as_deref(), Some("2026-12-04T08:59:59Z"));
+        assert_eq!(next_after(&making, at), "2026-12-04T08:59:59Z");
     }
 }
