@@ -168,3 +168,52 @@ fn only_missing_fields_are_filled() {
     r.description.tool_id = Some("t".into());
     assert!(missing(&r, &want).is_none());
 }
+
+#[test]
+fn a_refresh_adds_what_is_new_and_keeps_what_it_did_not_read() {
+    // The record summarises an old snapshot; the refresh lists only a new one, and the old
+    // one's status moving on.
+    let id = "studio-alice-0abc";
+    let key = AgentKey::new(Kind::Codex, id);
+    let mut old = snap(Some(id), "2026-12-01T00:00:00Z", &[]);
+    old.status = Some("Creating".into());
+    let mut r = AgentRecord::absent(key.clone());
+    r.version = 2;
+    r.snapshots = crate::view::snapshot_views(&[old.clone()]);
+    r.updated_at = Some(crate::timestamp::format_ms(now_ms() - 60_000));
+    old.status = Some("Ready".into());
+    let new = snap(Some(id), "2026-12-02T00:00:00Z", &[]);
+    let mut l = listing(vec![new, old], Vec::new());
+    l.partial = true;
+    let agents = agents_of(&l);
+    let lock = LockSettings::default();
+    let c = changes_for(Some(&r), &key, &l, &agents[&key], &lock).unwrap();
+    let summaries = c.snapshots.expect("summaries");
+    let got: Vec<(&str, Option<&str>)> = summaries
+        .iter()
+        .map(|s| (s.snapshot_id.as_str(), s.status.as_deref()))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("snap-2026-12-02T00:00:00Z", None),
+            ("snap-2026-12-01T00:00:00Z", Some("Ready"))
+        ]
+    );
+    // Only what the refresh read: an old snapshot it did not list stays summarised.
+    let mut only_new = listing(
+        vec![snap(Some(id), "2026-12-03T00:00:00Z", &[])],
+        Vec::new(),
+    );
+    only_new.partial = true;
+    let agents = agents_of(&only_new);
+    let c = changes_for(Some(&r), &key, &only_new, &agents[&key], &lock).unwrap();
+    assert_eq!(c.snapshots.map(|s| s.len()), Some(2));
+    // A record written since the listing began (a delete, say) is left as it is.
+    r.updated_at = Some(crate::timestamp::now());
+    let kept = changes_for(Some(&r), &key, &only_new, &agents[&key], &lock);
+    assert!(
+        kept.as_ref().is_none_or(|c| c.snapshots.is_none()),
+        "{kept:?}"
+    );
+}

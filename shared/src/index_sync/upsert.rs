@@ -163,13 +163,19 @@ pub(super) fn changes_for(
 
 /// A partial listing's snapshots laid over what `current` summarises: a snapshot listed
 /// replaces its summary (its status moved on), a new one is added. When the record was written
-/// after the listing began (`newer`), only snapshots it does not mention are added: it may
-/// have deleted one the listing still showed.
+/// after the listing began (`newer`), nothing is laid over it: that write (a wake's listing, a
+/// delete) knows better, and may have deleted a snapshot the listing still showed; the next
+/// refresh reads the last minutes again.
 fn merged(
     current: Option<&AgentRecord>,
     listed: &[crate::agentkit::types::Snapshot],
     newer: bool,
 ) -> Vec<crate::domain::SnapshotView> {
+    if newer {
+        if let Some(r) = current {
+            return r.snapshots.clone();
+        }
+    }
     let mut all: Vec<crate::agentkit::types::Snapshot> = current
         .map(crate::view::record_snapshots)
         .unwrap_or_default();
@@ -179,7 +185,6 @@ fn merged(
             .iter_mut()
             .find(|have| have.snapshot_id.as_deref() == id)
         {
-            Some(_) if newer => {}
             Some(have) => *have = s.clone(),
             None => all.push(s.clone()),
         }
