@@ -18,6 +18,9 @@ use crate::owner::{self, Path, MAX_AGENTS};
 use crate::query::{list_query, ListQuery};
 use crate::List;
 
+/// How long a container keeps the refresh's marks before reading them again.
+const MARKS_KEPT: std::time::Duration = std::time::Duration::from_secs(15);
+
 /// A list answer.
 #[derive(Serialize)]
 struct Listing {
@@ -173,7 +176,7 @@ impl<S: AgentStore, K: AgentKit> List<S, K> {
                 None => return Ok(None),
             },
         };
-        let (marks, _) = snapwake::index_sync::freshness(store).await?;
+        let marks = self.marks(store).await?;
         let mut oldest: Option<u64> = None;
         for kind in kinds {
             let Some(tools) = registry.kind(*kind) else {
@@ -191,6 +194,20 @@ impl<S: AgentStore, K: AgentKit> List<S, K> {
             }
         }
         Ok(oldest.or(Some(status.completed_at_ms)))
+    }
+
+    /// The refresh's marks, read again once [`MARKS_KEPT`] has passed (the refresh runs once
+    /// a minute: a warm container's lists cost one read less).
+    async fn marks(&self, store: &Within<'_, S>) -> Result<snapwake::index_sync::Freshness> {
+        let cached = self.freshness.lock().ok().and_then(|g| g.clone());
+        if let Some((_, marks)) = cached.filter(|(at, _)| at.elapsed() < MARKS_KEPT) {
+            return Ok(marks);
+        }
+        let (marks, _) = snapwake::index_sync::freshness(store).await?;
+        if let Ok(mut slot) = self.freshness.lock() {
+            *slot = Some((std::time::Instant::now(), marks.clone()));
+        }
+        Ok(marks)
     }
 
     /// The last completed index sync (read, and kept for the warm container's next request:

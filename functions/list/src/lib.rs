@@ -96,6 +96,9 @@ pub struct List<S, K> {
     cursor_keys: CursorKeys,
     /// The index sync's completion, once seen.
     index: Mutex<Option<IndexStatus>>,
+    /// The refresh's marks and when they were read: `as_of` may be a few seconds older than
+    /// the index is (never newer), for one read less per list.
+    freshness: Mutex<Option<(std::time::Instant, snapwake::index_sync::Freshness)>>,
 }
 
 impl<S: AgentStore, K: AgentKit> List<S, K> {
@@ -114,6 +117,7 @@ impl<S: AgentStore, K: AgentKit> List<S, K> {
             lock: settings.lock,
             cursor_keys: CursorKeys::new(settings.cursor_key),
             index: Mutex::new(None),
+            freshness: Mutex::new(None),
         }
     }
 

@@ -203,7 +203,7 @@ async fn bench() {
         ms(index.max)
     );
     println!(
-        "| DynamoDB calls per list | {} | {} | ≤ 3 |",
+        "| DynamoDB calls per list | {} | {} | ≤ 2 |",
         range(scan.dynamo),
         range(index.dynamo)
     );

@@ -100,7 +100,7 @@ pub(crate) async fn after_the_first_sweep_one_owners_list_comes_from_the_index()
     let dynamo_calls = store.calls.total() - before;
     let calls = agentkit_calls(&world);
     eprintln!("index path: {dynamo_calls} DynamoDB calls, {calls} AgentKit calls");
-    assert!(dynamo_calls <= 3, "{dynamo_calls} DynamoDB calls");
+    assert!(dynamo_calls <= 2, "{dynamo_calls} DynamoDB calls");
     assert_eq!(store.calls.get(&store.calls.scans), 0, "no table scan");
     assert!(calls <= tools, "{calls} AgentKit calls for {agents} agents");
     assert_eq!(ctl.counters().received("ListSessionSnapshots"), 0);
