@@ -11,7 +11,7 @@ venv=target/infra-venv
 
 cargo build -q -p snapwake-cli
 port="${SNAPWAKE_CONFORMANCE_PORT:-18089}"
-target/debug/snapwake serve --demo --port "$port" > target/conformance-serve.log 2>&1 &
+"${CARGO_TARGET_DIR:-target}/debug/snapwake" serve --demo --port "$port" > target/conformance-serve.log 2>&1 &
 serve=$!
 trap 'kill "$serve" 2>/dev/null || true' EXIT
 

@@ -31,7 +31,7 @@ cargo build -q -p snapwake-cli
 shots=target/console-screenshots
 rm -rf "$shots"
 mkdir -p "$shots"
-export SNAPWAKE_BIN="$PWD/target/debug/snapwake" CHROMIUM=/usr/bin/chromium \
+export SNAPWAKE_BIN="$(cd "${CARGO_TARGET_DIR:-target}" && pwd)/debug/snapwake" CHROMIUM=/usr/bin/chromium \
   CONSOLE_SCREENSHOTS="$PWD/$shots"
 # Every server a test starts is its own process, stopped by the test's fixture (and told to
 # stop by the kernel if pytest dies first: PR_SET_PDEATHSIG).

@@ -81,9 +81,10 @@ pub fn sweep(args: SweepArgs) -> Result<(), CliError> {
         let report = function.sweep(deadline, args.dry_run, &bars).await?;
         bars.finish();
         // As the scheduled sweep does: finish what earlier offboardings left.
-        let offboarding = match args.dry_run {
-            true => None,
-            false => Some(function.finish_offboardings(deadline).await?),
+        let offboarding = if args.dry_run {
+            None
+        } else {
+            Some(function.finish_offboardings(deadline).await?)
         };
         let mut out = std::io::stdout().lock();
         if args.json {

@@ -123,17 +123,16 @@ impl<S: AgentStore, K: AgentKit> Offboard<'_, S, K> {
         }
         // Recorded before anything is deleted: from now on a wake of the owner's agents
         // answers 410, and the sweep knows to finish this offboarding should this run not.
-        let mut progress = match dry_run {
-            true => None,
-            false => {
-                let mut p = offboarding::progress(self.store, owner)
-                    .await?
-                    .filter(|p| !p.is_finished())
-                    .unwrap_or_else(|| offboarding::start(owner));
-                p.runs += 1;
-                offboarding::record(self.store, &p).await?;
-                Some(p)
-            }
+        let mut progress = if dry_run {
+            None
+        } else {
+            let mut p = offboarding::progress(self.store, owner)
+                .await?
+                .filter(|p| !p.is_finished())
+                .unwrap_or_else(|| offboarding::start(owner));
+            p.runs += 1;
+            offboarding::record(self.store, &p).await?;
+            Some(p)
         };
         let agents = self.find(owner, deadline).await?;
         self.progress.found(agents.len());
