@@ -160,8 +160,8 @@ impl<S: AgentStore, K: AgentKit> List<S, K> {
             .is_some_and(|s| s.covers(registry, kinds)))
     }
 
-    /// When the index last read every snapshot Tool of `kinds` (epoch ms): for each Tool the
-    /// later of the last completed sweep and its last refresh, the oldest of those.
+    /// When the index last read every snapshot Tool of `kinds` (epoch ms; `None` before the
+    /// first completed sync).
     async fn as_of(
         &self,
         store: &Within<'_, S>,
@@ -177,23 +177,11 @@ impl<S: AgentStore, K: AgentKit> List<S, K> {
             },
         };
         let marks = self.marks(store).await?;
-        let mut oldest: Option<u64> = None;
-        for kind in kinds {
-            let Some(tools) = registry.kind(*kind) else {
-                continue;
-            };
-            for tool in tools.snapshot_tools() {
-                let swept = if status.tools.iter().any(|t| t == tool) {
-                    status.completed_at_ms
-                } else {
-                    0
-                };
-                let refreshed = marks.tools.get(tool).map_or(0, |m| m.refreshed_at_ms);
-                let at = swept.max(refreshed);
-                oldest = Some(oldest.map_or(at, |o| o.min(at)));
-            }
-        }
-        Ok(oldest.or(Some(status.completed_at_ms)))
+        let tools = kinds
+            .iter()
+            .filter_map(|k| registry.kind(*k))
+            .flat_map(|t| t.snapshot_tools());
+        Ok(Some(marks.as_of(&status, tools)))
     }
 
     /// The refresh's marks, read again once [`MARKS_KEPT`] has passed (the refresh runs once

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use super::IndexStatus;
 use crate::store::{AgentStore, DocumentKey, StoreError};
 
 /// The refresh's record.
@@ -33,14 +34,23 @@ pub struct Freshness {
 }
 
 impl Freshness {
-    /// When every one of `tools` was last read (the oldest of their reads), if all were.
-    pub fn as_of<'t>(&self, tools: impl IntoIterator<Item = &'t str>) -> Option<u64> {
-        let mut oldest: Option<u64> = None;
-        for tool in tools {
-            let at = self.tools.get(tool)?.refreshed_at_ms;
-            oldest = Some(oldest.map_or(at, |o| o.min(at)));
-        }
-        oldest
+    /// When the index last read every one of `tools` (epoch ms): for each Tool the later of
+    /// the last completed sync that covered it (`status`) and its last refresh; the oldest of
+    /// those (the sync's completion when `tools` is empty).
+    pub fn as_of<'t>(&self, status: &IndexStatus, tools: impl IntoIterator<Item = &'t str>) -> u64 {
+        tools
+            .into_iter()
+            .map(|tool| {
+                let swept = if status.tools.iter().any(|t| t == tool) {
+                    status.completed_at_ms
+                } else {
+                    0
+                };
+                let refreshed = self.tools.get(tool).map_or(0, |m| m.refreshed_at_ms);
+                swept.max(refreshed)
+            })
+            .min()
+            .unwrap_or(status.completed_at_ms)
     }
 }
 

@@ -217,3 +217,25 @@ fn a_refresh_adds_what_is_new_and_keeps_what_it_did_not_read() {
         "{kept:?}"
     );
 }
+
+#[test]
+fn a_list_is_as_fresh_as_its_least_recently_read_tool() {
+    let status = IndexStatus {
+        completed_at_ms: 1_000,
+        tools: vec!["t-1".into(), "t-2".into()],
+    };
+    let mut marks = Freshness::default();
+    marks.tools.insert(
+        "t-1".into(),
+        ToolMark {
+            refreshed_at_ms: 5_000,
+            after: None,
+        },
+    );
+    // t-1 refreshed since the sync, t-2 not: the sync's time is t-2's.
+    assert_eq!(marks.as_of(&status, ["t-1", "t-2"]), 1_000);
+    assert_eq!(marks.as_of(&status, ["t-1"]), 5_000);
+    // A Tool neither the sync nor a refresh read makes nothing fresh.
+    assert_eq!(marks.as_of(&status, ["t-1", "t-3"]), 0);
+    assert_eq!(marks.as_of(&status, []), 1_000);
+}
