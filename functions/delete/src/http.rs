@@ -164,8 +164,7 @@ impl<S: AgentStore, K: AgentKit> Delete<S, K> {
                 }),
                 Some(&snapshots),
             )),
-            user_session_id: user_session_id(&key.agent_id).map(str::to_string),
-            key,
+            ..DeleteTarget::of(&key)
         };
         deleter
             .delete_snapshot(
@@ -231,8 +230,7 @@ impl<S: AgentStore, K: AgentKit> Delete<S, K> {
                     snapshots.as_deref(),
                 )
             }),
-            user_session_id: user_session_id(&key.agent_id).map(str::to_string),
-            key,
+            ..DeleteTarget::of(&key)
         };
         Deleter::new(store, &self.agentkit, &self.settings.lock)
             .delete_agent(&target, &place, record, if_match, deadline)

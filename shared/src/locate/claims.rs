@@ -11,7 +11,7 @@ use crate::agentkit::AgentKit;
 use crate::deadline::Deadline;
 use crate::domain::AgentKey;
 use crate::error::Error;
-use crate::store::{AgentStore, DocumentKey, StoreError};
+use crate::store::{AgentStore, Document, DocumentKey, StoreError};
 use crate::timestamp::now_s;
 
 use super::sessions::orphans_of;
@@ -38,12 +38,15 @@ async fn claimant<S: AgentStore>(
             sk: CLAIM_SK,
         })
         .await?;
-    Ok(doc.and_then(|d| {
-        d.value
-            .get("agent")
-            .and_then(|a| a.as_str())
-            .map(str::to_string)
-    }))
+    Ok(doc.as_ref().and_then(claimed_by))
+}
+
+/// The agent a claim document names.
+fn claimed_by(doc: &Document) -> Option<String> {
+    doc.value
+        .get("agent")
+        .and_then(|a| a.as_str())
+        .map(str::to_string)
 }
 
 /// Claim `session_id` for `key`: `true` when it is `key`'s now (or was already).
@@ -64,14 +67,9 @@ pub async fn claim<S: AgentStore>(
         .await
     {
         Ok(_) => Ok(true),
-        Err(StoreError::DocumentConflict { current }) => Ok(current
-            .and_then(|d| {
-                d.value
-                    .get("agent")
-                    .and_then(|a| a.as_str())
-                    .map(str::to_string)
-            })
-            .is_some_and(|a| a == key.to_string())),
+        Err(StoreError::DocumentConflict { current }) => {
+            Ok(current.and_then(|d| claimed_by(&d)) == Some(key.to_string()))
+        }
         Err(e) => Err(e),
     }
 }

@@ -187,7 +187,7 @@ impl<'a, S: AgentStore, K: AgentKit> Deleter<'a, S, K> {
 
     /// The agent's snapshots on `tool` in `region`: by an exact UserSessionId listing
     /// (re-checked), or a `snapshot-<id>` agent's own one, whatever Tool holds it.
-    async fn snapshots_on(
+    pub(super) async fn snapshots_on(
         &self,
         target: &DeleteTarget,
         tool: &str,

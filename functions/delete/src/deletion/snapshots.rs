@@ -145,24 +145,10 @@ impl<'a, S: AgentStore, K: AgentKit> Deleter<'a, S, K> {
             } => (tool_id, region, policy, carried),
         };
         // A `snapshot-<id>` agent has one snapshot, which is its way back: nothing to prune.
-        let Some(usid) = target.user_session_id.as_deref() else {
+        if target.user_session_id.is_none() {
             return Ok((Vec::new(), None));
-        };
-        let req = ListSessionSnapshots {
-            tool_id: tool_id.to_string(),
-            user_session_id: Some(usid.to_string()),
-            ..ListSessionSnapshots::default()
-        };
-        let listed: Vec<Snapshot> =
-            match list_all(self.agentkit, region, req, SNAPSHOT_PAGES, deadline).await {
-                // Trust but verify the filter: never decide on another agent's snapshot.
-                Ok(listed) => listed
-                    .into_iter()
-                    .filter(|s| s.user_session_id.as_deref() == Some(usid))
-                    .collect(),
-                Err(e) if e.is_not_found() => Vec::new(),
-                Err(e) => return Err(e.into()),
-            };
+        }
+        let listed = self.snapshots_on(target, tool_id, region, deadline).await?;
         let at = |snapshot_id: &str| SnapshotRef {
             tool_id: tool_id.to_string(),
             region: region.to_string(),

@@ -281,8 +281,7 @@ impl<S: AgentStore, K: AgentKit> Sweep<'_, S, K> {
                     counts.idle_deleted += u64::from(idle);
                     Stop::Finished
                 } else if idle {
-                    self.delete_idle(&key, &listed, self.registry, counts, deadline)
-                        .await
+                    self.delete_idle(&key, &listed, counts, deadline).await
                 } else if doomed > 0 || !carried.is_empty() {
                     self.prune(
                         &key,

@@ -6,7 +6,7 @@
 
 use snapwake::agentkit::AgentKit;
 use snapwake::deadline::Deadline;
-use snapwake::domain::{AgentKey, ToolRegistry};
+use snapwake::domain::AgentKey;
 use snapwake::error::Error;
 use snapwake::store::AgentStore;
 
@@ -26,7 +26,6 @@ impl<S: AgentStore, K: AgentKit> Sweep<'_, S, K> {
         &self,
         key: &AgentKey,
         listed: &Listed<'_>,
-        registry: &ToolRegistry,
         counts: &mut SweepCounts,
         deadline: Deadline,
     ) -> Stop {
@@ -39,7 +38,7 @@ impl<S: AgentStore, K: AgentKit> Sweep<'_, S, K> {
             }
         };
         let place = AgentPlace::of(
-            registry,
+            self.registry,
             self.agentkit,
             key.kind,
             Some((listed.tool_id, listed.region)),
