@@ -52,6 +52,13 @@ pub(crate) struct Named {
     key: AgentKey,
 }
 
+impl Named {
+    /// The agent named (not yet authorised).
+    pub(crate) fn key(&self) -> &AgentKey {
+        &self.key
+    }
+}
+
 impl<S: AgentStore, K: AgentKit> Resume<S, K> {
     /// Authenticate the caller and parse the path (before the body: no identity is a 401
     /// whatever the body says).

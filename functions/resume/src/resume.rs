@@ -48,7 +48,19 @@ impl<S: AgentStore, K: AgentKit> Resume<S, K> {
         let named = self.named(request, matched)?;
         let body: ResumeBody = req::optional_json(request)?.unwrap_or_default();
         let snapshot_id = body.snapshot_id.as_deref().map(req::parse_id).transpose()?;
-        let addressed = self.address(request, named).await?;
+        // Whether the owner is being offboarded is read beside the record, not after it: one
+        // more read per wake, no more time. An unauthorised caller still learns nothing (404
+        // first).
+        let key = named.key().clone();
+        let (addressed, leaving) = tokio::join!(
+            self.address(request, named),
+            snapwake::offboarding::owner_is_leaving(&self.store, &key)
+        );
+        let addressed = addressed?;
+        // An owner being offboarded gets nothing woken: their agents are on the way out.
+        if leaving? {
+            return Err(snapwake::error::Error::AgentGone);
+        }
         let target = WakeTarget {
             describe: addressed.describe(),
             key: addressed.key.clone(),
@@ -56,10 +68,6 @@ impl<S: AgentStore, K: AgentKit> Resume<S, K> {
             snapshot_id,
         };
         let key = &addressed.key;
-        // An owner being offboarded gets nothing woken: their agents are on the way out.
-        if snapwake::offboarding::owner_is_leaving(&self.store, key).await? {
-            return Err(snapwake::error::Error::AgentGone);
-        }
         let wake = Wake::new(&self.store, &self.agentkit, &addressed.registry, &self.wake);
         let started = std::time::Instant::now();
         let outcome = wake
