@@ -212,11 +212,12 @@ fn wake_settings(get: &impl Fn(&str) -> Option<String>) -> Result<WakeSettings, 
         "SNAPWAKE_READY_TIMEOUT_S",
         defaults.ready_timeout.as_secs(),
     )?;
-    // API Gateway cuts HTTP requests at 30 s: a longer wait could never be answered.
-    if wait_s > 28 {
+    // The most a `Prefer: wait` is granted: API Gateway cuts HTTP requests at 30 s, and the
+    // holder's own step (reconcile, Resume, record) comes before the wait.
+    if wait_s > crate::http::prefer::MAX_WAIT.as_secs() {
         return Err(ConfigError::Invalid {
             var: "SNAPWAKE_WAIT_S",
-            reason: "must be at most 28 (API Gateway answers 504 after 30 s)".into(),
+            reason: "must be from 0 to 20 (API Gateway answers 504 after 30 s)".into(),
         });
     }
     // The holder's lease after a Resume must outlive the request that waits on it, or a

@@ -75,6 +75,42 @@ impl Deadline {
     }
 }
 
+/// How long an HTTP request may work at most: API Gateway cuts HTTP requests at 30 s, and
+/// [`ANSWER_MARGIN`] of that is kept for the answer to get out.
+pub const REQUEST_BUDGET: Duration = Duration::from_secs(28);
+
+/// A request's two limits (docs/wake-protocol.md, "Short requests"): `work`, by which it
+/// answers whatever it is doing (every store and AgentKit call takes its timeout from it), and
+/// `wait`, until which it may wait on somebody else (a session booting, a snapshot being made).
+/// `wait` is never later than `work`; a `wait` already past means "do your own step, then
+/// answer": the holder of a wake still sends its Resume, a poller still asks once.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Budget {
+    pub work: Deadline,
+    pub wait: Deadline,
+}
+
+impl Budget {
+    /// Working until `work`, waiting at most `wait` from now.
+    pub fn new(work: Deadline, wait: Duration) -> Self {
+        Budget {
+            work,
+            wait: work.min_after(wait),
+        }
+    }
+
+    /// Waiting as long as working.
+    pub fn waiting_throughout(work: Deadline) -> Self {
+        Budget { work, wait: work }
+    }
+
+    /// An HTTP request's budget: [`REQUEST_BUDGET`] cut to its Lambda's remaining time (see
+    /// [`Deadline::for_request`]), waiting at most `wait`.
+    pub fn for_request(request: &Request, wait: Duration) -> Self {
+        Budget::new(Deadline::for_request(request, REQUEST_BUDGET), wait)
+    }
+}
+
 /// The pause of every wait loop of a wake or a sleep (polling AgentKit, watching the record):
 /// it starts at `min`, grows by half each time up to `max`, and never sleeps past a deadline.
 #[derive(Clone, Copy, Debug)]
@@ -97,5 +133,64 @@ impl Backoff {
         tokio::time::sleep(self.next).await;
         self.next = (self.next * 3 / 2).min(self.max);
         true
+    }
+}
+
+/// How often AgentKit is asked about work in progress (a session booting, a snapshot being
+/// made), by whoever asks (docs/wake-protocol.md, "Short requests"): every `min` at first,
+/// then an eighth of the time the work has taken so far, up to `max`. A session Ready in two
+/// seconds is seen within `min` of it; a boot of minutes costs one call every `max`, not four a
+/// second. The holder's own loop and the poll lease that spaces the polls of a storm's callers
+/// both use it, so the calls per wake depend on how long the boot takes, never on the callers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Pace {
+    pub min: Duration,
+    pub max: Duration,
+}
+
+impl Pace {
+    /// The pause before the next poll of work begun at `since_ms` (epoch ms; 0: unknown, the
+    /// shortest pause), at `now_ms`.
+    pub fn gap(&self, since_ms: u64, now_ms: u64) -> Duration {
+        let elapsed = Duration::from_millis(now_ms.saturating_sub(since_ms));
+        let gap = if since_ms == 0 { self.min } else { elapsed / 8 };
+        gap.clamp(self.min, self.max.max(self.min))
+    }
+
+    /// What a 202 suggests before asking again: the pause rounded up to whole seconds
+    /// (`Retry-After` counts seconds), at least one.
+    pub fn retry_after_s(&self, since_ms: u64, now_ms: u64) -> u64 {
+        let gap = self.gap(since_ms, now_ms);
+        gap.as_millis().div_ceil(1000).max(1) as u64
+    }
+}
+
+#[cfg(test)]
+mod pace_tests {
+    use super::*;
+
+    const PACE: Pace = Pace {
+        min: Duration::from_millis(250),
+        max: Duration::from_secs(2),
+    };
+
+    #[test]
+    fn polls_are_close_early_and_spaced_out_later() {
+        let t0 = 1_000_000;
+        assert_eq!(PACE.gap(t0, t0), Duration::from_millis(250));
+        assert_eq!(PACE.gap(t0, t0 + 2_000), Duration::from_millis(250));
+        assert_eq!(PACE.gap(t0, t0 + 4_000), Duration::from_millis(500));
+        assert_eq!(PACE.gap(t0, t0 + 60_000), Duration::from_secs(2));
+        // Unknown start, or a clock that went back: the shortest pause.
+        assert_eq!(PACE.gap(0, t0), Duration::from_millis(250));
+        assert_eq!(PACE.gap(t0, t0 - 5), Duration::from_millis(250));
+    }
+
+    #[test]
+    fn retry_after_is_whole_seconds_and_never_zero() {
+        let t0 = 1_000_000;
+        assert_eq!(PACE.retry_after_s(t0, t0), 1);
+        assert_eq!(PACE.retry_after_s(t0, t0 + 10_000), 2);
+        assert_eq!(PACE.retry_after_s(t0, t0 + 600_000), 2);
     }
 }

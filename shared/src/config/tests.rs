@@ -173,6 +173,24 @@ fn the_readiness_timeout_outlives_the_wait() {
 }
 
 #[test]
+fn the_longest_wait_is_twenty_seconds_and_none_at_all_is_allowed() {
+    for (wait, ok) in [("0", true), ("20", true), ("21", false), ("28", false)] {
+        let mut vars = KEYS.to_vec();
+        vars.extend([("SNAPWAKE_WAIT_S", wait)]);
+        match config(&vars) {
+            Ok(c) => {
+                assert!(ok, "{wait} accepted");
+                assert_eq!(c.wake.wait.as_secs().to_string(), wait);
+            }
+            Err(e) => {
+                assert!(!ok, "{wait} refused: {e}");
+                assert!(e.to_string().contains("SNAPWAKE_WAIT_S"), "{e}");
+            }
+        }
+    }
+}
+
+#[test]
 fn the_keepalive_bound_is_a_minute_to_a_week() {
     assert_eq!(
         config(&KEYS).unwrap().wake.max_ttl,

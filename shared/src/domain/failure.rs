@@ -72,6 +72,25 @@ pub fn recorded_code(recorded: &str) -> Option<&str> {
         .filter(|c| !c.is_empty())
 }
 
+/// How long after a wake failed (or a sleep ended) its outcome is the answer to whoever asks,
+/// rather than a new attempt: callers of short requests come back after `Retry-After` (at most
+/// 2 s) to learn how the operation they asked for ended, and a storm of them must not start one
+/// new attempt each (docs/wake-protocol.md, "Short requests"). A failed wake's or sleep's
+/// problem says `Retry-After` this long: a retry after it is a new attempt.
+pub const OUTCOME_KEPT: std::time::Duration = std::time::Duration::from_secs(3);
+
+/// Whether a recorded failure is how a wake itself ended (the sandbox did not start, its
+/// status is one nobody documented, its snapshot is stuck) rather than a refusal to try
+/// (AgentKit throttling, the table or the configuration away), which a retry after its
+/// `Retry-After` simply tries again. Only the former is the answer to the callers who come
+/// back to learn how the wake they asked for ended (docs/wake-protocol.md, "Short requests").
+pub fn is_definite(recorded: &str) -> bool {
+    !matches!(
+        recorded_code(recorded),
+        Some("PROVIDER_THROTTLED" | "STORE_UNAVAILABLE" | "NOT_CONFIGURED" | "INTERNAL")
+    )
+}
+
 /// The code and words a view shows for what a record keeps. Unknown codes, and records from
 /// before codes, show as [`WAKE_FAILED`].
 pub fn shown_failure(recorded: &str) -> (&'static str, &'static str) {
@@ -102,5 +121,17 @@ mod tests {
         assert_eq!(code, WAKE_FAILED);
         assert!(!words.contains("secret"));
         assert_eq!(shown_failure("").0, WAKE_FAILED);
+    }
+
+    #[test]
+    fn a_refusal_to_try_is_not_the_outcome_of_a_wake() {
+        assert!(is_definite(&recorded_failure(SESSION_ENDED, "gone")));
+        assert!(is_definite(&recorded_failure(SESSION_STUCK, "slow")));
+        assert!(is_definite("an old record without a code"));
+        assert!(!is_definite(&recorded_failure("PROVIDER_THROTTLED", "429")));
+        assert!(!is_definite(&recorded_failure(
+            "STORE_UNAVAILABLE",
+            "timeout"
+        )));
     }
 }

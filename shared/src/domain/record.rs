@@ -179,6 +179,10 @@ pub struct AgentRecord {
     /// Until when one caller polls AgentKit for this wake (the holder, or the winner of a poll
     /// lease); the others watch the record (epoch ms; 0: nobody).
     pub poll_until_ms: u64,
+    /// When the AgentKit work this record waits on began (a Resume answered, a snapshot asked
+    /// for; epoch ms, 0: none): the pause between two polls of it grows from there
+    /// (docs/wake-protocol.md, "Short requests").
+    pub awaited_since_ms: u64,
     pub error: Option<String>,
     /// The agent's snapshots as snapwake last saw them (newest first): what an admin page of
     /// everyone shows without asking AgentKit. Kept current by every snapwake write that
@@ -208,6 +212,7 @@ impl AgentRecord {
             resume_sent_at_ms: None,
             create_sent_at_ms: None,
             poll_until_ms: 0,
+            awaited_since_ms: 0,
             error: None,
             snapshots: Vec::new(),
             version: 0,

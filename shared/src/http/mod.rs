@@ -1,7 +1,9 @@
 //! HTTP concerns shared by every function: the edge every answer leaves through, routing and
-//! request parsing, JSON and problem+json responses, ETag and Location headers.
+//! request parsing, JSON and problem+json responses, ETag and Location headers, the `Prefer:
+//! wait` preference.
 
 pub mod edge;
+pub mod prefer;
 pub mod problem;
 pub mod request;
 pub mod response;

@@ -6,6 +6,7 @@
 //! `detail` is human text chosen here; it never carries provider messages, secrets, endpoints
 //! or stack traces (internal details go to the log, not the caller).
 
+use crate::domain::failure::OUTCOME_KEPT;
 use lambda_http::Body;
 use serde::Serialize;
 
@@ -138,7 +139,7 @@ impl From<&Error> for Problem {
                 "Sleep failed",
                 "the snapshot was not taken; the agent is still awake, retry the sleep",
             )
-            .retryable(None),
+            .retryable(Some(OUTCOME_KEPT.as_secs())),
             Error::PayloadTooLarge { .. } => Problem::new(
                 413,
                 "PAYLOAD_TOO_LARGE",
@@ -173,7 +174,7 @@ impl From<&Error> for Problem {
                 "Wake failed",
                 "the sandbox did not start; its snapshot is intact, retry the resume",
             )
-            .retryable(None),
+            .retryable(Some(OUTCOME_KEPT.as_secs())),
             Error::SnapshotStuck { snapshot_id } => Problem::new(
                 502,
                 "SNAPSHOT_STUCK",

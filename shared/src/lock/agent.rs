@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use super::LockSettings;
-use crate::deadline::Deadline;
+use crate::deadline::{Budget, Deadline};
 use crate::domain::Description;
 use crate::domain::{AgentKey, AgentRecord, WakeState};
 use crate::store::{AgentStore, Changes, Condition, StoreError, Within};
@@ -97,6 +97,8 @@ pub type Settled = Written;
 pub struct AgentLock<'a, S> {
     store: Within<'a, S>,
     settings: &'a LockSettings,
+    /// Until when the caller waits on others; never later than the deadline.
+    wait: Deadline,
 }
 
 impl<'a, S: AgentStore> AgentLock<'a, S> {
@@ -104,6 +106,17 @@ impl<'a, S: AgentStore> AgentLock<'a, S> {
         AgentLock {
             store: Within::new(store, deadline),
             settings,
+            wait: deadline,
+        }
+    }
+
+    /// The lock of a request with `budget`: its calls have until `budget.work`, its waits (a
+    /// session booting, a snapshot being made, another caller's check) until `budget.wait`.
+    pub fn within(store: &'a S, settings: &'a LockSettings, budget: Budget) -> Self {
+        AgentLock {
+            store: Within::new(store, budget.work),
+            settings,
+            wait: budget.wait.min(budget.work),
         }
     }
 
@@ -111,8 +124,15 @@ impl<'a, S: AgentStore> AgentLock<'a, S> {
         self.settings
     }
 
+    /// By when the caller answers, whatever it is doing: every call's timeout comes from it.
     pub fn deadline(&self) -> Deadline {
         self.store.deadline()
+    }
+
+    /// Until when the caller may wait on others (docs/wake-protocol.md, "Short requests"):
+    /// past already for a short request, which does its own step and answers.
+    pub fn wait(&self) -> Deadline {
+        self.wait
     }
 
     /// The record of `key` (consistent read).
@@ -316,6 +336,25 @@ impl<'a, S: AgentStore> AgentLock<'a, S> {
         self.write_seen(seen, changes).await
     }
 
+    /// Hand the poll lease of `seen` on: nobody else asks AgentKit before `until_ms` (the
+    /// pace's pause after this caller's last question; docs/wake-protocol.md, "Short
+    /// requests"). A write that loses means the record moved on, which frees the lease as
+    /// well; one that fails leaves the lease to lapse by itself.
+    pub async fn hand_poll_lease_on(&self, seen: &AgentRecord, until_ms: u64) -> AgentRecord {
+        let changes = Changes {
+            poll_until_ms: Some(until_ms),
+            ..Changes::default()
+        };
+        match self.write_seen(seen, changes).await {
+            Ok(Written::Done(r)) => r,
+            Ok(Written::Lost(_)) => seen.clone(),
+            Err(e) => {
+                tracing::info!(agent = %seen.key, error = %e, "could not hand the poll lease on; it lapses by itself");
+                seen.clone()
+            }
+        }
+    }
+
     /// Send a conditional write until it is known to have landed or not, up to the configured
     /// attempts. `landed` recognises the record after our write.
     async fn settle(
@@ -398,6 +437,7 @@ pub fn shows(changes: &Changes, r: &AgentRecord) -> bool {
         && same(&changes.resume_sent_at_ms, &r.resume_sent_at_ms)
         && same(&changes.create_sent_at_ms, &r.create_sent_at_ms)
         && same(&changes.poll_until_ms, &r.poll_until_ms)
+        && same(&changes.awaited_since_ms, &r.awaited_since_ms)
         && same(&changes.error, &r.error)
         && same(&changes.expires_at, &r.expires_at)
         && same(&changes.snapshots, &r.snapshots)

@@ -90,6 +90,25 @@ impl LockSettings {
         lease_until_ms.saturating_add(self.skew_margin.as_millis() as u64) >= now_ms
     }
 
+    /// Whether a poll lease ending at `poll_until_ms` still holds at `now_ms`. No skew margin:
+    /// a poll lease only rations AgentKit calls (one poller at a time), and two pollers at
+    /// once cost one call more, never a wrong answer (they complete or fail by anyone, under
+    /// a condition). The margin would stretch a 250 ms pause between polls to 2.25 s.
+    pub fn poll_lease_holds(&self, poll_until_ms: u64, now_ms: u64) -> bool {
+        poll_until_ms > now_ms
+    }
+
+    /// Whether `record` was written within `kept` of `now_ms` (the outcome of a wake or a
+    /// sleep that ended moments ago is the answer to the callers polling it).
+    pub fn written_within(record: &AgentRecord, kept: Duration, now_ms: u64) -> bool {
+        !kept.is_zero()
+            && record
+                .updated_at
+                .as_deref()
+                .and_then(crate::timestamp::epoch_ms)
+                .is_some_and(|written| now_ms <= written + kept.as_millis() as u64)
+    }
+
     /// Whether `record`'s lease still holds at `now_ms`.
     pub fn lease_is_live(&self, record: &AgentRecord, now_ms: u64) -> bool {
         self.lease_holds(record.lease_until_ms, now_ms)
@@ -196,7 +215,7 @@ pub fn decide(
     {
         return Decision::Awake;
     }
-    if settings.lease_holds(r.poll_until_ms, now_ms) && r.poll_until_ms > 0 {
+    if settings.poll_lease_holds(r.poll_until_ms, now_ms) {
         return Decision::AwaitVerify;
     }
     Decision::Verify

@@ -214,6 +214,9 @@ pub(super) fn update_expression(expr: &mut Expr, key: &AgentKey, creates: bool, 
     if let Some(v) = changes.poll_until_ms {
         expr.set(attr::POLL_UNTIL_MS, n(v));
     }
+    if let Some(v) = changes.awaited_since_ms {
+        expr.set(attr::AWAITED_SINCE_MS, n(v));
+    }
     match &changes.snapshots {
         Some(list) if list.is_empty() => expr.remove(attr::SNAPSHOTS),
         Some(list) => {
