@@ -6,10 +6,13 @@ use std::sync::Arc;
 
 use lambda_http::Request;
 use snapwake::agentkit::AgentKit;
-use snapwake::deadline::Deadline;
+use std::time::Duration;
+
+use snapwake::deadline::Budget;
 use snapwake::domain::Description;
 use snapwake::domain::{AgentKey, AgentRecord, ToolRegistry};
 use snapwake::error::{Error, Result};
+use snapwake::http::prefer;
 use snapwake::http::request::{self as req, Matched};
 use snapwake::identity::{describe, may_act, Caller, Place};
 use snapwake::locate::{home_of, Home};
@@ -26,7 +29,11 @@ pub(crate) struct Addressed {
     pub registry: Arc<ToolRegistry>,
     /// Where the record says the agent lives (any Tool of its kind the registry knows).
     pub home: Option<Home>,
-    pub deadline: Deadline,
+    /// By when the request answers, and until when it may wait (docs/wake-protocol.md, "Short
+    /// requests"): no wait unless the client said `Prefer: wait`.
+    pub budget: Budget,
+    /// The wait a `Prefer: wait` was granted (for `Preference-Applied`); `None`: none asked.
+    pub applied_wait: Option<Duration>,
 }
 
 impl Addressed {
@@ -75,7 +82,11 @@ impl<S: AgentStore, K: AgentKit> Resume<S, K> {
     /// Read the record and authorise, within this request's budget.
     pub(crate) async fn address(&self, request: &Request, named: Named) -> Result<Addressed> {
         let Named { caller, key } = named;
-        let deadline = Deadline::for_request(request, self.wake.wait);
+        let asked = prefer::wait(request.headers());
+        let wait = self.wake.wait_for(asked);
+        let budget = Budget::for_request(request, wait);
+        let applied_wait = asked.map(|_| wait.min(budget.work.remaining()));
+        let deadline = budget.work;
         // Every store call of the request takes its time from the request's budget.
         let record = AgentLock::new(&self.store, &self.wake.lock, deadline)
             .read(&key)
@@ -94,7 +105,8 @@ impl<S: AgentStore, K: AgentKit> Resume<S, K> {
             record,
             registry,
             home,
-            deadline,
+            budget,
+            applied_wait,
         })
     }
 }

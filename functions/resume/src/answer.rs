@@ -6,8 +6,11 @@ use lambda_http::{Body, Request, Response};
 use serde::Serialize;
 use snapwake::agentkit::types::{Session, Snapshot};
 use snapwake::agentkit::AgentKit;
-use snapwake::deadline::Deadline;
+use std::time::Duration;
+
+use snapwake::deadline::{Deadline, Pace};
 use snapwake::domain::{AgentKey, AgentRecord, AgentView, Retention};
+use snapwake::http::prefer;
 use snapwake::http::request as req;
 use snapwake::http::response;
 use snapwake::locate::sessions::snapshots;
@@ -19,9 +22,6 @@ use snapwake::view::record_snapshots;
 use snapwake::view::{agent_view, AgentFacts};
 
 use crate::Resume;
-
-/// What a 202 suggests before asking again.
-pub(crate) const RETRY_AFTER_S: u64 = 2;
 
 /// The view of the agent from its record and what this request saw of AgentKit.
 pub(crate) fn view(
@@ -57,19 +57,38 @@ pub(crate) fn with_etag<T: Serialize>(
 }
 
 /// A 202: still at work; ask again after `Retry-After`, or read the agent at `Location`.
+/// `Retry-After` is the pause a poller keeps between two questions to AgentKit about this
+/// work (one second at first, longer once it has taken a while): a client that honours it
+/// sees the 200 within about one pause of the work being done (docs/wake-protocol.md, "Short
+/// requests").
 pub(crate) fn accepted<T: Serialize>(
     body: &T,
     record: &AgentRecord,
     request: &Request,
+    pace: Pace,
 ) -> Response<Body> {
     let mut resp = response::with_location(
         with_etag(202, body, record),
         &req::prefix(request),
         &record.key,
     );
+    let retry_after_s = pace.retry_after_s(record.awaited_since_ms, now_ms());
     resp.headers_mut()
-        .insert(header::RETRY_AFTER, RETRY_AFTER_S.into());
+        .insert(header::RETRY_AFTER, retry_after_s.into());
     resp
+}
+
+/// `response` saying which `Prefer: wait` it applied, when the request asked for one.
+pub(crate) fn with_preference(
+    mut response: Response<Body>,
+    applied_wait: Option<Duration>,
+) -> Response<Body> {
+    if let Some(wait) = applied_wait {
+        if let Ok(value) = prefer::applied(wait).parse() {
+            response.headers_mut().insert("preference-applied", value);
+        }
+    }
+    response
 }
 
 impl<S: AgentStore, K: AgentKit> Resume<S, K> {

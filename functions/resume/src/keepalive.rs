@@ -80,7 +80,7 @@ impl<S: AgentStore, K: AgentKit> Resume<S, K> {
         }
         let addressed = self.address(request, named).await?;
         let key = &addressed.key;
-        let deadline = addressed.deadline;
+        let deadline = addressed.budget.work;
         let record = addressed.record.clone();
 
         // Not while something holds the agent (a sleep is about to end the session; a delete

@@ -2,7 +2,8 @@
 //!
 //! 200 with the agent when it is awake (`"resumed": true` when this call or a concurrent one
 //! woke it, `false` when it already was); 202 with `Retry-After` and `Location` when it is still
-//! waking at the end of this request's budget (or a sleep in flight has not settled yet); 404
+//! waking at the end of this request's wait (none unless it says `Prefer: wait=<s>`; or a
+//! sleep in flight has not settled yet); 404
 //! when the agent does not exist or is not the caller's; 409 while a delete holds it; 410 once
 //! deleted, or while its owner is being offboarded (docs/operations.md, "Offboarding"); 422
 //! when nothing can be woken. The caller that wins the lock locates an agent the
@@ -19,7 +20,7 @@ use snapwake::store::AgentStore;
 use snapwake::view::record_snapshots;
 use snapwake::wake::{Wake, WakeOutcome, WakeTarget};
 
-use crate::answer::{accepted, view, with_etag};
+use crate::answer::{accepted, view, with_etag, with_preference};
 use crate::Resume;
 
 /// Unknown fields are refused (400) rather than ignored: a misspelt `snapshotid` must not
@@ -70,11 +71,10 @@ impl<S: AgentStore, K: AgentKit> Resume<S, K> {
         let key = &addressed.key;
         let wake = Wake::new(&self.store, &self.agentkit, &addressed.registry, &self.wake);
         let started = std::time::Instant::now();
-        let outcome = wake
-            .run(&target, addressed.record, addressed.deadline)
-            .await;
+        let applied_wait = addressed.applied_wait;
+        let outcome = wake.run(&target, addressed.record, addressed.budget).await;
         metrics::emit(wake_record(&outcome, started.elapsed()));
-        Ok(match outcome? {
+        let response = match outcome? {
             WakeOutcome::Awake {
                 session,
                 resumed,
@@ -113,9 +113,10 @@ impl<S: AgentStore, K: AgentKit> Resume<S, K> {
                     agent: &view,
                     resumed: false,
                 };
-                accepted(&body, &record, request)
+                accepted(&body, &record, request, self.wake.pace())
             }
-        })
+        };
+        Ok(with_preference(response, applied_wait))
     }
 }
 

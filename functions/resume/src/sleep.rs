@@ -2,8 +2,8 @@
 //!
 //! 200 with the agent asleep (`"slept": true` when this call or a concurrent one ended its
 //! session, `false` when it had none); 202 with `Retry-After` and `Location` while the
-//! snapshot is still being made at the end of this request's budget (the next call carries
-//! on); 404 not found or not the caller's; 409 while a wake, a create or a delete holds the
+//! snapshot is still being made at the end of this request's wait (short unless the client
+//! says `Prefer: wait=<s>`; the next call carries on); 404 not found or not the caller's; 409 while a wake, a create or a delete holds the
 //! agent; 410 once deleted; 422 `NOT_SLEEPABLE` for a temporary agent; 502 (retryable) when
 //! the snapshot failed — the session is then untouched and the agent still awake. The
 //! protocol lives in [`snapwake::sleep`].
@@ -18,7 +18,7 @@ use snapwake::sleep::{Sleep, SleepOutcome, SleepTarget};
 use snapwake::store::AgentStore;
 use snapwake::view::record_snapshots;
 
-use crate::answer::{accepted, view, with_etag};
+use crate::answer::{accepted, view, with_etag, with_preference};
 use crate::Resume;
 
 /// No fields yet; anything sent is refused (400) rather than silently ignored.
@@ -60,6 +60,7 @@ impl<S: AgentStore, K: AgentKit> Resume<S, K> {
             home: addressed.home.clone(),
         };
         let key = &addressed.key;
+        let applied_wait = addressed.applied_wait;
         let sleep = Sleep::new(
             &self.store,
             &self.agentkit,
@@ -67,9 +68,9 @@ impl<S: AgentStore, K: AgentKit> Resume<S, K> {
             self.wake.sleep(),
         );
         let outcome = sleep
-            .run(&target, addressed.record, addressed.deadline)
+            .run(&target, addressed.record, addressed.budget)
             .await?;
-        Ok(match outcome {
+        let response = match outcome {
             SleepOutcome::Asleep { record, slept, .. } => {
                 tracing::info!(agent = %key, slept, "asleep");
                 // The record's summaries: a sleep puts its snapshot first, and a holder that
@@ -112,8 +113,10 @@ impl<S: AgentStore, K: AgentKit> Resume<S, K> {
                     },
                     &record,
                     request,
+                    self.wake.pace(),
                 )
             }
-        })
+        };
+        Ok(with_preference(response, applied_wait))
     }
 }

@@ -54,7 +54,8 @@ pub(crate) struct Finish<'l, 'a, S, K> {
 
 impl<S: AgentStore, K: AgentKit> Finish<'_, '_, S, K> {
     /// Poll the snapshot `record` names until it is Ready (end the session, settle asleep),
-    /// will not be (settle awake), or `until`.
+    /// will not be (settle awake), or `until`: at least once (a short request asks once), each
+    /// call within the request's deadline, the pauses at the record's pace.
     pub(crate) async fn run(
         &self,
         mut settler: Settler<'_>,
@@ -66,13 +67,17 @@ impl<S: AgentStore, K: AgentKit> Finish<'_, '_, S, K> {
         else {
             return Ok(Finished::Pending(record));
         };
-        let mut backoff = self.settings.polling();
+        let pace = self.settings.pace();
         loop {
             let req = GetSessionSnapshot {
                 snapshot_id: snapshot_id.clone(),
                 tool_id: self.home.tool_id.clone(),
             };
-            match self.agentkit.call(&self.home.region, &req, until).await {
+            match self
+                .agentkit
+                .call(&self.home.region, &req, self.lock.deadline())
+                .await
+            {
                 Ok(r) if r.snapshot.is_wakeable() => {
                     return self
                         .end_session(&mut settler, record, &session_id, r.snapshot)
@@ -93,9 +98,11 @@ impl<S: AgentStore, K: AgentKit> Finish<'_, '_, S, K> {
                     tracing::info!(agent = %record.key, error = %e, "snapshot poll failed; polling on")
                 }
             }
-            if !backoff.wait(until, std::time::Duration::ZERO).await {
+            let gap = pace.gap(record.awaited_since_ms, now_ms());
+            if !until.allows(gap) {
                 return Ok(Finished::Pending(record));
             }
+            tokio::time::sleep(gap).await;
         }
     }
 

@@ -83,7 +83,8 @@ impl<S: AgentStore, K: AgentKit> Sleep<'_, S, K> {
         }
         let session_id = live.session_id.clone().unwrap_or_default();
 
-        // 3. Enough budget for one whole AgentKit request, or none is sent.
+        // 3. Enough time for one whole AgentKit request before the request's deadline (not
+        // its wait: asking for the snapshot is this caller's own step), or none is sent.
         if deadline.remaining() < self.agentkit.request_timeout() {
             let err = Error::Deferred {
                 detail: "not enough time left in this request to snapshot the agent safely; retry"
@@ -106,7 +107,7 @@ impl<S: AgentStore, K: AgentKit> Sleep<'_, S, K> {
                     detail: "no SnapshotId".into(),
                 };
                 match self
-                    .after_unknown(&home, target, &session_id, sent_at_ms, err, deadline)
+                    .after_unknown(&home, target, &session_id, sent_at_ms, err, lock)
                     .await
                 {
                     Ok(id) => id,
@@ -115,7 +116,7 @@ impl<S: AgentStore, K: AgentKit> Sleep<'_, S, K> {
             }
             Err(e) if e.outcome_unknown() => {
                 match self
-                    .after_unknown(&home, target, &session_id, sent_at_ms, e, deadline)
+                    .after_unknown(&home, target, &session_id, sent_at_ms, e, lock)
                     .await
                 {
                     Ok(id) => id,
@@ -125,13 +126,16 @@ impl<S: AgentStore, K: AgentKit> Sleep<'_, S, K> {
             Err(e) => return self.refused(lock, held, &home, &live, e).await,
         };
 
-        // 5. Name the snapshot (and the session it is of) before waiting for it.
+        // 5. Name the snapshot (and the session it is of) before waiting for it. Nobody else
+        // asks about it while this caller does.
+        let asking = now_ms() + self.agentkit.request_timeout().as_millis() as u64;
         let changes = Changes {
             session_id: Some(Some(session_id)),
             session_expire_at: live.expire_at.clone().map(Some),
             snapshot_id: Some(Some(snapshot_id)),
-            lease_until_ms: Some(self.snapshot_lease_until(deadline)),
-            poll_until_ms: Some(deadline.epoch_ms()),
+            lease_until_ms: Some(self.snapshot_lease_until(lock.wait())),
+            poll_until_ms: Some(lock.wait().epoch_ms().max(asking)),
+            awaited_since_ms: Some(sent_at_ms),
             describe: Some(home.description()),
             ..Changes::default()
         };
@@ -156,14 +160,21 @@ impl<S: AgentStore, K: AgentKit> Sleep<'_, S, K> {
             settings: &self.settings,
             home: &home,
         };
-        match Box::pin(finish.run(Settler::Holder(&mut held), record, deadline)).await? {
+        match Box::pin(finish.run(Settler::Holder(&mut held), record, lock.wait())).await? {
             Finished::Asleep { record, snapshot } => Ok(SleepOutcome::Asleep {
                 record,
                 slept: true,
                 snapshot: Some(snapshot),
             }),
             Finished::Failed(reason) => Err(Error::SleepFailed(reason)),
-            Finished::Pending(record) => Ok(SleepOutcome::Sleeping { record }),
+            Finished::Pending(record) => {
+                // Done asking: the next poller may ask one pause of the pace from now.
+                let now = now_ms();
+                let gap = self.settings.pace().gap(record.awaited_since_ms, now);
+                let until = now + gap.as_millis() as u64;
+                let record = lock.hand_poll_lease_on(&record, until).await;
+                Ok(SleepOutcome::Sleeping { record })
+            }
         }
     }
 
@@ -233,11 +244,13 @@ impl<S: AgentStore, K: AgentKit> Sleep<'_, S, K> {
         session_id: &str,
         sent_at_ms: u64,
         err: AgentKitError,
-        deadline: Deadline,
+        lock: &AgentLock<'_, S>,
     ) -> Result<String, Error> {
+        let deadline = lock.deadline();
         tracing::warn!(agent = %target.key, error = %err, "CreateSessionSnapshot may have acted; looking for its snapshot");
-        // A listing that answers settles it; one that fails is asked again while the budget
-        // lasts (giving up takes a second snapshot next time, one more for the sweep).
+        // A listing that answers settles it; one that fails is asked again while the caller's
+        // wait lasts (a short request asks once; giving up takes a second snapshot next time,
+        // one more for the sweep).
         let mut backoff = self.settings.polling();
         loop {
             match self
@@ -253,7 +266,7 @@ impl<S: AgentStore, K: AgentKit> Sleep<'_, S, K> {
                 Err(e) => {
                     tracing::info!(agent = %target.key, error = %e, "listing the session's snapshots failed; asking again");
                     if !backoff
-                        .wait(deadline, self.agentkit.request_timeout())
+                        .wait(lock.wait(), self.agentkit.request_timeout())
                         .await
                     {
                         return Err(Error::SleepFailed(format!(
@@ -376,9 +389,9 @@ impl<S: AgentStore, K: AgentKit> Sleep<'_, S, K> {
 
     /// The lease once the snapshot is named: the snapshot timeout from now, and never shorter
     /// than this request's own wait (the holder is still polling until then).
-    fn snapshot_lease_until(&self, deadline: Deadline) -> u64 {
+    fn snapshot_lease_until(&self, wait: Deadline) -> u64 {
         let timeout = now_ms() + self.settings.snapshot_timeout.as_millis() as u64;
-        timeout.max(deadline.epoch_ms())
+        timeout.max(wait.epoch_ms())
     }
 }
 

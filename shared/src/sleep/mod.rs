@@ -30,7 +30,7 @@ use std::time::Duration;
 
 use crate::agentkit::types::Snapshot;
 use crate::agentkit::AgentKit;
-use crate::deadline::Deadline;
+use crate::deadline::Budget;
 use crate::domain::{AgentKey, AgentRecord, Description, ToolRegistry, WakeState};
 use crate::error::Error;
 use crate::locate::{home_of, Home};
@@ -88,9 +88,17 @@ pub struct SleepSettings {
 }
 
 impl SleepSettings {
-    /// The back-off of polling AgentKit (the snapshot being made).
+    /// The back-off of asking AgentKit again after a listing failed.
     pub fn polling(&self) -> crate::deadline::Backoff {
         crate::deadline::Backoff::new(self.poll_min, self.poll_max)
+    }
+
+    /// How often a snapshot being made is asked about, by whoever asks.
+    pub fn pace(&self) -> crate::deadline::Pace {
+        crate::deadline::Pace {
+            min: self.poll_min,
+            max: self.poll_max,
+        }
     }
 
     /// The back-off of watching the record.
@@ -125,15 +133,38 @@ impl<'a, S: AgentStore, K: AgentKit> Sleep<'a, S, K> {
         }
     }
 
-    /// Put `target` to sleep, deciding from `record` (the caller's consistent read) and
-    /// answering by `deadline`.
+    /// Put `target` to sleep, deciding from `record` (the caller's consistent read), waiting
+    /// on the snapshot until `budget.wait` and answering by `budget.work`.
     pub async fn run(
         &self,
         target: &SleepTarget,
         mut record: Option<AgentRecord>,
-        deadline: Deadline,
+        budget: Budget,
     ) -> Result<SleepOutcome, Error> {
-        let lock = AgentLock::new(self.store, &self.settings.lock, deadline);
+        let lock = AgentLock::within(self.store, &self.settings.lock, budget);
+        let deadline = budget.work;
+        // A sleep that ended moments ago is how the sleep this caller polls ended: asleep
+        // (answered from the record: a storm of pollers must not each take the lock and ask
+        // AgentKit again), or failed (awake again, the failure kept).
+        if let Some(r) = record.as_ref() {
+            let kept = crate::domain::failure::OUTCOME_KEPT;
+            let recent = LockSettings::written_within(r, kept, now_ms());
+            if let (WakeState::Awake, Some(error), true) = (r.state, r.error.as_ref(), recent) {
+                return Err(Error::SleepFailed(error.clone()));
+            }
+            // Only where the record places the agent: one it does not (a temporary agent a
+            // sleep was refused for) goes to the holder, which finds out what it is.
+            let placed = target.home.is_some();
+            if placed && r.state == WakeState::Asleep && recent {
+                // `slept: false`: the record does not say whether a sleep or something else
+                // left it asleep; the caller that finished the sleep was told `true`.
+                return Ok(SleepOutcome::Asleep {
+                    record: r.clone(),
+                    slept: false,
+                    snapshot: None,
+                });
+            }
+        }
         for _ in 0..self.settings.lock.max_rounds.max(1) {
             match decide(
                 record.as_ref(),
@@ -200,7 +231,7 @@ impl<'a, S: AgentStore, K: AgentKit> Sleep<'a, S, K> {
         target: &SleepTarget,
         record: AgentRecord,
     ) -> Result<Watched, Error> {
-        let deadline = lock.deadline();
+        let wait = lock.wait();
         let mut joined = record.fence;
         let mut backoff = self.settings.watching();
         let mut current = Some(record);
@@ -234,7 +265,7 @@ impl<'a, S: AgentStore, K: AgentKit> Sleep<'a, S, K> {
                 }
                 _ => return Ok(Watched::Again(Some(r))),
             }
-            if !backoff.wait(deadline, Duration::ZERO).await {
+            if !backoff.wait(wait, Duration::ZERO).await {
                 return Ok(Watched::Done(SleepOutcome::Sleeping { record: r }));
             }
             current = lock.read(&target.key).await?;
@@ -250,15 +281,7 @@ impl<'a, S: AgentStore, K: AgentKit> Sleep<'a, S, K> {
     ) -> Result<Option<SleepOutcome>, Error> {
         let home = target.home.clone().or_else(|| home_of(self.registry, seen));
         let Some(home) = home else { return Ok(None) };
-        let finished = carry_on(
-            lock,
-            self.agentkit,
-            &self.settings,
-            &home,
-            seen,
-            lock.deadline(),
-        )
-        .await?;
+        let finished = carry_on(lock, self.agentkit, &self.settings, &home, seen).await?;
         Ok(match finished {
             Some(Finished::Asleep { record, snapshot }) => Some(SleepOutcome::Asleep {
                 record,
@@ -272,24 +295,28 @@ impl<'a, S: AgentStore, K: AgentKit> Sleep<'a, S, K> {
 }
 
 /// If the poller of the sleep `seen` is gone and the sleep names its snapshot, win the poll
-/// lease and carry the sleep on for a while (`None`: somebody else polls, or there is nothing
-/// to poll yet). Wakes waiting for a sleep use this too.
+/// lease and carry the sleep on: one poll, then on until the caller's wait ends (at most a
+/// poll lease). `None`: somebody else polls, or there is nothing to poll yet. The lease covers
+/// this caller's own calls (one AgentKit request timeout at least: ending the session comes
+/// after the poll); done without an answer, it hands the lease on for the pace's pause, so a
+/// storm of short requests asks AgentKit at one poller's pace. Wakes waiting for a sleep use
+/// this too.
 pub(crate) async fn carry_on<S: AgentStore, K: AgentKit>(
     lock: &AgentLock<'_, S>,
     agentkit: &K,
     settings: &SleepSettings,
     home: &Home,
     seen: &AgentRecord,
-    deadline: Deadline,
 ) -> Result<Option<Finished>, Error> {
     let now = now_ms();
-    let poller_gone = !settings.lock.lease_holds(seen.poll_until_ms, now);
-    if !poller_gone || seen.snapshot_id.is_none() || !deadline.allows(settings.poll_min) {
+    let poller_gone = !settings.lock.poll_lease_holds(seen.poll_until_ms, now);
+    if !poller_gone || seen.snapshot_id.is_none() {
         return Ok(None);
     }
-    let lease = settings.poll_lease.min(deadline.remaining());
+    let polling = settings.poll_lease.min(lock.wait().remaining());
+    let covering = polling.max(agentkit.request_timeout());
     let record = match lock
-        .take_poll_lease(seen, now + lease.as_millis() as u64)
+        .take_poll_lease(seen, now + covering.as_millis() as u64)
         .await?
     {
         Written::Done(r) => r,
@@ -301,9 +328,15 @@ pub(crate) async fn carry_on<S: AgentStore, K: AgentKit>(
         settings,
         home,
     };
-    let until = deadline.min_after(lease);
+    let until = lock.wait().min_after(polling);
     // Boxed: finishing a sleep is a large future (debug builds run it on a worker's stack).
-    Ok(Some(
-        Box::pin(finish.run(Settler::Anyone, record, until)).await?,
-    ))
+    let finished = Box::pin(finish.run(Settler::Anyone, record, until)).await?;
+    if let Finished::Pending(record) = &finished {
+        // Done asking: the next poller may ask one pause of the pace from now.
+        let now = now_ms();
+        let gap = settings.pace().gap(record.awaited_since_ms, now);
+        lock.hand_poll_lease_on(record, now + gap.as_millis() as u64)
+            .await;
+    }
+    Ok(Some(finished))
 }

@@ -35,7 +35,7 @@ use std::time::Duration;
 
 use crate::agentkit::types::{Session, Snapshot};
 use crate::agentkit::AgentKit;
-use crate::deadline::Deadline;
+use crate::deadline::Budget;
 use crate::domain::Description;
 use crate::domain::{AgentKey, AgentRecord, ToolRegistry, WakeState};
 use crate::error::Error;
@@ -55,10 +55,12 @@ pub struct WakeSettings {
     /// Lease once a Resume was sent or its SessionId recorded: how long a session may take to
     /// become Ready (`SNAPWAKE_READY_TIMEOUT_S`, default 360 s).
     pub ready_timeout: Duration,
-    /// How long one request waits for readiness (`SNAPWAKE_WAIT_S`, default 20 s), further
-    /// bounded by the caller's deadline.
+    /// The longest one request waits for readiness (`SNAPWAKE_WAIT_S`, 0–20, default 20 s):
+    /// what a `Prefer: wait` may ask for at most. A request without it waits for nothing
+    /// (docs/wake-protocol.md, "Short requests").
     pub wait: Duration,
-    /// GetSession polling starts at `poll_min` and backs off to `poll_max`.
+    /// AgentKit is asked about a session booting (or a snapshot being made) every `poll_min`
+    /// at first, then less often, up to every `poll_max` ([`crate::deadline::Pace`]).
     pub poll_min: Duration,
     pub poll_max: Duration,
     /// Joiners re-read the record from `watch_min`, backing off to `watch_max`.
@@ -93,7 +95,7 @@ impl Default for WakeSettings {
             lock: LockSettings::default(),
             ready_timeout: Duration::from_secs(360),
             wait: Duration::from_secs(20),
-            poll_min: Duration::from_millis(500),
+            poll_min: Duration::from_millis(250),
             poll_max: Duration::from_secs(2),
             watch_min: Duration::from_millis(250),
             watch_max: Duration::from_secs(1),
@@ -121,9 +123,23 @@ impl WakeSettings {
         }
     }
 
-    /// The back-off of polling AgentKit (GetSession, a snapshot in progress).
+    /// The back-off of the holder waiting for a snapshot still being made.
     pub fn polling(&self) -> crate::deadline::Backoff {
         crate::deadline::Backoff::new(self.poll_min, self.poll_max)
+    }
+
+    /// How often a session booting is asked about, by whoever asks.
+    pub fn pace(&self) -> crate::deadline::Pace {
+        crate::deadline::Pace {
+            min: self.poll_min,
+            max: self.poll_max,
+        }
+    }
+
+    /// The wait of one request: `asked` (a `Prefer: wait`; none: no wait at all), at most
+    /// `SNAPWAKE_WAIT_S`.
+    pub fn wait_for(&self, asked: Option<Duration>) -> Duration {
+        asked.unwrap_or(Duration::ZERO).min(self.wait)
     }
 
     /// The back-off of watching the record.
@@ -199,16 +215,31 @@ impl<'a, S: AgentStore, K: AgentKit> Wake<'a, S, K> {
         }
     }
 
-    /// Ensure `target` is awake, deciding from `record` (the caller's consistent read) and
-    /// answering by `deadline`.
+    /// Ensure `target` is awake, deciding from `record` (the caller's consistent read),
+    /// waiting on others until `budget.wait` and answering by `budget.work`.
     pub async fn run(
         &self,
         target: &WakeTarget,
         mut record: Option<AgentRecord>,
-        deadline: Deadline,
+        budget: Budget,
     ) -> Result<WakeOutcome, Error> {
-        let lock = AgentLock::new(self.store, &self.settings.lock, deadline);
+        let lock = AgentLock::within(self.store, &self.settings.lock, budget);
         let mut joined = false;
+        // A wake that failed moments ago is how the wake this caller polls ended (its problem
+        // said `Retry-After` that long); one that names another snapshot than the failed
+        // wake's asks for something else, and a refusal to try (throttled) is tried again.
+        if let Some(r) = record.as_ref() {
+            let same = target.snapshot_id.is_none() || target.snapshot_id == r.snapshot_id;
+            let kept = crate::domain::failure::OUTCOME_KEPT;
+            let recent = LockSettings::written_within(r, kept, now_ms());
+            if let (WakeState::Failed, Some(error), true, true) =
+                (r.state, r.error.as_ref(), recent, same)
+            {
+                if crate::domain::failure::is_definite(error) {
+                    return Err(Error::WakeFailed(error.clone()));
+                }
+            }
+        }
         for _ in 0..self.settings.lock.max_rounds.max(1) {
             let decision = decide(
                 record.as_ref(),
@@ -276,8 +307,9 @@ impl<'a, S: AgentStore, K: AgentKit> Wake<'a, S, K> {
         })
     }
 
-    /// Take the agent for a new generation of its wake. The holder polls AgentKit itself until
-    /// its own deadline; the record says so, so joiners leave it alone until then.
+    /// Take the agent for a new generation of its wake. Nobody polls before the holder has
+    /// recorded a session (it says until when it polls then), so the poll lease starts out
+    /// as long as the holder's request.
     async fn acquire(
         &self,
         lock: &AgentLock<'_, S>,

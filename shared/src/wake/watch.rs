@@ -1,13 +1,20 @@
 //! Everyone but the holder: joiners watch the record, not AgentKit (docs/wake-protocol.md, "A wake,
 //! step by step").
 //!
-//! A joiner re-reads the record (consistent read, backoff 0.25 s → 1 s) and answers from it:
-//! awake → 200 with the recorded session; failed (the wake it joined) → 502; anything else →
-//! decide again. One caller at a time asks AgentKit about a wake: the holder until its own
-//! request ends (the record's `poll_until_ms` says when), then whichever joiner wins a short
-//! poll lease (a CAS on the version it saw). The poller completes or fails the wake *by
-//! anyone*; after an unknown Resume it first looks for the session the Resume started and
-//! records it (a CAS too), but never sends a Resume itself.
+//! A joiner answers from the record: awake → 200 with the recorded session; failed (the wake
+//! it joined) → 502; anything else → decide again. One caller at a time asks AgentKit about a
+//! wake: the holder until its own wait ends (the record's `poll_until_ms` says when), then
+//! whichever caller wins the poll lease (a CAS on the version it saw), which is never shorter
+//! than the pause between two polls ([`crate::deadline::Pace`]). The poller completes or fails
+//! the wake *by anyone*; after an unknown Resume it first looks for the session the Resume
+//! started and records it (a CAS too), but never sends a Resume itself.
+//!
+//! A short request (no `Prefer: wait`, docs/wake-protocol.md, "Short requests") asks AgentKit
+//! once if the poll lease is free, and otherwise answers 202 at once: a storm's callers come
+//! back after `Retry-After` instead of holding a function while the sandbox boots. A caller
+//! that may wait re-reads the record (consistent read, backoff 0.25 s → 1 s) until its wait
+//! ends. Only a check of an awake record in flight (another caller's single GetSession) is
+//! waited for by everyone, so that nobody answers 202 for an agent that is awake.
 //!
 //! An `awake` record that was not verified lately is checked the same way: one caller wins a
 //! poll lease and asks GetSession once; the others wait for its verdict (a fresh
@@ -75,6 +82,7 @@ impl<S: AgentStore, K: AgentKit> Wake<'_, S, K> {
         joined: bool,
     ) -> Result<Watched, Error> {
         let deadline = lock.deadline();
+        let wait = lock.wait();
         let mut joined_fence = joined.then_some(record.fence);
         let mut backoff = self.settings.watching();
         let mut current = Some(record);
@@ -100,24 +108,25 @@ impl<S: AgentStore, K: AgentKit> Wake<'_, S, K> {
                 return Ok(Watched::Done(from_record(r, true)));
             }
             let now = now_ms();
+            // How long this round may wait: the caller's wait, or for a check of an awake
+            // agent in flight, until that check's lease ends (it is one GetSession).
+            let mut until = wait;
             match decide(Some(&r), now, self.settings.intent(), &self.settings.lock) {
                 Decision::Awake => {
                     return Ok(Watched::Done(from_record(r, joined_fence.is_some())))
                 }
-                Decision::AwaitVerify => {}
+                Decision::AwaitVerify => {
+                    let check_ends =
+                        Deadline::after(Duration::from_millis(r.poll_until_ms.saturating_sub(now)));
+                    until = wait.max(check_ends.min(deadline));
+                }
                 // A sleep whose holder's request has ended is carried on by whoever wins its
                 // poll lease, a wake included; once it settles, the wake decides again.
                 Decision::AwaitSleep => {
                     if let Some(home) = self.home_of_record(target, &r) {
                         let sleep_settings = self.settings.sleep();
-                        let carried = crate::sleep::carry_on(
-                            lock,
-                            self.agentkit,
-                            &sleep_settings,
-                            &home,
-                            &r,
-                            deadline,
-                        );
+                        let carried =
+                            crate::sleep::carry_on(lock, self.agentkit, &sleep_settings, &home, &r);
                         let finished = Box::pin(carried).await?;
                         if finished.is_some_and(|f| !matches!(f, Finished::Pending(_))) {
                             // Settled: decide again from what it left.
@@ -129,8 +138,9 @@ impl<S: AgentStore, K: AgentKit> Wake<'_, S, K> {
                 Decision::Join => {
                     // Follow whichever wake is in flight (a takeover bumps the fence).
                     joined_fence = Some(r.fence);
-                    let poller_gone = !self.settings.lock.lease_holds(r.poll_until_ms, now);
-                    if poller_gone && deadline.allows(self.settings.poll_min) {
+                    // Whoever finds the poller gone asks, short request or not.
+                    let poller_gone = !self.settings.lock.poll_lease_holds(r.poll_until_ms, now);
+                    if poller_gone {
                         let polled = Box::pin(self.take_over_polling(lock, target, &r)).await?;
                         if let Some(outcome) = polled {
                             return Ok(Watched::Done(outcome));
@@ -139,7 +149,7 @@ impl<S: AgentStore, K: AgentKit> Wake<'_, S, K> {
                 }
                 _ => return Ok(Watched::Again(Some(r))),
             }
-            if !backoff.wait(deadline, Duration::ZERO).await {
+            if !backoff.wait(until, Duration::ZERO).await {
                 return Ok(Watched::Done(WakeOutcome::Waking { record: r }));
             }
             current = lock.read(&target.key).await?;
@@ -149,7 +159,11 @@ impl<S: AgentStore, K: AgentKit> Wake<'_, S, K> {
         }
     }
 
-    /// Win the poll lease of a wake whose poller is gone, and poll it for a while.
+    /// Win the poll lease of a wake whose poller is gone, and poll it: once, then on until
+    /// this caller's wait ends (at most a poll lease). The lease covers this caller's own calls
+    /// (one AgentKit request timeout at least), so only one caller at a time asks; when it is
+    /// done without an answer it hands the lease on for the pace's pause, so however many
+    /// callers come, AgentKit is asked at the pace one poller would ask.
     async fn take_over_polling(
         &self,
         lock: &AgentLock<'_, S>,
@@ -157,22 +171,25 @@ impl<S: AgentStore, K: AgentKit> Wake<'_, S, K> {
         seen: &AgentRecord,
     ) -> Result<Option<WakeOutcome>, Error> {
         let deadline = lock.deadline();
-        let lease = self.settings.poll_lease.min(deadline.remaining());
-        let until_ms = now_ms() + lease.as_millis() as u64;
+        let now = now_ms();
+        let polling = self.settings.poll_lease.min(lock.wait().remaining());
+        let until = lock.wait().min_after(polling);
+        let covering = polling.max(self.agentkit.request_timeout());
+        let until_ms = now + covering.as_millis() as u64;
         let record = match lock.take_poll_lease(seen, until_ms).await? {
             Written::Done(r) => r,
             Written::Lost(_) => return Ok(None),
         };
         let Some(home) = self.home_of_record(target, &record) else {
+            self.hand_poll_on(lock, &record).await;
             return Ok(None);
         };
-        let until = deadline.min_after(lease);
         let record = match (&record.session_id, record.resume_sent_at_ms) {
             (Some(_), _) => record,
             (None, Some(sent)) => {
                 // An unknown Resume: find the session it started (never send another).
                 let found = match self
-                    .find_started(&home, target, Some(sent), &[], until)
+                    .find_started(&home, target, Some(sent), &[], deadline)
                     .await
                 {
                     Ok(f) => f,
@@ -181,10 +198,14 @@ impl<S: AgentStore, K: AgentKit> Wake<'_, S, K> {
                         None
                     }
                 };
-                let Some(s) = found else { return Ok(None) };
+                let Some(s) = found else {
+                    self.hand_poll_on(lock, &record).await;
+                    return Ok(None);
+                };
                 let changes = Changes {
                     session_id: Some(s.session_id.clone()),
                     resume_sent_at_ms: Some(None),
+                    awaited_since_ms: Some(now_ms()),
                     ..Changes::default()
                 };
                 match lock.write_seen(&record, changes).await? {
@@ -196,11 +217,15 @@ impl<S: AgentStore, K: AgentKit> Wake<'_, S, K> {
                 }
             }
             // The holder died before it sent anything: its lease will lapse.
-            (None, None) => return Ok(None),
+            (None, None) => {
+                self.hand_poll_on(lock, &record).await;
+                return Ok(None);
+            }
         };
         Box::pin(self.poll_until(lock, &home, record, None, until)).await
     }
 
+    /// Poll as the winner of the poll lease until `until`; still starting, hand the lease on.
     async fn poll_until(
         &self,
         lock: &AgentLock<'_, S>,
@@ -222,8 +247,24 @@ impl<S: AgentStore, K: AgentKit> Wake<'_, S, K> {
         .await?;
         Ok(match polled {
             Polled::Awake(outcome) => Some(outcome),
-            Polled::Starting(_) => None,
+            Polled::Starting(record) => {
+                self.hand_poll_on(lock, &record).await;
+                None
+            }
         })
+    }
+
+    /// Let the next poller in one pause of the pace from now: this caller's poll lease covered
+    /// its own calls, which are over.
+    pub(super) async fn hand_poll_on(
+        &self,
+        lock: &AgentLock<'_, S>,
+        record: &AgentRecord,
+    ) -> AgentRecord {
+        let now = now_ms();
+        let gap = self.settings.pace().gap(record.awaited_since_ms, now);
+        lock.hand_poll_lease_on(record, now + gap.as_millis() as u64)
+            .await
     }
 
     /// Check an awake record's session once, as the winner of its poll lease.
@@ -298,7 +339,9 @@ impl<S: AgentStore, K: AgentKit> Wake<'_, S, K> {
         }
     }
 
-    /// Poll the recorded session until it is Ready (complete), ended (fail) or `until`.
+    /// Poll the recorded session until it is Ready (complete), ended (fail) or `until`: at
+    /// least once (a short request asks once), each call within the request's deadline, the
+    /// pauses at the record's pace.
     #[allow(clippy::too_many_arguments)]
     pub(super) async fn poll_session(
         &self,
@@ -314,11 +357,11 @@ impl<S: AgentStore, K: AgentKit> Wake<'_, S, K> {
         let Some(session_id) = record.session_id.clone() else {
             return Ok(Polled::Starting(record));
         };
-        let mut backoff = self.settings.polling();
+        let pace = self.settings.pace();
         loop {
             let observed = match seen.take() {
                 Some(s) => Ok(Some(s)),
-                None => session(self.agentkit, home, &session_id, until).await,
+                None => session(self.agentkit, home, &session_id, lock.deadline()).await,
             };
             match observed {
                 Ok(Some(s)) if s.is_usable() => {
@@ -396,9 +439,11 @@ impl<S: AgentStore, K: AgentKit> Wake<'_, S, K> {
                     tracing::info!(agent = %record.key, error = %e, "readiness poll failed; polling on")
                 }
             }
-            if !backoff.wait(until, Duration::ZERO).await {
+            let gap = pace.gap(record.awaited_since_ms, now_ms());
+            if !until.allows(gap) {
                 return Ok(Polled::Starting(record));
             }
+            tokio::time::sleep(gap).await;
         }
     }
 

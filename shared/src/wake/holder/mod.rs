@@ -11,12 +11,14 @@
 //! 3. a Resume sent by somebody whose outcome nobody knows yet (`resume_sent_at` within the
 //!    readiness timeout) is waited out, never doubled;
 //! 4. the snapshot: the named one, else the newest Ready one, re-checked as the agent's own;
-//! 5. budget: at least one AgentKit request timeout left, else the lock is given back (503);
+//! 5. budget: at least one AgentKit request timeout left before the request's own deadline
+//!    (not its wait: a short request still sends Resume), else the lock is given back (503);
 //! 6. `resume_sent_at`, the snapshot, the Tool, lease = the readiness timeout (fenced);
 //! 7. `ResumeSessionFromSnapshot`: its SessionId is recorded at once (fenced); a NotFound is
 //!    422 (the snapshot is gone, the agent rests); an unknown outcome keeps the lock and
 //!    answers 202; a refusal records `failed` (the snapshot untouched);
-//! 8. poll GetSession until Ready (complete), ended (failed), or the budget ends (202).
+//! 8. poll GetSession until Ready (complete), ended (failed), or the wait ends (202): a short
+//!    request asks once.
 //!
 //! Files: `mod.rs` (this: the steps in order, and the helpers of steps 2 and 6),
 //! `reconcile.rs` (step 2: a session an earlier holder started, a stuck one ended, a reconcile
@@ -219,7 +221,8 @@ impl<S: AgentStore, K: AgentKit> Wake<'_, S, K> {
         };
         let snapshot_id = snapshot.snapshot_id.clone().unwrap_or_default();
 
-        // 5. Enough budget for one whole AgentKit request, or none is sent.
+        // 5. Enough time for one whole AgentKit request, or none is sent. The request's own
+        // deadline, not its wait: sending Resume is this caller's own step, whatever it waits.
         if deadline.remaining() < self.agentkit.request_timeout() {
             self.give_back(lock, &mut held, &home).await;
             return Err(Error::Deferred {
@@ -239,7 +242,7 @@ impl<S: AgentStore, K: AgentKit> Wake<'_, S, K> {
             resume_sent_at_ms: Some(Some(sent_at)),
             snapshot_id: Some(Some(snapshot_id.clone())),
             lease_until_ms: Some(
-                (sent_at + self.settings.lock.lease.as_millis() as u64).max(deadline.epoch_ms()),
+                (sent_at + self.settings.lock.lease.as_millis() as u64).max(lock.wait().epoch_ms()),
             ),
             poll_until_ms: Some(deadline.epoch_ms()),
             error: Some(None),

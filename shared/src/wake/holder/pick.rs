@@ -19,6 +19,13 @@ impl<S: AgentStore, K: AgentKit> Wake<'_, S, K> {
     /// time"). A newer snapshot still being made is waited for while a Resume could still be
     /// sent after it, then the agent is left `waking` (`SNAPSHOT_IN_PROGRESS`) for the next
     /// caller. Errors have given the lock back already.
+    ///
+    /// A snapshot AgentKit lists as still being made is waited for within the request's wait
+    /// (any later holder sees it listed too). One it does not list yet (the last session
+    /// expired moments ago) is waited for within the request's deadline, even in a short
+    /// request: only the record this holder replaced says it is coming, and a successor would
+    /// not know it and wake the older snapshot. Only the holder waits; the callers that join
+    /// it answer at once.
     pub(super) async fn pick_snapshot(
         &self,
         lock: &AgentLock<'_, S>,
@@ -74,7 +81,12 @@ impl<S: AgentStore, K: AgentKit> Wake<'_, S, K> {
                 // Wait for it while a Resume could still be sent after it; else say so.
                 Choice::Wait { snapshot_id } => {
                     let room = self.agentkit.request_timeout();
-                    if !backoff.wait(deadline, room).await {
+                    let until = if snapshot_id.is_some() {
+                        lock.wait()
+                    } else {
+                        deadline
+                    };
+                    if !backoff.wait(until, room).await {
                         return self
                             .await_snapshot(lock, held, home, key, snapshot_id)
                             .await;
@@ -104,9 +116,10 @@ impl<S: AgentStore, K: AgentKit> Wake<'_, S, K> {
         }
     }
 
-    /// The snapshot to wake from is still being made, and this request's budget ends: the agent
-    /// stays `waking` (reason `SNAPSHOT_IN_PROGRESS`) until this request ends, and whoever
-    /// asks after that looks again (202 meanwhile).
+    /// The snapshot to wake from is still being made, and this request's wait ends: the agent
+    /// stays `waking` (reason `SNAPSHOT_IN_PROGRESS`) until this request's wait ends (at least
+    /// one poll pause: a short request's storm lists once per pause, not once per caller), and
+    /// whoever asks after that looks again (202 meanwhile).
     async fn await_snapshot(
         &self,
         lock: &AgentLock<'_, S>,
@@ -115,7 +128,11 @@ impl<S: AgentStore, K: AgentKit> Wake<'_, S, K> {
         key: &crate::domain::AgentKey,
         snapshot_id: Option<String>,
     ) -> Result<Picked, Error> {
-        let deadline = lock.deadline();
+        let now = now_ms();
+        let until = lock
+            .wait()
+            .epoch_ms()
+            .max(now + self.settings.pace().gap(now, now).as_millis() as u64);
         let what = snapshot_id.map_or_else(
             || "the last session's snapshot (not listed yet)".to_string(),
             |id| format!("snapshot {id}"),
@@ -126,8 +143,8 @@ impl<S: AgentStore, K: AgentKit> Wake<'_, S, K> {
                 SNAPSHOT_IN_PROGRESS,
                 &format!("waiting for {what}"),
             ))),
-            lease_until_ms: Some(deadline.epoch_ms().max(now_ms())),
-            poll_until_ms: Some(deadline.epoch_ms()),
+            lease_until_ms: Some(until),
+            poll_until_ms: Some(until),
             describe: Some(home.description()),
             ..Changes::default()
         };

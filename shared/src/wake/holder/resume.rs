@@ -18,13 +18,15 @@ impl<S: AgentStore, K: AgentKit> Wake<'_, S, K> {
     /// The lease once a Resume is on its way: the readiness timeout from `from_ms`, and never
     /// shorter than this request's own wait (the holder is still polling until then; a lease
     /// that ended first would hand its wake to another caller mid-poll).
-    fn ready_lease_until(&self, from_ms: u64, deadline: crate::deadline::Deadline) -> u64 {
+    fn ready_lease_until(&self, from_ms: u64, wait: crate::deadline::Deadline) -> u64 {
         let ready = from_ms + self.settings.ready_timeout.as_millis() as u64;
-        ready.max(deadline.epoch_ms())
+        ready.max(wait.epoch_ms())
     }
 
     /// Record the session at once (fenced; lease extended to the readiness timeout), then poll
-    /// it until Ready within the budget.
+    /// it until Ready within the wait (a short request: once). The record says the boot began
+    /// now, and that nobody else asks AgentKit while this caller does; when it stops asking,
+    /// it hands the poll lease on for the pace's pause.
     pub(super) async fn record_and_poll(
         &self,
         lock: &AgentLock<'_, S>,
@@ -34,13 +36,16 @@ impl<S: AgentStore, K: AgentKit> Wake<'_, S, K> {
         recorded: Recorded,
         snapshots: Vec<Snapshot>,
     ) -> Result<WakeOutcome, Error> {
-        let deadline = lock.deadline();
+        let wait = lock.wait();
+        let now = now_ms();
+        let asking = self.agentkit.request_timeout().as_millis() as u64;
         let changes = Changes {
             session_id: Some(Some(recorded.session_id.clone())),
             snapshot_id: Some(recorded.snapshot_id.clone()),
             resume_sent_at_ms: Some(None),
-            lease_until_ms: Some(self.ready_lease_until(now_ms(), deadline)),
-            poll_until_ms: Some(deadline.epoch_ms()),
+            lease_until_ms: Some(self.ready_lease_until(now, wait)),
+            poll_until_ms: Some(wait.epoch_ms().max(now + asking)),
+            awaited_since_ms: Some(now),
             describe: Some(home.description()),
             ..Changes::default()
         };
@@ -56,12 +61,14 @@ impl<S: AgentStore, K: AgentKit> Wake<'_, S, K> {
             recorded.seen,
             recorded.resumed,
             snapshots,
-            deadline,
+            wait,
         ))
         .await?;
         Ok(match polled {
             Polled::Awake(outcome) => outcome,
-            Polled::Starting(record) => WakeOutcome::Waking { record },
+            Polled::Starting(record) => WakeOutcome::Waking {
+                record: self.hand_poll_on(lock, &record).await,
+            },
         })
     }
 
@@ -117,7 +124,7 @@ impl<S: AgentStore, K: AgentKit> Wake<'_, S, K> {
         let sent = held.record.resume_sent_at_ms.unwrap_or_else(now_ms);
         let changes = Changes {
             poll_until_ms: Some(0),
-            lease_until_ms: Some(self.ready_lease_until(sent, lock.deadline())),
+            lease_until_ms: Some(self.ready_lease_until(sent, lock.wait())),
             ..Changes::default()
         };
         match lock.write(&mut held, changes).await {
