@@ -70,6 +70,13 @@ pub fn quick_wake() -> snapwake::wake::WakeSettings {
     }
 }
 
+/// Wait until a failed wake's or sleep's outcome is no longer the answer to everyone who asks
+/// (`OUTCOME_KEPT`, docs/wake-protocol.md, "Short requests"): from then on a retry starts a new
+/// attempt.
+pub async fn outcome_forgotten() {
+    tokio::time::sleep(snapwake::domain::failure::OUTCOME_KEPT + Duration::from_millis(100)).await;
+}
+
 /// A delete's settings with the lock of `wake`.
 pub fn delete_settings(wake: &snapwake::wake::WakeSettings) -> snapwake_delete::DeleteSettings {
     snapwake_delete::DeleteSettings {

@@ -59,6 +59,16 @@ pub fn create_request(
     req
 }
 
+/// `request` asking to be held up to `seconds` (RFC 7240 `Prefer: wait`, docs/wake-protocol.md,
+/// "Short requests").
+pub fn prefer_wait(mut request: lambda_http::Request, seconds: u64) -> lambda_http::Request {
+    let value = format!("wait={seconds}");
+    request
+        .headers_mut()
+        .insert("prefer", value.parse().expect("a valid header value"));
+    request
+}
+
 /// A header of a response as text.
 pub fn header_of<'r>(
     resp: &'r lambda_http::Response<lambda_http::Body>,

@@ -96,7 +96,8 @@ async fn wakes_joins_and_throttles_leave_valid_emf_records() {
     world.register(&store).await;
     let api: Arc<DynamoApi> = Arc::new(Api::new(store.clone(), world.client(), identity()));
 
-    // 20 callers wake one asleep agent: one Resume sent, the others join.
+    // 20 callers wake one asleep agent, each held until it is awake: one Resume sent, the
+    // others join.
     let (agent, _) = world.asleep_agent("alice", "metered");
     let path = format!("/v1/agents/codex/{agent}/resume");
     let mut callers = Vec::new();
@@ -104,10 +105,13 @@ async fn wakes_joins_and_throttles_leave_valid_emf_records() {
         let api = api.clone();
         let path = path.clone();
         callers.push(tokio::spawn(async move {
-            api.handle(request("POST", &path, Who::User("alice"), None))
-                .await
-                .status()
-                .as_u16()
+            api.handle(prefer_wait(
+                request("POST", &path, Who::User("alice"), None),
+                5,
+            ))
+            .await
+            .status()
+            .as_u16()
         }));
     }
     for c in callers {

@@ -35,6 +35,7 @@ async fn a_session_stuck_starting_fails_at_the_readiness_timeout_and_is_ended_be
 
     // AgentKit works again: the next wake ends the stuck session, then resumes.
     ctl.set_session_ready_delay(Duration::ZERO);
+    outcome_forgotten().await;
     let (status, body) = env
         .resume_until_settled(&agent_id, Duration::from_secs(10))
         .await;
@@ -68,6 +69,8 @@ async fn a_session_in_an_unknown_status_is_never_woken_beside() {
     })
     .unwrap();
     for _ in 0..2 {
+        // Each a new wake, not a caller learning how the last one ended.
+        outcome_forgotten().await;
         let (status, body) = env.resume(&agent_id, None).await;
         assert_eq!(status, 502, "{body}");
         assert_eq!(body["code"], "PROVIDER_ERROR", "{body}");
@@ -242,6 +245,7 @@ async fn a_session_the_simulator_keeps_starting_fails_cleanly_then_is_replaced()
         .await;
     assert_eq!(status, 502, "{body}");
     assert_eq!(body["code"], "SESSION_STUCK", "{body}");
+    outcome_forgotten().await;
     let (status, body) = env
         .resume_until_settled(&agent_id, Duration::from_secs(10))
         .await;

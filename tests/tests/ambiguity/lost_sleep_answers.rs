@@ -251,6 +251,9 @@ async fn a_sleep_long_after_an_unconfirmed_snapshot_takes_a_fresh_one() {
     assert_eq!(session_of(&again), session, "{again}");
     let handed_out = ctl.now();
 
+    // An hour later on AgentKit's clock; on ours, the failed sleep must be no longer the
+    // answer to whoever asks either.
+    outcome_forgotten().await;
     let body = env.until(&op, 200, &[202]).await;
     assert_eq!(body["slept"], true, "{body}");
     assert!(!ctl.session(&session).is_some_and(|s| s.is_active()));

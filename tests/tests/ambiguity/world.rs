@@ -216,9 +216,14 @@ impl Env {
                 let req = create_request(Who::User("alice"), body, Some(key));
                 (CREATE_BUDGET, self.create.handle(req).await)
             }
+            // A sleep's holder waits for its snapshot (`Prefer: wait`), so that every write
+            // site of the holder is reached; resumes stay short requests, the default.
             Op::Sleep(agent) => {
                 let path = format!("/v1/agents/codex/{agent}/sleep");
-                let req = request("POST", &path, Who::User("alice"), None);
+                let req = prefer_wait(
+                    request("POST", &path, Who::User("alice"), None),
+                    self.wait.as_secs(),
+                );
                 (self.wait, self.resume.handle(req).await)
             }
         };

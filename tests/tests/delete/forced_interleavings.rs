@@ -206,10 +206,14 @@ async fn an_agent_delete_meeting_a_wake_is_409_until_the_wake_is_done() {
     let r = tokio::spawn({
         let resume = resume.clone();
         let p = resume_path(&agent_id);
+        // Held until awake (`Prefer: wait`): the delete meets a wake whose caller waits.
         async move {
             answer(
                 &resume
-                    .handle(request("POST", &p, Who::User("alice"), None))
+                    .handle(prefer_wait(
+                        request("POST", &p, Who::User("alice"), None),
+                        5,
+                    ))
                     .await,
             )
         }

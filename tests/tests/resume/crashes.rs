@@ -296,7 +296,8 @@ async fn fail_by_anyone_unsticks_an_agent_whose_holder_died_after_recording() {
     assert!(failed.holder.is_none() && failed.lease_until_ms == 0);
     assert!(ctl.snapshot(&subject.snapshot_id).is_some());
 
-    // Wakeable again at once.
+    // Wakeable again, once the failure is no longer the answer to everyone who asks.
+    outcome_forgotten().await;
     let body = subject.converge(&next).await;
     assert_ne!(session_id(&body), recorded);
     assert_eq!(subject.live(&world), 1);

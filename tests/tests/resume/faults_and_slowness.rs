@@ -36,6 +36,24 @@ async fn failed_resume_keeps_the_snapshot<S: AgentStore + Clone>(store: S) {
     let record = store.get(&key(&agent_id)).await.unwrap().unwrap();
     assert_eq!(record.state, WakeState::Failed);
     assert!(record.holder.is_none() && record.resume_sent_at_ms.is_none());
+    // Asked again at once (a caller polling the wake that failed): the same failure, and
+    // nothing sent to AgentKit.
+    let resumes = ctl.counters().received("ResumeSessionFromSnapshot");
+    let (status, body) = answer(
+        &f.handle(request("POST", &path(&agent_id), Who::User("alice"), None))
+            .await,
+    );
+    assert_eq!(
+        (status, body["retryable"].as_bool()),
+        (502, Some(true)),
+        "{body}"
+    );
+    assert_eq!(
+        ctl.counters().received("ResumeSessionFromSnapshot"),
+        resumes
+    );
+    // A moment later, a retry wakes it.
+    outcome_forgotten().await;
     let (status, body) = answer(
         &f.handle(request("POST", &path(&agent_id), Who::User("alice"), None))
             .await,
@@ -94,7 +112,9 @@ async fn failed_resume_keeps_the_snapshot<S: AgentStore + Clone>(store: S) {
                 && !e.contains(record.error.as_deref().unwrap_or("-"))),
         "{view}"
     );
-    // Still wakeable; the session AgentKit did start is adopted, not doubled.
+    // Still wakeable (once the failure is no longer the answer); the session AgentKit did
+    // start is adopted, not doubled.
+    outcome_forgotten().await;
     let (status, body) = answer(
         &f.handle(request("POST", &path(&agent_id), Who::User("alice"), None))
             .await,
@@ -105,8 +125,7 @@ async fn failed_resume_keeps_the_snapshot<S: AgentStore + Clone>(store: S) {
 }
 
 async fn slow_readiness_answers_202_then_200<S: AgentStore + Clone>(store: S) {
-    // Readiness takes longer than one request may wait (which still leaves a whole AgentKit
-    // request timeout, 2 s here, for the Resume).
+    // Readiness takes longer than a request may wait (`SNAPWAKE_WAIT_S` 2.5 s here).
     let world = World::start(Duration::from_millis(3500)).await;
     world.register(&store).await;
     let (agent_id, snapshot_id) = world.asleep_agent("alice", "Sleepy");
@@ -116,18 +135,40 @@ async fn slow_readiness_answers_202_then_200<S: AgentStore + Clone>(store: S) {
         ..quick()
     };
     let f = resume_fn(store.clone(), world.client(), settings);
+    // A short request (no `Prefer`): the Resume is sent, the session recorded, and the answer
+    // is a 202 at once, not after the wait.
+    let started = std::time::Instant::now();
     let resp = f
         .handle(request("POST", &path(&agent_id), Who::User("alice"), None))
         .await;
     let (status, body) = answer(&resp);
     assert_eq!(status, 202, "{body}");
+    assert!(
+        started.elapsed() < Duration::from_millis(2500),
+        "it did not wait"
+    );
     assert_eq!(body["state"], "waking");
-    assert_eq!(resp.headers()["retry-after"], "2");
+    assert_eq!(resp.headers()["retry-after"], "1");
+    assert!(resp.headers().get("preference-applied").is_none());
     assert_eq!(
         resp.headers()["location"],
         format!("/v1/agents/codex/{agent_id}")
     );
+    assert_eq!(world.sim.control().counters().resumes_of(&snapshot_id), 1);
     let waking_session = body["wake"]["session_id"].as_str().unwrap().to_string();
+
+    // A client that wants to be held says so; it gets what `SNAPWAKE_WAIT_S` allows (2 whole
+    // seconds of the 2.5), and the boot outlasts that too.
+    let resp = f
+        .handle(prefer_wait(
+            request("POST", &path(&agent_id), Who::User("alice"), None),
+            20,
+        ))
+        .await;
+    let (status, body) = answer(&resp);
+    assert_eq!(status, 202, "{body}");
+    assert_eq!(resp.headers()["preference-applied"], "wait=2");
+    assert_eq!(body["wake"]["session_id"], waking_session.as_str());
 
     tokio::time::sleep(Duration::from_millis(1200)).await;
     let (status, body) = answer(

@@ -226,3 +226,4 @@ mod crashes;
 mod faults_and_slowness;
 mod authorization_and_bad_input;
 mod wake_answers;
+mod short_requests;

@@ -83,6 +83,19 @@ fn agentkit_calls(ctl: &snapwake_sim::SimControl) -> u64 {
     ctl.counters().actions.values().map(|a| a.received).sum()
 }
 
+/// The AgentKit calls per action since `before` (for a failure message).
+fn calls_since(
+    ctl: &snapwake_sim::SimControl,
+    before: &snapwake_sim::Counters,
+) -> Vec<(String, u64)> {
+    ctl.counters()
+        .actions
+        .iter()
+        .map(|(a, c)| (a.clone(), c.received - before.received(a)))
+        .filter(|(_, n)| *n > 0)
+        .collect()
+}
+
 fn storm_runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(4)
@@ -194,6 +207,7 @@ where
     let mut seen: Vec<String> = Vec::new();
     for generation in 0..3u64 {
         let calls_before = agentkit_calls(&ctl);
+        let counters_before = ctl.counters();
         let answers = storm_of(agent_id.to_string()).await;
         assert_eq!(answers.len(), 200);
         let session = one_session_for_everybody(&answers);
@@ -212,7 +226,8 @@ where
         let calls = agentkit_calls(&ctl) - calls_before;
         assert!(
             calls <= STORM_AGENTKIT_BUDGET,
-            "generation {generation}: {calls} AgentKit calls"
+            "generation {generation}: {calls} AgentKit calls: {:?}",
+            calls_since(&ctl, &counters_before)
         );
         assert!(ctl
             .session(&session)

@@ -48,6 +48,7 @@ async fn a_snapshot_agent_wakes_again_after_a_wake_that_expired_or_failed() {
         record.description.tool_id.as_deref(),
         Some(world.recoverable.as_str())
     );
+    outcome_forgotten().await;
     subject.converge(&f).await;
     assert_eq!(
         subject.live(&world),

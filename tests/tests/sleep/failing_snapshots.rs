@@ -44,6 +44,7 @@ async fn a_snapshot_that_cannot_be_taken_leaves_the_agent_awake() {
         assert_eq!(body["session"]["session_id"], session.as_str());
     }
     ctl.clear_faults();
+    outcome_forgotten().await;
     let (status, body, _) = settle(&f, &agent_id, "sleep").await;
     assert_eq!(
         (status, body["slept"].as_bool()),
@@ -92,6 +93,7 @@ async fn a_snapshot_that_fails_leaves_the_agent_awake_for_everyone_who_joined() 
     assert_eq!(record.state, WakeState::Awake, "{record:?}");
 
     ctl.set_snapshot_outcome("Ready");
+    outcome_forgotten().await;
     let (status, body, _) = settle(&f, &agent_id, "sleep").await;
     assert_eq!(
         (status, body["slept"].as_bool()),

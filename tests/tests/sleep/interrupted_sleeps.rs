@@ -87,9 +87,9 @@ async fn a_lapsed_sleep_starts_over_with_a_new_snapshot() {
     );
     let first = new_snapshots(&world, &agent_id, &before);
     assert_eq!(first.len(), 1);
-    // The agent works on while the first sleep's lease runs out.
+    // The agent works on while the first sleep's lease (10 s from its short request) runs out.
     ctl.advance(Duration::from_secs(60));
-    tokio::time::sleep(Duration::from_millis(8000)).await;
+    tokio::time::sleep(Duration::from_millis(10_500)).await;
 
     let (status, body) = post(&f, &agent_id, "sleep").await;
     assert_eq!(

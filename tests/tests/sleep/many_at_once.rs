@@ -58,10 +58,13 @@ async fn a_sleep_racing_fifty_resumes_ends_awake_from_the_new_snapshot() {
     ctl.reset_counters();
     ctl.set_snapshot_ready_delay(Duration::from_millis(800));
 
+    // The sleeper is held until its sleep settles (`Prefer: wait`): with short requests it
+    // could come back only after the resumes had woken the agent again, and learn of a wake
+    // (409), not of its sleep.
     let sleep = tokio::spawn({
         let f = f.clone();
         let agent_id = agent_id.clone();
-        async move { settle(&f, &agent_id, "sleep").await }
+        async move { settle_with(&f, &agent_id, "sleep", Some(20)).await }
     });
     // The resumes arrive once the sleep holds the agent.
     let until = std::time::Instant::now() + Duration::from_secs(10);
