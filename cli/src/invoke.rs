@@ -82,8 +82,13 @@ fn samples() -> Vec<(&'static str, &'static str, Value)> {
         ),
         (
             "resume-agent",
-            "resume: POST /v1/agents/codex/AGENT_ID/resume (put an agent id in the path)",
-            http("POST", "/v1/agents/codex/AGENT_ID/resume", None),
+            "resume: POST /v1/agents/codex/AGENT_ID/resume (put an agent id in the path), held \
+             until awake (`Prefer: wait=20`; without it, a 202 at once while it boots)",
+            {
+                let mut event = http("POST", "/v1/agents/codex/AGENT_ID/resume", None);
+                event["headers"]["prefer"] = "wait=20".into();
+                event
+            },
         ),
         (
             "sweep",

@@ -131,9 +131,14 @@ fn every_function_runs_on_its_sample_events() {
             .replace("AGENT_ID", &agent_id),
     )
     .expect("the edited sample");
+    // The sample says `Prefer: wait=20`: the invoke is held until the agent is awake.
     let resumed = invoke(&table, &sim, "resume", &resume_event);
-    let status = resumed["statusCode"].as_u64();
-    assert!(matches!(status, Some(200 | 202)), "{resumed}");
+    assert_eq!(resumed["statusCode"], 200, "{resumed}");
+    assert_eq!(body(&resumed)["state"], "awake", "{resumed}");
+    assert_eq!(
+        resumed["headers"]["preference-applied"], "wait=20",
+        "{resumed}"
+    );
 
     // delete: the sweep's schedule and an offboarding, each its report.
     let swept = invoke(&table, &sim, "delete", &sample(&table, &sim, "sweep"));

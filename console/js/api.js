@@ -123,13 +123,14 @@ export class Api {
   }
 
   /**
-   * Resume or sleep (`verb`), followed to the end. A 202 says the work goes on: wait its
-   * Retry-After, read the agent at its Location (progress for the page, and done if it
-   * already shows `done(view)`), then ask again: the API carries on from its record and
-   * never starts a second wake, and reading alone would not finish the work (the record
-   * holds the operation until a caller completes it). `onProgress(view)` sees every view.
+   * Resume or sleep (`verb`), followed to the end. The request is short (no `Prefer: wait`):
+   * a 202 says the work goes on, with the agent as it is now (progress for the page). Wait
+   * its Retry-After, then ask again: each ask is a quick read of the agent's record, the API
+   * carries on from it and never starts a second wake, and the ask that finds the sandbox
+   * ready is the one that completes it (docs/http-api.md, "Resume"). A failed wake comes
+   * back as a problem (502, retryable). `onProgress(view)` sees every view.
    */
-  async settle(verb, agent, { done, onProgress = () => {}, onRetry, limitMs = 300_000 }) {
+  async settle(verb, agent, { onProgress = () => {}, onRetry, limitMs = 300_000 }) {
     const started = Date.now();
     const post = () => this.call("POST", Api.path(agent, verb), {}, { onRetry });
     let res = await post();
@@ -142,28 +143,18 @@ export class Api {
           retryable: true,
         });
       }
-      await sleep(retryAfterMs(res.headers));
-      const location = res.headers.get("Location");
-      const seen = location
-        ? await this.call("GET", location, { absolute: true }, { onRetry })
-        : await this.call("GET", Api.path(agent), {}, { onRetry });
-      const view = seen.body;
-      if (done(view)) return view;
-      if (view.wake?.state === "failed") {
-        throw new Problem({ title: "Wake failed", detail: view.wake.error || "", retryable: true });
-      }
-      onProgress(view);
+      await sleep(retryAfterMs(res.headers, 1));
       res = await post();
     }
     return res.body;
   }
 
   resume(agent, hooks) {
-    return this.settle("resume", agent, { done: (v) => v.state === "awake", ...hooks });
+    return this.settle("resume", agent, hooks);
   }
 
   sleep(agent, hooks) {
-    return this.settle("sleep", agent, { done: (v) => v.state === "asleep", ...hooks });
+    return this.settle("sleep", agent, hooks);
   }
 
   async keepalive(agent, ttlS, hooks = {}) {

@@ -162,6 +162,7 @@ async function act(agent, verb, words, run) {
       state.busy.delete(key);
       await load({ keepProblem: true });
     } else {
+      e.shownAt = Date.now();
       state.problems.set(key, e);
       // Changed since it was shown (If-Match): show it as it is now, the problem on its card.
       if (e.status === 412) {
@@ -285,8 +286,14 @@ $("agents").addEventListener("click", (e) => {
       return deleteAgent(agent);
     case "delete-snapshot":
       return deleteSnapshot(agent, button.dataset.snapshot);
-    case "retry":
-      return state.retries.get(key)?.();
+    case "retry": {
+      // A failed wake stays the answer for its Retry-After (everyone polling it learns how it
+      // ended); a retry after that is a new wake. So "Try again" waits out what is left of it.
+      const shown = state.problems.get(key);
+      const left = shown?.shownAt ? (shown.retryAfter ?? 0) - (Date.now() - shown.shownAt) : 0;
+      const again = () => state.retries.get(key)?.();
+      return left > 0 ? new Promise((r) => setTimeout(r, left)).then(again) : again();
+    }
     default:
   }
 });

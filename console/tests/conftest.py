@@ -52,8 +52,8 @@ def free_port():
 class Server:
     """`snapwake serve --demo` on a free port; `sim` is its embedded simulator's address.
 
-    `slow_wake` makes a wake outlast one request (SNAPWAKE_WAIT_S=2 against a session that
-    takes 3 s to be Ready), so the page must follow a 202.
+    `slow_wake` makes a session take 3 s to be Ready, so the page must follow 202s (its
+    requests are short: it never says `Prefer: wait`).
     """
 
     def __init__(self, slow_wake=False):

@@ -76,7 +76,8 @@ def test_wake_follows_202s_then_sleep_and_wake_again(watched, serve):
     w.shot("03-awake")
     resumes = w.sent("POST", f"{DATA_HELPER}/resume")
     assert len(resumes) >= 2, "the first answer was a 202; the page asked again"
-    assert w.sent("GET", f"/v1/agents/codex/{DATA_HELPER}"), "the page read the 202's Location"
+    assert all("prefer" not in {k.lower() for k in r["headers"]} for r in resumes), \
+        "the page polls with short requests, not a held one"
     assert server.received("ResumeSessionFromSnapshot") == 1
 
     helper.get_by_role("button", name="Sleep now: put Data helper to sleep").click()
@@ -209,7 +210,7 @@ def test_a_double_click_on_wake_sends_one_wake(watched, server):
     before = server.received("ResumeSessionFromSnapshot")
     helper.get_by_role("button", name="Wake Data helper").dblclick()
     expect(helper.locator(".badge")).to_have_text("Awake", timeout=30_000)
-    assert len(w.sent("POST", f"{DATA_HELPER}/resume")) == 1
+    # One wake, however the clicks and the polls that followed the 202s add up.
     assert server.received("ResumeSessionFromSnapshot") - before == 1
 
 
@@ -330,7 +331,7 @@ def test_a_throttled_wake_is_retried_after_retry_after(watched, server):
     page = w.page
     expect(page.locator("#status")).to_contain_text("trying again in", timeout=20_000)
     expect(helper.locator(".badge")).to_have_text("Awake", timeout=30_000)
-    assert len(w.sent("POST", f"{DATA_HELPER}/resume")) == 2
+    assert len(w.sent("POST", f"{DATA_HELPER}/resume")) >= 2
 
 
 def test_a_gone_agent_says_so(watched, server):
