@@ -138,9 +138,9 @@ impl Backoff {
 
 /// How often AgentKit is asked about work in progress (a session booting, a snapshot being
 /// made), by whoever asks (docs/wake-protocol.md, "Short requests"): every `min` at first,
-/// then an eighth of the time the work has taken so far, up to `max`. A session Ready in two
-/// seconds is seen within `min` of it; a boot of minutes costs one call every `max`, not four a
-/// second. The holder's own loop and the poll lease that spaces the polls of a storm's callers
+/// then a quarter of the time the work has taken so far, up to `max`. A session Ready in two
+/// seconds is seen within half a second of it; a boot of minutes costs one call every `max`,
+/// not four a second. The holder's own loop and the poll lease that spaces the polls of a storm's callers
 /// both use it, so the calls per wake depend on how long the boot takes, never on the callers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Pace {
@@ -153,7 +153,7 @@ impl Pace {
     /// shortest pause), at `now_ms`.
     pub fn gap(&self, since_ms: u64, now_ms: u64) -> Duration {
         let elapsed = Duration::from_millis(now_ms.saturating_sub(since_ms));
-        let gap = if since_ms == 0 { self.min } else { elapsed / 8 };
+        let gap = if since_ms == 0 { self.min } else { elapsed / 4 };
         gap.clamp(self.min, self.max.max(self.min))
     }
 
@@ -178,8 +178,8 @@ mod pace_tests {
     fn polls_are_close_early_and_spaced_out_later() {
         let t0 = 1_000_000;
         assert_eq!(PACE.gap(t0, t0), Duration::from_millis(250));
-        assert_eq!(PACE.gap(t0, t0 + 2_000), Duration::from_millis(250));
-        assert_eq!(PACE.gap(t0, t0 + 4_000), Duration::from_millis(500));
+        assert_eq!(PACE.gap(t0, t0 + 1_000), Duration::from_millis(250));
+        assert_eq!(PACE.gap(t0, t0 + 2_000), Duration::from_millis(500));
         assert_eq!(PACE.gap(t0, t0 + 60_000), Duration::from_secs(2));
         // Unknown start, or a clock that went back: the shortest pause.
         assert_eq!(PACE.gap(0, t0), Duration::from_millis(250));
@@ -190,7 +190,7 @@ mod pace_tests {
     fn retry_after_is_whole_seconds_and_never_zero() {
         let t0 = 1_000_000;
         assert_eq!(PACE.retry_after_s(t0, t0), 1);
-        assert_eq!(PACE.retry_after_s(t0, t0 + 10_000), 2);
+        assert_eq!(PACE.retry_after_s(t0, t0 + 5_000), 2);
         assert_eq!(PACE.retry_after_s(t0, t0 + 600_000), 2);
     }
 }

@@ -47,6 +47,12 @@ fn mb(kb: u64) -> String {
 
 /// The child: the resume handler and `requests` resumes of the agent, `concurrency` at a
 /// time; answers one line `rss_before hwm ok sessions`.
+/// Each resume is held until the agent is awake (`Prefer: wait=20`): the storm this bench has
+/// always measured, every caller open for the whole boot (the worst case for memory).
+fn held(request: lambda_http::Request) -> lambda_http::Request {
+    prefer_wait(request, 20)
+}
+
 async fn child(
     endpoint: String,
     table: String,
@@ -72,8 +78,10 @@ async fn child(
             tokio::spawn(async move {
                 let mut answers = Vec::new();
                 while q.fetch_update(SeqCst, SeqCst, |n| n.checked_sub(1)).is_ok() {
-                    let (status, body) =
-                        answer(&f.handle(request("POST", &p, Who::User(&o), None)).await);
+                    let (status, body) = answer(
+                        &f.handle(held(request("POST", &p, Who::User(&o), None)))
+                            .await,
+                    );
                     answers.push((
                         status,
                         body["session"]["session_id"].as_str().map(str::to_string),
@@ -137,7 +145,10 @@ async fn run_child(
         .map(|_| {
             let f = others.clone();
             let p = format!("/v1/agents/codex/{agent_id}/resume");
-            tokio::spawn(async move { f.handle(request("POST", &p, Who::User(owner), None)).await })
+            tokio::spawn(async move {
+                f.handle(held(request("POST", &p, Who::User(owner), None)))
+                    .await
+            })
         })
         .collect();
     // Waiting on the child off the runtime, so the simulator keeps serving it.

@@ -1,8 +1,9 @@
 //! Wake benchmarks on DynamoDB Local and the simulated AgentKit (docs/architecture.md, "Quality
 //! bars and where they are checked"):
 //!
-//! 1. the storm: 500 concurrent resumes of one asleep agent — one ResumeSessionFromSnapshot,
-//!    one SessionId for everybody, and how long the joiners waited;
+//! 1. the storm: 500 concurrent resumes of one asleep agent, each held until awake
+//!    (`Prefer: wait=20`) — one ResumeSessionFromSnapshot, one SessionId for everybody, and how
+//!    long the joiners waited (what the callers of short requests cost: the storm_cost bench);
 //! 2. throughput: 1000 distinct asleep agents woken by 32 concurrent callers — wakes per
 //!    second and the calls each wake costs.
 //!
@@ -77,8 +78,11 @@ async fn storm_once(
         tasks.push(tokio::spawn(async move {
             let t = Instant::now();
             let (status, body) = answer(
-                &f.handle(request("POST", &p, Who::User("alice"), None))
-                    .await,
+                &f.handle(prefer_wait(
+                    request("POST", &p, Who::User("alice"), None),
+                    20,
+                ))
+                .await,
             );
             let sid = body["session"]["session_id"]
                 .as_str()
@@ -168,16 +172,16 @@ async fn storm(warm_up_rounds: usize) {
     });
     let first = storm_once(&world, &function, &agent_id).await;
     // Eight hours later: the session expired into a new snapshot, and the record still names
-    // it. One real second passes too (an awake record is trusted for one second).
+    // it. Two real seconds pass too (an awake record is trusted for two seconds).
     world
         .sim
         .control()
         .advance(Duration::from_secs(8 * 3600 + 60));
-    tokio::time::sleep(Duration::from_millis(1100)).await;
+    tokio::time::sleep(Duration::from_millis(2100)).await;
     let again = storm_once(&world, &function, &agent_id).await;
 
-    println!("## Wake storm: {STORM} concurrent resumes of one asleep agent\n");
-    println!("DynamoDB Local + simulated AgentKit over loopback HTTP, session readiness delay {}, one process, 8 worker threads, after {warm_up_rounds} unmeasured rounds of a {STORM}-caller storm beside {WARM_UP} distinct wakes, which warm up DynamoDB Local's JVM (until a round is within 10% of the best before it). Joiners watch the agent record (DynamoDB), not AgentKit, so the AgentKit calls do not grow with the callers.\n", ms(READY_DELAY));
+    println!("## Wake storm: {STORM} concurrent resumes of one asleep agent, held until awake\n");
+    println!("Every caller says `Prefer: wait=20`, so each answer is the 200 (what callers honouring `Retry-After` cost instead is the next section). DynamoDB Local + simulated AgentKit over loopback HTTP, session readiness delay {}, one process, 8 worker threads, after {warm_up_rounds} unmeasured rounds of a {STORM}-caller storm beside {WARM_UP} distinct wakes, which warm up DynamoDB Local's JVM (until a round is within 10% of the best before it). Joiners watch the agent record (DynamoDB), not AgentKit, so the AgentKit calls do not grow with the callers.\n", ms(READY_DELAY));
     println!("### First wake (no record of the agent yet)\n");
     print_storm(&first);
     println!("### The next day: the same agent, its session expired, stormed again\n");

@@ -68,10 +68,11 @@ pub struct WakeSettings {
     pub watch_max: Duration,
     /// How long a poll lease (taken once the holder's request ended) lasts.
     pub poll_lease: Duration,
-    /// An awake record verified within this is trusted without asking AgentKit. Short on
-    /// purpose: it only has to absorb the stragglers of a storm (joiners of a wake trust the
-    /// wake they watched complete whatever its age), and every second of it is a second in
-    /// which a session AgentKit ended is still reported awake.
+    /// An awake record verified within this is trusted without asking AgentKit (2 s). Short on
+    /// purpose: it only has to absorb the stragglers of a storm, whose callers come back one
+    /// `Retry-After` (1 s) and their own request's time after their last 202 (with 1 s, the
+    /// tail of a 500-caller storm cost three more GetSessions); and every second of it is a
+    /// second in which a session AgentKit ended is still reported awake.
     pub verify_fresh: Duration,
     /// Lease of a sleep once its snapshot is taken: how long a snapshot may take to become
     /// Ready before another caller may take the sleep over (default 600 s).
@@ -100,7 +101,7 @@ impl Default for WakeSettings {
             watch_min: Duration::from_millis(250),
             watch_max: Duration::from_secs(1),
             poll_lease: Duration::from_secs(5),
-            verify_fresh: Duration::from_secs(1),
+            verify_fresh: Duration::from_secs(2),
             snapshot_timeout: Duration::from_secs(600),
             max_ttl: Duration::from_secs(28_800),
             snapshot_grace: Duration::from_secs(120),

@@ -127,7 +127,7 @@ async fn after_an_expiry_the_wake_uses_the_new_snapshot_once_it_is_ready() {
     let first = session_of(&body);
     // Eight hours on: the session expires; its snapshot is Creating for 3 s (the default).
     ctl.advance(Duration::from_secs(8 * 3600 + 1));
-    tokio::time::sleep(Duration::from_millis(1100)).await; // past the verified-awake second
+    tokio::time::sleep(Duration::from_millis(2100)).await; // past the verified-awake second
     let (status, body) = env
         .resume_until_settled(&agent_id, Duration::from_secs(15))
         .await;
@@ -203,7 +203,7 @@ async fn an_expiry_snapshot_that_fails_falls_back_to_the_newest_ready_one() {
     assert_eq!(status, 200);
     ctl.set_expiry_snapshot_outcome("Failed");
     ctl.advance(Duration::from_secs(8 * 3600 + 10));
-    tokio::time::sleep(Duration::from_millis(1100)).await;
+    tokio::time::sleep(Duration::from_millis(2100)).await;
     let (status, body) = env
         .resume_until_settled(&agent_id, Duration::from_secs(15))
         .await;

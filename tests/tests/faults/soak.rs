@@ -154,7 +154,7 @@ fn two_hundred_agents_wake_through_503s_and_429s_with_one_session_each() {
 
         // Settled: with AgentKit healthy, every agent converges (its caller pausing as the
         // console does) and names the same session as any 200 before (it is still there).
-        tokio::time::sleep(Duration::from_millis(1100)).await; // past verify_fresh
+        tokio::time::sleep(Duration::from_millis(2100)).await; // past verify_fresh
         let settle_by = Instant::now() + SETTLE_WITHIN;
         let finals = futures::future::join_all(agents.iter().map(|(owner, agent_id, _)| {
             retrying_caller(function.clone(), owner, agent_id.clone(), settle_by)

@@ -75,7 +75,7 @@ fn agents_woken_and_put_to_sleep_through_503s_and_429s_never_lose_a_workspace() 
         // Settled: every agent is awake on the session its last wake answered, unheld, with
         // the seeded snapshot and one Ready snapshot per sleep, no more (but the orphans of
         // sleeps that answered 502 because their snapshot could not be confirmed).
-        tokio::time::sleep(Duration::from_millis(1100)).await; // past verify_fresh
+        tokio::time::sleep(Duration::from_millis(2100)).await; // past verify_fresh
         let mut problems: Vec<String> = Vec::new();
         for ((owner, agent_id, seeded), c) in agents.iter().zip(&results) {
             problems.extend(c.problems.iter().map(|p| format!("{agent_id}: {p}")));

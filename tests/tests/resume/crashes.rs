@@ -133,7 +133,7 @@ async fn crash_at_on<S: AgentStore + 'static>(
         subject.converge(&next).await;
         ctl.advance(Duration::from_secs(9 * 3600));
         assert_eq!(subject.live(&world), 0, "the first session expired");
-        tokio::time::sleep(Duration::from_millis(1100)).await;
+        tokio::time::sleep(Duration::from_millis(2100)).await;
     }
     let resumes_before = ctl.counters().received("ResumeSessionFromSnapshot");
 

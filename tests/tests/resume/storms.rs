@@ -233,10 +233,10 @@ where
             .session(&session)
             .is_some_and(|s| s.status.as_deref() == Some("Ready")));
         // Eight hours later the session has expired into one more snapshot. (Real time
-        // passes too: an awake record is trusted without asking AgentKit for one second.)
+        // passes too: an awake record is trusted without asking AgentKit for two seconds.)
         ctl.advance(Duration::from_secs(8 * 3600 + 60));
         assert_eq!(ctl.counters().live_sessions_of(agent_id), 0);
         assert_eq!(world.snapshots_of(agent_id).len() as u64, generation + 2);
-        tokio::time::sleep(Duration::from_millis(1100)).await;
+        tokio::time::sleep(Duration::from_millis(2100)).await;
     }
 }

@@ -21,14 +21,14 @@ async fn a_snapshot_agent_wakes_again_after_a_wake_that_expired_or_failed() {
 
     let first = session_id(&subject.converge(&f).await);
     ctl.advance(Duration::from_secs(9 * 3600));
-    tokio::time::sleep(Duration::from_millis(1100)).await;
+    tokio::time::sleep(Duration::from_millis(2100)).await;
     let second = session_id(&subject.converge(&f).await);
     assert_ne!(first, second);
     assert_eq!(ctl.counters().resumes_of(&subject.snapshot_id), 2);
 
     // A wake that fails for sure (its session is gone at the first poll), then one that works.
     ctl.advance(Duration::from_secs(9 * 3600));
-    tokio::time::sleep(Duration::from_millis(1100)).await;
+    tokio::time::sleep(Duration::from_millis(2100)).await;
     // Two NotFounds: the check of the expired session (it is gone anyway), then the first
     // poll of the new one.
     ctl.inject(Fault::error(Some("GetSession"), "InvalidResource.NotFound", 404).next(2))
@@ -87,7 +87,7 @@ async fn a_temporary_agent_is_awake_until_its_session_ends_then_not_wakeable() {
     assert_eq!(body["retention"], "temporary");
 
     world.sim.control().advance(Duration::from_secs(9 * 3600));
-    tokio::time::sleep(Duration::from_millis(1100)).await;
+    tokio::time::sleep(Duration::from_millis(2100)).await;
     let (status, body) = answer(
         &api.resume
             .handle(request("POST", &path(&agent_id), Who::User("alice"), None))
