@@ -143,8 +143,9 @@ pub(crate) async fn flow(env: &Env, site: &'static Site, mode: Mode, times: u32)
             let op = Op::Resume(agent.clone());
             let first = env.until(&op, 200, &[202]).await;
             let session = session_of(&first);
-            // An awake record is trusted for 1 s; after that one caller checks the session.
-            tokio::time::sleep(Duration::from_millis(1300)).await;
+            // An awake record is trusted for `verify_fresh`; after that one caller checks the
+            // session.
+            tokio::time::sleep(env.resume.wake.verify_fresh + Duration::from_millis(300)).await;
             arm();
             let body = env.until(&op, 200, &with(&[202])).await;
             env.store.disarm();

@@ -275,8 +275,8 @@ async fn a_snapshot_agent_whose_session_expired_wakes_again() {
     // The session lives 8 h; 9 h later it has expired (into a snapshot of its own).
     ctl.advance(Duration::from_secs(9 * 3600));
     assert_eq!(live_of(&world, Agent::SnapshotOnly, &agent_id, &marker), 0);
-    // An awake record is trusted for 1 s of real time: let that pass.
-    tokio::time::sleep(Duration::from_millis(1300)).await;
+    // An awake record is trusted for `verify_fresh` of real time: let that pass.
+    tokio::time::sleep(f.wake.verify_fresh + Duration::from_millis(300)).await;
 
     let (mut status, mut body) = resume_once(&f, &agent_id, who).await;
     for _ in 0..20 {

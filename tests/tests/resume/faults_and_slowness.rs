@@ -36,24 +36,7 @@ async fn failed_resume_keeps_the_snapshot<S: AgentStore + Clone>(store: S) {
     let record = store.get(&key(&agent_id)).await.unwrap().unwrap();
     assert_eq!(record.state, WakeState::Failed);
     assert!(record.holder.is_none() && record.resume_sent_at_ms.is_none());
-    // Asked again at once (a caller polling the wake that failed): the same failure, and
-    // nothing sent to AgentKit.
-    let resumes = ctl.counters().received("ResumeSessionFromSnapshot");
-    let (status, body) = answer(
-        &f.handle(request("POST", &path(&agent_id), Who::User("alice"), None))
-            .await,
-    );
-    assert_eq!(
-        (status, body["retryable"].as_bool()),
-        (502, Some(true)),
-        "{body}"
-    );
-    assert_eq!(
-        ctl.counters().received("ResumeSessionFromSnapshot"),
-        resumes
-    );
-    // A moment later, a retry wakes it.
-    outcome_forgotten().await;
+    // Throttling is a refusal to try, not how a wake ended: a retry at once is a new wake.
     let (status, body) = answer(
         &f.handle(request("POST", &path(&agent_id), Who::User("alice"), None))
             .await,
@@ -112,6 +95,30 @@ async fn failed_resume_keeps_the_snapshot<S: AgentStore + Clone>(store: S) {
                 && !e.contains(record.error.as_deref().unwrap_or("-"))),
         "{view}"
     );
+    // Asked again at once (a caller polling the wake that failed): the same failure, and
+    // nothing sent to AgentKit.
+    let calls = ctl
+        .counters()
+        .actions
+        .values()
+        .map(|a| a.received)
+        .sum::<u64>();
+    let (status, body) = answer(
+        &f.handle(request("POST", &path(&agent_id), Who::User("alice"), None))
+            .await,
+    );
+    assert_eq!(
+        (status, body["retryable"].as_bool()),
+        (502, Some(true)),
+        "{body}"
+    );
+    let after = ctl
+        .counters()
+        .actions
+        .values()
+        .map(|a| a.received)
+        .sum::<u64>();
+    assert_eq!(after, calls, "the failure answered from the record");
     // Still wakeable (once the failure is no longer the answer); the session AgentKit did
     // start is adopted, not doubled.
     outcome_forgotten().await;
