@@ -13,6 +13,10 @@ retry policy went missing; this can.
 - The Offboarding rule matches only `source: !Ref OffboardingSources`, and the delete function
   gets the same list as SNAPWAKE_OFFBOARDING_SOURCES (`!Join [",", !Ref OffboardingSources]`).
 - The delete function's Sweep and Refresh schedules exist with their inputs.
+- Nothing a new account's quota refuses: a function's ReservedConcurrentExecutions, if any, is
+  `!If [<condition>, !Ref <parameter>, !Ref AWS::NoValue]` with a Number parameter defaulting to
+  0 (a new account's concurrency quota is 10 and Lambda keeps 10 unreserved: any hard-coded
+  reserve fails the stack's creation there).
 
 Usage: check_template.py [--self-test] [TEMPLATE]. Exits 1 on any failure, naming each one.
 `--self-test` breaks an in-memory copy of the template in each of the ways above and fails
@@ -283,7 +287,35 @@ def check(template):
                 f"{delete_events}.{ename}: Input must be {{\"action\": \"{action}\"}}, "
                 f"not {props(event).get('Input')!r}"
             )
+    failures.extend(quota_failures(template, functions))
     return failures
+
+
+def quota_failures(template, functions):
+    """Reserved concurrency that a new account's quota refuses (see the module's docs)."""
+    found = []
+    parameters = template.get("Parameters") or {}
+    for fname, function in functions.items():
+        reserve = function_property(template, function, "ReservedConcurrentExecutions")
+        if reserve is None:
+            continue
+        where = f"{fname}: ReservedConcurrentExecutions"
+        choice = reserve.get("Fn::If") if isinstance(reserve, dict) else None
+        if not (isinstance(choice, list) and len(choice) == 3
+                and choice[2] == {"Ref": "AWS::NoValue"}
+                and isinstance(choice[1], dict) and "Ref" in choice[1]):
+            found.append(
+                f"{where} is hard-coded ({reserve!r}): it must be !If [<condition>, "
+                "!Ref <parameter>, !Ref AWS::NoValue], off by default"
+            )
+            continue
+        parameter = parameters.get(choice[1]["Ref"]) or {}
+        if parameter.get("Type") != "Number" or str(parameter.get("Default")) != "0":
+            found.append(
+                f"{where}: parameter {choice[1]['Ref']} must be a Number defaulting to 0, "
+                f"not {parameter.get('Type')!r} defaulting to {parameter.get('Default')!r}"
+            )
+    return found
 
 
 # ---------------------------------------------------------------------------------------------
@@ -431,6 +463,18 @@ def _refresh_input(t):
     return f"{DELETE_FUNCTION}.Events.Refresh"
 
 
+def _reserve(value):
+    def go(t):
+        props(t["Resources"]["ResumeFunction"])["ReservedConcurrentExecutions"] = value
+        return "ResumeFunction"
+    return go
+
+
+def _reserve_default(t):
+    t["Parameters"]["ResumeReservedConcurrency"]["Default"] = 100
+    return "ResumeFunction"
+
+
 MUTATIONS = [
     ("a Schedule event without RetryPolicy", lambda t: _drop("RetryPolicy")(t, "Schedule")),
     ("an EventBridgeRule event without RetryPolicy",
@@ -457,6 +501,10 @@ MUTATIONS = [
     ("SNAPWAKE_OFFBOARDING_SOURCES a literal", _environment("snapwake.offboarding")),
     ("no Refresh schedule", _drop_refresh),
     ("the Refresh schedule with another action", _refresh_input),
+    ("a hard-coded reserved concurrency", _reserve(100)),
+    ("a reserve without the NoValue branch",
+     _reserve({"Fn::If": ["ReservesResume", {"Ref": "ResumeReservedConcurrency"}, 100]})),
+    ("a reserve parameter defaulting to 100", _reserve_default),
 ]
 
 
