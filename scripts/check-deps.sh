@@ -48,8 +48,33 @@ for pkg in "${packages[@]}"; do
   done
 done
 
+# The workspace's rust-version must be one the locked dependencies build with: none of them
+# may ask for a newer Rust than we say we need (Cargo.toml's rust-version once said 1.85 while
+# aws-config needed 1.94.1).
+msrv=$(cargo metadata --locked --format-version 1 | python3 -c '
+import json, sys
+m = json.load(sys.stdin)
+own = set(m["workspace_members"])
+def key(v): return tuple(int(x) for x in v.split("."))
+ours = {p["rust_version"] for p in m["packages"] if p["id"] in own and p.get("rust_version")}
+theirs = [(p["rust_version"], p["name"], p["version"]) for p in m["packages"]
+          if p["id"] not in own and p.get("rust_version")]
+need = max(theirs, key=lambda t: key(t[0]))
+if len(ours) != 1:
+    print(f"FAIL the workspace members say {sorted(ours)}: one rust-version for all"); sys.exit()
+said = ours.pop()
+if key(said) < key(need[0]):
+    print(f"FAIL rust-version {said}, but {need[1]} {need[2]} needs {need[0]}")
+else:
+    print(f"ok rust-version {said} (the locked dependencies need at most {need[0]}, {need[1]})")
+')
+echo "check-deps: ${msrv#* }" >&2
+if [[ "$msrv" == FAIL* ]]; then
+  failed=1
+fi
+
 if ((failed)); then
-  echo "check-deps: FAILED: one TLS/HTTP/crypto stack per function (the TLS and AWS notes in Cargo.toml)" >&2
+  echo "check-deps: FAILED: one TLS/HTTP/crypto stack per function (the TLS and AWS notes in Cargo.toml), and a rust-version the lock file honours" >&2
   exit 1
 fi
 echo "check-deps: ${#packages[@]} functions × ${#targets[@]} targets: one version each of ${WATCHED[*]}; one crypto provider"
