@@ -13,6 +13,10 @@ retry policy went missing; this can.
 - The Offboarding rule matches only `source: !Ref OffboardingSources`, and the delete function
   gets the same list as SNAPWAKE_OFFBOARDING_SOURCES (`!Join [",", !Ref OffboardingSources]`).
 - The delete function's Sweep and Refresh schedules exist with their inputs.
+- Every function has an AWS/Lambda Errors and a Throttles alarm whose FunctionName dimension
+  names it (an alarm without it watches the whole account's functions), and no alarm on a
+  metric snapwake publishes lacks dimensions (CloudWatch matches the exact set; which sets the
+  code publishes is checked by tests/tests/metrics.rs against this template).
 - Nothing a new account's quota refuses: a function's ReservedConcurrentExecutions, if any, is
   `!If [<condition>, !Ref <parameter>, !Ref AWS::NoValue]` with a Number parameter defaulting to
   0 (a new account's concurrency quota is 10 and Lambda keeps 10 unreserved: any hard-coded
@@ -288,7 +292,37 @@ def check(template):
                 f"not {props(event).get('Input')!r}"
             )
     failures.extend(quota_failures(template, functions))
+    failures.extend(alarm_failures(template, functions))
     return failures
+
+
+def alarm_failures(template, functions):
+    """Alarms that cannot fire as meant (see the module's docs)."""
+    found = []
+    alarms = resources(template, "AWS::CloudWatch::Alarm")
+    watched = {}
+    for aname, alarm in alarms.items():
+        p = props(alarm)
+        dims = p.get("Dimensions") or []
+        namespace = p.get("Namespace")
+        if namespace == "AWS/Lambda":
+            names = [d.get("Value", {}).get("Ref") for d in dims
+                     if isinstance(d, dict) and d.get("Name") == "FunctionName"
+                     and isinstance(d.get("Value"), dict)]
+            target = names[0] if len(names) == 1 and len(dims) == 1 else None
+            if target not in functions:
+                found.append(f"{aname}: an AWS/Lambda alarm must have exactly one dimension, "
+                             f"FunctionName: !Ref <a function>, not {dims!r}")
+                continue
+            watched.setdefault(target, set()).add(p.get("MetricName"))
+        elif namespace == {"Ref": "MetricsNamespace"} and not dims:
+            found.append(f"{aname}: an alarm on snapwake's {p.get('MetricName')} without "
+                         "dimensions never fires (every metric is published with Component)")
+    for fname in functions:
+        for metric in ("Errors", "Throttles"):
+            if metric not in watched.get(fname, set()):
+                found.append(f"{fname}: no AWS/Lambda {metric} alarm naming it")
+    return found
 
 
 def quota_failures(template, functions):
@@ -475,6 +509,21 @@ def _reserve_default(t):
     return "ResumeFunction"
 
 
+def _lambda_alarm_without_function(t):
+    props(t["Resources"]["ResumeFunctionErrorsAlarm"]).pop("Dimensions")
+    return "ResumeFunctionErrorsAlarm"
+
+
+def _drop_throttles_alarm(t):
+    del t["Resources"]["DeleteFunctionThrottlesAlarm"]
+    return "DeleteFunction"
+
+
+def _custom_alarm_without_dimensions(t):
+    props(t["Resources"]["AgentKitThrottlesAlarm"]).pop("Dimensions")
+    return "AgentKitThrottlesAlarm"
+
+
 MUTATIONS = [
     ("a Schedule event without RetryPolicy", lambda t: _drop("RetryPolicy")(t, "Schedule")),
     ("an EventBridgeRule event without RetryPolicy",
@@ -505,6 +554,9 @@ MUTATIONS = [
     ("a reserve without the NoValue branch",
      _reserve({"Fn::If": ["ReservesResume", {"Ref": "ResumeReservedConcurrency"}, 100]})),
     ("a reserve parameter defaulting to 100", _reserve_default),
+    ("a Lambda alarm without FunctionName", _lambda_alarm_without_function),
+    ("a function without a Throttles alarm", _drop_throttles_alarm),
+    ("an alarm on a snapwake metric without dimensions", _custom_alarm_without_dimensions),
 ]
 
 

@@ -33,6 +33,10 @@ impl Unit {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Record {
     dimensions: Vec<(&'static str, String)>,
+    /// More dimension sets to publish the same values under, each a subset of `dimensions`:
+    /// an alarm watches one exact set, so a per-action count an alarm sums over every action
+    /// is also published without the action.
+    rollups: Vec<Vec<&'static str>>,
     metrics: Vec<(&'static str, Unit, f64)>,
 }
 
@@ -45,6 +49,12 @@ impl Record {
 
     pub fn dimension(mut self, name: &'static str, value: impl Into<String>) -> Record {
         self.dimensions.push((name, value.into()));
+        self
+    }
+
+    /// Publish the values under `names` alone as well (a subset of the dimensions).
+    pub fn rolled_up_by(mut self, names: &[&'static str]) -> Record {
+        self.rollups.push(names.to_vec());
         self
     }
 
@@ -63,6 +73,8 @@ impl Record {
     /// as a top-level member, as the format requires.
     pub fn to_emf(&self, namespace: &str, timestamp_ms: u64) -> Value {
         let dimension_names: Vec<&str> = self.dimensions.iter().map(|(n, _)| *n).collect();
+        let mut dimension_sets = vec![dimension_names];
+        dimension_sets.extend(self.rollups.iter().cloned());
         let metric_defs: Vec<Value> = self
             .metrics
             .iter()
@@ -75,7 +87,7 @@ impl Record {
                 "Timestamp": timestamp_ms,
                 "CloudWatchMetrics": [{
                     "Namespace": namespace,
-                    "Dimensions": [dimension_names],
+                    "Dimensions": dimension_sets,
                     "Metrics": metric_defs,
                 }],
             }),

@@ -155,6 +155,21 @@ async fn wakes_joins_and_throttles_leave_valid_emf_records() {
         .await;
     assert_eq!(resumed.status(), 502);
     assert!(total(&lines, "UnknownStatus") >= 1.0);
+    assert_eq!(total(&lines, "WakesFailed"), 1.0, "the 502 is a failure");
+
+    // A refusal is not a failure: an agent of alice's that AgentKit has nothing of is a 404.
+    let nothing = snapwake::identity::usid::mint("alice");
+    let refused = api
+        .handle(request(
+            "POST",
+            &format!("/v1/agents/codex/{nothing}/resume"),
+            Who::User("alice"),
+            None,
+        ))
+        .await;
+    assert_eq!(refused.status(), 404);
+    assert_eq!(total(&lines, "WakesFailed"), 1.0, "a 404 is no failed wake");
+    assert!(total(&lines, "WakesRefused") >= 1.0);
 
     // Every line is EMF, in the configured namespace.
     let all = lines.lock().unwrap().clone();
@@ -167,6 +182,83 @@ async fn wakes_joins_and_throttles_leave_valid_emf_records() {
             "snapwake-test"
         );
     }
+
+    // Every alarm of the template on a metric snapwake publishes watches a metric name and an
+    // exact dimension set (names and values) that some record above was published under:
+    // CloudWatch matches the exact set, so any other alarm could never fire.
+    let alarms = custom_alarms();
+    assert!(alarms.len() >= 2, "{alarms:?}");
+    for (alarm, metric, dimensions) in alarms {
+        let published = all.iter().any(|line| {
+            let v: Value = serde_json::from_str(line).unwrap();
+            let directive = &v["_aws"]["CloudWatchMetrics"][0];
+            let named = directive["Metrics"]
+                .as_array()
+                .is_some_and(|ms| ms.iter().any(|m| m["Name"] == metric.as_str()));
+            let mut want: Vec<&str> = dimensions.iter().map(|(n, _)| n.as_str()).collect();
+            want.sort();
+            let a_set = directive["Dimensions"].as_array().is_some_and(|sets| {
+                sets.iter().any(|set| {
+                    let mut names: Vec<&str> = set
+                        .as_array()
+                        .map(|s| s.iter().filter_map(Value::as_str).collect())
+                        .unwrap_or_default();
+                    names.sort();
+                    names == want
+                })
+            });
+            let values = dimensions.iter().all(|(n, val)| v[n] == val.as_str());
+            named && a_set && values
+        });
+        assert!(
+            published,
+            "{alarm} watches {metric} under {dimensions:?}, which nothing publishes"
+        );
+    }
+}
+
+/// An alarm of the template: its name, the metric it watches and its dimensions (name, value).
+type Alarm = (String, String, Vec<(String, String)>);
+
+/// The template's alarms in snapwake's own namespace.
+fn custom_alarms() -> Vec<Alarm> {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../infra/template.yaml");
+    let text = std::fs::read_to_string(path).expect("infra/template.yaml");
+    let template: serde_yaml::Value = serde_yaml::from_str(&text).expect("YAML");
+    let untag = |v: &serde_yaml::Value| match v {
+        serde_yaml::Value::Tagged(t) => t.value.clone(),
+        other => other.clone(),
+    };
+    let mut found = Vec::new();
+    let Some(resources) = template["Resources"].as_mapping() else {
+        return found;
+    };
+    for (name, resource) in resources {
+        if resource["Type"].as_str() != Some("AWS::CloudWatch::Alarm") {
+            continue;
+        }
+        let props = &resource["Properties"];
+        if untag(&props["Namespace"]).as_str() != Some("MetricsNamespace") {
+            continue;
+        }
+        let dimensions = props["Dimensions"]
+            .as_sequence()
+            .map(|ds| {
+                ds.iter()
+                    .map(|d| {
+                        let s = |k: &str| d[k].as_str().unwrap_or_default().to_string();
+                        (s("Name"), s("Value"))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        found.push((
+            name.as_str().unwrap_or_default().to_string(),
+            props["MetricName"].as_str().unwrap_or_default().to_string(),
+            dimensions,
+        ));
+    }
+    found
 }
 
 #[test]

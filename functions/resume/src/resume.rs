@@ -121,13 +121,16 @@ impl<S: AgentStore, K: AgentKit> Resume<S, K> {
 }
 
 /// What one resume came to, for the metrics: completed (this call or a concurrent one woke
-/// the agent), already awake, still waking (202), or failed; and how long it took.
+/// the agent), already awake, still waking (202), failed (a 5xx: the sandbox did not start,
+/// AgentKit or the table failed), or refused (a 4xx: not found, busy, gone, nothing to wake,
+/// throttled: the caller's or the moment's, not a failure to alarm on); and how long it took.
 fn wake_record(outcome: &Result<WakeOutcome>, took: std::time::Duration) -> Record {
     let name = match outcome {
         Ok(WakeOutcome::Awake { resumed: true, .. }) => "WakesCompleted",
         Ok(WakeOutcome::Awake { resumed: false, .. }) => "AlreadyAwake",
         Ok(WakeOutcome::Waking { .. }) => "WakesInProgress",
-        Err(_) => "WakesFailed",
+        Err(e) if snapwake::http::Problem::from(e).status >= 500 => "WakesFailed",
+        Err(_) => "WakesRefused",
     };
     Record::of("resume")
         .count(name, 1)

@@ -156,6 +156,7 @@ impl AgentKitClient {
                 metrics::emit(
                     Record::of("agentkit")
                         .dimension("Action", A::NAME)
+                        .rolled_up_by(&["Component"])
                         .count(name, 1),
                 );
             }
