@@ -17,6 +17,8 @@ retry policy went missing; this can.
   names it (an alarm without it watches the whole account's functions), and no alarm on a
   metric snapwake publishes lacks dimensions (CloudWatch matches the exact set; which sets the
   code publishes is checked by tests/tests/metrics.rs against this template).
+- Operators can find what the stack made: an Output whose Value is `!Ref <it>` for every
+  function, queue and table.
 - Nothing a new account's quota refuses: a function's ReservedConcurrentExecutions, if any, is
   `!If [<condition>, !Ref <parameter>, !Ref AWS::NoValue]` with a Number parameter defaulting to
   0 (a new account's concurrency quota is 10 and Lambda keeps 10 unreserved: any hard-coded
@@ -293,7 +295,23 @@ def check(template):
             )
     failures.extend(quota_failures(template, functions))
     failures.extend(alarm_failures(template, functions))
+    failures.extend(output_failures(template))
     return failures
+
+
+def output_failures(template):
+    """Functions, queues and tables no Output names (see the module's docs)."""
+    named = {
+        (o.get("Value") or {}).get("Ref")
+        for o in (template.get("Outputs") or {}).values()
+        if isinstance(o, dict) and isinstance(o.get("Value"), dict)
+    }
+    found = []
+    for kind in ("AWS::Serverless::Function", "AWS::SQS::Queue", "AWS::DynamoDB::Table"):
+        for name in resources(template, kind):
+            if name not in named:
+                found.append(f"{name}: no Output names it (Value: !Ref {name})")
+    return found
 
 
 def alarm_failures(template, functions):
@@ -524,6 +542,11 @@ def _custom_alarm_without_dimensions(t):
     return "AgentKitThrottlesAlarm"
 
 
+def _drop_output(t):
+    del t["Outputs"]["ResumeFunctionName"]
+    return "ResumeFunction"
+
+
 MUTATIONS = [
     ("a Schedule event without RetryPolicy", lambda t: _drop("RetryPolicy")(t, "Schedule")),
     ("an EventBridgeRule event without RetryPolicy",
@@ -557,6 +580,7 @@ MUTATIONS = [
     ("a Lambda alarm without FunctionName", _lambda_alarm_without_function),
     ("a function without a Throttles alarm", _drop_throttles_alarm),
     ("an alarm on a snapwake metric without dimensions", _custom_alarm_without_dimensions),
+    ("a function no Output names", _drop_output),
 ]
 
 
