@@ -48,6 +48,36 @@ pub struct OffboardArgs {
     /// Print the report as JSON instead of a table.
     #[arg(long)]
     json: bool,
+    /// Delete without asking. Without it the command asks on the terminal, and refuses when
+    /// there is none to ask on (a script must say --yes).
+    #[arg(long, short = 'y')]
+    yes: bool,
+}
+
+/// Whether `owner`'s agents may go: `--yes`, a dry run, or a person at the terminal saying so.
+fn confirmed(args: &OffboardArgs) -> Result<(), CliError> {
+    use std::io::{BufRead, IsTerminal};
+    if args.yes || args.dry_run {
+        return Ok(());
+    }
+    if !std::io::stdin().is_terminal() {
+        return Err(CliError::Usage(format!(
+            "offboard deletes every agent of {} for good: pass --yes to do it without a \
+             terminal to ask on (or --dry-run to see what would go)",
+            args.owner
+        )));
+    }
+    eprint!(
+        "Delete every agent of {}, its sessions and snapshots, for good? [y/N] ",
+        args.owner
+    );
+    let mut answer = String::new();
+    std::io::stdin().lock().read_line(&mut answer)?;
+    if matches!(answer.trim().to_ascii_lowercase().as_str(), "y" | "yes") {
+        Ok(())
+    } else {
+        Err(CliError::Usage("not confirmed: nothing deleted".into()))
+    }
 }
 
 /// The delete function's context from the environment, as its Lambda builds it.
@@ -107,6 +137,7 @@ pub fn sweep(args: SweepArgs) -> Result<(), CliError> {
 }
 
 pub fn offboard(args: OffboardArgs) -> Result<(), CliError> {
+    confirmed(&args)?;
     let runtime = tokio::runtime::Runtime::new()?;
     runtime.block_on(async {
         let function = delete_function().await?;

@@ -385,7 +385,28 @@ fn the_local_stack_runs_in_the_readme_order() {
         )
     });
 
-    let offboarded = stack.run(&["offboard", USER]);
+    // Without --yes and without a terminal to ask on, it refuses and deletes nothing.
+    let mut unasked = stack.command(&["offboard", USER]);
+    unasked.stdin(std::process::Stdio::null());
+    let refused = stack.run_command("offboard (no --yes, no terminal)", unasked);
+    findings.check(
+        !refused.status.success() && refused.stderr.contains("--yes"),
+        || {
+            format!(
+                "`offboard {USER}` without --yes or a terminal should refuse, naming --yes\n{}",
+                refused.describe()
+            )
+        },
+    );
+    let kept = http(port, "GET", &agent_path, None).expect("GET the agent");
+    findings.check(kept.status == 200, || {
+        format!(
+            "after the refused offboard {agent_path} should still answer 200: {}",
+            kept.describe()
+        )
+    });
+
+    let offboarded = stack.run(&["offboard", USER, "--yes"]);
     findings.check(offboarded.status.success(), || {
         format!("`offboard {USER}` should exit 0\n{}", offboarded.describe())
     });
@@ -421,7 +442,7 @@ fn the_local_stack_runs_in_the_readme_order() {
         },
     );
 
-    let again = stack.run(&["offboard", USER]);
+    let again = stack.run(&["offboard", USER, "--yes"]);
     findings.check(again.status.success(), || {
         format!(
             "a second `offboard {USER}` should exit 0 (nothing left)\n{}",
