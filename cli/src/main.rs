@@ -47,6 +47,10 @@ enum Command {
     Sim(sim::SimArgs),
     /// Encode owners and decode UserSessionIds (support tools).
     Usid(usid::UsidArgs),
+    /// Print a completion script for a shell: `snapwake completions bash > /etc/bash_completion.d/snapwake`,
+    /// `snapwake completions zsh > "${fpath[1]}/_snapwake"`,
+    /// `snapwake completions fish > ~/.config/fish/completions/snapwake.fish`.
+    Completions { shell: clap_complete::Shell },
 }
 
 fn run(cli: Cli) -> Result<(), CliError> {
@@ -59,6 +63,16 @@ fn run(cli: Cli) -> Result<(), CliError> {
         Command::Table(args) => table::run(args),
         Command::Sim(args) => sim::run(args),
         Command::Usid(args) => usid::run(args),
+        Command::Completions { shell } => {
+            use clap::CommandFactory;
+            clap_complete::generate(
+                shell,
+                &mut Cli::command(),
+                "snapwake",
+                &mut std::io::stdout(),
+            );
+            Ok(())
+        }
     }
 }
 
