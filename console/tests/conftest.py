@@ -11,7 +11,6 @@ import json
 import os
 import pathlib
 import re
-import socket
 import subprocess
 import tempfile
 import time
@@ -43,12 +42,6 @@ def die_with_parent():
     ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, 15)  # PR_SET_PDEATHSIG, SIGTERM
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 class Server:
     """`snapwake serve --demo` on a free port; `sim` is its embedded simulator's address.
 
@@ -57,8 +50,8 @@ class Server:
     """
 
     def __init__(self, slow_wake=False):
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
+        # Port 0: the server binds a free port itself and says which (a port picked here and
+        # bound there later could be taken in between: "Address already in use").
         env = {k: v for k, v in os.environ.items() if k not in ("AGENTKIT_ENDPOINT", "SNAPWAKE_TABLE")}
         env["RUST_LOG"] = "warn"
         ready_ms = "300"
@@ -67,7 +60,7 @@ class Server:
             ready_ms = "3000"
         self.log = tempfile.NamedTemporaryFile(prefix="snapwake-serve-", suffix=".log", delete=False)
         self.proc = subprocess.Popen(
-            [BIN, "serve", "--demo", "--port", str(self.port), "--sweep-every", "0s",
+            [BIN, "serve", "--demo", "--port", "0", "--sweep-every", "0s",
              "--session-ready-delay-ms", ready_ms, "--snapshot-ready-delay-ms", "300"],
             stdout=self.log, stderr=subprocess.STDOUT, env=env, preexec_fn=die_with_parent,
         )
@@ -75,8 +68,11 @@ class Server:
         while True:
             text = pathlib.Path(self.log.name).read_text(errors="replace")
             m = re.search(r"simulator at (http://127\.0\.0\.1:\d+)", text)
-            if m and "snapwake serving on" in text:
+            served = re.search(r"snapwake serving on http://127\.0\.0\.1:(\d+)", text)
+            if m and served:
                 self.sim = m.group(1)
+                self.port = int(served.group(1))
+                self.url = f"http://127.0.0.1:{self.port}"
                 break
             if self.proc.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"snapwake serve did not start:\n{text}")
