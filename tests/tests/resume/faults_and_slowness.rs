@@ -97,12 +97,7 @@ async fn failed_resume_keeps_the_snapshot<S: AgentStore + Clone>(store: S) {
     );
     // Asked again at once (a caller polling the wake that failed): the same failure, and
     // nothing sent to AgentKit.
-    let calls = ctl
-        .counters()
-        .actions
-        .values()
-        .map(|a| a.received)
-        .sum::<u64>();
+    let calls = agentkit_calls(&ctl);
     let (status, body) = answer(
         &f.handle(request("POST", &path(&agent_id), Who::User("alice"), None))
             .await,
@@ -112,12 +107,7 @@ async fn failed_resume_keeps_the_snapshot<S: AgentStore + Clone>(store: S) {
         (502, Some(true)),
         "{body}"
     );
-    let after = ctl
-        .counters()
-        .actions
-        .values()
-        .map(|a| a.received)
-        .sum::<u64>();
+    let after = agentkit_calls(&ctl);
     assert_eq!(after, calls, "the failure answered from the record");
     // Still wakeable (once the failure is no longer the answer); the session AgentKit did
     // start is adopted, not doubled.

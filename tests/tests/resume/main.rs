@@ -58,6 +58,11 @@ fn quick() -> WakeSettings {
     }
 }
 
+/// Every AgentKit call the simulator received so far.
+fn agentkit_calls(ctl: &snapwake_sim::SimControl) -> u64 {
+    ctl.counters().actions.values().map(|a| a.received).sum()
+}
+
 fn session_id(body: &serde_json::Value) -> String {
     body["session"]["session_id"]
         .as_str()

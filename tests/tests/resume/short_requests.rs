@@ -115,22 +115,12 @@ async fn short_requests_answer_before_the_boot_and_prefer_wait_holds_them() {
 
     // A joiner: the same session from the record, and no AgentKit call while the poll lease
     // of the holder's question holds.
-    let calls = ctl
-        .counters()
-        .actions
-        .values()
-        .map(|a| a.received)
-        .sum::<u64>();
+    let calls = agentkit_calls(&ctl);
     let (status, body) = answer(
         &f.handle(request("POST", &path(&agent_id), Who::User("alice"), None))
             .await,
     );
-    let after = ctl
-        .counters()
-        .actions
-        .values()
-        .map(|a| a.received)
-        .sum::<u64>();
+    let after = agentkit_calls(&ctl);
     assert_eq!(status, 202, "{body}");
     assert_eq!(body["wake"]["session_id"], sid.as_str());
     assert!(after - calls <= 1, "at most the one poll the lease allows");

@@ -78,11 +78,6 @@ fn one_session_for_everybody(answers: &[(u16, String)]) -> String {
     first
 }
 
-/// Every AgentKit request the simulator received.
-fn agentkit_calls(ctl: &snapwake_sim::SimControl) -> u64 {
-    ctl.counters().actions.values().map(|a| a.received).sum()
-}
-
 /// The AgentKit calls per action since `before` (for a failure message).
 fn calls_since(
     ctl: &snapwake_sim::SimControl,
