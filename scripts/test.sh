@@ -7,6 +7,9 @@ cd "$(dirname "$0")/.."
 # A fresh build gains nothing from incremental state, and it costs gigabytes of disk.
 export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
 
+echo "== the pinned toolchain (rust-toolchain.toml)"
+scripts/toolchain.sh
+
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
 
