@@ -253,7 +253,7 @@ async fn invoke(function: Function, event: Value, budget: Duration) -> Result<Va
                 catalogue,
                 settings: DeploySettings::default(),
             };
-            Ok(deploy.handle(event, context.deadline).await?)
+            Ok(deploy.invoke(event, &context).await?)
         }
     }
 }

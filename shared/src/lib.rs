@@ -7,6 +7,8 @@
 //! - [`timestamp`]: RFC 3339 as AgentKit writes it, and the one wall clock;
 //! - [`secret`]: a string `Debug` never shows (credentials, tokens, keys, session Endpoints);
 //! - [`metrics`]: CloudWatch embedded-metric-format lines, emitted from one place;
+//! - [`invocation`]: where an invocation begins: its span (the ids every log line of it
+//!   carries) and the cold-start mark;
 //! - [`deadline`]: the point by which an operation must answer;
 //! - [`domain`]: kinds, retention, the agent record, its views, the Tool registry (no I/O);
 //! - [`agentkit`]: the AgentKit client (signing, envelope, retries, regions) and its wire
@@ -35,6 +37,7 @@
 pub mod timestamp;
 pub mod secret;
 pub mod metrics;
+pub mod invocation;
 pub mod deadline;
 pub mod domain;
 pub mod agentkit;

@@ -17,6 +17,7 @@ const LAYERS: &[&str] = &[
     "timestamp",
     "secret",
     "metrics",
+    "invocation",
     "deadline",
     "domain",
     "agentkit",

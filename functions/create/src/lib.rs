@@ -126,13 +126,11 @@ pub struct Create<S, K> {
 }
 
 impl<S: AgentStore, K: AgentKit> Create<S, K> {
-    /// Serve one request; every failure becomes a problem+json response.
+    /// Serve one request, in its invocation's span; every failure becomes a problem+json
+    /// response.
     pub async fn handle(&self, request: Request) -> Response<Body> {
         let request_id = req::request_id(&request);
-        edge::answer(
-            self.create(&request, request_id.as_deref()).await,
-            request_id.as_deref(),
-        )
+        edge::serve(&request, self.create(&request, request_id.as_deref())).await
     }
 
     async fn create(&self, request: &Request, request_id: Option<&str>) -> Result<Response<Body>> {

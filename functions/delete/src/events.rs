@@ -8,8 +8,10 @@ use snapwake::agentkit::AgentKit;
 use snapwake::deadline::Deadline;
 use snapwake::error::Error;
 use snapwake::http::response;
+use snapwake::invocation::begin_event;
 use snapwake::metrics::{self, Record};
 use snapwake::store::{AgentStore, Within};
+use tracing::Instrument;
 
 use crate::invocation::{classify, Invocation};
 use crate::offboard::{sources, FinishReport, Offboard, OffboardProgress, OffboardReport};
@@ -20,8 +22,19 @@ use crate::Delete;
 impl<S: AgentStore, K: AgentKit> Delete<S, K> {
     /// Serve one invocation of the function: an HTTP request's answer, the sweep's report, the
     /// refresh's, the offboarding's; an error for an event this function does not handle, and
-    /// for one it could not record (so that it is retried, then dead-lettered).
+    /// for one it could not record (so that it is retried, then dead-lettered). All of it in
+    /// the invocation's span, so every line logged for it carries Lambda's request id (an
+    /// HTTP request's lines API Gateway's as well: [`Delete::handle`] opens its own inside).
     pub async fn invoke(&self, event: Value, context: Context) -> Result<Value, Error> {
+        let span = begin_event(&context);
+        // Boxed: the future of every entry point nested in one more layer was deeper than
+        // rustc's layout query allows (`queries overflow the depth limit` in `main`).
+        Box::pin(self.serve_invocation(event, context))
+            .instrument(span)
+            .await
+    }
+
+    async fn serve_invocation(&self, event: Value, context: Context) -> Result<Value, Error> {
         let deadline_ms = context.deadline;
         match classify(&event)? {
             Invocation::Http(request) => {

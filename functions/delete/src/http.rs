@@ -58,10 +58,10 @@ enum Lookup {
 }
 
 impl<S: AgentStore, K: AgentKit> Delete<S, K> {
-    /// Serve one request; every failure becomes a problem+json response.
+    /// Serve one request, in its invocation's span; every failure becomes a problem+json
+    /// response.
     pub async fn handle(&self, request: Request) -> Response<Body> {
-        let request_id = req::request_id(&request);
-        edge::answer(self.serve(&request).await, request_id.as_deref())
+        edge::serve(&request, self.serve(&request)).await
     }
 
     async fn serve(&self, request: &Request) -> Result<Response<Body>> {

@@ -7,13 +7,16 @@
 //! refused, so a typo (`"dryrun"`) never turns a plan into an apply. A second run while one
 //! holds the deploy lock answers an `already_running` report, not an error.
 
+use lambda_runtime::Context;
 use serde_json::Value;
 use snapwake::agentkit::AgentKit;
 use snapwake::deadline::Deadline;
 use snapwake::deploy::{Catalogue, DeployOptions, DeploySettings, Deployer, NoProgress, Report};
 use snapwake::error::{Error, Result};
+use snapwake::invocation;
 use snapwake::metrics::{self, Record};
 use snapwake::store::AgentStore;
+use tracing::Instrument;
 
 /// The deploy function's context: ports and desired state built once per container.
 pub struct Deploy<S, K> {
@@ -54,6 +57,17 @@ fn options(event: &Value) -> Result<DeployOptions> {
 }
 
 impl<S: AgentStore, K: AgentKit> Deploy<S, K> {
+    /// Serve one invocation: [`Deploy::handle`] until the context's deadline, in the
+    /// invocation's span, so every line logged for it carries Lambda's request id.
+    pub async fn invoke(&self, event: Value, context: &Context) -> Result<Value> {
+        let span = invocation::begin_event(context);
+        // Boxed: one more layer around the reconcile's future was deeper than rustc's layout
+        // query allows (`queries overflow the depth limit` in `main`).
+        Box::pin(self.handle(event, context.deadline))
+            .instrument(span)
+            .await
+    }
+
     /// Run for `event` until `deadline_ms` (epoch ms, the Lambda context's deadline).
     pub async fn handle(&self, event: Value, deadline_ms: u64) -> Result<Value> {
         let options = options(&event)?;

@@ -22,7 +22,7 @@ async fn main() -> Result<(), Error> {
     let deploy = &deploy;
     lambda_runtime::run(service_fn(move |event: LambdaEvent<Value>| async move {
         deploy
-            .handle(event.payload, event.context.deadline)
+            .invoke(event.payload, &event.context)
             .await
             .map_err(Error::from)
     }))

@@ -121,10 +121,10 @@ impl<S: AgentStore, K: AgentKit> List<S, K> {
         }
     }
 
-    /// Serve one request; every failure becomes a problem+json response.
+    /// Serve one request, in its invocation's span; every failure becomes a problem+json
+    /// response.
     pub async fn handle(&self, request: Request) -> Response<Body> {
-        let request_id = req::request_id(&request);
-        edge::answer(self.route(&request).await, request_id.as_deref())
+        edge::serve(&request, self.route(&request)).await
     }
 
     async fn route(&self, request: &Request) -> Result<Response<Body>> {

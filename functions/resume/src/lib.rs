@@ -54,10 +54,10 @@ pub struct Resume<S, K> {
 }
 
 impl<S: AgentStore, K: AgentKit> Resume<S, K> {
-    /// Serve one request; every failure becomes a problem+json response.
+    /// Serve one request, in its invocation's span; every failure becomes a problem+json
+    /// response.
     pub async fn handle(&self, request: Request) -> Response<Body> {
-        let request_id = req::request_id(&request);
-        edge::answer(self.serve(&request).await, request_id.as_deref())
+        edge::serve(&request, self.serve(&request)).await
     }
 
     async fn serve(&self, request: &Request) -> Result<Response<Body>> {

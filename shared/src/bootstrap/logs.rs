@@ -7,14 +7,20 @@
 //! (docs/security.md, "Trace logs"). `RUST_LOG` directives are most-specific-wins, so a cap
 //! written as one more directive could be out-ranked by `lambda_runtime::layers=trace`; the
 //! caps are a second filter instead, and an event must pass both.
+//!
+//! In Lambda each line is JSON ([`super::json`]) and carries the ids of the invocation it was
+//! logged in at its top level (`aws_request_id`, `apigw_request_id`); in plain text the
+//! invocation span's prefix shows them (`invocation{aws_request_id=… apigw_request_id=…}:`).
 
 use tracing::level_filters::LevelFilter;
-use tracing_subscriber::filter::{FilterExt, Targets};
+use tracing_subscriber::filter::{filter_fn, FilterExt, Targets};
 use tracing_subscriber::fmt::MakeWriter;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::registry::LookupSpan;
 use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::Layer;
+
+use super::json;
 
 /// Crates whose `trace` output carries a request or an event as it is, capped at `debug`.
 pub const LOG_CAPS: [&str; 14] = [
@@ -61,14 +67,35 @@ where
     S: tracing::Subscriber + for<'span> LookupSpan<'span> + Send + Sync,
     W: for<'w> MakeWriter<'w> + Send + Sync + 'static,
 {
+    log_layer_with(writer, json, rust_log())
+}
+
+/// [`log_layer`] with `directives` for `RUST_LOG`'s: a test picks its level without changing
+/// the process's environment.
+pub fn log_layer_with<S, W>(
+    writer: W,
+    json: bool,
+    directives: Targets,
+) -> Box<dyn Layer<S> + Send + Sync>
+where
+    S: tracing::Subscriber + for<'span> LookupSpan<'span> + Send + Sync,
+    W: for<'w> MakeWriter<'w> + Send + Sync + 'static,
+{
     use std::io::IsTerminal;
-    let filter = rust_log().and(log_caps());
+    // The invocation spans pass whatever `RUST_LOG` says (they print nothing by themselves):
+    // a `warn` line must carry its invocation's ids under `RUST_LOG=warn` too. The caps are
+    // about events, which this lets through no more than before.
+    let invocation_spans =
+        filter_fn(json::is_invocation_span).with_max_level_hint(LevelFilter::INFO);
+    let filter = directives.and(log_caps()).or(invocation_spans);
     if json {
-        tracing_subscriber::fmt::layer()
-            .json()
-            .without_time()
-            .with_current_span(false)
-            .with_writer(writer)
+        json::KeepIds
+            .and_then(
+                tracing_subscriber::fmt::layer()
+                    .json()
+                    .event_format(json::JsonLines)
+                    .with_writer(writer),
+            )
             .with_filter(filter)
             .boxed()
     } else {

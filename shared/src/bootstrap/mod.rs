@@ -1,6 +1,7 @@
 //! Cold-start wiring shared by every function's `main`: logs ([`logs`]), then configuration and
 //! clients built once, outside the handler, so a warm container reuses its connection pools.
 
+pub mod json;
 pub mod logs;
 
 pub use logs::init_tracing;

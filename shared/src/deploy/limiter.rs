@@ -25,6 +25,7 @@ use std::sync::Arc;
 
 use tokio::sync::{Mutex, OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
+use tracing::Instrument;
 
 use crate::agentkit::types::Action;
 use crate::agentkit::{AgentKit, AgentKitError};
@@ -63,10 +64,15 @@ impl Drop for Slot {
     fn drop(&mut self) {
         if let Some(permit) = self.permit.take() {
             if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-                runtime.spawn(async move {
-                    tokio::time::sleep(WINDOW).await;
-                    drop(permit);
-                });
+                // In the invocation's span, as every future of it: a line logged here one day
+                // carries the invocation's ids like the rest.
+                runtime.spawn(
+                    async move {
+                        tokio::time::sleep(WINDOW).await;
+                        drop(permit);
+                    }
+                    .in_current_span(),
+                );
             }
         }
     }
