@@ -23,12 +23,16 @@ retry policy went missing; this can.
   `!If [<condition>, !Ref <parameter>, !Ref AWS::NoValue]` with a Number parameter defaulting to
   0 (a new account's concurrency quota is 10 and Lambda keeps 10 unreserved: any hard-coded
   reserve fails the stack's creation there).
+- Least privilege: each function's role, as SAM translates the template (its Policies, policy
+  templates and managed policies included, what SAM adds itself, any IAM policy resource naming
+  the role), allows exactly the grants EXPECTED_IAM lists for it (action, resource, condition):
+  nothing beyond, nothing missing (docs/security.md, "What each function may do").
 
 Usage: check_template.py [--self-test] [TEMPLATE]. Exits 1 on any failure, naming each one.
 `--self-test` breaks an in-memory copy of the template in each of the ways above and fails
-unless every break is caught (and the template as it is passes). Python 3 and PyYAML only;
-scripts/lint-infra.sh runs both with its virtualenv, and loads the template with
-`load_template` from here.
+unless every break is caught (and the template as it is passes). Python 3, PyYAML and, for the
+IAM check, aws-sam-translator; scripts/lint-infra.sh runs both with its virtualenv, and loads and
+translates the template with `load_template` and `translate` from here.
 """
 import copy
 import json
@@ -296,6 +300,7 @@ def check(template):
     failures.extend(quota_failures(template, functions))
     failures.extend(alarm_failures(template, functions))
     failures.extend(output_failures(template))
+    failures.extend(iam_failures(template, functions))
     return failures
 
 
@@ -366,6 +371,299 @@ def quota_failures(template, functions):
             found.append(
                 f"{where}: parameter {choice[1]['Ref']} must be a Number defaulting to 0, "
                 f"not {parameter.get('Type')!r} defaulting to {parameter.get('Default')!r}"
+            )
+    return found
+
+
+# ---------------------------------------------------------------------------------------------
+# IAM: each function's role, as SAM writes it, grants exactly what the function's code calls.
+#
+# A grant is (action, resource, condition). Resources are named as the template names them:
+# TABLE is `!GetAtt Table.Arn` (items, by their primary key: GetItem, UpdateItem, PutItem, Scan),
+# OWNER_INDEX is `!Sub "${Table.Arn}/index/by_owner"` (a Query of the owner index needs the
+# index's ARN, and only that index is queried), SECRET is `!Ref AgentKitCredentialsSecretArn`, a
+# queue is its logical id (`!GetAtt <Queue>.Arn`), ANY is "*".
+#
+# Every DynamoDB call is one of the store port's eight methods (shared/src/store/mod.rs), each
+# one operation in the adapter (shared/src/store/dynamo/mod.rs):
+#   get, get_registry, get_document -> GetItem        update, put_document -> UpdateItem
+#   query_owner -> Query (by_owner)                   scan_agents -> Scan (the table)
+#   put_registry -> PutItem
+# Nothing deletes an item (they expire: TTL), and nothing uses transactions, batches or
+# ConditionCheck (docs/table.md). Secrets Manager is read by the Parameters and Secrets
+# extension, on the function's role, at cold start (shared/src/agentkit/credentials.rs).
+# Metrics are embedded in the logs (EMF, shared/src/metrics.rs): no cloudwatch:PutMetricData.
+# No function calls SQS, EventBridge or X-Ray itself.
+
+TABLE = "Table"
+OWNER_INDEX = "Table/index/by_owner"
+SECRET = "AgentKitCredentialsSecretArn"
+ANY = "*"
+# The only item the list function may write (docs/table.md, "The items": the list cursor key).
+CURSOR_KEY_ONLY = "ForAllValues:StringEquals dynamodb:LeadingKeys=KEY#cursor"
+
+# AWS managed policies a role may attach, and what they allow (all on "*"). Any other is a
+# failure: its actions cannot be known offline.
+MANAGED_POLICIES = {
+    # SAM attaches it to every role it makes: Lambda writes the function's logs with it.
+    "service-role/AWSLambdaBasicExecutionRole": (
+        "logs:CreateLogGroup", "logs:CreateLogStream", "logs:PutLogEvents",
+    ),
+}
+
+
+def _grants(resource, *actions, condition=""):
+    return {(action, resource, condition) for action in actions}
+
+
+# Every function's logs (AWSLambdaBasicExecutionRole, which SAM adds).
+LOGS = _grants(ANY, *MANAGED_POLICIES["service-role/AWSLambdaBasicExecutionRole"])
+# Every function loads the AgentKit credentials at cold start (bootstrap::agentkit).
+CREDENTIALS = _grants(SECRET, "secretsmanager:GetSecretValue")
+
+# The expected IAM of each function, exactly: an action beyond it fails, and so does one missing.
+EXPECTED_IAM = {
+    "ListFunction": (
+        LOGS | CREDENTIALS
+        # GetItem: one agent's record (one.rs: get), the registry (registry_cache: get_registry),
+        # the index sync's and the refresh's documents and the stored cursor key
+        # (agents.rs, cursor.rs: get_document).
+        # Scan: an admin's owner=* pages (everyone.rs: scan_agents).
+        | _grants(TABLE, "dynamodb:GetItem", "dynamodb:Scan")
+        # Query: one owner's records, both owner keys (owner.rs: query_owner).
+        | _grants(OWNER_INDEX, "dynamodb:Query")
+        # UpdateItem: its one write, the cursor key made on first use when CursorKey is empty
+        # (cursor.rs: put_document), on that item only.
+        | _grants(TABLE, "dynamodb:UpdateItem", condition=CURSOR_KEY_ONLY)
+    ),
+    "CreateFunction": (
+        LOGS | CREDENTIALS
+        # GetItem: the record under the agent lock (lock::AgentLock: get), the registry, the
+        # idempotency document after an ambiguous write (idempotency/mod.rs: get_document).
+        # UpdateItem: the record (the lock's acquire, write and release: update) and the
+        # idempotency document (put_document).
+        | _grants(TABLE, "dynamodb:GetItem", "dynamodb:UpdateItem")
+    ),
+    "ResumeFunction": (
+        LOGS | CREDENTIALS
+        # GetItem: the record (wake, sleep, keepalive under the lock: get), the registry, the
+        # owner's offboarding progress (offboarding::owner_is_leaving) and session claims
+        # (locate/claims.rs: get_document).
+        # UpdateItem: the record (the lock, a wake's or sleep's outcome: update) and a claim on
+        # a session of a snapshot-<id> agent (claims::claim: put_document).
+        | _grants(TABLE, "dynamodb:GetItem", "dynamodb:UpdateItem")
+    ),
+    "DeleteFunction": (
+        LOGS | CREDENTIALS
+        # GetItem: records (deletion, the sweep's index_agent: get), the registry, the sweep's
+        # checkpoint and locks, the index and refresh documents, deleted-snapshot markers,
+        # offboarding progress (get_document).
+        # UpdateItem: records (tombstones, the index sync: update) and those documents
+        # (put_document).
+        | _grants(TABLE, "dynamodb:GetItem", "dynamodb:UpdateItem")
+        # Query: an offboarded owner's agents (offboard/find.rs: query_owner).
+        | _grants(OWNER_INDEX, "dynamodb:Query")
+        # SendMessage: Lambda sends an invocation that failed every retry to the on-failure
+        # queue with the function's role (EventInvokeConfig; SAM adds the grant).
+        | _grants("DeleteOnFailureQueue", "sqs:SendMessage")
+    ),
+    "DeployFunction": (
+        LOGS | CREDENTIALS
+        # GetItem: the registry (deploy/mod.rs: get_registry), the deploy lock (get_document).
+        # UpdateItem: the deploy lock (lock/document.rs: put_document).
+        # PutItem: the registry, one conditional put (put_registry).
+        | _grants(TABLE, "dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:PutItem")
+        | _grants("DeployOnFailureQueue", "sqs:SendMessage")
+    ),
+}
+
+
+class _NoManagedPolicies:
+    """Managed policy names resolve from the translator's bundled map, never from IAM."""
+
+    def load(self):
+        return {}
+
+
+def translate(template, parameters=None):
+    """The CloudFormation SAM makes of `template` (aws-sam-translator, the transform `sam deploy`
+    runs), with `parameters` over the template's defaults. Raises the translator's
+    InvalidDocumentException on a template it refuses."""
+    import logging
+    import os
+
+    from samtranslator.translator.transform import transform
+
+    # The transform resolves pseudo parameters (AWS::Region) for its own bookkeeping; any region
+    # will do offline. It also warns about its own unpublished metrics: not ours.
+    os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
+    logging.getLogger("samtranslator").setLevel(logging.ERROR)
+    template = copy.deepcopy(template)
+    # `sam package` replaces each local CodeUri with the S3 object it uploaded; stand in for it.
+    for resource in (template.get("Resources") or {}).values():
+        if isinstance(resource, dict) and resource.get("Type") == "AWS::Serverless::Function":
+            (resource.setdefault("Properties", {}) or {})["CodeUri"] = (
+                "s3://snapwake-lint/function.zip"
+            )
+    return transform(template, dict(parameters or {}), _NoManagedPolicies())
+
+
+def _listed(value):
+    return value if isinstance(value, list) else [value]
+
+
+def _resource_name(value):
+    """A statement's resource as the expected table names it (see TABLE and the rest)."""
+    if value == "*":
+        return ANY
+    if isinstance(value, dict) and list(value) == ["Ref"]:
+        return value["Ref"]
+    target = getatt(value, "Arn")
+    if target:
+        return target
+    if isinstance(value, dict) and isinstance(value.get("Fn::Sub"), str):
+        text = value["Fn::Sub"]
+        while "${" in text and ".Arn}" in text:
+            start = text.index("${")
+            end = text.index("}", start)
+            name = text[start + 2:end]
+            if not name.endswith(".Arn"):
+                break
+            text = text[:start] + name[: -len(".Arn")] + text[end + 1:]
+        return text
+    return json.dumps(value, sort_keys=True)
+
+
+def _condition_text(condition):
+    if not condition:
+        return ""
+    if not isinstance(condition, dict):
+        return json.dumps(condition, sort_keys=True)
+    parts = []
+    for operator, tests in sorted(condition.items()):
+        if not isinstance(tests, dict):
+            parts.append(f"{operator} {json.dumps(tests, sort_keys=True)}")
+            continue
+        for key, values in sorted(tests.items()):
+            listed = ",".join(sorted(str(v) for v in _listed(values)))
+            parts.append(f"{operator} {key}={listed}")
+    return "; ".join(parts)
+
+
+def _describe(grant):
+    action, resource, condition = grant
+    return f"{action} on {resource}" + (f" if {condition}" if condition else "")
+
+
+def _document_grants(document, where):
+    """The (action, resource, condition) an IAM policy document allows; problems for what cannot
+    be read exactly."""
+    grants, problems = set(), []
+    if not isinstance(document, dict) or any(k.startswith("Fn::") for k in document):
+        return grants, [f"{where}: a conditional or unreadable policy {document!r}"]
+    for statement in _listed(document.get("Statement") or []):
+        if not isinstance(statement, dict) or any(k.startswith("Fn::") for k in statement):
+            problems.append(f"{where}: a conditional or unreadable statement {statement!r}")
+            continue
+        if statement.get("Effect") != "Allow":
+            continue  # a Deny only takes away
+        if "NotAction" in statement or "NotResource" in statement:
+            problems.append(f"{where}: NotAction/NotResource allows more than it names")
+            continue
+        condition = _condition_text(statement.get("Condition"))
+        for action in _listed(statement.get("Action")):
+            for resource in _listed(statement.get("Resource")):
+                grants.add((str(action), _resource_name(resource), condition))
+    return grants, problems
+
+
+def _managed_policy_name(arn):
+    if isinstance(arn, dict) and isinstance(arn.get("Fn::Sub"), str):
+        arn = arn["Fn::Sub"]
+    if isinstance(arn, str) and ":iam::aws:policy/" in arn:
+        return arn.split(":iam::aws:policy/", 1)[1]
+    return None
+
+
+def role_grants(out, function):
+    """What the role of `function` (a logical id) allows in the translated template `out`, from
+    its own policies, the managed policies it attaches and any policy resource that names it."""
+    found = (out.get("Resources") or {})
+    lambda_function = found.get(function) or {}
+    role = getatt(props(lambda_function).get("Role"), "Arn")
+    if (found.get(role) or {}).get("Type") != "AWS::IAM::Role":
+        return set(), [
+            f"{function}: its role is not one SAM makes from its Policies "
+            f"(Role: {props(lambda_function).get('Role')!r}), so what it allows cannot be checked"
+        ]
+    grants, problems = set(), []
+    p = props(found[role])
+    for arn in _listed(p.get("ManagedPolicyArns") or []):
+        name = _managed_policy_name(arn)
+        if name in MANAGED_POLICIES:
+            grants |= _grants(ANY, *MANAGED_POLICIES[name])
+        elif isinstance(arn, dict) and (found.get(arn.get("Ref")) or {}).get("Type") == (
+            "AWS::IAM::ManagedPolicy"
+        ):
+            more, why = _document_grants(
+                props(found[arn["Ref"]]).get("PolicyDocument"), f"{function}: {arn['Ref']}"
+            )
+            grants |= more
+            problems.extend(why)
+        else:
+            problems.append(
+                f"{function}: attaches the managed policy {arn!r}, whose actions this check "
+                "cannot know (add its statements to the function's Policies instead)"
+            )
+    for policy in _listed(p.get("Policies") or []):
+        named = isinstance(policy, dict) and "PolicyName" in policy
+        more, why = _document_grants(
+            policy.get("PolicyDocument") if named else policy,
+            f"{function}: policy {policy['PolicyName']}" if named else function,
+        )
+        grants |= more
+        problems.extend(why)
+    # Policies attached from elsewhere in the template.
+    for pname, policy in found.items():
+        kind = (policy or {}).get("Type")
+        if kind not in ("AWS::IAM::Policy", "AWS::IAM::ManagedPolicy", "AWS::IAM::RolePolicy"):
+            continue
+        pp = props(policy)
+        roles = _listed(pp.get("Roles") or []) + _listed(pp.get("RoleName") or [])
+        if {"Ref": role} in roles or role in roles:
+            more, why = _document_grants(pp.get("PolicyDocument"), f"{function}: {pname}")
+            grants |= more
+            problems.extend(why)
+    return grants, problems
+
+
+def iam_failures(template, functions):
+    """Roles that allow more, or less, than EXPECTED_IAM (see the module's docs)."""
+    found = []
+    for fname in functions:
+        if fname not in EXPECTED_IAM:
+            found.append(f"{fname}: not in EXPECTED_IAM (say what its code calls, and why)")
+    for fname in EXPECTED_IAM:
+        if fname not in functions:
+            found.append(f"EXPECTED_IAM names {fname}, which the template does not declare")
+    try:
+        out = translate(template)
+    except Exception as e:  # the translator's refusal, with its reasons
+        causes = "; ".join(c.message for c in getattr(e, "causes", [])) or repr(e)
+        return found + [f"the SAM transform refuses the template: {causes}"]
+    for fname in functions:
+        if fname not in EXPECTED_IAM:
+            continue
+        granted, problems = role_grants(out, fname)
+        found.extend(problems)
+        expected = EXPECTED_IAM[fname]
+        for grant in sorted(granted - expected):
+            found.append(f"{fname}: allows {_describe(grant)}, which is not in its EXPECTED_IAM")
+        if problems and not granted:
+            continue
+        for grant in sorted(expected - granted):
+            found.append(
+                f"{fname}: does not allow {_describe(grant)}, which its EXPECTED_IAM needs"
             )
     return found
 
@@ -547,6 +845,92 @@ def _drop_output(t):
     return "ResumeFunction"
 
 
+def _statements(t, function):
+    return props(t["Resources"][function])["Policies"][0]["Statement"]
+
+
+def _allow(function, action, resource):
+    def go(t):
+        _statements(t, function).append(
+            {"Effect": "Allow", "Action": action, "Resource": resource}
+        )
+        return f"{function}: allows {action} on"
+    return go
+
+
+def _policy(function, policy, expect):
+    def go(t):
+        props(t["Resources"][function])["Policies"].append(policy)
+        return f"{function}: {expect}"
+    return go
+
+
+def _drop_condition(t):
+    for s in _statements(t, "ListFunction"):
+        s.pop("Condition", None)
+    return "ListFunction: allows dynamodb:UpdateItem on Table, which"
+
+
+def _every_index(t):
+    for s in _statements(t, DELETE_FUNCTION):
+        if s["Action"] == "dynamodb:Query":
+            s["Resource"] = {"Fn::Sub": "${Table.Arn}/index/*"}
+    return f"{DELETE_FUNCTION}: allows dynamodb:Query on Table/index/*"
+
+
+def _without_action(function, action):
+    def go(t):
+        for s in _statements(t, function):
+            actions = s["Action"] if isinstance(s["Action"], list) else [s["Action"]]
+            s["Action"] = [a for a in actions if a != action]
+        return f"{function}: does not allow {action}"
+    return go
+
+
+def _every_secret(t):
+    for s in _statements(t, "CreateFunction"):
+        if s["Action"] == "secretsmanager:GetSecretValue":
+            s["Resource"] = "*"
+    return "CreateFunction: allows secretsmanager:GetSecretValue on *"
+
+
+def _policy_resource(t):
+    t["Resources"]["StrayPolicy"] = {
+        "Type": "AWS::IAM::Policy",
+        "Properties": {
+            "PolicyName": "stray",
+            "Roles": [{"Ref": "ResumeFunctionRole"}],
+            "PolicyDocument": {"Statement": [{
+                "Effect": "Allow", "Action": "dynamodb:DeleteItem",
+                "Resource": {"Fn::GetAtt": ["Table", "Arn"]},
+            }]},
+        },
+    }
+    return "ResumeFunction: allows dynamodb:DeleteItem on Table"
+
+
+def _own_role(t):
+    p = props(t["Resources"]["ResumeFunction"])
+    p.pop("Policies")
+    p["Role"] = "arn:aws:iam::123456789012:role/snapwake-anything"
+    return "ResumeFunction: its role is not one SAM makes"
+
+
+def _failures_elsewhere(t):
+    config = props(t["Resources"]["DeployFunction"])["EventInvokeConfig"]
+    config["DestinationConfig"]["OnFailure"]["Destination"] = {
+        "Fn::GetAtt": ["DeleteOnFailureQueue", "Arn"]
+    }
+    return "DeployFunction: allows sqs:SendMessage on DeleteOnFailureQueue"
+
+
+def _unlisted_function(t):
+    extra = copy.deepcopy(t["Resources"]["CreateFunction"])
+    props(extra).pop("Events")
+    t["Resources"]["ExtraFunction"] = extra
+    return "ExtraFunction: not in EXPECTED_IAM"
+
+
 MUTATIONS = [
     ("a Schedule event without RetryPolicy", lambda t: _drop("RetryPolicy")(t, "Schedule")),
     ("an EventBridgeRule event without RetryPolicy",
@@ -581,6 +965,30 @@ MUTATIONS = [
     ("a function without a Throttles alarm", _drop_throttles_alarm),
     ("an alarm on a snapwake metric without dimensions", _custom_alarm_without_dimensions),
     ("a function no Output names", _drop_output),
+    ("dynamodb:DeleteItem on the list function",
+     _allow("ListFunction", "dynamodb:DeleteItem", {"Fn::GetAtt": ["Table", "Arn"]})),
+    ("the list function's UpdateItem on any item (no LeadingKeys)", _drop_condition),
+    ("a SAM policy template on the list function (DynamoDBCrudPolicy)",
+     _policy("ListFunction", {"DynamoDBCrudPolicy": {"TableName": {"Ref": "Table"}}},
+             "allows dynamodb:DeleteItem")),
+    ("an AWS managed policy on the list function",
+     _policy("ListFunction", "AmazonDynamoDBReadOnlyAccess", "attaches the managed policy")),
+    ("a conditional policy on the list function (Fn::If)",
+     _policy("ListFunction", {"Fn::If": ["HasAlarmTopic", {"Statement": [{
+         "Effect": "Allow", "Action": "dynamodb:DeleteItem", "Resource": "*"}]},
+         {"Ref": "AWS::NoValue"}]}, "a conditional or unreadable policy")),
+    ("the delete function's Scan back", _allow(DELETE_FUNCTION, "dynamodb:Scan",
+                                                {"Fn::GetAtt": ["Table", "Arn"]})),
+    ("the delete function's Query on every index", _every_index),
+    ("the create function without UpdateItem",
+     _without_action("CreateFunction", "dynamodb:UpdateItem")),
+    ("the deploy function without PutItem",
+     _without_action("DeployFunction", "dynamodb:PutItem")),
+    ("the create function reading every secret", _every_secret),
+    ("an IAM policy resource on a function's role", _policy_resource),
+    ("a function with a role of its own", _own_role),
+    ("the deploy function's failures sent to another queue", _failures_elsewhere),
+    ("a function EXPECTED_IAM does not list", _unlisted_function),
 ]
 
 
@@ -631,7 +1039,8 @@ def main(argv):
     n_queues = len(resources(template, "AWS::SQS::Queue"))
     print(
         f"check_template: {path}: {n_events} event sources with retry policy and DLQ, "
-        f"{n_queues} queues alarmed, on-failure destinations, OffboardingSources, Refresh: ok"
+        f"{n_queues} queues alarmed, on-failure destinations, OffboardingSources, Refresh, "
+        f"{len(EXPECTED_IAM)} functions' IAM as EXPECTED_IAM: ok"
     )
     return 0
 
