@@ -26,7 +26,11 @@ retry policy went missing; this can.
 - Least privilege: each function's role, as SAM translates the template (its Policies, policy
   templates and managed policies included, what SAM adds itself, any IAM policy resource naming
   the role), allows exactly the grants EXPECTED_IAM lists for it (action, resource, condition):
-  nothing beyond, nothing missing (docs/security.md, "What each function may do").
+  nothing beyond, nothing missing (docs/security.md, "What each function may do"). It is
+  checked with each value of the Tracing parameter: with Active, X-Ray's actions too (which SAM
+  adds), with Disabled none.
+- Tracing: the Tracing parameter (Disabled or Active, default Disabled) is every function's
+  Tracing (Globals), and no function sets its own.
 
 Usage: check_template.py [--self-test] [TEMPLATE]. Exits 1 on any failure, naming each one.
 `--self-test` breaks an in-memory copy of the template in each of the ways above and fails
@@ -300,6 +304,7 @@ def check(template):
     failures.extend(quota_failures(template, functions))
     failures.extend(alarm_failures(template, functions))
     failures.extend(output_failures(template))
+    failures.extend(tracing_failures(template, functions))
     failures.extend(iam_failures(template, functions))
     return failures
 
@@ -393,7 +398,8 @@ def quota_failures(template, functions):
 # ConditionCheck (docs/table.md). Secrets Manager is read by the Parameters and Secrets
 # extension, on the function's role, at cold start (shared/src/agentkit/credentials.rs).
 # Metrics are embedded in the logs (EMF, shared/src/metrics.rs): no cloudwatch:PutMetricData.
-# No function calls SQS, EventBridge or X-Ray itself.
+# No function calls SQS, EventBridge or X-Ray itself (no X-Ray SDK: with Tracing=Active, Lambda
+# records each invocation's segments; see XRAY).
 
 TABLE = "Table"
 OWNER_INDEX = "Table/index/by_owner"
@@ -409,6 +415,16 @@ MANAGED_POLICIES = {
     "service-role/AWSLambdaBasicExecutionRole": (
         "logs:CreateLogGroup", "logs:CreateLogStream", "logs:PutLogEvents",
     ),
+    # SAM attaches it when a function's Tracing is anything but Disabled (AWSXRayDaemonWriteAccess
+    # outside the aws partition): Lambda sends the invocation's trace segments with it.
+    "AWSXrayWriteOnlyAccess": (
+        "xray:PutTraceSegments", "xray:PutTelemetryRecords", "xray:GetSamplingRules",
+        "xray:GetSamplingTargets", "xray:GetSamplingStatisticSummaries",
+    ),
+    "AWSXRayDaemonWriteAccess": (
+        "xray:PutTraceSegments", "xray:PutTelemetryRecords", "xray:GetSamplingRules",
+        "xray:GetSamplingTargets", "xray:GetSamplingStatisticSummaries",
+    ),
 }
 
 
@@ -418,6 +434,9 @@ def _grants(resource, *actions, condition=""):
 
 # Every function's logs (AWSLambdaBasicExecutionRole, which SAM adds).
 LOGS = _grants(ANY, *MANAGED_POLICIES["service-role/AWSLambdaBasicExecutionRole"])
+# With Tracing=Active, on every function (AWSXrayWriteOnlyAccess, which SAM adds), on top of
+# EXPECTED_IAM.
+XRAY = _grants(ANY, *MANAGED_POLICIES["AWSXrayWriteOnlyAccess"])
 # Every function loads the AgentKit credentials at cold start (bootstrap::agentkit).
 CREDENTIALS = _grants(SECRET, "secretsmanager:GetSecretValue")
 
@@ -476,6 +495,14 @@ EXPECTED_IAM = {
         | _grants("DeployOnFailureQueue", "sqs:SendMessage")
     ),
 }
+
+
+TRACING_PARAMETER = "Tracing"
+# The parameter's values, as SAM reads them: Disabled leaves a function without TracingConfig
+# (Lambda's default, PassThrough) and its role without X-Ray; Active adds both. The IAM check
+# translates the template with each. (SAM grants X-Ray for PassThrough too, though Lambda then
+# sends nothing: hence Disabled, not PassThrough.)
+TRACING_VALUES = ["Disabled", "Active"]
 
 
 class _NoManagedPolicies:
@@ -637,6 +664,30 @@ def role_grants(out, function):
     return grants, problems
 
 
+def tracing_failures(template, functions):
+    """The Tracing parameter sets every function's Tracing, and nothing else does."""
+    found = []
+    parameter = (template.get("Parameters") or {}).get(TRACING_PARAMETER)
+    if not isinstance(parameter, dict):
+        found.append(f"no parameter {TRACING_PARAMETER}")
+    elif (parameter.get("AllowedValues"), parameter.get("Default")) != (TRACING_VALUES, "Disabled"):
+        found.append(
+            f"parameter {TRACING_PARAMETER}: must have AllowedValues {TRACING_VALUES} and "
+            f"Default Disabled, not {parameter.get('AllowedValues')!r} and "
+            f"{parameter.get('Default')!r}"
+        )
+    shared = ((template.get("Globals") or {}).get("Function") or {}).get("Tracing")
+    if shared != {"Ref": TRACING_PARAMETER}:
+        found.append(f"Globals.Function.Tracing must be !Ref {TRACING_PARAMETER}, not {shared!r}")
+    for fname, function in functions.items():
+        if "Tracing" in props(function):
+            found.append(
+                f"{fname}: sets its own Tracing ({props(function)['Tracing']!r}); the "
+                f"{TRACING_PARAMETER} parameter sets it for every function (Globals)"
+            )
+    return found
+
+
 def iam_failures(template, functions):
     """Roles that allow more, or less, than EXPECTED_IAM (see the module's docs)."""
     found = []
@@ -646,25 +697,42 @@ def iam_failures(template, functions):
     for fname in EXPECTED_IAM:
         if fname not in functions:
             found.append(f"EXPECTED_IAM names {fname}, which the template does not declare")
-    try:
-        out = translate(template)
-    except Exception as e:  # the translator's refusal, with its reasons
-        causes = "; ".join(c.message for c in getattr(e, "causes", [])) or repr(e)
-        return found + [f"the SAM transform refuses the template: {causes}"]
-    for fname in functions:
-        if fname not in EXPECTED_IAM:
+    # Both ways the template deploys, which differ by X-Ray alone; each difference is said once,
+    # with the Tracing value it is found with when not both.
+    differences = {}
+    for tracing in TRACING_VALUES:
+        try:
+            out = translate(template, {TRACING_PARAMETER: tracing})
+        except Exception as e:  # the translator's refusal, with its reasons
+            causes = "; ".join(c.message for c in getattr(e, "causes", [])) or repr(e)
+            message = f"the SAM transform refuses the template: {causes}"
+            differences.setdefault(message, set()).add(tracing)
             continue
-        granted, problems = role_grants(out, fname)
-        found.extend(problems)
-        expected = EXPECTED_IAM[fname]
-        for grant in sorted(granted - expected):
-            found.append(f"{fname}: allows {_describe(grant)}, which is not in its EXPECTED_IAM")
-        if problems and not granted:
-            continue
-        for grant in sorted(expected - granted):
-            found.append(
-                f"{fname}: does not allow {_describe(grant)}, which its EXPECTED_IAM needs"
-            )
+        for fname in functions:
+            if fname not in EXPECTED_IAM:
+                continue
+            granted, problems = role_grants(out, fname)
+            expected = EXPECTED_IAM[fname] | (XRAY if tracing == "Active" else set())
+            said = problems + [
+                f"{fname}: allows {_describe(grant)}, which is not in its EXPECTED_IAM"
+                for grant in sorted(granted - expected)
+            ]
+            if granted or not problems:
+                said += [
+                    f"{fname}: does not allow {_describe(grant)}, which its EXPECTED_IAM needs"
+                    for grant in sorted(expected - granted)
+                ]
+            for message in said:
+                differences.setdefault(message, set()).add(tracing)
+            traced = props((out.get("Resources") or {}).get(fname) or {}).get("TracingConfig")
+            if bool(traced) != (tracing == "Active"):
+                differences.setdefault(
+                    f"{fname}: TracingConfig is {traced!r} with Tracing={tracing}", set()
+                ).add(tracing)
+    for message, tracings in differences.items():
+        if len(tracings) < len(TRACING_VALUES):
+            message += f" (with Tracing={', '.join(sorted(tracings))})"
+        found.append(message)
     return found
 
 
@@ -924,6 +992,37 @@ def _failures_elsewhere(t):
     return "DeployFunction: allows sqs:SendMessage on DeleteOnFailureQueue"
 
 
+def _tracing(value):
+    def go(t):
+        t["Globals"]["Function"]["Tracing"] = value
+        return "Globals.Function.Tracing must be"
+    return go
+
+
+def _xray_policy(t):
+    _allow("DeployFunction", "xray:PutTraceSegments", "*")(t)
+    return "DeployFunction: allows xray:PutTraceSegments on *, which is not in its " \
+        "EXPECTED_IAM (with Tracing=Disabled)"
+
+
+def _no_tracing(t):
+    del t["Globals"]["Function"]["Tracing"]
+    return "ListFunction: does not allow xray:PutTraceSegments on *, which its EXPECTED_IAM " \
+        "needs (with Tracing=Active)"
+
+
+def _own_tracing(t):
+    props(t["Resources"]["CreateFunction"])["Tracing"] = "Active"
+    return "CreateFunction: sets its own Tracing"
+
+
+def _tracing_parameter(key, value):
+    def go(t):
+        t["Parameters"][TRACING_PARAMETER][key] = value
+        return f"parameter {TRACING_PARAMETER}"
+    return go
+
+
 def _unlisted_function(t):
     extra = copy.deepcopy(t["Resources"]["CreateFunction"])
     props(extra).pop("Events")
@@ -989,6 +1088,13 @@ MUTATIONS = [
     ("a function with a role of its own", _own_role),
     ("the deploy function's failures sent to another queue", _failures_elsewhere),
     ("a function EXPECTED_IAM does not list", _unlisted_function),
+    ("X-Ray granted in a function's Policies (so with Tracing off too)", _xray_policy),
+    ("every function traced whatever the parameter (Tracing: Active)", _tracing("Active")),
+    ("no Tracing in Globals (the parameter sets nothing)", _no_tracing),
+    ("a function with its own Tracing", _own_tracing),
+    ("the Tracing parameter defaulting to Active", _tracing_parameter("Default", "Active")),
+    ("the Tracing parameter offering PassThrough (SAM grants X-Ray for it)",
+     _tracing_parameter("AllowedValues", ["Disabled", "PassThrough", "Active"])),
 ]
 
 
