@@ -13,10 +13,16 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # Each bench gets a DynamoDB Local of its own, started fresh on a port of its own: a server the
-# tests left running, full of their tables, measured slower than a fresh one.
-export DYNAMODB_LOCAL_PORT="${BENCH_DYNAMODB_LOCAL_PORT:-8010}"
+# tests left running, full of their tables, measured slower than a fresh one. The port is a free
+# one chosen by the first start (BENCH_DYNAMODB_LOCAL_PORT picks it), then kept: each start
+# exports DYNAMODB_LOCAL_PORT.
+if [[ -n "${BENCH_DYNAMODB_LOCAL_PORT:-}" ]]; then
+  export DYNAMODB_LOCAL_PORT="$BENCH_DYNAMODB_LOCAL_PORT"
+else
+  unset DYNAMODB_LOCAL_PORT
+fi
 fresh_dynamodb() {
-  scripts/stop-dynamodb-local.sh
+  [[ -z "${DYNAMODB_LOCAL_PORT:-}" ]] || scripts/stop-dynamodb-local.sh
   eval "$(scripts/start-dynamodb-local.sh)"
 }
 trap 'scripts/stop-dynamodb-local.sh' EXIT
