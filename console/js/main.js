@@ -32,12 +32,21 @@ function announce(text) {
   $("status").textContent = text;
 }
 
+/** "trying again in N s…", never "in 0 s". */
+const retryNote = (p, ms) => `${p.title}: trying again in ${Math.max(1, Math.round(ms / 1000))} s…`;
+
 function showProblem(problem, retry) {
   const box = $("problem");
   box.hidden = !problem;
   if (!problem) return box.replaceChildren();
   const content = problemBox(problem, null);
-  if (problem.retryable && retry) {
+  if (problem.status === 401 && state.config?.mode === "oidc") {
+    // The token was refused (expired, most often): sign-in is a click, never automatic, so a
+    // token the API keeps refusing cannot send the page round the provider in a loop.
+    const again = h("button", { type: "button" }, "Sign in again");
+    again.addEventListener("click", () => state.session.signIn().catch((e) => showProblem(e)));
+    content.append(again);
+  } else if (problem.retryable && retry) {
     const again = h("button", { type: "button", class: "secondary" }, "Try again");
     again.addEventListener("click", retry);
     content.append(again);
@@ -81,7 +90,7 @@ async function load({ announceDone = false, keepProblem = false } = {}) {
   const generation = state.generation;
   $("agents").setAttribute("aria-busy", "true");
   try {
-    const res = await state.api.list(query());
+    const res = await state.api.list(query(), { onRetry: (p, ms) => announce(retryNote(p, ms)) });
     if (generation !== state.generation) return;
     state.listing = res.body;
     state.agents = res.body.agents || [];
@@ -140,7 +149,7 @@ async function act(agent, verb, words, run) {
     onRetry: (p, ms) => {
       const b = state.busy.get(key);
       if (!b) return;
-      b.progress = `${p.title}: trying again in ${Math.round(ms / 1000)} s…`;
+      b.progress = retryNote(p, ms);
       announce(b.progress);
       draw();
     },
