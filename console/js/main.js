@@ -68,7 +68,8 @@ function draw() {
     problems: state.problems,
     maxTtlS: Number(state.config?.max_ttl_s) || 28800,
     showOwners: mode !== "mine",
-    emptyTitle: mode === "mine" ? "No agents yet" : "No agents here",
+    // Only a listing that arrived can say there are none (not a failed one, not signed out).
+    emptyTitle: !listing ? null : mode === "mine" ? "No agents yet" : "No agents here",
     emptyText: mode === "mine" ? "Create one with New agent." : "Nobody's agents match.",
   });
   if (notes.length) $("agents").prepend(h("p", { class: "note" }, notes.join(" ")));
@@ -86,19 +87,24 @@ function query() {
   return {};
 }
 
+/** List the agents in scope; true when the listing arrived. */
 async function load({ announceDone = false, keepProblem = false } = {}) {
   const generation = state.generation;
   $("agents").setAttribute("aria-busy", "true");
   try {
     const res = await state.api.list(query(), { onRetry: (p, ms) => announce(retryNote(p, ms)) });
-    if (generation !== state.generation) return;
+    if (generation !== state.generation) return false;
     state.listing = res.body;
     state.agents = res.body.agents || [];
     if (!keepProblem) showProblem(null);
     if (announceDone) announce(`${count(state.agents.length, "agent")} listed.`);
+    return true;
   } catch (e) {
-    if (generation !== state.generation) return;
+    if (generation !== state.generation) return false;
+    // The live region must not keep saying "trying again" (or an old count) once it failed.
+    announce("");
     if (!handleAuth(e)) showProblem(e, () => load({ announceDone: true }));
+    return false;
   } finally {
     if (generation === state.generation) {
       $("agents").setAttribute("aria-busy", "false");
@@ -359,6 +365,7 @@ function signedOut(problem) {
   $("sign-in").hidden = false;
   $("sign-out").hidden = true;
   $("oidc-user").textContent = "";
+  announce("");
   showProblem(problem || null);
 }
 
@@ -383,10 +390,10 @@ async function begin() {
   announce(`Loading the agents of ${state.session.label()}…`);
   const admin = state.session.admin;
   state.admin = admin;
-  await load();
-  if (generation !== state.generation) return;
+  const loaded = await load();
+  if (generation !== state.generation || !state.session.signedIn) return;
   $("admin-filter").hidden = !admin;
-  announce(`${state.session.label()}${admin ? " (admin)" : ""}: ${count(state.agents.length, "agent")}.`);
+  if (loaded) announce(`${state.session.label()}${admin ? " (admin)" : ""}: ${count(state.agents.length, "agent")}.`);
   draw();
 }
 

@@ -67,6 +67,9 @@ def test_throttling_that_does_not_stop_says_so_after_four_tries(watched, server)
     problem = page.locator("#problem")
     expect(problem).to_contain_text("snapwake is busy", timeout=20_000)
     expect(problem).to_contain_text("It was still too busy after 4 tries. Wait a minute, then try again.")
+    # Nothing was listed, so nothing claims there are no agents.
+    expect(page.get_by_text("No agents yet")).to_have_count(0)
+    expect(page.locator("#status")).to_have_text("")
     shows_no_raw_answer(page)
     w.shot("12-busy-gave-up")
     assert len(listings(w)) == 4, "a bounded number of attempts"
@@ -168,6 +171,8 @@ def test_an_expired_token_asks_to_sign_in_again_once(watched, server):
         again = problem.get_by_role("button", name="Sign in again")
         expect(again).to_be_visible()
         expect(card(page, "Data helper")).to_have_count(0)
+        expect(page.get_by_text("No agents yet")).to_have_count(0)
+        expect(page.locator("#status")).to_have_text("")
         shows_no_raw_answer(page)
         w.shot("15-sign-in-expired")
         page.wait_for_timeout(500)
