@@ -58,7 +58,7 @@ async fn a_wrong_signature_is_refused_by_the_simulator() {
         .await
         .unwrap_err();
     match &err {
-        AgentKitError::Provider { status, code, .. } => {
+        AgentKitError::Unauthorized { status, code, .. } => {
             assert_eq!(*status, 401);
             assert_eq!(code, "SignatureDoesNotMatch");
         }
