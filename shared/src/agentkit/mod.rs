@@ -7,6 +7,7 @@
 mod bounded;
 mod client;
 mod error;
+mod rotation;
 
 pub mod credentials;
 pub mod envelope;
