@@ -30,9 +30,9 @@ const EXTENSION_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// At most one re-read of the secret per container in this long, whatever asks for it (a
 /// refusal by AgentKit, or credentials this old). It matches the extension's own cache
-/// (`SECRETS_MANAGER_TTL`, 300 s by default): asking sooner would mostly get the cached value
-/// back, and a container whose key is really wrong must not turn each request into a read of
-/// the secret.
+/// (`SECRETS_MANAGER_TTL`, 300 s by default and at most): asking sooner would mostly get the
+/// cached value back, and a container whose key is really wrong must not turn each request into
+/// a read of the secret.
 pub const REREAD_INTERVAL: Duration = Duration::from_secs(300);
 
 /// How long a re-read may take (one attempt: the extension is warm by then), within the

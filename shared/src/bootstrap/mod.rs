@@ -27,7 +27,8 @@ pub async fn dynamo_store(config: &Config) -> Result<DynamoStore, StartError> {
     Ok(DynamoStore::from_env(table).await)
 }
 
-/// The AgentKit client, credentials loaded once.
+/// The AgentKit client, credentials loaded now; it re-reads them when AgentKit refuses them or
+/// they are old (docs/agentkit.md, "Credentials").
 pub async fn agentkit(config: &Config) -> Result<AgentKitClient, StartError> {
     Ok(AgentKitClient::from_config(&config.agentkit).await?)
 }
