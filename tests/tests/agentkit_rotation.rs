@@ -235,6 +235,29 @@ async fn a_refused_create_session_is_sent_once_more_and_starts_one_session() {
 }
 
 #[tokio::test]
+async fn a_refused_create_session_near_its_deadline_is_not_sent_again() {
+    let w = Warm::start(None).await;
+    w.rotate_agentkit(key(2));
+    w.ext.store(&key(2));
+
+    // Less time left than one attempt may take (the client's request timeout is 5 s): a
+    // non-idempotent action is not sent with an answer the deadline could cut short.
+    let req = CreateSession::new(&w.tool, "agent-1", vec![]);
+    let err = w
+        .client
+        .call(BEIJING, &req, Deadline::after(Duration::from_secs(3)))
+        .await
+        .unwrap_err();
+    assert_eq!(*reread_of(&err), Reread::ReplacedNotResent, "{err}");
+    assert!(!err.outcome_unknown(), "refused: nothing was started");
+    assert_eq!(w.sim.control().sessions().len(), 0);
+
+    // The re-read credentials were kept for the next call.
+    w.get_tool().await.unwrap();
+    assert_eq!((w.ext.calls(), w.refusals()), (2, 1));
+}
+
+#[tokio::test]
 async fn a_second_refusal_within_the_interval_is_not_reread_and_after_it_is() {
     let interval = Duration::from_secs(4);
     let w = Warm::start(Some(interval)).await;

@@ -188,23 +188,30 @@ impl AgentKitClient {
                 );
             }
             if failure.error.is_unauthorized() {
-                let next = if resent_after_refusal {
+                let mut next = if resent_after_refusal {
                     AfterRefusal::GiveUp(Reread::RetriedOnce)
                 } else {
                     let used = current.generation;
-                    (self.credentials)
-                        .after_refusal(used, self.reread_interval, deadline)
+                    let interval = self.reread_interval;
+                    self.credentials
+                        .after_refusal(used, interval, deadline)
                         .await
                 };
+                // As the callers of a non-idempotent action do before its first send: an answer
+                // cut short by the deadline would leave its outcome unknown.
+                let short = deadline.remaining() < self.request_timeout;
+                if matches!(next, AfterRefusal::Retry) && !A::IDEMPOTENT && short {
+                    next = AfterRefusal::GiveUp(Reread::ReplacedNotResent);
+                }
                 match next {
                     AfterRefusal::Retry => {
                         // Sent again even when not idempotent (Resume, CreateSession): refused
-                        // credentials mean AgentKit did nothing. Authentication is the
-                        // gateway's first check (the spec: "a wrong signature gets an error
-                        // envelope, HTTP 401"; Volcengine lists these codes among its common
-                        // gateway errors), and like every 4xx it is a refusal
-                        // (`AgentKitError::outcome_unknown`). Once only: new credentials
-                        // refused again are returned, never looped on.
+                        // credentials mean AgentKit did nothing. The spec says only that "a
+                        // wrong signature gets an error envelope, HTTP 401"; Volcengine lists
+                        // these codes among the common errors of every service's API (the
+                        // request is authenticated before any action runs), and like every 4xx
+                        // this is a refusal (`AgentKitError::outcome_unknown`). Once only: new
+                        // credentials refused again are returned, never looped on.
                         tracing::info!(
                             action = A::NAME,
                             region,

@@ -86,6 +86,9 @@ pub enum Reread {
     Failed(String),
     /// New credentials were read and the call sent once more with them: refused again.
     RetriedOnce,
+    /// New credentials were read, but too little time was left to send a non-idempotent call
+    /// again; the next call signs with them.
+    ReplacedNotResent,
     /// The caller's deadline left no time to re-read.
     NoTime,
 }
@@ -105,6 +108,9 @@ impl std::fmt::Display for Reread {
             Reread::Failed(why) => write!(f, "re-read failed, previous credentials kept: {why}"),
             Reread::RetriedOnce => {
                 f.write_str("re-read new credentials and retried once: refused again")
+            }
+            Reread::ReplacedNotResent => {
+                f.write_str("re-read new credentials; too little time left to send this call again")
             }
             Reread::NoTime => f.write_str("not re-read: no time left before the deadline"),
         }
