@@ -89,8 +89,13 @@ fn total(lines: &Mutex<Vec<String>>, name: &str) -> f64 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn wakes_joins_and_throttles_leave_valid_emf_records() {
     std::env::set_var(NAMESPACE_VAR, "snapwake-test");
+    // As in Lambda, where every record names its function. (Read once, before any record.)
+    std::env::set_var("AWS_LAMBDA_FUNCTION_NAME", "snapwake-test-ResumeFunction");
     let lines = Arc::new(Mutex::new(Vec::new()));
     capture_into(lines.clone());
+    // The container's start, marked once however often `main`'s init would run.
+    snapwake::metrics::cold_start();
+    snapwake::metrics::cold_start();
 
     let world = World::start(Duration::from_millis(300)).await;
     let store = Arc::new(dynamo_store("metrics").await);
@@ -182,7 +187,13 @@ async fn wakes_joins_and_throttles_leave_valid_emf_records() {
             v["_aws"]["CloudWatchMetrics"][0]["Namespace"],
             "snapwake-test"
         );
+        assert_eq!(v["FunctionName"], "snapwake-test-ResumeFunction", "{line}");
     }
+    assert_eq!(
+        total(&lines, "ColdStart"),
+        1.0,
+        "one cold start per container"
+    );
 
     // Every alarm of the template on a metric snapwake publishes watches a metric name and an
     // exact dimension set (names and values) that some record above was published under:

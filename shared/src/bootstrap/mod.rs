@@ -5,6 +5,12 @@ pub mod logs;
 
 pub use logs::init_tracing;
 
+/// What every function's `main` does first: logs, then the cold-start mark in its metrics.
+pub fn init() {
+    init_tracing();
+    crate::metrics::cold_start();
+}
+
 use crate::agentkit::{AgentKitClient, AgentKitError};
 use crate::config::{Config, ConfigError};
 use crate::store::dynamo::DynamoStore;
