@@ -13,12 +13,20 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # Each bench gets a DynamoDB Local of its own, started fresh on a port of its own: a server the
-# tests left running, full of their tables, measured slower than a fresh one.
-export DYNAMODB_LOCAL_PORT="${BENCH_DYNAMODB_LOCAL_PORT:-8010}"
+# tests left running, full of their tables, measured slower than a fresh one. The port is a free
+# one chosen by the first start (BENCH_DYNAMODB_LOCAL_PORT picks it), then kept: each start
+# exports DYNAMODB_LOCAL_PORT.
+if [[ -n "${BENCH_DYNAMODB_LOCAL_PORT:-}" ]]; then
+  export DYNAMODB_LOCAL_PORT="$BENCH_DYNAMODB_LOCAL_PORT"
+else
+  unset DYNAMODB_LOCAL_PORT
+fi
 fresh_dynamodb() {
-  scripts/stop-dynamodb-local.sh
+  [[ -z "${DYNAMODB_LOCAL_PORT:-}" ]] || scripts/stop-dynamodb-local.sh
   eval "$(scripts/start-dynamodb-local.sh)"
 }
+# The size of a file in bytes (`stat -c %s` is GNU's, `stat -f %z` BSD's).
+size() { wc -c <"$1" | tr -d ' '; }
 trap 'scripts/stop-dynamodb-local.sh' EXIT
 fresh_dynamodb
 
@@ -35,7 +43,7 @@ out=$(mktemp)
 {
   echo "# Benchmarks"
   echo
-  echo "Produced by \`scripts/bench.sh\` on $(date -u +%Y-%m-%d) ($(nproc) cores, $(uname -m))."
+  echo "Produced by \`scripts/bench.sh\` on $(date -u +%Y-%m-%d) ($(getconf _NPROCESSORS_ONLN) cores, $(uname -m))."
   echo "Each section says what it measures; the cargo sections come from"
   echo "\`cargo bench -p snapwake-tests --bench <wake|storm_cost|list|deploy|peak_rss>\` (\`bench\` profile),"
   echo "cold start and size from the release binaries (\`cargo build --release\`)."
@@ -58,7 +66,7 @@ out=$(mktemp)
   echo "| binary | size | budget |"
   echo "|---|---|---|"
   for f in "${functions[@]}"; do
-    bytes=$(stat -c %s "$bins/$f")
+    bytes=$(size "$bins/$f")
     awk -v f="$f" -v b="$bytes" 'BEGIN {
       mb = b / 1048576; printf "| %s | %.2f MB | ≤ 6 MB (%s) |\n", f, mb, (mb <= 6 ? "met" : "MISSED") }'
   done
@@ -73,7 +81,7 @@ out=$(mktemp)
     echo "|---|---|"
     for f in "${functions[@]}"; do
       zip="target/lambda/$f/bootstrap.zip"
-      [[ -f "$zip" ]] && awk -v f="$f" -v b="$(stat -c %s "$zip")" 'BEGIN { printf "| %s | %.2f MB |\n", f, b / 1048576 }'
+      [[ -f "$zip" ]] && awk -v f="$f" -v b="$(size "$zip")" 'BEGIN { printf "| %s | %.2f MB |\n", f, b / 1048576 }'
     done
   else
     echo "Not measured: run \`scripts/package.sh\` first."

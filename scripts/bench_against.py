@@ -19,14 +19,25 @@ import argparse
 import json
 import os
 import re
+import socket
 import statistics
 import subprocess
 import sys
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 WORK = os.path.join(ROOT, "target", "bench-against")
-# Its own port, so a DynamoDB Local the tests left running (and its tables) is not measured.
-PORT = os.environ.get("BENCH_DYNAMODB_LOCAL_PORT", "8010")
+
+
+def free_port():
+    """A port nothing listens on now (DynamoDB Local binds every interface)."""
+    with socket.socket() as s:
+        s.bind(("", 0))
+        return str(s.getsockname()[1])
+
+
+# Its own port, so a DynamoDB Local the tests left running (and its tables) is not measured:
+# BENCH_DYNAMODB_LOCAL_PORT (bench.sh passes the one it used), else a free one.
+PORT = os.environ.get("BENCH_DYNAMODB_LOCAL_PORT") or free_port()
 BENCHES = ("wake", "list")
 # Timed by this checkout's cold_answer bench, whichever side's binaries it starts.
 RELEASE = ("resume", "list")

@@ -1,52 +1,80 @@
 #!/usr/bin/env bash
-# One TLS, HTTP and crypto stack in every function (issue "[11] Lean functions"): fails if a
-# function's dependency graph holds two versions of any crate in WATCHED (two rustls, two
-# hypers, two digest generations... each one is hundreds of KB in the binary), or both
-# crypto providers (ring and aws-lc-rs).
+# The supply chain (docs/supply-chain.md): cargo-deny's four checks on the workspace
+# (deny.toml: advisories, licences, bans, sources), its bans again per function
+# (supply-chain/functions.deny.toml), no deprecated crate, and a rust-version the lock file
+# honours.
 #
-#   scripts/check-deps.sh            (exit 0: one stack; exit 1: the duplicates are listed)
+#   scripts/check-deps.sh     (exit 0: all pass; exit 1: what failed is printed)
 #
-# Only `cargo tree`: nothing is compiled. It reads Cargo.lock (--locked: a lockfile that would
-# change is an error) and the manifests a build already fetched, so it runs offline after a
-# build (CARGO_NET_OFFLINE=true to make sure). The graph is the one of Lambda's two
-# architectures (provided.al2023), arm64 and x86_64 Linux, with normal dependencies only:
-# `--target all` would add Windows/wasm-only crates, which are not in the binaries and which a
-# Linux machine never downloaded (it fails offline). CHECK_DEPS_TARGETS overrides the targets.
+# cargo-deny is installed into target/tools at the version pinned below. Advisories come from
+# RustSec's database: fetched when GitHub answers, otherwise the snapshot committed in
+# supply-chain/advisory-db (CI has no route to GitHub), so the check runs offline.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+root="$PWD"
 
-packages=(snapwake-list snapwake-create snapwake-resume snapwake-delete snapwake-deploy)
-read -r -a targets <<<"${CHECK_DEPS_TARGETS:-aarch64-unknown-linux-gnu x86_64-unknown-linux-gnu}"
-WATCHED=(rustls rustls-webpki tokio-rustls hyper hyper-rustls hyper-util h2 http http-body
-  ring aws-lc-rs aws-lc-sys sha2 hmac digest)
+CARGO_DENY_VERSION=0.20.2
+tools="$root/target/tools"
+deny="$tools/bin/cargo-deny"
+if ! { [[ -x "$deny" ]] && "$deny" --version | grep -qx "cargo-deny $CARGO_DENY_VERSION"; }; then
+  echo "check-deps: installing cargo-deny $CARGO_DENY_VERSION into target/tools" >&2
+  # Its own target directory: the workspace's profile settings do not apply to it.
+  CARGO_TARGET_DIR="$tools/build" cargo install --quiet --locked --root "$tools" \
+    cargo-deny --version "$CARGO_DENY_VERSION"
+fi
+
+# deny.toml reads the database from target/advisory-dbs. cargo-deny keeps a clone of
+# db-urls' repository in <db-path>/advisory-db-<hash of the URL>; the snapshot is put there
+# as a one-commit git repository dated as the snapshot (cargo-deny reads HEAD's date).
+dbs="$root/target/advisory-dbs"
+db="$dbs/advisory-db-3157b0e258782691"
+offline=()
+if [[ "${SNAPWAKE_ADVISORY_DB:-}" != snapshot ]] &&
+  timeout 60 "$deny" fetch db >/dev/null 2>&1; then
+  echo "check-deps: advisories: RustSec's database, fetched now" >&2
+else
+  snapshot="$root/supply-chain/advisory-db"
+  date=$(sed -n 's/^date: //p' "$snapshot/SNAPSHOT")
+  made=$(git -C "$db" log -1 --format=%B 2>/dev/null || true)
+  if [[ "$made" != "snapshot $date"* ]]; then
+    rm -rf "$db" && mkdir -p "$db"
+    cp -R "$snapshot/." "$db/"
+    (
+      cd "$db"
+      git init -q
+      git add -A
+      GIT_AUTHOR_DATE="$date" GIT_COMMITTER_DATE="$date" \
+        git -c user.name=snapwake -c user.email=snapwake@localhost commit -q -m "snapshot $date"
+    )
+  fi
+  echo "check-deps: advisories: the snapshot in supply-chain/advisory-db ($date)" >&2
+  offline=(--offline)
+fi
 
 failed=0
-for pkg in "${packages[@]}"; do
-  for target in "${targets[@]}"; do
-    # Every package of the graph, once per version: "name vX.Y.Z".
-    all=$(cargo tree --locked -e normal -p "$pkg" --target "$target" \
-      --prefix none -f '{p}' | awk 'NF { print $1, $2 }' | sort -u)
-    # `-d --depth 0`: only the packages that are there in more than one version.
-    dups=$(cargo tree --locked -d -e normal -p "$pkg" --target "$target" \
-      --depth 0 --prefix none -f '{p}' | awk 'NF { print $1, $2 }' | sort -u)
-    for crate in "${WATCHED[@]}"; do
-      versions=$(awk -v c="$crate" '$1 == c { sub(/^v/, "", $2); print $2 }' <<<"$dups")
-      if [[ -n "$versions" ]]; then
-        echo "check-deps: $pkg ($target) has $crate in more than one version:" \
-          $versions >&2
-        for v in $versions; do
-          echo "  why $v: cargo tree -e normal -p $pkg --target $target -i $crate@$v" >&2
-        done
-        failed=1
-      fi
-    done
-    if grep -q '^ring ' <<<"$all" && grep -q '^aws-lc-rs ' <<<"$all"; then
-      echo "check-deps: $pkg ($target) has two crypto providers, ring and aws-lc-rs" >&2
-      echo "  see: cargo tree -e normal -p $pkg --target $target -i aws-lc-rs" >&2
+echo "check-deps: cargo deny check (workspace)" >&2
+"$deny" "${offline[@]}" --locked check || failed=1
+
+# The functions' own bans, per Lambda architecture: the workspace's graph also holds the CLI
+# and the tests, which may carry what a function must not.
+for fn in list create resume delete deploy; do
+  for target in aarch64-unknown-linux-gnu x86_64-unknown-linux-gnu; do
+    if ! "$deny" --offline --locked --log-level error --config supply-chain/functions.deny.toml \
+      --manifest-path "functions/$fn/Cargo.toml" --exclude-dev --target "$target" \
+      check bans; then
+      echo "check-deps: the $fn function ($target) fails supply-chain/functions.deny.toml" >&2
       failed=1
     fi
   done
 done
+
+# A crate its author marked deprecated in its version ("0.9.34+deprecated"): no advisory may
+# exist for it yet.
+deprecated=$(awk '/^name = /{n=$3} /^version = ".*deprecated/{print n, $3}' Cargo.lock | tr -d '"')
+if [[ -n "$deprecated" ]]; then
+  echo "check-deps: deprecated crates in Cargo.lock: $deprecated" >&2
+  failed=1
+fi
 
 # The workspace's rust-version must be one the locked dependencies build with: none of them
 # may ask for a newer Rust than we say we need (Cargo.toml's rust-version once said 1.85 while
@@ -74,7 +102,7 @@ if [[ "$msrv" == FAIL* ]]; then
 fi
 
 if ((failed)); then
-  echo "check-deps: FAILED: one TLS/HTTP/crypto stack per function (the TLS and AWS notes in Cargo.toml), and a rust-version the lock file honours" >&2
+  echo "check-deps: FAILED (docs/supply-chain.md says what each check is for)" >&2
   exit 1
 fi
-echo "check-deps: ${#packages[@]} functions × ${#targets[@]} targets: one version each of ${WATCHED[*]}; one crypto provider"
+echo "check-deps: cargo deny (advisories, licences, bans, sources); the functions' bans; no deprecated crate; rust-version"

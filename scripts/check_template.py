@@ -6,10 +6,15 @@ retry policy went missing; this can.
 - Every Schedule / ScheduleV2 / EventBridgeRule event of every function has a RetryPolicy and a
   DeadLetterConfig naming a queue the template declares (`Arn: !GetAtt <Queue>.Arn`), and that
   queue's policy lets EventBridge send to it from that rule alone (aws:SourceArn).
-- Every function with such an event has an EventInvokeConfig whose OnFailure destination is a
-  declared SQS queue.
-- Every queue the template declares is encrypted, keeps messages 14 days, and has an alarm on
-  ApproximateNumberOfMessagesVisible whose QueueName dimension is that queue's name.
+- Every function with such an event, or another asynchronous one (SNS, S3, CloudWatchLogs,
+  IoTRule), has an EventInvokeConfig whose OnFailure destination is a declared SQS queue.
+- Every SQS event source polls a declared queue whose RedrivePolicy has a maxReceiveCount (its
+  retries) and sends to a declared dead-letter queue (alarmed as below; the polled queue itself
+  is not alarmed at one message). Any other kind of event source than these and the HTTP API's
+  is a failure until this check says what keeps its failed events.
+- Every queue the template declares is encrypted, keeps messages 14 days, and (unless an SQS
+  event source polls it) has an alarm on ApproximateNumberOfMessagesVisible whose QueueName
+  dimension is that queue's name.
 - The Offboarding rule matches only `source: !Ref OffboardingSources`, and the delete function
   gets the same list as SNAPWAKE_OFFBOARDING_SOURCES (`!Join [",", !Ref OffboardingSources]`).
 - The delete function's Sweep and Refresh schedules exist with their inputs.
@@ -23,12 +28,20 @@ retry policy went missing; this can.
   `!If [<condition>, !Ref <parameter>, !Ref AWS::NoValue]` with a Number parameter defaulting to
   0 (a new account's concurrency quota is 10 and Lambda keeps 10 unreserved: any hard-coded
   reserve fails the stack's creation there).
+- Least privilege: each function's role, as SAM translates the template (its Policies, policy
+  templates and managed policies included, what SAM adds itself, any IAM policy resource naming
+  the role), allows exactly the grants EXPECTED_IAM lists for it (action, resource, condition):
+  nothing beyond, nothing missing (docs/security.md, "What each function may do"). It is
+  checked with each value of the Tracing parameter: with Active, X-Ray's actions too (which SAM
+  adds), with Disabled none.
+- Tracing: the Tracing parameter (Disabled or Active, default Disabled) is every function's
+  Tracing (Globals), and no function sets its own.
 
 Usage: check_template.py [--self-test] [TEMPLATE]. Exits 1 on any failure, naming each one.
 `--self-test` breaks an in-memory copy of the template in each of the ways above and fails
-unless every break is caught (and the template as it is passes). Python 3 and PyYAML only;
-scripts/lint-infra.sh runs both with its virtualenv, and loads the template with
-`load_template` from here.
+unless every break is caught (and the template as it is passes). Python 3, PyYAML and, for the
+IAM check, aws-sam-translator; scripts/lint-infra.sh runs both with its virtualenv, and loads and
+translates the template with `load_template` and `translate` from here.
 """
 import copy
 import json
@@ -42,6 +55,11 @@ OFFBOARDING_EVENT = "Offboarding"
 SOURCES_PARAMETER = "OffboardingSources"
 SOURCES_VARIABLE = "SNAPWAKE_OFFBOARDING_SOURCES"
 RULE_EVENTS = ("Schedule", "ScheduleV2", "EventBridgeRule")
+# Other sources that invoke a function asynchronously: Lambda's own retries, then its on-failure
+# destination, are all that keeps a failed event.
+ASYNC_EVENTS = ("SNS", "S3", "CloudWatchLogs", "IoTRule")
+# Sources whose caller sees a failure and retries itself (the HTTP API answers 5xx).
+SYNC_EVENTS = ("HttpApi", "Api")
 FOURTEEN_DAYS = 14 * 24 * 3600
 # The delete function's schedules and the action each one's input must name.
 SCHEDULES = {"Sweep": "sweep", "Refresh": "refresh"}
@@ -104,6 +122,12 @@ def function_property(template, function, name):
     if own is not None:
         return own
     return ((template.get("Globals") or {}).get("Function") or {}).get(name)
+
+
+def events_of(function, kinds):
+    for name, event in (props(function).get("Events") or {}).items():
+        if isinstance(event, dict) and event.get("Type") in kinds:
+            yield name, event
 
 
 def rule_events(function):
@@ -204,11 +228,12 @@ def check(template):
                     f"to {queue} with aws:SourceArn !GetAtt {fname}{ename}.Arn"
                 )
 
-        if events:
+        invoked = events + list(events_of(function, ASYNC_EVENTS))
+        if invoked:
             config = function_property(template, function, "EventInvokeConfig")
             on_failure = (((config or {}).get("DestinationConfig") or {}).get("OnFailure")) or {}
             if not isinstance(config, dict):
-                names = ", ".join(e for e, _ in events)
+                names = ", ".join(e for e, _ in invoked)
                 fail(f"{fname}: has {names} events but no EventInvokeConfig")
             elif not isinstance(config.get("MaximumRetryAttempts"), int):
                 fail(f"{fname}: EventInvokeConfig has no MaximumRetryAttempts")
@@ -221,12 +246,16 @@ def check(template):
                     f"Destination !GetAtt <Queue>.Arn of a declared queue, not {on_failure!r}"
                 )
 
+    sources = polled_queues(functions)
+    failures.extend(event_source_failures(functions, queues, sources))
     for qname, queue in queues.items():
         p = props(queue)
         if p.get("SqsManagedSseEnabled") is not True and not p.get("KmsMasterKeyId"):
             fail(f"{qname}: not encrypted (SqsManagedSseEnabled: true)")
         if p.get("MessageRetentionPeriod") != FOURTEEN_DAYS:
             fail(f"{qname}: MessageRetentionPeriod is not {FOURTEEN_DAYS} (14 days)")
+        if qname in sources:
+            continue  # a work queue: its dead-letter queue is the one alarmed
         alarms = queue_alarms(template, qname)
         if not alarms:
             fail(
@@ -296,7 +325,51 @@ def check(template):
     failures.extend(quota_failures(template, functions))
     failures.extend(alarm_failures(template, functions))
     failures.extend(output_failures(template))
+    failures.extend(tracing_failures(template, functions))
+    failures.extend(iam_failures(template, functions))
     return failures
+
+
+def polled_queues(functions):
+    """The declared queues an SQS event source polls (by logical id)."""
+    return {
+        getatt(props(event).get("Queue"), "Arn")
+        for function in functions.values()
+        for _, event in events_of(function, ("SQS",))
+    } - {None}
+
+
+def event_source_failures(functions, queues, sources):
+    """Event sources whose failed events nothing keeps (see the module's docs)."""
+    found = []
+    known = RULE_EVENTS + ASYNC_EVENTS + SYNC_EVENTS + ("SQS",)
+    for fname, function in functions.items():
+        for ename, event in (props(function).get("Events") or {}).items():
+            kind = event.get("Type") if isinstance(event, dict) else None
+            where = f"{fname}.Events.{ename} ({kind})"
+            if kind not in known:
+                found.append(
+                    f"{where}: an event source this check does not know; say in "
+                    "check_template.py what keeps its failed events (retries, a dead-letter "
+                    "queue, its alarm)"
+                )
+            elif kind == "SQS" and getatt(props(event).get("Queue"), "Arn") not in queues:
+                found.append(
+                    f"{where}: Queue must be !GetAtt <Queue>.Arn of a queue this template "
+                    "declares (so its redrive policy is checked)"
+                )
+    for qname in sorted(sources & set(queues)):
+        redrive = props(queues[qname]).get("RedrivePolicy") or {}
+        target = getatt(redrive.get("deadLetterTargetArn"), "Arn")
+        if not isinstance(redrive.get("maxReceiveCount"), int) or target not in queues:
+            found.append(
+                f"{qname}: polled by an SQS event source, so it needs a RedrivePolicy with "
+                "maxReceiveCount (its retries) and deadLetterTargetArn !GetAtt <Queue>.Arn of a "
+                f"declared queue (alarmed), not {redrive!r}"
+            )
+        elif target in sources:
+            found.append(f"{qname}: its dead-letter queue {target} is itself a polled queue")
+    return found
 
 
 def output_failures(template):
@@ -367,6 +440,362 @@ def quota_failures(template, functions):
                 f"{where}: parameter {choice[1]['Ref']} must be a Number defaulting to 0, "
                 f"not {parameter.get('Type')!r} defaulting to {parameter.get('Default')!r}"
             )
+    return found
+
+
+# ---------------------------------------------------------------------------------------------
+# IAM: each function's role, as SAM writes it, grants exactly what the function's code calls.
+#
+# A grant is (action, resource, condition). Resources are named as the template names them:
+# TABLE is `!GetAtt Table.Arn` (items, by their primary key: GetItem, UpdateItem, PutItem, Scan),
+# OWNER_INDEX is `!Sub "${Table.Arn}/index/by_owner"` (a Query of the owner index needs the
+# index's ARN, and only that index is queried), SECRET is `!Ref AgentKitCredentialsSecretArn`, a
+# queue is its logical id (`!GetAtt <Queue>.Arn`), ANY is "*".
+#
+# Every DynamoDB call is one of the store port's eight methods (shared/src/store/mod.rs), each
+# one operation in the adapter (shared/src/store/dynamo/mod.rs):
+#   get, get_registry, get_document -> GetItem        update, put_document -> UpdateItem
+#   query_owner -> Query (by_owner)                   scan_agents -> Scan (the table)
+#   put_registry -> PutItem
+# Nothing deletes an item (they expire: TTL), and nothing uses transactions, batches or
+# ConditionCheck (docs/table.md). Secrets Manager is read by the Parameters and Secrets
+# extension, on the function's role, at cold start (shared/src/agentkit/credentials.rs).
+# Metrics are embedded in the logs (EMF, shared/src/metrics.rs): no cloudwatch:PutMetricData.
+# No function calls SQS, EventBridge or X-Ray itself (no X-Ray SDK: with Tracing=Active, Lambda
+# records each invocation's segments; see XRAY).
+
+TABLE = "Table"
+OWNER_INDEX = "Table/index/by_owner"
+SECRET = "AgentKitCredentialsSecretArn"
+ANY = "*"
+# The only item the list function may write (docs/table.md, "The items": the list cursor key).
+CURSOR_KEY_ONLY = "ForAllValues:StringEquals dynamodb:LeadingKeys=KEY#cursor"
+
+# AWS managed policies a role may attach, and what they allow (all on "*"). Any other is a
+# failure: its actions cannot be known offline.
+MANAGED_POLICIES = {
+    # SAM attaches it to every role it makes: Lambda writes the function's logs with it.
+    "service-role/AWSLambdaBasicExecutionRole": (
+        "logs:CreateLogGroup", "logs:CreateLogStream", "logs:PutLogEvents",
+    ),
+    # SAM attaches it when a function's Tracing is anything but Disabled (AWSXRayDaemonWriteAccess
+    # outside the aws partition): Lambda sends the invocation's trace segments with it.
+    "AWSXrayWriteOnlyAccess": (
+        "xray:PutTraceSegments", "xray:PutTelemetryRecords", "xray:GetSamplingRules",
+        "xray:GetSamplingTargets", "xray:GetSamplingStatisticSummaries",
+    ),
+    "AWSXRayDaemonWriteAccess": (
+        "xray:PutTraceSegments", "xray:PutTelemetryRecords", "xray:GetSamplingRules",
+        "xray:GetSamplingTargets", "xray:GetSamplingStatisticSummaries",
+    ),
+}
+
+
+def _grants(resource, *actions, condition=""):
+    return {(action, resource, condition) for action in actions}
+
+
+# Every function's logs (AWSLambdaBasicExecutionRole, which SAM adds).
+LOGS = _grants(ANY, *MANAGED_POLICIES["service-role/AWSLambdaBasicExecutionRole"])
+# With Tracing=Active, on every function (AWSXrayWriteOnlyAccess, which SAM adds), on top of
+# EXPECTED_IAM.
+XRAY = _grants(ANY, *MANAGED_POLICIES["AWSXrayWriteOnlyAccess"])
+# Every function loads the AgentKit credentials at cold start (bootstrap::agentkit).
+CREDENTIALS = _grants(SECRET, "secretsmanager:GetSecretValue")
+
+# The expected IAM of each function, exactly: an action beyond it fails, and so does one missing.
+EXPECTED_IAM = {
+    "ListFunction": (
+        LOGS | CREDENTIALS
+        # GetItem: one agent's record (one.rs: get), the registry (registry_cache: get_registry),
+        # the index sync's and the refresh's documents and the stored cursor key
+        # (agents.rs, cursor.rs: get_document).
+        # Scan: an admin's owner=* pages (everyone.rs: scan_agents).
+        | _grants(TABLE, "dynamodb:GetItem", "dynamodb:Scan")
+        # Query: one owner's records, both owner keys (owner.rs: query_owner).
+        | _grants(OWNER_INDEX, "dynamodb:Query")
+        # UpdateItem: its one write, the cursor key made on first use when CursorKey is empty
+        # (cursor.rs: put_document), on that item only.
+        | _grants(TABLE, "dynamodb:UpdateItem", condition=CURSOR_KEY_ONLY)
+    ),
+    "CreateFunction": (
+        LOGS | CREDENTIALS
+        # GetItem: the record under the agent lock (lock::AgentLock: get), the registry, the
+        # idempotency document after an ambiguous write (idempotency/mod.rs: get_document).
+        # UpdateItem: the record (the lock's acquire, write and release: update) and the
+        # idempotency document (put_document).
+        | _grants(TABLE, "dynamodb:GetItem", "dynamodb:UpdateItem")
+    ),
+    "ResumeFunction": (
+        LOGS | CREDENTIALS
+        # GetItem: the record (wake, sleep, keepalive under the lock: get), the registry, the
+        # owner's offboarding progress (offboarding::owner_is_leaving) and session claims
+        # (locate/claims.rs: get_document).
+        # UpdateItem: the record (the lock, a wake's or sleep's outcome: update) and a claim on
+        # a session of a snapshot-<id> agent (claims::claim: put_document).
+        | _grants(TABLE, "dynamodb:GetItem", "dynamodb:UpdateItem")
+    ),
+    "DeleteFunction": (
+        LOGS | CREDENTIALS
+        # GetItem: records (deletion, the sweep's index_agent: get), the registry, the sweep's
+        # checkpoint and locks, the index and refresh documents, deleted-snapshot markers,
+        # offboarding progress (get_document).
+        # UpdateItem: records (tombstones, the index sync: update) and those documents
+        # (put_document).
+        | _grants(TABLE, "dynamodb:GetItem", "dynamodb:UpdateItem")
+        # Query: an offboarded owner's agents (offboard/find.rs: query_owner).
+        | _grants(OWNER_INDEX, "dynamodb:Query")
+        # SendMessage: Lambda sends an invocation that failed every retry to the on-failure
+        # queue with the function's role (EventInvokeConfig; SAM adds the grant).
+        | _grants("DeleteOnFailureQueue", "sqs:SendMessage")
+    ),
+    "DeployFunction": (
+        LOGS | CREDENTIALS
+        # GetItem: the registry (deploy/mod.rs: get_registry), the deploy lock (get_document).
+        # UpdateItem: the deploy lock (lock/document.rs: put_document).
+        # PutItem: the registry, one conditional put (put_registry).
+        | _grants(TABLE, "dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:PutItem")
+        | _grants("DeployOnFailureQueue", "sqs:SendMessage")
+    ),
+}
+
+
+TRACING_PARAMETER = "Tracing"
+# The parameter's values, as SAM reads them: Disabled leaves a function without TracingConfig
+# (Lambda's default, PassThrough) and its role without X-Ray; Active adds both. The IAM check
+# translates the template with each. (SAM grants X-Ray for PassThrough too, though Lambda then
+# sends nothing: hence Disabled, not PassThrough.)
+TRACING_VALUES = ["Disabled", "Active"]
+
+
+class _NoManagedPolicies:
+    """Managed policy names resolve from the translator's bundled map, never from IAM."""
+
+    def load(self):
+        return {}
+
+
+def translate(template, parameters=None):
+    """The CloudFormation SAM makes of `template` (aws-sam-translator, the transform `sam deploy`
+    runs), with `parameters` over the template's defaults. Raises the translator's
+    InvalidDocumentException on a template it refuses."""
+    import logging
+    import os
+
+    from samtranslator.translator.transform import transform
+
+    # The transform resolves pseudo parameters (AWS::Region) for its own bookkeeping; any region
+    # will do offline. It also warns about its own unpublished metrics: not ours.
+    os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
+    logging.getLogger("samtranslator").setLevel(logging.ERROR)
+    template = copy.deepcopy(template)
+    # `sam package` replaces each local CodeUri with the S3 object it uploaded; stand in for it.
+    for resource in (template.get("Resources") or {}).values():
+        if isinstance(resource, dict) and resource.get("Type") == "AWS::Serverless::Function":
+            (resource.setdefault("Properties", {}) or {})["CodeUri"] = (
+                "s3://snapwake-lint/function.zip"
+            )
+    return transform(template, dict(parameters or {}), _NoManagedPolicies())
+
+
+def _listed(value):
+    return value if isinstance(value, list) else [value]
+
+
+def _resource_name(value):
+    """A statement's resource as the expected table names it (see TABLE and the rest)."""
+    if value == "*":
+        return ANY
+    if isinstance(value, dict) and list(value) == ["Ref"]:
+        return value["Ref"]
+    target = getatt(value, "Arn")
+    if target:
+        return target
+    if isinstance(value, dict) and isinstance(value.get("Fn::Sub"), str):
+        text = value["Fn::Sub"]
+        while "${" in text and ".Arn}" in text:
+            start = text.index("${")
+            end = text.index("}", start)
+            name = text[start + 2:end]
+            if not name.endswith(".Arn"):
+                break
+            text = text[:start] + name[: -len(".Arn")] + text[end + 1:]
+        return text
+    return json.dumps(value, sort_keys=True)
+
+
+def _condition_text(condition):
+    if not condition:
+        return ""
+    if not isinstance(condition, dict):
+        return json.dumps(condition, sort_keys=True)
+    parts = []
+    for operator, tests in sorted(condition.items()):
+        if not isinstance(tests, dict):
+            parts.append(f"{operator} {json.dumps(tests, sort_keys=True)}")
+            continue
+        for key, values in sorted(tests.items()):
+            listed = ",".join(sorted(str(v) for v in _listed(values)))
+            parts.append(f"{operator} {key}={listed}")
+    return "; ".join(parts)
+
+
+def _describe(grant):
+    action, resource, condition = grant
+    return f"{action} on {resource}" + (f" if {condition}" if condition else "")
+
+
+def _document_grants(document, where):
+    """The (action, resource, condition) an IAM policy document allows; problems for what cannot
+    be read exactly."""
+    grants, problems = set(), []
+    if not isinstance(document, dict) or any(k.startswith("Fn::") for k in document):
+        return grants, [f"{where}: a conditional or unreadable policy {document!r}"]
+    for statement in _listed(document.get("Statement") or []):
+        if not isinstance(statement, dict) or any(k.startswith("Fn::") for k in statement):
+            problems.append(f"{where}: a conditional or unreadable statement {statement!r}")
+            continue
+        if statement.get("Effect") != "Allow":
+            continue  # a Deny only takes away
+        if "NotAction" in statement or "NotResource" in statement:
+            problems.append(f"{where}: NotAction/NotResource allows more than it names")
+            continue
+        condition = _condition_text(statement.get("Condition"))
+        for action in _listed(statement.get("Action")):
+            for resource in _listed(statement.get("Resource")):
+                grants.add((str(action), _resource_name(resource), condition))
+    return grants, problems
+
+
+def _managed_policy_name(arn):
+    if isinstance(arn, dict) and isinstance(arn.get("Fn::Sub"), str):
+        arn = arn["Fn::Sub"]
+    if isinstance(arn, str) and ":iam::aws:policy/" in arn:
+        return arn.split(":iam::aws:policy/", 1)[1]
+    return None
+
+
+def role_grants(out, function):
+    """What the role of `function` (a logical id) allows in the translated template `out`, from
+    its own policies, the managed policies it attaches and any policy resource that names it."""
+    found = (out.get("Resources") or {})
+    lambda_function = found.get(function) or {}
+    role = getatt(props(lambda_function).get("Role"), "Arn")
+    if (found.get(role) or {}).get("Type") != "AWS::IAM::Role":
+        return set(), [
+            f"{function}: its role is not one SAM makes from its Policies "
+            f"(Role: {props(lambda_function).get('Role')!r}), so what it allows cannot be checked"
+        ]
+    grants, problems = set(), []
+    p = props(found[role])
+    for arn in _listed(p.get("ManagedPolicyArns") or []):
+        name = _managed_policy_name(arn)
+        if name in MANAGED_POLICIES:
+            grants |= _grants(ANY, *MANAGED_POLICIES[name])
+        elif isinstance(arn, dict) and (found.get(arn.get("Ref")) or {}).get("Type") == (
+            "AWS::IAM::ManagedPolicy"
+        ):
+            more, why = _document_grants(
+                props(found[arn["Ref"]]).get("PolicyDocument"), f"{function}: {arn['Ref']}"
+            )
+            grants |= more
+            problems.extend(why)
+        else:
+            problems.append(
+                f"{function}: attaches the managed policy {arn!r}, whose actions this check "
+                "cannot know (list them in MANAGED_POLICIES, or grant them in Policies instead)"
+            )
+    for policy in _listed(p.get("Policies") or []):
+        named = isinstance(policy, dict) and "PolicyName" in policy
+        more, why = _document_grants(
+            policy.get("PolicyDocument") if named else policy,
+            f"{function}: policy {policy['PolicyName']}" if named else function,
+        )
+        grants |= more
+        problems.extend(why)
+    # Policies attached from elsewhere in the template.
+    for pname, policy in found.items():
+        kind = (policy or {}).get("Type")
+        if kind not in ("AWS::IAM::Policy", "AWS::IAM::ManagedPolicy", "AWS::IAM::RolePolicy"):
+            continue
+        pp = props(policy)
+        roles = _listed(pp.get("Roles") or []) + _listed(pp.get("RoleName") or [])
+        if {"Ref": role} in roles or role in roles:
+            more, why = _document_grants(pp.get("PolicyDocument"), f"{function}: {pname}")
+            grants |= more
+            problems.extend(why)
+    return grants, problems
+
+
+def tracing_failures(template, functions):
+    """The Tracing parameter sets every function's Tracing, and nothing else does."""
+    found = []
+    parameter = (template.get("Parameters") or {}).get(TRACING_PARAMETER)
+    if not isinstance(parameter, dict):
+        found.append(f"no parameter {TRACING_PARAMETER}")
+    elif (parameter.get("AllowedValues"), parameter.get("Default")) != (TRACING_VALUES, "Disabled"):
+        found.append(
+            f"parameter {TRACING_PARAMETER}: must have AllowedValues {TRACING_VALUES} and "
+            f"Default Disabled, not {parameter.get('AllowedValues')!r} and "
+            f"{parameter.get('Default')!r}"
+        )
+    shared = ((template.get("Globals") or {}).get("Function") or {}).get("Tracing")
+    if shared != {"Ref": TRACING_PARAMETER}:
+        found.append(f"Globals.Function.Tracing must be !Ref {TRACING_PARAMETER}, not {shared!r}")
+    for fname, function in functions.items():
+        if "Tracing" in props(function):
+            found.append(
+                f"{fname}: sets its own Tracing ({props(function)['Tracing']!r}); the "
+                f"{TRACING_PARAMETER} parameter sets it for every function (Globals)"
+            )
+    return found
+
+
+def iam_failures(template, functions):
+    """Roles that allow more, or less, than EXPECTED_IAM (see the module's docs)."""
+    found = []
+    for fname in functions:
+        if fname not in EXPECTED_IAM:
+            found.append(f"{fname}: not in EXPECTED_IAM (say what its code calls, and why)")
+    for fname in EXPECTED_IAM:
+        if fname not in functions:
+            found.append(f"EXPECTED_IAM names {fname}, which the template does not declare")
+    # Both ways the template deploys, which differ by X-Ray alone; each difference is said once,
+    # with the Tracing value it is found with when not both.
+    differences = {}
+    for tracing in TRACING_VALUES:
+        try:
+            out = translate(template, {TRACING_PARAMETER: tracing})
+        except Exception as e:  # the translator's refusal, with its reasons
+            causes = "; ".join(c.message for c in getattr(e, "causes", [])) or repr(e)
+            message = f"the SAM transform refuses the template: {causes}"
+            differences.setdefault(message, set()).add(tracing)
+            continue
+        for fname in functions:
+            if fname not in EXPECTED_IAM:
+                continue
+            granted, problems = role_grants(out, fname)
+            expected = EXPECTED_IAM[fname] | (XRAY if tracing == "Active" else set())
+            said = problems + [
+                f"{fname}: allows {_describe(grant)}, which is not in its EXPECTED_IAM"
+                for grant in sorted(granted - expected)
+            ]
+            if granted or not problems:
+                said += [
+                    f"{fname}: does not allow {_describe(grant)}, which its EXPECTED_IAM needs"
+                    for grant in sorted(expected - granted)
+                ]
+            for message in said:
+                differences.setdefault(message, set()).add(tracing)
+            traced = props((out.get("Resources") or {}).get(fname) or {}).get("TracingConfig")
+            if bool(traced) != (tracing == "Active"):
+                differences.setdefault(
+                    f"{fname}: TracingConfig is {traced!r} with Tracing={tracing}", set()
+                ).add(tracing)
+    for message, tracings in differences.items():
+        if len(tracings) < len(TRACING_VALUES):
+            message += f" (with Tracing={', '.join(sorted(tracings))})"
+        found.append(message)
     return found
 
 
@@ -547,6 +976,154 @@ def _drop_output(t):
     return "ResumeFunction"
 
 
+def _statements(t, function):
+    return props(t["Resources"][function])["Policies"][0]["Statement"]
+
+
+def _allow(function, action, resource):
+    def go(t):
+        _statements(t, function).append(
+            {"Effect": "Allow", "Action": action, "Resource": resource}
+        )
+        return f"{function}: allows {action} on"
+    return go
+
+
+def _policy(function, policy, expect):
+    def go(t):
+        props(t["Resources"][function])["Policies"].append(policy)
+        return f"{function}: {expect}"
+    return go
+
+
+def _drop_condition(t):
+    for s in _statements(t, "ListFunction"):
+        s.pop("Condition", None)
+    return "ListFunction: allows dynamodb:UpdateItem on Table, which"
+
+
+def _every_index(t):
+    for s in _statements(t, DELETE_FUNCTION):
+        if s["Action"] == "dynamodb:Query":
+            s["Resource"] = {"Fn::Sub": "${Table.Arn}/index/*"}
+    return f"{DELETE_FUNCTION}: allows dynamodb:Query on Table/index/*"
+
+
+def _without_action(function, action):
+    def go(t):
+        for s in _statements(t, function):
+            actions = s["Action"] if isinstance(s["Action"], list) else [s["Action"]]
+            s["Action"] = [a for a in actions if a != action]
+        return f"{function}: does not allow {action}"
+    return go
+
+
+def _every_secret(t):
+    for s in _statements(t, "CreateFunction"):
+        if s["Action"] == "secretsmanager:GetSecretValue":
+            s["Resource"] = "*"
+    return "CreateFunction: allows secretsmanager:GetSecretValue on *"
+
+
+def _policy_resource(t):
+    t["Resources"]["StrayPolicy"] = {
+        "Type": "AWS::IAM::Policy",
+        "Properties": {
+            "PolicyName": "stray",
+            "Roles": [{"Ref": "ResumeFunctionRole"}],
+            "PolicyDocument": {"Statement": [{
+                "Effect": "Allow", "Action": "dynamodb:DeleteItem",
+                "Resource": {"Fn::GetAtt": ["Table", "Arn"]},
+            }]},
+        },
+    }
+    return "ResumeFunction: allows dynamodb:DeleteItem on Table"
+
+
+def _own_role(t):
+    p = props(t["Resources"]["ResumeFunction"])
+    p.pop("Policies")
+    p["Role"] = "arn:aws:iam::123456789012:role/snapwake-anything"
+    return "ResumeFunction: its role is not one SAM makes"
+
+
+def _failures_elsewhere(t):
+    config = props(t["Resources"]["DeployFunction"])["EventInvokeConfig"]
+    config["DestinationConfig"]["OnFailure"]["Destination"] = {
+        "Fn::GetAtt": ["DeleteOnFailureQueue", "Arn"]
+    }
+    return "DeployFunction: allows sqs:SendMessage on DeleteOnFailureQueue"
+
+
+def _tracing(value):
+    def go(t):
+        t["Globals"]["Function"]["Tracing"] = value
+        return "Globals.Function.Tracing must be"
+    return go
+
+
+def _xray_policy(t):
+    _allow("DeployFunction", "xray:PutTraceSegments", "*")(t)
+    return "DeployFunction: allows xray:PutTraceSegments on *, which is not in its " \
+        "EXPECTED_IAM (with Tracing=Disabled)"
+
+
+def _no_tracing(t):
+    del t["Globals"]["Function"]["Tracing"]
+    return "ListFunction: does not allow xray:PutTraceSegments on *, which its EXPECTED_IAM " \
+        "needs (with Tracing=Active)"
+
+
+def _own_tracing(t):
+    props(t["Resources"]["CreateFunction"])["Tracing"] = "Active"
+    return "CreateFunction: sets its own Tracing"
+
+
+def _tracing_parameter(key, value):
+    def go(t):
+        t["Parameters"][TRACING_PARAMETER][key] = value
+        return f"parameter {TRACING_PARAMETER}"
+    return go
+
+
+def _sqs_source(redrive):
+    def go(t):
+        queue = {"MessageRetentionPeriod": FOURTEEN_DAYS, "SqsManagedSseEnabled": True}
+        if redrive is not None:
+            queue["RedrivePolicy"] = redrive
+        t["Resources"]["WorkQueue"] = {"Type": "AWS::SQS::Queue", "Properties": queue}
+        props(t["Resources"][DELETE_FUNCTION])["Events"]["Work"] = {
+            "Type": "SQS", "Properties": {"Queue": {"Fn::GetAtt": ["WorkQueue", "Arn"]}},
+        }
+        return "WorkQueue: polled by an SQS event source"
+    return go
+
+
+def _sns_without_invoke_config(t):
+    props(t["Resources"]["ResumeFunction"])["Events"]["Notice"] = {
+        "Type": "SNS", "Properties": {"Topic": "arn:aws:sns:us-east-1:123456789012:notices"},
+    }
+    return "ResumeFunction: has Notice events but no EventInvokeConfig"
+
+
+def _stream_source(t):
+    props(t["Resources"]["DeployFunction"])["Events"]["Stream"] = {
+        "Type": "Kinesis",
+        "Properties": {
+            "Stream": "arn:aws:kinesis:us-east-1:123456789012:stream/s",
+            "StartingPosition": "LATEST",
+        },
+    }
+    return "DeployFunction.Events.Stream (Kinesis): an event source this check does not know"
+
+
+def _unlisted_function(t):
+    extra = copy.deepcopy(t["Resources"]["CreateFunction"])
+    props(extra).pop("Events")
+    t["Resources"]["ExtraFunction"] = extra
+    return "ExtraFunction: not in EXPECTED_IAM"
+
+
 MUTATIONS = [
     ("a Schedule event without RetryPolicy", lambda t: _drop("RetryPolicy")(t, "Schedule")),
     ("an EventBridgeRule event without RetryPolicy",
@@ -581,6 +1158,43 @@ MUTATIONS = [
     ("a function without a Throttles alarm", _drop_throttles_alarm),
     ("an alarm on a snapwake metric without dimensions", _custom_alarm_without_dimensions),
     ("a function no Output names", _drop_output),
+    ("dynamodb:DeleteItem on the list function",
+     _allow("ListFunction", "dynamodb:DeleteItem", {"Fn::GetAtt": ["Table", "Arn"]})),
+    ("the list function's UpdateItem on any item (no LeadingKeys)", _drop_condition),
+    ("a SAM policy template on the list function (DynamoDBCrudPolicy)",
+     _policy("ListFunction", {"DynamoDBCrudPolicy": {"TableName": {"Ref": "Table"}}},
+             "allows dynamodb:DeleteItem")),
+    ("an AWS managed policy on the list function",
+     _policy("ListFunction", "AmazonDynamoDBReadOnlyAccess", "attaches the managed policy")),
+    ("a conditional policy on the list function (Fn::If)",
+     _policy("ListFunction", {"Fn::If": ["HasAlarmTopic", {"Statement": [{
+         "Effect": "Allow", "Action": "dynamodb:DeleteItem", "Resource": "*"}]},
+         {"Ref": "AWS::NoValue"}]}, "a conditional or unreadable policy")),
+    ("the delete function's Scan back", _allow(DELETE_FUNCTION, "dynamodb:Scan",
+                                                {"Fn::GetAtt": ["Table", "Arn"]})),
+    ("the delete function's Query on every index", _every_index),
+    ("the create function without UpdateItem",
+     _without_action("CreateFunction", "dynamodb:UpdateItem")),
+    ("the deploy function without PutItem",
+     _without_action("DeployFunction", "dynamodb:PutItem")),
+    ("the create function reading every secret", _every_secret),
+    ("an IAM policy resource on a function's role", _policy_resource),
+    ("a function with a role of its own", _own_role),
+    ("the deploy function's failures sent to another queue", _failures_elsewhere),
+    ("a function EXPECTED_IAM does not list", _unlisted_function),
+    ("an SQS event source whose queue has no redrive policy", _sqs_source(None)),
+    ("an SQS event source whose dead-letter queue is not declared",
+     _sqs_source({"deadLetterTargetArn": "arn:aws:sqs:us-east-1:123456789012:elsewhere",
+                  "maxReceiveCount": 5})),
+    ("an SNS event on a function without EventInvokeConfig", _sns_without_invoke_config),
+    ("a Kinesis event source (no check knows it)", _stream_source),
+    ("X-Ray granted in a function's Policies (so with Tracing off too)", _xray_policy),
+    ("every function traced whatever the parameter (Tracing: Active)", _tracing("Active")),
+    ("no Tracing in Globals (the parameter sets nothing)", _no_tracing),
+    ("a function with its own Tracing", _own_tracing),
+    ("the Tracing parameter defaulting to Active", _tracing_parameter("Default", "Active")),
+    ("the Tracing parameter offering PassThrough (SAM grants X-Ray for it)",
+     _tracing_parameter("AllowedValues", ["Disabled", "PassThrough", "Active"])),
 ]
 
 
@@ -631,7 +1245,8 @@ def main(argv):
     n_queues = len(resources(template, "AWS::SQS::Queue"))
     print(
         f"check_template: {path}: {n_events} event sources with retry policy and DLQ, "
-        f"{n_queues} queues alarmed, on-failure destinations, OffboardingSources, Refresh: ok"
+        f"{n_queues} queues alarmed, on-failure destinations, OffboardingSources, Refresh, "
+        f"{len(EXPECTED_IAM)} functions' IAM as EXPECTED_IAM: ok"
     )
     return 0
 

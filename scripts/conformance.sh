@@ -10,10 +10,27 @@ venv=target/infra-venv
 [[ -x "$venv/bin/schemathesis" ]] || scripts/lint-infra.sh
 
 cargo build -q -p snapwake-cli
-port="${SNAPWAKE_CONFORMANCE_PORT:-18089}"
-"${CARGO_TARGET_DIR:-target}/debug/snapwake" serve --demo --port "$port" > target/conformance-serve.log 2>&1 &
+# Port 0: the server binds a free port itself and says which ("snapwake serving on
+# http://127.0.0.1:PORT ..."); SNAPWAKE_CONFORMANCE_PORT picks one instead.
+mkdir -p target
+log=target/conformance-serve.log
+: >"$log" # now, not in the background: the port is read from it
+"${CARGO_TARGET_DIR:-target}/debug/snapwake" serve --demo --port "${SNAPWAKE_CONFORMANCE_PORT:-0}" >"$log" 2>&1 &
 serve=$!
 trap 'kill "$serve" 2>/dev/null || true' EXIT
+
+port=
+for _ in $(seq 1 200); do
+  port="$(sed -n 's|.*snapwake serving on http://127\.0\.0\.1:\([0-9][0-9]*\).*|\1|p' "$log")"
+  [[ -n "$port" ]] && break
+  kill -0 "$serve" 2>/dev/null || break
+  sleep 0.1
+done
+if [[ -z "$port" ]]; then
+  echo "conformance: snapwake serve did not say its port:" >&2
+  cat "$log" >&2
+  exit 1
+fi
 
 for _ in $(seq 1 100); do
   if curl -fs -o /dev/null -H "X-Snapwake-User: alice" "http://127.0.0.1:$port/v1/capabilities"; then

@@ -1,22 +1,12 @@
 #!/usr/bin/env bash
-# The My Agents page in a real browser: Debian's chromium (installed here if missing) driven by
-# Playwright for Python (pinned in console/tests/requirements.txt, installed into
-# target/console-venv; it never downloads a browser of its own), against `snapwake serve
-# --demo` processes the tests start themselves (console/tests/conftest.py). Screenshots of the
-# main states go to target/console-screenshots/ (README, "My Agents page").
+# The My Agents page in a real browser: a Chromium or Chrome (scripts/find-chromium.sh: $CHROMIUM,
+# the system's, Debian's apt package, else Playwright's own download) driven by Playwright for
+# Python (pinned in console/tests/requirements.txt, installed into target/console-venv), against
+# `snapwake serve --demo` processes the tests start themselves (console/tests/conftest.py).
+# Screenshots of the main states go to target/console-screenshots/ (README, "My Agents page").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
-
-as_root() {
-  if [[ "$(id -u)" == 0 ]]; then "$@"; else sudo "$@"; fi
-}
-
-if [[ ! -x /usr/bin/chromium ]]; then
-  echo "== installing Debian's chromium and chromium-driver"
-  as_root apt-get update -q
-  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium chromium-driver
-fi
 
 venv=target/console-venv
 requirements=console/tests/requirements.txt
@@ -26,14 +16,16 @@ if [[ ! -x "$venv/bin/pytest" ]] || ! cmp -s "$requirements" "$venv/requirements
   cp "$requirements" "$venv/requirements.txt"
 fi
 
+CHROMIUM="$(scripts/find-chromium.sh "$venv/bin/python")"
+
 cargo build -q -p snapwake-cli
 
 shots=target/console-screenshots
 rm -rf "$shots"
 mkdir -p "$shots"
-export SNAPWAKE_BIN="$(cd "${CARGO_TARGET_DIR:-target}" && pwd)/debug/snapwake" CHROMIUM=/usr/bin/chromium \
+export SNAPWAKE_BIN="$(cd "${CARGO_TARGET_DIR:-target}" && pwd)/debug/snapwake" CHROMIUM \
   CONSOLE_SCREENSHOTS="$PWD/$shots"
-# Every server a test starts is its own process, stopped by the test's fixture (and told to
-# stop by the kernel if pytest dies first: PR_SET_PDEATHSIG).
+# Every server a test starts is its own process, stopped by the test's fixture (and, on Linux,
+# told to stop by the kernel if pytest dies first: PR_SET_PDEATHSIG).
 "$venv/bin/python" -m pytest console/tests -q -p no:cacheprovider "$@"
 echo "screenshots: $shots/"

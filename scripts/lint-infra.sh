@@ -4,7 +4,8 @@
 # infra/requirements.txt (with schemathesis, which scripts/conformance.sh runs) and installed
 # into target/infra-venv on first use. Then what the template must keep for failed events
 # (scripts/check_template.py: retry policies, dead-letter queues, on-failure destinations, their
-# alarms, the offboarding sources), and that check's self-test. Zero errors, or this fails.
+# alarms, the offboarding sources, each function's IAM), and that check's self-test. Zero
+# errors, or this fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -18,35 +19,17 @@ fi
 # 1. The SAM transform, as `sam deploy` would run it: any error in the serverless resources
 #    stops here with the translator's own message.
 "$venv/bin/python" - <<'PY'
-import os, sys
-from samtranslator.translator.transform import transform
+import sys
 from samtranslator.public.exceptions import InvalidDocumentException
 
-# The template with CloudFormation's short forms (!Ref, !GetAtt ...) as their long forms.
+# The template with CloudFormation's short forms (!Ref, !GetAtt ...) as their long forms, and the
+# transform as check_template.py runs it (a stand-in for each CodeUri that `sam package` uploads).
 sys.dont_write_bytecode = True
 sys.path.insert(0, "scripts")
-from check_template import load_template
-
-template = load_template("infra/template.yaml")
-
-
-# The transform resolves pseudo parameters (AWS::Region) for its own bookkeeping; any region
-# will do offline.
-os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
-
-
-class NoManagedPolicies:
-    def load(self):
-        return {}
-
-
-# `sam package` replaces each local CodeUri with the S3 object it uploaded; stand in for it.
-for resource in template["Resources"].values():
-    if resource.get("Type") == "AWS::Serverless::Function":
-        resource["Properties"]["CodeUri"] = "s3://snapwake-lint/function.zip"
+from check_template import load_template, translate
 
 try:
-    out = transform(template, {}, NoManagedPolicies())
+    out = translate(load_template("infra/template.yaml"))
 except InvalidDocumentException as e:
     for cause in e.causes:
         print(f"sam-translator: {cause.message}", file=sys.stderr)
@@ -59,7 +42,9 @@ PY
 echo "cfn-lint: infra/template.yaml clean"
 
 # 3. What cfn-lint cannot see: every event source keeps its retry policy and dead-letter queue,
-#    every queue its alarm (docs/operations.md, "Failed events: dead-letter queues and redrive");
-#    then the check's self-test, which breaks a copy of the template each of those ways.
+#    every queue its alarm (docs/operations.md, "Failed events: dead-letter queues and redrive"),
+#    every function's role exactly the actions its code calls (docs/security.md, "What each
+#    function may do"); then the check's self-test, which breaks a copy of the template each of
+#    those ways.
 "$venv/bin/python" scripts/check_template.py
 "$venv/bin/python" scripts/check_template.py --self-test

@@ -30,5 +30,5 @@ cargo lambda build --release "$flag" $(printf -- '-p snapwake-%s ' "${functions[
 for f in "${functions[@]}"; do
   zip="target/lambda/$f/bootstrap.zip"
   [[ -f "$zip" ]] || { echo "missing $zip" >&2; exit 1; }
-  printf '%-8s %s bytes\n' "$f" "$(stat -c %s "$zip")"
+  printf '%-8s %s bytes\n' "$f" "$(wc -c <"$zip" | tr -d ' ')"
 done

@@ -16,7 +16,7 @@ cargo fmt --all -- --check
 echo "== cargo clippy -D warnings"
 cargo clippy --workspace --all-targets --all-features -- -D warnings
 
-echo "== one TLS, HTTP and crypto stack per function (cargo tree)"
+echo "== the supply chain: cargo deny, the functions' bans, rust-version (docs/supply-chain.md)"
 scripts/check-deps.sh
 
 echo "== infra/: sam-translator and cfn-lint on the template"

@@ -15,13 +15,25 @@ pub enum CliError {
     /// A snapwake operation (deploy) failed.
     #[error("{0}")]
     Snapwake(#[from] snapwake::Error),
+    /// A request to the deployed API failed (`snapwake agents`). Boxed: a problem's text
+    /// makes it the largest error here, and every subcommand's `Result` would carry that.
+    #[error("{0}")]
+    Api(Box<crate::api::ApiError>),
+}
+
+impl From<crate::api::ApiError> for CliError {
+    fn from(err: crate::api::ApiError) -> Self {
+        CliError::Api(Box::new(err))
+    }
 }
 
 impl CliError {
-    /// 2 for bad input (the convention clap follows), 1 for everything else.
+    /// 2 for bad input (the convention clap follows); the API's own codes for "sign in again"
+    /// and "try later" (`crate::api::answer`); 1 for everything else.
     pub fn exit_code(&self) -> u8 {
         match self {
             CliError::Usage(_) => 2,
+            CliError::Api(err) => err.exit_code(),
             CliError::Io(_) | CliError::Json(_) | CliError::Snapwake(_) => 1,
         }
     }

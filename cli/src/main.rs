@@ -1,6 +1,8 @@
 //! `snapwake`: the command-line entry point. Parses arguments and hands each subcommand to its
 //! module; every module exposes `run(args) -> Result<(), CliError>`.
 
+mod agents;
+mod api;
 mod cleanup;
 mod deploy;
 mod error;
@@ -47,6 +49,9 @@ enum Command {
     Sim(sim::SimArgs),
     /// Encode owners and decode UserSessionIds (support tools).
     Usid(usid::UsidArgs),
+    /// The deployed API from a terminal: list, show, wake and sleep agents (--url or
+    /// SNAPWAKE_API_URL, --token or SNAPWAKE_TOKEN).
+    Agents(agents::AgentsArgs),
     /// Print a completion script for a shell: `snapwake completions bash > /etc/bash_completion.d/snapwake`,
     /// `snapwake completions zsh > "${fpath[1]}/_snapwake"`,
     /// `snapwake completions fish > ~/.config/fish/completions/snapwake.fish`.
@@ -63,6 +68,7 @@ fn run(cli: Cli) -> Result<(), CliError> {
         Command::Table(args) => table::run(args),
         Command::Sim(args) => sim::run(args),
         Command::Usid(args) => usid::run(args),
+        Command::Agents(args) => agents::run(args),
         Command::Completions { shell } => {
             use clap::CommandFactory;
             clap_complete::generate(

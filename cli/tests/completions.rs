@@ -1,5 +1,5 @@
 //! `snapwake completions <shell>`: a script for bash, zsh and fish naming every subcommand and
-//! option (the offboarding's `--yes` among them); bash's parses.
+//! option (the offboarding's `--yes` and `snapwake agents` among them); bash's parses.
 
 use std::process::Command;
 
@@ -17,7 +17,17 @@ fn every_shell_gets_every_subcommand_and_option() {
     for shell in ["bash", "zsh", "fish"] {
         let script = completions(shell);
         // Options without their dashes: fish writes `-l dry-run`.
-        for word in ["serve", "offboard", "sweep", "invoke", "yes", "dry-run"] {
+        for word in [
+            "serve",
+            "offboard",
+            "sweep",
+            "invoke",
+            "yes",
+            "dry-run",
+            "agents",
+            "wake",
+            "local-user",
+        ] {
             assert!(script.contains(word), "{shell}: no {word}");
         }
     }

@@ -234,7 +234,7 @@ export function render(container, agents, ctx) {
   if (others.length) {
     sections.push(h("section", { class: "group" }, h("h2", {}, "Other"), h("ul", { class: "cards" }, others.map((a) => card(a, ctx)))));
   }
-  if (!agents.length) {
+  if (!agents.length && ctx.emptyTitle) {
     sections.push(h("div", { class: "empty" }, h("h2", {}, ctx.emptyTitle), h("p", {}, ctx.emptyText)));
   }
   container.replaceChildren(...sections);

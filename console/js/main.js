@@ -32,12 +32,21 @@ function announce(text) {
   $("status").textContent = text;
 }
 
+/** "trying again in N s…", never "in 0 s". */
+const retryNote = (p, ms) => `${p.title}: trying again in ${Math.max(1, Math.round(ms / 1000))} s…`;
+
 function showProblem(problem, retry) {
   const box = $("problem");
   box.hidden = !problem;
   if (!problem) return box.replaceChildren();
   const content = problemBox(problem, null);
-  if (problem.retryable && retry) {
+  if (problem.status === 401 && state.config?.mode === "oidc") {
+    // The token was refused (expired, most often): sign-in is a click, never automatic, so a
+    // token the API keeps refusing cannot send the page round the provider in a loop.
+    const again = h("button", { type: "button" }, "Sign in again");
+    again.addEventListener("click", () => state.session.signIn().catch((e) => showProblem(e)));
+    content.append(again);
+  } else if (problem.retryable && retry) {
     const again = h("button", { type: "button", class: "secondary" }, "Try again");
     again.addEventListener("click", retry);
     content.append(again);
@@ -59,7 +68,8 @@ function draw() {
     problems: state.problems,
     maxTtlS: Number(state.config?.max_ttl_s) || 28800,
     showOwners: mode !== "mine",
-    emptyTitle: mode === "mine" ? "No agents yet" : "No agents here",
+    // Only a listing that arrived can say there are none (not a failed one, not signed out).
+    emptyTitle: !listing ? null : mode === "mine" ? "No agents yet" : "No agents here",
     emptyText: mode === "mine" ? "Create one with New agent." : "Nobody's agents match.",
   });
   if (notes.length) $("agents").prepend(h("p", { class: "note" }, notes.join(" ")));
@@ -77,19 +87,24 @@ function query() {
   return {};
 }
 
+/** List the agents in scope; true when the listing arrived. */
 async function load({ announceDone = false, keepProblem = false } = {}) {
   const generation = state.generation;
   $("agents").setAttribute("aria-busy", "true");
   try {
-    const res = await state.api.list(query());
-    if (generation !== state.generation) return;
+    const res = await state.api.list(query(), { onRetry: (p, ms) => announce(retryNote(p, ms)) });
+    if (generation !== state.generation) return false;
     state.listing = res.body;
     state.agents = res.body.agents || [];
     if (!keepProblem) showProblem(null);
     if (announceDone) announce(`${count(state.agents.length, "agent")} listed.`);
+    return true;
   } catch (e) {
-    if (generation !== state.generation) return;
+    if (generation !== state.generation) return false;
+    // The live region must not keep saying "trying again" (or an old count) once it failed.
+    announce("");
     if (!handleAuth(e)) showProblem(e, () => load({ announceDone: true }));
+    return false;
   } finally {
     if (generation === state.generation) {
       $("agents").setAttribute("aria-busy", "false");
@@ -140,7 +155,7 @@ async function act(agent, verb, words, run) {
     onRetry: (p, ms) => {
       const b = state.busy.get(key);
       if (!b) return;
-      b.progress = `${p.title}: trying again in ${Math.round(ms / 1000)} s…`;
+      b.progress = retryNote(p, ms);
       announce(b.progress);
       draw();
     },
@@ -350,6 +365,7 @@ function signedOut(problem) {
   $("sign-in").hidden = false;
   $("sign-out").hidden = true;
   $("oidc-user").textContent = "";
+  announce("");
   showProblem(problem || null);
 }
 
@@ -374,10 +390,10 @@ async function begin() {
   announce(`Loading the agents of ${state.session.label()}…`);
   const admin = state.session.admin;
   state.admin = admin;
-  await load();
-  if (generation !== state.generation) return;
+  const loaded = await load();
+  if (generation !== state.generation || !state.session.signedIn) return;
   $("admin-filter").hidden = !admin;
-  announce(`${state.session.label()}${admin ? " (admin)" : ""}: ${count(state.agents.length, "agent")}.`);
+  if (loaded) announce(`${state.session.label()}${admin ? " (admin)" : ""}: ${count(state.agents.length, "agent")}.`);
   draw();
 }
 

@@ -1,9 +1,11 @@
 """Fixtures of the My Agents browser tests: a fresh `snapwake serve --demo` per test (its own
-in-memory world and simulator, so tests never see each other's changes), Debian's chromium
+in-memory world and simulator, so tests never see each other's changes), a Chromium or Chrome
 driven by Playwright, and a page that fails its test on any JavaScript error or console error.
 
-scripts/console-test.sh sets SNAPWAKE_BIN, CHROMIUM and CONSOLE_SCREENSHOTS; the defaults
-suit a run from the repository root after `cargo build -p snapwake-cli`.
+scripts/console-test.sh sets SNAPWAKE_BIN, CHROMIUM (the browser scripts/find-chromium.sh
+chose) and CONSOLE_SCREENSHOTS; the defaults suit a run from the repository root after
+`cargo build -p snapwake-cli`: CHROMIUM, else CHROME_PATH, else /usr/bin/chromium when it
+exists, else Playwright's own Chromium (`python -m playwright install chromium`).
 """
 
 import ctypes
@@ -12,6 +14,7 @@ import os
 import pathlib
 import re
 import subprocess
+import sys
 import tempfile
 import time
 import urllib.error
@@ -22,7 +25,8 @@ from playwright.sync_api import sync_playwright
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 BIN = os.environ.get("SNAPWAKE_BIN", str(ROOT / "target/debug/snapwake"))
-CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+CHROMIUM = (os.environ.get("CHROMIUM") or os.environ.get("CHROME_PATH")
+            or ("/usr/bin/chromium" if os.path.exists("/usr/bin/chromium") else None))
 SHOTS = pathlib.Path(os.environ.get("CONSOLE_SCREENSHOTS", ROOT / "target/console-screenshots"))
 ARGS = [
     "--headless",
@@ -40,6 +44,10 @@ DATA_HELPER = "studio-alice-0d5e1f0a0b0c0d0e0f10111213141516"
 def die_with_parent():
     """In the child: end with the test run, even one killed before its fixtures stop it."""
     ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, 15)  # PR_SET_PDEATHSIG, SIGTERM
+
+
+# Linux only (macOS has no PR_SET_PDEATHSIG): elsewhere only the fixtures stop the servers.
+PREEXEC = die_with_parent if sys.platform.startswith("linux") else None
 
 
 class Server:
@@ -62,7 +70,7 @@ class Server:
         self.proc = subprocess.Popen(
             [BIN, "serve", "--demo", "--port", "0", "--sweep-every", "0s",
              "--session-ready-delay-ms", ready_ms, "--snapshot-ready-delay-ms", "300"],
-            stdout=self.log, stderr=subprocess.STDOUT, env=env, preexec_fn=die_with_parent,
+            stdout=self.log, stderr=subprocess.STDOUT, env=env, preexec_fn=PREEXEC,
         )
         deadline = time.monotonic() + 20
         while True:

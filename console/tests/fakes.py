@@ -101,12 +101,13 @@ class Provider:
 class Site:
     """The page as static files plus, on the same origin, a gateway to `api` (the snapwake
     serve URL): a request with a token `provider` issued is passed on as its user; anything
-    else is 401, as API Gateway answers. `identity_headers` records any X-Snapwake-* header a
+    else is API Gateway's own 401 `{"message":"Unauthorized"}` (`refused` counts them). `identity_headers` records any X-Snapwake-* header a
     browser sent (a deployed page must send none)."""
 
     def __init__(self, api, provider):
         self.api, self.provider = api, provider
         self.identity_headers, self.bearers = [], []
+        self.refused = 0
         site = self
 
         class Handler(Quiet):
@@ -118,11 +119,15 @@ class Site:
                 site.bearers.append(auth)
                 user = provider.tokens.get(auth.removeprefix("Bearer "))
                 if not auth.startswith("Bearer ") or not user:
-                    problem = {"type": "urn:snapwake:problem:unauthenticated", "title": "Unauthenticated",
-                               "status": 401, "detail": "no verified identity", "code": "UNAUTHENTICATED",
-                               "retryable": False}
-                    return self.answer(401, json.dumps(problem).encode(),
-                                       {"Content-Type": "application/problem+json"})
+                    # What an HTTP API's JWT authorizer answers itself (docs/http-api.md,
+                    # "Errors API Gateway answers itself"): no problem+json, no Lambda.
+                    site.refused += 1
+                    why = "the token has expired" if auth.startswith("Bearer ") else "missing token"
+                    return self.answer(401, b'{"message":"Unauthorized"}', {
+                        "Content-Type": "application/json",
+                        "www-authenticate": f'Bearer scope="" error="invalid_token" error_description="{why}"',
+                        "apigw-requestid": "Mc7UVioPPHcEKPA=",
+                    })
                 body = self.rfile.read(int(self.headers.get("Content-Length", 0))) or None
                 headers = {"X-Snapwake-User": user}
                 for k in ("Content-Type", "Idempotency-Key", "If-Match"):

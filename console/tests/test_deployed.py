@@ -55,14 +55,14 @@ def test_sign_in_with_pkce_then_every_request_carries_the_token(watched, deploye
     card(page, "Data helper").get_by_role("button", name="Wake Data helper").click()
     expect(card(page, "Data helper").locator(".badge")).to_have_text("Awake", timeout=30_000)
 
-    # A token the API no longer accepts: signed out, with the reason.
+    # A token the API no longer accepts (API Gateway's own 401): signed out, with the reason.
     provider.tokens.clear()
     page.get_by_role("button", name="Refresh").click()
-    expect(page.get_by_role("button", name="Sign in")).to_be_visible()
-    expect(page.locator("#problem")).to_contain_text("Unauthenticated")
+    expect(page.get_by_role("button", name="Sign in", exact=True)).to_be_visible()
+    expect(page.locator("#problem")).to_contain_text("Your sign-in has expired")
 
     # Signing in again, then out.
-    page.get_by_role("button", name="Sign in").click()
+    page.get_by_role("button", name="Sign in", exact=True).click()
     expect(page.get_by_text("Signed in as alice")).to_be_visible()
     page.get_by_role("button", name="Sign out").click()
     expect(page.get_by_role("button", name="Sign in")).to_be_visible()

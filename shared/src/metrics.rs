@@ -2,6 +2,12 @@
 //! which Lambda's log pipeline turns into metrics without an API call (and without a client
 //! in the function). The one place snapwake emits them from; call sites build a [`Record`].
 //!
+//! In a deployed function every record also names the function (`FunctionName`, Lambda's
+//! `AWS_LAMBDA_FUNCTION_NAME`): a top-level member and one more dimension set, its own dimensions
+//! plus `FunctionName`. An extra set, not a changed one: CloudWatch matches an alarm's exact
+//! dimension set, and the template's alarms watch the sets without it. Each container's start is
+//! marked once by [`cold_start`] (`ColdStart` = 1, component `lambda`).
+//!
 //! Nothing is emitted unless `SNAPWAKE_METRICS_NAMESPACE` names a namespace (the template sets
 //! it): locally and in tests the lines would only be noise. Tests of the emitting code install
 //! a sink ([`capture_into`]) to read what would have been printed.
@@ -12,6 +18,9 @@ use serde_json::{json, Map, Value};
 
 /// The environment variable naming the CloudWatch namespace.
 pub const NAMESPACE_VAR: &str = "SNAPWAKE_METRICS_NAMESPACE";
+
+/// The dimension naming the function a record comes from (Lambda's own name for it).
+pub const FUNCTION_DIMENSION: &str = "FunctionName";
 
 /// The units snapwake uses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -72,9 +81,20 @@ impl Record {
     /// dimension set and each metric's name and unit), then every dimension and metric value
     /// as a top-level member, as the format requires.
     pub fn to_emf(&self, namespace: &str, timestamp_ms: u64) -> Value {
+        self.to_emf_of(namespace, timestamp_ms, None)
+    }
+
+    /// [`Record::to_emf`] of the function named `function` (Lambda's name for it): the record's
+    /// own dimension sets, then its dimensions plus `FunctionName`.
+    pub fn to_emf_of(&self, namespace: &str, timestamp_ms: u64, function: Option<&str>) -> Value {
         let dimension_names: Vec<&str> = self.dimensions.iter().map(|(n, _)| *n).collect();
-        let mut dimension_sets = vec![dimension_names];
+        let mut dimension_sets = vec![dimension_names.clone()];
         dimension_sets.extend(self.rollups.iter().cloned());
+        if function.is_some() {
+            let mut with_function = dimension_names;
+            with_function.push(FUNCTION_DIMENSION);
+            dimension_sets.push(with_function);
+        }
         let metric_defs: Vec<Value> = self
             .metrics
             .iter()
@@ -95,6 +115,9 @@ impl Record {
         for (name, value) in &self.dimensions {
             out.insert((*name).into(), Value::from(value.as_str()));
         }
+        if let Some(function) = function {
+            out.insert(FUNCTION_DIMENSION.into(), Value::from(function));
+        }
         for (name, _, value) in &self.metrics {
             out.insert((*name).into(), json!(value));
         }
@@ -107,6 +130,35 @@ type Sink = Box<dyn Fn(&str) + Send + Sync>;
 fn sink() -> &'static Mutex<Option<Sink>> {
     static SINK: OnceLock<Mutex<Option<Sink>>> = OnceLock::new();
     SINK.get_or_init(|| Mutex::new(None))
+}
+
+/// The function this process is, in Lambda (`None` elsewhere).
+fn function_name() -> Option<&'static str> {
+    static FUNCTION: OnceLock<Option<String>> = OnceLock::new();
+    FUNCTION
+        .get_or_init(|| {
+            std::env::var("AWS_LAMBDA_FUNCTION_NAME")
+                .ok()
+                .filter(|n| !n.trim().is_empty())
+        })
+        .as_deref()
+}
+
+/// The record that marks a container's start: `ColdStart` = 1, component `lambda`, once per
+/// process (`None` after the first call). CloudWatch's sum of it per `FunctionName` is how many
+/// containers each function started.
+pub fn cold_start_record() -> Option<Record> {
+    static STARTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    let first = !STARTED.swap(true, std::sync::atomic::Ordering::SeqCst);
+    first.then(|| Record::of("lambda").count("ColdStart", 1))
+}
+
+/// Mark this container's start (once; every function's `main` calls it through
+/// `bootstrap::init`).
+pub fn cold_start() {
+    if let Some(record) = cold_start_record() {
+        emit(record);
+    }
 }
 
 fn namespace() -> Option<&'static str> {
@@ -139,7 +191,7 @@ pub fn emit(record: Record) {
         return;
     }
     let line = record
-        .to_emf(namespace, crate::timestamp::now_ms())
+        .to_emf_of(namespace, crate::timestamp::now_ms(), function_name())
         .to_string();
     match sink().lock() {
         Ok(slot) => match slot.as_ref() {
@@ -177,5 +229,42 @@ mod tests {
         assert_eq!(line["Action"], "ResumeSessionFromSnapshot");
         assert_eq!(line["AgentKitErrors"], 2.0);
         assert_eq!(line["WakeLatency"], 1500.0);
+        assert!(
+            line.get(FUNCTION_DIMENSION).is_none(),
+            "no function outside Lambda"
+        );
+    }
+
+    #[test]
+    fn a_function_s_record_names_it_in_one_more_dimension_set() {
+        let line = Record::of("agentkit")
+            .dimension("Action", "GetSession")
+            .rolled_up_by(&["Component"])
+            .count("AgentKitThrottles", 1)
+            .to_emf_of("snapwake", 1, Some("snapwake-ResumeFunction-abc"));
+        let directive = &line["_aws"]["CloudWatchMetrics"][0];
+        // The sets the alarms watch are unchanged; the function's comes after them.
+        assert_eq!(
+            directive["Dimensions"],
+            json!([
+                ["Component", "Action"],
+                ["Component"],
+                ["Component", "Action", "FunctionName"]
+            ])
+        );
+        assert_eq!(line["FunctionName"], "snapwake-ResumeFunction-abc");
+    }
+
+    #[test]
+    fn a_container_starts_once() {
+        let first = cold_start_record();
+        let second = cold_start_record();
+        let line =
+            first
+                .expect("the first call marks the start")
+                .to_emf_of("snapwake", 1, Some("f"));
+        assert_eq!(line["ColdStart"], 1.0);
+        assert_eq!(line["Component"], "lambda");
+        assert!(second.is_none(), "a warm invocation is no cold start");
     }
 }

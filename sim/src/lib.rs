@@ -33,7 +33,8 @@
 //! query pairs as received (percent-decoded), path `/` and the body bytes. `X-Date` must be
 //! within 15 minutes of *wall-clock* time (not the simulated clock), as a real service would
 //! check; when the configured credentials have a session token, `X-Security-Token` must be
-//! signed and equal to it. Codes: `MissingAuthenticationToken`, `InvalidAuthorization`,
+//! signed and equal to it. [`SimControl::set_credentials`] rotates the key: requests signed
+//! with the old one are refused from then on (in-process only; not on `/_sim/`). Codes: `MissingAuthenticationToken`, `InvalidAuthorization`,
 //! `InvalidAccessKey`, `SignatureDoesNotMatch`, `SignatureExpired`, `InvalidSecurityToken`,
 //! all HTTP 401 and counted in [`Counters::signature_failures`].
 //!

@@ -1,10 +1,10 @@
 //! The state of one simulator, shared by its HTTP routes and every [`SimControl`] clone:
-//! what never changes after start (credentials, regions, the token key), the clock, and
-//! everything else behind one lock.
+//! what never changes after start (regions, the token key), the clock, the credentials (a
+//! test may rotate them), and everything else behind one lock.
 //!
 //! [`SimControl`]: crate::SimControl
 
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Mutex, MutexGuard, RwLock};
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -40,7 +40,8 @@ pub(crate) struct Inner {
 }
 
 pub(crate) struct Shared {
-    pub(crate) credentials: Credentials,
+    /// The only credentials whose signatures verify; replaced when a test rotates the key.
+    credentials: RwLock<Credentials>,
     pub(crate) regions: Vec<String>,
     pub(crate) clock: Clock,
     pub(crate) tokens: Tokens,
@@ -52,7 +53,7 @@ impl Shared {
     pub(crate) fn new(cfg: &SimConfig) -> Self {
         let key: [u8; 32] = rand::thread_rng().gen();
         Shared {
-            credentials: cfg.credentials.clone(),
+            credentials: RwLock::new(cfg.credentials.clone()),
             regions: cfg.regions.clone(),
             clock: Clock::default(),
             tokens: Tokens::new(key),
@@ -103,6 +104,19 @@ impl Shared {
                     .or_insert(0) += 1;
             }
         }
+    }
+
+    /// The credentials requests must be signed with now.
+    pub(crate) fn credentials(&self) -> Credentials {
+        self.credentials
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// Rotate: from now on only `credentials` verify, as when a key is replaced at Volcengine.
+    pub(crate) fn set_credentials(&self, credentials: Credentials) {
+        *self.credentials.write().unwrap_or_else(|p| p.into_inner()) = credentials;
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {

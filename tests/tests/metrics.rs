@@ -7,6 +7,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use saphyr::{LoadableYamlNode, SafelyIndex, YamlOwned};
 use serde_json::Value;
 use snapwake::metrics::{capture_into, NAMESPACE_VAR};
 use snapwake::store::dynamo::DynamoStore;
@@ -88,8 +89,13 @@ fn total(lines: &Mutex<Vec<String>>, name: &str) -> f64 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn wakes_joins_and_throttles_leave_valid_emf_records() {
     std::env::set_var(NAMESPACE_VAR, "snapwake-test");
+    // As in Lambda, where every record names its function. (Read once, before any record.)
+    std::env::set_var("AWS_LAMBDA_FUNCTION_NAME", "snapwake-test-ResumeFunction");
     let lines = Arc::new(Mutex::new(Vec::new()));
     capture_into(lines.clone());
+    // The container's start, marked once however often `main`'s init would run.
+    snapwake::metrics::cold_start();
+    snapwake::metrics::cold_start();
 
     let world = World::start(Duration::from_millis(300)).await;
     let store = Arc::new(dynamo_store("metrics").await);
@@ -181,7 +187,13 @@ async fn wakes_joins_and_throttles_leave_valid_emf_records() {
             v["_aws"]["CloudWatchMetrics"][0]["Namespace"],
             "snapwake-test"
         );
+        assert_eq!(v["FunctionName"], "snapwake-test-ResumeFunction", "{line}");
     }
+    assert_eq!(
+        total(&lines, "ColdStart"),
+        1.0,
+        "one cold start per container"
+    );
 
     // Every alarm of the template on a metric snapwake publishes watches a metric name and an
     // exact dimension set (names and values) that some record above was published under:
@@ -224,37 +236,46 @@ type Alarm = (String, String, Vec<(String, String)>);
 fn custom_alarms() -> Vec<Alarm> {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../infra/template.yaml");
     let text = std::fs::read_to_string(path).expect("infra/template.yaml");
-    let template: serde_yaml::Value = serde_yaml::from_str(&text).expect("YAML");
-    let untag = |v: &serde_yaml::Value| match v {
-        serde_yaml::Value::Tagged(t) => t.value.clone(),
-        other => other.clone(),
-    };
+    let documents = YamlOwned::load_from_str(&text).expect("YAML");
+    let template = documents.first().expect("one YAML document");
+    // CloudFormation's short forms (`!Ref MetricsNamespace`) are tagged nodes: the tag is the
+    // function, the node its argument.
+    fn untag(v: Option<&YamlOwned>) -> Option<&YamlOwned> {
+        v.map(|v| v.get_tagged_node().unwrap_or(v))
+    }
+    fn text_of(v: Option<&YamlOwned>) -> &str {
+        v.and_then(YamlOwned::as_str).unwrap_or_default()
+    }
     let mut found = Vec::new();
-    let Some(resources) = template["Resources"].as_mapping() else {
+    let Some(resources) = template
+        .as_mapping_get("Resources")
+        .and_then(YamlOwned::as_mapping)
+    else {
         return found;
     };
     for (name, resource) in resources {
-        if resource["Type"].as_str() != Some("AWS::CloudWatch::Alarm") {
+        if text_of(resource.get("Type")) != "AWS::CloudWatch::Alarm" {
             continue;
         }
-        let props = &resource["Properties"];
-        if untag(&props["Namespace"]).as_str() != Some("MetricsNamespace") {
+        let props = resource.get("Properties");
+        if text_of(untag(props.get("Namespace"))) != "MetricsNamespace" {
             continue;
         }
-        let dimensions = props["Dimensions"]
-            .as_sequence()
+        let dimensions = props
+            .get("Dimensions")
+            .and_then(YamlOwned::as_sequence)
             .map(|ds| {
                 ds.iter()
                     .map(|d| {
-                        let s = |k: &str| d[k].as_str().unwrap_or_default().to_string();
+                        let s = |k: &str| text_of(d.get(k)).to_string();
                         (s("Name"), s("Value"))
                     })
                     .collect()
             })
             .unwrap_or_default();
         found.push((
-            name.as_str().unwrap_or_default().to_string(),
-            props["MetricName"].as_str().unwrap_or_default().to_string(),
+            text_of(Some(name)).to_string(),
+            text_of(props.get("MetricName")).to_string(),
             dimensions,
         ));
     }

@@ -5,6 +5,7 @@
 
 use std::collections::BTreeSet;
 
+use saphyr::{LoadableYamlNode, SafelyIndex, YamlOwned};
 use snapwake::http::request::Route;
 
 /// `(function, METHOD, path)`.
@@ -36,64 +37,72 @@ fn from_handlers() -> Declared {
         .collect()
 }
 
-/// The `HttpApi` events of each `<Name>Function` resource of the template. The template keeps
-/// one shape for them (`Method:` then `Path:`, on one line or two), which is what this reads.
+/// One YAML file of the repository, parsed.
+fn yaml(path: &str) -> YamlOwned {
+    let mut documents =
+        YamlOwned::load_from_str(&read(path)).unwrap_or_else(|e| panic!("{path}: {e}"));
+    assert_eq!(documents.len(), 1, "{path}: one YAML document");
+    documents.remove(0)
+}
+
+/// A mapping's entries with string keys (a node that is not a mapping has none).
+fn entries(node: Option<&YamlOwned>) -> impl Iterator<Item = (&str, &YamlOwned)> {
+    node.and_then(YamlOwned::as_mapping)
+        .into_iter()
+        .flatten()
+        .filter_map(|(key, value)| Some((key.as_str()?, value)))
+}
+
+/// The `HttpApi` events of each `<Name>Function` resource of the template.
 fn from_template() -> Declared {
-    let text = read("infra/template.yaml");
+    let template = yaml("infra/template.yaml");
     let mut out = Declared::new();
-    let mut function: Option<String> = None;
-    let mut method: Option<String> = None;
-    for line in text.lines() {
-        let trimmed = line.trim();
-        if line.starts_with("  ") && !line.starts_with("   ") && trimmed.ends_with("Function:") {
-            function = Some(trimmed.trim_end_matches("Function:").to_lowercase());
+    for (name, resource) in entries(template.as_mapping_get("Resources")) {
+        let Some(function) = name.strip_suffix("Function") else {
             continue;
-        }
-        if !line.starts_with(' ') {
-            function = None;
-        }
-        for part in trimmed
-            .trim_matches(|c| c == '{' || c == '}')
-            .split(',')
-            .map(str::trim)
-        {
-            if let Some(m) = part.strip_prefix("Method:") {
-                method = Some(m.trim().to_string());
+        };
+        for (event, properties) in entries(resource.get("Properties").get("Events")) {
+            if properties.get("Type").and_then(YamlOwned::as_str) != Some("HttpApi") {
+                continue;
             }
-            if let Some(p) = part.strip_prefix("Path:") {
-                let path = p.trim().trim_matches('"').to_string();
-                if let (Some(f), Some(m)) = (&function, method.take()) {
-                    out.insert((f.clone(), m, path));
-                }
-            }
+            let field = |key: &str| {
+                properties
+                    .get("Properties")
+                    .get(key)
+                    .and_then(YamlOwned::as_str)
+                    .unwrap_or_else(|| panic!("{name}'s event {event} has no {key}"))
+                    .to_string()
+            };
+            out.insert((function.to_lowercase(), field("Method"), field("Path")));
         }
     }
     out
 }
 
+/// The keys of an OpenAPI path item that are operations: beside them it may hold `parameters`,
+/// `summary`...
+const METHODS: [&str; 8] = [
+    "get", "put", "post", "delete", "options", "head", "patch", "trace",
+];
+
 /// The operations of the OpenAPI document, with the function its `x-snapwake-function` names.
 fn from_openapi() -> Declared {
-    let text = read("infra/openapi.yaml");
+    let openapi = yaml("infra/openapi.yaml");
     let mut out = Declared::new();
-    let mut path: Option<String> = None;
-    let mut method: Option<String> = None;
-    for line in text.lines() {
-        let indent = line.len() - line.trim_start().len();
-        let trimmed = line.trim();
-        if indent == 2 && trimmed.starts_with("/v1/") && trimmed.ends_with(':') {
-            path = Some(trimmed.trim_end_matches(':').to_string());
-            method = None;
-        } else if indent == 0 && !trimmed.is_empty() {
-            path = None;
-        } else if indent == 4 && path.is_some() {
-            let word = trimmed.trim_end_matches(':');
-            if ["get", "post", "delete", "put", "patch"].contains(&word) {
-                method = Some(word.to_uppercase());
+    for (path, operations) in entries(openapi.as_mapping_get("paths")) {
+        for (method, operation) in entries(Some(operations)) {
+            if !METHODS.contains(&method) {
+                continue;
             }
-        } else if let Some(f) = trimmed.strip_prefix("x-snapwake-function:") {
-            if let (Some(p), Some(m)) = (&path, &method) {
-                out.insert((f.trim().to_string(), m.clone(), p.clone()));
-            }
+            let function = operation
+                .get("x-snapwake-function")
+                .and_then(YamlOwned::as_str)
+                .unwrap_or_else(|| panic!("{method} {path} has no x-snapwake-function"));
+            out.insert((
+                function.to_string(),
+                method.to_uppercase(),
+                path.to_string(),
+            ));
         }
     }
     out

@@ -6,7 +6,7 @@ use snapwake_create::{Create, CreateSettings};
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    bootstrap::init_tracing();
+    bootstrap::init();
     let config = Config::from_env()?;
     let create = Create {
         store: bootstrap::dynamo_store(&config).await?,

@@ -10,7 +10,7 @@ use snapwake_delete::{Delete, DeleteSettings};
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    bootstrap::init_tracing();
+    bootstrap::init();
     let config = Config::from_env()?;
     let settings = DeleteSettings::from_config(&config);
     let delete = Delete {

@@ -9,7 +9,7 @@ use snapwake_deploy::Deploy;
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    bootstrap::init_tracing();
+    bootstrap::init();
     let config = Config::from_env()?;
     let agentkit = bootstrap::agentkit(&config).await?;
     let deploy = Deploy {

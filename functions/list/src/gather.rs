@@ -41,7 +41,8 @@ impl Missing {
         let what = match error {
             AgentKitError::NotFound { .. } => "Tool not found in any region".to_string(),
             AgentKitError::Throttled { .. } => "throttled".into(),
-            AgentKitError::Provider { code, status, .. } => format!("{code} (HTTP {status})"),
+            AgentKitError::Provider { code, status, .. }
+            | AgentKitError::Unauthorized { code, status, .. } => format!("{code} (HTTP {status})"),
             AgentKitError::Transport { .. } => "no answer".into(),
             AgentKitError::InvalidResponse { .. } => "invalid response".into(),
             AgentKitError::Credentials(_) => "credentials unavailable".into(),

@@ -6,7 +6,7 @@ use snapwake_list::{List, ListSettings};
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    bootstrap::init_tracing();
+    bootstrap::init();
     let config = Config::from_env()?;
     let list = List::new(
         bootstrap::dynamo_store(&config).await?,

@@ -6,7 +6,7 @@ use snapwake_resume::Resume;
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    bootstrap::init_tracing();
+    bootstrap::init();
     let config = Config::from_env()?;
     let resume = Resume {
         store: bootstrap::dynamo_store(&config).await?,

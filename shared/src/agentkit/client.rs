@@ -1,10 +1,12 @@
 //! The AgentKit HTTP client: signs each request, reads the envelope, classifies errors, retries
 //! what may be retried within the caller's deadline, and falls back across regions.
 //!
-//! Built once per container (outside the handler) and shared: it holds a connection pool.
-//! It logs the action, region, status and attempt of each call, never the body, a header, a
-//! signature or a session `Endpoint`.
+//! Built once per container (outside the handler) and shared: it holds a connection pool and
+//! the credentials, which it re-reads when AgentKit refuses them or they are old
+//! (`rotation.rs`). It logs the action, region, status and attempt of each call, never the
+//! body, a header, a signature or a session `Endpoint`.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use reqwest::header::{HeaderValue, CONTENT_TYPE, HOST, RETRY_AFTER};
@@ -12,8 +14,11 @@ use reqwest::Url;
 use time::OffsetDateTime;
 
 use super::bounded::{read_bounded, Unread, MAX_ANSWER_BYTES};
+use super::credentials::REREAD_INTERVAL;
 use super::envelope::{self, Envelope};
+use super::error::Reread;
 use super::retry::{parse_retry_after, RetryPolicy};
+use super::rotation::{AfterRefusal, CredentialsCell};
 use super::signer::{self, Credentials};
 use super::types::{Action, API_VERSION};
 use super::AgentKitError;
@@ -38,7 +43,10 @@ pub struct AgentKitClient {
     /// The `Host` header exactly as it is signed and sent.
     host: String,
     regions: Vec<String>,
-    credentials: Credentials,
+    /// Shared by every clone: one container, one set of credentials, one re-read at a time.
+    credentials: Arc<CredentialsCell>,
+    /// At most one re-read of the credentials in this long.
+    reread_interval: Duration,
     retry: RetryPolicy,
     request_timeout: Duration,
 }
@@ -48,7 +56,7 @@ impl std::fmt::Debug for AgentKitClient {
         f.debug_struct("AgentKitClient")
             .field("endpoint", &self.endpoint.as_str())
             .field("regions", &self.regions)
-            .field("credentials", &self.credentials)
+            .field("credentials", &self.credentials.current().credentials)
             .finish()
     }
 }
@@ -65,7 +73,8 @@ struct Failure {
 }
 
 impl AgentKitClient {
-    /// A client for `config` with already loaded `credentials` (see [`super::credentials`]).
+    /// A client for `config` with `credentials` already loaded from `config.credentials`
+    /// (see [`super::credentials`]), which is where they are re-read from.
     pub fn new(config: &AgentKitConfig, credentials: Credentials) -> Result<Self, AgentKitError> {
         Self::with_http(http_client()?, config, credentials)
     }
@@ -102,11 +111,16 @@ impl AgentKitClient {
             return Err(invalid("has no region configured"));
         }
         Ok(AgentKitClient {
-            http,
+            http: http.clone(),
             endpoint,
             host,
             regions: config.regions.clone(),
-            credentials,
+            credentials: Arc::new(CredentialsCell::new(
+                config.credentials.clone(),
+                http,
+                credentials,
+            )),
+            reread_interval: REREAD_INTERVAL,
             retry: RetryPolicy::default(),
             request_timeout: config.request_timeout,
         })
@@ -115,6 +129,13 @@ impl AgentKitClient {
     /// Replace the retry policy (tests use shorter waits).
     pub fn with_retry_policy(mut self, retry: RetryPolicy) -> Self {
         self.retry = retry;
+        self
+    }
+
+    /// Replace the interval between two re-reads of the credentials (tests shrink it; it is
+    /// also the age at which credentials are re-read before a call).
+    pub fn with_credentials_reread_interval(mut self, interval: Duration) -> Self {
+        self.reread_interval = interval;
         self
     }
 
@@ -139,9 +160,15 @@ impl AgentKitClient {
             action: A::NAME,
             detail: format!("request did not serialise: {e}"),
         })?;
+        self.credentials
+            .refresh_if_stale(self.reread_interval, deadline)
+            .await;
         let mut retry = 0;
+        let mut resent_after_refusal = false;
         loop {
-            let failure = match self.attempt::<A>(region, &body, deadline).await {
+            let current = self.credentials.current();
+            let attempt = self.attempt::<A>(region, &body, deadline, &current.credentials);
+            let failure = match attempt.await {
                 Ok(out) => return Ok(out),
                 Err(f) => f,
             };
@@ -159,6 +186,44 @@ impl AgentKitClient {
                         .rolled_up_by(&["Component"])
                         .count(name, 1),
                 );
+            }
+            if failure.error.is_unauthorized() {
+                let mut next = if resent_after_refusal {
+                    AfterRefusal::GiveUp(Reread::RetriedOnce)
+                } else {
+                    let used = current.generation;
+                    let interval = self.reread_interval;
+                    self.credentials
+                        .after_refusal(used, interval, deadline)
+                        .await
+                };
+                // As the callers of a non-idempotent action do before its first send: an answer
+                // cut short by the deadline would leave its outcome unknown.
+                let short = deadline.remaining() < self.request_timeout;
+                if matches!(next, AfterRefusal::Retry) && !A::IDEMPOTENT && short {
+                    next = AfterRefusal::GiveUp(Reread::ReplacedNotResent);
+                }
+                match next {
+                    AfterRefusal::Retry => {
+                        // Sent again even when not idempotent (Resume, CreateSession): refused
+                        // credentials mean AgentKit did nothing. The spec says only that "a
+                        // wrong signature gets an error envelope, HTTP 401"; Volcengine lists
+                        // these codes among the common errors of every service's API (the
+                        // request is authenticated before any action runs), and like every 4xx
+                        // this is a refusal (`AgentKitError::outcome_unknown`). Once only: new
+                        // credentials refused again are returned, never looped on.
+                        tracing::info!(
+                            action = A::NAME,
+                            region,
+                            "agentkit refused the credentials; sent again with re-read ones"
+                        );
+                        resent_after_refusal = true;
+                        continue;
+                    }
+                    AfterRefusal::GiveUp(outcome) => {
+                        return Err(failure.error.with_reread(outcome))
+                    }
+                }
             }
             let may_resend = failure.not_sent || A::IDEMPOTENT;
             let wait = if failure.retryable && may_resend {
@@ -220,6 +285,7 @@ impl AgentKitClient {
         region: &str,
         body: &[u8],
         deadline: Deadline,
+        credentials: &Credentials,
     ) -> Result<A::Output, Failure> {
         let timeout = self.request_timeout.min(deadline.remaining());
         if timeout.is_zero() {
@@ -236,7 +302,7 @@ impl AgentKitClient {
         }
         let query = [("Action", A::NAME), ("Version", API_VERSION)];
         let signed = signer::sign(
-            &self.credentials,
+            credentials,
             region,
             OffsetDateTime::now_utc(),
             &signer::Request {

@@ -1,10 +1,14 @@
-//! Loading AgentKit credentials once at cold start.
+//! Loading AgentKit credentials: at cold start, and again when AgentKit refuses them.
 //!
 //! From the environment (`VOLCENGINE_ACCESS_KEY`, `VOLCENGINE_SECRET_KEY`, optional
 //! `VOLCENGINE_SESSION_TOKEN`), or — preferred in Lambda — from a Secrets Manager secret read
 //! through the AWS Parameters and Secrets Lambda Extension on localhost, which needs nothing
 //! but an HTTP client. The secret's value is JSON with either the environment variable names
 //! as keys or `access_key_id` / `secret_access_key` / `session_token`.
+//!
+//! The client re-reads the secret after AgentKit refuses the credentials, or when they are
+//! older than [`REREAD_INTERVAL`], at most once per interval (`rotation.rs`,
+//! docs/agentkit.md "Credentials"). Static keys from the environment are never re-read.
 //!
 //! Errors say what went wrong without echoing the secret or the extension's answer.
 
@@ -21,6 +25,20 @@ use crate::agentkit::CredentialsSource;
 /// function's init phase runs.
 const EXTENSION_ATTEMPTS: u32 = 3;
 
+/// How long one answer of the extension may take at cold start.
+const EXTENSION_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// At most one re-read of the secret per container in this long, whatever asks for it (a
+/// refusal by AgentKit, or credentials this old). It matches the extension's own cache
+/// (`SECRETS_MANAGER_TTL`, 300 s by default and at most): asking sooner would mostly get the
+/// cached value back, and a container whose key is really wrong must not turn each request into
+/// a read of the secret.
+pub const REREAD_INTERVAL: Duration = Duration::from_secs(300);
+
+/// How long a re-read may take (one attempt: the extension is warm by then), within the
+/// caller's deadline.
+pub const REREAD_TIMEOUT: Duration = Duration::from_secs(2);
+
 /// A secret of three keys is well under a KiB; Secrets Manager's own limit is 64 KiB.
 const MAX_SECRET_ANSWER_BYTES: usize = 64 * 1024;
 
@@ -36,10 +54,40 @@ pub async fn load(
             port,
             aws_session_token,
         } => {
-            let url = format!("http://localhost:{port}/secretsmanager/get");
+            let url = extension_url(*port);
             from_extension(http, &url, secret_id, aws_session_token.expose()).await
         }
     }
+}
+
+/// Read `source` again, in one attempt of at most `timeout`: `Ok(None)` for static
+/// credentials, which cannot change.
+pub(crate) async fn reread(
+    source: &CredentialsSource,
+    http: &reqwest::Client,
+    timeout: Duration,
+) -> Result<Option<Credentials>, AgentKitError> {
+    match source {
+        CredentialsSource::Static(_) => Ok(None),
+        CredentialsSource::SecretsExtension {
+            secret_id,
+            port,
+            aws_session_token,
+        } => read_extension(
+            http,
+            &extension_url(*port),
+            secret_id,
+            aws_session_token.expose(),
+            1,
+            timeout,
+        )
+        .await
+        .map(Some),
+    }
+}
+
+fn extension_url(port: u16) -> String {
+    format!("http://localhost:{port}/secretsmanager/get")
 }
 
 #[derive(Deserialize)]
@@ -58,16 +106,36 @@ struct SecretValue {
     session_token: Option<String>,
 }
 
-/// Read `secret_id` from the extension at `url` (`…/secretsmanager/get`).
+/// Read `secret_id` from the extension at `url` (`…/secretsmanager/get`), as at cold start:
+/// a few attempts, since the extension may still be starting.
 pub async fn from_extension(
     http: &reqwest::Client,
     url: &str,
     secret_id: &str,
     aws_session_token: &str,
 ) -> Result<Credentials, AgentKitError> {
+    read_extension(
+        http,
+        url,
+        secret_id,
+        aws_session_token,
+        EXTENSION_ATTEMPTS,
+        EXTENSION_TIMEOUT,
+    )
+    .await
+}
+
+async fn read_extension(
+    http: &reqwest::Client,
+    url: &str,
+    secret_id: &str,
+    aws_session_token: &str,
+    attempts: u32,
+    timeout: Duration,
+) -> Result<Credentials, AgentKitError> {
     let fail = |why: &str| AgentKitError::Credentials(format!("secret {secret_id:?}: {why}"));
     let mut last = fail("not read");
-    for attempt in 0..EXTENSION_ATTEMPTS {
+    for attempt in 0..attempts {
         if attempt > 0 {
             tokio::time::sleep(Duration::from_millis(100 * u64::from(attempt))).await;
         }
@@ -75,7 +143,7 @@ pub async fn from_extension(
             .get(url)
             .query(&[("secretId", secret_id)])
             .header("X-Aws-Parameters-Secrets-Token", aws_session_token)
-            .timeout(Duration::from_secs(2))
+            .timeout(timeout)
             .send()
             .await;
         let resp = match resp {

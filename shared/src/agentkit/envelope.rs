@@ -5,6 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::error::Reread;
 use super::AgentKitError;
 
 /// The object (or the Tool in this region) does not exist.
@@ -15,6 +16,27 @@ pub const CREATE_SESSION_FAIL: &str = "ErrCreateSessionFail";
 pub const THROTTLED: &str = "Throttling";
 /// A request whose signature does not verify.
 pub const SIGNATURE_DOES_NOT_MATCH: &str = "SignatureDoesNotMatch";
+
+/// Codes that say AgentKit did not accept who signed the request: Volcengine's common
+/// (gateway) error codes for a missing, unknown or disabled key, a signature made with another
+/// secret, a bad STS token, and the simulator's `InvalidSecurityToken`. Not the clock-skew
+/// codes (`InvalidTimestamp`, the simulator's `SignatureExpired`): other credentials would not
+/// help, and `AccessDenied` is a missing permission, not a bad key.
+pub const AUTH_CODES: &[&str] = &[
+    "InvalidAccessKey",
+    SIGNATURE_DOES_NOT_MATCH,
+    "InvalidSecretToken",
+    "InvalidSecurityToken",
+    "MissingAuthenticationToken",
+    "MissingSignature",
+    "InvalidAuthorization",
+    "InvalidCredential",
+];
+
+/// Whether an error code means the credentials (key, secret or token) were refused.
+pub fn is_auth_code(code: &str) -> bool {
+    AUTH_CODES.contains(&code)
+}
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "PascalCase", default)]
@@ -69,11 +91,26 @@ pub fn classify(
             action,
             retry_after: None,
         },
+        // Under 500 only: a 5xx may come after AgentKit acted, whatever its code says.
+        Some(c) if is_auth_code(c) && status < 500 => AgentKitError::Unauthorized {
+            action,
+            code: c.to_string(),
+            status,
+            message: message.into(),
+            reread: Reread::NotTried,
+        },
         // A bare 429 refuses the request; a bare 503 (a gateway's page, no envelope) says
         // nothing of whether AgentKit acted, so it is a provider error, not a throttle.
         None if status == 429 => AgentKitError::Throttled {
             action,
             retry_after: None,
+        },
+        None if status == 401 => AgentKitError::Unauthorized {
+            action,
+            code: "HttpError".into(),
+            status,
+            message: message.into(),
+            reread: Reread::NotTried,
         },
         _ => AgentKitError::Provider {
             action,
@@ -121,6 +158,22 @@ mod tests {
         assert!(bare.is_retryable() && bare.outcome_unknown());
         let e = classify("GetTool", 500, Some("InternalError"), "boom");
         assert!(e.is_retryable());
+        for code in [
+            "InvalidAccessKey",
+            SIGNATURE_DOES_NOT_MATCH,
+            "InvalidSecretToken",
+        ] {
+            let e = classify("ResumeSessionFromSnapshot", 401, Some(code), "");
+            assert!(e.is_unauthorized(), "{code}");
+            assert!(!e.outcome_unknown() && !e.is_retryable());
+            assert_eq!(e.code(), Some(code));
+        }
+        assert!(classify("GetTool", 401, None, "").is_unauthorized());
+        assert!(!classify("GetTool", 400, Some("InvalidTimestamp"), "").is_unauthorized());
+        assert!(!classify("GetTool", 401, Some("SignatureExpired"), "").is_unauthorized());
+        assert!(!classify("GetTool", 403, Some("AccessDenied"), "").is_unauthorized());
+        let e = classify("GetTool", 500, Some("InvalidAccessKey"), "");
+        assert!(!e.is_unauthorized() && e.outcome_unknown());
         let e = classify("GetTool", 400, Some("InvalidParameter"), "bad");
         assert!(!e.is_retryable());
         assert_eq!(e.code(), Some("InvalidParameter"));

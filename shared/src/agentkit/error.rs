@@ -25,6 +25,19 @@ pub enum AgentKitError {
         retry_after: Option<Duration>,
     },
 
+    /// AgentKit did not accept the credentials: an unknown or disabled access key, a signature
+    /// made with another secret, an expired STS token ([`super::envelope::is_auth_code`], or a
+    /// bare 401). Refused before anything was done. `reread` says whether the client re-read
+    /// its credentials and what came of it (docs/agentkit.md, "Credentials").
+    #[error("AgentKit {action}: credentials refused: {code} (HTTP {status}); {reread}")]
+    Unauthorized {
+        action: &'static str,
+        code: String,
+        status: u16,
+        message: String,
+        reread: Reread,
+    },
+
     /// Any other error answered by AgentKit.
     #[error("AgentKit {action} failed: {code} (HTTP {status})")]
     Provider {
@@ -57,12 +70,60 @@ pub enum AgentKitError {
     Credentials(String),
 }
 
+/// What the client did about credentials AgentKit refused. Says nothing of their values.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reread {
+    /// Not asked yet: the error as classified, before the client decides.
+    NotTried,
+    /// Static credentials from the environment: there is nothing to re-read.
+    Static,
+    /// The source was re-read `ago`, less than the interval `every`: not again so soon.
+    TooSoon { ago: Duration, every: Duration },
+    /// Re-read: the secret still holds the refused credentials.
+    Unchanged,
+    /// Re-reading failed; the previous credentials are kept. The reason names the secret,
+    /// never its value.
+    Failed(String),
+    /// New credentials were read and the call sent once more with them: refused again.
+    RetriedOnce,
+    /// New credentials were read, but too little time was left to send a non-idempotent call
+    /// again; the next call signs with them.
+    ReplacedNotResent,
+    /// The caller's deadline left no time to re-read.
+    NoTime,
+}
+
+impl std::fmt::Display for Reread {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Reread::NotTried => f.write_str("credentials not re-read"),
+            Reread::Static => f.write_str("static credentials (environment), nothing to re-read"),
+            Reread::TooSoon { ago, every } => write!(
+                f,
+                "not re-read: last re-read {}s ago, at most one every {}s",
+                ago.as_secs(),
+                every.as_secs()
+            ),
+            Reread::Unchanged => f.write_str("re-read: the secret holds the same credentials"),
+            Reread::Failed(why) => write!(f, "re-read failed, previous credentials kept: {why}"),
+            Reread::RetriedOnce => {
+                f.write_str("re-read new credentials and retried once: refused again")
+            }
+            Reread::ReplacedNotResent => {
+                f.write_str("re-read new credentials; too little time left to send this call again")
+            }
+            Reread::NoTime => f.write_str("not re-read: no time left before the deadline"),
+        }
+    }
+}
+
 impl AgentKitError {
     /// The AgentKit action the error belongs to.
     pub fn action(&self) -> &'static str {
         match self {
             AgentKitError::NotFound { action, .. }
             | AgentKitError::Throttled { action, .. }
+            | AgentKitError::Unauthorized { action, .. }
             | AgentKitError::Provider { action, .. }
             | AgentKitError::Transport { action, .. }
             | AgentKitError::InvalidResponse { action, .. } => action,
@@ -76,8 +137,35 @@ impl AgentKitError {
         match self {
             AgentKitError::NotFound { .. } => Some(super::envelope::NOT_FOUND),
             AgentKitError::CreateSessionFailed { .. } => Some(super::envelope::CREATE_SESSION_FAIL),
-            AgentKitError::Provider { code, .. } => Some(code),
+            AgentKitError::Provider { code, .. } | AgentKitError::Unauthorized { code, .. } => {
+                Some(code)
+            }
             _ => None,
+        }
+    }
+
+    /// Whether AgentKit refused the credentials (docs/agentkit.md, "Credentials").
+    pub fn is_unauthorized(&self) -> bool {
+        matches!(self, AgentKitError::Unauthorized { .. })
+    }
+
+    /// The same error, saying what the client did about refused credentials.
+    pub(crate) fn with_reread(self, outcome: Reread) -> Self {
+        match self {
+            AgentKitError::Unauthorized {
+                action,
+                code,
+                status,
+                message,
+                ..
+            } => AgentKitError::Unauthorized {
+                action,
+                code,
+                status,
+                message,
+                reread: outcome,
+            },
+            other => other,
         }
     }
 
@@ -88,7 +176,9 @@ impl AgentKitError {
             | AgentKitError::Transport { .. }
             | AgentKitError::CreateSessionFailed { .. } => true,
             AgentKitError::Provider { status, .. } => *status >= 500,
+            // The client already re-read and retried when that could help.
             AgentKitError::NotFound { .. }
+            | AgentKitError::Unauthorized { .. }
             | AgentKitError::InvalidResponse { .. }
             | AgentKitError::Credentials(_) => false,
         }
@@ -102,8 +192,8 @@ impl AgentKitError {
     /// (docs/agentkit.md, "Errors and what they mean"): a timeout or dropped connection after
     /// sending, a 5xx (a bare 503 included), an unreadable answer, `ErrCreateSessionFail`. For
     /// a non-idempotent action (Resume, CreateSession) this is **unknown**, not failed: the
-    /// caller must reconcile, never send it again blindly. Throttles, NotFound and other 4xx
-    /// are refusals: AgentKit did nothing.
+    /// caller must reconcile, never send it again blindly. Throttles, NotFound, refused
+    /// credentials and other 4xx are refusals: AgentKit did nothing.
     pub fn outcome_unknown(&self) -> bool {
         match self {
             AgentKitError::Transport { sent, .. } => *sent,
@@ -113,6 +203,7 @@ impl AgentKitError {
             }
             AgentKitError::NotFound { .. }
             | AgentKitError::Throttled { .. }
+            | AgentKitError::Unauthorized { .. }
             | AgentKitError::Credentials(_) => false,
         }
     }

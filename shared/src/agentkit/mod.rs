@@ -7,6 +7,7 @@
 mod bounded;
 mod client;
 mod error;
+mod rotation;
 
 pub mod credentials;
 pub mod envelope;
@@ -19,7 +20,7 @@ pub mod types;
 
 pub use bounded::{read_bounded, Unread, MAX_ANSWER_BYTES};
 pub use client::{AgentKitClient, Regional};
-pub use error::AgentKitError;
+pub use error::{AgentKitError, Reread};
 pub use pagination::{list_all, Paged, Pager};
 pub use port::AgentKit;
 pub use settings::{AgentKitConfig, CredentialsSource};

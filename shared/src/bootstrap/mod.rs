@@ -6,6 +6,12 @@ pub mod logs;
 
 pub use logs::init_tracing;
 
+/// What every function's `main` does first: logs, then the cold-start mark in its metrics.
+pub fn init() {
+    init_tracing();
+    crate::metrics::cold_start();
+}
+
 use crate::agentkit::{AgentKitClient, AgentKitError};
 use crate::config::{Config, ConfigError};
 use crate::store::dynamo::DynamoStore;
@@ -28,7 +34,8 @@ pub async fn dynamo_store(config: &Config) -> Result<DynamoStore, StartError> {
     Ok(DynamoStore::from_env(table).await)
 }
 
-/// The AgentKit client, credentials loaded once.
+/// The AgentKit client, credentials loaded now; it re-reads them when AgentKit refuses them or
+/// they are old (docs/agentkit.md, "Credentials").
 pub async fn agentkit(config: &Config) -> Result<AgentKitClient, StartError> {
     Ok(AgentKitClient::from_config(&config.agentkit).await?)
 }

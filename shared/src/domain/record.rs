@@ -179,6 +179,10 @@ pub struct AgentRecord {
     /// Until when one caller polls AgentKit for this wake (the holder, or the winner of a poll
     /// lease); the others watch the record (epoch ms; 0: nobody).
     pub poll_until_ms: u64,
+    /// Who holds the poll lease: a token new at every take, so a caller whose take lost to
+    /// another written in the same millisecond is told it lost (docs/wake-protocol.md,
+    /// "Short requests").
+    pub poller: Option<String>,
     /// When the AgentKit work this record waits on began (a Resume answered, a snapshot asked
     /// for; epoch ms, 0: none): the pause between two polls of it grows from there
     /// (docs/wake-protocol.md, "Short requests").
@@ -212,6 +216,7 @@ impl AgentRecord {
             resume_sent_at_ms: None,
             create_sent_at_ms: None,
             poll_until_ms: 0,
+            poller: None,
             awaited_since_ms: 0,
             error: None,
             snapshots: Vec::new(),

@@ -245,6 +245,7 @@ impl<'a, S: AgentStore> AgentLock<'a, S> {
             holder: Some(None),
             lease_until_ms: Some(0),
             poll_until_ms: Some(0),
+            poller: Some(None),
             ..changes
         };
         self.write(held, changes).await
@@ -324,6 +325,11 @@ impl<'a, S: AgentStore> AgentLock<'a, S> {
 
     /// Take the poll lease of `seen` until `until_ms`: the winner alone asks AgentKit about
     /// this wake until then; everyone else watches the record.
+    ///
+    /// The write names this taker (`poller`, new every time). Without it, two callers that
+    /// computed the same `until_ms` in the same millisecond could not tell their writes
+    /// apart: the loser's failed condition would show "its" change, and both would poll (a
+    /// storm of 50 sleeps under load ended one session three times).
     pub async fn take_poll_lease(
         &self,
         seen: &AgentRecord,
@@ -331,6 +337,7 @@ impl<'a, S: AgentStore> AgentLock<'a, S> {
     ) -> Result<Written, StoreError> {
         let changes = Changes {
             poll_until_ms: Some(until_ms),
+            poller: Some(Some(uuid::Uuid::new_v4().simple().to_string())),
             ..Changes::default()
         };
         self.write_seen(seen, changes).await
@@ -437,6 +444,7 @@ pub fn shows(changes: &Changes, r: &AgentRecord) -> bool {
         && same(&changes.resume_sent_at_ms, &r.resume_sent_at_ms)
         && same(&changes.create_sent_at_ms, &r.create_sent_at_ms)
         && same(&changes.poll_until_ms, &r.poll_until_ms)
+        && same(&changes.poller, &r.poller)
         && same(&changes.awaited_since_ms, &r.awaited_since_ms)
         && same(&changes.error, &r.error)
         && same(&changes.expires_at, &r.expires_at)

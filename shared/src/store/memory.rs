@@ -106,6 +106,9 @@ fn apply(mut r: AgentRecord, changes: &Changes) -> AgentRecord {
     if let Some(v) = changes.poll_until_ms {
         r.poll_until_ms = v;
     }
+    if let Some(v) = &changes.poller {
+        r.poller.clone_from(v);
+    }
     if let Some(v) = changes.awaited_since_ms {
         r.awaited_since_ms = v;
     }

@@ -68,6 +68,7 @@ pub struct Changes {
     pub resume_sent_at_ms: Option<Option<u64>>,
     pub create_sent_at_ms: Option<Option<u64>>,
     pub poll_until_ms: Option<u64>,
+    pub poller: Option<Option<String>>,
     pub awaited_since_ms: Option<u64>,
     pub error: Option<Option<String>>,
     /// The agent's snapshot summaries, replaced as a whole.

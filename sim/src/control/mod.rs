@@ -16,6 +16,7 @@ use crate::error::SimError;
 use crate::faults::Fault;
 use crate::shared::Shared;
 use crate::state::{SeedSession, SeedSnapshot, SeedTool};
+use snapwake::agentkit::signer::Credentials;
 use snapwake::agentkit::types;
 
 /// The handle tests (and the control surface) use: cheap to clone, `Send + Sync`.
@@ -43,6 +44,13 @@ impl SimControl {
     pub fn set_now(&self, t: OffsetDateTime) {
         self.0.clock.set_now(t);
         self.0.with(|_, _| ());
+    }
+
+    /// Rotate the key: from now on only `credentials` verify, and requests signed with the
+    /// previous ones are refused (`InvalidAccessKey` for another access key id,
+    /// `SignatureDoesNotMatch` for another secret under the same id).
+    pub fn set_credentials(&self, credentials: Credentials) {
+        self.0.set_credentials(credentials);
     }
 
     /// The regions served.

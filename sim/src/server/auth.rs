@@ -39,7 +39,9 @@ pub(super) fn authenticate(
         .map(|(k, v)| (k.as_str(), v.as_str()))
         .collect();
     let lookup = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
-    let auth = signer::verify(&sh.credentials, authz, "/", &pairs, lookup, body).map_err(|e| {
+    // Read once: a rotation during this request applies to the next one.
+    let credentials = sh.credentials();
+    let auth = signer::verify(&credentials, authz, "/", &pairs, lookup, body).map_err(|e| {
         match e {
             VerifyError::Malformed => {
                 SimError::unauthorized("InvalidAuthorization", "malformed Authorization header")
@@ -59,7 +61,7 @@ pub(super) fn authenticate(
             "X-Date is more than 15 minutes from the server time",
         ));
     }
-    if let Some(token) = sh.credentials.session_token() {
+    if let Some(token) = credentials.session_token() {
         let signed = auth.signed_headers.iter().any(|h| h == "x-security-token");
         let same = lookup("x-security-token").is_some_and(|got| {
             subtle::ConstantTimeEq::ct_eq(got.as_bytes(), token.as_bytes()).into()

@@ -1,5 +1,6 @@
 //! Signatures and transport: bad signatures refused with 401 and counted, a configured session
-//! token that must be sent and signed, and transport errors answered as 400 envelopes.
+//! token that must be sent and signed, a rotated key, and transport errors answered as 400
+//! envelopes.
 
 use super::*;
 
@@ -57,6 +58,35 @@ async fn a_configured_session_token_must_be_sent_and_signed() {
         .await;
     assert_eq!((a.status, a.code()), (401, "InvalidSecurityToken"));
     assert_eq!(s.control().counters().signature_failures, 1);
+}
+
+#[tokio::test]
+async fn a_rotated_key_refuses_the_old_one() {
+    let (_s, ctl, old) = sim().await;
+    let a = old
+        .call("ListTools", json!({"ProjectName": "default"}))
+        .await;
+    assert_eq!(a.status, 200, "{}", a.body);
+
+    let mut new = Caller::new(&old.endpoint);
+    new.creds = Credentials::new("rotated-ak", "rotated-sk", None);
+    ctl.set_credentials(new.creds.clone());
+    let a = old
+        .call("ListTools", json!({"ProjectName": "default"}))
+        .await;
+    assert_eq!((a.status, a.code()), (401, "InvalidAccessKey"));
+    let a = new
+        .call("ListTools", json!({"ProjectName": "default"}))
+        .await;
+    assert_eq!(a.status, 200, "{}", a.body);
+
+    // A new secret under the same access key id: the old signature no longer matches.
+    ctl.set_credentials(Credentials::new("rotated-ak", "rotated-sk-2", None));
+    let a = new
+        .call("ListTools", json!({"ProjectName": "default"}))
+        .await;
+    assert_eq!((a.status, a.code()), (401, "SignatureDoesNotMatch"));
+    assert_eq!(ctl.counters().signature_failures, 2);
 }
 
 #[tokio::test]

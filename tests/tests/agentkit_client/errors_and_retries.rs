@@ -3,6 +3,7 @@
 //! actions that may have acted are not sent again.
 
 use super::*;
+use snapwake::agentkit::Reread;
 
 #[tokio::test]
 async fn a_forged_next_token_and_an_unknown_session_are_errors() {
@@ -58,9 +59,16 @@ async fn a_wrong_signature_is_refused_by_the_simulator() {
         .await
         .unwrap_err();
     match &err {
-        AgentKitError::Provider { status, code, .. } => {
+        AgentKitError::Unauthorized {
+            status,
+            code,
+            reread,
+            ..
+        } => {
             assert_eq!(*status, 401);
             assert_eq!(code, "SignatureDoesNotMatch");
+            // Keys from the environment cannot be re-read: refused once, surfaced as it is.
+            assert_eq!(*reread, Reread::Static);
         }
         other => panic!("{other:?}"),
     }

@@ -49,12 +49,18 @@ pub(crate) async fn wake_fields_round_trip_and_clear_on_create<S: AgentStore>(st
     let mut changes = acquire("h1");
     changes.resume_sent_at_ms = Some(Some(1_700_000_000_123));
     changes.poll_until_ms = Some(1_700_000_005_000);
+    changes.poller = Some(Some("p1".into()));
+    changes.awaited_since_ms = Some(1_700_000_000_200);
+    changes.create_sent_at_ms = Some(Some(1_700_000_000_100));
     let a = store
         .update(&k, &Condition::Absent, &changes)
         .await
         .unwrap();
     assert_eq!(a.resume_sent_at_ms, Some(1_700_000_000_123));
     assert_eq!(a.poll_until_ms, 1_700_000_005_000);
+    assert_eq!(a.poller.as_deref(), Some("p1"));
+    assert_eq!(a.awaited_since_ms, 1_700_000_000_200);
+    assert_eq!(a.create_sent_at_ms, Some(1_700_000_000_100));
     assert_eq!((a.verified_at_ms, a.session_expire_at.clone()), (0, None));
     let b = store
         .update(
@@ -73,6 +79,7 @@ pub(crate) async fn wake_fields_round_trip_and_clear_on_create<S: AgentStore>(st
         .unwrap();
     assert_eq!(b.resume_sent_at_ms, None);
     assert_eq!(b.poll_until_ms, 1_700_000_005_000, "kept when not named");
+    assert_eq!(b.poller.as_deref(), Some("p1"), "kept when not named");
     assert_eq!(b.session_expire_at.as_deref(), Some("2026-12-02T18:00:00Z"));
     assert_eq!(b.verified_at_ms, 1_700_000_001_000);
     // Expired now: a create starts from nothing but the counters.
@@ -86,6 +93,10 @@ pub(crate) async fn wake_fields_round_trip_and_clear_on_create<S: AgentStore>(st
     assert_eq!(c.session_expire_at, None);
     assert_eq!((c.verified_at_ms, c.poll_until_ms), (0, 0));
     assert_eq!(c.resume_sent_at_ms, None);
+    // Nothing of the expired record's wake in flight carries over: an old create or
+    // awaited time would mislead the create's and the pace's clocks.
+    assert_eq!((c.poller.clone(), c.create_sent_at_ms), (None, None));
+    assert_eq!(c.awaited_since_ms, 0);
     assert_eq!(store.get(&k).await.unwrap(), Some(c));
 }
 

@@ -237,3 +237,55 @@ async fn one_poll_lease_per_version() {
     let second = lock.take_poll_lease(&seen, 20).await.unwrap();
     assert!(matches!(second, Written::Lost(Some(ref r)) if r.poll_until_ms == 10));
 }
+
+/// Two callers taking the poll lease of one version until the same millisecond (a storm's
+/// tasks woken together compute the same `now + lease`): one wins, the other is told it lost.
+/// Before the `poller` token the loser read the winner's write as its own and both polled.
+#[tokio::test]
+async fn a_poll_lease_taken_until_the_same_instant_has_one_winner() {
+    let store = MemoryStore::new();
+    let settings = LockSettings::default();
+    let lock = AgentLock::new(&store, &settings, Deadline::after(Duration::from_secs(5)));
+    let key = AgentKey::new(Kind::Codex, "studio-alice-05");
+    let Acquired::Held(held) = lock
+        .acquire(&key, &Condition::Absent, None, &wake())
+        .await
+        .unwrap()
+    else {
+        panic!()
+    };
+    let seen = held.record.clone();
+    let first = lock.take_poll_lease(&seen, 10).await.unwrap();
+    let second = lock.take_poll_lease(&seen, 10).await.unwrap();
+    assert!(matches!(first, Written::Done(ref r) if r.poll_until_ms == 10));
+    assert!(
+        matches!(second, Written::Lost(Some(ref r)) if r.poll_until_ms == 10),
+        "{second:?}"
+    );
+}
+
+/// A take whose answer was lost is still recognised as its own (the record names its token).
+#[tokio::test]
+async fn a_poll_lease_whose_answer_was_lost_is_still_taken() {
+    let store = LosesAnswers {
+        inner: MemoryStore::new(),
+        fail: AtomicU32::new(0),
+    };
+    let settings = LockSettings::default();
+    let lock = AgentLock::new(&store, &settings, Deadline::after(Duration::from_secs(5)));
+    let key = AgentKey::new(Kind::Codex, "studio-alice-06");
+    let Acquired::Held(held) = lock
+        .acquire(&key, &Condition::Absent, None, &wake())
+        .await
+        .unwrap()
+    else {
+        panic!()
+    };
+    let seen = held.record.clone();
+    store.fail.store(1, Ordering::SeqCst);
+    let taken = lock.take_poll_lease(&seen, 10).await.unwrap();
+    assert!(
+        matches!(taken, Written::Done(ref r) if r.poll_until_ms == 10 && r.poller.is_some()),
+        "{taken:?}"
+    );
+}

@@ -11,7 +11,7 @@ use crate::store::{keys, Changes, Condition};
 
 /// Everything of a record that a create (an `Absent` write) must clear when it replaces an
 /// expired item: all fields but the two counters, which carry on.
-pub(super) const CLEARED_ON_CREATE: [&str; 21] = [
+pub(super) const CLEARED_ON_CREATE: [&str; 24] = [
     attr::OWNER,
     attr::OWNER_KEY,
     attr::DISPLAY_NAME,
@@ -28,7 +28,10 @@ pub(super) const CLEARED_ON_CREATE: [&str; 21] = [
     attr::SESSION_EXPIRE_AT,
     attr::VERIFIED_AT_MS,
     attr::RESUME_SENT_AT,
+    attr::CREATE_SENT_AT,
     attr::POLL_UNTIL_MS,
+    attr::POLLER,
+    attr::AWAITED_SINCE_MS,
     attr::SNAPSHOTS,
     attr::ERROR,
     attr::EXPIRES_AT,
@@ -213,6 +216,9 @@ pub(super) fn update_expression(expr: &mut Expr, key: &AgentKey, creates: bool, 
     }
     if let Some(v) = changes.poll_until_ms {
         expr.set(attr::POLL_UNTIL_MS, n(v));
+    }
+    if let Some(v) = &changes.poller {
+        expr.set_or_remove_s(attr::POLLER, v);
     }
     if let Some(v) = changes.awaited_since_ms {
         expr.set(attr::AWAITED_SINCE_MS, n(v));

@@ -36,6 +36,7 @@ pub(super) mod attr {
     pub const CREATE_SENT_AT: &str = "create_sent_at";
     pub const POLL_UNTIL_MS: &str = "poll_until_ms";
     pub const AWAITED_SINCE_MS: &str = "awaited_since_ms";
+    pub const POLLER: &str = "poller";
     /// The snapshot summaries, as JSON (S).
     pub const SNAPSHOTS: &str = "snapshots";
     pub const ERROR: &str = "error";
@@ -112,6 +113,7 @@ pub(super) fn record_from_item(item: &Item) -> Result<AgentRecord, StoreError> {
         resume_sent_at_ms: get_n(item, attr::RESUME_SENT_AT)?,
         create_sent_at_ms: get_n(item, attr::CREATE_SENT_AT)?,
         poll_until_ms: get_n(item, attr::POLL_UNTIL_MS)?.unwrap_or(0),
+        poller: get_s(item, attr::POLLER)?,
         awaited_since_ms: get_n(item, attr::AWAITED_SINCE_MS)?.unwrap_or(0),
         error: get_s(item, attr::ERROR)?,
         snapshots: match get_s(item, attr::SNAPSHOTS)? {
