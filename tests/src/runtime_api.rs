@@ -103,15 +103,20 @@ impl RuntimeApi {
 
     /// Hand `event` to the function and wait for its answer.
     pub async fn invoke(&self, event: &Value) -> Answer {
-        let id = uuid::Uuid::new_v4().to_string();
+        self.invoke_as(&uuid::Uuid::new_v4().to_string(), event)
+            .await
+    }
+
+    /// [`RuntimeApi::invoke`] with the Lambda request id `id` (a test that looks for it).
+    pub async fn invoke_as(&self, id: &str, event: &Value) -> Answer {
         let (tx, rx) = oneshot::channel();
         self.shared
             .answers
             .lock()
             .expect("answers")
-            .insert(id.clone(), tx);
+            .insert(id.to_string(), tx);
         self.queue
-            .send((id, event.clone()))
+            .send((id.to_string(), event.clone()))
             .expect("the API is running");
         tokio::time::timeout(INVOCATION_BUDGET, rx)
             .await

@@ -260,6 +260,7 @@ async fn no_secret_signature_or_endpoint_reaches_a_response_or_a_log_line() {
             .await,
     );
     assert!(status >= 500, "{status} {refused}");
+    let direct_request_id = refused["request_id"].as_str().map(str::to_string);
 
     // Delete the snapshot, then the agent.
     let (status, body) = t.record_answer(
@@ -306,6 +307,46 @@ async fn no_secret_signature_or_endpoint_reaches_a_response_or_a_log_line() {
             "the captured log lacks {expected:?}: capture is broken"
         );
     }
+
+    // Every line the handlers log carries the ids of its invocation, Lambda's and API
+    // Gateway's, at the top level (docs/operations.md, "Logs"): also the lines of the wake, the
+    // sleep, the lock and the edge, deep under the handler. The targets here run only inside
+    // an invocation (the test's own setup logs through the simulator and the store).
+    let inside = [
+        "snapwake_create",
+        "snapwake_resume",
+        "snapwake_list",
+        "snapwake_delete",
+        "snapwake::wake",
+        "snapwake::sleep",
+        "snapwake::lock",
+        "snapwake::http",
+    ];
+    let mut checked = 0;
+    for line in logs.lines() {
+        let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else {
+            continue;
+        };
+        let target = v["target"].as_str().unwrap_or_default();
+        if !inside.iter().any(|t| target.starts_with(t)) {
+            continue;
+        }
+        checked += 1;
+        let apigw = v["apigw_request_id"].as_str().unwrap_or_default();
+        assert!(
+            !apigw.is_empty(),
+            "a handler's line without apigw_request_id: {line:.400}"
+        );
+        // The wrong-secret request was handled directly, not by the runtime loop: Lambda gave
+        // it no request id.
+        if Some(apigw) != direct_request_id.as_deref() {
+            assert!(
+                v["aws_request_id"].as_str().is_some_and(|s| !s.is_empty()),
+                "a handler's line without aws_request_id: {line:.400}"
+            );
+        }
+    }
+    assert!(checked >= 10, "only {checked} handler lines were logged");
 
     let mut needles: Vec<String> = vec![
         SECRET.into(),
