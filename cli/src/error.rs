@@ -23,7 +23,10 @@ pub enum CliError {
 
 impl From<crate::api::ApiError> for CliError {
     fn from(err: crate::api::ApiError) -> Self {
-        CliError::Api(Box::new(err))
+        match err {
+            crate::api::ApiError::Usage(why) => CliError::Usage(why),
+            other => CliError::Api(Box::new(other)),
+        }
     }
 }
 

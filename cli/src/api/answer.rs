@@ -73,6 +73,10 @@ pub enum ApiError {
         not_sent: bool,
     },
     /// A retryable answer kept coming back; `last` is the final one.
+    /// The command line asks for something that cannot be sent (a bad `--url`, a token over
+    /// plain http to another host): exit 2, as clap's own usage errors.
+    #[error("{0}")]
+    Usage(String),
     #[error("{last} (tried {attempts} times)")]
     GaveUp { attempts: u32, last: Box<ApiError> },
     /// A wake or sleep still under way when `--timeout` ran out. It goes on without us.
@@ -98,6 +102,7 @@ impl ApiError {
             ApiError::Gateway { answer, .. } if matches!(answer.status, 401 | 403) => EXIT_SIGN_IN,
             ApiError::Problem { status: 401, .. } => EXIT_SIGN_IN,
             ApiError::GaveUp { .. } | ApiError::StillWorking { .. } => EXIT_TRY_LATER,
+            ApiError::Usage(_) => 2,
             _ => 1,
         }
     }

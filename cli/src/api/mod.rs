@@ -20,8 +20,6 @@ use snapwake::secret::Secret;
 
 pub use answer::ApiError;
 
-use crate::error::CliError;
-
 /// Where the API is and who is calling: shared by every command that uses the API.
 #[derive(Debug, Args)]
 pub struct ApiArgs {
@@ -117,22 +115,22 @@ const REQUEST_TIMEOUT: Duration = Duration::from_secs(45);
 
 impl Client {
     /// The client for these arguments; a usage error when they cannot work.
-    pub fn new(args: &ApiArgs) -> Result<Client, CliError> {
+    pub fn new(args: &ApiArgs) -> Result<Client, ApiError> {
         let url = args.url.as_deref().map(str::trim).unwrap_or_default();
         if url.is_empty() {
-            return Err(CliError::Usage(
+            return Err(ApiError::Usage(
                 "which API? pass --url or set SNAPWAKE_API_URL".to_string(),
             ));
         }
         let base = Url::parse(url)
             .ok()
             .filter(|u| matches!(u.scheme(), "http" | "https") && u.host().is_some())
-            .ok_or_else(|| CliError::Usage(format!("--url {url:?} is not an http(s) URL")))?;
+            .ok_or_else(|| ApiError::Usage(format!("--url {url:?} is not an http(s) URL")))?;
         let caller = match (&args.token, &args.local_user) {
             (Some(token), _) if !token.expose().is_empty() => {
                 // A bearer token over plain HTTP is readable on the way: loopback only.
                 if base.scheme() == "http" && !is_loopback(&base) {
-                    return Err(CliError::Usage(
+                    return Err(ApiError::Usage(
                         "refusing to send the token over plain http to a host that is not \
                          loopback: use the API's https URL"
                             .to_string(),
@@ -140,7 +138,7 @@ impl Client {
                 }
                 let mut value = HeaderValue::from_str(&format!("Bearer {}", token.expose()))
                     .map_err(|_| {
-                        CliError::Usage(
+                        ApiError::Usage(
                             "the token has characters an HTTP header cannot carry".to_string(),
                         )
                     })?;
@@ -149,12 +147,12 @@ impl Client {
             }
             (_, Some(user)) if !user.trim().is_empty() => Caller::Local {
                 user: HeaderValue::from_str(user.trim()).map_err(|_| {
-                    CliError::Usage("--local-user must be printable ASCII".to_string())
+                    ApiError::Usage("--local-user must be printable ASCII".to_string())
                 })?,
                 admin: args.local_admin,
             },
             _ => {
-                return Err(CliError::Usage(
+                return Err(ApiError::Usage(
                     "no token: pass --token or set SNAPWAKE_TOKEN (or --local-user OWNER \
                      against snapwake serve)"
                         .to_string(),
@@ -166,7 +164,7 @@ impl Client {
             .timeout(REQUEST_TIMEOUT)
             .user_agent(concat!("snapwake-cli/", env!("CARGO_PKG_VERSION")))
             .build()
-            .map_err(|e| CliError::from(ApiError::Client(format!("HTTP client: {e}"))))?;
+            .map_err(|e| ApiError::Client(format!("HTTP client: {e}")))?;
         Ok(Client {
             http,
             base,

@@ -5,8 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::error::Reread;
-use super::AgentKitError;
+use super::{AgentKitError, Reread};
 
 /// The object (or the Tool in this region) does not exist.
 pub const NOT_FOUND: &str = "InvalidResource.NotFound";
