@@ -9,6 +9,7 @@
 
 mod agentkit;
 mod api;
+pub mod captured_log;
 pub mod counting;
 pub mod lost_answers;
 mod requests;

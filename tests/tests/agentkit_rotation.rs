@@ -8,10 +8,11 @@
 //! fake extension on loopback that counts how often it is asked, can be slow, and can answer
 //! a broken secret.
 
-use std::io::Write;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+
+use snapwake_tests::captured_log::CapturedLog;
 
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
@@ -336,26 +337,11 @@ async fn new_credentials_refused_again_are_not_looped_on() {
     assert_eq!(w.refusals(), 2, "the old key once, the re-read one once");
 }
 
-/// A `tracing` writer into a shared buffer.
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 #[tokio::test]
 async fn a_failing_extension_keeps_the_old_credentials_and_leaks_nothing() {
     // Everything logged on this test's thread (the client, the simulator and the fake
     // extension all run on it), at every level.
-    let logs = Captured::default();
+    let logs = CapturedLog::default();
     let writer = logs.clone();
     let subscriber = tracing_subscriber::fmt()
         .with_max_level(tracing::Level::TRACE)
@@ -383,7 +369,7 @@ async fn a_failing_extension_keeps_the_old_credentials_and_leaks_nothing() {
     w.get_tool().await.expect("the old credentials were kept");
     assert_eq!((w.ext.calls(), w.refusals()), (2, 1));
 
-    let logs = String::from_utf8_lossy(&logs.0.lock().unwrap()).into_owned();
+    let logs = logs.text();
     assert!(logs.contains("re-read failed"), "the failure is logged");
     assert_no_secret(&logs);
 }

@@ -8,8 +8,7 @@
 //!
 //! This binary holds one test because it installs the global subscriber.
 
-use std::io::Write;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use snapwake::agentkit::Credentials;
@@ -17,6 +16,7 @@ use snapwake::bootstrap::logs::log_layer;
 use snapwake::secret::Secret;
 use snapwake::store::dynamo::DynamoStore;
 use snapwake_sim::SimConfig;
+use snapwake_tests::captured_log::CapturedLog;
 use snapwake_tests::runtime_api::{Answer, RuntimeApi};
 use snapwake_tests::*;
 use tracing_subscriber::layer::SubscriberExt;
@@ -27,27 +27,6 @@ const TOKEN: &str = "canary-TOKEN-51c9e";
 const WRONG_SECRET: &str = "canary-WRONG-SECRET-77aa";
 /// The caller's token, in the `authorization` header of every event.
 const BEARER: &str = "eyJhbGciOiJSUzI1NiJ9.canary-BEARER-4e1b.c2lnbmF0dXJl";
-
-/// A `tracing` writer into a shared buffer.
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl Captured {
-    fn text(&self) -> String {
-        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
-    }
-}
 
 /// Every response of the flow as text: status, headers and body.
 #[derive(Default)]
@@ -120,7 +99,7 @@ async fn no_secret_signature_or_endpoint_reaches_a_response_or_a_log_line() {
     for (name, value) in runtime_api.environment("snapwake-canary") {
         std::env::set_var(name, value);
     }
-    let logs = Captured::default();
+    let logs = CapturedLog::default();
     let writer = logs.clone();
     tracing_subscriber::registry()
         .with(log_layer(move || writer.clone(), true))

@@ -13,9 +13,7 @@
 //!
 //! This binary holds one test because it installs the global subscriber.
 
-use std::future::Future;
-use std::io::Write;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use lambda_http::RequestExt;
@@ -23,6 +21,7 @@ use serde_json::{json, Value};
 use snapwake::bootstrap::logs::log_layer_with;
 use snapwake::store::dynamo::DynamoStore;
 use snapwake::timestamp::now_ms;
+use snapwake_tests::captured_log::CapturedLog;
 use snapwake_tests::runtime_api::{Answer, RuntimeApi};
 use snapwake_tests::*;
 use tracing_subscriber::layer::SubscriberExt;
@@ -33,44 +32,6 @@ use tracing_subscriber::util::SubscriberInitExt;
 /// run in this process, its lines no invocation's.
 const DIRECTIVES: &str =
     "warn,snapwake=debug,snapwake_sim=off,lambda_runtime=debug,lambda_http=debug";
-
-/// A `tracing` writer into a shared buffer.
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl Captured {
-    fn len(&self) -> usize {
-        self.0.lock().unwrap().len()
-    }
-
-    /// The lines written since the buffer was `from` long, each a JSON object.
-    fn since(&self, from: usize) -> Vec<Value> {
-        let bytes = self.0.lock().unwrap()[from..].to_vec();
-        String::from_utf8(bytes)
-            .expect("UTF-8 lines")
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
-            .collect()
-    }
-
-    /// What `work` answers, and every line logged from its start to its end.
-    async fn around<T>(&self, work: impl Future<Output = T>) -> (T, Vec<Value>) {
-        let start = self.len();
-        let answer = work.await;
-        (answer, self.since(start))
-    }
-}
 
 /// The Lambda context `lambda_runtime` makes of an invocation with request id `id`.
 fn lambda_context(id: &str) -> lambda_http::Context {
@@ -114,7 +75,7 @@ async fn every_line_of_an_invocation_carries_its_request_ids() {
     for (name, value) in runtime_api.environment("snapwake-invocation-logs") {
         std::env::set_var(name, value);
     }
-    let logs = Captured::default();
+    let logs = CapturedLog::default();
     let writer = logs.clone();
     tracing_subscriber::registry()
         .with(log_layer_with(
