@@ -2,8 +2,11 @@
 //! everyone's agents, and snapwake's own problem from the real server. The gateway's own error
 //! shapes are `agents.rs`.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Output, Stdio};
+mod support;
+
+use std::process::{Command, Output};
+
+use support::{serving, Serving};
 
 /// The exit code, and what stderr says.
 fn check(out: &Output, code: i32, says: &[&str]) {
@@ -16,42 +19,23 @@ fn check(out: &Output, code: i32, says: &[&str]) {
 
 const DATA_HELPER: &str = "studio-alice-0d5e1f0a0b0c0d0e0f10111213141516";
 
-struct Server(Child);
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// `snapwake serve --demo` on a port it picks itself (port 0), and its URL from the banner.
-fn demo_server() -> (Server, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_snapwake"))
-        .args(["serve", "--demo", "--port", "0", "--sweep-every", "0s"])
-        .args([
+/// `snapwake serve --demo` on a port it picks itself, with short simulated boots and no sweep.
+fn demo_server() -> Serving {
+    serving(
+        &[
+            "serve",
+            "--demo",
+            "--port",
+            "0",
+            "--sweep-every",
+            "0s",
             "--session-ready-delay-ms",
             "300",
             "--snapshot-ready-delay-ms",
             "300",
-        ])
-        .env_remove("AGENTKIT_ENDPOINT")
-        .env_remove("SNAPWAKE_TABLE")
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start snapwake serve");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().expect("stdout"))
-        .read_line(&mut line)
-        .expect("the banner");
-    let url = line
-        .split_whitespace()
-        .find(|w| w.starts_with("http://127.0.0.1:"))
-        .unwrap_or_else(|| panic!("no address in {line:?}"))
-        .to_string();
-    (Server(child), url)
+        ],
+        &["AGENTKIT_ENDPOINT", "SNAPWAKE_TABLE"],
+    )
 }
 
 fn local(url: &str, args: &[&str]) -> (serde_json::Value, Output) {
@@ -68,7 +52,8 @@ fn local(url: &str, args: &[&str]) -> (serde_json::Value, Output) {
 
 #[test]
 fn list_wake_sleep_and_page_through_everyone_against_snapwake_serve() {
-    let (_server, url) = demo_server();
+    let server = demo_server();
+    let url = server.endpoint.clone();
 
     let (listing, out) = local(&url, &["list", "--local-user", "alice"]);
     check(&out, 0, &[]);

@@ -1,31 +1,41 @@
-//! A `snapwake sim` child process for the CLI's tests: started on a free port, its address
-//! read from the first line it prints, killed when dropped.
+//! `snapwake` child processes for the CLI's tests: started on a free port (`--port 0`), their
+//! address read from the first line they print, killed when dropped.
+
+// Each test binary that includes this module uses a part of it.
+#![allow(dead_code)]
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 
-pub struct Sim {
+/// A `snapwake` command serving on loopback.
+pub struct Serving {
     child: Child,
     pub endpoint: String,
 }
 
-impl Drop for Sim {
+/// A `snapwake sim`.
+pub type Sim = Serving;
+
+impl Drop for Serving {
     fn drop(&mut self) {
         self.child.kill().ok();
         self.child.wait().ok();
     }
 }
 
-/// Start `snapwake sim`, without the caller's Volcengine keys (it verifies its own).
-pub fn sim() -> Sim {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_snapwake"))
-        .args(["sim", "--port", "0"])
-        .env_remove("VOLCENGINE_ACCESS_KEY")
-        .env_remove("VOLCENGINE_SECRET_KEY")
+/// Start `snapwake <args>` without the variables in `cleared`, and wait for the first line it
+/// prints: the one that names its `http://127.0.0.1:<port>` address.
+pub fn serving(args: &[&str], cleared: &[&str]) -> Serving {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_snapwake"));
+    command.args(args);
+    for var in cleared {
+        command.env_remove(var);
+    }
+    let mut child = command
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
-        .expect("start snapwake sim");
+        .unwrap_or_else(|e| panic!("start snapwake {args:?}: {e}"));
     let mut line = String::new();
     BufReader::new(child.stdout.take().expect("stdout"))
         .read_line(&mut line)
@@ -35,5 +45,13 @@ pub fn sim() -> Sim {
         .find(|w| w.starts_with("http://127.0.0.1:"))
         .unwrap_or_else(|| panic!("no address in {line:?}"))
         .to_string();
-    Sim { child, endpoint }
+    Serving { child, endpoint }
+}
+
+/// Start `snapwake sim`, without the caller's Volcengine keys (it verifies its own).
+pub fn sim() -> Sim {
+    serving(
+        &["sim", "--port", "0"],
+        &["VOLCENGINE_ACCESS_KEY", "VOLCENGINE_SECRET_KEY"],
+    )
 }
