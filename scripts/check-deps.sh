@@ -29,8 +29,11 @@ fi
 dbs="$root/target/advisory-dbs"
 db="$dbs/advisory-db-3157b0e258782691"
 offline=()
+# A fetch that hangs is cut off where `timeout` exists (GNU coreutils; macOS has none).
+bounded=()
+command -v timeout >/dev/null && bounded=(timeout 60)
 if [[ "${SNAPWAKE_ADVISORY_DB:-}" != snapshot ]] &&
-  timeout 60 "$deny" fetch db >/dev/null 2>&1; then
+  ${bounded[@]+"${bounded[@]}"} "$deny" fetch db >/dev/null 2>&1; then
   echo "check-deps: advisories: RustSec's database, fetched now" >&2
 else
   snapshot="$root/supply-chain/advisory-db"
@@ -53,7 +56,7 @@ fi
 
 failed=0
 echo "check-deps: cargo deny check (workspace)" >&2
-"$deny" "${offline[@]}" --locked check || failed=1
+"$deny" ${offline[@]+"${offline[@]}"} --locked check || failed=1
 
 # The functions' own bans, per Lambda architecture: the workspace's graph also holds the CLI
 # and the tests, which may carry what a function must not.
