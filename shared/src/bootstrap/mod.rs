@@ -1,6 +1,7 @@
 //! Cold-start wiring shared by every function's `main`: logs ([`logs`]), then configuration and
 //! clients built once, outside the handler, so a warm container reuses its connection pools.
 
+pub mod aws;
 pub mod json;
 pub mod logs;
 
@@ -26,12 +27,13 @@ pub enum StartError {
     AgentKit(#[from] AgentKitError),
 }
 
-/// The DynamoDB store of a deployed function: `SNAPWAKE_TABLE` is required there.
+/// The DynamoDB store of a deployed function (credentials from its environment, [`aws`]):
+/// `SNAPWAKE_TABLE` is required there.
 pub async fn dynamo_store(config: &Config) -> Result<DynamoStore, StartError> {
     let table = config.table.clone().ok_or(ConfigError::Missing {
         var: "SNAPWAKE_TABLE",
     })?;
-    Ok(DynamoStore::from_env(table).await)
+    Ok(DynamoStore::from_conf(&aws::lambda_sdk_config(), table))
 }
 
 /// The AgentKit client, credentials loaded now; it re-reads them when AgentKit refuses them or

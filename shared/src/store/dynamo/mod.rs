@@ -21,7 +21,6 @@ mod expression;
 mod item;
 
 use std::collections::HashMap;
-use std::time::Duration;
 
 use aws_config::BehaviorVersion;
 use aws_sdk_dynamodb::error::{DisplayErrorContext, SdkError};
@@ -80,13 +79,7 @@ impl DynamoStore {
     /// the tests' wire-fault proxy), with the same timeouts.
     pub async fn from_loader(loader: aws_config::ConfigLoader, table: impl Into<String>) -> Self {
         let config = loader
-            .timeout_config(
-                aws_config::timeout::TimeoutConfig::builder()
-                    .connect_timeout(Duration::from_secs(2))
-                    .operation_attempt_timeout(Duration::from_secs(3))
-                    .operation_timeout(Duration::from_secs(8))
-                    .build(),
-            )
+            .timeout_config(crate::bootstrap::aws::timeouts())
             .load()
             .await;
         Self::from_conf(&config, table)
@@ -109,10 +102,14 @@ impl DynamoStore {
 /// hyper 0.14 client, and a default client on aws-lc), so a loader that is not given this HTTP
 /// client has none: build every SDK configuration from here.
 pub fn sdk_defaults() -> aws_config::ConfigLoader {
-    let https = aws_smithy_http_client::Builder::new()
+    aws_config::defaults(BehaviorVersion::latest()).http_client(https_client())
+}
+
+/// The SDK's hyper 1 HTTPS client on rustls with ring (see [`sdk_defaults`]).
+pub fn https_client() -> aws_sdk_dynamodb::config::SharedHttpClient {
+    aws_smithy_http_client::Builder::new()
         .tls_provider(Provider::Rustls(CryptoMode::Ring))
-        .build_https();
-    aws_config::defaults(BehaviorVersion::latest()).http_client(https)
+        .build_https()
 }
 
 /// Any SDK failure that is not a failed condition: unreachable, timed out, throttled, 5xx, or
