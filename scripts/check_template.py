@@ -466,6 +466,7 @@ def quota_failures(template, functions):
 
 TABLE = "Table"
 OWNER_INDEX = "Table/index/by_owner"
+DUE_INDEX = "Table/index/by_due"
 SECRET = "AgentKitCredentialsSecretArn"
 ANY = "*"
 # The only item the list function may write (docs/table.md, "The items": the list cursor key).
@@ -514,6 +515,8 @@ EXPECTED_IAM = {
         | _grants(TABLE, "dynamodb:GetItem", "dynamodb:Scan")
         # Query: one owner's records, both owner keys (owner.rs: query_owner).
         | _grants(OWNER_INDEX, "dynamodb:Query")
+        # BatchGetItem: the schedules of the agents a page shows (schedules.rs: get_schedules).
+        | _grants(TABLE, "dynamodb:BatchGetItem")
         # UpdateItem: its one write, the cursor key made on first use when CursorKey is empty
         # (cursor.rs: put_document), on that item only.
         | _grants(TABLE, "dynamodb:UpdateItem", condition=CURSOR_KEY_ONLY)
@@ -531,9 +534,16 @@ EXPECTED_IAM = {
         # GetItem: the record (wake, sleep, keepalive under the lock: get), the registry, the
         # owner's offboarding progress (offboarding::owner_is_leaving) and session claims
         # (locate/claims.rs: get_document).
-        # UpdateItem: the record (the lock, a wake's or sleep's outcome: update) and a claim on
-        # a session of a snapshot-<id> agent (claims::claim: put_document).
-        | _grants(TABLE, "dynamodb:GetItem", "dynamodb:UpdateItem")
+        # UpdateItem: the record (the lock, a wake's or sleep's outcome: update), a claim on
+        # a session of a snapshot-<id> agent (claims::claim: put_document) and schedules
+        # (schedule.rs, tick.rs: put_schedule). GetItem also reads schedules (get_schedule).
+        # DeleteItem: a schedule removed, or dropped by the tick with its agent
+        # (delete_schedule).
+        | _grants(TABLE, "dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem")
+        # Query: the due schedules (tick.rs: due_schedules).
+        | _grants(DUE_INDEX, "dynamodb:Query")
+        # SendMessage: a tick that failed goes to the on-failure queue (EventInvokeConfig).
+        | _grants("ResumeOnFailureQueue", "sqs:SendMessage")
     ),
     "DeleteFunction": (
         LOGS | CREDENTIALS
@@ -541,8 +551,9 @@ EXPECTED_IAM = {
         # checkpoint and locks, the index and refresh documents, deleted-snapshot markers,
         # offboarding progress (get_document).
         # UpdateItem: records (tombstones, the index sync: update) and those documents
-        # (put_document).
-        | _grants(TABLE, "dynamodb:GetItem", "dynamodb:UpdateItem")
+        # (put_document). DeleteItem: a deleted agent's schedule (deletion/agent.rs:
+        # delete_schedule).
+        | _grants(TABLE, "dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem")
         # Query: an offboarded owner's agents (offboard/find.rs: query_owner).
         | _grants(OWNER_INDEX, "dynamodb:Query")
         # SendMessage: Lambda sends an invocation that failed every retry to the on-failure
@@ -1032,12 +1043,12 @@ def _policy_resource(t):
             "PolicyName": "stray",
             "Roles": [{"Ref": "ResumeFunctionRole"}],
             "PolicyDocument": {"Statement": [{
-                "Effect": "Allow", "Action": "dynamodb:DeleteItem",
+                "Effect": "Allow", "Action": "dynamodb:PutItem",
                 "Resource": {"Fn::GetAtt": ["Table", "Arn"]},
             }]},
         },
     }
-    return "ResumeFunction: allows dynamodb:DeleteItem on Table"
+    return "ResumeFunction: allows dynamodb:PutItem on Table"
 
 
 def _own_role(t):
@@ -1100,10 +1111,10 @@ def _sqs_source(redrive):
 
 
 def _sns_without_invoke_config(t):
-    props(t["Resources"]["ResumeFunction"])["Events"]["Notice"] = {
+    props(t["Resources"]["CreateFunction"])["Events"]["Notice"] = {
         "Type": "SNS", "Properties": {"Topic": "arn:aws:sns:us-east-1:123456789012:notices"},
     }
-    return "ResumeFunction: has Notice events but no EventInvokeConfig"
+    return "CreateFunction: has Notice events but no EventInvokeConfig"
 
 
 def _stream_source(t):

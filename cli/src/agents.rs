@@ -25,7 +25,7 @@ const KINDS: [&str; 3] = ["codex", "openclaw", "hermes"];
 
 /// An agent on the command line: `<kind> <agent_id>`.
 #[derive(Debug, Args)]
-struct AgentRef {
+pub(crate) struct AgentRef {
     /// The agent's kind.
     #[arg(value_parser = KINDS)]
     kind: String,
@@ -35,7 +35,7 @@ struct AgentRef {
 }
 
 impl AgentRef {
-    fn path(&self, verb: Option<&str>) -> Vec<String> {
+    pub(crate) fn path(&self, verb: Option<&str>) -> Vec<String> {
         let mut path = vec![
             "v1".to_string(),
             "agents".to_string(),
@@ -46,7 +46,7 @@ impl AgentRef {
         path
     }
 
-    fn name(&self) -> String {
+    pub(crate) fn name(&self) -> String {
         format!("{}/{}", self.kind, self.agent_id)
     }
 }

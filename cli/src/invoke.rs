@@ -91,6 +91,14 @@ fn samples() -> Vec<(&'static str, &'static str, Value)> {
             },
         ),
         (
+            "tick",
+            "resume: the schedules' tick, as EventBridge Scheduler sends it every minute (put \
+             the minute to tick at in \"time\")",
+            fixture(include_str!(
+                "../../tests/fixtures/eventbridge/scheduler-tick.json"
+            )),
+        ),
+        (
             "sweep",
             "delete: the sweep's EventBridge schedule with its input {\"action\": \"sweep\"}",
             fixture(include_str!(
@@ -229,8 +237,8 @@ async fn invoke(function: Function, event: Value, budget: Duration) -> Result<Va
                 identity,
                 wake: config.wake.clone(),
             };
-            let request = http_request(function, &event, context)?;
-            Ok(api_gateway_v2(resume.handle(request).await))
+            // The function's own dispatch: an HTTP request or the schedules' tick.
+            Ok(resume.invoke(event, context).await?)
         }
         Function::Delete => {
             let settings = snapwake_delete::DeleteSettings::from_config(&config);

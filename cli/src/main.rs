@@ -7,6 +7,7 @@ mod cleanup;
 mod deploy;
 mod error;
 mod invoke;
+mod schedule;
 mod serve;
 mod sim;
 mod table;
@@ -52,6 +53,8 @@ enum Command {
     /// The deployed API from a terminal: list, show, wake and sleep agents (--url or
     /// SNAPWAKE_API_URL, --token or SNAPWAKE_TOKEN).
     Agents(agents::AgentsArgs),
+    /// An agent's wake and sleep schedule through the deployed API: show, set, clear.
+    Schedule(schedule::ScheduleArgs),
     /// Print a completion script for a shell: `snapwake completions bash > /etc/bash_completion.d/snapwake`,
     /// `snapwake completions zsh > "${fpath[1]}/_snapwake"`,
     /// `snapwake completions fish > ~/.config/fish/completions/snapwake.fish`.
@@ -69,6 +72,7 @@ fn run(cli: Cli) -> Result<(), CliError> {
         Command::Sim(args) => sim::run(args),
         Command::Usid(args) => usid::run(args),
         Command::Agents(args) => agents::run(args),
+        Command::Schedule(args) => schedule::run(args),
         Command::Completions { shell } => {
             use clap::CommandFactory;
             clap_complete::generate(

@@ -53,6 +53,9 @@ pub struct Config {
     /// The EventBridge `source` values an offboarding event is accepted from
     /// (`SNAPWAKE_OFFBOARDING_SOURCES`, comma-separated; default [`DEFAULT_OFFBOARDING_SOURCE`]).
     pub offboarding_sources: Vec<String>,
+    /// Where a person works with an awake agent (`SNAPWAKE_OPEN_URL`, placeholders `{kind}`,
+    /// `{agent_id}`, `{session_id}`); `None`: views carry no `open_url`.
+    pub open_url: Option<crate::view::OpenUrl>,
 }
 
 /// The one source offboarding events are accepted from unless configured otherwise.
@@ -100,6 +103,13 @@ impl Config {
             retention: retention_config(&get)?,
             base_path: base_path(&get)?,
             offboarding_sources: offboarding_sources(&get)?,
+            open_url: get("SNAPWAKE_OPEN_URL")
+                .map(|t| crate::view::OpenUrl::parse(&t))
+                .transpose()
+                .map_err(|reason| ConfigError::Invalid {
+                    var: "SNAPWAKE_OPEN_URL",
+                    reason,
+                })?,
         })
     }
 }

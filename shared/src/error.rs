@@ -18,6 +18,11 @@ pub enum Error {
     AgentNotFound,
 
     /// The agent has no such snapshot (never had it, or it belongs to another agent).
+    #[error("the agent has no schedule")]
+    ScheduleNotFound,
+    /// A field of the request body is not acceptable (422, naming the field).
+    #[error("{field}: {detail}")]
+    InvalidField { field: &'static str, detail: String },
     #[error("no such snapshot of this agent")]
     SnapshotNotFound,
 

@@ -10,6 +10,7 @@
 //! - [`invocation`]: where an invocation begins: its span (the ids every log line of it
 //!   carries) and the cold-start mark;
 //! - [`deadline`]: the point by which an operation must answer;
+//! - [`calendar`]: five-field cron in IANA time zones, and the instants it fires at;
 //! - [`domain`]: kinds, retention, the agent record, its views, the Tool registry (no I/O);
 //! - [`agentkit`]: the AgentKit client (signing, envelope, retries, regions) and its wire
 //!   types; the strict simulator of the service is its own crate, `snapwake-sim`;
@@ -25,6 +26,7 @@
 //! - [`view`]: an agent as the API shows it, from its record and what AgentKit said;
 //! - [`offboarding`]: an owner's offboarding progress and the unfinished ones (documents);
 //! - [`index_sync`]: keeping the owner index in step with AgentKit;
+//! - [`schedule`]: per-agent schedules: a body checked into a plan, a tick's decision;
 //! - [`sleep`]: sleep now over the lock: snapshot, wait until Ready, end the session;
 //! - [`wake`]: the wake protocol over the lock (docs/wake-protocol.md);
 //! - [`deploy`]: the reconcile of the AgentKit Tools;
@@ -39,6 +41,7 @@ pub mod secret;
 pub mod metrics;
 pub mod invocation;
 pub mod deadline;
+pub mod calendar;
 pub mod domain;
 pub mod agentkit;
 pub mod store;
@@ -51,6 +54,7 @@ pub mod lock;
 pub mod view;
 pub mod offboarding;
 pub mod index_sync;
+pub mod schedule;
 pub mod sleep;
 pub mod wake;
 pub mod deploy;

@@ -87,7 +87,7 @@ pub fn delete_settings(wake: &snapwake::wake::WakeSettings) -> snapwake_delete::
 
 impl<S, K> Api<S, K>
 where
-    S: AgentStore + Clone,
+    S: AgentStore + snapwake::store::ScheduleStore + Clone,
     K: snapwake::agentkit::AgentKit + Clone,
 {
     /// All four functions over `store` and `agentkit`, with `identity` and [`quick_wake`].
@@ -133,7 +133,7 @@ where
     }
 }
 
-impl<S: AgentStore, K: snapwake::agentkit::AgentKit> Api<S, K> {
+impl<S: AgentStore + snapwake::store::ScheduleStore, K: snapwake::agentkit::AgentKit> Api<S, K> {
     /// The function's own `handle`, called directly (no dispatch).
     pub async fn handle_by(
         &self,

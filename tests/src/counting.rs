@@ -19,6 +19,8 @@ pub struct StoreCalls {
     pub scans: AtomicU64,
     pub registry: AtomicU64,
     pub documents: AtomicU64,
+    /// Schedule items and the due index.
+    pub schedules: AtomicU64,
 }
 
 impl StoreCalls {
@@ -31,6 +33,7 @@ impl StoreCalls {
             &self.scans,
             &self.registry,
             &self.documents,
+            &self.schedules,
         ]
         .iter()
         .map(|c| c.load(Ordering::Relaxed))
@@ -61,7 +64,7 @@ fn bump(c: &AtomicU64) {
     c.fetch_add(1, Ordering::Relaxed);
 }
 
-impl<S: AgentStore> AgentStore for CountingStore<S> {
+impl<S: AgentStore + snapwake::store::ScheduleStore> AgentStore for CountingStore<S> {
     fn get(
         &self,
         key: &AgentKey,
@@ -136,3 +139,10 @@ impl<S: AgentStore> AgentStore for CountingStore<S> {
             .put_document(key, value, expected_version, expires_at)
     }
 }
+
+crate::schedule_store_via!(
+    CountingStore<S>,
+    inner,
+    |s: &CountingStore<S>| bump(&s.calls.schedules),
+    <S: snapwake::store::ScheduleStore>
+);

@@ -13,6 +13,7 @@ pub mod captured_log;
 pub mod counting;
 pub mod lost_answers;
 mod requests;
+pub mod schedule_store;
 pub mod runtime_api;
 mod store;
 pub mod wire;

@@ -57,7 +57,7 @@ fn lost(what: &str) -> StoreError {
     StoreError::Unavailable(format!("injected: the answer of the {what} was lost"))
 }
 
-impl<S: AgentStore> AgentStore for LostAnswers<S> {
+impl<S: AgentStore + snapwake::store::ScheduleStore> AgentStore for LostAnswers<S> {
     async fn get(&self, key: &AgentKey) -> Result<Option<AgentRecord>, StoreError> {
         if spend(&self.fail_record_reads) {
             return Err(StoreError::Unavailable("injected: the read failed".into()));
@@ -134,3 +134,10 @@ impl<S: AgentStore> AgentStore for LostAnswers<S> {
         self.inner.put_registry(registry, expected_version).await
     }
 }
+
+crate::schedule_store_via!(
+    LostAnswers<S>,
+    inner,
+    |_: &LostAnswers<S>| (),
+    <S: snapwake::store::ScheduleStore>
+);

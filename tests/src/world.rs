@@ -80,7 +80,7 @@ impl World {
     }
 
     /// Write the registry into `store` (deploy's job in production).
-    pub async fn register<S: AgentStore>(&self, store: &S) {
+    pub async fn register<S: AgentStore + snapwake::store::ScheduleStore>(&self, store: &S) {
         let current = store.get_registry().await.unwrap().map_or(0, |r| r.version);
         store.put_registry(&self.registry(), current).await.unwrap();
     }
@@ -181,7 +181,11 @@ impl World {
     }
 
     /// Write [`World::registry_with`] into `store`.
-    pub async fn register_with<S: AgentStore>(&self, store: &S, more: &MoreKinds) {
+    pub async fn register_with<S: AgentStore + snapwake::store::ScheduleStore>(
+        &self,
+        store: &S,
+        more: &MoreKinds,
+    ) {
         let current = store.get_registry().await.unwrap().map_or(0, |r| r.version);
         store
             .put_registry(&self.registry_with(more), current)

@@ -30,7 +30,7 @@ use snapwake::identity::IdentityConfig;
 use snapwake::registry_cache::RegistryCache;
 use snapwake::store::dynamo::DynamoStore;
 use snapwake::store::memory::MemoryStore;
-use snapwake::store::AgentStore;
+use snapwake::store::{AgentStore, ScheduleStore};
 use snapwake_create::{Create, CreateSettings};
 use snapwake_delete::{Delete, DeleteSettings};
 use snapwake_delete::{Quiet, SweepSettings};
@@ -74,6 +74,13 @@ struct Parts {
 
 /// How often the local server refreshes the owner index (with the sweep on).
 const REFRESH_EVERY: Duration = Duration::from_secs(60);
+
+/// Where `serve --demo` sends the Open action of an awake agent, unless `SNAPWAKE_OPEN_URL`
+/// says otherwise.
+const DEMO_OPEN_URL: &str = "https://studio.example/agents/{kind}/{agent_id}?session={session_id}";
+
+/// How often the local server ticks the schedules (EventBridge Scheduler's rate as deployed).
+const TICK_EVERY: Duration = Duration::from_secs(60);
 
 /// The longest one sweep of the local server runs before it checkpoints.
 const SWEEP_BUDGET: Duration = Duration::from_secs(120);
@@ -132,7 +139,7 @@ async fn parts(args: &ServeArgs) -> Result<Parts, CliError> {
     })
 }
 
-async fn run_with<S: AgentStore + 'static>(
+async fn run_with<S: AgentStore + ScheduleStore + 'static>(
     args: ServeArgs,
     parts: Parts,
     store: S,
@@ -162,6 +169,14 @@ async fn run_with<S: AgentStore + 'static>(
              nothing was seeded"
         );
     }
+    // Under --demo the agents' Open action points at an example studio page unless the
+    // environment names one (docs/console.md).
+    let open_url = parts.config.open_url.clone().or_else(|| {
+        args.demo
+            .then(|| snapwake::view::OpenUrl::parse(DEMO_OPEN_URL).ok())
+            .flatten()
+    });
+    snapwake::view::set_open_url(open_url);
     let identity = local_identity(&parts.config.identity);
     let registry = || RegistryCache::new(parts.config.tool_overrides.clone());
     let app = Arc::new(App {
@@ -261,6 +276,31 @@ async fn run_with<S: AgentStore + 'static>(
         });
     }
 
+    // The schedules' tick, once a minute as deployed (docs/schedules.md), at the embedded
+    // simulator's time when there is one: moving AgentKit's clock moves the schedules' too.
+    let ticker = app.clone();
+    let sim_clock = parts.sim.as_ref().map(|s| s.control());
+    tokio::spawn(async move {
+        let mut ticks = tokio::time::interval(TICK_EVERY);
+        loop {
+            ticks.tick().await;
+            let now_ms = match &sim_clock {
+                Some(control) => u64::try_from(control.now().unix_timestamp_nanos() / 1_000_000)
+                    .unwrap_or_default(),
+                None => snapwake::timestamp::now_ms(),
+            };
+            // The minute, as EventBridge Scheduler's `scheduled-time` would say it.
+            let minute_ms = now_ms - now_ms % 60_000;
+            if let Err(e) = ticker
+                .resume
+                .tick(minute_ms, Deadline::after(TICK_EVERY))
+                .await
+            {
+                tracing::warn!(error = %e, "schedule tick failed");
+            }
+        }
+    });
+
     let addr = SocketAddr::from(([127, 0, 0, 1], args.port));
     let listener = tokio::net::TcpListener::bind(addr).await?;
     let router = axum::Router::new()
@@ -338,7 +378,7 @@ fn local_identity(config: &IdentityConfig) -> IdentityConfig {
     identity
 }
 
-async fn handle<S: AgentStore + 'static, K: AgentKit>(
+async fn handle<S: AgentStore + ScheduleStore + 'static, K: AgentKit>(
     State(app): State<Arc<App<Arc<S>, Arc<K>>>>,
     method: Method,
     uri: Uri,

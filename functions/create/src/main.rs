@@ -8,6 +8,7 @@ use snapwake_create::{Create, CreateSettings};
 async fn main() -> Result<(), Error> {
     bootstrap::init();
     let config = Config::from_env()?;
+    snapwake::view::set_open_url(config.open_url.clone());
     let create = Create {
         store: bootstrap::dynamo_store(&config).await?,
         agentkit: bootstrap::agentkit(&config).await?,

@@ -10,7 +10,7 @@ use snapwake::error::Error;
 use snapwake::http::response;
 use snapwake::invocation::begin_event;
 use snapwake::metrics::{self, Record};
-use snapwake::store::{AgentStore, Within};
+use snapwake::store::{AgentStore, ScheduleStore, Within};
 use tracing::Instrument;
 
 use crate::invocation::{classify, Invocation};
@@ -19,7 +19,7 @@ use crate::sweep::refresh::{Refresh, RefreshReport};
 use crate::sweep::{Sweep, SweepProgress, SweepReport};
 use crate::Delete;
 
-impl<S: AgentStore, K: AgentKit> Delete<S, K> {
+impl<S: AgentStore + ScheduleStore, K: AgentKit> Delete<S, K> {
     /// Serve one invocation of the function: an HTTP request's answer, the sweep's report, the
     /// refresh's, the offboarding's; an error for an event this function does not handle, and
     /// for one it could not record (so that it is retried, then dead-lettered). All of it in

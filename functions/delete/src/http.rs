@@ -27,7 +27,7 @@ use snapwake::http::response;
 use snapwake::identity::{describe, may_act, Caller, Place};
 use snapwake::identity::{user_session_id, SNAPSHOT_AGENT_PREFIX};
 use snapwake::locate;
-use snapwake::store::{AgentStore, Within};
+use snapwake::store::{AgentStore, ScheduleStore, Within};
 
 use crate::deletion::{decide, AgentPlace, Decision, DeleteTarget, Deleter, SnapshotRef};
 use crate::Delete;
@@ -57,7 +57,7 @@ enum Lookup {
     },
 }
 
-impl<S: AgentStore, K: AgentKit> Delete<S, K> {
+impl<S: AgentStore + ScheduleStore, K: AgentKit> Delete<S, K> {
     /// Serve one request, in its invocation's span; every failure becomes a problem+json
     /// response.
     pub async fn handle(&self, request: Request) -> Response<Body> {

@@ -8,6 +8,7 @@ use snapwake_list::{List, ListSettings};
 async fn main() -> Result<(), Error> {
     bootstrap::init();
     let config = Config::from_env()?;
+    snapwake::view::set_open_url(config.open_url.clone());
     let list = List::new(
         bootstrap::dynamo_store(&config).await?,
         bootstrap::agentkit(&config).await?,

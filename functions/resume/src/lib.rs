@@ -2,7 +2,9 @@
 //!
 //! - `POST /v1/agents/{kind}/{agent_id}/resume` ([`resume`]): a convergent "ensure awake";
 //! - `POST …/sleep` ([`sleep`]): snapshot the agent, then end its session;
-//! - `POST …/keepalive` ([`keepalive`]): make the live session last longer.
+//! - `POST …/keepalive` ([`keepalive`]): make the live session last longer;
+//! - `PUT|GET|DELETE …/schedule` ([`schedule`]): when the agent wakes and sleeps by itself;
+//! - the schedules' tick ([`tick`]), a scheduled invocation ([`invocation`] tells them apart).
 //!
 //! Each authorises the caller and reads the agent's record the same way ([`addressed`]); the
 //! exactly-once guarantees live in [`snapwake::wake`] and [`snapwake::sleep`], under the one
@@ -10,9 +12,12 @@
 
 mod addressed;
 mod answer;
+pub mod invocation;
 mod keepalive;
 mod resume;
+mod schedule;
 mod sleep;
+pub mod tick;
 
 use lambda_http::{Body, Request, Response};
 use snapwake::agentkit::AgentKit;
@@ -21,14 +26,15 @@ use snapwake::http::edge;
 use snapwake::http::request::{self as req, Route};
 use snapwake::identity::IdentityConfig;
 use snapwake::registry_cache::RegistryCache;
-use snapwake::store::AgentStore;
+use snapwake::store::{AgentStore, ScheduleStore};
 use snapwake::wake::WakeSettings;
 
 const RESUME: &str = "/v1/agents/{kind}/{agent_id}/resume";
 const SLEEP: &str = "/v1/agents/{kind}/{agent_id}/sleep";
 const KEEPALIVE: &str = "/v1/agents/{kind}/{agent_id}/keepalive";
+const SCHEDULE: &str = "/v1/agents/{kind}/{agent_id}/schedule";
 
-pub const ROUTES: [Route; 3] = [
+pub const ROUTES: [Route; 6] = [
     Route {
         method: "POST",
         pattern: RESUME,
@@ -40,6 +46,18 @@ pub const ROUTES: [Route; 3] = [
     Route {
         method: "POST",
         pattern: KEEPALIVE,
+    },
+    Route {
+        method: "PUT",
+        pattern: SCHEDULE,
+    },
+    Route {
+        method: "GET",
+        pattern: SCHEDULE,
+    },
+    Route {
+        method: "DELETE",
+        pattern: SCHEDULE,
     },
 ];
 
@@ -53,7 +71,7 @@ pub struct Resume<S, K> {
     pub wake: WakeSettings,
 }
 
-impl<S: AgentStore, K: AgentKit> Resume<S, K> {
+impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
     /// Serve one request, in its invocation's span; every failure becomes a problem+json
     /// response.
     pub async fn handle(&self, request: Request) -> Response<Body> {
@@ -66,6 +84,11 @@ impl<S: AgentStore, K: AgentKit> Resume<S, K> {
             RESUME => self.resume(request, &matched).await,
             SLEEP => self.sleep(request, &matched).await,
             KEEPALIVE => self.keepalive(request, &matched).await,
+            SCHEDULE => match request.method().as_str() {
+                "PUT" => self.put_schedule(request, &matched).await,
+                "GET" => self.get_schedule(request, &matched).await,
+                _ => self.delete_schedule(request, &matched).await,
+            },
             _ => Err(Error::RouteNotFound),
         }
     }

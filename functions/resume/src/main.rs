@@ -1,6 +1,9 @@
-//! The resume Lambda: configuration and clients built once, then every request to the handler.
+//! The resume Lambda: configuration and clients built once, then every invocation — an API
+//! Gateway request or the schedules' tick — to [`Resume::invoke`].
 
-use lambda_http::{service_fn, Error, Request};
+use lambda_http::lambda_runtime::{self, service_fn, LambdaEvent};
+use lambda_http::Error;
+use serde_json::Value;
 use snapwake::{bootstrap, config::Config, registry_cache::RegistryCache};
 use snapwake_resume::Resume;
 
@@ -8,6 +11,7 @@ use snapwake_resume::Resume;
 async fn main() -> Result<(), Error> {
     bootstrap::init();
     let config = Config::from_env()?;
+    snapwake::view::set_open_url(config.open_url.clone());
     let resume = Resume {
         store: bootstrap::dynamo_store(&config).await?,
         agentkit: bootstrap::agentkit(&config).await?,
@@ -16,8 +20,12 @@ async fn main() -> Result<(), Error> {
         wake: config.wake.clone(),
     };
     let resume = &resume;
-    lambda_http::run(service_fn(move |req: Request| async move {
-        Ok::<_, std::convert::Infallible>(resume.handle(req).await)
+    lambda_runtime::run(service_fn(move |event: LambdaEvent<Value>| async move {
+        // A function error carries the message only (never a provider's text or a secret).
+        resume
+            .invoke(event.payload, event.context)
+            .await
+            .map_err(|e| Error::from(e.to_string()))
     }))
     .await
 }

@@ -8,20 +8,8 @@
 //! needed. The CLI and the tests keep the whole chain
 //! ([`crate::store::dynamo::sdk_defaults`]).
 
-use std::time::Duration;
-
 use aws_config::{BehaviorVersion, Region, SdkConfig};
 use aws_sdk_dynamodb::config::SharedCredentialsProvider;
-
-/// Per attempt 3 s, the whole call with the SDK's retries 8 s, as
-/// [`crate::store::dynamo::DynamoStore::from_env`] (why there).
-pub fn timeouts() -> aws_config::timeout::TimeoutConfig {
-    aws_config::timeout::TimeoutConfig::builder()
-        .connect_timeout(Duration::from_secs(2))
-        .operation_attempt_timeout(Duration::from_secs(3))
-        .operation_timeout(Duration::from_secs(8))
-        .build()
-}
 
 /// The SDK configuration of a function: credentials and region from the environment, an
 /// endpoint when `AWS_ENDPOINT_URL` names one (DynamoDB Local in the tests), the one HTTPS
@@ -33,7 +21,7 @@ pub fn lambda_sdk_config() -> SdkConfig {
         .credentials_provider(SharedCredentialsProvider::new(
             aws_config::environment::EnvironmentVariableCredentialsProvider::new(),
         ))
-        .timeout_config(timeouts());
+        .timeout_config(crate::store::dynamo::timeouts());
     if let Some(region) = env("AWS_REGION").or_else(|| env("AWS_DEFAULT_REGION")) {
         config = config.region(Region::new(region));
     }

@@ -141,6 +141,13 @@ pub struct AgentView {
     /// views answered from the index rather than from AgentKit (an admin's page of everyone).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub as_of: Option<String>,
+    /// Where a person works with the agent while it is awake (the deployment's
+    /// `SNAPWAKE_OPEN_URL`); null otherwise. Never the session's Endpoint.
+    #[serde(default)]
+    pub open_url: Option<String>,
+    /// The agent's schedule, when it has one and the answer carries it (the list does).
+    #[serde(default)]
+    pub schedule: Option<super::ScheduleView>,
 }
 
 #[cfg(test)]
@@ -168,6 +175,8 @@ mod tests {
             wake: None,
             etag: Some("\"7\"".into()),
             as_of: None,
+            open_url: None,
+            schedule: None,
         };
         let v = serde_json::to_value(&view).unwrap();
         assert_eq!(v["kind"], "codex");

@@ -5,12 +5,14 @@ mod agent;
 pub mod failure;
 mod kind;
 mod record;
+mod schedule;
 mod tool_registry;
 mod session;
 
 pub use agent::{AgentState, AgentView, SessionView, SnapshotView, WakeView};
 pub use kind::{Kind, ParseKindError, ParseRetentionError, Retention};
 pub use record::{AgentKey, AgentRecord, Description, WakeState};
+pub use schedule::{Action, Attempt, Occurrence, ScheduleRecord, ScheduleView, Settled};
 pub use session::{
     is_session_active, is_session_usable, is_snapshot_in_progress, is_snapshot_wakeable,
     SessionPhase, SnapshotPhase,

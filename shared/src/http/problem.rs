@@ -26,6 +26,9 @@ pub struct Problem {
     pub code: &'static str,
     pub retryable: bool,
     pub request_id: Option<String>,
+    /// The request body's field a 422 is about.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub field: Option<&'static str>,
     /// Seconds for the `Retry-After` header (not part of the body).
     #[serde(skip)]
     pub retry_after_s: Option<u64>,
@@ -50,6 +53,7 @@ impl Problem {
             code,
             retryable: false,
             request_id: None,
+            field: None,
             retry_after_s: None,
             allow: None,
         }
@@ -100,6 +104,22 @@ impl From<&Error> for Problem {
                 "Agent not found",
                 "no such agent, or it is not yours",
             ),
+            Error::ScheduleNotFound => Problem::new(
+                404,
+                "SCHEDULE_NOT_FOUND",
+                "Schedule not found",
+                "the agent has no schedule",
+            ),
+            Error::InvalidField { field, detail } => {
+                let mut p = Problem::new(
+                    422,
+                    "INVALID_REQUEST",
+                    "Invalid request",
+                    format!("{field}: {detail}"),
+                );
+                p.field = Some(field);
+                p
+            }
             Error::SnapshotNotFound => Problem::new(
                 404,
                 "SNAPSHOT_NOT_FOUND",

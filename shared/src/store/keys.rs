@@ -19,6 +19,12 @@ pub const REGISTRY_PK: &str = "REGISTRY";
 pub const REGISTRY_SK: &str = "TOOLS";
 /// The owner index (GSI) name.
 pub const OWNER_INDEX: &str = "by_owner";
+/// The sparse index of schedules' next due times (GSI on `due_pk`/`due_at`).
+pub const DUE_INDEX: &str = "by_due";
+/// The one partition key of [`DUE_INDEX`].
+pub const DUE_PK: &str = "DUE";
+/// The sort key of every schedule item.
+pub const SCHEDULE_SK: &str = "SCHEDULE";
 
 /// What `gsi1sk` starts with when a record has no `created_at`.
 ///
@@ -46,6 +52,22 @@ pub fn parse_agent_pk(pk: &str) -> Result<AgentKey, StoreError> {
         }
         _ => Err(StoreError::Corrupt(format!(
             "pk {pk:?} is not AGENT#<kind>#<agent_id>"
+        ))),
+    }
+}
+
+/// `SCHEDULE#<kind>#<agent_id>`: not `AGENT#…`, which every reader of agent records (the
+/// admin scan among them) takes for an agent record.
+pub fn schedule_pk(key: &AgentKey) -> String {
+    format!("SCHEDULE#{}#{}", key.kind, key.agent_id)
+}
+
+/// The agent of a schedule's `pk`, the inverse of [`schedule_pk`].
+pub fn parse_schedule_pk(pk: &str) -> Result<AgentKey, StoreError> {
+    match pk.strip_prefix("SCHEDULE#") {
+        Some(rest) => parse_agent_pk(&format!("AGENT#{rest}")),
+        None => Err(StoreError::Corrupt(format!(
+            "pk {pk:?} is not SCHEDULE#<kind>#<agent_id>"
         ))),
     }
 }

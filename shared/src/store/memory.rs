@@ -10,6 +10,8 @@
 //! `.await`, and lets it go, so a write's check and apply are one atomic step, as a
 //! conditional `UpdateItem` is.
 
+mod schedule;
+
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard};
 
@@ -17,7 +19,7 @@ use super::keys::{self, OwnerCursor};
 use super::{
     AgentPage, AgentStore, Changes, Condition, Document, DocumentKey, OwnerPage, StoreError,
 };
-use crate::domain::{AgentKey, AgentRecord, Kind, ToolRegistry, WakeState};
+use crate::domain::{AgentKey, AgentRecord, Kind, ScheduleRecord, ToolRegistry, WakeState};
 use crate::timestamp::now_s;
 
 #[derive(Default)]
@@ -26,6 +28,7 @@ struct Tables {
     agents: HashMap<AgentKey, AgentRecord>,
     registry: Option<ToolRegistry>,
     documents: HashMap<(String, String), Document>,
+    schedules: HashMap<AgentKey, ScheduleRecord>,
 }
 
 /// The in-memory store. Cheap to create; each instance is its own empty table.

@@ -25,11 +25,13 @@ use crate::domain::{
 
 pub mod dynamo;
 pub mod keys;
+pub mod schedule;
 #[cfg(feature = "memory")]
 pub mod memory;
 pub mod table;
 pub mod within;
 
+pub use schedule::{DueCursor, DuePage, ScheduleStore};
 pub use within::{Within, STORE_GRACE};
 
 /// When a write may happen.
@@ -102,6 +104,12 @@ pub enum StoreError {
     /// absent or expired).
     #[error("document version conflict")]
     DocumentConflict { current: Option<Box<Document>> },
+    /// A schedule write found another version; `current` is the stored schedule (`None`:
+    /// absent).
+    #[error("schedule version conflict")]
+    ScheduleConflict {
+        current: Option<Box<crate::domain::ScheduleRecord>>,
+    },
 }
 
 /// A small JSON document under its own key — an idempotency record, the deploy lock, the sweep

@@ -12,7 +12,7 @@ use aws_sdk_dynamodb::types::{
 };
 use aws_sdk_dynamodb::Client;
 
-use super::keys::OWNER_INDEX;
+use super::keys::{DUE_INDEX, OWNER_INDEX};
 use super::StoreError;
 
 /// How long [`create_table`] waits for the table and its index to become ACTIVE.
@@ -31,15 +31,23 @@ fn key(name: &str, key_type: KeyType) -> Result<KeySchemaElement, StoreError> {
 }
 
 fn string_attr(name: &str) -> Result<AttributeDefinition, StoreError> {
+    attr_of(name, ScalarAttributeType::S)
+}
+
+fn number_attr(name: &str) -> Result<AttributeDefinition, StoreError> {
+    attr_of(name, ScalarAttributeType::N)
+}
+
+fn attr_of(name: &str, kind: ScalarAttributeType) -> Result<AttributeDefinition, StoreError> {
     AttributeDefinition::builder()
         .attribute_name(name)
-        .attribute_type(ScalarAttributeType::S)
+        .attribute_type(kind)
         .build()
         .map_err(|e| failed("AttributeDefinition", e))
 }
 
-/// Create table `name` (keys `pk`/`sk`, GSI `by_owner` on `gsi1pk`/`gsi1sk` projecting
-/// everything, on-demand billing, TTL on `expires_at`) and wait until it and its index are
+/// Create table `name` (keys `pk`/`sk`, GSI `by_owner` on `gsi1pk`/`gsi1sk` and the sparse
+/// `by_due` on `due_pk`/`due_at`, both projecting everything, on-demand billing, TTL on `expires_at`) and wait until it and its index are
 /// ACTIVE. Idempotent: an existing table is waited for, and TTL is only turned on if it is off.
 pub async fn create_table(client: &Client, name: &str) -> Result<(), StoreError> {
     let index = GlobalSecondaryIndex::builder()
@@ -54,6 +62,19 @@ pub async fn create_table(client: &Client, name: &str) -> Result<(), StoreError>
         )
         .build()
         .map_err(|e| failed("GlobalSecondaryIndex", e))?;
+    // Sparse: only schedule items with something due carry `due_pk`/`due_at`, so the tick's
+    // query reads the due ones and nothing else (docs/table.md, "Schedules").
+    let due = GlobalSecondaryIndex::builder()
+        .index_name(DUE_INDEX)
+        .key_schema(key("due_pk", KeyType::Hash)?)
+        .key_schema(key("due_at", KeyType::Range)?)
+        .projection(
+            Projection::builder()
+                .projection_type(ProjectionType::All)
+                .build(),
+        )
+        .build()
+        .map_err(|e| failed("GlobalSecondaryIndex", e))?;
     let created = client
         .create_table()
         .table_name(name)
@@ -61,9 +82,12 @@ pub async fn create_table(client: &Client, name: &str) -> Result<(), StoreError>
         .attribute_definitions(string_attr("sk")?)
         .attribute_definitions(string_attr("gsi1pk")?)
         .attribute_definitions(string_attr("gsi1sk")?)
+        .attribute_definitions(string_attr("due_pk")?)
+        .attribute_definitions(number_attr("due_at")?)
         .key_schema(key("pk", KeyType::Hash)?)
         .key_schema(key("sk", KeyType::Range)?)
         .global_secondary_indexes(index)
+        .global_secondary_indexes(due)
         .billing_mode(BillingMode::PayPerRequest)
         .send()
         .await;

@@ -117,6 +117,45 @@ impl<S: AgentStore> AgentStore for Within<'_, S> {
     }
 }
 
+impl<S: AgentStore + super::ScheduleStore> super::ScheduleStore for Within<'_, S> {
+    async fn get_schedule(
+        &self,
+        key: &AgentKey,
+    ) -> Result<Option<crate::domain::ScheduleRecord>, StoreError> {
+        self.bounded(self.store.get_schedule(key)).await
+    }
+
+    async fn put_schedule(
+        &self,
+        record: &crate::domain::ScheduleRecord,
+        expected_version: u64,
+    ) -> Result<crate::domain::ScheduleRecord, StoreError> {
+        self.bounded(self.store.put_schedule(record, expected_version))
+            .await
+    }
+
+    async fn delete_schedule(&self, key: &AgentKey) -> Result<(), StoreError> {
+        self.bounded(self.store.delete_schedule(key)).await
+    }
+
+    async fn due_schedules(
+        &self,
+        until_ms: u64,
+        limit: u32,
+        after: Option<&super::DueCursor>,
+    ) -> Result<super::DuePage, StoreError> {
+        self.bounded(self.store.due_schedules(until_ms, limit, after))
+            .await
+    }
+
+    async fn get_schedules(
+        &self,
+        keys: &[AgentKey],
+    ) -> Result<Vec<crate::domain::ScheduleRecord>, StoreError> {
+        self.bounded(self.store.get_schedules(keys)).await
+    }
+}
+
 #[cfg(all(test, feature = "memory"))]
 mod tests {
     use super::*;

@@ -11,6 +11,9 @@ use crate::identity::display_name;
 use crate::identity::names::METADATA_DISPLAY_NAME_KEY;
 use crate::lock::LockSettings;
 
+mod open_url;
+pub use open_url::{open_url, set_open_url, OpenUrl};
+
 /// Metadata key holding the raw owner id.
 pub const METADATA_OWNER_KEY: &str = "Username";
 /// Metadata key holding the creator's display name.
@@ -162,7 +165,7 @@ pub fn agent_view(facts: &AgentFacts<'_>, now_ms: u64, settings: &LockSettings) 
         _ => None,
     });
 
-    AgentView {
+    let mut view = AgentView {
         kind: facts.key.kind,
         agent_id: facts.key.agent_id.clone(),
         display_name: name,
@@ -182,7 +185,11 @@ pub fn agent_view(facts: &AgentFacts<'_>, now_ms: u64, settings: &LockSettings) 
         wake,
         etag: record.filter(|r| r.version > 0).map(AgentRecord::etag),
         as_of: None,
-    }
+        open_url: None,
+        schedule: None,
+    };
+    view.open_url = open_url(&view);
+    view
 }
 
 #[cfg(test)]

@@ -84,7 +84,7 @@ pub(crate) fn min_max(v: &[u64]) -> (u64, u64) {
 }
 
 /// `runs` lists of `owner`'s agents, each counted on its own.
-async fn measure<S: AgentStore>(
+async fn measure<S: AgentStore + snapwake::store::ScheduleStore>(
     f: &List<Arc<CountingStore<S>>, AgentKitClient>,
     store: &CountingStore<S>,
     world: &World,

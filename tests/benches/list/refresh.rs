@@ -15,7 +15,7 @@ use super::*;
 /// page of the Tool once), quiet minutes, and a snapshot another system made, timed from its
 /// making to the first list that shows it (with the schedule's minute added: the refresh runs
 /// once a minute).
-pub(crate) async fn refresh<S: AgentStore>(
+pub(crate) async fn refresh<S: AgentStore + snapwake::store::ScheduleStore>(
     store: &Arc<CountingStore<S>>,
     world: &World,
     list: &List<Arc<CountingStore<S>>, AgentKitClient>,

@@ -19,7 +19,7 @@ pub(crate) struct SweepCost {
     dynamo: u64,
 }
 
-pub(crate) async fn sweep<S: AgentStore>(
+pub(crate) async fn sweep<S: AgentStore + snapwake::store::ScheduleStore>(
     store: &Arc<CountingStore<S>>,
     world: &World,
 ) -> SweepCost {

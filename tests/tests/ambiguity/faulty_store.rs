@@ -154,3 +154,5 @@ impl AgentStore for FaultyStore {
         self.inner.put_registry(registry, expected_version).await
     }
 }
+
+snapwake_tests::schedule_store_via!(FaultyStore, inner, |_: &FaultyStore| (),);

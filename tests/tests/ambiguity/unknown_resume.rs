@@ -83,7 +83,7 @@ fn live_of(world: &World, agent: Agent, agent_id: &str, marker: &str) -> usize {
 }
 
 /// Resume `agent_id` as `who` once, timed: (status, body).
-async fn resume_once<S: AgentStore, K: AgentKit>(
+async fn resume_once<S: AgentStore + snapwake::store::ScheduleStore, K: AgentKit>(
     f: &Resume<S, K>,
     agent_id: &str,
     who: Who<'_>,
@@ -115,7 +115,7 @@ const CALLERS: u64 = 3;
 
 /// One caller: resume until 200 (at most 40 calls), every answer 200 or 202, never two live
 /// sessions. Answers its statuses and the final body.
-async fn resume_until_200<S: AgentStore, K: AgentKit>(
+async fn resume_until_200<S: AgentStore + snapwake::store::ScheduleStore, K: AgentKit>(
     f: &Resume<S, K>,
     world: &World,
     agent: Agent,

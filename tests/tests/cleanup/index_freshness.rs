@@ -5,7 +5,7 @@
 
 use super::*;
 
-async fn alices_agents<S: AgentStore>(
+async fn alices_agents<S: AgentStore + snapwake::store::ScheduleStore>(
     f: &snapwake_list::List<S, AgentKitClient>,
 ) -> (Vec<(String, String)>, Value) {
     let resp = f
@@ -29,7 +29,9 @@ async fn alices_agents<S: AgentStore>(
 
 /// One refresh, as its schedule runs it: a while after the last one (a record written within
 /// the same second as a listing began is taken to know better than the listing).
-async fn refresh<S: AgentStore, K: AgentKit>(f: &Delete<S, K>) -> Value {
+async fn refresh<S: AgentStore + snapwake::store::ScheduleStore, K: AgentKit>(
+    f: &Delete<S, K>,
+) -> Value {
     tokio::time::sleep(Duration::from_millis(1100)).await;
     f.invoke(serde_json::json!({"action": "refresh"}), context(55_000))
         .await

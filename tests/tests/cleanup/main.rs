@@ -51,7 +51,7 @@ pub(crate) fn fixture(name: &str) -> Value {
 }
 
 /// The delete function with the lock of [`quick_wake`] and the sweep settings given.
-pub(crate) fn delete_fn<S: AgentStore, K: AgentKit>(
+pub(crate) fn delete_fn<S: AgentStore + snapwake::store::ScheduleStore, K: AgentKit>(
     store: S,
     agentkit: K,
     sweep: SweepSettings,
@@ -72,7 +72,7 @@ pub(crate) fn delete_fn<S: AgentStore, K: AgentKit>(
     }
 }
 
-pub(crate) fn resume_fn<S: AgentStore, K: AgentKit>(
+pub(crate) fn resume_fn<S: AgentStore + snapwake::store::ScheduleStore, K: AgentKit>(
     store: S,
     agentkit: K,
 ) -> snapwake_resume::Resume<S, K> {
@@ -85,7 +85,7 @@ pub(crate) fn resume_fn<S: AgentStore, K: AgentKit>(
     }
 }
 
-pub(crate) fn list_fn<S: AgentStore>(
+pub(crate) fn list_fn<S: AgentStore + snapwake::store::ScheduleStore>(
     store: S,
     agentkit: AgentKitClient,
 ) -> snapwake_list::List<S, AgentKitClient> {
@@ -109,7 +109,7 @@ pub(crate) fn context(ms: u64) -> lambda_http::Context {
 }
 
 /// One run of the sweep with `budget`.
-pub(crate) async fn sweep<S: AgentStore, K: AgentKit>(
+pub(crate) async fn sweep<S: AgentStore + snapwake::store::ScheduleStore, K: AgentKit>(
     f: &Delete<S, K>,
     budget: Duration,
 ) -> SweepReport {
@@ -120,7 +120,10 @@ pub(crate) async fn sweep<S: AgentStore, K: AgentKit>(
 
 /// Runs of `budget` each, one after the other, until one completes the pass (at most
 /// `at_most`): every run's report. The last one must have completed.
-pub(crate) async fn sweep_until_complete<S: AgentStore, K: AgentKit>(
+pub(crate) async fn sweep_until_complete<
+    S: AgentStore + snapwake::store::ScheduleStore,
+    K: AgentKit,
+>(
     f: &Delete<S, K>,
     budget: Duration,
     at_most: usize,
@@ -141,7 +144,7 @@ pub(crate) async fn sweep_until_complete<S: AgentStore, K: AgentKit>(
     reports
 }
 
-pub(crate) async fn offboard<S: AgentStore, K: AgentKit>(
+pub(crate) async fn offboard<S: AgentStore + snapwake::store::ScheduleStore, K: AgentKit>(
     f: &Delete<S, K>,
     owner: &str,
 ) -> OffboardReport {
@@ -266,7 +269,7 @@ pub(crate) fn seed_fleet(
 
 /// Every agent of `fleet` holds exactly its newest `keep` snapshots, in AgentKit and in the
 /// summaries of its record.
-pub(crate) async fn assert_newest_kept<S: AgentStore>(
+pub(crate) async fn assert_newest_kept<S: AgentStore + snapwake::store::ScheduleStore>(
     store: &S,
     world: &World,
     fleet: &BTreeMap<String, Seeded>,

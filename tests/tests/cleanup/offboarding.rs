@@ -21,7 +21,10 @@ pub(crate) fn legacy_id(owner: &str, name: &str) -> String {
     )
 }
 
-pub(crate) async fn seed_owners<S: AgentStore + Clone>(store: &S, world: &World) -> Owners {
+pub(crate) async fn seed_owners<S: AgentStore + snapwake::store::ScheduleStore + Clone>(
+    store: &S,
+    world: &World,
+) -> Owners {
     let more = world.seed_more_kinds();
     world.register_with(store, &more).await;
     let ctl = world.sim.control();
@@ -129,7 +132,11 @@ pub(crate) fn bobs_state(world: &World, bob: &[AgentKey]) -> (BTreeSet<String>, 
 
 /// Every one of alice's agents is deleted (tombstone, no session, no snapshot); bob's are
 /// as they were.
-pub(crate) async fn assert_offboarded<S: AgentStore>(store: &S, world: &World, owners: &Owners) {
+pub(crate) async fn assert_offboarded<S: AgentStore + snapwake::store::ScheduleStore>(
+    store: &S,
+    world: &World,
+    owners: &Owners,
+) {
     let counters = world.sim.control().counters();
     for (what, key) in &owners.alice {
         let record = store

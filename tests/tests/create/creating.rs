@@ -7,7 +7,7 @@ use super::*;
 // ---------------------------------------------------------------------------------------------
 // Creating
 
-async fn creates_an_agent<S: AgentStore>(store: S) {
+async fn creates_an_agent<S: AgentStore + snapwake::store::ScheduleStore>(store: S) {
     let world = World::start(Duration::from_secs(30)).await;
     world.register(&store).await;
     let store = Arc::new(store);

@@ -7,7 +7,9 @@ use super::*;
 // ---------------------------------------------------------------------------------------------
 // Idempotency-Key
 
-async fn same_key_and_body_replay_one_create<S: AgentStore>(store: S) {
+async fn same_key_and_body_replay_one_create<S: AgentStore + snapwake::store::ScheduleStore>(
+    store: S,
+) {
     let world = World::start(Duration::from_secs(30)).await;
     world.register(&store).await;
     let function = create_fn(store, world.client());

@@ -21,7 +21,10 @@ use snapwake_tests::lost_answers::LostAnswers;
 use snapwake_tests::*;
 use tokio::sync::Notify;
 
-fn create_fn<S: AgentStore, K: AgentKit>(store: S, agentkit: K) -> Create<S, K> {
+fn create_fn<S: AgentStore + snapwake::store::ScheduleStore, K: AgentKit>(
+    store: S,
+    agentkit: K,
+) -> Create<S, K> {
     Create {
         store,
         agentkit,

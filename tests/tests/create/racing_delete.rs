@@ -4,7 +4,10 @@
 use super::*;
 
 /// The delete function over `store` and `agentkit` with short leases.
-fn delete_fn<S: AgentStore, K: AgentKit>(store: S, agentkit: K) -> snapwake_delete::Delete<S, K> {
+fn delete_fn<S: AgentStore + snapwake::store::ScheduleStore, K: AgentKit>(
+    store: S,
+    agentkit: K,
+) -> snapwake_delete::Delete<S, K> {
     snapwake_delete::Delete {
         store,
         agentkit,
@@ -15,7 +18,9 @@ fn delete_fn<S: AgentStore, K: AgentKit>(store: S, agentkit: K) -> snapwake_dele
 }
 
 /// The one agent record of alice's (the create under test minted its id).
-async fn alices_agent<S: AgentStore>(store: &S) -> snapwake::domain::AgentRecord {
+async fn alices_agent<S: AgentStore + snapwake::store::ScheduleStore>(
+    store: &S,
+) -> snapwake::domain::AgentRecord {
     let page = store
         .query_owner(&usid::owner_keys("alice")[0], 10, None)
         .await

@@ -16,7 +16,7 @@ use snapwake_delete::Delete;
 use snapwake_resume::Resume;
 use snapwake_tests::*;
 
-fn delete_fn<S: AgentStore, K: AgentKit>(
+fn delete_fn<S: AgentStore + snapwake::store::ScheduleStore, K: AgentKit>(
     store: S,
     agentkit: K,
     wake: WakeSettings,
@@ -30,7 +30,7 @@ fn delete_fn<S: AgentStore, K: AgentKit>(
     }
 }
 
-fn resume_fn<S: AgentStore, K: AgentKit>(
+fn resume_fn<S: AgentStore + snapwake::store::ScheduleStore, K: AgentKit>(
     store: S,
     agentkit: K,
     wake: WakeSettings,
@@ -66,7 +66,7 @@ fn key(agent_id: &str) -> AgentKey {
 }
 
 /// Hold `agent_id` as a live wake would (no AgentKit involved).
-async fn hold_as_waking<S: AgentStore>(store: &S, agent_id: &str) {
+async fn hold_as_waking<S: AgentStore + snapwake::store::ScheduleStore>(store: &S, agent_id: &str) {
     store
         .update(
             &key(agent_id),

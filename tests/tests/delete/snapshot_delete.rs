@@ -6,7 +6,9 @@ use super::*;
 // ---------------------------------------------------------------------------------------------
 // Snapshot delete
 
-async fn snapshot_delete_is_idempotent<S: AgentStore + Clone>(store: S) {
+async fn snapshot_delete_is_idempotent<S: AgentStore + snapwake::store::ScheduleStore + Clone>(
+    store: S,
+) {
     let world = World::start(Duration::ZERO).await;
     world.register(&store).await;
     let (agent_id, newest) = world.asleep_agent("alice", "Two snaps");

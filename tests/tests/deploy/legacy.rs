@@ -41,7 +41,7 @@ fn asleep_on(ctl: &SimControl, tool: &str, owner: &str) -> String {
 
 /// Wake `agent_id` of `owner` through the resume function, with the deploy function's
 /// explicit ids in its environment too.
-async fn wake<S: AgentStore>(
+async fn wake<S: AgentStore + snapwake::store::ScheduleStore>(
     store: S,
     endpoint: &str,
     overrides: ToolOverrides,
@@ -70,7 +70,7 @@ async fn wake<S: AgentStore>(
 
 /// Whether `owner`'s `GET /v1/agents` lists `agent_id` (the list function, scan path: the
 /// snapshot Tools of the registry, legacy ones included).
-async fn listed<S: AgentStore>(
+async fn listed<S: AgentStore + snapwake::store::ScheduleStore>(
     store: S,
     endpoint: &str,
     overrides: ToolOverrides,

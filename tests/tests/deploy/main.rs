@@ -44,7 +44,7 @@ fn catalogue(overrides: &[(&str, &str)]) -> Catalogue {
     c
 }
 
-fn deploy_fn<S: AgentStore>(
+fn deploy_fn<S: AgentStore + snapwake::store::ScheduleStore>(
     store: S,
     endpoint: &str,
     catalogue: Catalogue,
@@ -58,7 +58,7 @@ fn deploy_fn<S: AgentStore>(
     }
 }
 
-async fn run<S: AgentStore>(
+async fn run<S: AgentStore + snapwake::store::ScheduleStore>(
     f: &Deploy<S, AgentKitClient>,
     options: DeployOptions,
     budget: Duration,

@@ -57,7 +57,7 @@ impl<K: AgentKit> AgentKit for Watched<K> {
 /// [`resume_once`] judges a resume: a 200 is JSON showing the agent `awake` with its session
 /// (`asleep` without one, for a sleep), a 202 is JSON with `Retry-After` and `Location`, and
 /// 409, 429, 502 and 503 are retryable problem+json answers; any other status is malformed.
-pub(crate) async fn call_once<S: AgentStore, K: AgentKit>(
+pub(crate) async fn call_once<S: AgentStore + snapwake::store::ScheduleStore, K: AgentKit>(
     function: &Resume<S, K>,
     owner: &str,
     agent_id: &str,
@@ -112,7 +112,7 @@ pub(crate) async fn call_once<S: AgentStore, K: AgentKit>(
 
 /// One retrying caller: `verb` until 200, pausing after 202, 409, 429, 502 and 503, giving
 /// up at `give_up`. Answers every answer it got.
-pub(crate) async fn retrying<S: AgentStore, K: AgentKit>(
+pub(crate) async fn retrying<S: AgentStore + snapwake::store::ScheduleStore, K: AgentKit>(
     function: Arc<Resume<S, K>>,
     owner: &'static str,
     agent_id: String,
@@ -140,7 +140,7 @@ pub(crate) async fn step<S, K>(
     verb: &'static str,
 ) -> Vec<Vec<Answer>>
 where
-    S: AgentStore + Send + Sync + 'static,
+    S: AgentStore + snapwake::store::ScheduleStore + Send + Sync + 'static,
     K: AgentKit + Send + Sync + 'static,
 {
     let give_up = Instant::now() + CYCLE_PATIENCE;
@@ -194,7 +194,7 @@ pub(crate) async fn cycle<S, K>(
     seeded: String,
 ) -> Cycle
 where
-    S: AgentStore + Send + Sync + 'static,
+    S: AgentStore + snapwake::store::ScheduleStore + Send + Sync + 'static,
     K: AgentKit + Send + Sync + 'static,
 {
     let mut c = Cycle::default();

@@ -55,7 +55,7 @@ fn runtime() -> tokio::runtime::Runtime {
         .unwrap()
 }
 
-fn resume_fn<S: AgentStore, K: AgentKit>(
+fn resume_fn<S: AgentStore + snapwake::store::ScheduleStore, K: AgentKit>(
     store: S,
     agentkit: K,
     wake: WakeSettings,
@@ -91,7 +91,7 @@ struct Answer {
 /// a session, a 202 is JSON with `Retry-After` and `Location`, and every status in `errors` is
 /// a retryable problem+json carrying the request's id; any other status is malformed. Its
 /// consistency (docs/http-api.md): a 200 shows the agent `awake`, a 202 `waking`.
-async fn resume_once<S: AgentStore, K: AgentKit>(
+async fn resume_once<S: AgentStore + snapwake::store::ScheduleStore, K: AgentKit>(
     function: &Resume<S, K>,
     owner: &str,
     agent_id: &str,

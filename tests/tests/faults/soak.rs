@@ -23,7 +23,11 @@ const SETTLE_WITHIN: Duration = Duration::from_secs(60);
 
 /// `a`, with the agent's record as read right after it when the answer was inconsistent (to
 /// say what the answer was built from).
-async fn with_record<S: AgentStore>(mut a: Answer, store: &S, agent_id: &str) -> Answer {
+async fn with_record<S: AgentStore + snapwake::store::ScheduleStore>(
+    mut a: Answer,
+    store: &S,
+    agent_id: &str,
+) -> Answer {
     if let Some(why) = a.inconsistent.take() {
         let record = store.get(&AgentKey::new(Kind::Codex, agent_id)).await;
         let now = match record {
@@ -55,7 +59,7 @@ async fn with_record<S: AgentStore>(mut a: Answer, store: &S, agent_id: &str) ->
 /// callers' own runtime: on two cores, 600 such callers queued AgentKit's answers behind their
 /// own tasks until requests timed out long after the faults had stopped, and about one run in
 /// three never settled.
-async fn retrying_caller<S: AgentStore, K: AgentKit>(
+async fn retrying_caller<S: AgentStore + snapwake::store::ScheduleStore, K: AgentKit>(
     function: Arc<Resume<S, K>>,
     owner: &'static str,
     agent_id: String,

@@ -23,7 +23,10 @@ use snapwake_sim::{Fault, SeedSession, SeedSnapshot, SeedTool};
 use snapwake_tests::counting::CountingStore;
 use snapwake_tests::*;
 
-fn list_fn<S: AgentStore>(store: S, agentkit: AgentKitClient) -> List<S, AgentKitClient> {
+fn list_fn<S: AgentStore + snapwake::store::ScheduleStore>(
+    store: S,
+    agentkit: AgentKitClient,
+) -> List<S, AgentKitClient> {
     List::new(
         store,
         agentkit,
@@ -36,7 +39,7 @@ fn list_fn<S: AgentStore>(store: S, agentkit: AgentKitClient) -> List<S, AgentKi
     )
 }
 
-async fn get<S: AgentStore>(
+async fn get<S: AgentStore + snapwake::store::ScheduleStore>(
     f: &List<S, AgentKitClient>,
     path: &str,
     query: &[(&str, &str)],
@@ -45,7 +48,11 @@ async fn get<S: AgentStore>(
     answer(&f.handle(request_query("GET", path, query, who)).await)
 }
 
-async fn sync<S: AgentStore>(store: &S, world: &World, registry: &ToolRegistry) -> IndexSyncReport {
+async fn sync<S: AgentStore + snapwake::store::ScheduleStore>(
+    store: &S,
+    world: &World,
+    registry: &ToolRegistry,
+) -> IndexSyncReport {
     sync_index(
         store,
         &world.client(),

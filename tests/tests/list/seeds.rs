@@ -23,7 +23,7 @@ fn session(world: &World, tool: &str, usid: &str, username: &str, name: &str, st
 }
 
 /// A record as the resume or delete function would leave it.
-async fn record<S: AgentStore>(
+async fn record<S: AgentStore + snapwake::store::ScheduleStore>(
     store: &S,
     world: &World,
     id: &str,
@@ -75,7 +75,10 @@ pub(crate) struct Seeded {
     pub(crate) older: String,
 }
 
-pub(crate) async fn seed<S: AgentStore>(store: &S, world: &World) -> Seeded {
+pub(crate) async fn seed<S: AgentStore + snapwake::store::ScheduleStore>(
+    store: &S,
+    world: &World,
+) -> Seeded {
     world.register(store).await;
     let ctl = world.sim.control();
     let (asleep, _) = world.asleep_agent("alice", "Sleepy");

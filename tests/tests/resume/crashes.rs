@@ -114,7 +114,7 @@ async fn crash_at(snapshot_agent: bool, later: bool, at: StallAt) {
     .await;
 }
 
-async fn crash_at_on<S: AgentStore + 'static>(
+async fn crash_at_on<S: AgentStore + snapwake::store::ScheduleStore + 'static>(
     store: Arc<S>,
     snapshot_agent: bool,
     later: bool,

@@ -10,7 +10,11 @@ use super::*;
 /// so it surely did not act), or the resumed session ends before it is Ready. Either way the
 /// record says `failed`, the snapshot is untouched, and the next resume wakes the agent with
 /// one live session in all.
-async fn failed_resume_keeps_the_snapshot<S: AgentStore + Clone>(store: S) {
+async fn failed_resume_keeps_the_snapshot<
+    S: AgentStore + snapwake::store::ScheduleStore + Clone,
+>(
+    store: S,
+) {
     let world = World::start(Duration::ZERO).await;
     world.register(&store).await;
     let ctl = world.sim.control();
@@ -121,7 +125,11 @@ async fn failed_resume_keeps_the_snapshot<S: AgentStore + Clone>(store: S) {
     assert_eq!(ctl.counters().live_sessions_of(&agent_id), 1);
 }
 
-async fn slow_readiness_answers_202_then_200<S: AgentStore + Clone>(store: S) {
+async fn slow_readiness_answers_202_then_200<
+    S: AgentStore + snapwake::store::ScheduleStore + Clone,
+>(
+    store: S,
+) {
     // Readiness takes longer than a request may wait (`SNAPWAKE_WAIT_S` 2.5 s here).
     let world = World::start(Duration::from_millis(3500)).await;
     world.register(&store).await;

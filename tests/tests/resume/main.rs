@@ -25,7 +25,7 @@ use snapwake_sim::{Fault, SeedSnapshot};
 use snapwake_tests::*;
 use tokio::sync::Notify;
 
-fn resume_fn<S: AgentStore, K: AgentKit>(
+fn resume_fn<S: AgentStore + snapwake::store::ScheduleStore, K: AgentKit>(
     store: S,
     agentkit: K,
     wake: WakeSettings,
@@ -77,7 +77,7 @@ fn session_id(body: &serde_json::Value) -> String {
 /// One caller: resume until it answers anything but 202 (a 202 is asked again after a short
 /// pause, as a client honouring `Retry-After` would, only faster), for at most `patience`.
 /// Answers the final (status, session id) and how many 202s came first.
-async fn resume_until_settled<S: AgentStore, K: AgentKit>(
+async fn resume_until_settled<S: AgentStore + snapwake::store::ScheduleStore, K: AgentKit>(
     function: &Resume<S, K>,
     agent_id: &str,
     patience: Duration,
@@ -98,7 +98,7 @@ async fn resume_until_settled<S: AgentStore, K: AgentKit>(
 }
 
 /// Run `count` concurrent callers of `agent_id`, each resuming until settled.
-async fn storm<S: AgentStore + 'static, K: AgentKit>(
+async fn storm<S: AgentStore + snapwake::store::ScheduleStore + 'static, K: AgentKit>(
     function: Arc<Resume<S, K>>,
     agent_id: &str,
     count: usize,
@@ -209,7 +209,10 @@ impl Subject {
     }
 
     /// Resume until it answers 200 (a 202 is asked again), at most ~10 s.
-    async fn converge<S: AgentStore, K: AgentKit>(&self, f: &Resume<S, K>) -> serde_json::Value {
+    async fn converge<S: AgentStore + snapwake::store::ScheduleStore, K: AgentKit>(
+        &self,
+        f: &Resume<S, K>,
+    ) -> serde_json::Value {
         let mut last = (0, serde_json::Value::Null);
         for _ in 0..40 {
             last = answer(

@@ -6,7 +6,7 @@ use super::*;
 
 /// One caller honouring `Retry-After` (at most `patience`): the final status and session, and
 /// how many requests it sent. `prefer`: says `Prefer: wait=<s>`.
-async fn honouring_retry_after<S: AgentStore, K: AgentKit>(
+async fn honouring_retry_after<S: AgentStore + snapwake::store::ScheduleStore, K: AgentKit>(
     function: &Resume<S, K>,
     agent_id: &str,
     prefer: Option<u64>,

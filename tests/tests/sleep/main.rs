@@ -16,7 +16,7 @@ use snapwake_resume::Resume;
 use snapwake_sim::{Fault, SimControl};
 use snapwake_tests::*;
 
-fn resume_fn<S: AgentStore, K: AgentKit>(
+fn resume_fn<S: AgentStore + snapwake::store::ScheduleStore, K: AgentKit>(
     store: S,
     agentkit: K,
     wake: WakeSettings,
@@ -34,7 +34,7 @@ fn key(agent_id: &str) -> AgentKey {
     AgentKey::new(Kind::Codex, agent_id)
 }
 
-async fn post<S: AgentStore, K: AgentKit>(
+async fn post<S: AgentStore + snapwake::store::ScheduleStore, K: AgentKit>(
     f: &Resume<S, K>,
     agent_id: &str,
     verb: &str,
@@ -43,7 +43,7 @@ async fn post<S: AgentStore, K: AgentKit>(
 }
 
 /// [`post`], saying `Prefer: wait=<s>` when `prefer` is set.
-async fn post_with<S: AgentStore, K: AgentKit>(
+async fn post_with<S: AgentStore + snapwake::store::ScheduleStore, K: AgentKit>(
     f: &Resume<S, K>,
     agent_id: &str,
     verb: &str,
@@ -73,7 +73,7 @@ async fn post_with<S: AgentStore, K: AgentKit>(
 
 /// POST until the answer is not 202 (at most 30 s), as a client honouring `Retry-After`
 /// would, only faster. Answers the last answer and how many 202s came first.
-async fn settle<S: AgentStore, K: AgentKit>(
+async fn settle<S: AgentStore + snapwake::store::ScheduleStore, K: AgentKit>(
     f: &Resume<S, K>,
     agent_id: &str,
     verb: &str,
@@ -82,7 +82,7 @@ async fn settle<S: AgentStore, K: AgentKit>(
 }
 
 /// [`settle`], each request saying `Prefer: wait=<s>` when `prefer` is set.
-async fn settle_with<S: AgentStore, K: AgentKit>(
+async fn settle_with<S: AgentStore + snapwake::store::ScheduleStore, K: AgentKit>(
     f: &Resume<S, K>,
     agent_id: &str,
     verb: &str,
@@ -123,7 +123,7 @@ fn received(ctl: &SimControl, action: &str) -> u64 {
 
 /// An awake agent of alice (woken through snapwake, so its record knows it): its id and
 /// the live session's id.
-async fn awake_agent<S: AgentStore, K: AgentKit>(
+async fn awake_agent<S: AgentStore + snapwake::store::ScheduleStore, K: AgentKit>(
     world: &World,
     f: &Resume<S, K>,
     name: &str,

@@ -7,7 +7,9 @@ use super::*;
 // ---------------------------------------------------------------------------------------------
 // The contract
 
-pub(crate) async fn missing_reads_absent<S: AgentStore>(store: Arc<S>) {
+pub(crate) async fn missing_reads_absent<S: AgentStore + snapwake::store::ScheduleStore>(
+    store: Arc<S>,
+) {
     assert_eq!(store.get(&key("nobody")).await.unwrap(), None);
     let page = store.query_owner("studio-nobody", 10, None).await.unwrap();
     assert!(page.records.is_empty());
@@ -15,7 +17,11 @@ pub(crate) async fn missing_reads_absent<S: AgentStore>(store: Arc<S>) {
     assert_eq!(store.get_registry().await.unwrap(), None);
 }
 
-pub(crate) async fn absent_acquire_creates_with_fence_1_version_1<S: AgentStore>(store: Arc<S>) {
+pub(crate) async fn absent_acquire_creates_with_fence_1_version_1<
+    S: AgentStore + snapwake::store::ScheduleStore,
+>(
+    store: Arc<S>,
+) {
     let k = key("a1");
     let r = store
         .update(&k, &Condition::Absent, &acquire("h1"))
@@ -31,7 +37,11 @@ pub(crate) async fn absent_acquire_creates_with_fence_1_version_1<S: AgentStore>
     assert_eq!(store.get(&k).await.unwrap(), Some(r));
 }
 
-pub(crate) async fn second_absent_acquire_fails_with_current<S: AgentStore>(store: Arc<S>) {
+pub(crate) async fn second_absent_acquire_fails_with_current<
+    S: AgentStore + snapwake::store::ScheduleStore,
+>(
+    store: Arc<S>,
+) {
     let k = key("a2");
     let first = store
         .update(&k, &Condition::Absent, &acquire("h1"))
@@ -49,7 +59,7 @@ pub(crate) async fn second_absent_acquire_fails_with_current<S: AgentStore>(stor
     assert_eq!(store.get(&k).await.unwrap(), Some(first));
 }
 
-pub(crate) async fn version_cas<S: AgentStore>(store: Arc<S>) {
+pub(crate) async fn version_cas<S: AgentStore + snapwake::store::ScheduleStore>(store: Arc<S>) {
     let k = key("v1");
     // A version on a missing record fails with nothing current.
     assert_eq!(
@@ -95,7 +105,9 @@ pub(crate) async fn version_cas<S: AgentStore>(store: Arc<S>) {
     assert_eq!(v3.holder.as_deref(), Some("h2"));
 }
 
-pub(crate) async fn held_fenced_write<S: AgentStore>(store: Arc<S>) {
+pub(crate) async fn held_fenced_write<S: AgentStore + snapwake::store::ScheduleStore>(
+    store: Arc<S>,
+) {
     let k = key("h1");
     assert_eq!(
         conflict(store.update(&k, &held("h1", 1), &Changes::default()).await),
@@ -144,7 +156,11 @@ pub(crate) async fn held_fenced_write<S: AgentStore>(store: Arc<S>) {
     assert_eq!(done.version, again.version + 1);
 }
 
-pub(crate) async fn waking_with_complete_by_anyone<S: AgentStore>(store: Arc<S>) {
+pub(crate) async fn waking_with_complete_by_anyone<
+    S: AgentStore + snapwake::store::ScheduleStore,
+>(
+    store: Arc<S>,
+) {
     let k = key("w1");
     let complete = Changes {
         state: Some(WakeState::Awake),

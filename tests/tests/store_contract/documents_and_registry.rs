@@ -2,7 +2,9 @@
 
 use super::*;
 
-pub(crate) async fn documents_cas_and_expiry<S: AgentStore>(store: Arc<S>) {
+pub(crate) async fn documents_cas_and_expiry<S: AgentStore + snapwake::store::ScheduleStore>(
+    store: Arc<S>,
+) {
     use snapwake::store::DocumentKey;
     let key = DocumentKey {
         pk: "IDEM#alice#k1",
@@ -60,7 +62,7 @@ pub(crate) async fn documents_cas_and_expiry<S: AgentStore>(store: Arc<S>) {
     assert_eq!(again.value, done);
 }
 
-pub(crate) async fn registry_cas<S: AgentStore>(store: Arc<S>) {
+pub(crate) async fn registry_cas<S: AgentStore + snapwake::store::ScheduleStore>(store: Arc<S>) {
     let mut registry = ToolRegistry {
         region: Some("cn-beijing".into()),
         ..Default::default()

@@ -66,7 +66,11 @@ fn conflict(result: Result<AgentRecord, StoreError>) -> Option<AgentRecord> {
     }
 }
 
-async fn list_all<S: AgentStore>(store: &S, owner_key: &str, page: u32) -> Vec<AgentKey> {
+async fn list_all<S: AgentStore + snapwake::store::ScheduleStore>(
+    store: &S,
+    owner_key: &str,
+    page: u32,
+) -> Vec<AgentKey> {
     let mut out = Vec::new();
     let mut cursor: Option<String> = None;
     for _ in 0..100 {
@@ -93,6 +97,7 @@ mod records;
 mod owner_index;
 mod documents_and_registry;
 mod races;
+mod schedules;
 mod dynamodb_failures;
 
 // The contract's checks, by name, for `contract!` below.
@@ -101,6 +106,7 @@ use documents_and_registry::*;
 use owner_index::*;
 use races::*;
 use records::*;
+use schedules::*;
 
 // ---------------------------------------------------------------------------------------------
 // The two adapters
@@ -181,4 +187,6 @@ contract!(
     documents_cas_and_expiry,
     concurrent_absent_acquires_one_winner,
     concurrent_version_acquires_one_winner,
+    schedules_cas_round_trip_and_delete,
+    due_index_reads_only_the_due_in_order,
 );

@@ -3,7 +3,11 @@
 
 use super::*;
 
-pub(crate) async fn owner_index_newest_first_with_pages<S: AgentStore>(store: Arc<S>) {
+pub(crate) async fn owner_index_newest_first_with_pages<
+    S: AgentStore + snapwake::store::ScheduleStore,
+>(
+    store: Arc<S>,
+) {
     let kinds = [Kind::Codex, Kind::Openclaw, Kind::Hermes];
     let mut expected = Vec::new();
     for i in 0..7u32 {
@@ -88,7 +92,11 @@ pub(crate) async fn owner_index_newest_first_with_pages<S: AgentStore>(store: Ar
     assert_eq!(b, vec![key("b1"), key("b0")]);
 }
 
-pub(crate) async fn owner_index_skips_expired_and_ownerless<S: AgentStore>(store: Arc<S>) {
+pub(crate) async fn owner_index_skips_expired_and_ownerless<
+    S: AgentStore + snapwake::store::ScheduleStore,
+>(
+    store: Arc<S>,
+) {
     for (i, id) in ["x0", "x1", "x2", "x3"].iter().enumerate() {
         let at = format!("2026-01-0{}T00:00:00Z", i + 1);
         store
@@ -169,7 +177,11 @@ pub(crate) async fn owner_index_skips_expired_and_ownerless<S: AgentStore>(store
 
 /// More tombstones than one query round reads, newer than every live record: the listing
 /// must go on past them (DynamoDB: `LastEvaluatedKey` continuation inside one page).
-pub(crate) async fn owner_index_pages_past_many_tombstones<S: AgentStore>(store: Arc<S>) {
+pub(crate) async fn owner_index_pages_past_many_tombstones<
+    S: AgentStore + snapwake::store::ScheduleStore,
+>(
+    store: Arc<S>,
+) {
     for i in 0..3u32 {
         let at = format!("2026-01-01T00:00:{i:02}Z");
         store
@@ -218,7 +230,11 @@ pub(crate) async fn owner_index_pages_past_many_tombstones<S: AgentStore>(store:
     assert!(first.cursor.is_some());
 }
 
-pub(crate) async fn owner_index_rejects_foreign_cursors<S: AgentStore>(store: Arc<S>) {
+pub(crate) async fn owner_index_rejects_foreign_cursors<
+    S: AgentStore + snapwake::store::ScheduleStore,
+>(
+    store: Arc<S>,
+) {
     for id in ["c0", "c1"] {
         store
             .update(

@@ -7,7 +7,7 @@ pub(crate) const RACERS: usize = 50;
 
 /// Run `RACERS` writes of `condition` at once, each as its own holder; exactly one must win,
 /// and every loser must learn the winner's record.
-pub(crate) async fn race<S: AgentStore + 'static>(
+pub(crate) async fn race<S: AgentStore + snapwake::store::ScheduleStore + 'static>(
     store: Arc<S>,
     k: AgentKey,
     condition: Condition,
@@ -46,12 +46,20 @@ pub(crate) async fn race<S: AgentStore + 'static>(
     winner
 }
 
-pub(crate) async fn concurrent_absent_acquires_one_winner<S: AgentStore + 'static>(store: Arc<S>) {
+pub(crate) async fn concurrent_absent_acquires_one_winner<
+    S: AgentStore + snapwake::store::ScheduleStore + 'static,
+>(
+    store: Arc<S>,
+) {
     let winner = race(store, key("race-absent"), Condition::Absent).await;
     assert_eq!((winner.fence, winner.version), (1, 1));
 }
 
-pub(crate) async fn concurrent_version_acquires_one_winner<S: AgentStore + 'static>(store: Arc<S>) {
+pub(crate) async fn concurrent_version_acquires_one_winner<
+    S: AgentStore + snapwake::store::ScheduleStore + 'static,
+>(
+    store: Arc<S>,
+) {
     let k = key("race-version");
     let first = store
         .update(&k, &Condition::Absent, &acquire("first"))

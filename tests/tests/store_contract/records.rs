@@ -4,7 +4,9 @@
 
 use super::*;
 
-pub(crate) async fn some_none_removes_a_field<S: AgentStore>(store: Arc<S>) {
+pub(crate) async fn some_none_removes_a_field<S: AgentStore + snapwake::store::ScheduleStore>(
+    store: Arc<S>,
+) {
     let k = key("r1");
     let mut changes = acquire("h1");
     changes.session_id = Some(Some("s1".into()));
@@ -44,7 +46,11 @@ pub(crate) async fn some_none_removes_a_field<S: AgentStore>(store: Arc<S>) {
 /// The fields of a wake in flight (its session's expiry, its verification, an unknown Resume,
 /// the poll lease) are written, kept by writes that do not name them, removed by `Some(None)`,
 /// and gone from a record created afresh over an expired one.
-pub(crate) async fn wake_fields_round_trip_and_clear_on_create<S: AgentStore>(store: Arc<S>) {
+pub(crate) async fn wake_fields_round_trip_and_clear_on_create<
+    S: AgentStore + snapwake::store::ScheduleStore,
+>(
+    store: Arc<S>,
+) {
     let k = key("w1");
     let mut changes = acquire("h1");
     changes.resume_sent_at_ms = Some(Some(1_700_000_000_123));
@@ -100,7 +106,11 @@ pub(crate) async fn wake_fields_round_trip_and_clear_on_create<S: AgentStore>(st
     assert_eq!(store.get(&k).await.unwrap(), Some(c));
 }
 
-pub(crate) async fn expired_reads_absent_and_is_reacquired<S: AgentStore>(store: Arc<S>) {
+pub(crate) async fn expired_reads_absent_and_is_reacquired<
+    S: AgentStore + snapwake::store::ScheduleStore,
+>(
+    store: Arc<S>,
+) {
     let k = key("e1");
     let mut changes = acquire("h1");
     changes.describe = Some(Description {
@@ -190,7 +200,9 @@ pub(crate) async fn expired_reads_absent_and_is_reacquired<S: AgentStore>(store:
         .is_empty());
 }
 
-pub(crate) async fn describe_fields_round_trip<S: AgentStore>(store: Arc<S>) {
+pub(crate) async fn describe_fields_round_trip<S: AgentStore + snapwake::store::ScheduleStore>(
+    store: Arc<S>,
+) {
     let k = AgentKey::new(Kind::Hermes, "d#1");
     let description = Description {
         owner: Some("alice@example.com".into()),

@@ -11,7 +11,7 @@ struct OnTool {
     live: bool,
 }
 
-impl<'a, S: AgentStore, K: AgentKit> Deleter<'a, S, K> {
+impl<'a, S: AgentStore + ScheduleStore, K: AgentKit> Deleter<'a, S, K> {
     /// Delete the agent: end its sessions, delete its snapshots, leave the tombstone.
     pub async fn delete_agent(
         &self,
@@ -92,6 +92,11 @@ impl<'a, S: AgentStore, K: AgentKit> Deleter<'a, S, K> {
         {
             Written::Done(_) => {
                 tracing::info!(agent = %target.key, idle = idle.is_some(), "agent deleted; tombstone written");
+                // Its schedule goes with it. Should this write fail, the tick drops a schedule
+                // whose agent is gone (docs/schedules.md).
+                if let Err(e) = self.store.delete_schedule(&target.key).await {
+                    tracing::warn!(agent = %target.key, error = %e, "the deleted agent's schedule is left to the tick");
+                }
                 Ok(Deleted::Done)
             }
             // Our lease ran out and somebody else holds the agent now: we cannot promise it

@@ -35,7 +35,7 @@ use snapwake::identity::SNAPSHOT_AGENT_PREFIX;
 use snapwake::lock::{
     self, Acquire, Acquired, AgentLock, Generation, Intent, LockSettings, Written,
 };
-use snapwake::store::{AgentStore, Changes, Condition, DocumentKey, StoreError};
+use snapwake::store::{AgentStore, Changes, Condition, DocumentKey, ScheduleStore, StoreError};
 use snapwake::timestamp::{now_ms, now_s};
 
 use crate::retention::RetentionPolicy;
@@ -199,7 +199,7 @@ pub struct Deleter<'a, S, K> {
     lock: &'a LockSettings,
 }
 
-impl<'a, S: AgentStore, K: AgentKit> Deleter<'a, S, K> {
+impl<'a, S: AgentStore + ScheduleStore, K: AgentKit> Deleter<'a, S, K> {
     pub fn new(store: &'a S, agentkit: &'a K, lock: &'a LockSettings) -> Self {
         Deleter {
             store,

@@ -4,7 +4,7 @@
 
 use super::*;
 
-impl<'a, S: AgentStore, K: AgentKit> Deleter<'a, S, K> {
+impl<'a, S: AgentStore + ScheduleStore, K: AgentKit> Deleter<'a, S, K> {
     /// Whether `snapshot_id` of `key` was deleted through snapwake (within the tombstone
     /// time), so that a repeated delete answers 204 rather than 404.
     pub async fn was_deleted(&self, key: &AgentKey, snapshot_id: &str) -> Result<bool, Error> {

@@ -4,7 +4,7 @@
 
 use super::*;
 
-impl<'a, S: AgentStore, K: AgentKit> Deleter<'a, S, K> {
+impl<'a, S: AgentStore + ScheduleStore, K: AgentKit> Deleter<'a, S, K> {
     /// Delete one snapshot of `target` (its membership checked by the caller), deciding from
     /// `seen`, the record as the caller read it.
     pub async fn delete_snapshot(

@@ -11,14 +11,14 @@ use snapwake::error::Error;
 use snapwake::identity::user_session_id;
 use snapwake::identity::{belongs_to, owner_keys};
 use snapwake::index_sync::{agents_of, list_tool, tools};
-use snapwake::store::AgentStore;
+use snapwake::store::{AgentStore, ScheduleStore};
 
 use super::{Found, Offboard};
 
 /// Owner-index pages read per owner key.
 const INDEX_PAGES: usize = 50;
 
-impl<S: AgentStore, K: AgentKit> Offboard<'_, S, K> {
+impl<S: AgentStore + ScheduleStore, K: AgentKit> Offboard<'_, S, K> {
     /// Every agent of `owner`: in the owner index, in the snapshot Tools, in the live sessions.
     pub(super) async fn find(
         &self,

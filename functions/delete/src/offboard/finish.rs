@@ -8,7 +8,7 @@ use snapwake::deadline::Deadline;
 use snapwake::domain::WakeState;
 use snapwake::error::Error;
 use snapwake::offboarding;
-use snapwake::store::AgentStore;
+use snapwake::store::{AgentStore, ScheduleStore};
 use snapwake::timestamp::now_ms;
 
 use super::{Found, Offboard, Outcome};
@@ -26,7 +26,7 @@ pub struct FinishReport {
     pub finished: usize,
 }
 
-impl<S: AgentStore, K: AgentKit> Offboard<'_, S, K> {
+impl<S: AgentStore + ScheduleStore, K: AgentKit> Offboard<'_, S, K> {
     /// Delete what the pending offboardings left, within `deadline`.
     pub async fn finish_pending(&self, deadline: Deadline) -> Result<FinishReport, Error> {
         let mut report = FinishReport::default();

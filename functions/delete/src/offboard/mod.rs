@@ -34,7 +34,7 @@ use snapwake::domain::{AgentKey, AgentRecord, Retention, ToolRegistry, WakeState
 use snapwake::error::Error;
 use snapwake::lock::LockSettings;
 use snapwake::offboarding;
-use snapwake::store::AgentStore;
+use snapwake::store::{AgentStore, ScheduleStore};
 use snapwake::timestamp::now_ms;
 
 use crate::deletion::{AgentPlace, DeleteTarget, Deleted, Deleter};
@@ -110,7 +110,7 @@ struct Found {
     home: Option<(String, String, Retention)>,
 }
 
-impl<S: AgentStore, K: AgentKit> Offboard<'_, S, K> {
+impl<S: AgentStore + ScheduleStore, K: AgentKit> Offboard<'_, S, K> {
     pub async fn run(
         &self,
         owner: &str,

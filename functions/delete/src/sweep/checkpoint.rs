@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 use snapwake::domain::AgentKey;
 use snapwake::error::Error;
-use snapwake::store::{AgentStore, DocumentKey, StoreError};
+use snapwake::store::{AgentStore, DocumentKey, ScheduleStore, StoreError};
 
 /// Where an interrupted sweep picks up.
 pub const CHECKPOINT: DocumentKey<'static> = DocumentKey {
@@ -96,7 +96,9 @@ pub(super) struct Unconfirmed {
 }
 
 /// The checkpoint of an unfinished pass, and the document's version.
-pub(super) async fn load<S: AgentStore>(store: &S) -> Result<(Option<Checkpoint>, u64), Error> {
+pub(super) async fn load<S: AgentStore + ScheduleStore>(
+    store: &S,
+) -> Result<(Option<Checkpoint>, u64), Error> {
     let Some(doc) = store.get_document(CHECKPOINT).await? else {
         return Ok((None, 0));
     };
@@ -110,7 +112,7 @@ pub(super) async fn load<S: AgentStore>(store: &S) -> Result<(Option<Checkpoint>
 /// Write the checkpoint (`None`: the pass is over). Only the holder of the sweep lock writes
 /// it, so a conflict means the document changed under an expired lock: the next pass sorts
 /// it out.
-pub(super) async fn save<S: AgentStore>(
+pub(super) async fn save<S: AgentStore + ScheduleStore>(
     store: &S,
     cp: Option<&Checkpoint>,
     version: u64,

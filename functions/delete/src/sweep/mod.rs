@@ -29,7 +29,7 @@ use snapwake::domain::{AgentKey, Retention, ToolRegistry};
 use snapwake::error::Error;
 use snapwake::index_sync::{agents_of, index_agent, list_tool, record_completion, tools, Upsert};
 use snapwake::lock::{DocumentAcquired, DocumentLock, LockSettings};
-use snapwake::store::AgentStore;
+use snapwake::store::{AgentStore, ScheduleStore};
 use snapwake::timestamp::now_ms;
 
 use crate::retention::RetentionPolicy;
@@ -84,7 +84,7 @@ enum Stop {
     OutOfTime,
 }
 
-impl<S: AgentStore, K: AgentKit> Sweep<'_, S, K> {
+impl<S: AgentStore + ScheduleStore, K: AgentKit> Sweep<'_, S, K> {
     /// Run until the pass is done or `deadline` (less the margin) comes.
     pub async fn run(&self, deadline: Deadline, dry_run: bool) -> Result<SweepReport, Error> {
         let started = std::time::Instant::now();

@@ -8,7 +8,7 @@ use snapwake::agentkit::AgentKit;
 use snapwake::deadline::Deadline;
 use snapwake::domain::AgentKey;
 use snapwake::error::Error;
-use snapwake::store::AgentStore;
+use snapwake::store::{AgentStore, ScheduleStore};
 
 use super::checkpoint::{SweepCounts, Unconfirmed};
 use super::{Stop, Sweep};
@@ -20,7 +20,7 @@ pub(super) struct Listed<'l> {
     pub region: &'l str,
 }
 
-impl<S: AgentStore, K: AgentKit> Sweep<'_, S, K> {
+impl<S: AgentStore + ScheduleStore, K: AgentKit> Sweep<'_, S, K> {
     /// Delete the idle agent as a whole, if it still is idle under its lock.
     pub(super) async fn delete_idle(
         &self,

@@ -25,7 +25,7 @@ use snapwake::index_sync::{agents_of, freshness, index_agent, save_freshness, to
 use snapwake::index_sync::{ToolListing, ToolMark, Upsert};
 use snapwake::locate::regions;
 use snapwake::lock::{DocumentAcquired, DocumentLock, LockSettings};
-use snapwake::store::{AgentStore, DocumentKey, StoreError};
+use snapwake::store::{AgentStore, DocumentKey, ScheduleStore, StoreError};
 use snapwake::timestamp::{epoch_ms, format_ms, now_ms};
 
 /// How far before the last read began the next one starts.
@@ -65,7 +65,7 @@ pub struct Refresh<'a, S, K> {
     pub registry: &'a ToolRegistry,
 }
 
-impl<S: AgentStore, K: AgentKit> Refresh<'_, S, K> {
+impl<S: AgentStore + ScheduleStore, K: AgentKit> Refresh<'_, S, K> {
     pub async fn run(&self, deadline: Deadline) -> Result<RefreshReport, Error> {
         let started = std::time::Instant::now();
         let lock_settings = LockSettings::default();

@@ -47,6 +47,10 @@ pub(super) mod attr {
     pub const REGISTRY: &str = "registry";
     /// A document item's JSON.
     pub const DOC: &str = "doc";
+    /// A schedule's sparse index keys (`by_due`), present only while it has something due.
+    pub const DUE_PK: &str = "due_pk";
+    /// Epoch ms (N).
+    pub const DUE_AT: &str = "due_at";
 }
 
 pub(super) type Item = HashMap<String, AttributeValue>;

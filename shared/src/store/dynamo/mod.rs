@@ -19,16 +19,18 @@
 
 mod expression;
 mod item;
+mod schedule;
+mod sdk;
+
+pub use sdk::{https_client, sdk_defaults, timeouts};
 
 use std::collections::HashMap;
 
-use aws_config::BehaviorVersion;
 use aws_sdk_dynamodb::error::{DisplayErrorContext, SdkError};
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::{ReturnValue, ReturnValuesOnConditionCheckFailure};
 use aws_sdk_dynamodb::Client;
-use aws_smithy_http_client::tls::{rustls_provider::CryptoMode, Provider};
 
 use super::keys::{self, OwnerCursor};
 use super::{
@@ -46,8 +48,8 @@ use item::{
 /// The store over one DynamoDB table. Cheap to clone (the SDK client is reference-counted).
 #[derive(Clone, Debug)]
 pub struct DynamoStore {
-    client: Client,
-    table: String,
+    pub(super) client: Client,
+    pub(super) table: String,
 }
 
 impl DynamoStore {
@@ -78,10 +80,7 @@ impl DynamoStore {
     /// [`DynamoStore::from_env`] from a given loader (one that names its own endpoint, say:
     /// the tests' wire-fault proxy), with the same timeouts.
     pub async fn from_loader(loader: aws_config::ConfigLoader, table: impl Into<String>) -> Self {
-        let config = loader
-            .timeout_config(crate::bootstrap::aws::timeouts())
-            .load()
-            .await;
+        let config = loader.timeout_config(timeouts()).load().await;
         Self::from_conf(&config, table)
     }
 
@@ -94,28 +93,10 @@ impl DynamoStore {
     }
 }
 
-/// The AWS SDK's configuration loader every client here starts from: the default credential,
-/// region and endpoint chain, over the SDK's hyper 1 HTTPS client on rustls with ring, the
-/// crypto provider reqwest (the AgentKit client) uses too, so a binary carries one TLS stack.
-///
-/// aws-config and aws-sdk-dynamodb are built without their default features (the legacy
-/// hyper 0.14 client, and a default client on aws-lc), so a loader that is not given this HTTP
-/// client has none: build every SDK configuration from here.
-pub fn sdk_defaults() -> aws_config::ConfigLoader {
-    aws_config::defaults(BehaviorVersion::latest()).http_client(https_client())
-}
-
-/// The SDK's hyper 1 HTTPS client on rustls with ring (see [`sdk_defaults`]).
-pub fn https_client() -> aws_sdk_dynamodb::config::SharedHttpClient {
-    aws_smithy_http_client::Builder::new()
-        .tls_provider(Provider::Rustls(CryptoMode::Ring))
-        .build_https()
-}
-
 /// Any SDK failure that is not a failed condition: unreachable, timed out, throttled, 5xx, or
 /// an error the service answered. All of them read as "the store could not do it"; for a write
 /// the caller must assume it may have been applied.
-fn unavailable<E, R>(op: &str, err: &SdkError<E, R>) -> StoreError
+pub(super) fn unavailable<E, R>(op: &str, err: &SdkError<E, R>) -> StoreError
 where
     E: std::error::Error + 'static,
     R: std::fmt::Debug,

@@ -1,0 +1,319 @@
+//! The schedules' tick (docs/schedules.md): every minute an EventBridge Scheduler schedule
+//! invokes the function with `{"action": "tick", "time": "<aws.scheduler.scheduled-time>"}`.
+//!
+//! The tick works from the event's `time`, never this machine's clock, so a late or repeated
+//! tick does what the on-time one did. It reads the due schedules from the sparse `by_due`
+//! index (never a scan), decides for each one ([`snapwake::schedule::decide`]), records the
+//! decision on the schedule item with a conditional write *before* acting — of two ticks on
+//! one item only the one whose write lands acts — and then wakes or puts the agent to sleep
+//! exactly as the HTTP routes do, through the per-agent lock: a person clicking Wake at the
+//! same minute joins the scheduled wake, and vice versa.
+
+use std::time::Duration;
+
+use futures::stream::{self, StreamExt};
+use serde::Serialize;
+use snapwake::agentkit::AgentKit;
+use snapwake::deadline::{Budget, Deadline};
+use snapwake::domain::{
+    Action, AgentKey, AgentRecord, Attempt, ScheduleRecord, Settled, ToolRegistry, WakeState,
+};
+use snapwake::error::Error;
+use snapwake::locate::home_of;
+use snapwake::metrics::{self, Record};
+use snapwake::schedule::{decide, AgentSeen, Plan, Step};
+use snapwake::sleep::{Sleep, SleepOutcome, SleepTarget};
+use snapwake::store::{AgentStore, DueCursor, ScheduleStore, StoreError, Within};
+use snapwake::timestamp::now_ms;
+use snapwake::wake::{Wake, WakeOutcome, WakeTarget};
+
+use crate::Resume;
+
+/// Schedules worked on at once: a tick with many due (everyone's 08:30) finishes in a few
+/// rounds without a burst of AgentKit calls beyond what its rate limits absorb.
+const AT_ONCE: usize = 8;
+/// Due schedules read per index query.
+const PAGE: u32 = 100;
+/// How long one scheduled wake or sleep may work before the tick moves on (the next tick
+/// carries it on: a wake's holder sends its Resume and answers).
+const PER_AGENT: Duration = Duration::from_secs(10);
+
+/// What one tick did.
+#[derive(Debug, Default, Serialize, PartialEq, Eq)]
+pub struct TickReport {
+    /// The tick's time (epoch ms), from its event.
+    pub time_ms: u64,
+    /// Schedules the index gave as due.
+    pub due: usize,
+    /// Occurrences that came due and were acted on: wakes and sleeps started (or joined).
+    pub woke: usize,
+    pub slept: usize,
+    /// Occurrences carried on from an earlier tick (a wake or sleep in flight driven on, a
+    /// busy agent tried again).
+    pub carried: usize,
+    /// Occurrences finished with without acting (reached already, missed, superseded).
+    pub settled: usize,
+    /// Schedules another tick was deciding on at the same moment.
+    pub contended: usize,
+    /// Schedules that could not be handled this time (the next tick tries again).
+    pub errors: usize,
+}
+
+/// What one act on an agent came to.
+enum Acted {
+    Reached,
+    InFlight { version: u64 },
+    Retry,
+    Failed,
+}
+
+/// What the tick did with one schedule.
+enum Handled {
+    Idle,
+    Settled,
+    Acted(Action),
+    Carried,
+    Contended,
+    Gone,
+}
+
+impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
+    /// One tick at `time_ms` (the event's time), working until `deadline`.
+    pub async fn tick(&self, time_ms: u64, deadline: Deadline) -> Result<TickReport, Error> {
+        let registry = self
+            .registry
+            .get(&Within::new(&self.store, deadline))
+            .await?;
+        let mut report = TickReport {
+            time_ms,
+            ..TickReport::default()
+        };
+        let mut after: Option<DueCursor> = None;
+        loop {
+            let page = self
+                .store
+                .due_schedules(time_ms, PAGE, after.as_ref())
+                .await?;
+            report.due += page.records.len();
+            let handled: Vec<Result<Handled, Error>> = stream::iter(page.records)
+                .map(|record| self.handle_due(record, time_ms, &registry, deadline))
+                .buffer_unordered(AT_ONCE)
+                .collect()
+                .await;
+            for h in handled {
+                match h {
+                    Ok(Handled::Acted(Action::Wake)) => report.woke += 1,
+                    Ok(Handled::Acted(Action::Sleep)) => report.slept += 1,
+                    Ok(Handled::Settled | Handled::Gone) => report.settled += 1,
+                    Ok(Handled::Contended) => report.contended += 1,
+                    Ok(Handled::Carried) => report.carried += 1,
+                    Ok(Handled::Idle) => {}
+                    Err(e) => {
+                        tracing::warn!(error = %e, "a due schedule could not be handled");
+                        report.errors += 1;
+                    }
+                }
+            }
+            match page.next {
+                Some(next) if !deadline.is_past() => after = Some(next),
+                _ => break,
+            }
+        }
+        metrics::emit(
+            Record::of("tick")
+                .count("SchedulesDue", report.due as u64)
+                .count("ScheduledWakes", report.woke as u64)
+                .count("ScheduledSleeps", report.slept as u64)
+                .count("TickErrors", report.errors as u64),
+        );
+        tracing::info!(
+            time_ms,
+            due = report.due,
+            woke = report.woke,
+            slept = report.slept,
+            errors = report.errors,
+            "tick"
+        );
+        Ok(report)
+    }
+
+    /// Decide for one due schedule and act; a lost race for the schedule item is decided again
+    /// from the item as the winner left it.
+    async fn handle_due(
+        &self,
+        mut schedule: ScheduleRecord,
+        time_ms: u64,
+        registry: &ToolRegistry,
+        deadline: Deadline,
+    ) -> Result<Handled, Error> {
+        let Some(key) = schedule.key.clone() else {
+            return Ok(Handled::Idle);
+        };
+        // A schedule this version cannot read (written by a newer one) is left alone.
+        let Some(plan) = Plan::of(&schedule) else {
+            return Ok(Handled::Idle);
+        };
+        for _ in 0..3 {
+            let agent = self.store.get(&key).await?;
+            if agent.as_ref().is_none_or(|r| r.state == WakeState::Gone) {
+                // The agent was deleted (its delete removes the schedule too; this is the
+                // backstop for a delete that stopped half-way).
+                self.store.delete_schedule(&key).await?;
+                return Ok(Handled::Gone);
+            }
+            let seen = self.seen(agent.as_ref());
+            let step = decide(&schedule, &plan, time_ms, &seen);
+            let (next, action, carried) = match step {
+                Step::Idle => return Ok(Handled::Idle),
+                Step::Write(next) => (next, None, false),
+                Step::Act {
+                    record,
+                    action,
+                    carried,
+                } => (record, Some(action), carried),
+            };
+            let written = match self.store.put_schedule(&next, schedule.version).await {
+                Ok(written) => written,
+                Err(StoreError::ScheduleConflict { current }) => match current {
+                    // Another tick (or a PUT) wrote first: decide again from what it left.
+                    Some(current) => {
+                        schedule = *current;
+                        continue;
+                    }
+                    None => return Ok(Handled::Gone),
+                },
+                Err(e) => return Err(e.into()),
+            };
+            let Some(action) = action else {
+                return Ok(Handled::Settled);
+            };
+            let acted = self.act(action, &key, agent, registry, deadline).await;
+            self.record_outcome(written, acted).await;
+            return Ok(if carried {
+                Handled::Carried
+            } else {
+                Handled::Acted(action)
+            });
+        }
+        Ok(Handled::Contended)
+    }
+
+    fn seen(&self, agent: Option<&AgentRecord>) -> AgentSeen {
+        match agent {
+            None => AgentSeen {
+                version: 0,
+                state: WakeState::Asleep,
+                in_flight: false,
+            },
+            Some(r) => AgentSeen {
+                version: r.version,
+                state: r.state,
+                in_flight: r.state.is_held() && self.wake.lock.lease_is_live(r, now_ms()),
+            },
+        }
+    }
+
+    /// Wake or put the agent to sleep exactly as the HTTP routes do (no wait: the holder
+    /// sends its call and the next tick looks again).
+    async fn act(
+        &self,
+        action: Action,
+        key: &AgentKey,
+        record: Option<AgentRecord>,
+        registry: &ToolRegistry,
+        deadline: Deadline,
+    ) -> Acted {
+        let home = record.as_ref().and_then(|r| home_of(registry, r));
+        let describe = record
+            .as_ref()
+            .map(|r| r.description.clone())
+            .unwrap_or_default();
+        let budget = Budget::new(deadline.min_after(PER_AGENT), Duration::ZERO);
+        match action {
+            Action::Wake => {
+                let target = WakeTarget {
+                    key: key.clone(),
+                    home,
+                    snapshot_id: None,
+                    describe,
+                };
+                let wake = Wake::new(&self.store, &self.agentkit, registry, &self.wake);
+                match wake.run(&target, record, budget).await {
+                    Ok(WakeOutcome::Awake { .. }) => Acted::Reached,
+                    Ok(WakeOutcome::Waking { record }) => Acted::InFlight {
+                        version: record.version,
+                    },
+                    Err(e) => failed_or_retry(key, action, e),
+                }
+            }
+            Action::Sleep => {
+                let target = SleepTarget {
+                    key: key.clone(),
+                    home,
+                    describe,
+                };
+                let sleep = Sleep::new(&self.store, &self.agentkit, registry, self.wake.sleep());
+                match sleep.run(&target, record, budget).await {
+                    Ok(SleepOutcome::Asleep { .. }) => Acted::Reached,
+                    Ok(SleepOutcome::Sleeping { record }) => Acted::InFlight {
+                        version: record.version,
+                    },
+                    // Nothing to put to sleep: the agent is where the schedule wants it.
+                    Err(Error::NotAwake(_)) => Acted::Reached,
+                    Err(e) => failed_or_retry(key, action, e),
+                }
+            }
+        }
+    }
+
+    /// Write what the act came to on the schedule item. A conflict is left to the next tick
+    /// (which sees the agent as it is, and decides from that).
+    async fn record_outcome(&self, mut written: ScheduleRecord, acted: Acted) {
+        let Some(mut open) = written.open.take() else {
+            return;
+        };
+        let expected = written.version;
+        match acted {
+            Acted::Reached | Acted::Failed => {
+                let outcome = if matches!(acted, Acted::Reached) {
+                    "reached"
+                } else {
+                    "failed"
+                };
+                written.last = Some(Settled {
+                    action: open.action,
+                    at_ms: open.at_ms,
+                    outcome: outcome.into(),
+                });
+            }
+            Acted::InFlight { version } => {
+                open.attempt = Attempt::InFlight;
+                open.seen_version = version;
+                written.open = Some(open);
+            }
+            Acted::Retry => {
+                open.attempt = Attempt::Retry;
+                written.open = Some(open);
+            }
+        }
+        if let Err(e) = self.store.put_schedule(&written, expected).await {
+            tracing::info!(error = %e, "a scheduled occurrence's outcome is left to the next tick");
+        }
+    }
+}
+
+/// Whether a refused wake or sleep is worth trying again at the next tick (the agent was busy,
+/// or AgentKit or the store could not be reached) or is final for this occurrence (the wake
+/// failed: it is announced and shown; a person may try again).
+fn failed_or_retry(key: &AgentKey, action: Action, e: Error) -> Acted {
+    let again = matches!(
+        e,
+        Error::AgentBusy { .. } | Error::Deferred { .. } | Error::Store(_)
+    ) || matches!(&e, Error::AgentKit(k) if k.is_retryable());
+    tracing::info!(agent = %key, action = action.as_str(), error = %e, again, "scheduled action refused");
+    if again {
+        Acted::Retry
+    } else {
+        Acted::Failed
+    }
+}

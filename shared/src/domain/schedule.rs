@@ -1,0 +1,114 @@
+//! A per-agent schedule as the table keeps it (docs/schedules.md): the definition a person
+//! wrote, the next occurrence of each action, and the occurrence the ticks are carrying.
+
+use serde::{Deserialize, Serialize};
+
+use super::AgentKey;
+
+/// What a schedule does at an occurrence.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Action {
+    Wake,
+    Sleep,
+}
+
+impl Action {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Action::Wake => "wake",
+            Action::Sleep => "sleep",
+        }
+    }
+}
+
+/// What the last attempt at an occurrence left behind, so that the next tick knows whether
+/// acting again could undo what someone else did since (docs/schedules.md, "Carrying an
+/// occurrence").
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Attempt {
+    /// Recorded before acting; the outcome is not known (a tick still at work, or one that
+    /// died). Act again only if the agent's record has not moved since.
+    Acting,
+    /// The wake or sleep is in flight: drive it on (joining never starts a second one).
+    InFlight,
+    /// Nothing was changed (the agent was busy, or AgentKit or the store could not be
+    /// reached): act again.
+    Retry,
+}
+
+/// One occurrence of one action, carried by the ticks until the agent reaches its state.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Occurrence {
+    pub action: Action,
+    /// The instant it was due (epoch ms).
+    pub at_ms: u64,
+    pub attempt: Attempt,
+    /// The agent record's version when the attempt was recorded (0: no record).
+    pub seen_version: u64,
+}
+
+/// A schedule as the table keeps it: `SCHEDULE#<kind>#<agent_id>` (docs/table.md).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ScheduleRecord {
+    #[serde(skip)]
+    pub key: Option<AgentKey>,
+    /// The IANA zone, as its canonical name.
+    pub timezone: String,
+    pub wake: Option<String>,
+    pub sleep: Option<String>,
+    /// The next occurrence of each action not yet taken (epoch ms).
+    pub next_wake_ms: Option<u64>,
+    pub next_sleep_ms: Option<u64>,
+    /// The occurrence being carried, if any.
+    #[serde(default)]
+    pub open: Option<Occurrence>,
+    /// The last occurrence the ticks finished with, and how (`reached`, `missed`, ...).
+    #[serde(default)]
+    pub last: Option<Settled>,
+    /// +1 on every write (store-side); 0 is never stored.
+    #[serde(skip)]
+    pub version: u64,
+    #[serde(default)]
+    pub updated_at: Option<String>,
+}
+
+/// How the ticks finished with an occurrence.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Settled {
+    pub action: Action,
+    pub at_ms: u64,
+    /// `reached`, `failed`, `missed` (more than `CATCH_UP_MS` (`crate::schedule`) late), `superseded` (a later
+    /// occurrence came due first), `moved` (someone changed the agent meanwhile).
+    pub outcome: String,
+}
+
+impl ScheduleRecord {
+    /// The agent it belongs to. Records read from the store always carry their key.
+    pub fn agent(&self) -> Option<&AgentKey> {
+        self.key.as_ref()
+    }
+
+    /// When the ticks next have work on it: the occurrence being carried is due at once,
+    /// otherwise the earlier next occurrence. `None`: never (the sparse index leaves it out).
+    pub fn due_at_ms(&self) -> Option<u64> {
+        if let Some(open) = &self.open {
+            return Some(open.at_ms);
+        }
+        match (self.next_wake_ms, self.next_sleep_ms) {
+            (Some(w), Some(s)) => Some(w.min(s)),
+            (w, s) => w.or(s),
+        }
+    }
+}
+
+/// `{"timezone", "wake", "sleep", "next_wake_at", "next_sleep_at"}` (RFC 3339 UTC instants).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ScheduleView {
+    pub timezone: String,
+    pub wake: Option<String>,
+    pub sleep: Option<String>,
+    pub next_wake_at: Option<String>,
+    pub next_sleep_at: Option<String>,
+}

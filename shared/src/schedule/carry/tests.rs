@@ -1,0 +1,204 @@
+//! Every branch of [`decide`], one case each.
+
+use super::*;
+use crate::domain::Kind;
+use crate::schedule::ScheduleBody;
+
+const MIN: u64 = 60_000;
+/// 2027-03-22T07:30:00Z, a Monday 08:30 in Berlin.
+const W: u64 = 1_805_700_600_000;
+
+fn plan() -> Plan {
+    Plan::check(&ScheduleBody {
+        timezone: Some("Europe/Berlin".into()),
+        wake: Some("30 8 * * MON-FRI".into()),
+        sleep: Some("0 12 * * MON-FRI".into()),
+    })
+    .unwrap()
+}
+
+fn record(
+    next_wake: Option<u64>,
+    next_sleep: Option<u64>,
+    open: Option<Occurrence>,
+) -> ScheduleRecord {
+    ScheduleRecord {
+        key: Some(crate::domain::AgentKey::new(Kind::Codex, "a")),
+        timezone: "Europe/Berlin".into(),
+        wake: Some("30 8 * * MON-FRI".into()),
+        sleep: Some("0 12 * * MON-FRI".into()),
+        next_wake_ms: next_wake,
+        next_sleep_ms: next_sleep,
+        open,
+        last: None,
+        version: 3,
+        updated_at: None,
+    }
+}
+
+fn agent(state: WakeState, version: u64, in_flight: bool) -> AgentSeen {
+    AgentSeen {
+        version,
+        state,
+        in_flight,
+    }
+}
+
+fn open(attempt: Attempt, seen_version: u64) -> Option<Occurrence> {
+    Some(Occurrence {
+        action: Action::Wake,
+        at_ms: W,
+        attempt,
+        seen_version,
+    })
+}
+
+fn outcome(step: &Step) -> Option<&str> {
+    match step {
+        Step::Write(r) => r.last.as_ref().map(|l| l.outcome.as_str()),
+        _ => None,
+    }
+}
+
+#[test]
+fn a_due_wake_is_acted_on_and_the_next_one_computed() {
+    let step = decide(
+        &record(Some(W), Some(W + 210 * MIN), None),
+        &plan(),
+        W,
+        &agent(WakeState::Asleep, 9, false),
+    );
+    let Step::Act {
+        record,
+        action,
+        carried,
+    } = step
+    else {
+        panic!("{step:?}")
+    };
+    assert_eq!((action, carried), (Action::Wake, false));
+    assert_eq!(record.next_wake_ms, Some(W + 86_400_000), "Tuesday 08:30");
+    assert_eq!(
+        record.next_sleep_ms,
+        Some(W + 210 * MIN),
+        "the sleep is untouched"
+    );
+    assert_eq!(record.open, open(Attempt::Acting, 9));
+}
+
+#[test]
+fn nothing_due_is_idle() {
+    let r = record(Some(W), None, None);
+    assert_eq!(
+        decide(&r, &plan(), W - 1, &agent(WakeState::Asleep, 1, false)),
+        Step::Idle
+    );
+}
+
+#[test]
+fn more_than_fifteen_minutes_late_is_missed() {
+    let step = decide(
+        &record(Some(W), None, None),
+        &plan(),
+        W + 16 * MIN,
+        &agent(WakeState::Asleep, 1, false),
+    );
+    assert_eq!(outcome(&step), Some("missed"));
+    let Step::Write(r) = step else { unreachable!() };
+    assert_eq!((r.open, r.next_wake_ms), (None, Some(W + 86_400_000)));
+}
+
+#[test]
+fn the_newest_due_occurrence_wins() {
+    // Both due (a tick after a long outage, within the window for the sleep only).
+    let step = decide(
+        &record(Some(W), Some(W + 10 * MIN), None),
+        &plan(),
+        W + 12 * MIN,
+        &agent(WakeState::Awake, 1, false),
+    );
+    let Step::Act { action, .. } = step else {
+        panic!("{step:?}")
+    };
+    assert_eq!(action, Action::Sleep);
+    // A carried wake is superseded by a sleep that comes due.
+    let r = record(
+        Some(W + 86_400_000),
+        Some(W + 5 * MIN),
+        open(Attempt::Retry, 1),
+    );
+    let step = decide(
+        &r,
+        &plan(),
+        W + 5 * MIN,
+        &agent(WakeState::Asleep, 1, false),
+    );
+    let Step::Act { record, action, .. } = step else {
+        panic!("{step:?}")
+    };
+    assert_eq!(action, Action::Sleep);
+    assert_eq!(record.last.unwrap().outcome, "superseded");
+}
+
+#[test]
+fn a_carried_occurrence_finishes_when_reached() {
+    let r = record(Some(W + 86_400_000), None, open(Attempt::InFlight, 4));
+    let step = decide(&r, &plan(), W + MIN, &agent(WakeState::Awake, 6, false));
+    assert_eq!(outcome(&step), Some("reached"));
+}
+
+#[test]
+fn a_carried_occurrence_is_acted_on_again_only_when_that_undoes_nothing() {
+    let r = |attempt| record(Some(W + 86_400_000), None, open(attempt, 4));
+    let again = |step: Step| matches!(step, Step::Act { carried: true, .. });
+    // Nothing was changed last time: again.
+    assert!(again(decide(
+        &r(Attempt::Retry),
+        &plan(),
+        W + MIN,
+        &agent(WakeState::Asleep, 9, false)
+    )));
+    // In flight: driven on.
+    assert!(again(decide(
+        &r(Attempt::InFlight),
+        &plan(),
+        W + MIN,
+        &agent(WakeState::Waking, 5, true)
+    )));
+    // Unknown outcome, record unchanged since: our act never landed.
+    assert!(again(decide(
+        &r(Attempt::Acting),
+        &plan(),
+        W + MIN,
+        &agent(WakeState::Asleep, 4, false)
+    )));
+    // Unknown outcome or in flight before, and the agent has settled asleep since (a person's
+    // sleep, a failed wake): finished, not woken again.
+    for attempt in [Attempt::Acting, Attempt::InFlight] {
+        let step = decide(
+            &r(attempt),
+            &plan(),
+            W + MIN,
+            &agent(WakeState::Asleep, 7, false),
+        );
+        assert_eq!(outcome(&step), Some("moved"), "{attempt:?}");
+    }
+    // Carried past the window: missed.
+    let step = decide(
+        &r(Attempt::Retry),
+        &plan(),
+        W + 16 * MIN,
+        &agent(WakeState::Asleep, 9, false),
+    );
+    assert_eq!(outcome(&step), Some("missed"));
+    // A tick older than the occurrence does nothing.
+    assert_eq!(
+        decide(
+            &r(Attempt::Retry),
+            &plan(),
+            W - MIN,
+            &agent(WakeState::Asleep, 9, false)
+        ),
+        Step::Idle
+    );
+}

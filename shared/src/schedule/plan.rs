@@ -1,0 +1,114 @@
+//! A schedule request's body checked into a [`Plan`], and the occurrences a plan has next.
+
+use serde::Deserialize;
+
+use crate::calendar::{self, Cron, Zone};
+use crate::domain::{Action, ScheduleRecord};
+use crate::error::Error;
+
+/// `PUT …/schedule`: unknown fields are refused (a misspelt `wakes` must not leave the agent
+/// without its wake schedule and no word why).
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScheduleBody {
+    pub timezone: Option<String>,
+    #[serde(default)]
+    pub wake: Option<String>,
+    #[serde(default)]
+    pub sleep: Option<String>,
+}
+
+/// A schedule whose zone and expressions are known to be valid.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    pub zone: Zone,
+    pub wake: Option<Cron>,
+    pub sleep: Option<Cron>,
+}
+
+impl Plan {
+    /// Check a body; every refusal is a 422 naming its field. An expression that never fires
+    /// (`0 0 31 2 *`) is refused too: the person meant something else.
+    pub fn check(body: &ScheduleBody) -> Result<Plan, Error> {
+        let zone = match body.timezone.as_deref() {
+            None => {
+                return Err(invalid(
+                    "timezone",
+                    "an IANA time zone is required, e.g. \"Europe/Berlin\"".into(),
+                ))
+            }
+            Some(name) => Zone::named(name).map_err(|e| invalid("timezone", e.to_string()))?,
+        };
+        let wake = cron("wake", body.wake.as_deref(), &zone)?;
+        let sleep = cron("sleep", body.sleep.as_deref(), &zone)?;
+        Ok(Plan { zone, wake, sleep })
+    }
+
+    /// Read a stored schedule back into a plan (`None` when it no longer parses: a newer
+    /// version wrote something this one does not know; the tick leaves it alone).
+    pub fn of(record: &ScheduleRecord) -> Option<Plan> {
+        let zone = Zone::named(&record.timezone).ok()?;
+        let parse = |e: &Option<String>| -> Option<Option<Cron>> {
+            match e {
+                None => Some(None),
+                Some(text) => text.parse().ok().map(Some),
+            }
+        };
+        Some(Plan {
+            zone,
+            wake: parse(&record.wake)?,
+            sleep: parse(&record.sleep)?,
+        })
+    }
+
+    /// The expression of `action`.
+    pub fn cron(&self, action: Action) -> Option<&Cron> {
+        match action {
+            Action::Wake => self.wake.as_ref(),
+            Action::Sleep => self.sleep.as_ref(),
+        }
+    }
+
+    /// The first occurrence of `action` strictly after `after_ms`.
+    pub fn next(&self, action: Action, after_ms: u64) -> Option<u64> {
+        let cron = self.cron(action)?;
+        let after = jiff::Timestamp::from_millisecond(i64::try_from(after_ms).ok()?).ok()?;
+        let next = calendar::next_after(cron, &self.zone, after)?;
+        u64::try_from(next.as_millisecond()).ok()
+    }
+
+    /// A new schedule item from this plan, its next occurrences counted from `now_ms`.
+    pub fn record(&self, now_ms: u64) -> ScheduleRecord {
+        ScheduleRecord {
+            key: None,
+            timezone: self.zone.name().to_string(),
+            wake: self.wake.as_ref().map(|c| c.to_string()),
+            sleep: self.sleep.as_ref().map(|c| c.to_string()),
+            next_wake_ms: self.next(Action::Wake, now_ms),
+            next_sleep_ms: self.next(Action::Sleep, now_ms),
+            open: None,
+            last: None,
+            version: 0,
+            updated_at: None,
+        }
+    }
+}
+
+fn cron(field: &'static str, text: Option<&str>, zone: &Zone) -> Result<Option<Cron>, Error> {
+    let Some(text) = text else { return Ok(None) };
+    let cron: Cron = text
+        .parse()
+        .map_err(|e: calendar::CronError| invalid(field, e.to_string()))?;
+    let now = jiff::Timestamp::now();
+    if calendar::next_after(&cron, zone, now).is_none() {
+        return Err(invalid(
+            field,
+            format!("\"{cron}\" never fires (no such day in the coming years)"),
+        ));
+    }
+    Ok(Some(cron))
+}
+
+fn invalid(field: &'static str, detail: String) -> Error {
+    Error::InvalidField { field, detail }
+}

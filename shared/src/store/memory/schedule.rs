@@ -1,0 +1,84 @@
+//! Schedule items in memory, with the same conditions and the same sparse-index order as
+//! DynamoDB's `by_due` (due time, then the item's key).
+
+use super::MemoryStore;
+use crate::domain::{AgentKey, ScheduleRecord};
+use crate::store::keys::schedule_pk;
+use crate::store::{DueCursor, DuePage, ScheduleStore, StoreError};
+
+impl ScheduleStore for MemoryStore {
+    async fn get_schedule(&self, key: &AgentKey) -> Result<Option<ScheduleRecord>, StoreError> {
+        Ok(self.lock().schedules.get(key).cloned())
+    }
+
+    async fn put_schedule(
+        &self,
+        record: &ScheduleRecord,
+        expected_version: u64,
+    ) -> Result<ScheduleRecord, StoreError> {
+        let key = record
+            .key
+            .clone()
+            .ok_or_else(|| StoreError::Corrupt("a schedule write names no agent".into()))?;
+        let mut tables = self.lock();
+        let stored = tables.schedules.get(&key);
+        if stored.map_or(0, |r| r.version) != expected_version {
+            return Err(StoreError::ScheduleConflict {
+                current: stored.cloned().map(Box::new),
+            });
+        }
+        let mut written = record.clone();
+        written.version = expected_version + 1;
+        written.updated_at = Some(crate::timestamp::now());
+        tables.schedules.insert(key, written.clone());
+        Ok(written)
+    }
+
+    async fn delete_schedule(&self, key: &AgentKey) -> Result<(), StoreError> {
+        self.lock().schedules.remove(key);
+        Ok(())
+    }
+
+    async fn due_schedules(
+        &self,
+        until_ms: u64,
+        limit: u32,
+        after: Option<&DueCursor>,
+    ) -> Result<DuePage, StoreError> {
+        let tables = self.lock();
+        let position = |r: &ScheduleRecord| {
+            let key = r.key.as_ref().map(schedule_pk).unwrap_or_default();
+            (r.due_at_ms().unwrap_or(u64::MAX), key)
+        };
+        let start = after.map(|c| (c.due_at_ms, schedule_pk(&c.key)));
+        let mut due: Vec<&ScheduleRecord> = tables
+            .schedules
+            .values()
+            .filter(|r| r.due_at_ms().is_some_and(|d| d <= until_ms))
+            .filter(|r| start.as_ref().is_none_or(|s| position(r) > *s))
+            .collect();
+        due.sort_by_key(|r| position(r));
+        let limit = limit.max(1) as usize;
+        let more = due.len() > limit;
+        let records: Vec<ScheduleRecord> = due.into_iter().take(limit).cloned().collect();
+        let next = match records.last() {
+            Some(last) if more => Some(DueCursor {
+                due_at_ms: last.due_at_ms().unwrap_or(0),
+                key: last
+                    .key
+                    .clone()
+                    .ok_or_else(|| StoreError::Corrupt("a schedule without its agent".into()))?,
+            }),
+            _ => None,
+        };
+        Ok(DuePage { records, next })
+    }
+
+    async fn get_schedules(&self, keys: &[AgentKey]) -> Result<Vec<ScheduleRecord>, StoreError> {
+        let tables = self.lock();
+        Ok(keys
+            .iter()
+            .filter_map(|k| tables.schedules.get(k).cloned())
+            .collect())
+    }
+}

@@ -1,0 +1,101 @@
+//! The schedule store port: the schedule items of the one table and the sparse index of their
+//! next due times (`by_due`), implemented by both store adapters (docs/table.md, "Schedules").
+
+use std::future::Future;
+
+use super::StoreError;
+use crate::domain::{AgentKey, ScheduleRecord};
+
+/// Where the next page of due schedules starts: after this due time and agent.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DueCursor {
+    pub due_at_ms: u64,
+    pub key: AgentKey,
+}
+
+/// A page of due schedules, earliest due first.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DuePage {
+    pub records: Vec<ScheduleRecord>,
+    pub next: Option<DueCursor>,
+}
+
+pub trait ScheduleStore: Send + Sync {
+    /// The schedule of `key` (consistent read).
+    fn get_schedule(
+        &self,
+        key: &AgentKey,
+    ) -> impl Future<Output = Result<Option<ScheduleRecord>, StoreError>> + Send;
+
+    /// Write `record` (its `key` names the agent) if the stored schedule is at
+    /// `expected_version` (0: none). The store sets `version + 1`, `updated_at` and the index
+    /// keys from [`ScheduleRecord::due_at_ms`]. A failed condition is
+    /// [`StoreError::ScheduleConflict`] carrying the stored schedule.
+    fn put_schedule(
+        &self,
+        record: &ScheduleRecord,
+        expected_version: u64,
+    ) -> impl Future<Output = Result<ScheduleRecord, StoreError>> + Send;
+
+    /// Remove the schedule of `key` (absent is not an error).
+    fn delete_schedule(
+        &self,
+        key: &AgentKey,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    /// Schedules due at or before `until_ms`, earliest first, at most `limit`, after `after`:
+    /// a query of the sparse index, never a scan. Eventually consistent (an index): a writer
+    /// decides on a consistent read or a conditional write.
+    fn due_schedules(
+        &self,
+        until_ms: u64,
+        limit: u32,
+        after: Option<&DueCursor>,
+    ) -> impl Future<Output = Result<DuePage, StoreError>> + Send;
+
+    /// The schedules of `keys` that exist (one batch read per 100 keys), in no order.
+    fn get_schedules(
+        &self,
+        keys: &[AgentKey],
+    ) -> impl Future<Output = Result<Vec<ScheduleRecord>, StoreError>> + Send;
+}
+
+impl<T: ScheduleStore> ScheduleStore for std::sync::Arc<T> {
+    fn get_schedule(
+        &self,
+        key: &AgentKey,
+    ) -> impl Future<Output = Result<Option<ScheduleRecord>, StoreError>> + Send {
+        (**self).get_schedule(key)
+    }
+
+    fn put_schedule(
+        &self,
+        record: &ScheduleRecord,
+        expected_version: u64,
+    ) -> impl Future<Output = Result<ScheduleRecord, StoreError>> + Send {
+        (**self).put_schedule(record, expected_version)
+    }
+
+    fn delete_schedule(
+        &self,
+        key: &AgentKey,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send {
+        (**self).delete_schedule(key)
+    }
+
+    fn due_schedules(
+        &self,
+        until_ms: u64,
+        limit: u32,
+        after: Option<&DueCursor>,
+    ) -> impl Future<Output = Result<DuePage, StoreError>> + Send {
+        (**self).due_schedules(until_ms, limit, after)
+    }
+
+    fn get_schedules(
+        &self,
+        keys: &[AgentKey],
+    ) -> impl Future<Output = Result<Vec<ScheduleRecord>, StoreError>> + Send {
+        (**self).get_schedules(keys)
+    }
+}

@@ -1,0 +1,78 @@
+//! `open_url`: where a person works with an awake agent, from the deployment's template
+//! `SNAPWAKE_OPEN_URL` with the placeholders `{kind}`, `{agent_id}` and `{session_id}`
+//! (docs/http-api.md, "The agent view"). Never the session's Endpoint: the template is the
+//! studio's own page, which knows how to reach the sandbox.
+//!
+//! One template per deployment, set once at cold start ([`set_open_url`]) by the composition
+//! root; every view built afterwards carries the link.
+
+use std::sync::OnceLock;
+
+use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
+
+use crate::domain::{AgentState, AgentView};
+
+/// Everything but the unreserved characters of RFC 3986 is escaped in a placeholder's value.
+const VALUE: &AsciiSet = &NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'_')
+    .remove(b'.')
+    .remove(b'~');
+
+const PLACEHOLDERS: [&str; 3] = ["{kind}", "{agent_id}", "{session_id}"];
+
+/// A checked `SNAPWAKE_OPEN_URL` template.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OpenUrl(String);
+
+impl OpenUrl {
+    /// An `https://` (or, for local runs, `http://`) URL whose only `{…}` are the three
+    /// placeholders.
+    pub fn parse(template: &str) -> Result<OpenUrl, String> {
+        let t = template.trim();
+        if !(t.starts_with("https://") || t.starts_with("http://")) {
+            return Err("SNAPWAKE_OPEN_URL must be an http(s) URL".into());
+        }
+        let mut rest = t.to_string();
+        for p in PLACEHOLDERS {
+            rest = rest.replace(p, "");
+        }
+        if rest.contains('{') || rest.contains('}') {
+            return Err(
+                "SNAPWAKE_OPEN_URL knows only the placeholders {kind}, {agent_id} and {session_id}"
+                    .into(),
+            );
+        }
+        Ok(OpenUrl(t.to_string()))
+    }
+
+    /// The link of `view`: only while it is awake with a session.
+    pub fn for_view(&self, view: &AgentView) -> Option<String> {
+        let session = view
+            .session
+            .as_ref()
+            .filter(|_| view.state == AgentState::Awake)?;
+        let enc = |v: &str| utf8_percent_encode(v, VALUE).to_string();
+        Some(
+            self.0
+                .replace("{kind}", &enc(view.kind.as_str()))
+                .replace("{agent_id}", &enc(&view.agent_id))
+                .replace("{session_id}", &enc(&session.session_id)),
+        )
+    }
+}
+
+static OPEN_URL: OnceLock<OpenUrl> = OnceLock::new();
+
+/// Set the deployment's template (once; later calls are ignored: a process serves one
+/// deployment).
+pub fn set_open_url(template: Option<OpenUrl>) {
+    if let Some(t) = template {
+        let _ = OPEN_URL.set(t);
+    }
+}
+
+/// The link of `view` under the deployment's template, if one is set.
+pub fn open_url(view: &AgentView) -> Option<String> {
+    OPEN_URL.get().and_then(|t| t.for_view(view))
+}

@@ -1,0 +1,167 @@
+//! Schedules end to end (docs/schedules.md): the routes through the resume function, the tick
+//! on DynamoDB Local's sparse index, wakes and sleeps through the real lock against the
+//! simulated AgentKit, counted in AgentKit's own Resume calls.
+
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use snapwake::agentkit::AgentKit;
+use snapwake::deadline::Deadline;
+use snapwake::domain::{AgentKey, Kind};
+use snapwake::registry_cache::{RegistryCache, ToolOverrides};
+use snapwake::store::{AgentStore, ScheduleStore};
+use snapwake::wake::WakeSettings;
+use snapwake_resume::tick::TickReport;
+use snapwake_resume::Resume;
+use snapwake_sim::SimControl;
+use snapwake_tests::*;
+
+mod dst;
+mod routes;
+mod ticks;
+mod weeks;
+
+fn resume_fn<S: AgentStore + ScheduleStore, K: AgentKit>(
+    store: S,
+    agentkit: K,
+    wake: WakeSettings,
+) -> Resume<S, K> {
+    Resume {
+        store,
+        agentkit,
+        registry: RegistryCache::new(ToolOverrides::default()),
+        identity: identity(),
+        wake,
+    }
+}
+
+fn key(agent_id: &str) -> AgentKey {
+    AgentKey::new(Kind::Codex, agent_id)
+}
+
+/// Epoch ms of an RFC 3339 instant.
+fn at(rfc3339: &str) -> u64 {
+    snapwake::timestamp::epoch_ms(rfc3339).unwrap()
+}
+
+async fn call<S: AgentStore + ScheduleStore, K: AgentKit>(
+    f: &Resume<S, K>,
+    method: &str,
+    agent_id: &str,
+    verb: &str,
+    who: Who<'_>,
+    body: Option<Value>,
+) -> (u16, Value) {
+    let path = format!("/v1/agents/codex/{agent_id}/{verb}");
+    let body = body.map(|b| b.to_string());
+    let resp = f.handle(request(method, &path, who, body.as_deref())).await;
+    answer(&resp)
+}
+
+/// PUT the schedule of alice's agent; answers the body of a 200.
+async fn put_schedule<S: AgentStore + ScheduleStore, K: AgentKit>(
+    f: &Resume<S, K>,
+    agent_id: &str,
+    schedule: Value,
+) -> Value {
+    let (status, body) = call(
+        f,
+        "PUT",
+        agent_id,
+        "schedule",
+        Who::User("alice"),
+        Some(schedule),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    body
+}
+
+/// POST until the answer is not 202 (at most 30 s).
+async fn settle<S: AgentStore + ScheduleStore, K: AgentKit>(
+    f: &Resume<S, K>,
+    agent_id: &str,
+    verb: &str,
+) -> (u16, Value) {
+    let until = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let (status, body) = call(f, "POST", agent_id, verb, Who::User("alice"), None).await;
+        if status != 202 || std::time::Instant::now() > until {
+            return (status, body);
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// An asleep agent of alice that snapwake has a record of (woken once, then put to sleep):
+/// its id. AgentKit's counters are reset afterwards.
+async fn asleep_agent<S: AgentStore + ScheduleStore, K: AgentKit>(
+    world: &World,
+    f: &Resume<S, K>,
+    name: &str,
+) -> String {
+    let (agent_id, _) = world.asleep_agent("alice", name);
+    let (status, body) = settle(f, &agent_id, "resume").await;
+    assert_eq!(
+        (status, body["state"].as_str()),
+        (200, Some("awake")),
+        "{body}"
+    );
+    let (status, body) = settle(f, &agent_id, "sleep").await;
+    assert_eq!(
+        (status, body["state"].as_str()),
+        (200, Some("asleep")),
+        "{body}"
+    );
+    world.sim.control().reset_counters();
+    agent_id
+}
+
+/// One tick at `time_ms`, as EventBridge Scheduler would send it.
+async fn tick<S: AgentStore + ScheduleStore, K: AgentKit>(
+    f: &Resume<S, K>,
+    time_ms: u64,
+) -> TickReport {
+    f.tick(time_ms, Deadline::after(Duration::from_secs(25)))
+        .await
+        .expect("a tick")
+}
+
+/// Tick at `time_ms`, then keep ticking (a minute later each time, as the Scheduler would)
+/// until nothing is carried any more, at most `minutes` ticks.
+async fn tick_until_settled<S: AgentStore + ScheduleStore, K: AgentKit>(
+    f: &Resume<S, K>,
+    agent_id: &str,
+    time_ms: u64,
+    minutes: u64,
+) {
+    for m in 0..minutes {
+        tick(f, time_ms + m * 60_000).await;
+        let open = f
+            .store
+            .get_schedule(&key(agent_id))
+            .await
+            .unwrap()
+            .and_then(|s| s.open);
+        if open.is_none() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+}
+
+fn resumes(ctl: &SimControl) -> u64 {
+    ctl.counters().received("ResumeSessionFromSnapshot")
+}
+
+fn live_sessions(ctl: &SimControl, agent_id: &str) -> Vec<String> {
+    ctl.sessions()
+        .into_iter()
+        .filter(|s| s.user_session_id.as_deref() == Some(agent_id) && s.is_active())
+        .filter_map(|s| s.session_id)
+        .collect()
+}
+
+fn weekdays(wake: &str, sleep: &str, zone: &str) -> Value {
+    json!({"timezone": zone, "wake": wake, "sleep": sleep})
+}

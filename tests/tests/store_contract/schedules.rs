@@ -1,0 +1,136 @@
+//! Schedule items and the sparse `by_due` index: the same answers from both adapters.
+
+use snapwake::domain::{Action, Attempt, Occurrence, ScheduleRecord};
+use snapwake::store::{DueCursor, ScheduleStore};
+
+use super::*;
+
+fn schedule(id: &str, wake: Option<u64>, sleep: Option<u64>) -> ScheduleRecord {
+    ScheduleRecord {
+        key: Some(key(id)),
+        timezone: "Europe/Berlin".into(),
+        wake: wake.map(|_| "30 8 * * MON-FRI".into()),
+        sleep: sleep.map(|_| "0 19 * * MON-FRI".into()),
+        next_wake_ms: wake,
+        next_sleep_ms: sleep,
+        open: None,
+        last: None,
+        version: 0,
+        updated_at: None,
+    }
+}
+
+/// Versions are the store's, a stale write fails with the stored schedule, a schedule reads
+/// back as written (its agent from the key), and a delete removes it (twice is fine).
+pub(crate) async fn schedules_cas_round_trip_and_delete<S: AgentStore + ScheduleStore>(
+    store: Arc<S>,
+) {
+    assert!(store.get_schedule(&key("a")).await.unwrap().is_none());
+    let mut s = schedule("a", Some(1_000), Some(2_000));
+    s.open = Some(Occurrence {
+        action: Action::Wake,
+        at_ms: 1_000,
+        attempt: Attempt::InFlight,
+        seen_version: 7,
+    });
+    let first = store.put_schedule(&s, 0).await.unwrap();
+    assert_eq!(first.version, 1);
+    assert_eq!(first.key, Some(key("a")));
+    assert_eq!(first.open, s.open);
+    assert!(first.updated_at.is_some());
+    match store.put_schedule(&s, 0).await {
+        Err(StoreError::ScheduleConflict { current: Some(c) }) => assert_eq!(c.version, 1),
+        other => panic!("expected a conflict carrying version 1, got {other:?}"),
+    }
+    let second = store.put_schedule(&s, 1).await.unwrap();
+    assert_eq!(second.version, 2);
+    let read = store.get_schedule(&key("a")).await.unwrap().unwrap();
+    assert_eq!(read, second);
+    // Schedule items are not agent records: the admin's scan of everyone does not see them.
+    let page = store.scan_agents(None, 10, None).await.unwrap();
+    assert!(page.records.is_empty(), "{page:?}");
+    store.delete_schedule(&key("a")).await.unwrap();
+    store.delete_schedule(&key("a")).await.unwrap();
+    assert!(store.get_schedule(&key("a")).await.unwrap().is_none());
+    assert!(store.get_schedules(&[key("a")]).await.unwrap().is_empty());
+}
+
+/// The due index: only schedules due by the time asked, earliest first, paged without gaps
+/// or repeats; a schedule with nothing due is not in it; an open occurrence is due at once.
+pub(crate) async fn due_index_reads_only_the_due_in_order<S: AgentStore + ScheduleStore>(
+    store: Arc<S>,
+) {
+    for i in 0..12u64 {
+        let id = format!("due-{i:02}");
+        store
+            .put_schedule(&schedule(&id, Some(10_000 + i * 100), Some(50_000)), 0)
+            .await
+            .unwrap();
+    }
+    store
+        .put_schedule(&schedule("never", None, None), 0)
+        .await
+        .unwrap();
+    let mut open = schedule("carried", Some(90_000), None);
+    open.open = Some(Occurrence {
+        action: Action::Wake,
+        at_ms: 9_000,
+        attempt: Attempt::Retry,
+        seen_version: 0,
+    });
+    store.put_schedule(&open, 0).await.unwrap();
+
+    // Everything due by 10,500: "carried" (9,000) and due-00..05.
+    let mut seen = Vec::new();
+    let mut after: Option<DueCursor> = None;
+    loop {
+        let page = store
+            .due_schedules(10_500, 2, after.as_ref())
+            .await
+            .unwrap();
+        seen.extend(page.records.iter().map(|r| r.key.clone().unwrap().agent_id));
+        match page.next {
+            Some(n) => after = Some(n),
+            None => break,
+        }
+    }
+    let want: Vec<String> = std::iter::once("carried".to_string())
+        .chain((0..6).map(|i| format!("due-{i:02}")))
+        .collect();
+    assert_eq!(seen, want);
+    assert!(store
+        .due_schedules(8_999, 10, None)
+        .await
+        .unwrap()
+        .records
+        .is_empty());
+    let all = store.due_schedules(u64::MAX / 2, 100, None).await.unwrap();
+    assert_eq!(
+        all.records.len(),
+        13,
+        "every schedule with something due, none without"
+    );
+
+    // Taking the due time away takes it out of the index.
+    let current = store.get_schedule(&key("due-00")).await.unwrap().unwrap();
+    let mut done = current.clone();
+    done.next_wake_ms = None;
+    done.next_sleep_ms = None;
+    store.put_schedule(&done, current.version).await.unwrap();
+    let all = store.due_schedules(u64::MAX / 2, 100, None).await.unwrap();
+    assert_eq!(all.records.len(), 12);
+
+    let keys: Vec<AgentKey> = ["due-01", "due-02", "missing"]
+        .iter()
+        .map(|k| key(k))
+        .collect();
+    let mut got: Vec<String> = store
+        .get_schedules(&keys)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|r| r.key.unwrap().agent_id)
+        .collect();
+    got.sort();
+    assert_eq!(got, ["due-01", "due-02"]);
+}
