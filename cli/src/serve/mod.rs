@@ -60,6 +60,11 @@ pub struct ServeArgs {
     /// it also runs once at start. `0s` turns the schedule off.
     #[arg(long, default_value = "1h", value_parser = humantime::parse_duration)]
     sweep_every: Duration,
+    /// Tick the schedules this often (deployed: every minute). Each tick acts at the minute
+    /// it falls in, so ticking more often only repeats ticks, which change nothing: a quicker
+    /// demo after moving the simulator's clock. `0s` turns ticking off.
+    #[arg(long, default_value = "1m", value_parser = humantime::parse_duration)]
+    tick_every: Duration,
     /// AgentKit's own time in the embedded simulator.
     #[command(flatten)]
     agentkit_time: crate::sim::AgentKitTime,
@@ -79,8 +84,8 @@ const REFRESH_EVERY: Duration = Duration::from_secs(60);
 /// says otherwise.
 const DEMO_OPEN_URL: &str = "https://studio.example/agents/{kind}/{agent_id}?session={session_id}";
 
-/// How often the local server ticks the schedules (EventBridge Scheduler's rate as deployed).
-const TICK_EVERY: Duration = Duration::from_secs(60);
+/// The longest one tick of the local server works (a deployed tick has its Lambda's time).
+const TICK_BUDGET: Duration = Duration::from_secs(50);
 
 /// The longest one sweep of the local server runs before it checkpoints.
 const SWEEP_BUDGET: Duration = Duration::from_secs(120);
@@ -280,8 +285,12 @@ async fn run_with<S: AgentStore + ScheduleStore + 'static>(
     // simulator's time when there is one: moving AgentKit's clock moves the schedules' too.
     let ticker = app.clone();
     let sim_clock = parts.sim.as_ref().map(|s| s.control());
+    let tick_every = args.tick_every;
     tokio::spawn(async move {
-        let mut ticks = tokio::time::interval(TICK_EVERY);
+        if tick_every.is_zero() {
+            return;
+        }
+        let mut ticks = tokio::time::interval(tick_every);
         loop {
             ticks.tick().await;
             let now_ms = match &sim_clock {
@@ -293,7 +302,7 @@ async fn run_with<S: AgentStore + ScheduleStore + 'static>(
             let minute_ms = now_ms - now_ms % 60_000;
             if let Err(e) = ticker
                 .resume
-                .tick(minute_ms, Deadline::after(TICK_EVERY))
+                .tick(minute_ms, Deadline::after(TICK_BUDGET))
                 .await
             {
                 tracing::warn!(error = %e, "schedule tick failed");

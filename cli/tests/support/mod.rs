@@ -11,6 +11,8 @@ use std::process::{Child, Command, Stdio};
 pub struct Serving {
     child: Child,
     pub endpoint: String,
+    /// The first line it printed (the banner).
+    pub banner: String,
 }
 
 /// A `snapwake sim`.
@@ -45,7 +47,11 @@ pub fn serving(args: &[&str], cleared: &[&str]) -> Serving {
         .find(|w| w.starts_with("http://127.0.0.1:"))
         .unwrap_or_else(|| panic!("no address in {line:?}"))
         .to_string();
-    Serving { child, endpoint }
+    Serving {
+        child,
+        endpoint,
+        banner: line,
+    }
 }
 
 /// Start `snapwake sim`, without the caller's Volcengine keys (it verifies its own).

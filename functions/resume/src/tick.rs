@@ -34,9 +34,10 @@ use crate::Resume;
 const AT_ONCE: usize = 8;
 /// Due schedules read per index query.
 const PAGE: u32 = 100;
-/// How long one scheduled wake or sleep may work before the tick moves on (the next tick
-/// carries it on: a wake's holder sends its Resume and answers).
-const PER_AGENT: Duration = Duration::from_secs(10);
+/// How long one scheduled wake or sleep may work beyond one whole AgentKit request (which the
+/// engines insist on having before they send one) before the tick moves on; the next tick
+/// carries it on (a wake's holder sends its Resume and answers, without waiting).
+const PER_AGENT_MARGIN: Duration = Duration::from_secs(5);
 
 /// What one tick did.
 #[derive(Debug, Default, Serialize, PartialEq, Eq)]
@@ -228,7 +229,8 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
             .as_ref()
             .map(|r| r.description.clone())
             .unwrap_or_default();
-        let budget = Budget::new(deadline.min_after(PER_AGENT), Duration::ZERO);
+        let per_agent = self.agentkit.request_timeout() + PER_AGENT_MARGIN;
+        let budget = Budget::new(deadline.min_after(per_agent), Duration::ZERO);
         match action {
             Action::Wake => {
                 let target = WakeTarget {

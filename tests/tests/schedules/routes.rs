@@ -215,3 +215,79 @@ async fn bad_schedules_are_refused_naming_the_field() {
     .await;
     assert_eq!(status, 404);
 }
+
+/// The list shows each agent's schedule (the page's and one agent's view); deleting the agent
+/// deletes its schedule.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_list_shows_schedules_and_a_delete_takes_them_along() {
+    let store = dynamo_store("schedule-list").await;
+    let world = World::start(Duration::from_millis(50)).await;
+    world.register(&store).await;
+    let api = Api::new(store.clone(), world.client(), identity());
+    let agent_id = asleep_agent(&world, &api.resume, "Data helper").await;
+    let other = asleep_agent(&world, &api.resume, "Reviewer").await;
+    put_schedule(
+        &api.resume,
+        &agent_id,
+        weekdays("30 8 * * MON-FRI", "0 19 * * MON-FRI", "Europe/Berlin"),
+    )
+    .await;
+
+    let (status, one) = answer(
+        &api.handle(request(
+            "GET",
+            &format!("/v1/agents/codex/{agent_id}"),
+            Who::User("alice"),
+            None,
+        ))
+        .await,
+    );
+    assert_eq!(status, 200, "{one}");
+    assert_eq!(one["schedule"]["timezone"], "Europe/Berlin", "{one}");
+    assert!(one["schedule"]["next_wake_at"].is_string(), "{one}");
+    let (status, listing) = answer(
+        &api.handle(request("GET", "/v1/agents", Who::User("alice"), None))
+            .await,
+    );
+    assert_eq!(status, 200, "{listing}");
+    let agents = listing["agents"].as_array().unwrap();
+    let find = |id: &str| {
+        agents
+            .iter()
+            .find(|a| a["agent_id"] == id)
+            .cloned()
+            .unwrap()
+    };
+    assert_eq!(find(&agent_id)["schedule"]["wake"], "30 8 * * MON-FRI");
+    assert!(find(&other)["schedule"].is_null(), "no schedule, null");
+    assert!(find(&agent_id)["open_url"].is_null(), "asleep: no link");
+
+    let (status, body) = answer(
+        &api.handle(request(
+            "DELETE",
+            &format!("/v1/agents/codex/{agent_id}"),
+            Who::User("alice"),
+            None,
+        ))
+        .await,
+    );
+    assert_eq!(status, 204, "{body}");
+    assert!(
+        store.get_schedule(&key(&agent_id)).await.unwrap().is_none(),
+        "the schedule went with it"
+    );
+    let (status, problem) = call(
+        &api.resume,
+        "GET",
+        &agent_id,
+        "schedule",
+        Who::User("alice"),
+        None,
+    )
+    .await;
+    assert_eq!(
+        (status, problem["code"].as_str()),
+        (410, Some("AGENT_GONE")),
+        "{problem}"
+    );
+}
