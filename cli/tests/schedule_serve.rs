@@ -67,10 +67,7 @@ fn serve_ticks_a_wake_schedule_when_the_simulated_clock_gets_there() {
         .banner
         .split("simulator at ")
         .nth(1)
-        .and_then(|rest| {
-            rest.split(|c: char| c == ';' || c == ',' || c == ')')
-                .next()
-        })
+        .and_then(|rest| rest.split([';', ',', ')']).next())
         .expect("the banner names the simulator")
         .trim()
         .to_string();
