@@ -109,7 +109,8 @@ mod tests {
         assert_eq!(json["openapi"], "3.1.0");
         let paths = json["paths"].as_object().expect("paths");
         assert!(paths.contains_key("/v1/agents/{kind}/{agent_id}/keepalive"));
-        assert_eq!(paths.len(), 7);
+        assert!(paths.contains_key("/v1/agents/{kind}/{agent_id}/schedule"));
+        assert_eq!(paths.len(), 8);
     }
 
     #[test]
