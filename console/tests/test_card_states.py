@@ -123,8 +123,8 @@ def test_every_disabled_button_says_why(watched, serve):
 
 
 def with_open_urls(page, urls):
-    """Answer the listing as the server does, each agent's `open_url` set from `urls` (by
-    agent id) where the server gave none: interception until serve --demo has a template."""
+    """The listing as the server answers it, but with `open_url` replaced for the agents in
+    `urls` (by agent id): for what serve --demo's template cannot produce."""
 
     def fill(route):
         res = route.fetch()
@@ -142,12 +142,14 @@ def test_an_awake_agent_opens_in_a_new_tab(watched, server):
     page = w.page
     page.context.route("https://studio.example/**",
                        lambda route: route.fulfill(body="<title>Studio</title>", content_type="text/html"))
-    research_url = f"https://studio.example/agents/openclaw/{RESEARCH_CLAW}?session=s-1"
+    # serve --demo's template: https://studio.example/agents/{kind}/{agent_id}?session={session_id}
+    _, _, research_view = server.api("GET", f"/v1/agents/openclaw/{RESEARCH_CLAW}")
+    research_url = research_view["open_url"]
+    assert research_url == (f"https://studio.example/agents/openclaw/{RESEARCH_CLAW}"
+                            f"?session={research_view['session']['session_id']}")
+    assert server.api("GET", f"/v1/agents/codex/{DATA_HELPER}")[2]["open_url"] is None
     with_open_urls(page, {
-        RESEARCH_CLAW: research_url,
-        # Asleep: never an Open link, whatever the view says.
-        DATA_HELPER: "https://studio.example/agents/codex/x",
-        # Not a web address: not a link.
+        # Not a web address (no real template makes one): not a link.
         "studio-alice-0d5e1f0a0b0c0d0e0f10111213141518": "javascript:alert(1)",
     })
     page.goto(server.url + "/")
