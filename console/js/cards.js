@@ -3,6 +3,7 @@
 // main.js handles their clicks in one place.
 
 import { GROUPS, KINDS, STATE_LABELS, agentName, count, duration, relative, shortWhen, until, when } from "./format.js";
+import { nextEvent, scheduleText, shortIn } from "./schedule.js";
 
 /** Build an element: `h("p", {class: "x"}, "text", child)`. */
 export function h(tag, attrs = {}, ...children) {
@@ -272,6 +273,39 @@ function actions(agent, shown, key, ctx, failed) {
   ];
 }
 
+/**
+ * The agent's schedule in words, its next occurrence, and the button that edits it. An agent
+ * snapwake keeps no record of yet (one made outside it, never woken since: no `etag`) cannot
+ * have a schedule until it has one.
+ */
+function scheduleLine(agent, key, busy) {
+  const s = agent.schedule;
+  const name = agentName(agent);
+  const next = s ? nextEvent(s) : null;
+  const norecord = !agent.etag;
+  const whyId = `why-schedule-${slug(key)}`;
+  return h(
+    "div",
+    { class: "schedule" },
+    h(
+      "p",
+      {},
+      s ? scheduleText(s) : h("span", { class: "muted" }, "No schedule"),
+      next
+        ? [` — next ${next.action} `, h("time", { datetime: next.at, title: when(next.at) }, shortIn(next.at, s.timezone))]
+        : null,
+    ),
+    button(s ? "Edit schedule" : "Set a schedule", "schedule", key, {
+      class: "link",
+      busy,
+      disabled: norecord,
+      why: norecord && !busy ? whyId : undefined,
+      "aria-label": s ? `Edit the schedule of ${name}` : `Set a schedule for ${name}`,
+    }),
+    norecord ? h("p", { class: "why", id: whyId }, "Schedule: snapwake keeps no record of this agent yet; wake it once first") : null,
+  );
+}
+
 function card(agent, ctx) {
   const key = keyOf(agent);
   const busy = ctx.busy.get(key);
@@ -309,6 +343,7 @@ function card(agent, ctx) {
         ? h("p", { class: "wake-error" }, h("strong", {}, "AgentKit reports an unexpected status"), `: ${agent.session?.status || "none"}. Nothing is started beside it; try again later, or delete the agent.`)
         : null,
       snapshotList(agent, key, Boolean(busy)),
+      scheduleLine(agent, key, Boolean(busy)),
       busy ? h("p", { class: "progress", id: busyId(key) }, h("span", { class: "spinner", "aria-hidden": "true" }), busy.progress || busy.label) : null,
       failure ? failureNotice(failure, agent, key) : problem && !(problem.verb === "wake" && shown === "awake") ? problemBox(problem, key) : null,
       actions(agent, shown, key, ctx, Boolean(failure)),

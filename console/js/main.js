@@ -5,6 +5,7 @@
 import { Api, Problem } from "./api.js";
 import { h, keyOf, problemBox, render, extension } from "./cards.js";
 import { confirmDialog, createDialog } from "./dialogs.js";
+import { scheduleDialog } from "./schedule-dialog.js";
 import { agentName, count, duration, shortWhen, until, when } from "./format.js";
 import { localSession } from "./identity.js";
 import { oidcSession } from "./auth.js";
@@ -26,6 +27,7 @@ const state = {
   retries: new Map(), // agent key → how to run that action again
   generation: 0, // bumped when the identity changes: late answers for the old one are dropped
   signInProblem: null, // why the sign-in this page came back from failed (deployed)
+  schedules: null, // the schedule editor
 };
 
 function announce(text) {
@@ -327,6 +329,8 @@ $("agents").addEventListener("click", (e) => {
       return deleteAgent(agent);
     case "delete-snapshot":
       return deleteSnapshot(agent, button.dataset.snapshot);
+    case "schedule":
+      return state.schedules.open(agent);
     case "retry": {
       // A failed wake stays the answer for its Retry-After (everyone polling it learns how it
       // ended); a retry after that is a new wake. So "Try again" waits out what is left of it.
@@ -472,6 +476,15 @@ async function main() {
     },
   });
   $("new-agent").addEventListener("click", () => dialog.open());
+  state.schedules = scheduleDialog({
+    api: state.api,
+    announce,
+    onSaved: (agent, schedule) => {
+      const now = find(keyOf(agent));
+      if (now) now.schedule = schedule;
+      draw();
+    },
+  });
   await begin();
   // Times such as "in 7 h 58 min" move on: redraw now and then (no request).
   setInterval(() => {
