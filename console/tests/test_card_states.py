@@ -52,7 +52,7 @@ def test_a_failed_wake_is_one_asleep_card_with_one_notice(watched, server):
     page.get_by_role("button", name="Refresh").click()
     expect(page.locator("#status")).to_have_text("4 agents listed.")
     one_clear_state("the sandbox did not start")
-    w.shot("11-wake-failed-one-notice")
+    w.shot("30-wake-failed-one-notice")
     # A fresh page knows the failure from the view alone.
     page.reload()
     expect(helper).to_be_visible()
@@ -82,7 +82,7 @@ def test_every_disabled_button_says_why(watched, serve):
     expect(keep).to_have_accessible_description("Keep awake: the session already lasts the longest allowed (8 h)")
     expect(research.locator(".why")).to_be_visible()
     assert page.evaluate(UNEXPLAINED) == []
-    w.shot("12-disabled-reasons")
+    w.shot("31-disabled-reasons")
 
     # Someone else wakes Data helper (a 202 at once; its session takes 3 s): listed while it
     # wakes, its Wake is off and says why.
@@ -119,7 +119,7 @@ def test_every_disabled_button_says_why(watched, serve):
     phone.page.goto(server.url + "/")
     expect(card(phone.page, "Scratch hermes")).to_contain_text("temporary agents can't sleep")
     assert phone.page.evaluate("document.documentElement.scrollWidth") <= 390
-    phone.shot("13-disabled-reasons-phone")
+    phone.shot("32-disabled-reasons-phone")
 
 
 def with_open_urls(page, urls):
@@ -162,7 +162,7 @@ def test_an_awake_agent_opens_in_a_new_tab(watched, server):
     expect(card(page, "Data helper").get_by_role("link", name=re.compile("^Open"))).to_have_count(0)
     expect(card(page, "Scratch hermes").get_by_role("link", name=re.compile("^Open"))).to_have_count(0)
     expect(card(page, "Alice Old").get_by_role("link", name=re.compile("^Open"))).to_have_count(0)
-    w.shot("14-open-link")
+    w.shot("33-open-link")
     # Keyboard: the link is reachable and opens a new tab.
     open_link.focus()
     with page.context.expect_page() as opened:

@@ -46,7 +46,7 @@ def test_the_cron_preview_follows_new_york_across_daylight_saving(watched, serve
     dialog.get_by_label("Sleep at").fill("*/20 2 * * SUN")
     assert previewed(dialog, "sleep") == [
         "2026-03-08T07:00:00.000Z", "2026-03-15T06:00:00.000Z", "2026-03-15T06:20:00.000Z"]
-    w.shot("15-schedule-preview-dst")
+    w.shot("34-schedule-preview-dst")
 
     # The evaluator alone: a fold (1 November, 01:30 twice) fires once, at the first; Vixie's
     # rule (both day fields restricted: either); Sunday as 7; names; a date that never comes.
@@ -92,7 +92,7 @@ def test_a_preset_saved_shown_on_the_card_and_removed(watched, server):
     expect(dialog.get_by_label("Wake at")).to_have_value("0 9 * * MON-FRI")
     expect(dialog.get_by_label("Sleep at")).to_have_value("0 18 * * MON-FRI")
     expect(dialog.locator("#schedule-wake-next time")).to_have_count(3)
-    w.shot("16-schedule-dialog")
+    w.shot("35-schedule-dialog")
     dialog.get_by_role("button", name="Save schedule").click()
     expect(dialog).to_be_hidden()
     expect(helper).to_contain_text("Wakes weekdays 09:00 · sleeps 18:00 (Europe/Berlin) — next ")
@@ -104,7 +104,7 @@ def test_a_preset_saved_shown_on_the_card_and_removed(watched, server):
     nxt = min(t for t in (saved["next_wake_at"], saved["next_sleep_at"]) if t)
     expect(helper.locator(".schedule time")).to_have_attribute("datetime", nxt)
     expect(page.locator("#status")).to_contain_text("Data helper now wakes weekdays 09:00")
-    w.shot("17-card-with-schedule")
+    w.shot("36-card-with-schedule")
 
     # Listed afresh, the view carries it; the editor opens on it.
     page.reload()
@@ -144,7 +144,7 @@ def test_an_invalid_cron_is_shown_before_saving(watched, server):
     expect(wake).to_have_attribute("aria-invalid", "true")
     expect(wake).to_have_accessible_description(re.compile("minute 61 is out of range"))
     expect(dialog.locator("#schedule-wake-next time")).to_have_count(0)
-    w.shot("18-schedule-invalid-cron")
+    w.shot("37-schedule-invalid-cron")
     dialog.get_by_role("button", name="Save schedule").click()
     expect(wake).to_be_focused()
     expect(dialog).to_be_visible()
@@ -176,7 +176,7 @@ def test_the_servers_422_is_shown_next_to_its_field(watched, server):
     _, _, problem = server.api("PUT", SCHEDULE, body={"timezone": "Mars/Olympus_Mons", "wake": "0 9 * * *"})
     assert problem["field"] == "timezone"
     expect(zone_error).to_have_text(re.sub(r"^timezone: ", "", problem["detail"]))
-    w.shot("19-schedule-422-timezone")
+    w.shot("38-schedule-422-timezone")
 
     # NOT_SLEEPABLE names no field but is the sleep's (the page never sends one for a
     # temporary agent, so only an intercepted answer can show it).
@@ -214,7 +214,7 @@ def test_a_temporary_agent_has_no_sleep_schedule_and_says_why(watched, server):
     expect(sleep).to_have_value("")
     expect(dialog.get_by_role("radio", name="Weekdays 9–18")).to_be_checked()
     assert page.evaluate("document.documentElement.scrollWidth") <= 390
-    w.shot("20-schedule-temporary-phone")
+    w.shot("39-schedule-temporary-phone")
     dialog.get_by_role("button", name="Save schedule").click()
     expect(dialog).to_be_hidden()
     assert json.loads(w.sent("PUT", "/schedule")[0]["body"])["sleep"] is None
@@ -223,7 +223,7 @@ def test_a_temporary_agent_has_no_sleep_schedule_and_says_why(watched, server):
     old = card(page, "Outsider").get_by_role("button", name="Set a schedule for Outsider")
     expect(old).to_be_disabled()
     expect(old).to_have_accessible_description(re.compile("^Schedule: snapwake keeps no record"))
-    w.shot("21-card-with-schedule-phone")
+    w.shot("40-card-with-schedule-phone")
 
 
 def test_the_editor_in_dark_mode_with_the_keyboard(watched, server):
@@ -239,6 +239,6 @@ def test_the_editor_in_dark_mode_with_the_keyboard(watched, server):
         page.keyboard.press("Tab")
         assert not page.evaluate("document.querySelector('main').contains(document.activeElement)")
     dialog.get_by_label("Wake at").fill("45 7 * * MON,WED,FRI")
-    w.shot("22-schedule-dialog-dark")
+    w.shot("41-schedule-dialog-dark")
     page.keyboard.press("Escape")
     expect(dialog).to_be_hidden()
