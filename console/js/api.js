@@ -18,6 +18,8 @@ export class Problem extends Error {
     this.retryable = Boolean(problem.retryable);
     this.requestId = text(problem.request_id) || text(problem.requestId) || null;
     this.retryAfter = retryAfter;
+    // The request body's field a 422 is about (`timezone`, `wake`, …), when it names one.
+    this.field = text(problem.field) || null;
     // Which of API Gateway's own answers this was ("unauthorized", "busy", "failed", …);
     // null for snapwake's problems.
     this.gateway = problem.gateway || null;

@@ -2,7 +2,8 @@
 // text nodes only (never HTML from data); buttons carry data-action and data-key, and
 // main.js handles their clicks in one place.
 
-import { GROUPS, KINDS, STATE_LABELS, agentName, count, relative, shortWhen, until, when } from "./format.js";
+import { GROUPS, KINDS, STATE_LABELS, agentName, count, duration, relative, shortWhen, until, when } from "./format.js";
+import { nextEvent, scheduleText, shortIn } from "./schedule.js";
 
 /** Build an element: `h("p", {class: "x"}, "text", child)`. */
 export function h(tag, attrs = {}, ...children) {
@@ -39,7 +40,9 @@ function timeEl(iso, text) {
 }
 
 function button(label, action, key, extra = {}) {
-  const { busy, disabled, reason, ...attrs } = extra;
+  const { busy, disabled, why, ...attrs } = extra;
+  // Disabled says why in words on the card (`why`: the id of that line), never only in a
+  // tooltip; busy points at the progress line that says what is under way.
   return h(
     "button",
     {
@@ -47,13 +50,16 @@ function button(label, action, key, extra = {}) {
       class: attrs.class || "secondary",
       "aria-label": attrs["aria-label"],
       "aria-disabled": busy ? "true" : undefined,
+      "aria-describedby": busy ? busyId(key) : disabled ? why : undefined,
       disabled: disabled && !busy ? true : undefined,
-      title: disabled ? reason : undefined,
       dataset: { action, key, ...(attrs.dataset || {}), focus: `${action}:${key}:${attrs.dataset?.snapshot ?? ""}:${attrs.dataset?.hours ?? ""}` },
     },
     label,
   );
 }
+
+const slug = (key) => key.replace(/[^A-Za-z0-9_-]/g, "_");
+const busyId = (key) => `busy-${slug(key)}`;
 
 function problemBox(problem, key) {
   return h(
@@ -63,6 +69,52 @@ function problemBox(problem, key) {
     problem.detail ? h("span", {}, ` ${problem.detail}`) : null,
     problem.requestId ? h("small", {}, ` (request ${problem.requestId})`) : null,
     problem.retryable && key ? button("Try again", "retry", key) : null,
+  );
+}
+
+/**
+ * The state a card shows. A wake that failed leaves the agent asleep, its snapshot intact,
+ * even while AgentKit still lists the session it tried to start: the card says asleep, with
+ * the failure and "Try again", not "Starting". An agent awake after all is awake.
+ */
+export function shownState(agent) {
+  if (agent.wake?.state === "failed" && ["starting", "waking", "asleep"].includes(agent.state)) return "asleep";
+  return agent.state;
+}
+
+/**
+ * What failed in the agent's last wake, as one notice: the problem its Wake button ended
+ * with on this page, else the view's own record of a failed wake. Null when it is awake (the
+ * failure is past) or no wake failed.
+ */
+function wakeFailure(agent, problem) {
+  if (shownState(agent) === "awake") return null;
+  const mine = problem?.verb === "wake" ? problem : null;
+  if (agent.wake?.state === "failed") {
+    return {
+      title: mine?.title || "Wake failed",
+      detail: mine?.detail || agent.wake.error || "no reason was given",
+      requestId: mine?.requestId,
+      since: mine ? null : agent.wake.since,
+    };
+  }
+  if (mine?.retryable) return { title: mine.title, detail: mine.detail, requestId: mine.requestId };
+  return null;
+}
+
+function failureNotice(failure, agent, key) {
+  return h(
+    "div",
+    { class: "problem wake-failed", role: "alert" },
+    h(
+      "p",
+      {},
+      h("strong", {}, failure.title),
+      failure.since ? h("span", { class: "muted" }, ` (${shortWhen(failure.since)})`) : null,
+      failure.detail ? ` — ${failure.detail}` : null,
+      failure.requestId ? h("small", {}, ` (request ${failure.requestId})`) : null,
+    ),
+    button("Try again", "retry", key, { class: "primary", "aria-label": `Try again: wake ${agentName(agent)}` }),
   );
 }
 
@@ -119,42 +171,138 @@ function snapshotList(agent, key, busy) {
   );
 }
 
-function actions(agent, key, ctx) {
+/** Why Wake cannot act in a state it is shown in, or null when it can. */
+function wakeBlocked(agent, shown) {
+  switch (shown) {
+    case "asleep":
+      return null;
+    case "waking":
+    case "starting":
+      return "Wake: it is already waking; Refresh shows when it is awake";
+    case "sleeping":
+      return "Wake: it is going to sleep; wake it once it is asleep";
+    case "deleting":
+      return "Wake: it is being deleted";
+    case "unavailable":
+      return agent.retention === "temporary"
+        ? "Wake: a temporary agent keeps no snapshot to wake from"
+        : "Wake: it has no snapshot to wake from";
+    default:
+      return "Wake: AgentKit reports a status snapshot cannot wake from";
+  }
+}
+
+/** An http(s) `open_url`, or null (never a `javascript:` or other scheme). */
+function openHref(agent) {
+  if (typeof agent.open_url !== "string" || !agent.open_url) return null;
+  try {
+    const url = new URL(agent.open_url);
+    return url.protocol === "https:" || url.protocol === "http:" ? url.href : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * The card's buttons, and under them, in words, why any of them cannot act (each disabled
+ * button is described by its line). Only what fits the state is offered: an awake agent has
+ * Open, Sleep now and Keep awake; any other has Wake (or, after a failed wake, the notice's
+ * "Try again" instead).
+ */
+function actions(agent, shown, key, ctx, failed) {
   const busy = ctx.busy.get(key);
-  const awake = agent.state === "awake";
+  const awake = shown === "awake";
   const name = agentName(agent);
   const label = (verb, idle) => (busy?.verb === verb ? busy.label : idle);
-  const keep = (hours) => {
-    const ttl = awake ? extension(agent, hours, ctx.maxTtlS) : null;
-    return button(label(`keep${hours}`, `+${hours} h`), "keep", key, {
-      busy: Boolean(busy),
-      disabled: !ttl,
-      reason: "Already awake for the longest a session may last",
-      "aria-label": `+${hours} h: keep ${name} awake ${hours} more hour${hours > 1 ? "s" : ""}`,
-      dataset: { hours },
-    });
+  const reasons = [];
+  const why = (what, text) => {
+    const id = `why-${what}-${slug(key)}`;
+    reasons.push(h("li", { id }, text));
+    return id;
   };
-  return h(
-    "div",
-    { class: "actions" },
-    button(label("wake", "Wake"), "wake", key, {
+  const buttons = [];
+  if (awake) {
+    const href = openHref(agent);
+    if (href) {
+      buttons.push(h(
+        "a",
+        { class: "button primary", href, target: "_blank", rel: "noopener", "aria-label": `Open ${name} (opens a new tab)` },
+        "Open",
+        h("span", { class: "new-tab", "aria-hidden": "true" }, "↗"),
+      ));
+    }
+    const temporary = agent.retention !== "recoverable";
+    buttons.push(button(label("sleep", "Sleep now"), "sleep", key, {
+      busy: Boolean(busy),
+      disabled: temporary,
+      why: temporary && !busy ? why("sleep", "Sleep: temporary agents can't sleep (no snapshot would be kept)") : undefined,
+      "aria-label": `Sleep now: put ${name} to sleep`,
+    }));
+    const ttls = [1, 4].map((hours) => extension(agent, hours, ctx.maxTtlS));
+    const keepWhy = ttls.some((t) => !t) && !busy
+      ? why("keep", `Keep awake: the session already lasts the longest allowed (${duration(ctx.maxTtlS * 1000)})`)
+      : undefined;
+    const keep = (hours, ttl) =>
+      button(label(`keep${hours}`, `+${hours} h`), "keep", key, {
+        busy: Boolean(busy),
+        disabled: !ttl,
+        why: keepWhy,
+        "aria-label": `+${hours} h: keep ${name} awake ${hours} more hour${hours > 1 ? "s" : ""}`,
+        dataset: { hours },
+      });
+    buttons.push(h(
+      "span",
+      { class: "keep", role: "group", "aria-label": `Keep ${name} awake longer` },
+      h("span", { class: "keep-label", "aria-hidden": "true" }, "Keep awake"),
+      keep(1, ttls[0]),
+      keep(4, ttls[1]),
+    ));
+  } else if (!failed) {
+    const blocked = busy?.verb === "wake" ? null : wakeBlocked(agent, shown);
+    buttons.push(button(label("wake", "Wake"), "wake", key, {
       class: "primary",
       busy: Boolean(busy),
-      disabled: agent.state !== "asleep",
-      reason: "Only an asleep agent can be woken",
+      disabled: Boolean(blocked),
+      why: blocked && !busy ? why("wake", blocked) : undefined,
       "aria-label": busy?.verb === "wake" ? `Waking ${name}` : `Wake ${name}`,
+    }));
+  }
+  return [
+    buttons.length ? h("div", { class: "actions" }, buttons) : null,
+    reasons.length ? h("ul", { class: "why" }, reasons) : null,
+  ];
+}
+
+/**
+ * The agent's schedule in words, its next occurrence, and the button that edits it. An agent
+ * snapwake keeps no record of yet (one made outside it, never woken since: no `etag`) cannot
+ * have a schedule until it has one.
+ */
+function scheduleLine(agent, key, busy) {
+  const s = agent.schedule;
+  const name = agentName(agent);
+  const next = s ? nextEvent(s) : null;
+  const norecord = !agent.etag;
+  const whyId = `why-schedule-${slug(key)}`;
+  return h(
+    "div",
+    { class: "schedule" },
+    h(
+      "p",
+      {},
+      s ? scheduleText(s) : h("span", { class: "muted" }, "No schedule"),
+      next
+        ? [` — next ${next.action} `, h("time", { datetime: next.at, title: when(next.at) }, shortIn(next.at, s.timezone))]
+        : null,
+    ),
+    button(s ? "Edit schedule" : "Set a schedule", "schedule", key, {
+      class: "link",
+      busy,
+      disabled: norecord,
+      why: norecord && !busy ? whyId : undefined,
+      "aria-label": s ? `Edit the schedule of ${name}` : `Set a schedule for ${name}`,
     }),
-    awake
-      ? button(label("sleep", "Sleep now"), "sleep", key, {
-        busy: Boolean(busy),
-        disabled: agent.retention !== "recoverable",
-        reason: "A temporary agent keeps no snapshot to sleep in",
-        "aria-label": `Sleep now: put ${name} to sleep`,
-      })
-      : null,
-    awake
-      ? h("span", { class: "keep", role: "group", "aria-label": `Keep ${name} awake longer` }, h("span", { class: "keep-label", "aria-hidden": "true" }, "Keep awake"), keep(1), keep(4))
-      : null,
+    norecord ? h("p", { class: "why", id: whyId }, "Schedule: snapwake keeps no record of this agent yet; wake it once first") : null,
   );
 }
 
@@ -162,8 +310,9 @@ function card(agent, ctx) {
   const key = keyOf(agent);
   const busy = ctx.busy.get(key);
   const problem = ctx.problems.get(key);
-  const titleId = `t-${key.replace(/[^A-Za-z0-9_-]/g, "_")}`;
-  const failed = agent.wake?.state === "failed";
+  const titleId = `t-${slug(key)}`;
+  const shown = shownState(agent);
+  const failure = busy ? null : wakeFailure(agent, problem);
   const name = agentName(agent);
   const showOwner = ctx.showOwners;
   return h(
@@ -171,12 +320,12 @@ function card(agent, ctx) {
     {},
     h(
       "article",
-      { class: `card state-${agent.state}`, "aria-labelledby": titleId, "aria-busy": busy ? "true" : "false", tabindex: "-1", dataset: { key } },
+      { class: `card state-${shown}`, "aria-labelledby": titleId, "aria-busy": busy ? "true" : "false", tabindex: "-1", dataset: { key } },
       h(
         "header",
         { class: "card-head" },
         h("h3", { id: titleId }, agentName(agent)),
-        h("span", { class: `badge badge-${agent.state}` }, busy?.badge || STATE_LABELS[agent.state] || agent.state),
+        h("span", { class: `badge badge-${shown}` }, busy?.badge || STATE_LABELS[shown] || shown),
       ),
       h(
         "p",
@@ -185,10 +334,8 @@ function card(agent, ctx) {
         h("span", {}, agent.retention === "recoverable" ? "Recoverable" : "Temporary"),
         showOwner ? h("span", {}, agent.owner ? `Owner: ${agent.owner}` : "No owner recorded") : null,
       ),
-      sessionLine(agent),
-      failed
-        ? h("p", { class: "wake-error" }, h("strong", {}, "Last wake failed"), agent.wake.since ? ` (${shortWhen(agent.wake.since)})` : "", `: ${agent.wake.error || "no reason given"}`)
-        : null,
+      // A session a failed wake left behind is not the agent's: it is shown asleep.
+      shown === agent.state || !agent.session ? sessionLine(agent) : h("p", { class: "muted" }, "No live session"),
       agent.wake?.state === "waking" && agent.wake.reason === "SNAPSHOT_IN_PROGRESS"
         ? h("p", { class: "progress" }, "AgentKit is still saving the last session; the agent wakes from it as soon as it is ready")
         : null,
@@ -196,9 +343,10 @@ function card(agent, ctx) {
         ? h("p", { class: "wake-error" }, h("strong", {}, "AgentKit reports an unexpected status"), `: ${agent.session?.status || "none"}. Nothing is started beside it; try again later, or delete the agent.`)
         : null,
       snapshotList(agent, key, Boolean(busy)),
-      busy ? h("p", { class: "progress" }, h("span", { class: "spinner", "aria-hidden": "true" }), busy.progress || busy.label) : null,
-      problem ? problemBox(problem, key) : null,
-      actions(agent, key, ctx),
+      scheduleLine(agent, key, Boolean(busy)),
+      busy ? h("p", { class: "progress", id: busyId(key) }, h("span", { class: "spinner", "aria-hidden": "true" }), busy.progress || busy.label) : null,
+      failure ? failureNotice(failure, agent, key) : problem && !(problem.verb === "wake" && shown === "awake") ? problemBox(problem, key) : null,
+      actions(agent, shown, key, ctx, Boolean(failure)),
       h(
         "footer",
         { class: "card-foot" },
@@ -219,7 +367,7 @@ export function render(container, agents, ctx) {
   const focusedCard = document.activeElement?.closest?.("article.card")?.dataset.key;
   const sections = [];
   for (const group of GROUPS) {
-    const members = agents.filter((a) => group.states.includes(a.state));
+    const members = agents.filter((a) => group.states.includes(shownState(a)));
     if (!members.length) continue;
     sections.push(
       h(
@@ -230,7 +378,7 @@ export function render(container, agents, ctx) {
       ),
     );
   }
-  const others = agents.filter((a) => !GROUPS.some((g) => g.states.includes(a.state)));
+  const others = agents.filter((a) => !GROUPS.some((g) => g.states.includes(shownState(a))));
   if (others.length) {
     sections.push(h("section", { class: "group" }, h("h2", {}, "Other"), h("ul", { class: "cards" }, others.map((a) => card(a, ctx)))));
   }

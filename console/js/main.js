@@ -5,6 +5,7 @@
 import { Api, Problem } from "./api.js";
 import { h, keyOf, problemBox, render, extension } from "./cards.js";
 import { confirmDialog, createDialog } from "./dialogs.js";
+import { scheduleDialog } from "./schedule-dialog.js";
 import { agentName, count, duration, shortWhen, until, when } from "./format.js";
 import { localSession } from "./identity.js";
 import { oidcSession } from "./auth.js";
@@ -26,6 +27,7 @@ const state = {
   retries: new Map(), // agent key → how to run that action again
   generation: 0, // bumped when the identity changes: late answers for the old one are dropped
   signInProblem: null, // why the sign-in this page came back from failed (deployed)
+  schedules: null, // the schedule editor
 };
 
 function announce(text) {
@@ -75,9 +77,16 @@ function draw() {
   if (notes.length) $("agents").prepend(h("p", { class: "note" }, notes.join(" ")));
   const pager = $("pager");
   pager.hidden = !(state.admin && mode === "everyone");
-  $("page-label").textContent = `Page ${state.scope.page}`;
-  $("first-page").disabled = state.scope.page <= 1;
-  $("next-page").disabled = !listing?.next_cursor;
+  // The label says why a pager button is off (each disabled one is described by it).
+  const first = state.scope.page <= 1;
+  const last = !listing?.next_cursor;
+  const where = first && last ? " (the only one)" : first ? " (the first)" : last ? " (the last)" : "";
+  $("page-label").textContent = `Page ${state.scope.page}${where}`;
+  for (const [id, off] of [["first-page", first], ["next-page", last]]) {
+    $(id).disabled = off;
+    if (off) $(id).setAttribute("aria-describedby", "page-label");
+    else $(id).removeAttribute("aria-describedby");
+  }
 }
 
 function query() {
@@ -178,6 +187,7 @@ async function act(agent, verb, words, run) {
       await load({ keepProblem: true });
     } else {
       e.shownAt = Date.now();
+      e.verb = verb;
       state.problems.set(key, e);
       // Changed since it was shown (If-Match): show it as it is now, the problem on its card.
       if (e.status === 412) {
@@ -193,7 +203,15 @@ async function act(agent, verb, words, run) {
   }
 }
 
-function wake(agent) {
+const pause = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * Wake `agent`. `again`: "Try again" on a failure the page knows only from the agent's view
+ * (after a reload). A failed wake stays the answer for its Retry-After, so the first answer
+ * may be that same failure: when the agent's record still shows it (the same `since`), ask
+ * once more after the Retry-After, which starts the new wake.
+ */
+function wake(agent, { again = false } = {}) {
   const name = agentName(agent);
   return act(agent, "wake", {
     busy: "Waking…",
@@ -205,7 +223,17 @@ function wake(agent) {
         : `${name} is still waking${v?.wake?.since ? ` (since ${shortWhen(v.wake.since)})` : ""}: its session is starting…`,
     done: () => `${name} is awake.`,
     failed: `${name} did not wake`,
-  }, (hooks) => state.api.resume(agent, hooks));
+  }, async (hooks) => {
+    try {
+      return await state.api.resume(agent, hooks);
+    } catch (e) {
+      if (!again || !(e instanceof Problem) || e.status !== 502 || !e.retryable) throw e;
+      const now = (await state.api.call("GET", Api.path(agent), {}, hooks)).body;
+      if (now?.wake?.state !== "failed" || now.wake.since !== agent.wake?.since) throw e;
+      await pause(e.retryAfter ?? 3000);
+      return state.api.resume(agent, hooks);
+    }
+  });
 }
 
 function sleepNow(agent) {
@@ -301,13 +329,16 @@ $("agents").addEventListener("click", (e) => {
       return deleteAgent(agent);
     case "delete-snapshot":
       return deleteSnapshot(agent, button.dataset.snapshot);
+    case "schedule":
+      return state.schedules.open(agent);
     case "retry": {
       // A failed wake stays the answer for its Retry-After (everyone polling it learns how it
       // ended); a retry after that is a new wake. So "Try again" waits out what is left of it.
       const shown = state.problems.get(key);
       const left = shown?.shownAt ? (shown.retryAfter ?? 0) - (Date.now() - shown.shownAt) : 0;
-      const again = () => state.retries.get(key)?.();
-      return left > 0 ? new Promise((r) => setTimeout(r, left)).then(again) : again();
+      // After a reload the failed wake is only in the agent's view: wake it again.
+      const again = () => (state.retries.get(key) ?? (() => wake(find(key) || agent, { again: true })))();
+      return left > 0 ? pause(left).then(again) : again();
     }
     default:
   }
@@ -445,6 +476,15 @@ async function main() {
     },
   });
   $("new-agent").addEventListener("click", () => dialog.open());
+  state.schedules = scheduleDialog({
+    api: state.api,
+    announce,
+    onSaved: (agent, schedule) => {
+      const now = find(keyOf(agent));
+      if (now) now.schedule = schedule;
+      draw();
+    },
+  });
   await begin();
   // Times such as "in 7 h 58 min" move on: redraw now and then (no request).
   setInterval(() => {

@@ -189,9 +189,9 @@ def watched(browser):
     """A fresh browser context at desktop size; fails the test on any browser error."""
     contexts = []
 
-    def open_page(width=1280, height=900):
+    def open_page(width=1280, height=900, timezone_id="UTC", color_scheme="light"):
         ctx = browser.new_context(viewport={"width": width, "height": height}, locale="en-GB",
-                                  timezone_id="UTC")
+                                  timezone_id=timezone_id, color_scheme=color_scheme)
         contexts.append(ctx)
         w = Watched(ctx.new_page())
         w.page.set_default_timeout(20_000)

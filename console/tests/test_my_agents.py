@@ -41,7 +41,8 @@ def test_alice_sees_her_agents_grouped_by_state_and_nobody_elses(watched, server
     first, second = (dates.nth(i).get_attribute("datetime") for i in range(2))
     assert first > second, "snapshots newest first"
     expect(helper.get_by_role("button", name="Wake Data helper")).to_be_enabled()
-    expect(card(page, "Research claw").get_by_role("button", name="Wake Research claw")).to_be_disabled()
+    # An awake agent offers what fits it (no Wake at all), and says why what cannot act is off.
+    expect(card(page, "Research claw").get_by_role("button", name="Wake Research claw")).to_have_count(0)
     expect(card(page, "Research claw")).to_contain_text("Session ends")
     # Foreign agents are not shown (bob's, carol's, the ownerless one).
     for foreign in ("Bob's notebook", "Mail sorter", "Crawler", "Pair programmer"):
@@ -263,16 +264,17 @@ def test_an_admin_pages_through_everyone(watched, server):
     filt.get_by_role("radio", name="Everyone").check()
     page.get_by_label("Per page").select_option("5")
     filt.get_by_role("button", name="Show").click()
-    expect(page.locator("#page-label")).to_have_text("Page 1")
+    expect(page.locator("#page-label")).to_have_text("Page 1 (the first)")
     expect(page.locator("article.card")).to_have_count(5)
     first = page.locator("article.card h3").all_inner_texts()
     expect(page.locator("article.card").first).to_contain_text("Owner:")
     w.shot("06-admin-everyone")
     page.get_by_role("button", name="Next page").click()
-    expect(page.locator("#page-label")).to_have_text("Page 2")
+    expect(page.locator("#page-label")).to_have_text("Page 2 (the last)")
     expect(page.locator("article.card")).to_have_count(4)
     second = page.locator("article.card h3").all_inner_texts()
     expect(page.get_by_role("button", name="Next page")).to_be_disabled()
+    expect(page.get_by_role("button", name="Next page")).to_have_accessible_description("Page 2 (the last)")
     everyone = first + second
     assert len(everyone) == 9 and len(set(everyone)) == 9, everyone
     for name in ("Data helper", "Bob's notebook", "Mail sorter", "Crawler", "Pair programmer"):
@@ -281,7 +283,7 @@ def test_an_admin_pages_through_everyone(watched, server):
     assert listed and all(r["headers"].get("x-snapwake-admin") == "1" for r in listed)
     assert any("limit=5" in r["url"] and "cursor=" in r["url"] for r in listed)
     page.get_by_role("button", name="First page").click()
-    expect(page.locator("#page-label")).to_have_text("Page 1")
+    expect(page.locator("#page-label")).to_have_text("Page 1 (the first)")
 
     # One owner's agents.
     filt.get_by_label("Owner id").fill("carol")
@@ -315,8 +317,11 @@ def test_a_failed_wake_shows_the_problem_and_tries_again(watched, server):
     expect(again).to_be_visible()
     _, _, view = server.api("GET", f"/v1/agents/codex/{DATA_HELPER}")
     assert view["wake"]["state"] == "failed"
+    # Listed again, the view's failed wake and the page's problem are one notice, not two.
     page.get_by_role("button", name="Refresh").click()
-    expect(helper.locator(".wake-error")).to_contain_text("Last wake failed")
+    expect(page.locator("#status")).to_have_text("4 agents listed.")
+    expect(helper.get_by_role("alert")).to_have_count(1)
+    expect(helper.locator(".wake-error")).to_have_count(0)
     w.shot("07-wake-failed")
     again.click()
     expect(helper.locator(".badge")).to_have_text("Awake", timeout=30_000)

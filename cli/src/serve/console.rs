@@ -44,9 +44,12 @@ static ASSETS: &[Asset] = &[
     asset!("js/api.js", JS),
     asset!("js/auth.js", JS),
     asset!("js/cards.js", JS),
+    asset!("js/cron.js", JS),
     asset!("js/dialogs.js", JS),
     asset!("js/format.js", JS),
     asset!("js/identity.js", JS),
+    asset!("js/schedule.js", JS),
+    asset!("js/schedule-dialog.js", JS),
 ];
 
 /// The policy of every page file: nothing but this origin, nothing inline.
