@@ -75,23 +75,31 @@ impl Field {
         CronError(format!("{}: {what}", self.name))
     }
 
+    /// One value of the field: a number or, for months and weekdays, a name.
     fn value(&self, text: &str) -> Result<u32, CronError> {
+        if text.is_empty() {
+            return Err(self.err("a value is missing"));
+        }
         let upper = text.to_ascii_uppercase();
         if let Some(i) = self.names.iter().position(|n| *n == upper) {
             // Months are 1-based, weekdays 0-based.
             return Ok(i as u32 + self.min);
         }
-        let v: u32 = text.parse().map_err(|_| {
-            if text.chars().all(|c| c.is_ascii_alphabetic()) && !self.names.is_empty() {
-                self.err(format!("unknown name {text:?}"))
-            } else {
-                self.err(format!("{text:?} is not a number"))
-            }
-        })?;
-        if v < self.min || v > self.max {
-            return Err(self.err(format!("{v} is out of range {}-{}", self.min, self.max)));
+        // Digits only: `str::parse` would also take "+5".
+        if !text.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(
+                if text.bytes().all(|b| b.is_ascii_alphabetic()) && !self.names.is_empty() {
+                    self.err(format!("unknown name {text:?}"))
+                } else {
+                    self.err(format!("{text:?} is not a number"))
+                },
+            );
         }
-        Ok(v)
+        // Too many digits for a u32 is out of range too, and is said so in the person's digits.
+        match text.parse::<u32>() {
+            Ok(v) if (self.min..=self.max).contains(&v) => Ok(v),
+            _ => Err(self.err(format!("{text} is out of range {}-{}", self.min, self.max))),
+        }
     }
 
     /// The set of values `text` allows, as bits.
@@ -103,9 +111,12 @@ impl Field {
             }
             let (range, step) = match item.split_once('/') {
                 Some((r, s)) => {
-                    let step: u32 = s
-                        .parse()
-                        .map_err(|_| self.err(format!("step {s:?} is not a number")))?;
+                    let step = s
+                        .bytes()
+                        .all(|b| b.is_ascii_digit())
+                        .then(|| s.parse::<u32>().ok())
+                        .flatten()
+                        .ok_or_else(|| self.err(format!("step {s:?} is not a number")))?;
                     if step == 0 {
                         return Err(self.err("a step of 0"));
                     }
@@ -126,11 +137,10 @@ impl Field {
                 // `a/n` runs from a to the field's end.
                 (a, if step.is_some() { self.max } else { a })
             };
-            let step = step.unwrap_or(1);
-            let mut v = from;
-            while v <= to {
+            // `step_by` cannot overflow where `v += step` would on "*/4294967295".
+            let step = usize::try_from(step.unwrap_or(1)).unwrap_or(usize::MAX);
+            for v in (from..=to).step_by(step) {
                 bits |= 1 << v;
-                v += step;
             }
         }
         Ok(bits)

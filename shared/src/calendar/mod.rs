@@ -1,12 +1,24 @@
 //! When: five-field cron expressions in IANA time zones, and the instants they fire at
-//! (docs/schedules.md, "Daylight saving and odd expressions"). Pure: no I/O, nothing of ours.
+//! (docs/schedules.md, "When: cron and time zones"). The module owns the expression
+//! ([`Cron`]), the zone ([`Zone`]) and the occurrences ([`next_after`], [`upcoming`]); what a
+//! schedule does at an occurrence is `schedule`'s. Pure: no I/O, no clock, nothing of ours.
 //!
-//! Occurrences are instants. A local time that does not exist (the spring-forward gap) fires
-//! at the next valid minute, which is the transition itself; a local time that exists twice
-//! (the autumn fold) fires once, at the earlier instant. Several local times in one gap fire
-//! once together, since an occurrence is always strictly after the previous one.
+//! - Fields: minute 0-59, hour 0-23, day-of-month 1-31, month 1-12 or JAN-DEC, day-of-week
+//!   0-7 or SUN-SAT (0 and 7 are Sunday); names are case-insensitive. Each field is `*`, a
+//!   value, a range `a-b`, a step `*/n`, `a-b/n` or `a/n` (from `a` to the field's end), or a
+//!   comma list of those. Step 0, backward ranges, empty items, macros (`@daily`) and a
+//!   seconds field are refused, each error naming its field.
+//! - Vixie cron's day rule: when both day-of-month and day-of-week are restricted (neither
+//!   starts with `*`), a day matches if either does; otherwise both must.
+//! - Occurrences are instants, at second 0 of a local minute. A local time that does not
+//!   exist (the spring-forward gap) fires at the next valid minute, which is the transition
+//!   itself: Berlin's 2026-03-29 02:30 fires at 03:00 CEST (01:00Z). A local time that exists
+//!   twice (the autumn fold) fires once, at the earlier instant. Several local times in one
+//!   gap fire once together, since an occurrence is always strictly after the previous one.
+//! - An expression with no occurrence within [`HORIZON_DAYS`] never fires.
 //!
-//! Files: `cron.rs` (the expression), `zone.rs` (the zone), this (occurrences), `tests.rs`.
+//! Files: `cron.rs` (the expression), `zone.rs` (the zone), this (occurrences), `tests.rs`
+//! and `tests/` (cases worked out by hand, and a property against a minute-by-minute scan).
 
 mod cron;
 mod zone;
@@ -21,21 +33,29 @@ use jiff::Timestamp;
 pub use cron::{Cron, CronError};
 pub use zone::{Zone, ZoneError};
 
-/// How far ahead an occurrence is looked for: past every leap-day-on-a-weekday combination
-/// (`0 0 29 2 MON` fires in some year of any eight), so "never within this" means never.
+/// How far ahead an occurrence is looked for, about eight years: the longest wait between
+/// two 29ths of February (2096 to 2104, 2100 is no leap year) fits, so `0 0 29 2 *` is always
+/// found and `0 0 31 2 *` is known never to fire after ~3,000 cheap day checks. Rarer still
+/// is possible (`0 0 29 2 */7`, a leap day on a Sunday, every 28 years or so: day-of-week
+/// starts with `*`, so both day fields must match); beyond the horizon counts as never.
 pub const HORIZON_DAYS: i32 = 366 * 8 + 2;
 
 /// The first occurrence of `cron` in `zone` strictly after `after`; `None` when there is none
 /// within [`HORIZON_DAYS`].
+///
+/// Candidate local times are read in order and each is mapped to its instant. That mapping
+/// never goes backwards (a gap's times all map to its end, a fold's to its first pass), so
+/// the first instant after `after` is the earliest occurrence. Days the expression does not
+/// match are skipped with a few bit tests; the zone is consulted only for minutes that match.
 pub fn next_after(cron: &Cron, zone: &Zone, after: Timestamp) -> Option<Timestamp> {
-    let tz = zone.tz();
-    // A day earlier than `after`'s local date: a gap can move an occurrence of the previous
-    // local day past `after` (never more than a day).
-    let start = after.to_zoned(tz.clone()).date().yesterday().ok()?;
-    let mut day = start;
+    // The local time `after` reads. It maps to `after` itself, or to the first pass when it
+    // lies in the second pass of a fold, so by the ordering above no local time up to it can
+    // fire later than `after`: the search starts on its date, past it.
+    let now = zone.tz().to_datetime(after);
+    let mut day = now.date();
     for _ in 0..HORIZON_DAYS {
         if cron.matches_date(day) {
-            if let Some(found) = first_on(cron, zone, day, after) {
+            if let Some(found) = first_on(cron, zone, day, now, after) {
                 return Some(found);
             }
         }
@@ -44,9 +64,10 @@ pub fn next_after(cron: &Cron, zone: &Zone, after: Timestamp) -> Option<Timestam
     None
 }
 
-/// The next `n` occurrences strictly after `after`.
+/// The next `n` occurrences strictly after `after`, ascending (fewer when the expression
+/// runs out within the horizon).
 pub fn upcoming(cron: &Cron, zone: &Zone, after: Timestamp, n: usize) -> Vec<Timestamp> {
-    let mut out = Vec::with_capacity(n);
+    let mut out = Vec::with_capacity(n.min(64));
     let mut from = after;
     while out.len() < n {
         match next_after(cron, zone, from) {
@@ -60,12 +81,23 @@ pub fn upcoming(cron: &Cron, zone: &Zone, after: Timestamp, n: usize) -> Vec<Tim
     out
 }
 
-/// The first occurrence on local day `day` after `after`, in the order of local times, which
-/// is the order of instants (a gap maps onto its transition, a fold onto its earlier instant).
-fn first_on(cron: &Cron, zone: &Zone, day: Date, after: Timestamp) -> Option<Timestamp> {
+/// The first occurrence on local day `day` after `after` (whose local reading is `now`), in
+/// the order of local times, which is the order of instants.
+fn first_on(
+    cron: &Cron,
+    zone: &Zone,
+    day: Date,
+    now: DateTime,
+    after: Timestamp,
+) -> Option<Timestamp> {
     for hour in cron.hours() {
         for minute in cron.minutes() {
             let local = day.at(hour, minute, 0, 0);
+            if local <= now {
+                continue;
+            }
+            // Still compared: in the second pass of a fold, a later local time can map to the
+            // first pass, before `after`.
             if let Some(t) = instant(zone, local) {
                 if t > after {
                     return Some(t);
@@ -87,8 +119,8 @@ fn instant(zone: &Zone, local: DateTime) -> Option<Timestamp> {
             let b = after.to_timestamp(local).ok()?;
             Some(a.min(b))
         }
-        // The transition: the first instant after the local time read with the later offset
-        // (which lies before the gap) at which the zone changes.
+        // The transition: the local time read with the later (larger) offset is an instant
+        // before the gap; the zone's next change after it is the gap's end.
         AmbiguousOffset::Gap { after, .. } => {
             let probe = after.to_timestamp(local).ok()?;
             tz.following(probe).next().map(|t| t.timestamp())

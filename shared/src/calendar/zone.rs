@@ -4,46 +4,59 @@
 
 use jiff::tz::TimeZone;
 
-/// A time zone a schedule names.
+/// Longer than any name in the database (the longest is 32 characters).
+const MAX_LEN: usize = 64;
+
+/// A time zone a schedule names: an IANA name found in the bundled database.
 #[derive(Clone, Debug)]
 pub struct Zone {
     name: String,
     tz: TimeZone,
 }
 
+/// Why a name is not a zone of the database.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
 pub struct ZoneError(String);
 
 impl Zone {
-    /// The zone called `name` in the IANA database ("Europe/Berlin", "UTC"). Lookup is
-    /// case-insensitive, as jiff's; the zone keeps its canonical spelling. Offsets ("+02:00"),
-    /// abbreviations ("CEST") and POSIX rules are refused: they do not follow a place's
-    /// daylight-saving changes, which is what a person's working hours do.
+    /// The zone called `name` in the IANA database ("Europe/Berlin", "UTC", "Etc/GMT+2").
+    ///
+    /// Lookup is case-insensitive, as jiff's is: "europe/berlin" is Europe/Berlin, and the
+    /// zone keeps the database's spelling, so what is stored and shown is canonical. We chose
+    /// that over refusing, since the spelling carries no meaning and a picker or a person may
+    /// lower-case it. Everything else is refused, with no trimming: offsets ("+02:00"),
+    /// abbreviations that are not zone names ("CEST"), POSIX rules ("CET-1CEST"), paths and
+    /// names with whitespace. An offset or an abbreviation does not follow a place's
+    /// daylight-saving changes, which is what a person's working hours do. (A few legacy
+    /// names of the database, "CET" or "EST5EDT", are zones in it and accepted.)
     pub fn named(name: &str) -> Result<Zone, ZoneError> {
-        let trimmed = name.trim();
-        let plausible = !trimmed.is_empty()
-            && trimmed.len() <= 64
-            && trimmed
+        // The database's names are ASCII letters, digits, `/ _ - +` and start with a letter;
+        // checking that first keeps any other input (paths, whitespace, control characters)
+        // away from the lookup and out of the error's quoting.
+        let plausible = !name.is_empty()
+            && name.len() <= MAX_LEN
+            && name
                 .chars()
                 .all(|c| c.is_ascii_alphanumeric() || matches!(c, '/' | '_' | '-' | '+'))
-            && trimmed
-                .chars()
-                .next()
-                .is_some_and(|c| c.is_ascii_alphabetic());
+            && name.starts_with(|c: char| c.is_ascii_alphabetic());
         let not_found = || {
+            // Quote at most what a zone name could be: the message goes back in a 422.
+            let shown: String = name.chars().take(MAX_LEN).collect();
+            let more = if shown.len() < name.len() { "…" } else { "" };
             ZoneError(format!(
-                "{name:?} is not an IANA time zone (e.g. \"Europe/Berlin\", \"America/New_York\", \"UTC\")"
+                "{shown:?}{more} is not an IANA time zone (e.g. \"Europe/Berlin\", \"America/New_York\", \"UTC\")"
             ))
         };
         if !plausible {
             return Err(not_found());
         }
-        let tz = TimeZone::get(trimmed).map_err(|_| not_found())?;
-        let name = tz.iana_name().unwrap_or(trimmed).to_string();
+        let tz = TimeZone::get(name).map_err(|_| not_found())?;
+        let name = tz.iana_name().unwrap_or(name).to_string();
         Ok(Zone { name, tz })
     }
 
+    /// The zone's IANA name as the database spells it ("Europe/Berlin" for "europe/berlin").
     pub fn name(&self) -> &str {
         &self.name
     }
