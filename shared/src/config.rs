@@ -56,6 +56,9 @@ pub struct Config {
     /// Where a person works with an awake agent (`SNAPWAKE_OPEN_URL`, placeholders `{kind}`,
     /// `{agent_id}`, `{session_id}`); `None`: views carry no `open_url`.
     pub open_url: Option<crate::view::OpenUrl>,
+    /// The EventBridge bus state-change events go to (`SNAPWAKE_EVENT_BUS`, a name or an
+    /// ARN); `None`: none are published.
+    pub event_bus: Option<String>,
 }
 
 /// The one source offboarding events are accepted from unless configured otherwise.
@@ -110,6 +113,7 @@ impl Config {
                     var: "SNAPWAKE_OPEN_URL",
                     reason,
                 })?,
+            event_bus: get("SNAPWAKE_EVENT_BUS").map(|b| b.trim().to_string()),
         })
     }
 }

@@ -16,6 +16,7 @@
 //!   types; the strict simulator of the service is its own crate, `snapwake-sim`;
 //! - [`store`]: the table port (`AgentStore`) and its DynamoDB and in-memory adapters;
 //! - [`error`]: the one error type, mapped to problem+json in [`http::problem`];
+//! - [`events`]: state-change events: the store decorator that publishes them, EventBridge;
 //! - [`identity`]: the caller read from an API Gateway request, who may act on what, and the
 //!   UserSessionId codec;
 //! - [`http`]: the HTTP edge every function serves through: routes, problem+json, ETags;
@@ -46,6 +47,7 @@ pub mod domain;
 pub mod agentkit;
 pub mod store;
 pub mod error;
+pub mod events;
 pub mod identity;
 pub mod http;
 pub mod registry_cache;

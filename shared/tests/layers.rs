@@ -24,6 +24,7 @@ const LAYERS: &[&str] = &[
     "agentkit",
     "store",
     "error",
+    "events",
     "identity",
     "http",
     "registry_cache",

@@ -12,6 +12,7 @@ mod app;
 mod console;
 mod demo;
 mod description;
+mod events;
 mod local_only;
 
 use std::net::SocketAddr;
@@ -26,6 +27,8 @@ use snapwake::agentkit::{AgentKit, AgentKitClient};
 use snapwake::agentkit::{AgentKitConfig, CredentialsSource};
 use snapwake::config::Config;
 use snapwake::deadline::Deadline;
+use snapwake::events::recorded::Recorded;
+use snapwake::events::Announcing;
 use snapwake::identity::IdentityConfig;
 use snapwake::registry_cache::RegistryCache;
 use snapwake::store::dynamo::DynamoStore;
@@ -83,6 +86,9 @@ const REFRESH_EVERY: Duration = Duration::from_secs(60);
 /// Where `serve --demo` sends the Open action of an awake agent, unless `SNAPWAKE_OPEN_URL`
 /// says otherwise.
 const DEMO_OPEN_URL: &str = "https://studio.example/agents/{kind}/{agent_id}?session={session_id}";
+
+/// How many state-change events `GET /v1/events` shows.
+const EVENTS_KEPT: usize = 100;
 
 /// The longest one tick of the local server works (a deployed tick has its Lambda's time).
 const TICK_BUDGET: Duration = Duration::from_secs(50);
@@ -149,7 +155,9 @@ async fn run_with<S: AgentStore + ScheduleStore + 'static>(
     parts: Parts,
     store: S,
 ) -> Result<(), CliError> {
-    let store = Arc::new(store);
+    // State-change events are printed and kept for GET /v1/events (docs/events.md).
+    let events = Arc::new(Recorded::new(EVENTS_KEPT, true));
+    let store = Arc::new(Announcing::new(store, events.clone()));
     let agentkit = Arc::new(agentkit(&parts.config.agentkit).await?);
     let mut seeded = false;
     if let Some(sim) = &parts.sim {
@@ -318,7 +326,16 @@ async fn run_with<S: AgentStore + ScheduleStore + 'static>(
             seeded,
             parts.config.wake.max_ttl.as_secs(),
         )))
-        .fallback(handle::<S, AgentKitClient>)
+        .route(
+            "/v1/events",
+            axum::routing::get({
+                let identity = identity.clone();
+                move |uri: Uri, headers: HeaderMap| {
+                    events::last(events.clone(), identity.clone(), uri, headers)
+                }
+            }),
+        )
+        .fallback(handle::<Announcing<S, Arc<Recorded>>, AgentKitClient>)
         .with_state(app)
         .layer(axum::middleware::from_fn(local_only::loopback_host_only));
     println!(

@@ -321,7 +321,8 @@ impl<S: AgentStore, K: AgentKit> Create<S, K> {
         session: Session,
         region: &str,
     ) -> Result<Outcome> {
-        let changes = created_changes(&session, region);
+        let mut changes = created_changes(&session, region);
+        changes.announce = Some(snapwake::domain::Announce::Created);
         match lock.release(&mut held, WakeState::Awake, changes).await? {
             Written::Done(record) => Ok(Outcome::Created(Created { record, session })),
             // Our lease ran out and somebody else (a delete) took the agent over.

@@ -10,7 +10,7 @@ async fn main() -> Result<(), Error> {
     let config = Config::from_env()?;
     snapwake::view::set_open_url(config.open_url.clone());
     let create = Create {
-        store: bootstrap::dynamo_store(&config).await?,
+        store: bootstrap::announcing_store(&config).await?,
         agentkit: bootstrap::agentkit(&config).await?,
         registry: RegistryCache::new(config.tool_overrides.clone()),
         identity: config.identity.clone(),

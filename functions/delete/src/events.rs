@@ -6,7 +6,9 @@ use lambda_http::{Context, RequestExt};
 use serde_json::Value;
 use snapwake::agentkit::AgentKit;
 use snapwake::deadline::Deadline;
+use snapwake::domain::Trigger;
 use snapwake::error::Error;
+use snapwake::events::with_trigger;
 use snapwake::http::response;
 use snapwake::invocation::begin_event;
 use snapwake::metrics::{self, Record};
@@ -94,16 +96,16 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Delete<S, K> {
             .registry
             .get(&Within::new(&self.store, deadline))
             .await?;
-        Sweep {
+        let sweep = Sweep {
             store: &self.store,
             agentkit: &self.agentkit,
             registry: &registry,
             lock: &self.settings.lock,
             settings: &self.settings.sweep,
             progress,
-        }
-        .run(deadline, dry_run)
-        .await
+        };
+        // What it deletes is announced as the sweep's doing.
+        with_trigger(Trigger::Sweep, sweep.run(deadline, dry_run)).await
     }
 
     /// The index refresh: what is new on each snapshot Tool since the last one.
@@ -133,15 +135,14 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Delete<S, K> {
             .registry
             .get(&Within::new(&self.store, deadline))
             .await?;
-        Offboard {
+        let offboard = Offboard {
             store: &self.store,
             agentkit: &self.agentkit,
             registry: &registry,
             lock: &self.settings.lock,
             progress,
-        }
-        .run(owner, deadline, dry_run)
-        .await
+        };
+        with_trigger(Trigger::Offboarding, offboard.run(owner, deadline, dry_run)).await
     }
 
     /// Finish what earlier offboardings left.
@@ -150,15 +151,14 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Delete<S, K> {
             .registry
             .get(&Within::new(&self.store, deadline))
             .await?;
-        Offboard {
+        let offboard = Offboard {
             store: &self.store,
             agentkit: &self.agentkit,
             registry: &registry,
             lock: &self.settings.lock,
             progress: &crate::Quiet,
-        }
-        .finish_pending(deadline)
-        .await
+        };
+        with_trigger(Trigger::Offboarding, offboard.finish_pending(deadline)).await
     }
 }
 

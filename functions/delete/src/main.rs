@@ -15,7 +15,7 @@ async fn main() -> Result<(), Error> {
     snapwake::view::set_open_url(config.open_url.clone());
     let settings = DeleteSettings::from_config(&config);
     let delete = Delete {
-        store: bootstrap::dynamo_store(&config).await?,
+        store: bootstrap::announcing_store(&config).await?,
         agentkit: bootstrap::agentkit(&config).await?,
         registry: RegistryCache::new(config.tool_overrides.clone()),
         identity: config.identity.clone(),

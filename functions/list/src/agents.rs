@@ -10,7 +10,7 @@ use snapwake::error::{Error, Result};
 use snapwake::http::response;
 use snapwake::identity::Caller;
 use snapwake::index_sync::{index_status, IndexStatus};
-use snapwake::store::{AgentStore, ScheduleStore, Within};
+use snapwake::store::{AgentStore, Within};
 
 use crate::everyone::Everyone;
 use crate::gather::Missing;
@@ -35,7 +35,7 @@ struct Listing {
     next_cursor: Option<String>,
 }
 
-impl<S: AgentStore + ScheduleStore, K: AgentKit> List<S, K> {
+impl<S: AgentStore, K: AgentKit> List<S, K> {
     pub(crate) async fn list(
         &self,
         store: &Within<'_, S>,
@@ -81,7 +81,6 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> List<S, K> {
         let mut agents = collected.views(&kinds, q.state, &self.lock);
         let truncated = more_records || agents.len() > MAX_AGENTS;
         agents.truncate(MAX_AGENTS);
-        crate::schedules::attach(&self.store, &mut agents).await;
         tracing::info!(
             ?path,
             agents = agents.len(),
@@ -132,8 +131,6 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> List<S, K> {
         }
         .page(q.cursor.as_deref())
         .await?;
-        let mut page = page;
-        crate::schedules::attach(&self.store, &mut page.agents).await;
         Ok(response::json(
             200,
             &Listing {

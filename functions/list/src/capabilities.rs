@@ -6,11 +6,11 @@ use snapwake::agentkit::AgentKit;
 use snapwake::domain::{Kind, Retention, ToolRegistry};
 use snapwake::error::Result;
 use snapwake::http::response;
-use snapwake::store::{AgentStore, ScheduleStore, Within};
+use snapwake::store::{AgentStore, Within};
 
 use crate::List;
 
-impl<S: AgentStore + ScheduleStore, K: AgentKit> List<S, K> {
+impl<S: AgentStore, K: AgentKit> List<S, K> {
     pub(crate) async fn capabilities(&self, store: &Within<'_, S>) -> Result<Response<Body>> {
         let registry = self.registry.get(store).await?;
         Ok(response::json(200, &document(&registry)))

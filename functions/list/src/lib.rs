@@ -36,7 +36,6 @@ mod cursor;
 mod everyone;
 mod gather;
 mod one;
-mod schedules;
 mod owner;
 mod query;
 
@@ -55,7 +54,7 @@ use snapwake::index_sync::IndexStatus;
 use snapwake::lock::LockSettings;
 use snapwake::registry_cache::RegistryCache;
 use snapwake::secret::Secret;
-use snapwake::store::{AgentStore, ScheduleStore, Within};
+use snapwake::store::{AgentStore, Within};
 
 use crate::cursor::CursorKeys;
 
@@ -102,7 +101,7 @@ pub struct List<S, K> {
     freshness: Mutex<Option<(std::time::Instant, snapwake::index_sync::Freshness)>>,
 }
 
-impl<S: AgentStore + ScheduleStore, K: AgentKit> List<S, K> {
+impl<S: AgentStore, K: AgentKit> List<S, K> {
     pub fn new(
         store: S,
         agentkit: K,

@@ -10,7 +10,7 @@ use snapwake::error::{Error, Result};
 use snapwake::http::response;
 use snapwake::identity::{may_act, user_session_id, Caller};
 use snapwake::locate::{self, regions};
-use snapwake::store::{AgentStore, ScheduleStore, Within};
+use snapwake::store::{AgentStore, Within};
 use snapwake::timestamp::now_ms;
 
 use crate::gather::{
@@ -19,7 +19,7 @@ use crate::gather::{
 };
 use crate::List;
 
-impl<S: AgentStore + ScheduleStore, K: AgentKit> List<S, K> {
+impl<S: AgentStore, K: AgentKit> List<S, K> {
     /// `GET /v1/agents/{kind}/{agent_id}`.
     pub(crate) async fn one(
         &self,
@@ -54,8 +54,6 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> List<S, K> {
             &self.lock,
         )
         .ok_or(Error::AgentNotFound)?;
-        let mut view = view;
-        crate::schedules::attach(&self.store, std::slice::from_mut(&mut view)).await;
         let resp = response::json(200, &view);
         Ok(match &record {
             Some(record) => response::with_etag(resp, record),

@@ -6,12 +6,12 @@
 
 use lambda_http::{Body, Request, Response};
 use snapwake::agentkit::AgentKit;
-use snapwake::domain::{Retention, ScheduleRecord, WakeState};
+use snapwake::domain::{AgentKey, Retention, ScheduleRecord, ScheduleSummary, WakeState};
 use snapwake::error::{Error, Result};
 use snapwake::http::request::{self as req, Matched};
 use snapwake::http::response;
 use snapwake::schedule::{summary, Plan, ScheduleBody};
-use snapwake::store::{AgentStore, ScheduleStore, StoreError};
+use snapwake::store::{AgentStore, Changes, Condition, ScheduleStore, StoreError};
 use snapwake::timestamp::now_ms;
 
 use crate::addressed::Addressed;
@@ -58,7 +58,11 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
             .map_or(0, |r| r.version);
         for _ in 0..3 {
             match self.store.put_schedule(&record, expected).await {
-                Ok(written) => return Ok(response::json(200, &summary(&written))),
+                Ok(written) => {
+                    self.show_on_agent(&addressed.key, Some(plan.summary()))
+                        .await?;
+                    return Ok(response::json(200, &summary(&written)));
+                }
                 Err(StoreError::ScheduleConflict { current }) => {
                     expected = current.map_or(0, |r| r.version);
                 }
@@ -90,6 +94,39 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
     ) -> Result<Response<Body>> {
         let addressed = self.scheduled_agent(request, matched).await?;
         self.store.delete_schedule(&addressed.key).await?;
+        self.show_on_agent(&addressed.key, None).await?;
         Ok(response::no_content())
+    }
+
+    /// Write the schedule's summary on the agent record, which every view of the agent reads
+    /// (a list page shows schedules without one more read). A CAS on the record's version,
+    /// again on a lost race: it changes nothing a lock holder owns. After the schedule item:
+    /// should this fail, the answer is an error, and the same PUT or DELETE again mends it.
+    async fn show_on_agent(&self, key: &AgentKey, shown: Option<ScheduleSummary>) -> Result<()> {
+        for _ in 0..5 {
+            let Some(record) = self.store.get(key).await? else {
+                return Ok(());
+            };
+            if record.state == WakeState::Gone || record.schedule == shown {
+                return Ok(());
+            }
+            let changes = Changes {
+                schedule: Some(shown.clone()),
+                ..Changes::default()
+            };
+            match self
+                .store
+                .update(key, &Condition::Version(record.version), &changes)
+                .await
+            {
+                Ok(_) => return Ok(()),
+                Err(StoreError::ConditionFailed { .. }) => continue,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Err(Error::AgentBusy {
+            detail: "the agent is changing too often to show its schedule; try again".into(),
+            retry_after_s: 1,
+        })
     }
 }

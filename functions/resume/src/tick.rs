@@ -16,7 +16,8 @@ use serde::Serialize;
 use snapwake::agentkit::AgentKit;
 use snapwake::deadline::{Budget, Deadline};
 use snapwake::domain::{
-    Action, AgentKey, AgentRecord, Attempt, ScheduleRecord, Settled, ToolRegistry, WakeState,
+    Action, AgentKey, AgentRecord, Attempt, ScheduleRecord, Settled, ToolRegistry, Trigger,
+    WakeState,
 };
 use snapwake::error::Error;
 use snapwake::locate::home_of;
@@ -79,8 +80,13 @@ enum Handled {
 }
 
 impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
-    /// One tick at `time_ms` (the event's time), working until `deadline`.
+    /// One tick at `time_ms` (the event's time), working until `deadline`. What it changes is
+    /// announced as the schedule's doing.
     pub async fn tick(&self, time_ms: u64, deadline: Deadline) -> Result<TickReport, Error> {
+        snapwake::events::with_trigger(Trigger::Schedule, self.tick_at(time_ms, deadline)).await
+    }
+
+    async fn tick_at(&self, time_ms: u64, deadline: Deadline) -> Result<TickReport, Error> {
         let registry = self
             .registry
             .get(&Within::new(&self.store, deadline))

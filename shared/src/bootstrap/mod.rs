@@ -36,6 +36,34 @@ pub async fn dynamo_store(config: &Config) -> Result<DynamoStore, StartError> {
     Ok(DynamoStore::from_conf(&aws::lambda_sdk_config(), table))
 }
 
+/// The state-change event publisher (docs/events.md): EventBridge when `SNAPWAKE_EVENT_BUS`
+/// names a bus (credentials and region from the environment, as the store's), else none. A
+/// bus that cannot be set up is a cold-start error, not silence.
+pub fn events(config: &Config) -> Result<crate::events::Publisher, StartError> {
+    use crate::events::{eventbridge::EventBridge, Publisher};
+    match &config.event_bus {
+        None => Ok(Publisher::Off),
+        Some(bus) => EventBridge::new(&aws::lambda_sdk_config(), bus.clone())
+            .map(Publisher::EventBridge)
+            .map_err(|e| {
+                StartError::Config(ConfigError::Invalid {
+                    var: "SNAPWAKE_EVENT_BUS",
+                    reason: e.to_string(),
+                })
+            }),
+    }
+}
+
+/// The store of a deployed function, announcing state changes (docs/events.md).
+pub async fn announcing_store(
+    config: &Config,
+) -> Result<crate::events::Announcing<DynamoStore, crate::events::Publisher>, StartError> {
+    Ok(crate::events::Announcing::new(
+        dynamo_store(config).await?,
+        events(config)?,
+    ))
+}
+
 /// The AgentKit client, credentials loaded now; it re-reads them when AgentKit refuses them or
 /// they are old (docs/agentkit.md, "Credentials").
 pub async fn agentkit(config: &Config) -> Result<AgentKitClient, StartError> {

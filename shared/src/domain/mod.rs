@@ -2,6 +2,7 @@
 //! sessions and snapshots that the API returns.
 
 mod agent;
+mod event;
 pub mod failure;
 mod kind;
 mod record;
@@ -10,9 +11,12 @@ mod tool_registry;
 mod session;
 
 pub use agent::{AgentState, AgentView, SessionView, SnapshotView, WakeView};
+pub use event::{Announce, EventDetail, StateEvent, Trigger};
 pub use kind::{Kind, ParseKindError, ParseRetentionError, Retention};
 pub use record::{AgentKey, AgentRecord, Description, WakeState};
-pub use schedule::{Action, Attempt, Occurrence, ScheduleRecord, ScheduleView, Settled};
+pub use schedule::{
+    Action, Attempt, Occurrence, ScheduleRecord, ScheduleSummary, ScheduleView, Settled,
+};
 pub use session::{
     is_session_active, is_session_usable, is_snapshot_in_progress, is_snapshot_wakeable,
     SessionPhase, SnapshotPhase,

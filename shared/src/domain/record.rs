@@ -192,6 +192,9 @@ pub struct AgentRecord {
     /// everyone shows without asking AgentKit. Kept current by every snapwake write that
     /// changes them (a wake's listing, a snapshot delete, the sweep).
     pub snapshots: Vec<SnapshotView>,
+    /// The agent's schedule, as its views show it (docs/schedules.md); the schedule item is
+    /// the tick's truth.
+    pub schedule: Option<super::ScheduleSummary>,
     /// +1 on every write; the ETag.
     pub version: u64,
     pub updated_at: Option<String>,
@@ -220,6 +223,7 @@ impl AgentRecord {
             awaited_since_ms: 0,
             error: None,
             snapshots: Vec::new(),
+            schedule: None,
             version: 0,
             updated_at: None,
             expires_at: None,

@@ -103,6 +103,15 @@ impl ScheduleRecord {
     }
 }
 
+/// What the agent record keeps of its schedule, so that every view of the agent (a list page
+/// among them, within its DynamoDB budget) shows it without reading the schedule item.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ScheduleSummary {
+    pub timezone: String,
+    pub wake: Option<String>,
+    pub sleep: Option<String>,
+}
+
 /// `{"timezone", "wake", "sleep", "next_wake_at", "next_sleep_at"}` (RFC 3339 UTC instants).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ScheduleView {

@@ -3,7 +3,7 @@
 use serde::Deserialize;
 
 use crate::calendar::{self, Cron, Zone};
-use crate::domain::{Action, ScheduleRecord};
+use crate::domain::{Action, ScheduleRecord, ScheduleSummary};
 use crate::error::Error;
 
 /// `PUT …/schedule`: unknown fields are refused (a misspelt `wakes` must not leave the agent
@@ -75,6 +75,15 @@ impl Plan {
         let after = jiff::Timestamp::from_millisecond(i64::try_from(after_ms).ok()?).ok()?;
         let next = calendar::next_after(cron, &self.zone, after)?;
         u64::try_from(next.as_millisecond()).ok()
+    }
+
+    /// What the agent record keeps of this plan for its views.
+    pub fn summary(&self) -> ScheduleSummary {
+        ScheduleSummary {
+            timezone: self.zone.name().to_string(),
+            wake: self.wake.as_ref().map(|c| c.to_string()),
+            sleep: self.sleep.as_ref().map(|c| c.to_string()),
+        }
     }
 
     /// A new schedule item from this plan, its next occurrences counted from `now_ms`.

@@ -150,6 +150,7 @@ impl<S: AgentStore, K: AgentKit> Finish<'_, '_, S, K> {
         );
         let changes = Changes {
             state: Some(WakeState::Asleep),
+            announce: Some(crate::domain::Announce::Asleep),
             holder: Some(None),
             lease_until_ms: Some(0),
             poll_until_ms: Some(0),

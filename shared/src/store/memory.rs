@@ -118,6 +118,9 @@ fn apply(mut r: AgentRecord, changes: &Changes) -> AgentRecord {
     if let Some(v) = &changes.snapshots {
         r.snapshots.clone_from(v);
     }
+    if let Some(v) = &changes.schedule {
+        r.schedule.clone_from(v);
+    }
     if let Some(v) = &changes.error {
         r.error.clone_from(v);
     }

@@ -75,9 +75,14 @@ pub struct Changes {
     pub error: Option<Option<String>>,
     /// The agent's snapshot summaries, replaced as a whole.
     pub snapshots: Option<Vec<SnapshotView>>,
+    /// The schedule summary the agent's views show.
+    pub schedule: Option<Option<crate::domain::ScheduleSummary>>,
     pub expires_at: Option<Option<i64>>,
     /// Descriptive fields to set; each `Some` field of it overwrites.
     pub describe: Option<Description>,
+    /// The state change this write is, when it succeeds (an event is published for it:
+    /// `crate::events::Announcing`). Not stored.
+    pub announce: Option<crate::domain::Announce>,
 }
 
 #[derive(Debug, Clone, thiserror::Error)]

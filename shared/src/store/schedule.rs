@@ -52,12 +52,6 @@ pub trait ScheduleStore: Send + Sync {
         limit: u32,
         after: Option<&DueCursor>,
     ) -> impl Future<Output = Result<DuePage, StoreError>> + Send;
-
-    /// The schedules of `keys` that exist (one batch read per 100 keys), in no order.
-    fn get_schedules(
-        &self,
-        keys: &[AgentKey],
-    ) -> impl Future<Output = Result<Vec<ScheduleRecord>, StoreError>> + Send;
 }
 
 impl<T: ScheduleStore> ScheduleStore for std::sync::Arc<T> {
@@ -90,12 +84,5 @@ impl<T: ScheduleStore> ScheduleStore for std::sync::Arc<T> {
         after: Option<&DueCursor>,
     ) -> impl Future<Output = Result<DuePage, StoreError>> + Send {
         (**self).due_schedules(until_ms, limit, after)
-    }
-
-    fn get_schedules(
-        &self,
-        keys: &[AgentKey],
-    ) -> impl Future<Output = Result<Vec<ScheduleRecord>, StoreError>> + Send {
-        (**self).get_schedules(keys)
     }
 }

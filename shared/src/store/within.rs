@@ -147,13 +147,6 @@ impl<S: AgentStore + super::ScheduleStore> super::ScheduleStore for Within<'_, S
         self.bounded(self.store.due_schedules(until_ms, limit, after))
             .await
     }
-
-    async fn get_schedules(
-        &self,
-        keys: &[AgentKey],
-    ) -> Result<Vec<crate::domain::ScheduleRecord>, StoreError> {
-        self.bounded(self.store.get_schedules(keys)).await
-    }
 }
 
 #[cfg(all(test, feature = "memory"))]

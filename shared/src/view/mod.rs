@@ -12,7 +12,9 @@ use crate::identity::names::METADATA_DISPLAY_NAME_KEY;
 use crate::lock::LockSettings;
 
 mod open_url;
+mod schedule;
 pub use open_url::{open_url, set_open_url, OpenUrl};
+pub use schedule::schedule_view;
 
 /// Metadata key holding the raw owner id.
 pub const METADATA_OWNER_KEY: &str = "Username";
@@ -186,7 +188,9 @@ pub fn agent_view(facts: &AgentFacts<'_>, now_ms: u64, settings: &LockSettings) 
         etag: record.filter(|r| r.version > 0).map(AgentRecord::etag),
         as_of: None,
         open_url: None,
-        schedule: None,
+        schedule: record
+            .and_then(|r| r.schedule.as_ref())
+            .map(|s| schedule_view(s, now_ms)),
     };
     view.open_url = open_url(&view);
     view

@@ -1,7 +1,5 @@
 //! Everyone but the holder: joiners watch the record, not AgentKit (docs/wake-protocol.md, "A wake,
-//! step by step").
-//!
-//! A joiner answers from the record: awake → 200 with the recorded session; failed (the wake
+//! step by step"). A joiner answers from the record: awake → 200 with the recorded session; failed (the wake
 //! it joined) → 502; anything else → decide again. One caller at a time asks AgentKit about a
 //! wake: the holder until its own wait ends (the record's `poll_until_ms` says when), then
 //! whichever caller wins the poll lease (a CAS on the version it saw), which is never shorter
@@ -25,16 +23,15 @@
 
 use crate::agentkit::types::{Session, Snapshot};
 use crate::agentkit::AgentKit;
-use std::time::Duration;
-
 use crate::deadline::Deadline;
 use crate::domain::failure::{recorded_failure, SESSION_ENDED};
-use crate::domain::{AgentRecord, SessionPhase, WakeState};
+use crate::domain::{AgentRecord, Announce, SessionPhase, WakeState};
 use crate::error::Error;
 use crate::lock::{decide, Acquired, AgentLock, Decision, Held, Written};
 use crate::sleep::Finished;
 use crate::store::{AgentStore, Changes, Condition};
 use crate::timestamp::now_ms;
+use std::time::Duration;
 
 use super::{from_record, Wake, WakeOutcome, WakeTarget};
 use crate::locate::sessions::session;
@@ -367,6 +364,7 @@ impl<S: AgentStore, K: AgentKit> Wake<'_, S, K> {
                 Ok(Some(s)) if s.is_usable() => {
                     let changes = Changes {
                         state: Some(WakeState::Awake),
+                        announce: Some(Announce::Awake),
                         holder: Some(None),
                         lease_until_ms: Some(0),
                         poll_until_ms: Some(0),
@@ -460,6 +458,7 @@ impl<S: AgentStore, K: AgentKit> Wake<'_, S, K> {
     ) {
         let changes = Changes {
             state: Some(WakeState::Failed),
+            announce: Some(Announce::WakeFailed),
             holder: Some(None),
             lease_until_ms: Some(0),
             poll_until_ms: Some(0),

@@ -11,7 +11,7 @@ use crate::store::{keys, Changes, Condition};
 
 /// Everything of a record that a create (an `Absent` write) must clear when it replaces an
 /// expired item: all fields but the two counters, which carry on.
-pub(super) const CLEARED_ON_CREATE: [&str; 24] = [
+pub(super) const CLEARED_ON_CREATE: [&str; 25] = [
     attr::OWNER,
     attr::OWNER_KEY,
     attr::DISPLAY_NAME,
@@ -33,6 +33,7 @@ pub(super) const CLEARED_ON_CREATE: [&str; 24] = [
     attr::POLLER,
     attr::AWAITED_SINCE_MS,
     attr::SNAPSHOTS,
+    attr::SCHEDULE,
     attr::ERROR,
     attr::EXPIRES_AT,
     attr::GSI1PK,
@@ -230,6 +231,15 @@ pub(super) fn update_expression(expr: &mut Expr, key: &AgentKey, creates: bool, 
             let json = serde_json::to_string(list).unwrap_or_default();
             expr.set(attr::SNAPSHOTS, s(&json));
         }
+        None => {}
+    }
+    match &changes.schedule {
+        Some(Some(summary)) => {
+            // Serialising plain strings cannot fail.
+            let json = serde_json::to_string(summary).unwrap_or_default();
+            expr.set(attr::SCHEDULE, s(&json));
+        }
+        Some(None) => expr.remove(attr::SCHEDULE),
         None => {}
     }
     if let Some(v) = &changes.error {

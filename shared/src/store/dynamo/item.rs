@@ -39,6 +39,8 @@ pub(super) mod attr {
     pub const POLLER: &str = "poller";
     /// The snapshot summaries, as JSON (S).
     pub const SNAPSHOTS: &str = "snapshots";
+    /// The schedule summary, as JSON (S).
+    pub const SCHEDULE: &str = "schedule";
     pub const ERROR: &str = "error";
     pub const VERSION: &str = "version";
     pub const UPDATED_AT: &str = "updated_at";
@@ -123,6 +125,10 @@ pub(super) fn record_from_item(item: &Item) -> Result<AgentRecord, StoreError> {
         snapshots: match get_s(item, attr::SNAPSHOTS)? {
             Some(json) => serde_json::from_str(&json).map_err(|e| corrupt(e.to_string()))?,
             None => Vec::new(),
+        },
+        schedule: match get_s(item, attr::SCHEDULE)? {
+            Some(json) => Some(serde_json::from_str(&json).map_err(|e| corrupt(e.to_string()))?),
+            None => None,
         },
         version: get_n(item, attr::VERSION)?.unwrap_or(0),
         updated_at: get_s(item, attr::UPDATED_AT)?,

@@ -9,9 +9,7 @@
 
 use std::collections::HashMap;
 
-use aws_sdk_dynamodb::types::{
-    KeysAndAttributes, ReturnValue, ReturnValuesOnConditionCheckFailure,
-};
+use aws_sdk_dynamodb::types::{ReturnValue, ReturnValuesOnConditionCheckFailure};
 
 use super::expression::{n, s};
 use super::item::{attr, get_n, get_s, Item};
@@ -186,45 +184,5 @@ impl ScheduleStore for DynamoStore {
             _ => None,
         };
         Ok(DuePage { records, next })
-    }
-
-    async fn get_schedules(&self, keys: &[AgentKey]) -> Result<Vec<ScheduleRecord>, StoreError> {
-        let mut found = Vec::new();
-        for chunk in keys.chunks(100) {
-            let mut pending: Vec<Item> = chunk.iter().map(key_attrs).collect();
-            // BatchGetItem may leave keys unprocessed under load: ask again for those (a few
-            // rounds; a store that keeps refusing is unavailable).
-            for _ in 0..5 {
-                if pending.is_empty() {
-                    break;
-                }
-                let request = KeysAndAttributes::builder()
-                    .set_keys(Some(std::mem::take(&mut pending)))
-                    .consistent_read(true)
-                    .build()
-                    .map_err(|e| StoreError::Corrupt(format!("BatchGetItem: {e}")))?;
-                let out = self
-                    .client
-                    .batch_get_item()
-                    .request_items(&self.table, request)
-                    .send()
-                    .await
-                    .map_err(|e| unavailable("BatchGetItem", &e))?;
-                if let Some(items) = out.responses().and_then(|r| r.get(&self.table)) {
-                    for item in items {
-                        found.push(from_item(item)?);
-                    }
-                }
-                if let Some(left) = out.unprocessed_keys().and_then(|u| u.get(&self.table)) {
-                    pending = left.keys().to_vec();
-                }
-            }
-            if !pending.is_empty() {
-                return Err(StoreError::Unavailable(
-                    "BatchGetItem: keys left unprocessed".into(),
-                ));
-            }
-        }
-        Ok(found)
     }
 }

@@ -73,12 +73,4 @@ impl ScheduleStore for MemoryStore {
         };
         Ok(DuePage { records, next })
     }
-
-    async fn get_schedules(&self, keys: &[AgentKey]) -> Result<Vec<ScheduleRecord>, StoreError> {
-        let tables = self.lock();
-        Ok(keys
-            .iter()
-            .filter_map(|k| tables.schedules.get(k).cloned())
-            .collect())
-    }
 }

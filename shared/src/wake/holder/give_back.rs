@@ -53,6 +53,7 @@ impl<S: AgentStore, K: AgentKit> Wake<'_, S, K> {
             error: Some(Some(recorded_failure(Problem::from(&err).code, &reason))),
             resume_sent_at_ms: Some(None),
             session_id: session_id.map(|s| Some(s.to_string())),
+            announce: Some(crate::domain::Announce::WakeFailed),
             ..Changes::default()
         };
         if let Err(e) = lock.release(held, WakeState::Failed, changes).await {
