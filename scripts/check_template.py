@@ -468,6 +468,10 @@ TABLE = "Table"
 OWNER_INDEX = "Table/index/by_owner"
 DUE_INDEX = "Table/index/by_due"
 SECRET = "AgentKitCredentialsSecretArn"
+# The state-change events' bus, named by a parameter (docs/events.md).
+EVENT_BUS = (
+    "arn:${AWS::Partition}:events:${AWS::Region}:${AWS::AccountId}:event-bus/${StateEventBusName}"
+)
 ANY = "*"
 # The only item the list function may write (docs/table.md, "The items": the list cursor key).
 CURSOR_KEY_ONLY = "ForAllValues:StringEquals dynamodb:LeadingKeys=KEY#cursor"
@@ -503,6 +507,8 @@ LOGS = _grants(ANY, *MANAGED_POLICIES["service-role/AWSLambdaBasicExecutionRole"
 XRAY = _grants(ANY, *MANAGED_POLICIES["AWSXrayWriteOnlyAccess"])
 # Every function loads the AgentKit credentials at cold start (bootstrap::agentkit).
 CREDENTIALS = _grants(SECRET, "secretsmanager:GetSecretValue")
+# The functions whose writes change an agent's state publish it (events::Announcing).
+EVENTS = _grants(EVENT_BUS, "events:PutEvents")
 
 # The expected IAM of each function, exactly: an action beyond it fails, and so does one missing.
 EXPECTED_IAM = {
@@ -515,14 +521,12 @@ EXPECTED_IAM = {
         | _grants(TABLE, "dynamodb:GetItem", "dynamodb:Scan")
         # Query: one owner's records, both owner keys (owner.rs: query_owner).
         | _grants(OWNER_INDEX, "dynamodb:Query")
-        # BatchGetItem: the schedules of the agents a page shows (schedules.rs: get_schedules).
-        | _grants(TABLE, "dynamodb:BatchGetItem")
         # UpdateItem: its one write, the cursor key made on first use when CursorKey is empty
         # (cursor.rs: put_document), on that item only.
         | _grants(TABLE, "dynamodb:UpdateItem", condition=CURSOR_KEY_ONLY)
     ),
     "CreateFunction": (
-        LOGS | CREDENTIALS
+        LOGS | CREDENTIALS | EVENTS
         # GetItem: the record under the agent lock (lock::AgentLock: get), the registry, the
         # idempotency document after an ambiguous write (idempotency/mod.rs: get_document).
         # UpdateItem: the record (the lock's acquire, write and release: update) and the
@@ -530,7 +534,7 @@ EXPECTED_IAM = {
         | _grants(TABLE, "dynamodb:GetItem", "dynamodb:UpdateItem")
     ),
     "ResumeFunction": (
-        LOGS | CREDENTIALS
+        LOGS | CREDENTIALS | EVENTS
         # GetItem: the record (wake, sleep, keepalive under the lock: get), the registry, the
         # owner's offboarding progress (offboarding::owner_is_leaving) and session claims
         # (locate/claims.rs: get_document).
@@ -546,7 +550,7 @@ EXPECTED_IAM = {
         | _grants("ResumeOnFailureQueue", "sqs:SendMessage")
     ),
     "DeleteFunction": (
-        LOGS | CREDENTIALS
+        LOGS | CREDENTIALS | EVENTS
         # GetItem: records (deletion, the sweep's index_agent: get), the registry, the sweep's
         # checkpoint and locks, the index and refresh documents, deleted-snapshot markers,
         # offboarding progress (get_document).
