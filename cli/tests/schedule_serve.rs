@@ -1,6 +1,7 @@
 //! `snapwake schedule …` against `snapwake serve --demo`, whose own tick wakes the agent when
 //! the simulator's clock reaches the schedule's time (`--tick-every 1s`: the same minute ticked
-//! again and again, which changes nothing until it is due).
+//! again and again, which changes nothing until it is due), and announces the wake at
+//! `GET /v1/events` (admins).
 
 mod support;
 
@@ -138,6 +139,31 @@ fn serve_ticks_a_wake_schedule_when_the_simulated_clock_gets_there() {
     );
     let (after, _) = schedule(&url, &["show", "codex", DATA_HELPER]);
     assert_ne!(after["next_wake_at"], set["next_wake_at"], "{after}");
+
+    // The wake was announced, set off by the schedule; admins see it, nobody else does.
+    let events = curl(&[
+        "-H",
+        "X-Snapwake-User: root",
+        "-H",
+        "X-Snapwake-Admin: 1",
+        &format!("{url}/v1/events"),
+    ]);
+    let woken: Vec<&Value> = events["events"]
+        .as_array()
+        .expect("events")
+        .iter()
+        .filter(|e| e["detail"]["agent_id"] == DATA_HELPER)
+        .collect();
+    assert_eq!(woken.len(), 1, "{events}");
+    assert_eq!(woken[0]["detail_type"], "snapwake.agent.awake");
+    assert_eq!(woken[0]["detail"]["trigger"], "schedule");
+    assert!(woken[0]["detail"]["session_id"].is_string(), "{events}");
+    assert_eq!(
+        woken[0]["detail"]["session_id"],
+        view["session"]["session_id"]
+    );
+    let refused = curl(&["-H", "X-Snapwake-User: alice", &format!("{url}/v1/events")]);
+    assert_eq!(refused["status"], 404, "{refused}");
 
     let (_, out) = schedule(&url, &["clear", "codex", DATA_HELPER]);
     assert!(out.status.success());

@@ -3,7 +3,7 @@
 //! and a registry, API Gateway requests built from a real event, every function wired like
 //! API Gateway routes them, stores and AgentKits that count, delay or pause calls, a fault
 //! proxy on the wire to DynamoDB Local, and a fake Lambda Runtime API to run handlers inside
-//! the real runtime loop.
+//! the real runtime loop, and a recording EventBridge.
 //!
 //! `use snapwake_tests::*;` brings all of it.
 
@@ -11,6 +11,7 @@ mod agentkit;
 mod api;
 pub mod captured_log;
 pub mod counting;
+pub mod event_bus;
 pub mod lost_answers;
 mod requests;
 pub mod schedule_store;

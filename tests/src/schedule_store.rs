@@ -45,15 +45,6 @@ macro_rules! schedule_store_via {
                 ($count)(self);
                 self.$field.due_schedules(until_ms, limit, after)
             }
-            fn get_schedules(
-                &self,
-                keys: &[snapwake::domain::AgentKey],
-            ) -> impl std::future::Future<
-                Output = Result<Vec<snapwake::domain::ScheduleRecord>, snapwake::store::StoreError>,
-            > + Send {
-                ($count)(self);
-                self.$field.get_schedules(keys)
-            }
         }
     };
 }

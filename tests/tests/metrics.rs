@@ -11,6 +11,7 @@ use saphyr::{LoadableYamlNode, SafelyIndex, YamlOwned};
 use serde_json::Value;
 use snapwake::metrics::{capture_into, NAMESPACE_VAR};
 use snapwake::store::dynamo::DynamoStore;
+use snapwake::store::AgentStore;
 use snapwake_sim::Fault;
 use snapwake_tests::*;
 
@@ -176,6 +177,39 @@ async fn wakes_joins_and_throttles_leave_valid_emf_records() {
     assert_eq!(refused.status(), 404);
     assert_eq!(total(&lines, "WakesFailed"), 1.0, "a 404 is no failed wake");
     assert!(total(&lines, "WakesRefused") >= 1.0);
+
+    // A state change whose event the bus refuses every time: the change stands, the event
+    // is counted as failed (one per change, not per try).
+    let bus = snapwake_tests::event_bus::EventBusDouble::start().await;
+    bus.fail_next(&[snapwake_tests::event_bus::BusFault::ServerError; 3]);
+    let announcing = snapwake::events::Announcing::new(store.clone(), bus.publisher());
+    let key = snapwake::domain::AgentKey::new(snapwake::domain::Kind::Codex, &agent);
+    let before = store.get(&key).await.unwrap().unwrap();
+    let changes = snapwake::store::Changes {
+        announce: Some(snapwake::domain::Announce::Awake),
+        ..Default::default()
+    };
+    let written = announcing
+        .update(
+            &key,
+            &snapwake::store::Condition::Version(before.version),
+            &changes,
+        )
+        .await
+        .expect("the write stands");
+    assert_eq!(written.version, before.version + 1);
+    assert_eq!(total(&lines, "EventsFailed"), 1.0);
+    assert_eq!(total(&lines, "EventsPublished"), 0.0);
+    let published = announcing
+        .update(
+            &key,
+            &snapwake::store::Condition::Version(written.version),
+            &changes,
+        )
+        .await
+        .expect("the write stands");
+    assert_eq!(published.version, written.version + 1);
+    assert_eq!(total(&lines, "EventsPublished"), 1.0);
 
     // Every line is EMF, in the configured namespace.
     let all = lines.lock().unwrap().clone();

@@ -1,0 +1,123 @@
+//! Delivery: at least once, the same `change_id` on every try; a bus that fails or does not
+//! answer never changes the change it reports.
+
+use super::*;
+
+/// The bus fails the first try (500) and the second (200 with the entry failed): the third
+/// publishes, and all three carry the same event.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_publish_is_retried_with_the_same_change_id() {
+    let (store, bus) = announcing("events-retry").await;
+    let world = World::start(Duration::ZERO).await;
+    world.register(&store).await;
+    let api = Api::new(store.clone(), world.client(), identity());
+    let (agent_id, _) = world.asleep_agent("alice", "Retried");
+    bus.fail_next(&[BusFault::ServerError, BusFault::FailedEntry]);
+
+    let (status, body) = settle(&api, &agent_id, "resume").await;
+    assert_eq!(
+        (status, body["state"].as_str()),
+        (200, Some("awake")),
+        "{body}"
+    );
+    let tries: Vec<Delivery> = bus
+        .deliveries()
+        .into_iter()
+        .filter(|d| d.detail["agent_id"] == agent_id.as_str())
+        .collect();
+    assert_eq!(
+        tries.iter().map(|d| d.accepted).collect::<Vec<_>>(),
+        vec![false, false, true],
+        "{tries:#?}"
+    );
+    assert!(
+        tries.iter().all(|d| d.detail == tries[0].detail),
+        "one event, tried three times: {tries:#?}"
+    );
+    assert_eq!(tries[0].detail_type, "snapwake.agent.awake");
+    assert_well_formed(&bus, &world);
+}
+
+/// A bus that never answers in time, then one that refuses everything: each change still
+/// happens and answers as it would with no bus at all; the next change after the bus is back
+/// is published.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bus_down_never_changes_the_answer() {
+    let (store, bus) = announcing("events-down").await;
+    let world = World::start(Duration::from_millis(200)).await;
+    world.register(&store).await;
+    let api = Api::new(store.clone(), world.client(), identity());
+    let (agent_id, _) = world.asleep_agent("alice", "Unheard");
+
+    bus.fail_next(&[BusFault::Slow; 3]);
+    let (status, body) = settle(&api, &agent_id, "resume").await;
+    assert_eq!(
+        (status, body["state"].as_str()),
+        (200, Some("awake")),
+        "{body}"
+    );
+    assert_eq!(
+        world.sim.control().counters().live_sessions_of(&agent_id),
+        1
+    );
+    assert!(published_about(&bus, &agent_id).is_empty());
+
+    bus.fail_next(&[BusFault::ServerError; 10]);
+    let (status, body) = settle(&api, &agent_id, "sleep").await;
+    assert_eq!(
+        (status, body["state"].as_str()),
+        (200, Some("asleep")),
+        "{body}"
+    );
+    assert!(published_about(&bus, &agent_id).is_empty());
+    let tried = bus
+        .deliveries()
+        .iter()
+        .filter(|d| d.detail_type == "snapwake.agent.asleep")
+        .count();
+    assert_eq!(tried, 3, "three tries within the budget, then given up");
+
+    // Back: the next change is heard.
+    bus.clear_faults();
+    outcome_forgotten().await;
+    let (status, body) = settle(&api, &agent_id, "resume").await;
+    assert_eq!(
+        (status, body["state"].as_str()),
+        (200, Some("awake")),
+        "{body}"
+    );
+    let events = published_about(&bus, &agent_id);
+    assert_eq!(events["snapwake.agent.awake"].len(), 1, "{events:#?}");
+    assert_well_formed(&bus, &world);
+}
+
+/// The double is as strict as EventBridge: a request signed with another secret is refused
+/// (403), and the publisher reports it rather than counting it published.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_signed_with_another_secret_is_refused() {
+    use aws_credential_types::provider::SharedCredentialsProvider;
+    use aws_credential_types::Credentials;
+    use snapwake::events::EventSink;
+
+    let bus = EventBusDouble::start().await;
+    let config = aws_config::SdkConfig::builder()
+        .region(aws_config::Region::new(BUS_REGION))
+        .credentials_provider(SharedCredentialsProvider::new(Credentials::new(
+            BUS_ACCESS_KEY,
+            "not-the-secret",
+            None,
+            None,
+            "wrong",
+        )))
+        .behavior_version(aws_config::BehaviorVersion::latest())
+        .build();
+    let wrong = EventBridge::with_endpoint(&config, BUS_NAME, Some(bus.endpoint.clone())).unwrap();
+    let record = snapwake::domain::AgentRecord::absent(key("studio-x"));
+    let event = snapwake::events::event_of(snapwake::domain::Announce::Awake, &record);
+    let refused = wrong.publish(&event).await;
+    assert!(refused.is_err(), "{refused:?}");
+    assert_eq!((bus.bad_signatures(), bus.deliveries().len()), (1, 0));
+    // The right secret is accepted.
+    bus.publisher().publish(&event).await.expect("published");
+    assert_eq!(bus.published().len(), 1);
+}

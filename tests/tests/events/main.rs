@@ -1,0 +1,141 @@
+//! State-change events end to end (docs/events.md): every function's store announcing through
+//! snapwake's real EventBridge publisher (SigV4, `PutEvents`) to a recording EventBridge double
+//! over HTTP, with the agents on DynamoDB Local and AgentKit simulated. One event per change,
+//! counted; the same `change_id` on every delivery of one change; a failing or slow bus never
+//! changes the answer of the change it reports; never an endpoint or a secret in a body.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::Value;
+use snapwake::agentkit::AgentKit;
+use snapwake::domain::{AgentKey, Kind};
+use snapwake::events::eventbridge::EventBridge;
+use snapwake::events::Announcing;
+use snapwake::store::dynamo::DynamoStore;
+use snapwake::store::{AgentStore, ScheduleStore};
+use snapwake_tests::event_bus::*;
+use snapwake_tests::*;
+
+mod changes;
+mod delivery;
+mod triggers;
+
+type Store = Arc<Announcing<DynamoStore, EventBridge>>;
+
+/// A fresh table whose writes announce to a fresh bus double.
+async fn announcing(test: &str) -> (Store, EventBusDouble) {
+    let bus = EventBusDouble::start().await;
+    let store = Arc::new(Announcing::new(dynamo_store(test).await, bus.publisher()));
+    (store, bus)
+}
+
+fn key(agent_id: &str) -> AgentKey {
+    AgentKey::new(Kind::Codex, agent_id)
+}
+
+/// `method` on `/v1/agents/codex/<agent_id>[/<verb>]` as alice, through the API's routing.
+async fn call<S: AgentStore + ScheduleStore, K: AgentKit>(
+    api: &Api<S, K>,
+    method: &str,
+    agent_id: &str,
+    verb: &str,
+) -> (u16, Value) {
+    let path = if verb.is_empty() {
+        format!("/v1/agents/codex/{agent_id}")
+    } else {
+        format!("/v1/agents/codex/{agent_id}/{verb}")
+    };
+    answer(
+        &api.handle(request(method, &path, Who::User("alice"), None))
+            .await,
+    )
+}
+
+/// POST `verb` until the answer is not 202 (at most 30 s).
+async fn settle<S: AgentStore + ScheduleStore, K: AgentKit>(
+    api: &Api<S, K>,
+    agent_id: &str,
+    verb: &str,
+) -> (u16, Value) {
+    let until = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let (status, body) = call(api, "POST", agent_id, verb).await;
+        if status != 202 || std::time::Instant::now() > until {
+            return (status, body);
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// The accepted events about `agent_id`, by detail-type.
+fn published_about(bus: &EventBusDouble, agent_id: &str) -> BTreeMap<String, Vec<Delivery>> {
+    let mut by_type: BTreeMap<String, Vec<Delivery>> = BTreeMap::new();
+    for d in bus.published() {
+        if d.detail["agent_id"] == agent_id {
+            by_type.entry(d.detail_type.clone()).or_default().push(d);
+        }
+    }
+    by_type
+}
+
+/// What every delivery must be: from snapwake, to the configured bus, a detail of the
+/// documented fields only, and nothing in the body a caller must never see.
+fn assert_well_formed(bus: &EventBusDouble, world: &World) {
+    let allowed = [
+        "kind",
+        "agent_id",
+        "owner",
+        "session_id",
+        "snapshot_id",
+        "error_code",
+        "at",
+        "trigger",
+        "change_id",
+    ];
+    let sim_endpoint = world.sim.endpoint();
+    let deliveries = bus.deliveries();
+    assert!(!deliveries.is_empty(), "nothing was published");
+    assert_eq!(bus.bad_signatures(), 0, "every request signed right");
+    for d in &deliveries {
+        assert_eq!((d.source.as_str(), d.bus.as_str()), ("snapwake", BUS_NAME));
+        assert!(d.detail_type.starts_with("snapwake.agent."), "{d:?}");
+        let fields = d.detail.as_object().expect("an object");
+        assert!(
+            fields.keys().all(|k| allowed.contains(&k.as_str())),
+            "{d:?}"
+        );
+        let change = d.detail["change_id"].as_str().unwrap_or_default();
+        let agent = d.detail["agent_id"].as_str().unwrap_or_default();
+        assert!(
+            change.starts_with(&format!(
+                "{}/{agent}/",
+                d.detail["kind"].as_str().unwrap_or("?")
+            )),
+            "{d:?}"
+        );
+        for secret in [
+            sim_endpoint.as_str(),
+            // A simulated session's endpoint: https://<session>.sandbox.example/?auth=<token>.
+            "sandbox.example",
+            "auth=",
+            "Endpoint",
+            BUS_SECRET_KEY,
+            "X-Amz-Signature",
+            "Signature=",
+            "ApiKey",
+        ] {
+            assert!(!d.body.contains(secret), "{secret:?} in {}", d.body);
+        }
+    }
+}
+
+/// The record version a `change_id` names.
+fn version_of(delivery: &Delivery) -> u64 {
+    delivery.detail["change_id"]
+        .as_str()
+        .and_then(|c| c.rsplit('/').next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no version in {delivery:?}"))
+}

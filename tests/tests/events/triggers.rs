@@ -1,0 +1,155 @@
+//! What set a change off: a schedule's tick, the retention sweep, an owner's offboarding (and
+//! HTTP everywhere else, changes.rs).
+
+use snapwake::deadline::Deadline;
+use snapwake::domain::WakeState;
+use snapwake::identity::usid;
+use snapwake::registry_cache::{RegistryCache, ToolOverrides};
+use snapwake_delete::{Delete, RetentionPolicy, SweepSettings};
+use snapwake_sim::SeedSnapshot;
+
+use super::*;
+
+const DAY: Duration = Duration::from_secs(24 * 3600);
+
+fn delete_fn(store: Store, world: &World, sweep: SweepSettings) -> Delete<Store, impl AgentKit> {
+    Delete {
+        store,
+        agentkit: world.client(),
+        registry: RegistryCache::new(ToolOverrides::default()),
+        identity: identity(),
+        settings: snapwake_delete::DeleteSettings {
+            sweep,
+            ..delete_settings(&quick_wake())
+        },
+    }
+}
+
+/// A wake schedule's occurrence wakes the agent: `awake` with trigger `schedule`, once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_schedule_wakes_with_trigger_schedule() {
+    let (store, bus) = announcing("events-tick").await;
+    let world = World::start(Duration::from_millis(300)).await;
+    world.register(&store).await;
+    let api = Api::new(store.clone(), world.client(), identity());
+    let (agent_id, _) = world.asleep_agent("alice", "Scheduled");
+    // Known to snapwake: woken and put to sleep once over HTTP.
+    assert_eq!(settle(&api, &agent_id, "resume").await.0, 200);
+    assert_eq!(settle(&api, &agent_id, "sleep").await.0, 200);
+    let body = serde_json::json!({"timezone": "UTC", "wake": "30 8 * * *"}).to_string();
+    let (status, schedule) = answer(
+        &api.handle(request(
+            "PUT",
+            &format!("/v1/agents/codex/{agent_id}/schedule"),
+            Who::User("alice"),
+            Some(&body),
+        ))
+        .await,
+    );
+    assert_eq!(status, 200, "{schedule}");
+    let wake_at =
+        snapwake::timestamp::epoch_ms(schedule["next_wake_at"].as_str().unwrap()).unwrap();
+
+    // Ticks a minute apart from the occurrence until the wake completes.
+    for minute in 0..20 {
+        let report = api
+            .resume
+            .tick(
+                wake_at + minute * 60_000,
+                Deadline::after(Duration::from_secs(25)),
+            )
+            .await
+            .expect("a tick");
+        assert_eq!(report.errors, 0, "{report:?}");
+        let record = store.get(&key(&agent_id)).await.unwrap().unwrap();
+        if record.state == WakeState::Awake {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    let events = published_about(&bus, &agent_id);
+    let awake = &events["snapwake.agent.awake"];
+    assert_eq!(
+        awake.len(),
+        2,
+        "the HTTP wake and the scheduled one: {events:#?}"
+    );
+    let triggers: Vec<&str> = awake
+        .iter()
+        .map(|d| d.detail["trigger"].as_str().unwrap())
+        .collect();
+    assert_eq!(triggers, vec!["http", "schedule"]);
+    assert_eq!(events["snapwake.agent.asleep"].len(), 1);
+    assert_well_formed(&bus, &world);
+}
+
+/// The sweep deletes an idle agent (`deleted`, trigger `sweep`); an owner's offboarding
+/// deletes theirs (`deleted`, trigger `offboarding`), one event each.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_sweep_and_offboarding_announce_their_deletions() {
+    let (store, bus) = announcing("events-cleanup").await;
+    let world = World::start(Duration::ZERO).await;
+    world.register(&store).await;
+    let ctl = world.sim.control();
+    let idle = usid::mint("carol");
+    ctl.seed_snapshot(SeedSnapshot {
+        tool_id: world.recoverable.clone(),
+        user_session_id: Some(idle.clone()),
+        created_at: Some(time::OffsetDateTime::now_utc() - 100 * DAY),
+        session_metadata: vec![snapwake::agentkit::types::MetadataEntry::string(
+            "Username", "carol",
+        )],
+        ..SeedSnapshot::default()
+    })
+    .unwrap();
+    let f = delete_fn(
+        store.clone(),
+        &world,
+        SweepSettings {
+            policy: RetentionPolicy {
+                keep: 3,
+                max_age: None,
+                max_idle: Some(60 * DAY),
+            },
+            ..SweepSettings::default()
+        },
+    );
+    let report = f
+        .sweep(
+            Deadline::after(Duration::from_secs(120)),
+            false,
+            &snapwake_delete::Quiet,
+        )
+        .await
+        .unwrap();
+    assert_eq!(report.counts.idle_deleted, 1, "{report:?}");
+    let events = published_about(&bus, &idle);
+    let deleted = &events["snapwake.agent.deleted"];
+    assert_eq!((events.len(), deleted.len()), (1, 1), "{events:#?}");
+    assert_eq!(deleted[0].detail["trigger"], "sweep");
+
+    // alice's agent, woken over HTTP, then alice leaves.
+    let api = Api::new(store.clone(), world.client(), identity());
+    let (agent_id, _) = world.asleep_agent("alice", "Leaving");
+    assert_eq!(settle(&api, &agent_id, "resume").await.0, 200);
+    let report = f
+        .offboard(
+            "alice",
+            Deadline::after(Duration::from_secs(60)),
+            false,
+            &snapwake_delete::Quiet,
+        )
+        .await
+        .unwrap();
+    assert!(report.failed == 0 && report.deleted >= 1, "{report:?}");
+    let events = published_about(&bus, &agent_id);
+    let deleted = &events["snapwake.agent.deleted"];
+    assert_eq!(deleted.len(), 1, "{events:#?}");
+    assert_eq!(deleted[0].detail["trigger"], "offboarding");
+    assert_eq!(deleted[0].detail["owner"], "alice");
+    assert_eq!(
+        store.get(&key(&agent_id)).await.unwrap().unwrap().state,
+        WakeState::Gone
+    );
+    assert_well_formed(&bus, &world);
+}
