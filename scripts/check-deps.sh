@@ -55,6 +55,10 @@ else
 fi
 
 failed=0
+# cargo-deny reads the graph with `cargo metadata`, which wants every locked package of every
+# platform (Windows and wasm ones too), and `--offline` forbids downloading them: on a machine
+# that only ever built for Linux they are missing. Fetch them first (crates.io, no GitHub).
+cargo fetch --locked >/dev/null 2>&1 || cargo fetch --locked
 echo "check-deps: cargo deny check (workspace)" >&2
 "$deny" ${offline[@]+"${offline[@]}"} --locked check || failed=1
 
