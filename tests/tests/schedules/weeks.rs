@@ -1,15 +1,21 @@
 //! The second day, and the tenth: two agents on office hours in Europe/Berlin for two
 //! simulated weeks (across the spring DST change), AgentKit's clock moved with the ticks,
 //! every occurrence ticked on time, again, concurrently and late, with a fault at some
-//! steps. Each weekday wakes each agent once and each sleep leaves one Ready snapshot.
+//! steps. Each weekday wakes each agent once and each sleep leaves one Ready snapshot, and
+//! each of those changes is announced once, set off by the schedule.
 
 use snapwake_sim::Fault;
+use snapwake_tests::event_bus::EventBusDouble;
 
 use super::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_agents_keep_office_hours_for_two_weeks() {
-    let store = dynamo_store("tick-weeks").await;
+    let bus = EventBusDouble::start().await;
+    let store = std::sync::Arc::new(snapwake::events::Announcing::new(
+        dynamo_store("tick-weeks").await,
+        bus.publisher(),
+    ));
     let world = World::start(Duration::from_millis(200)).await;
     world.register(&store).await;
     let ctl = world.sim.control();
@@ -98,6 +104,34 @@ async fn two_agents_keep_office_hours_for_two_weeks() {
         20,
         "each sleep left one snapshot"
     );
+    // One event per change, each from the schedule: ten `awake` and ten `asleep` per agent
+    // (a throttled wake may add a `wake_failed` before its retry), no change announced twice.
+    let events = bus.published();
+    for agent in &agents {
+        let scheduled = |kind: &str| {
+            events
+                .iter()
+                .filter(|e| e.detail["agent_id"] == agent.as_str() && e.detail_type == kind)
+                .filter(|e| e.detail["trigger"] == "schedule")
+                .count()
+        };
+        assert_eq!(
+            (
+                scheduled("snapwake.agent.awake"),
+                scheduled("snapwake.agent.asleep")
+            ),
+            (10, 10),
+            "{agent}"
+        );
+    }
+    let mut change_ids: Vec<&str> = events
+        .iter()
+        .filter_map(|e| e.detail["change_id"].as_str())
+        .collect();
+    let all = change_ids.len();
+    change_ids.sort_unstable();
+    change_ids.dedup();
+    assert_eq!(change_ids.len(), all, "a change announced twice");
     for agent in &agents {
         for id in world.snapshots_of(agent) {
             let status = ctl.snapshot(&id).and_then(|s| s.status);
