@@ -84,11 +84,17 @@ impl EventBusDouble {
 
     /// snapwake's EventBridge publisher, pointed here, signing with the test credentials.
     pub fn publisher(&self) -> EventBridge {
+        self.publisher_signing_with(BUS_SECRET_KEY)
+    }
+
+    /// A publisher pointed here that signs with `secret` (the double refuses any but
+    /// [`BUS_SECRET_KEY`]).
+    pub fn publisher_signing_with(&self, secret: &str) -> EventBridge {
         let config = aws_config::SdkConfig::builder()
             .region(aws_config::Region::new(BUS_REGION))
             .credentials_provider(SharedCredentialsProvider::new(Credentials::new(
                 BUS_ACCESS_KEY,
-                BUS_SECRET_KEY,
+                secret,
                 None,
                 None,
                 "event-bus-double",

@@ -48,12 +48,7 @@ async fn each_change_over_http_publishes_one_event() {
     );
 
     // Sleep: one `asleep`, naming the snapshot the sleep kept.
-    let (status, body) = settle(&api, &agent_id, "sleep").await;
-    assert_eq!(
-        (status, body["state"].as_str()),
-        (200, Some("asleep")),
-        "{body}"
-    );
+    settle_to(&api, &agent_id, "sleep", "asleep").await;
     let record = store.get(&key(&agent_id)).await.unwrap().unwrap();
     let events = published_about(&bus, &agent_id);
     let asleep = &events["snapwake.agent.asleep"];
@@ -152,12 +147,7 @@ async fn a_failed_wake_publishes_wake_failed_with_its_code() {
     assert_eq!(version_of(&failed[0]), record.version);
 
     outcome_forgotten().await;
-    let (status, body) = settle(&api, &agent_id, "resume").await;
-    assert_eq!(
-        (status, body["state"].as_str()),
-        (200, Some("awake")),
-        "{body}"
-    );
+    settle_to(&api, &agent_id, "resume", "awake").await;
     let events = published_about(&bus, &agent_id);
     assert_eq!(events["snapwake.agent.awake"].len(), 1, "{events:#?}");
     assert_eq!(events["snapwake.agent.wake_failed"].len(), 1, "{events:#?}");

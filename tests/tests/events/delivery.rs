@@ -14,12 +14,7 @@ async fn a_failed_publish_is_retried_with_the_same_change_id() {
     let (agent_id, _) = world.asleep_agent("alice", "Retried");
     bus.fail_next(&[BusFault::ServerError, BusFault::FailedEntry]);
 
-    let (status, body) = settle(&api, &agent_id, "resume").await;
-    assert_eq!(
-        (status, body["state"].as_str()),
-        (200, Some("awake")),
-        "{body}"
-    );
+    settle_to(&api, &agent_id, "resume", "awake").await;
     let tries: Vec<Delivery> = bus
         .deliveries()
         .into_iter()
@@ -50,12 +45,7 @@ async fn a_bus_down_never_changes_the_answer() {
     let (agent_id, _) = world.asleep_agent("alice", "Unheard");
 
     bus.fail_next(&[BusFault::Slow; 3]);
-    let (status, body) = settle(&api, &agent_id, "resume").await;
-    assert_eq!(
-        (status, body["state"].as_str()),
-        (200, Some("awake")),
-        "{body}"
-    );
+    settle_to(&api, &agent_id, "resume", "awake").await;
     assert_eq!(
         world.sim.control().counters().live_sessions_of(&agent_id),
         1
@@ -63,12 +53,7 @@ async fn a_bus_down_never_changes_the_answer() {
     assert!(published_about(&bus, &agent_id).is_empty());
 
     bus.fail_next(&[BusFault::ServerError; 10]);
-    let (status, body) = settle(&api, &agent_id, "sleep").await;
-    assert_eq!(
-        (status, body["state"].as_str()),
-        (200, Some("asleep")),
-        "{body}"
-    );
+    settle_to(&api, &agent_id, "sleep", "asleep").await;
     assert!(published_about(&bus, &agent_id).is_empty());
     let tried = bus
         .deliveries()
@@ -80,12 +65,7 @@ async fn a_bus_down_never_changes_the_answer() {
     // Back: the next change is heard.
     bus.clear_faults();
     outcome_forgotten().await;
-    let (status, body) = settle(&api, &agent_id, "resume").await;
-    assert_eq!(
-        (status, body["state"].as_str()),
-        (200, Some("awake")),
-        "{body}"
-    );
+    settle_to(&api, &agent_id, "resume", "awake").await;
     let events = published_about(&bus, &agent_id);
     assert_eq!(events["snapwake.agent.awake"].len(), 1, "{events:#?}");
     assert_well_formed(&bus, &world);
@@ -95,23 +75,10 @@ async fn a_bus_down_never_changes_the_answer() {
 /// (403), and the publisher reports it rather than counting it published.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_request_signed_with_another_secret_is_refused() {
-    use aws_credential_types::provider::SharedCredentialsProvider;
-    use aws_credential_types::Credentials;
     use snapwake::events::EventSink;
 
     let bus = EventBusDouble::start().await;
-    let config = aws_config::SdkConfig::builder()
-        .region(aws_config::Region::new(BUS_REGION))
-        .credentials_provider(SharedCredentialsProvider::new(Credentials::new(
-            BUS_ACCESS_KEY,
-            "not-the-secret",
-            None,
-            None,
-            "wrong",
-        )))
-        .behavior_version(aws_config::BehaviorVersion::latest())
-        .build();
-    let wrong = EventBridge::with_endpoint(&config, BUS_NAME, Some(bus.endpoint.clone())).unwrap();
+    let wrong = bus.publisher_signing_with("not-the-secret");
     let record = snapwake::domain::AgentRecord::absent(key("studio-x"));
     let event = snapwake::events::event_of(snapwake::domain::Announce::Awake, &record);
     let refused = wrong.publish(&event).await;

@@ -69,6 +69,21 @@ async fn settle<S: AgentStore + ScheduleStore, K: AgentKit>(
     }
 }
 
+/// POST `verb` until settled, which must leave the agent `state` (200).
+async fn settle_to<S: AgentStore + ScheduleStore, K: AgentKit>(
+    api: &Api<S, K>,
+    agent_id: &str,
+    verb: &str,
+    state: &str,
+) {
+    let (status, body) = settle(api, agent_id, verb).await;
+    assert_eq!(
+        (status, body["state"].as_str()),
+        (200, Some(state)),
+        "{verb}: {body}"
+    );
+}
+
 /// The accepted events about `agent_id`, by detail-type.
 fn published_about(bus: &EventBusDouble, agent_id: &str) -> BTreeMap<String, Vec<Delivery>> {
     let mut by_type: BTreeMap<String, Vec<Delivery>> = BTreeMap::new();

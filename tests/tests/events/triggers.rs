@@ -34,8 +34,8 @@ async fn a_schedule_wakes_with_trigger_schedule() {
     let api = Api::new(store.clone(), world.client(), identity());
     let (agent_id, _) = world.asleep_agent("alice", "Scheduled");
     // Known to snapwake: woken and put to sleep once over HTTP.
-    assert_eq!(settle(&api, &agent_id, "resume").await.0, 200);
-    assert_eq!(settle(&api, &agent_id, "sleep").await.0, 200);
+    settle_to(&api, &agent_id, "resume", "awake").await;
+    settle_to(&api, &agent_id, "sleep", "asleep").await;
     let body = serde_json::json!({"timezone": "UTC", "wake": "30 8 * * *"}).to_string();
     let (status, schedule) = answer(
         &api.handle(request(
@@ -131,7 +131,7 @@ async fn the_sweep_and_offboarding_announce_their_deletions() {
     // alice's agent, woken over HTTP, then alice leaves.
     let api = Api::new(store.clone(), world.client(), identity());
     let (agent_id, _) = world.asleep_agent("alice", "Leaving");
-    assert_eq!(settle(&api, &agent_id, "resume").await.0, 200);
+    settle_to(&api, &agent_id, "resume", "awake").await;
     let report = f
         .offboard(
             "alice",
