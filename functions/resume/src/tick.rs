@@ -156,19 +156,22 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
         let Some(key) = schedule.key.clone() else {
             return Ok(Handled::Idle);
         };
-        // A schedule this version cannot read (written by a newer one) is left alone.
-        let Some(plan) = Plan::of(&schedule) else {
-            return Ok(Handled::Idle);
-        };
         for _ in 0..3 {
-            let agent = self.store.get(&key).await?;
-            if agent.as_ref().is_none_or(|r| r.state == WakeState::Gone) {
+            // Read from the item each round: a PUT that won the race may have changed it.
+            // A schedule this version cannot read (written by a newer one) is left alone.
+            let Some(plan) = Plan::of(&schedule) else {
+                return Ok(Handled::Idle);
+            };
+            let agent = match self.store.get(&key).await? {
+                Some(agent) if agent.state != WakeState::Gone => agent,
                 // The agent was deleted (its delete removes the schedule too; this is the
                 // backstop for a delete that stopped half-way).
-                self.store.delete_schedule(&key).await?;
-                return Ok(Handled::Gone);
-            }
-            let seen = self.seen(agent.as_ref());
+                _ => {
+                    self.store.delete_schedule(&key).await?;
+                    return Ok(Handled::Gone);
+                }
+            };
+            let seen = self.seen(&agent);
             let step = decide(&schedule, &plan, time_ms, &seen);
             let (next, action, carried) = match step {
                 Step::Idle => return Ok(Handled::Idle),
@@ -205,18 +208,11 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
         Ok(Handled::Contended)
     }
 
-    fn seen(&self, agent: Option<&AgentRecord>) -> AgentSeen {
-        match agent {
-            None => AgentSeen {
-                version: 0,
-                state: WakeState::Asleep,
-                in_flight: false,
-            },
-            Some(r) => AgentSeen {
-                version: r.version,
-                state: r.state,
-                in_flight: r.state.is_held() && self.wake.lock.lease_is_live(r, now_ms()),
-            },
+    fn seen(&self, agent: &AgentRecord) -> AgentSeen {
+        AgentSeen {
+            version: agent.version,
+            state: agent.state,
+            in_flight: agent.state.is_held() && self.wake.lock.lease_is_live(agent, now_ms()),
         }
     }
 
@@ -226,15 +222,12 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
         &self,
         action: Action,
         key: &AgentKey,
-        record: Option<AgentRecord>,
+        record: AgentRecord,
         registry: &ToolRegistry,
         deadline: Deadline,
     ) -> Acted {
-        let home = record.as_ref().and_then(|r| home_of(registry, r));
-        let describe = record
-            .as_ref()
-            .map(|r| r.description.clone())
-            .unwrap_or_default();
+        let home = home_of(registry, &record);
+        let describe = record.description.clone();
         let per_agent = self.agentkit.request_timeout() + PER_AGENT_MARGIN;
         let budget = Budget::new(deadline.min_after(per_agent), Duration::ZERO);
         match action {
@@ -246,7 +239,7 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
                     describe,
                 };
                 let wake = Wake::new(&self.store, &self.agentkit, registry, &self.wake);
-                match wake.run(&target, record, budget).await {
+                match wake.run(&target, Some(record), budget).await {
                     Ok(WakeOutcome::Awake { .. }) => Acted::Reached,
                     Ok(WakeOutcome::Waking { record }) => Acted::InFlight {
                         version: record.version,
@@ -261,7 +254,7 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
                     describe,
                 };
                 let sleep = Sleep::new(&self.store, &self.agentkit, registry, self.wake.sleep());
-                match sleep.run(&target, record, budget).await {
+                match sleep.run(&target, Some(record), budget).await {
                     Ok(SleepOutcome::Asleep { .. }) => Acted::Reached,
                     Ok(SleepOutcome::Sleeping { record }) => Acted::InFlight {
                         version: record.version,
