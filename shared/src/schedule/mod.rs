@@ -16,7 +16,8 @@ pub use plan::{Plan, ScheduleBody};
 use crate::domain::{ScheduleRecord, ScheduleView};
 use crate::timestamp::format_ms;
 
-/// The summary an agent view and the schedule routes answer.
+/// What the schedule routes answer: the item with the next occurrences it has decided on (an
+/// agent view counts them from the record's summary instead, `view::schedule_view`).
 pub fn summary(record: &ScheduleRecord) -> ScheduleView {
     ScheduleView {
         timezone: record.timezone.clone(),
