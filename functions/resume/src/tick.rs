@@ -198,7 +198,7 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
                 return Ok(Handled::Settled);
             };
             let acted = self.act(action, &key, agent, registry, deadline).await;
-            self.record_outcome(written, acted).await;
+            self.record_outcome(&key, written, acted).await;
             return Ok(if carried {
                 Handled::Carried
             } else {
@@ -269,7 +269,7 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
 
     /// Write what the act came to on the schedule item. A conflict is left to the next tick
     /// (which sees the agent as it is, and decides from that).
-    async fn record_outcome(&self, mut written: ScheduleRecord, acted: Acted) {
+    async fn record_outcome(&self, key: &AgentKey, mut written: ScheduleRecord, acted: Acted) {
         let Some(mut open) = written.open.take() else {
             return;
         };
@@ -293,6 +293,13 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
                 written.open = Some(open);
             }
             Acted::Retry => {
+                // The record as our attempt left it (it may have taken and given back the
+                // lock): the next tick tries again only if nobody moves the agent meanwhile.
+                // Unread, the version before the attempt stands, and the next tick, seeing
+                // our own writes as a move, gives up rather than risk undoing someone's.
+                if let Ok(Some(agent)) = self.store.get(key).await {
+                    open.seen_version = agent.version;
+                }
                 open.attempt = Attempt::Retry;
                 written.open = Some(open);
             }

@@ -33,8 +33,9 @@ pub enum Attempt {
     Acting,
     /// The wake or sleep is in flight: drive it on (joining never starts a second one).
     InFlight,
-    /// Nothing was changed (the agent was busy, or AgentKit or the store could not be
-    /// reached): act again.
+    /// The attempt came to nothing (the agent was busy, or AgentKit or the store could not be
+    /// reached): act again, unless the agent has moved since (its version is read after the
+    /// attempt, which may have taken and given back the lock).
     Retry,
 }
 
@@ -45,7 +46,8 @@ pub struct Occurrence {
     /// The instant it was due (epoch ms).
     pub at_ms: u64,
     pub attempt: Attempt,
-    /// The agent record's version when the attempt was recorded (0: no record).
+    /// The agent record's version when the attempt was recorded (0: no record); for a
+    /// `Retry`, after the attempt.
     pub seen_version: u64,
 }
 

@@ -107,16 +107,14 @@ pub fn decide(record: &ScheduleRecord, plan: &Plan, now_ms: u64, agent: &AgentSe
     if now_ms.saturating_sub(open.at_ms) > CATCH_UP_MS {
         return finish("missed");
     }
+    // Act again only if the agent has not moved since the attempt was recorded: if it has,
+    // our attempt (or a person) settled it, and acting again could wake an agent its owner
+    // just put to sleep. A wake or sleep in flight is driven on (joining starts nothing new).
+    let unmoved = agent.version == open.seen_version;
     let again = match open.attempt {
-        // Our last attempt changed nothing: try again.
-        Attempt::Retry => true,
-        // A wake or sleep in flight is driven on (joining starts nothing new); otherwise act
-        // again only if the agent has not moved since the attempt was recorded: if it has,
-        // our attempt (or a person) settled it, and acting again could wake an agent its
-        // owner just put to sleep.
-        Attempt::Acting | Attempt::InFlight => {
-            agent.in_flight || agent.version == open.seen_version
-        }
+        // Our attempt came to nothing; its version is the record's after it.
+        Attempt::Retry => unmoved,
+        Attempt::Acting | Attempt::InFlight => agent.in_flight || unmoved,
     };
     if !again {
         return finish("moved");

@@ -151,13 +151,22 @@ fn a_carried_occurrence_finishes_when_reached() {
 fn a_carried_occurrence_is_acted_on_again_only_when_that_undoes_nothing() {
     let r = |attempt| record(Some(W + 86_400_000), None, open(attempt, 4));
     let again = |step: Step| matches!(step, Step::Act { carried: true, .. });
-    // Nothing was changed last time: again.
+    // Our attempt came to nothing, and nobody moved the agent since: again.
     assert!(again(decide(
         &r(Attempt::Retry),
         &plan(),
         W + MIN,
-        &agent(WakeState::Asleep, 9, false)
+        &agent(WakeState::Asleep, 4, false)
     )));
+    // It came to nothing, but a person has moved the agent since (e.g. put it to sleep after
+    // the scheduled wake failed to reach AgentKit): finished, their change stands.
+    let step = decide(
+        &r(Attempt::Retry),
+        &plan(),
+        W + MIN,
+        &agent(WakeState::Asleep, 9, false),
+    );
+    assert_eq!(outcome(&step), Some("moved"));
     // In flight: driven on.
     assert!(again(decide(
         &r(Attempt::InFlight),
