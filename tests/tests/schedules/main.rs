@@ -128,7 +128,8 @@ async fn tick<S: AgentStore + ScheduleStore, K: AgentKit>(
 }
 
 /// Tick at `time_ms`, then keep ticking (a minute later each time, as the Scheduler would)
-/// until nothing is carried any more, at most `minutes` ticks.
+/// until nothing is carried any more; an occurrence still open after `minutes` ticks fails the
+/// test.
 async fn tick_until_settled<S: AgentStore + ScheduleStore, K: AgentKit>(
     f: &Resume<S, K>,
     agent_id: &str,
@@ -148,6 +149,7 @@ async fn tick_until_settled<S: AgentStore + ScheduleStore, K: AgentKit>(
         }
         tokio::time::sleep(Duration::from_millis(300)).await;
     }
+    panic!("{agent_id}: the occurrence is still open after {minutes} ticks");
 }
 
 fn resumes(ctl: &SimControl) -> u64 {
