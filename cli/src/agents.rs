@@ -108,11 +108,22 @@ const MAX_PAGES: usize = 1000;
 const PREFER_WAIT_S: u32 = 20;
 
 pub fn run(args: AgentsArgs) -> Result<(), CliError> {
-    let client = Client::new(&args.api)?;
+    print_answer(&args.api, |client| async move {
+        command(&client, args.command).await
+    })
+}
+
+/// Run one command against the API on a runtime of its own and print its JSON answer.
+pub(crate) fn print_answer<F, A>(api: &ApiArgs, command: F) -> Result<(), CliError>
+where
+    F: FnOnce(Client) -> A,
+    A: std::future::Future<Output = Result<Value, CliError>>,
+{
+    let client = Client::new(api)?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    let out = runtime.block_on(command(&client, args.command))?;
+    let out = runtime.block_on(command(client))?;
     let mut stdout = std::io::stdout().lock();
     serde_json::to_writer_pretty(&mut stdout, &out)?;
     writeln!(stdout)?;

@@ -2,13 +2,11 @@
 //! through the deployed API (docs/schedules.md). Answers are printed as JSON on stdout;
 //! errors name the field the API refused.
 
-use std::io::Write;
-
 use clap::{Args, Subcommand};
 use reqwest::Method;
 use serde_json::{json, Value};
 
-use crate::agents::AgentRef;
+use crate::agents::{print_answer, AgentRef};
 use crate::api::{ApiArgs, Call, Client};
 use crate::error::CliError;
 
@@ -51,15 +49,9 @@ enum ScheduleCommand {
 }
 
 pub fn run(args: ScheduleArgs) -> Result<(), CliError> {
-    let client = Client::new(&args.api)?;
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    let out = runtime.block_on(command(&client, args.command))?;
-    let mut stdout = std::io::stdout().lock();
-    serde_json::to_writer_pretty(&mut stdout, &out)?;
-    writeln!(stdout)?;
-    Ok(())
+    print_answer(&args.api, |client| async move {
+        command(&client, args.command).await
+    })
 }
 
 async fn command(client: &Client, command: ScheduleCommand) -> Result<Value, CliError> {
