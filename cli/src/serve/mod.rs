@@ -291,32 +291,34 @@ async fn run_with<S: AgentStore + ScheduleStore + 'static>(
 
     // The schedules' tick, once a minute as deployed (docs/schedules.md), at the embedded
     // simulator's time when there is one: moving AgentKit's clock moves the schedules' too.
-    let ticker = app.clone();
-    let sim_clock = parts.sim.as_ref().map(|s| s.control());
-    let tick_every = args.tick_every;
-    tokio::spawn(async move {
-        if tick_every.is_zero() {
-            return;
-        }
-        let mut ticks = tokio::time::interval(tick_every);
-        loop {
-            ticks.tick().await;
-            let now_ms = match &sim_clock {
-                Some(control) => u64::try_from(control.now().unix_timestamp_nanos() / 1_000_000)
-                    .unwrap_or_default(),
-                None => snapwake::timestamp::now_ms(),
-            };
-            // The minute, as EventBridge Scheduler's `scheduled-time` would say it.
-            let minute_ms = now_ms - now_ms % 60_000;
-            if let Err(e) = ticker
-                .resume
-                .tick(minute_ms, Deadline::after(TICK_BUDGET))
-                .await
-            {
-                tracing::warn!(error = %e, "schedule tick failed");
+    if !args.tick_every.is_zero() {
+        let ticker = app.clone();
+        let sim_clock = parts.sim.as_ref().map(|s| s.control());
+        let mut ticks = tokio::time::interval(args.tick_every);
+        // A slow tick is not made up for with a burst of the same minute.
+        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+        tokio::spawn(async move {
+            loop {
+                ticks.tick().await;
+                let now_ms = match &sim_clock {
+                    Some(control) => {
+                        u64::try_from(control.now().unix_timestamp_nanos() / 1_000_000)
+                            .unwrap_or_default()
+                    }
+                    None => snapwake::timestamp::now_ms(),
+                };
+                // The minute, as EventBridge Scheduler's `scheduled-time` would say it.
+                let minute_ms = now_ms - now_ms % 60_000;
+                if let Err(e) = ticker
+                    .resume
+                    .tick(minute_ms, Deadline::after(TICK_BUDGET))
+                    .await
+                {
+                    tracing::warn!(error = %e, "schedule tick failed");
+                }
             }
-        }
-    });
+        });
+    }
 
     let addr = SocketAddr::from(([127, 0, 0, 1], args.port));
     let listener = tokio::net::TcpListener::bind(addr).await?;
