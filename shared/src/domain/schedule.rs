@@ -87,11 +87,6 @@ pub struct Settled {
 }
 
 impl ScheduleRecord {
-    /// The agent it belongs to. Records read from the store always carry their key.
-    pub fn agent(&self) -> Option<&AgentKey> {
-        self.key.as_ref()
-    }
-
     /// When the ticks next have work on it: the occurrence being carried is due at once,
     /// otherwise the earlier next occurrence. `None`: never (the sparse index leaves it out).
     pub fn due_at_ms(&self) -> Option<u64> {

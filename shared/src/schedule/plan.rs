@@ -88,11 +88,16 @@ impl Plan {
 
     /// A new schedule item from this plan, its next occurrences counted from `now_ms`.
     pub fn record(&self, now_ms: u64) -> ScheduleRecord {
+        let ScheduleSummary {
+            timezone,
+            wake,
+            sleep,
+        } = self.summary();
         ScheduleRecord {
             key: None,
-            timezone: self.zone.name().to_string(),
-            wake: self.wake.as_ref().map(|c| c.to_string()),
-            sleep: self.sleep.as_ref().map(|c| c.to_string()),
+            timezone,
+            wake,
+            sleep,
             next_wake_ms: self.next(Action::Wake, now_ms),
             next_sleep_ms: self.next(Action::Sleep, now_ms),
             open: None,
