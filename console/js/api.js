@@ -34,7 +34,8 @@ export class Problem extends Error {
  */
 const AUTO_RETRY = new Set([0, 409, 429, 503]);
 
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+/** A promise that resolves after `ms`. */
+export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** A Retry-After header (seconds or an HTTP date) in ms, within 1–30 s; null when absent. */
 function retryAfterMs(headers) {

@@ -118,6 +118,12 @@ function failureNotice(failure, agent, key) {
   );
 }
 
+/** Show `problem` in the box `el`, or hide the box when there is none. */
+export function showProblemIn(el, problem) {
+  el.hidden = !problem;
+  el.replaceChildren(...(problem ? problemBox(problem, null).childNodes : []));
+}
+
 export { problemBox };
 
 function sessionLine(agent) {

@@ -2,7 +2,7 @@
 // Idempotency-Key per request it makes, so a double submit or a retry creates one agent) and
 // the confirmation that names what a delete loses.
 
-import { h, problemBox } from "./cards.js";
+import { h, showProblemIn } from "./cards.js";
 import { KINDS } from "./format.js";
 
 function newKey() {
@@ -44,10 +44,7 @@ export function createDialog({ api, capabilities, onCreated, announce }) {
 
   const radio = (value) => form.querySelector(`input[name="retention"][value="${value}"]`);
 
-  function showProblem(p) {
-    problem.hidden = !p;
-    problem.replaceChildren(...(p ? problemBox(p, null).childNodes : []));
-  }
+  const showProblem = (p) => showProblemIn(problem, p);
 
   function applyKind() {
     const k = caps?.kinds.find((x) => x.kind === kind.value);

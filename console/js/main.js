@@ -2,7 +2,7 @@
 // beside the page (docs/console.md): `mode: "local"` against `snapwake serve` (identity from
 // the "signed in as" picker), or `oidc` when deployed (a bearer token from the provider).
 
-import { Api, Problem } from "./api.js";
+import { Api, Problem, sleep } from "./api.js";
 import { h, keyOf, problemBox, render, extension } from "./cards.js";
 import { confirmDialog, createDialog } from "./dialogs.js";
 import { scheduleDialog } from "./schedule-dialog.js";
@@ -203,7 +203,6 @@ async function act(agent, verb, words, run) {
   }
 }
 
-const pause = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
  * Wake `agent`. `again`: "Try again" on a failure the page knows only from the agent's view
@@ -230,7 +229,7 @@ function wake(agent, { again = false } = {}) {
       if (!again || !(e instanceof Problem) || e.status !== 502 || !e.retryable) throw e;
       const now = (await state.api.call("GET", Api.path(agent), {}, hooks)).body;
       if (now?.wake?.state !== "failed" || now.wake.since !== agent.wake?.since) throw e;
-      await pause(e.retryAfter ?? 3000);
+      await sleep(e.retryAfter ?? 3000);
       return state.api.resume(agent, hooks);
     }
   });
@@ -338,7 +337,7 @@ $("agents").addEventListener("click", (e) => {
       const left = shown?.shownAt ? (shown.retryAfter ?? 0) - (Date.now() - shown.shownAt) : 0;
       // After a reload the failed wake is only in the agent's view: wake it again.
       const again = () => (state.retries.get(key) ?? (() => wake(find(key) || agent, { again: true })))();
-      return left > 0 ? pause(left).then(again) : again();
+      return left > 0 ? sleep(left).then(again) : again();
     }
     default:
   }

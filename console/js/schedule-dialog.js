@@ -4,20 +4,19 @@
 // shown next to the field it names.
 
 import { Api, Problem } from "./api.js";
-import { h, problemBox } from "./cards.js";
+import { h, showProblemIn } from "./cards.js";
 import { cronError, nextOccurrences } from "./cron.js";
 import { agentName } from "./format.js";
-import { PRESETS, browserZone, presetOf, scheduleText, zones } from "./schedule.js";
+import { PRESETS, browserZone, oneLine, presetOf, scheduleText, zones } from "./schedule.js";
 
 const $ = (id) => document.getElementById(id);
 const FIELDS = ["timezone", "wake", "sleep"];
 
-/** A 422's field: the problem's `field`, `NOT_SLEEPABLE`'s sleep, or the detail's "field: …". */
-export function problemField(p) {
+/** A 422's field: the problem's `field` (every INVALID_REQUEST of the route names one), or
+ * `NOT_SLEEPABLE`'s sleep. */
+function problemField(p) {
   if (FIELDS.includes(p.field)) return p.field;
-  if (p.code === "NOT_SLEEPABLE") return "sleep";
-  const m = /^(timezone|wake|sleep):/.exec(p.detail || "");
-  return m ? m[1] : null;
+  return p.code === "NOT_SLEEPABLE" ? "sleep" : null;
 }
 
 function previewFormat(zone) {
@@ -46,10 +45,7 @@ export function scheduleDialog({ api, onSaved, announce }) {
 
   const temporary = () => agent?.retention === "temporary";
 
-  function showProblem(p) {
-    problem.hidden = !p;
-    problem.replaceChildren(...(p ? problemBox(p, null).childNodes : []));
-  }
+  const showProblem = (p) => showProblemIn(problem, p);
 
   /** Show (or clear) a field's error; the input is marked invalid while it has one. */
   function fieldError(field, text) {
@@ -97,12 +93,8 @@ export function scheduleDialog({ api, onSaved, announce }) {
   function refresh() {
     preview("wake");
     preview("sleep");
-    const sleep = temporary() ? PRESETS.none.sleep : inputs.sleep.value;
-    let id = presetOf(inputs.wake.value, sleep);
-    if (temporary() && id === "custom") {
-      // A temporary agent's presets are their wake times alone.
-      id = Object.entries(PRESETS).find(([, p]) => p.wake === inputs.wake.value.trim().split(/\s+/).join(" "))?.[0] || "custom";
-    }
+    // A temporary agent's presets are their wake times alone.
+    const id = presetOf(inputs.wake.value, inputs.sleep.value, { wakeOnly: temporary() });
     form.querySelector(`input[name="preset"][value="${id}"]`).checked = true;
   }
 
@@ -128,21 +120,13 @@ export function scheduleDialog({ api, onSaved, announce }) {
     status.textContent = words || "";
   }
 
-  async function open(target) {
+  function open(target) {
     agent = target;
     current = target.schedule || null;
     $("schedule-title").textContent = `Schedule of ${agentName(agent)}`;
     showProblem(null);
     setBusy(false);
-    // The agent's view says its schedule (null: none); a view without the field is asked.
-    if (target.schedule === undefined) {
-      try {
-        current = (await api.call("GET", Api.path(agent, "schedule"))).body;
-      } catch (e) {
-        if (e instanceof Problem && e.status === 404 && e.code === "SCHEDULE_NOT_FOUND") current = null;
-        else showProblem(e);
-      }
-    }
+    // The agent's view says its schedule (null: none).
     fill(current);
     dialog.showModal();
     zone.focus();
@@ -156,7 +140,7 @@ export function scheduleDialog({ api, onSaved, announce }) {
       inputs[bad].focus();
       return null;
     }
-    const value = (f) => (inputs[f].disabled ? null : inputs[f].value.trim().split(/\s+/).join(" ") || null);
+    const value = (f) => (inputs[f].disabled ? null : oneLine(inputs[f].value) || null);
     return { timezone: zone.value, wake: value("wake"), sleep: value("sleep") };
   }
 

@@ -4,9 +4,9 @@
 import { parseCron } from "./cron.js";
 
 export const PRESETS = {
-  weekdays: { label: "Weekdays 9–18", wake: "0 9 * * MON-FRI", sleep: "0 18 * * MON-FRI" },
-  everyday: { label: "Every day 8–20", wake: "0 8 * * *", sleep: "0 20 * * *" },
-  none: { label: "None", wake: "", sleep: "" },
+  weekdays: { wake: "0 9 * * MON-FRI", sleep: "0 18 * * MON-FRI" },
+  everyday: { wake: "0 8 * * *", sleep: "0 20 * * *" },
+  none: { wake: "", sleep: "" },
 };
 
 const DAY_NAMES = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"];
@@ -77,11 +77,18 @@ export function nextEvent(schedule) {
   return events.length ? { action: events[0][0], at: events[0][1] } : null;
 }
 
-/** Which preset a pair of expressions is ("custom" when none). */
-export function presetOf(wake, sleep) {
-  const norm = (s) => (s || "").trim().split(/\s+/).join(" ");
+/** An expression with its whitespace made single spaces ("" for none). */
+export function oneLine(text) {
+  return (text || "").trim().split(/\s+/).join(" ");
+}
+
+/**
+ * Which preset a pair of expressions is ("custom" when none); `wakeOnly`: by the wake alone
+ * (a temporary agent has no sleep).
+ */
+export function presetOf(wake, sleep, { wakeOnly = false } = {}) {
   for (const [id, p] of Object.entries(PRESETS)) {
-    if (norm(p.wake) === norm(wake) && norm(p.sleep) === norm(sleep)) return id;
+    if (oneLine(p.wake) === oneLine(wake) && (wakeOnly || oneLine(p.sleep) === oneLine(sleep))) return id;
   }
   return "custom";
 }
