@@ -14,7 +14,7 @@ pub mod counting;
 pub mod event_bus;
 pub mod lost_answers;
 mod requests;
-pub mod schedule_store;
+pub mod stalling;
 pub mod runtime_api;
 mod store;
 pub mod wire;

@@ -4,11 +4,7 @@
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use serde_json::Value;
-use snapwake::domain::{AgentKey, AgentRecord, Kind, ToolRegistry};
-use snapwake::store::{
-    AgentPage, AgentStore, Changes, Condition, Document, DocumentKey, OwnerPage, StoreError,
-};
+use snapwake::store::{Answer, Call, Changes, Condition, Layer, StoreError};
 
 /// Which agent writes a [`LostAnswers`] loses.
 pub type Recognise = fn(&Condition, &Changes) -> bool;
@@ -57,87 +53,39 @@ fn lost(what: &str) -> StoreError {
     StoreError::Unavailable(format!("injected: the answer of the {what} was lost"))
 }
 
-impl<S: AgentStore + snapwake::store::ScheduleStore> AgentStore for LostAnswers<S> {
-    async fn get(&self, key: &AgentKey) -> Result<Option<AgentRecord>, StoreError> {
-        if spend(&self.fail_record_reads) {
-            return Err(StoreError::Unavailable("injected: the read failed".into()));
-        }
-        self.inner.get(key).await
+impl<S: Send + Sync> Layer for LostAnswers<S> {
+    type Inner = S;
+
+    fn inner(&self) -> &S {
+        &self.inner
     }
 
-    async fn update(
-        &self,
-        key: &AgentKey,
-        condition: &Condition,
-        changes: &Changes,
-    ) -> Result<AgentRecord, StoreError> {
-        if (self.lost_update)(condition, changes) && spend(&self.lose_updates) {
-            let _ = self.inner.update(key, condition, changes).await;
-            self.fail_record_reads
-                .store(self.record_reads_after, Ordering::SeqCst);
-            return Err(lost("agent write"));
-        }
-        self.inner.update(key, condition, changes).await
-    }
-
-    async fn query_owner(
-        &self,
-        owner_key: &str,
-        limit: u32,
-        cursor: Option<&str>,
-    ) -> Result<OwnerPage, StoreError> {
-        self.inner.query_owner(owner_key, limit, cursor).await
-    }
-
-    async fn scan_agents(
-        &self,
-        kind: Option<Kind>,
-        limit: u32,
-        after: Option<&AgentKey>,
-    ) -> Result<AgentPage, StoreError> {
-        self.inner.scan_agents(kind, limit, after).await
-    }
-
-    async fn get_registry(&self) -> Result<Option<ToolRegistry>, StoreError> {
-        self.inner.get_registry().await
-    }
-
-    async fn get_document(&self, key: DocumentKey<'_>) -> Result<Option<Document>, StoreError> {
-        if spend(&self.fail_document_reads) {
-            return Err(StoreError::Unavailable("injected: the read failed".into()));
-        }
-        self.inner.get_document(key).await
-    }
-
-    async fn put_document(
-        &self,
-        key: DocumentKey<'_>,
-        value: &Value,
-        expected_version: u64,
-        expires_at: Option<i64>,
-    ) -> Result<Document, StoreError> {
-        let written = self
-            .inner
-            .put_document(key, value, expected_version, expires_at)
-            .await;
-        if spend(&self.lose_documents) {
-            return Err(lost("document write"));
-        }
-        written
-    }
-
-    async fn put_registry(
-        &self,
-        registry: &ToolRegistry,
-        expected_version: u64,
-    ) -> Result<ToolRegistry, StoreError> {
-        self.inner.put_registry(registry, expected_version).await
+    fn around<'a, T: Send + 'a>(&'a self, call: Call<'a>, answer: Answer<'a, T>) -> Answer<'a, T> {
+        Box::pin(async move {
+            match call {
+                Call::Get(_) if spend(&self.fail_record_reads) => {
+                    Err(StoreError::Unavailable("injected: the read failed".into()))
+                }
+                Call::GetDocument(_) if spend(&self.fail_document_reads) => {
+                    Err(StoreError::Unavailable("injected: the read failed".into()))
+                }
+                Call::Update(_, condition, changes)
+                    if (self.lost_update)(condition, changes) && spend(&self.lose_updates) =>
+                {
+                    let _ = answer.await;
+                    self.fail_record_reads
+                        .store(self.record_reads_after, Ordering::SeqCst);
+                    Err(lost("agent write"))
+                }
+                Call::PutDocument(_) => {
+                    let written = answer.await;
+                    if spend(&self.lose_documents) {
+                        return Err(lost("document write"));
+                    }
+                    written
+                }
+                _ => answer.await,
+            }
+        })
     }
 }
-
-crate::schedule_store_via!(
-    LostAnswers<S>,
-    inner,
-    |_: &LostAnswers<S>| (),
-    <S: snapwake::store::ScheduleStore>
-);

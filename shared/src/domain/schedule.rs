@@ -87,6 +87,15 @@ pub struct Settled {
 }
 
 impl ScheduleRecord {
+    /// What the agent record keeps of this schedule for its views.
+    pub fn summary(&self) -> ScheduleSummary {
+        ScheduleSummary {
+            timezone: self.timezone.clone(),
+            wake: self.wake.clone(),
+            sleep: self.sleep.clone(),
+        }
+    }
+
     /// When the ticks next have work on it: the occurrence being carried is due at once,
     /// otherwise the earlier next occurrence. `None`: never (the sparse index leaves it out).
     pub fn due_at_ms(&self) -> Option<u64> {

@@ -5,18 +5,14 @@
 //! (`EventsFailed`); the caller gets the write's own answer either way.
 
 use std::future::Future;
+use std::pin::Pin;
 use std::time::Duration;
 
 use super::{current_trigger, EventSink};
 use crate::domain::failure::recorded_code;
-use crate::domain::{
-    AgentKey, AgentRecord, Announce, EventDetail, Kind, ScheduleRecord, StateEvent, ToolRegistry,
-};
+use crate::domain::{AgentRecord, Announce, EventDetail, StateEvent};
 use crate::metrics::{self, Record};
-use crate::store::{
-    AgentPage, AgentStore, Changes, Condition, Document, DocumentKey, DueCursor, DuePage,
-    OwnerPage, ScheduleStore, StoreError,
-};
+use crate::store::{Answer, Call, Changes, Layer};
 
 /// The longest a state change waits for its event to be published (all attempts).
 pub const PUBLISH_BUDGET: Duration = Duration::from_millis(1500);
@@ -106,104 +102,26 @@ impl<S: Send + Sync, E: EventSink> Announcing<S, E> {
     }
 }
 
-impl<S: AgentStore, E: EventSink> AgentStore for Announcing<S, E> {
-    async fn get(&self, key: &AgentKey) -> Result<Option<AgentRecord>, StoreError> {
-        self.inner.get(key).await
+impl<S: Send + Sync, E: EventSink> Layer for Announcing<S, E> {
+    type Inner = S;
+
+    fn inner(&self) -> &S {
+        &self.inner
     }
 
-    async fn update(
-        &self,
-        key: &AgentKey,
-        condition: &Condition,
-        changes: &Changes,
-    ) -> Result<AgentRecord, StoreError> {
-        let written = self.inner.update(key, condition, changes).await?;
-        if let Some(announce) = changes.announce.filter(|_| self.sink.enabled()) {
-            self.announce(event_of(announce, &written)).await;
-        }
-        Ok(written)
+    fn around<'a, T: Send + 'a>(&'a self, _: Call<'a>, answer: Answer<'a, T>) -> Answer<'a, T> {
+        answer
     }
 
-    fn query_owner(
-        &self,
-        owner_key: &str,
-        limit: u32,
-        cursor: Option<&str>,
-    ) -> impl Future<Output = Result<OwnerPage, StoreError>> + Send {
-        self.inner.query_owner(owner_key, limit, cursor)
-    }
-
-    fn scan_agents(
-        &self,
-        kind: Option<Kind>,
-        limit: u32,
-        after: Option<&AgentKey>,
-    ) -> impl Future<Output = Result<AgentPage, StoreError>> + Send {
-        self.inner.scan_agents(kind, limit, after)
-    }
-
-    fn get_registry(
-        &self,
-    ) -> impl Future<Output = Result<Option<ToolRegistry>, StoreError>> + Send {
-        self.inner.get_registry()
-    }
-
-    fn get_document(
-        &self,
-        key: DocumentKey<'_>,
-    ) -> impl Future<Output = Result<Option<Document>, StoreError>> + Send {
-        self.inner.get_document(key)
-    }
-
-    fn put_document(
-        &self,
-        key: DocumentKey<'_>,
-        value: &serde_json::Value,
-        expected_version: u64,
-        expires_at: Option<i64>,
-    ) -> impl Future<Output = Result<Document, StoreError>> + Send {
-        self.inner
-            .put_document(key, value, expected_version, expires_at)
-    }
-
-    fn put_registry(
-        &self,
-        registry: &ToolRegistry,
-        expected_version: u64,
-    ) -> impl Future<Output = Result<ToolRegistry, StoreError>> + Send {
-        self.inner.put_registry(registry, expected_version)
-    }
-}
-
-impl<S: ScheduleStore, E: EventSink> ScheduleStore for Announcing<S, E> {
-    fn get_schedule(
-        &self,
-        key: &AgentKey,
-    ) -> impl Future<Output = Result<Option<ScheduleRecord>, StoreError>> + Send {
-        self.inner.get_schedule(key)
-    }
-
-    fn put_schedule(
-        &self,
-        record: &ScheduleRecord,
-        expected_version: u64,
-    ) -> impl Future<Output = Result<ScheduleRecord, StoreError>> + Send {
-        self.inner.put_schedule(record, expected_version)
-    }
-
-    fn delete_schedule(
-        &self,
-        key: &AgentKey,
-    ) -> impl Future<Output = Result<(), StoreError>> + Send {
-        self.inner.delete_schedule(key)
-    }
-
-    fn due_schedules(
-        &self,
-        until_ms: u64,
-        limit: u32,
-        after: Option<&DueCursor>,
-    ) -> impl Future<Output = Result<DuePage, StoreError>> + Send {
-        self.inner.due_schedules(until_ms, limit, after)
+    fn written<'a>(
+        &'a self,
+        changes: &'a Changes,
+        record: &'a AgentRecord,
+    ) -> Pin<Box<dyn Future<Output = ()> + Send + 'a>> {
+        Box::pin(async move {
+            if let Some(announce) = changes.announce.filter(|_| self.sink.enabled()) {
+                self.announce(event_of(announce, record)).await;
+            }
+        })
     }
 }

@@ -19,7 +19,7 @@ use super::keys::{self, OwnerCursor};
 use super::{
     AgentPage, AgentStore, Changes, Condition, Document, DocumentKey, OwnerPage, StoreError,
 };
-use crate::domain::{AgentKey, AgentRecord, Kind, ScheduleRecord, ToolRegistry, WakeState};
+use crate::domain::{AgentKey, AgentRecord, Kind, ScheduleRecord, ToolRegistry};
 use crate::timestamp::now_s;
 
 #[derive(Default)]
@@ -49,92 +49,6 @@ impl MemoryStore {
     }
 }
 
-/// Whether `condition` holds for `live`, the record as reads see it (expired → `None`).
-fn holds(condition: &Condition, live: Option<&AgentRecord>) -> bool {
-    match condition {
-        Condition::Absent | Condition::Version(0) => live.is_none(),
-        Condition::Version(v) => live.is_some_and(|r| r.version == *v),
-        Condition::Held { holder, fence } => {
-            live.is_some_and(|r| r.holder.as_deref() == Some(holder.as_str()) && r.fence == *fence)
-        }
-        Condition::SleepingWith { fence, snapshot_id } => live.is_some_and(|r| {
-            r.state == WakeState::Sleeping
-                && r.fence == *fence
-                && r.snapshot_id.as_deref() == Some(snapshot_id.as_str())
-        }),
-        Condition::WakingWith { fence, session_id } => live.is_some_and(|r| {
-            r.state == WakeState::Waking
-                && r.fence == *fence
-                && r.session_id.as_deref() == Some(session_id.as_str())
-        }),
-    }
-}
-
-fn creates(condition: &Condition) -> bool {
-    matches!(condition, Condition::Absent | Condition::Version(0))
-}
-
-/// `changes` applied to `base`, with the store's own increments.
-fn apply(mut r: AgentRecord, changes: &Changes) -> AgentRecord {
-    if let Some(state) = changes.state {
-        r.state = state;
-    }
-    if let Some(holder) = &changes.holder {
-        r.holder.clone_from(holder);
-    }
-    if changes.bump_fence {
-        r.fence += 1;
-    }
-    if let Some(lease) = changes.lease_until_ms {
-        r.lease_until_ms = lease;
-    }
-    if let Some(v) = &changes.snapshot_id {
-        r.snapshot_id.clone_from(v);
-    }
-    if let Some(v) = &changes.session_id {
-        r.session_id.clone_from(v);
-    }
-    if let Some(v) = &changes.session_expire_at {
-        r.session_expire_at.clone_from(v);
-    }
-    if let Some(v) = changes.verified_at_ms {
-        r.verified_at_ms = v;
-    }
-    if let Some(v) = changes.resume_sent_at_ms {
-        r.resume_sent_at_ms = v;
-    }
-    if let Some(v) = changes.create_sent_at_ms {
-        r.create_sent_at_ms = v;
-    }
-    if let Some(v) = changes.poll_until_ms {
-        r.poll_until_ms = v;
-    }
-    if let Some(v) = &changes.poller {
-        r.poller.clone_from(v);
-    }
-    if let Some(v) = changes.awaited_since_ms {
-        r.awaited_since_ms = v;
-    }
-    if let Some(v) = &changes.snapshots {
-        r.snapshots.clone_from(v);
-    }
-    if let Some(v) = &changes.schedule {
-        r.schedule.clone_from(v);
-    }
-    if let Some(v) = &changes.error {
-        r.error.clone_from(v);
-    }
-    if let Some(v) = changes.expires_at {
-        r.expires_at = v;
-    }
-    if let Some(d) = &changes.describe {
-        r.description.overlay(d);
-    }
-    r.version += 1;
-    r.updated_at = Some(crate::timestamp::now());
-    r
-}
-
 impl AgentStore for MemoryStore {
     async fn get(&self, key: &AgentKey) -> Result<Option<AgentRecord>, StoreError> {
         let now = now_s();
@@ -156,12 +70,12 @@ impl AgentStore for MemoryStore {
         let mut tables = self.lock();
         let stored = tables.agents.get(key);
         let live = stored.filter(|r| !r.is_expired(now));
-        if !holds(condition, live) {
+        if !condition.holds(live) {
             return Err(StoreError::ConditionFailed {
                 current: live.cloned().map(Box::new),
             });
         }
-        let base = if creates(condition) {
+        let base = if condition.creates() {
             // A fresh record; an expired one under the key leaves only its counters.
             let mut fresh = AgentRecord::absent(key.clone());
             if let Some(old) = stored {
@@ -174,7 +88,7 @@ impl AgentStore for MemoryStore {
             live.cloned()
                 .unwrap_or_else(|| AgentRecord::absent(key.clone()))
         };
-        let written = apply(base, changes);
+        let written = changes.write(base);
         tables.agents.insert(key.clone(), written.clone());
         Ok(written)
     }

@@ -29,8 +29,10 @@ pub mod schedule;
 #[cfg(feature = "memory")]
 pub mod memory;
 pub mod table;
+pub mod layer;
 pub mod within;
 
+pub use layer::{Answer, Call, Layer};
 pub use schedule::{DueCursor, DuePage, ScheduleStore};
 pub use within::{Within, STORE_GRACE};
 
@@ -52,6 +54,37 @@ pub enum Condition {
     /// A sleep settled by anyone: `state = sleeping AND fence = :f AND snapshot_id = :s` (the
     /// snapshot the sleep is waiting for).
     SleepingWith { fence: u64, snapshot_id: String },
+}
+
+impl Condition {
+    /// Whether the condition holds for `live`, the record as reads see it (expired → `None`).
+    pub fn holds(&self, live: Option<&AgentRecord>) -> bool {
+        let Some(r) = live else {
+            return self.creates();
+        };
+        match self {
+            Condition::Absent | Condition::Version(0) => false,
+            Condition::Version(v) => r.version == *v,
+            Condition::Held { holder, fence } => {
+                r.holder.as_deref() == Some(holder.as_str()) && r.fence == *fence
+            }
+            Condition::SleepingWith { fence, snapshot_id } => {
+                r.state == WakeState::Sleeping
+                    && r.fence == *fence
+                    && r.snapshot_id.as_deref() == Some(snapshot_id.as_str())
+            }
+            Condition::WakingWith { fence, session_id } => {
+                r.state == WakeState::Waking
+                    && r.fence == *fence
+                    && r.session_id.as_deref() == Some(session_id.as_str())
+            }
+        }
+    }
+
+    /// Whether a write under this condition creates the record afresh.
+    pub fn creates(&self) -> bool {
+        matches!(self, Condition::Absent | Condition::Version(0))
+    }
 }
 
 /// What a write changes; `None` leaves a field as it is, `Some(None)` removes it. Every write
@@ -85,6 +118,53 @@ pub struct Changes {
     pub announce: Option<crate::domain::Announce>,
 }
 
+impl Changes {
+    /// `record` with the fields these changes set written over it; the counters the store
+    /// keeps (`version`, `fence`, `updated_at`) are left as they are.
+    pub fn apply(&self, mut r: AgentRecord) -> AgentRecord {
+        fn set<T: Clone>(field: &mut T, to: &Option<T>) {
+            if let Some(v) = to {
+                field.clone_from(v);
+            }
+        }
+        set(&mut r.state, &self.state);
+        set(&mut r.holder, &self.holder);
+        set(&mut r.lease_until_ms, &self.lease_until_ms);
+        set(&mut r.snapshot_id, &self.snapshot_id);
+        set(&mut r.session_id, &self.session_id);
+        set(&mut r.session_expire_at, &self.session_expire_at);
+        set(&mut r.verified_at_ms, &self.verified_at_ms);
+        set(&mut r.resume_sent_at_ms, &self.resume_sent_at_ms);
+        set(&mut r.create_sent_at_ms, &self.create_sent_at_ms);
+        set(&mut r.poll_until_ms, &self.poll_until_ms);
+        set(&mut r.poller, &self.poller);
+        set(&mut r.awaited_since_ms, &self.awaited_since_ms);
+        set(&mut r.snapshots, &self.snapshots);
+        set(&mut r.schedule, &self.schedule);
+        set(&mut r.error, &self.error);
+        set(&mut r.expires_at, &self.expires_at);
+        if let Some(d) = &self.describe {
+            r.description.overlay(d);
+        }
+        r
+    }
+
+    /// `record` as the store writes it: [`Changes::apply`], then the store's own counters.
+    pub fn write(&self, record: AgentRecord) -> AgentRecord {
+        let mut r = self.apply(record);
+        r.fence += u64::from(self.bump_fence);
+        r.version += 1;
+        r.updated_at = Some(crate::timestamp::now());
+        r
+    }
+
+    /// Whether `record` shows every field these changes set: a write that landed (writing it
+    /// again would change nothing but the counters).
+    pub fn shown_by(&self, record: &AgentRecord) -> bool {
+        self.apply(record.clone()) == *record
+    }
+}
+
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum StoreError {
     /// The condition did not hold; `current` is the record as it is (`None`: absent).
@@ -109,6 +189,10 @@ pub enum StoreError {
     /// absent or expired).
     #[error("document version conflict")]
     DocumentConflict { current: Option<Box<Document>> },
+    /// A transaction's conditions did not all hold (another writer came first); nothing was
+    /// written. Read again and decide again.
+    #[error("the items changed meanwhile")]
+    Contended,
     /// A schedule write found another version; `current` is the stored schedule (`None`:
     /// absent).
     #[error("schedule version conflict")]

@@ -4,7 +4,7 @@
 use std::future::Future;
 
 use super::StoreError;
-use crate::domain::{AgentKey, ScheduleRecord};
+use crate::domain::{AgentKey, AgentRecord, ScheduleRecord};
 
 /// Where the next page of due schedules starts: after this due time and agent.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -37,7 +37,22 @@ pub trait ScheduleStore: Send + Sync {
         expected_version: u64,
     ) -> impl Future<Output = Result<ScheduleRecord, StoreError>> + Send;
 
-    /// Remove the schedule of `key` (absent is not an error).
+    /// Define the schedule of `agent` (`Some`: write this item; `None`: remove it) together
+    /// with the summary its agent record shows (`AgentRecord::schedule`), in one transaction,
+    /// so that the two never disagree. It holds only if the schedule item is at
+    /// `expected_version` (0: none) and the agent record still at `agent.version`, live and
+    /// not a tombstone; otherwise nothing is written and the answer is
+    /// [`StoreError::Contended`] (read both again). The agent record's version moves, as on
+    /// any write. Answers the item as written (`None`: removed).
+    fn set_schedule(
+        &self,
+        agent: &AgentRecord,
+        schedule: Option<&ScheduleRecord>,
+        expected_version: u64,
+    ) -> impl Future<Output = Result<Option<ScheduleRecord>, StoreError>> + Send;
+
+    /// Remove the schedule item of `key` (absent is not an error); the agent record is left
+    /// alone (its delete or its tombstone goes with it).
     fn delete_schedule(
         &self,
         key: &AgentKey,
@@ -68,6 +83,15 @@ impl<T: ScheduleStore> ScheduleStore for std::sync::Arc<T> {
         expected_version: u64,
     ) -> impl Future<Output = Result<ScheduleRecord, StoreError>> + Send {
         (**self).put_schedule(record, expected_version)
+    }
+
+    fn set_schedule(
+        &self,
+        agent: &AgentRecord,
+        schedule: Option<&ScheduleRecord>,
+        expected_version: u64,
+    ) -> impl Future<Output = Result<Option<ScheduleRecord>, StoreError>> + Send {
+        (**self).set_schedule(agent, schedule, expected_version)
     }
 
     fn delete_schedule(

@@ -4,14 +4,10 @@
 //! request, so a table that hangs or has gone away becomes a 503 inside API Gateway's 30 s,
 //! never a hung request (the SDK's own timeouts are per attempt, not per request).
 
-use std::future::Future;
 use std::time::Duration;
 
-use super::{
-    AgentPage, AgentStore, Changes, Condition, Document, DocumentKey, OwnerPage, StoreError,
-};
+use super::{Answer, Call, Layer, StoreError};
 use crate::deadline::Deadline;
-use crate::domain::{AgentKey, AgentRecord, Kind, ToolRegistry};
 
 /// Store calls may run this long past the deadline. Deadlines already keep a margin to answer
 /// (2 s before the Lambda's end), and a write that gives a lock back or records a failure is
@@ -19,13 +15,22 @@ use crate::domain::{AgentKey, AgentRecord, Kind, ToolRegistry};
 pub const STORE_GRACE: Duration = Duration::from_millis(1000);
 
 /// `S`, every call bounded by `deadline`.
-#[derive(Clone, Copy, Debug)]
+#[derive(Debug)]
 pub struct Within<'a, S> {
     store: &'a S,
     deadline: Deadline,
 }
 
-impl<'a, S: AgentStore> Within<'a, S> {
+// By hand: a derive would ask `S: Copy`, and only the reference is copied.
+impl<S> Clone for Within<'_, S> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<S> Copy for Within<'_, S> {}
+
+impl<'a, S> Within<'a, S> {
     pub fn new(store: &'a S, deadline: Deadline) -> Self {
         Within { store, deadline }
     }
@@ -34,175 +39,69 @@ impl<'a, S: AgentStore> Within<'a, S> {
         self.deadline
     }
 
-    async fn bounded<T>(
-        &self,
-        call: impl Future<Output = Result<T, StoreError>>,
-    ) -> Result<T, StoreError> {
-        let limit = self.deadline.remaining() + STORE_GRACE;
-        // Boxed: an SDK request is a large future, and every caller would carry one per call
-        // site (debug builds then need megabytes of stack).
-        match tokio::time::timeout(limit, Box::pin(call)).await {
-            Ok(answer) => answer,
-            Err(_) => Err(StoreError::Unavailable(
-                "the table did not answer within the request's budget".into(),
-            )),
+    /// The same store bounded by the earlier of its deadline and `deadline` (one part of a
+    /// request, or one agent of a tick, given less time than the whole).
+    pub fn until(&self, deadline: Deadline) -> Within<'a, S> {
+        Within {
+            store: self.store,
+            deadline: self.deadline.min(deadline),
         }
     }
-}
 
-impl<S: AgentStore> AgentStore for Within<'_, S> {
-    async fn get(&self, key: &AgentKey) -> Result<Option<AgentRecord>, StoreError> {
-        self.bounded(self.store.get(key)).await
-    }
-
-    async fn update(
-        &self,
-        key: &AgentKey,
-        condition: &Condition,
-        changes: &Changes,
-    ) -> Result<AgentRecord, StoreError> {
-        self.bounded(self.store.update(key, condition, changes))
-            .await
-    }
-
-    async fn query_owner(
-        &self,
-        owner_key: &str,
-        limit: u32,
-        cursor: Option<&str>,
-    ) -> Result<OwnerPage, StoreError> {
-        self.bounded(self.store.query_owner(owner_key, limit, cursor))
-            .await
-    }
-
-    async fn scan_agents(
-        &self,
-        kind: Option<Kind>,
-        limit: u32,
-        after: Option<&AgentKey>,
-    ) -> Result<AgentPage, StoreError> {
-        self.bounded(self.store.scan_agents(kind, limit, after))
-            .await
-    }
-
-    async fn get_registry(&self) -> Result<Option<ToolRegistry>, StoreError> {
-        self.bounded(self.store.get_registry()).await
-    }
-
-    async fn get_document(&self, key: DocumentKey<'_>) -> Result<Option<Document>, StoreError> {
-        self.bounded(self.store.get_document(key)).await
-    }
-
-    async fn put_document(
-        &self,
-        key: DocumentKey<'_>,
-        value: &serde_json::Value,
-        expected_version: u64,
-        expires_at: Option<i64>,
-    ) -> Result<Document, StoreError> {
-        self.bounded(
-            self.store
-                .put_document(key, value, expected_version, expires_at),
-        )
-        .await
-    }
-
-    async fn put_registry(
-        &self,
-        registry: &ToolRegistry,
-        expected_version: u64,
-    ) -> Result<ToolRegistry, StoreError> {
-        self.bounded(self.store.put_registry(registry, expected_version))
-            .await
+    /// The store underneath, unbounded.
+    pub fn unbounded(&self) -> &'a S {
+        self.store
     }
 }
 
-impl<S: AgentStore + super::ScheduleStore> super::ScheduleStore for Within<'_, S> {
-    async fn get_schedule(
-        &self,
-        key: &AgentKey,
-    ) -> Result<Option<crate::domain::ScheduleRecord>, StoreError> {
-        self.bounded(self.store.get_schedule(key)).await
+impl<S: Send + Sync> Layer for Within<'_, S> {
+    type Inner = S;
+
+    fn inner(&self) -> &S {
+        self.store
     }
 
-    async fn put_schedule(
-        &self,
-        record: &crate::domain::ScheduleRecord,
-        expected_version: u64,
-    ) -> Result<crate::domain::ScheduleRecord, StoreError> {
-        self.bounded(self.store.put_schedule(record, expected_version))
-            .await
-    }
-
-    async fn delete_schedule(&self, key: &AgentKey) -> Result<(), StoreError> {
-        self.bounded(self.store.delete_schedule(key)).await
-    }
-
-    async fn due_schedules(
-        &self,
-        until_ms: u64,
-        limit: u32,
-        after: Option<&super::DueCursor>,
-    ) -> Result<super::DuePage, StoreError> {
-        self.bounded(self.store.due_schedules(until_ms, limit, after))
-            .await
+    fn around<'a, T: Send + 'a>(&'a self, _: Call<'a>, answer: Answer<'a, T>) -> Answer<'a, T> {
+        Box::pin(async move {
+            let limit = self.deadline.remaining() + STORE_GRACE;
+            // Boxed: an SDK request is a large future, and every caller would carry one per call
+            // site (debug builds then need megabytes of stack).
+            match tokio::time::timeout(limit, Box::pin(answer)).await {
+                Ok(answer) => answer,
+                Err(_) => Err(StoreError::Unavailable(
+                    "the table did not answer within the request's budget".into(),
+                )),
+            }
+        })
     }
 }
 
 #[cfg(all(test, feature = "memory"))]
 mod tests {
     use super::*;
-    use crate::domain::Kind;
+    use crate::domain::{AgentKey, Kind};
     use crate::store::memory::MemoryStore;
+    use crate::store::{AgentStore, Changes, Condition};
 
     /// A table that never answers reads (as a stopped DynamoDB whose connections hang).
     struct Hangs(MemoryStore);
 
-    impl AgentStore for Hangs {
-        async fn get(&self, _: &AgentKey) -> Result<Option<AgentRecord>, StoreError> {
-            std::future::pending().await
+    impl Layer for Hangs {
+        type Inner = MemoryStore;
+        fn inner(&self) -> &MemoryStore {
+            &self.0
         }
-        async fn update(
-            &self,
-            key: &AgentKey,
-            condition: &Condition,
-            changes: &Changes,
-        ) -> Result<AgentRecord, StoreError> {
-            self.0.update(key, condition, changes).await
-        }
-        async fn query_owner(
-            &self,
-            _: &str,
-            _: u32,
-            _: Option<&str>,
-        ) -> Result<OwnerPage, StoreError> {
-            std::future::pending().await
-        }
-        async fn scan_agents(
-            &self,
-            _: Option<Kind>,
-            _: u32,
-            _: Option<&AgentKey>,
-        ) -> Result<AgentPage, StoreError> {
-            std::future::pending().await
-        }
-        async fn get_registry(&self) -> Result<Option<ToolRegistry>, StoreError> {
-            std::future::pending().await
-        }
-        async fn get_document(&self, _: DocumentKey<'_>) -> Result<Option<Document>, StoreError> {
-            std::future::pending().await
-        }
-        async fn put_document(
-            &self,
-            _: DocumentKey<'_>,
-            _: &serde_json::Value,
-            _: u64,
-            _: Option<i64>,
-        ) -> Result<Document, StoreError> {
-            std::future::pending().await
-        }
-        async fn put_registry(&self, _: &ToolRegistry, _: u64) -> Result<ToolRegistry, StoreError> {
-            std::future::pending().await
+        fn around<'a, T: Send + 'a>(
+            &'a self,
+            call: Call<'a>,
+            answer: Answer<'a, T>,
+        ) -> Answer<'a, T> {
+            Box::pin(async move {
+                if call.writes() {
+                    return answer.await;
+                }
+                std::future::pending().await
+            })
         }
     }
 

@@ -79,80 +79,35 @@ impl FaultyStore {
     }
 }
 
-impl AgentStore for FaultyStore {
-    async fn get(&self, key: &AgentKey) -> Result<Option<AgentRecord>, StoreError> {
-        self.inner.get(key).await
+impl Layer for FaultyStore {
+    type Inner = DynamoStore;
+
+    fn inner(&self) -> &DynamoStore {
+        &self.inner
     }
 
-    async fn update(
-        &self,
-        key: &AgentKey,
-        condition: &Condition,
-        changes: &Changes,
-    ) -> Result<AgentRecord, StoreError> {
-        match self.hit(condition, changes) {
-            None => self.inner.update(key, condition, changes).await,
-            Some(Mode::LandLoseAnswer) => {
-                let landed = self.inner.update(key, condition, changes).await;
-                Err(StoreError::Unavailable(format!(
-                    "injected: the answer was lost (the write answered {})",
-                    if landed.is_ok() { "ok" } else { "an error" }
-                )))
+    fn around<'a, T: Send + 'a>(&'a self, call: Call<'a>, answer: Answer<'a, T>) -> Answer<'a, T> {
+        Box::pin(async move {
+            let hit = match call {
+                Call::Update(_, condition, changes) => self.hit(condition, changes),
+                _ => None,
+            };
+            match hit {
+                None => answer.await,
+                Some(Mode::LandLoseAnswer) => {
+                    let landed = answer.await;
+                    Err(StoreError::Unavailable(format!(
+                        "injected: the answer was lost (the write answered {})",
+                        if landed.is_ok() { "ok" } else { "an error" }
+                    )))
+                }
+                Some(Mode::TimeoutNoLand) => {
+                    tokio::time::sleep(TIMEOUT).await;
+                    Err(StoreError::Unavailable(
+                        "injected: the write timed out".into(),
+                    ))
+                }
             }
-            Some(Mode::TimeoutNoLand) => {
-                tokio::time::sleep(TIMEOUT).await;
-                Err(StoreError::Unavailable(
-                    "injected: the write timed out".into(),
-                ))
-            }
-        }
-    }
-
-    async fn query_owner(
-        &self,
-        owner_key: &str,
-        limit: u32,
-        cursor: Option<&str>,
-    ) -> Result<OwnerPage, StoreError> {
-        self.inner.query_owner(owner_key, limit, cursor).await
-    }
-
-    async fn scan_agents(
-        &self,
-        kind: Option<snapwake::domain::Kind>,
-        limit: u32,
-        after: Option<&AgentKey>,
-    ) -> Result<snapwake::store::AgentPage, StoreError> {
-        self.inner.scan_agents(kind, limit, after).await
-    }
-
-    async fn get_registry(&self) -> Result<Option<ToolRegistry>, StoreError> {
-        self.inner.get_registry().await
-    }
-
-    async fn get_document(&self, key: DocumentKey<'_>) -> Result<Option<Document>, StoreError> {
-        self.inner.get_document(key).await
-    }
-
-    async fn put_document(
-        &self,
-        key: DocumentKey<'_>,
-        value: &Value,
-        expected_version: u64,
-        expires_at: Option<i64>,
-    ) -> Result<Document, StoreError> {
-        self.inner
-            .put_document(key, value, expected_version, expires_at)
-            .await
-    }
-
-    async fn put_registry(
-        &self,
-        registry: &ToolRegistry,
-        expected_version: u64,
-    ) -> Result<ToolRegistry, StoreError> {
-        self.inner.put_registry(registry, expected_version).await
+        })
     }
 }
-
-snapwake_tests::schedule_store_via!(FaultyStore, inner, |_: &FaultyStore| (),);

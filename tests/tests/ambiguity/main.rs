@@ -38,13 +38,11 @@ use serde_json::Value;
 use snapwake::agentkit::types::{metadata_value, Action, MetadataEntry, Snapshot};
 use snapwake::agentkit::{AgentKit, AgentKitClient, AgentKitError};
 use snapwake::deadline::Deadline;
-use snapwake::domain::{AgentKey, AgentRecord, Kind, ToolRegistry, WakeState};
+use snapwake::domain::{AgentKey, AgentRecord, Kind, WakeState};
 use snapwake::lock::LockSettings;
 use snapwake::registry_cache::{RegistryCache, ToolOverrides};
 use snapwake::store::dynamo::DynamoStore;
-use snapwake::store::{
-    AgentStore, Changes, Condition, Document, DocumentKey, OwnerPage, StoreError,
-};
+use snapwake::store::{AgentStore, Answer, Call, Changes, Condition, Layer, StoreError};
 use snapwake::timestamp::now_s;
 use snapwake::wake::WakeSettings;
 use snapwake_create::{Create, CreateSettings};

@@ -9,14 +9,16 @@
 
 use std::collections::HashMap;
 
-use aws_sdk_dynamodb::types::{ReturnValue, ReturnValuesOnConditionCheckFailure};
+use aws_sdk_dynamodb::types::{
+    Delete, Put, ReturnValue, ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update,
+};
 
-use super::expression::{n, s};
+use super::expression::{condition_expression, n, s, update_expression, Expr};
 use super::item::{attr, get_n, get_s, Item};
 use super::{unavailable, DynamoStore};
-use crate::domain::{AgentKey, ScheduleRecord};
+use crate::domain::{AgentKey, AgentRecord, ScheduleRecord, WakeState};
 use crate::store::keys::{self, DUE_INDEX, DUE_PK, SCHEDULE_SK};
-use crate::store::{DueCursor, DuePage, ScheduleStore, StoreError};
+use crate::store::{Changes, Condition, DueCursor, DuePage, ScheduleStore, StoreError};
 use crate::timestamp;
 
 fn key_attrs(key: &AgentKey) -> Item {
@@ -127,6 +129,120 @@ impl ScheduleStore for DynamoStore {
                 }
                 Err(unavailable("UpdateItem", &e))
             }
+        }
+    }
+
+    async fn set_schedule(
+        &self,
+        agent: &AgentRecord,
+        schedule: Option<&ScheduleRecord>,
+        expected_version: u64,
+    ) -> Result<Option<ScheduleRecord>, StoreError> {
+        let key = &agent.key;
+        let now = timestamp::now_s();
+        // The agent record: its summary, under a CAS on the version read, never on a
+        // tombstone.
+        let mut expr = Expr::default();
+        let condition = condition_expression(&mut expr, &Condition::Version(agent.version), now);
+        let state = expr.name(attr::STATE);
+        let gone = expr.value("c_gone", s(WakeState::Gone.as_str()));
+        let changes = Changes {
+            schedule: Some(schedule.map(ScheduleRecord::summary)),
+            ..Changes::default()
+        };
+        update_expression(&mut expr, key, false, &changes);
+        let on_agent = Update::builder()
+            .table_name(&self.table)
+            .set_key(Some(DynamoStore::agent_key_attrs(key)))
+            .update_expression(expr.update_expression())
+            .condition_expression(format!("{condition} AND {state} <> {gone}"))
+            .set_expression_attribute_names(Some(expr.names))
+            .set_expression_attribute_values(Some(expr.values))
+            .build()
+            .map_err(|e| StoreError::Corrupt(format!("schedule transaction: {e}")))?;
+        // The schedule item, under a CAS on its version (none: absent).
+        let (at_version, names, values) = if expected_version == 0 {
+            ("attribute_not_exists(#pk)", "#pk", None)
+        } else {
+            (
+                "#version = :expected",
+                "#version",
+                Some(n(expected_version)),
+            )
+        };
+        let name_of = |placeholder: &str| {
+            if placeholder == "#pk" {
+                attr::PK
+            } else {
+                attr::VERSION
+            }
+        };
+        let written = schedule.map(|record| {
+            let mut written = record.clone();
+            written.key = Some(key.clone());
+            written.version = expected_version + 1;
+            written.updated_at = Some(timestamp::now());
+            written
+        });
+        let on_schedule = match &written {
+            Some(record) => {
+                let mut item = key_attrs(key);
+                let json = serde_json::to_string(record)
+                    .map_err(|e| StoreError::Corrupt(format!("schedule: {e}")))?;
+                item.insert(attr::DOC.into(), s(&json));
+                item.insert(attr::VERSION.into(), n(record.version));
+                item.insert(
+                    attr::UPDATED_AT.into(),
+                    s(record.updated_at.as_deref().unwrap_or_default()),
+                );
+                if let Some(due) = record.due_at_ms() {
+                    item.insert(attr::DUE_PK.into(), s(DUE_PK));
+                    item.insert(attr::DUE_AT.into(), n(due));
+                }
+                let put = Put::builder()
+                    .table_name(&self.table)
+                    .set_item(Some(item))
+                    .condition_expression(at_version)
+                    .expression_attribute_names(names, name_of(names))
+                    .set_expression_attribute_values(
+                        values.map(|v| HashMap::from([(":expected".to_string(), v)])),
+                    )
+                    .build()
+                    .map_err(|e| StoreError::Corrupt(format!("schedule transaction: {e}")))?;
+                TransactWriteItem::builder().put(put).build()
+            }
+            None => {
+                let delete = Delete::builder()
+                    .table_name(&self.table)
+                    .set_key(Some(key_attrs(key)))
+                    .condition_expression(at_version)
+                    .expression_attribute_names(names, name_of(names))
+                    .set_expression_attribute_values(
+                        values.map(|v| HashMap::from([(":expected".to_string(), v)])),
+                    )
+                    .build()
+                    .map_err(|e| StoreError::Corrupt(format!("schedule transaction: {e}")))?;
+                TransactWriteItem::builder().delete(delete).build()
+            }
+        };
+        // The SDK fills in the idempotency token, and sends the same one on its retries: a
+        // transaction whose answer was lost is not applied twice.
+        let result = self
+            .client
+            .transact_write_items()
+            .transact_items(TransactWriteItem::builder().update(on_agent).build())
+            .transact_items(on_schedule)
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(written),
+            Err(e)
+                if e.as_service_error()
+                    .is_some_and(|se| se.is_transaction_canceled_exception()) =>
+            {
+                Err(StoreError::Contended)
+            }
+            Err(e) => Err(unavailable("TransactWriteItems", &e)),
         }
     }
 

@@ -2,9 +2,10 @@
 //! DynamoDB's `by_due` (due time, then the item's key).
 
 use super::MemoryStore;
-use crate::domain::{AgentKey, ScheduleRecord};
+use crate::domain::{AgentKey, AgentRecord, ScheduleRecord, WakeState};
 use crate::store::keys::schedule_pk;
-use crate::store::{DueCursor, DuePage, ScheduleStore, StoreError};
+use crate::store::{Changes, DueCursor, DuePage, ScheduleStore, StoreError};
+use crate::timestamp::now_s;
 
 impl ScheduleStore for MemoryStore {
     async fn get_schedule(&self, key: &AgentKey) -> Result<Option<ScheduleRecord>, StoreError> {
@@ -32,6 +33,41 @@ impl ScheduleStore for MemoryStore {
         written.updated_at = Some(crate::timestamp::now());
         tables.schedules.insert(key, written.clone());
         Ok(written)
+    }
+
+    async fn set_schedule(
+        &self,
+        agent: &AgentRecord,
+        schedule: Option<&ScheduleRecord>,
+        expected_version: u64,
+    ) -> Result<Option<ScheduleRecord>, StoreError> {
+        let key = &agent.key;
+        let now = now_s();
+        let mut tables = self.lock();
+        let stored = tables.schedules.get(key).map_or(0, |r| r.version);
+        let live = tables.agents.get(key).filter(|r| !r.is_expired(now));
+        let agent_holds =
+            live.is_some_and(|r| r.version == agent.version && r.state != WakeState::Gone);
+        if stored != expected_version || !agent_holds {
+            return Err(StoreError::Contended);
+        }
+        let summary = schedule.map(ScheduleRecord::summary);
+        let changes = Changes {
+            schedule: Some(summary),
+            ..Changes::default()
+        };
+        let written_agent = changes.write(live.cloned().unwrap_or_else(|| agent.clone()));
+        tables.agents.insert(key.clone(), written_agent);
+        let Some(schedule) = schedule else {
+            tables.schedules.remove(key);
+            return Ok(None);
+        };
+        let mut written = schedule.clone();
+        written.key = Some(key.clone());
+        written.version = expected_version + 1;
+        written.updated_at = Some(crate::timestamp::now());
+        tables.schedules.insert(key.clone(), written.clone());
+        Ok(Some(written))
     }
 
     async fn delete_schedule(&self, key: &AgentKey) -> Result<(), StoreError> {

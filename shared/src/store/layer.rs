@@ -1,0 +1,208 @@
+//! [`Layer`]: a decorator of the whole store port written as one method. Every call of
+//! [`AgentStore`] and [`ScheduleStore`] made through a layer passes through [`Layer::around`],
+//! which is told what the call is ([`Call`]) and holds its answer-to-be: it may bound it in
+//! time ([`super::Within`]), count it, or, in tests, fail, stall or lose it. A decorator
+//! written this way says only what it adds, and cannot forget a call the port gains.
+
+use std::future::Future;
+use std::pin::Pin;
+
+use super::{
+    AgentPage, AgentStore, Changes, Condition, Document, DocumentKey, DueCursor, DuePage,
+    OwnerPage, ScheduleStore, StoreError,
+};
+use crate::domain::{AgentKey, AgentRecord, Kind, ScheduleRecord, ToolRegistry};
+
+/// A call of the store port, as a layer sees it.
+#[derive(Clone, Copy, Debug)]
+pub enum Call<'c> {
+    Get(&'c AgentKey),
+    Update(&'c AgentKey, &'c Condition, &'c Changes),
+    QueryOwner,
+    ScanAgents,
+    GetRegistry,
+    PutRegistry,
+    GetDocument(DocumentKey<'c>),
+    PutDocument(DocumentKey<'c>),
+    GetSchedule(&'c AgentKey),
+    /// A tick's write of a schedule item.
+    PutSchedule(&'c ScheduleRecord),
+    /// A schedule defined or removed together with its agent's summary.
+    SetSchedule(&'c AgentKey),
+    DeleteSchedule(&'c AgentKey),
+    DueSchedules,
+}
+
+impl Call<'_> {
+    /// Whether the call may change the table (an unanswered one may have landed).
+    pub fn writes(&self) -> bool {
+        matches!(
+            self,
+            Call::Update(..)
+                | Call::PutRegistry
+                | Call::PutDocument(_)
+                | Call::PutSchedule(_)
+                | Call::SetSchedule(_)
+                | Call::DeleteSchedule(_)
+        )
+    }
+}
+
+/// An answer of the store, not yet asked for. Boxed, and `Send` by its type: a layer's
+/// answer is `Send` for whatever lifetimes it borrows, which an opaque future could not
+/// promise to the checks of a spawned task.
+pub type Answer<'a, T> = Pin<Box<dyn Future<Output = Result<T, StoreError>> + Send + 'a>>;
+
+/// A store that is another store with something around every call.
+pub trait Layer: Send + Sync {
+    type Inner: Send + Sync;
+
+    /// The store every call goes to.
+    fn inner(&self) -> &Self::Inner;
+
+    /// `answer` is the inner store's answer to `call`, not yet asked for: await it (or not),
+    /// and answer.
+    fn around<'a, T: Send + 'a>(&'a self, call: Call<'a>, answer: Answer<'a, T>) -> Answer<'a, T>;
+
+    /// Told of every agent write that landed (through [`Layer::around`]), with the record as
+    /// written: a layer that reports changes starts from here.
+    fn written<'a>(
+        &'a self,
+        changes: &'a Changes,
+        record: &'a AgentRecord,
+    ) -> Pin<Box<dyn Future<Output = ()> + Send + 'a>> {
+        let _ = (changes, record);
+        Box::pin(async {})
+    }
+}
+
+impl<L: Layer> AgentStore for L
+where
+    L::Inner: AgentStore,
+{
+    async fn get(&self, key: &AgentKey) -> Result<Option<AgentRecord>, StoreError> {
+        self.around(Call::Get(key), Box::pin(self.inner().get(key)))
+            .await
+    }
+
+    async fn update(
+        &self,
+        key: &AgentKey,
+        condition: &Condition,
+        changes: &Changes,
+    ) -> Result<AgentRecord, StoreError> {
+        let call = Call::Update(key, condition, changes);
+        let record = self
+            .around(call, Box::pin(self.inner().update(key, condition, changes)))
+            .await?;
+        self.written(changes, &record).await;
+        Ok(record)
+    }
+
+    async fn query_owner(
+        &self,
+        owner_key: &str,
+        limit: u32,
+        cursor: Option<&str>,
+    ) -> Result<OwnerPage, StoreError> {
+        let answer = self.inner().query_owner(owner_key, limit, cursor);
+        self.around(Call::QueryOwner, Box::pin(answer)).await
+    }
+
+    async fn scan_agents(
+        &self,
+        kind: Option<Kind>,
+        limit: u32,
+        after: Option<&AgentKey>,
+    ) -> Result<AgentPage, StoreError> {
+        let answer = self.inner().scan_agents(kind, limit, after);
+        self.around(Call::ScanAgents, Box::pin(answer)).await
+    }
+
+    async fn get_registry(&self) -> Result<Option<ToolRegistry>, StoreError> {
+        self.around(Call::GetRegistry, Box::pin(self.inner().get_registry()))
+            .await
+    }
+
+    async fn get_document(&self, key: DocumentKey<'_>) -> Result<Option<Document>, StoreError> {
+        self.around(
+            Call::GetDocument(key),
+            Box::pin(self.inner().get_document(key)),
+        )
+        .await
+    }
+
+    async fn put_document(
+        &self,
+        key: DocumentKey<'_>,
+        value: &serde_json::Value,
+        expected_version: u64,
+        expires_at: Option<i64>,
+    ) -> Result<Document, StoreError> {
+        let answer = self
+            .inner()
+            .put_document(key, value, expected_version, expires_at);
+        self.around(Call::PutDocument(key), Box::pin(answer)).await
+    }
+
+    async fn put_registry(
+        &self,
+        registry: &ToolRegistry,
+        expected_version: u64,
+    ) -> Result<ToolRegistry, StoreError> {
+        let answer = self.inner().put_registry(registry, expected_version);
+        self.around(Call::PutRegistry, Box::pin(answer)).await
+    }
+}
+
+impl<L: Layer> ScheduleStore for L
+where
+    L::Inner: ScheduleStore,
+{
+    async fn get_schedule(&self, key: &AgentKey) -> Result<Option<ScheduleRecord>, StoreError> {
+        self.around(
+            Call::GetSchedule(key),
+            Box::pin(self.inner().get_schedule(key)),
+        )
+        .await
+    }
+
+    async fn put_schedule(
+        &self,
+        record: &ScheduleRecord,
+        expected_version: u64,
+    ) -> Result<ScheduleRecord, StoreError> {
+        let answer = self.inner().put_schedule(record, expected_version);
+        self.around(Call::PutSchedule(record), Box::pin(answer))
+            .await
+    }
+
+    async fn set_schedule(
+        &self,
+        agent: &AgentRecord,
+        schedule: Option<&ScheduleRecord>,
+        expected_version: u64,
+    ) -> Result<Option<ScheduleRecord>, StoreError> {
+        let answer = self.inner().set_schedule(agent, schedule, expected_version);
+        self.around(Call::SetSchedule(&agent.key), Box::pin(answer))
+            .await
+    }
+
+    async fn delete_schedule(&self, key: &AgentKey) -> Result<(), StoreError> {
+        self.around(
+            Call::DeleteSchedule(key),
+            Box::pin(self.inner().delete_schedule(key)),
+        )
+        .await
+    }
+
+    async fn due_schedules(
+        &self,
+        until_ms: u64,
+        limit: u32,
+        after: Option<&DueCursor>,
+    ) -> Result<DuePage, StoreError> {
+        let answer = self.inner().due_schedules(until_ms, limit, after);
+        self.around(Call::DueSchedules, Box::pin(answer)).await
+    }
+}
