@@ -29,11 +29,13 @@ pub(crate) struct Armed {
     pub(crate) left: u32,
 }
 
-/// The DynamoDB adapter with one armed fault on `update`; reads and documents pass through.
+/// The DynamoDB adapter with one armed fault on `update`; reads and documents pass through,
+/// unless told to fail agent reads once a fault has fired.
 pub(crate) struct FaultyStore {
     pub(crate) inner: DynamoStore,
     pub(crate) armed: Mutex<Option<Armed>>,
     pub(crate) fired: AtomicU32,
+    reads_fail: std::sync::atomic::AtomicBool,
 }
 
 impl FaultyStore {
@@ -42,6 +44,7 @@ impl FaultyStore {
             inner,
             armed: Mutex::new(None),
             fired: AtomicU32::new(0),
+            reads_fail: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -56,6 +59,12 @@ impl FaultyStore {
 
     pub(crate) fn disarm(&self) {
         *self.armed.lock().unwrap() = None;
+    }
+
+    /// With `fail`, every agent read after the first fault has fired fails (the write's
+    /// outcome cannot be read back either).
+    pub(crate) fn fail_reads_after_fault(&self, fail: bool) {
+        self.reads_fail.store(fail, Ordering::SeqCst);
     }
 
     pub(crate) fn fired(&self) -> u32 {
@@ -90,6 +99,9 @@ impl Layer for FaultyStore {
         Box::pin(async move {
             let hit = match call {
                 Call::Update(_, condition, changes) => self.hit(condition, changes),
+                Call::Get(_) if self.reads_fail.load(Ordering::SeqCst) && self.fired() > 0 => {
+                    return Err(StoreError::Unavailable("injected: the read failed".into()));
+                }
                 _ => None,
             };
             match hit {

@@ -61,3 +61,4 @@ mod flows;
 mod ambiguous_writes;
 mod unknown_resume;
 mod lost_sleep_answers;
+mod etags;

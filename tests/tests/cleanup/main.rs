@@ -35,6 +35,7 @@ mod events;
 mod idle;
 mod index_freshness;
 mod offboarding;
+mod offboarding_paths;
 mod offboarding_persists;
 mod owner_index;
 mod racing;

@@ -16,6 +16,7 @@ use snapwake_resume::Resume;
 use snapwake_sim::SimControl;
 use snapwake_tests::*;
 
+mod agree;
 mod dst;
 mod routes;
 mod ticks;

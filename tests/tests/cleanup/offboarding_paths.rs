@@ -1,0 +1,152 @@
+//! An owner whose offboarding is unfinished gets nothing of theirs woken, put to sleep, kept
+//! alive, scheduled or created, whichever way it is asked for: each HTTP route answers 410
+//! and a scheduled wake does nothing, with no AgentKit call on any of them
+//! (docs/operations.md, "Offboarding").
+
+use super::*;
+use snapwake::offboarding::{record, Progress};
+use snapwake::store::ScheduleStore;
+
+/// Every AgentKit call the simulator received since its counters were last reset.
+fn agentkit_calls(world: &World) -> u64 {
+    let counters = world.sim.control().counters();
+    counters.actions.values().map(|a| a.received).sum()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leaving_owner_gets_410_and_no_agentkit_call_on_every_path() {
+    let store = dynamo_store("offboard-paths").await;
+    let world = World::start(Duration::ZERO).await;
+    world.register(&store).await;
+    let api = Api::new(store.clone(), world.client(), identity());
+    let (asleep, _) = world.asleep_agent("alice", "Asleep");
+    let awake = usid::mint("alice");
+    world.live_session("alice", &awake);
+    // Both agents have records (an awake one is kept alive, an asleep one scheduled).
+    for agent in [&asleep, &awake] {
+        let wake = request(
+            "POST",
+            &format!("/v1/agents/codex/{agent}/resume"),
+            Who::User("alice"),
+            None,
+        );
+        let wake = prefer_wait(wake, 10);
+        let (status, body) = answer(&api.handle(wake).await);
+        assert_eq!(status, 200, "{body}");
+    }
+    let sleep = request(
+        "POST",
+        &format!("/v1/agents/codex/{asleep}/sleep"),
+        Who::User("alice"),
+        None,
+    );
+    let (status, body) = answer(&api.handle(prefer_wait(sleep, 10)).await);
+    assert_eq!(
+        (status, body["state"].as_str()),
+        (200, Some("asleep")),
+        "{body}"
+    );
+    // A wake schedule, set before the offboarding began.
+    let every_minute = serde_json::json!({"timezone": "UTC", "wake": "* * * * *"}).to_string();
+    let put = request(
+        "PUT",
+        &format!("/v1/agents/codex/{asleep}/schedule"),
+        Who::User("alice"),
+        Some(&every_minute),
+    );
+    let (status, body) = answer(&api.handle(put).await);
+    assert_eq!(status, 200, "{body}");
+
+    record(
+        &store,
+        &Progress {
+            owner: "alice".into(),
+            started_at_ms: now_ms(),
+            left: vec![codex(&asleep), codex(&awake)],
+            runs: 1,
+            finished_at_ms: None,
+        },
+    )
+    .await
+    .unwrap();
+    world.sim.control().reset_counters();
+
+    let path = |agent: &str, verb: &str| format!("/v1/agents/codex/{agent}/{verb}");
+    let refused = [
+        (
+            "resume",
+            request("POST", &path(&asleep, "resume"), Who::User("alice"), None),
+        ),
+        (
+            "sleep",
+            request("POST", &path(&awake, "sleep"), Who::User("alice"), None),
+        ),
+        (
+            "keepalive",
+            request(
+                "POST",
+                &path(&awake, "keepalive"),
+                Who::User("alice"),
+                Some(r#"{"ttl_s": 3600}"#),
+            ),
+        ),
+        (
+            "schedule",
+            request(
+                "PUT",
+                &path(&awake, "schedule"),
+                Who::User("alice"),
+                Some(&every_minute),
+            ),
+        ),
+        (
+            "create",
+            create_request(
+                Who::User("alice"),
+                r#"{"kind": "codex", "display_name": "New", "retention": "recoverable"}"#,
+                Some("offboard-paths-create"),
+            ),
+        ),
+    ];
+    for (what, request) in refused {
+        let (status, body) = answer(&api.handle(request).await);
+        assert_eq!(
+            (status, body["code"].as_str()),
+            (410, Some("AGENT_GONE")),
+            "{what}: {body}"
+        );
+        assert_eq!(agentkit_calls(&world), 0, "{what} asked AgentKit");
+    }
+    // An admin asking on the owner's behalf is refused the same.
+    let wake = request("POST", &path(&asleep, "resume"), Who::Admin("root"), None);
+    assert_eq!(answer(&api.handle(wake).await).0, 410);
+
+    // The schedule's wake comes due: the tick wakes nothing.
+    let due = store
+        .get_schedule(&codex(&asleep))
+        .await
+        .unwrap()
+        .and_then(|s| s.next_wake_ms)
+        .expect("a wake is scheduled");
+    let report = api
+        .resume
+        .tick(due, Deadline::after(Duration::from_secs(20)))
+        .await
+        .unwrap();
+    assert_eq!(report.due, 1, "{report:?}");
+    assert_eq!(report.woke + report.carried, 0, "{report:?}");
+    assert_eq!(agentkit_calls(&world), 0, "the tick asked AgentKit");
+    let record = store.get(&codex(&asleep)).await.unwrap().unwrap();
+    assert_eq!(record.state, WakeState::Asleep);
+
+    // bob is not affected: his agent is created.
+    let (status, body) = answer(
+        &api.handle(create_request(
+            Who::User("bob"),
+            r#"{"kind": "codex", "display_name": "Bob's", "retention": "recoverable"}"#,
+            Some("offboard-paths-bob"),
+        ))
+        .await,
+    );
+    assert_eq!(status, 201, "{body}");
+}
