@@ -116,6 +116,51 @@ pub enum Error {
 }
 
 impl Error {
+    /// The problem code a client branches on (docs/http-api.md, "Errors"): the error's own,
+    /// whichever layer asks (a wake records it on a failed record; the edge answers it).
+    pub fn code(&self) -> &'static str {
+        self.status_and_code().1
+    }
+
+    /// The HTTP status the error is answered with.
+    pub fn status(&self) -> u16 {
+        self.status_and_code().0
+    }
+
+    fn status_and_code(&self) -> (u16, &'static str) {
+        match self {
+            Error::Unauthenticated => (401, "UNAUTHENTICATED"),
+            Error::AgentNotFound => (404, "AGENT_NOT_FOUND"),
+            Error::ScheduleNotFound => (404, "SCHEDULE_NOT_FOUND"),
+            Error::SnapshotNotFound => (404, "SNAPSHOT_NOT_FOUND"),
+            Error::RouteNotFound => (404, "ROUTE_NOT_FOUND"),
+            Error::InvalidField { .. } => (422, "INVALID_REQUEST"),
+            Error::InvalidRequest { status: 422, .. } => (422, "INVALID_REQUEST"),
+            Error::InvalidRequest { .. } => (400, "INVALID_REQUEST"),
+            Error::AgentGone => (410, "AGENT_GONE"),
+            Error::AgentBusy { .. } => (409, "AGENT_BUSY"),
+            Error::PreconditionFailed { .. } => (412, "PRECONDITION_FAILED"),
+            Error::NotWakeable(_) => (422, "NOT_WAKEABLE"),
+            Error::NotSleepable(_) => (422, "NOT_SLEEPABLE"),
+            Error::NotAwake(_) => (422, "NOT_AWAKE"),
+            Error::PayloadTooLarge { .. } => (413, "PAYLOAD_TOO_LARGE"),
+            Error::MethodNotAllowed { .. } => (405, "METHOD_NOT_ALLOWED"),
+            Error::NotConfigured(_) => (503, "NOT_CONFIGURED"),
+            Error::Deferred { .. } => (503, "TRY_AGAIN"),
+            Error::WakeFailed(_) | Error::SleepFailed(_) | Error::UnknownStatus { .. } => {
+                (502, "PROVIDER_ERROR")
+            }
+            Error::SnapshotStuck { .. } => (502, "SNAPSHOT_STUCK"),
+            Error::SessionStuck(_) => (502, "SESSION_STUCK"),
+            Error::AgentKit(AgentKitError::Throttled { .. }) => (429, "PROVIDER_THROTTLED"),
+            Error::AgentKit(AgentKitError::Credentials(_)) => (503, "NOT_CONFIGURED"),
+            Error::AgentKit(_) => (502, "PROVIDER_ERROR"),
+            Error::Store(StoreError::Unavailable(_)) => (503, "STORE_UNAVAILABLE"),
+            Error::Store(StoreError::InvalidCursor(_)) => (400, "INVALID_REQUEST"),
+            Error::Internal(_) | Error::Store(_) => (500, "INTERNAL"),
+        }
+    }
+
     /// The agent's lock is held by an operation in `state`: 409, ask again after
     /// `retry_after_s`.
     pub fn held_by(state: WakeState, retry_after_s: u64) -> Error {

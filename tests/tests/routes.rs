@@ -147,11 +147,11 @@ fn the_readers_see_a_route_missing_from_one_of_them() {
 
 #[test]
 fn every_problem_code_the_code_answers_is_described() {
-    // The codes `http::problem` builds, read from its source: each `Problem::new(status, "CODE"`.
-    let source = read("shared/src/http/problem.rs");
+    // The codes an error answers, read from its source (`Error::code`): each `=> (status, "CODE")`.
+    let source = read("shared/src/error.rs");
     let source = source.split("#[cfg(test)]").next().unwrap_or_default();
     let mut codes = BTreeSet::new();
-    for (at, _) in source.match_indices("Problem::new(") {
+    for (at, _) in source.match_indices("=> (") {
         let rest = &source[at..];
         if let Some(start) = rest.find('"') {
             let code: String = rest[start + 1..]

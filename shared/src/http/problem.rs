@@ -90,114 +90,66 @@ impl Problem {
 }
 
 impl From<&Error> for Problem {
+    /// Status and code are the error's own ([`Error::status`], [`Error::code`]); this adds what
+    /// a person reads (title, detail) and how to retry.
     fn from(err: &Error) -> Self {
+        let problem = |title: &'static str, detail: String| {
+            Problem::new(err.status(), err.code(), title, detail)
+        };
+        let kept = Some(OUTCOME_KEPT.as_secs());
         match err {
-            Error::Unauthenticated => Problem::new(
-                401,
-                "UNAUTHENTICATED",
+            Error::Unauthenticated => problem(
                 "Unauthenticated",
-                "sign in: the request carries no verified identity",
+                "sign in: the request carries no verified identity".into(),
             ),
-            Error::AgentNotFound => Problem::new(
-                404,
-                "AGENT_NOT_FOUND",
+            Error::AgentNotFound => problem(
                 "Agent not found",
-                "no such agent, or it is not yours",
+                "no such agent, or it is not yours".into(),
             ),
-            Error::ScheduleNotFound => Problem::new(
-                404,
-                "SCHEDULE_NOT_FOUND",
-                "Schedule not found",
-                "the agent has no schedule",
-            ),
-            Error::InvalidField { field, detail } => {
-                let mut p = Problem::new(
-                    422,
-                    "INVALID_REQUEST",
-                    "Invalid request",
-                    format!("{field}: {detail}"),
-                );
-                p.field = Some(field);
-                p
+            Error::ScheduleNotFound => {
+                problem("Schedule not found", "the agent has no schedule".into())
             }
-            Error::SnapshotNotFound => Problem::new(
-                404,
-                "SNAPSHOT_NOT_FOUND",
+            Error::InvalidField { field, .. } => Problem {
+                field: Some(field),
+                ..problem("Invalid request", err.to_string())
+            },
+            Error::SnapshotNotFound => problem(
                 "Snapshot not found",
-                "the agent has no such snapshot",
+                "the agent has no such snapshot".into(),
             ),
-            Error::AgentGone => {
-                Problem::new(410, "AGENT_GONE", "Agent deleted", "the agent was deleted")
-            }
+            Error::AgentGone => problem("Agent deleted", "the agent was deleted".into()),
             Error::AgentBusy {
                 detail,
                 retry_after_s,
-            } => Problem::new(409, "AGENT_BUSY", "Agent busy", detail.clone())
-                .retryable(Some(*retry_after_s)),
-            Error::PreconditionFailed { .. } => Problem::new(
-                412,
-                "PRECONDITION_FAILED",
-                "Precondition failed",
-                err.to_string(),
-            ),
-            Error::InvalidRequest { status, detail } => {
-                let status = if *status == 422 { 422 } else { 400 };
-                Problem::new(status, "INVALID_REQUEST", "Invalid request", detail.clone())
-            }
-            Error::NotWakeable(detail) => {
-                Problem::new(422, "NOT_WAKEABLE", "Agent not wakeable", detail.clone())
-            }
-            Error::NotSleepable(detail) => {
-                Problem::new(422, "NOT_SLEEPABLE", "Agent not sleepable", detail.clone())
-            }
-            Error::NotAwake(detail) => {
-                Problem::new(422, "NOT_AWAKE", "Agent not awake", detail.clone())
-            }
-            Error::SleepFailed(_) => Problem::new(
-                502,
-                "PROVIDER_ERROR",
+            } => problem("Agent busy", detail.clone()).retryable(Some(*retry_after_s)),
+            Error::PreconditionFailed { .. } => problem("Precondition failed", err.to_string()),
+            Error::InvalidRequest { detail, .. } => problem("Invalid request", detail.clone()),
+            Error::NotWakeable(detail) => problem("Agent not wakeable", detail.clone()),
+            Error::NotSleepable(detail) => problem("Agent not sleepable", detail.clone()),
+            Error::NotAwake(detail) => problem("Agent not awake", detail.clone()),
+            Error::SleepFailed(_) => problem(
                 "Sleep failed",
-                "the snapshot was not taken; the agent is still awake, retry the sleep",
+                "the snapshot was not taken; the agent is still awake, retry the sleep".into(),
             )
-            .retryable(Some(OUTCOME_KEPT.as_secs())),
-            Error::PayloadTooLarge { .. } => Problem::new(
-                413,
-                "PAYLOAD_TOO_LARGE",
-                "Payload too large",
-                err.to_string(),
-            ),
-            Error::MethodNotAllowed { allow } => {
-                let mut p = Problem::new(
-                    405,
-                    "METHOD_NOT_ALLOWED",
-                    "Method not allowed",
-                    err.to_string(),
-                );
-                p.allow = Some(allow.clone());
-                p
-            }
-            Error::RouteNotFound => {
-                Problem::new(404, "ROUTE_NOT_FOUND", "Not found", "no such route")
-            }
-            Error::NotConfigured(detail) => {
-                Problem::new(503, "NOT_CONFIGURED", "Not configured", detail.clone())
-            }
+            .retryable(kept),
+            Error::PayloadTooLarge { .. } => problem("Payload too large", err.to_string()),
+            Error::MethodNotAllowed { allow } => Problem {
+                allow: Some(allow.clone()),
+                ..problem("Method not allowed", err.to_string())
+            },
+            Error::RouteNotFound => problem("Not found", "no such route".into()),
+            Error::NotConfigured(detail) => problem("Not configured", detail.clone()),
             Error::Deferred {
                 detail,
                 retry_after_s,
-            } => Problem::new(503, "TRY_AGAIN", "Try again", detail.clone())
-                .retryable(Some(*retry_after_s)),
-            Error::AgentKit(e) => agentkit_problem(e),
-            Error::WakeFailed(_) => Problem::new(
-                502,
-                "PROVIDER_ERROR",
+            } => problem("Try again", detail.clone()).retryable(Some(*retry_after_s)),
+            Error::AgentKit(e) => agentkit_problem(problem, e),
+            Error::WakeFailed(_) => problem(
                 "Wake failed",
-                "the sandbox did not start; its snapshot is intact, retry the resume",
+                "the sandbox did not start; its snapshot is intact, retry the resume".into(),
             )
-            .retryable(Some(OUTCOME_KEPT.as_secs())),
-            Error::SnapshotStuck { snapshot_id } => Problem::new(
-                502,
-                "SNAPSHOT_STUCK",
+            .retryable(kept),
+            Error::SnapshotStuck { snapshot_id } => problem(
                 "Snapshot stuck",
                 format!(
                     "AgentKit has been making snapshot {snapshot_id} for longer than expected; \
@@ -205,63 +157,51 @@ impl From<&Error> for Problem {
                 ),
             )
             .retryable(None),
-            Error::SessionStuck(_) => Problem::new(
-                502,
-                "SESSION_STUCK",
+            Error::SessionStuck(_) => problem(
                 "Wake stuck",
                 "the sandbox did not become ready in time; retry the resume: the stuck sandbox \
-                 is ended and the agent started again from its snapshot, which is intact",
+                 is ended and the agent started again from its snapshot, which is intact"
+                    .into(),
             )
             .retryable(None),
-            Error::UnknownStatus { .. } => Problem::new(
-                502,
-                "PROVIDER_ERROR",
+            Error::UnknownStatus { .. } => problem(
                 "AgentKit status unknown",
                 format!("{err}; nothing was started beside it, retry later or delete the agent"),
             )
             .retryable(None),
-            Error::Store(StoreError::Unavailable(_)) => Problem::new(
-                503,
-                "STORE_UNAVAILABLE",
+            Error::Store(StoreError::Unavailable(_)) => problem(
                 "Store unavailable",
-                "the agent table could not be reached; retry shortly",
+                "the agent table could not be reached; retry shortly".into(),
             )
             .retryable(Some(1)),
-            Error::Store(StoreError::InvalidCursor(_)) => Problem::new(
-                400,
-                "INVALID_REQUEST",
+            Error::Store(StoreError::InvalidCursor(_)) => problem(
                 "Invalid request",
-                "the cursor is malformed or was not issued for this listing",
+                "the cursor is malformed or was not issued for this listing".into(),
             ),
-            Error::Internal(_) | Error::Store(_) => Problem::new(
-                500,
-                "INTERNAL",
+            Error::Internal(_) | Error::Store(_) => problem(
                 "Internal error",
-                "snapwake failed to answer; the failure is logged",
+                "snapwake failed to answer; the failure is logged".into(),
             ),
         }
     }
 }
 
-fn agentkit_problem(err: &AgentKitError) -> Problem {
+fn agentkit_problem(
+    problem: impl Fn(&'static str, String) -> Problem,
+    err: &AgentKitError,
+) -> Problem {
     match err {
-        AgentKitError::Throttled { retry_after, .. } => Problem::new(
-            429,
-            "PROVIDER_THROTTLED",
+        AgentKitError::Throttled { retry_after, .. } => problem(
             "AgentKit throttled",
-            "AgentKit is throttling requests; retry later",
+            "AgentKit is throttling requests; retry later".into(),
         )
         .retryable(Some(retry_after.map_or(1, |d| d.as_secs().max(1)))),
-        AgentKitError::Credentials(_) => Problem::new(
-            503,
-            "NOT_CONFIGURED",
+        AgentKitError::Credentials(_) => problem(
             "Not configured",
-            "AgentKit credentials are not configured",
+            "AgentKit credentials are not configured".into(),
         ),
         other => {
-            let p = Problem::new(
-                502,
-                "PROVIDER_ERROR",
+            let p = problem(
                 "AgentKit error",
                 format!(
                     "AgentKit {} failed ({})",
