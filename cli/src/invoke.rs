@@ -210,9 +210,8 @@ async fn invoke(function: Function, event: Value, budget: Duration) -> Result<Va
             "SNAPWAKE_TABLE is not set: a function acts on the agents of a table".into(),
         )
     })?;
-    // As the deployed functions are: the views' open link, and the state changes announced
-    // to the configured bus (docs/events.md).
-    snapwake::view::set_open_url(config.open_url.clone());
+    // As the deployed functions are: the views' open link (in the configuration), and the
+    // state changes announced to the configured bus (docs/events.md).
     let store = Announcing::new(
         DynamoStore::from_env(table).await,
         publisher(&config).await?,
@@ -233,10 +232,11 @@ async fn invoke(function: Function, event: Value, budget: Duration) -> Result<Va
                 snapwake_list::ListSettings {
                     lock: config.wake.lock.clone(),
                     cursor_key: config.cursor_key.clone(),
+                    open_url: config.open_url.clone(),
                 },
             );
             let request = http_request(function, &event, context)?;
-            Ok(api_gateway_v2(list.handle(request).await))
+            Ok(json(api_gateway_v2(list.handle(request).await)))
         }
         Function::Create => {
             let create = snapwake_create::Create {
@@ -244,10 +244,13 @@ async fn invoke(function: Function, event: Value, budget: Duration) -> Result<Va
                 agentkit,
                 registry,
                 identity,
-                settings: snapwake_create::CreateSettings::default(),
+                settings: snapwake_create::CreateSettings {
+                    open_url: config.open_url.clone(),
+                    ..snapwake_create::CreateSettings::default()
+                },
             };
             let request = http_request(function, &event, context)?;
-            Ok(api_gateway_v2(create.handle(request).await))
+            Ok(json(api_gateway_v2(create.handle(request).await)))
         }
         Function::Resume => {
             let resume = snapwake_resume::Resume {
@@ -257,8 +260,12 @@ async fn invoke(function: Function, event: Value, budget: Duration) -> Result<Va
                 identity,
                 wake: config.wake.clone(),
             };
-            // The function's own dispatch: an HTTP request or the schedules' tick.
-            Ok(resume.invoke(event, context).await?)
+            // The function's own dispatch: an HTTP request or the schedules' tick, typed as
+            // the Lambda runtime types it.
+            let event = serde_json::from_value(event).map_err(|e| {
+                CliError::Usage(format!("not an event of the resume function: {e}"))
+            })?;
+            Ok(json(resume.invoke(event, context).await?))
         }
         Function::Delete => {
             let settings = snapwake_delete::DeleteSettings::from_config(&config);
@@ -302,4 +309,9 @@ fn http_request(function: Function, event: &Value, context: Context) -> Result<R
     let request = lambda_http::request::from_str(&event.to_string())
         .map_err(|e| CliError::Usage(format!("not an API Gateway request: {e}")))?;
     Ok(request.with_lambda_context(context))
+}
+
+/// A function's answer as the JSON `snapwake invoke` prints.
+fn json(answer: impl serde::Serialize) -> Value {
+    serde_json::to_value(answer).unwrap_or(Value::Null)
 }

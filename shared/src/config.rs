@@ -55,7 +55,7 @@ pub struct Config {
     pub offboarding_sources: Vec<String>,
     /// Where a person works with an awake agent (`SNAPWAKE_OPEN_URL`, placeholders `{kind}`,
     /// `{agent_id}`, `{session_id}`); `None`: views carry no `open_url`.
-    pub open_url: Option<crate::view::OpenUrl>,
+    pub open_url: Option<crate::domain::OpenUrl>,
     /// The EventBridge bus state-change events go to (`SNAPWAKE_EVENT_BUS`, a name or an
     /// ARN); `None`: none are published.
     pub event_bus: Option<String>,
@@ -96,23 +96,28 @@ impl Config {
     /// Read configuration through `lookup` (a variable set to the empty string counts as unset).
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Config, ConfigError> {
         let get = |name: &str| lookup(name).filter(|v| !v.trim().is_empty());
+        let open_url = get("SNAPWAKE_OPEN_URL")
+            .map(|t| crate::domain::OpenUrl::parse(&t))
+            .transpose()
+            .map_err(|reason| ConfigError::Invalid {
+                var: "SNAPWAKE_OPEN_URL",
+                reason,
+            })?;
         Ok(Config {
             identity: identity_config(&get)?,
             agentkit: agentkit_config(&get)?,
             table: get("SNAPWAKE_TABLE").map(|t| t.trim().to_string()),
-            wake: wake_settings(&get)?,
+            // The answers of wakes and sleeps show the link too.
+            wake: WakeSettings {
+                open_url: open_url.clone(),
+                ..wake_settings(&get)?
+            },
             tool_overrides: ToolOverrides::from_lookup(get),
             cursor_key: cursor_key(&get)?,
             retention: retention_config(&get)?,
             base_path: base_path(&get)?,
             offboarding_sources: offboarding_sources(&get)?,
-            open_url: get("SNAPWAKE_OPEN_URL")
-                .map(|t| crate::view::OpenUrl::parse(&t))
-                .transpose()
-                .map_err(|reason| ConfigError::Invalid {
-                    var: "SNAPWAKE_OPEN_URL",
-                    reason,
-                })?,
+            open_url,
             event_bus: get("SNAPWAKE_EVENT_BUS").map(|b| b.trim().to_string()),
         })
     }

@@ -3,14 +3,17 @@
 //! of owners whose offboarding is not finished (`OFFBOARD` / `PENDING`), which the sweep
 //! finishes.
 //!
-//! While an owner's offboarding is unfinished, a wake of one of their agents answers 410: the
-//! progress is found from the agent's UserSessionId (its owner key), one read. A finished
-//! offboarding no longer refuses anything (every agent it found is a tombstone by then, and
-//! the person may come back), so a document that says `finished` is as good as none.
+//! While an owner's offboarding is unfinished, nothing of theirs is woken, put to sleep, kept
+//! alive, scheduled or created: [`admit`] is the one check every such path passes through
+//! (410 `AGENT_GONE`), and a wake or a sleep cannot even start without the [`Admitted`] it
+//! answers. The progress is found from the agent's UserSessionId (its owner key), one read. A
+//! finished offboarding no longer refuses anything (every agent it found is a tombstone by
+//! then, and the person may come back), so a document that says `finished` is as good as none.
 
 use serde::{Deserialize, Serialize};
 
 use crate::domain::AgentKey;
+use crate::error::Error;
 use crate::identity::{owner_keys, user_session_id, UserSessionId};
 use crate::store::{AgentStore, DocumentKey, StoreError};
 use crate::timestamp::now_ms;
@@ -73,20 +76,42 @@ async fn read<S: AgentStore>(store: &S, owner_key: &str) -> Result<Option<Progre
     Ok(doc.and_then(|d| serde_json::from_value(d.value).ok()))
 }
 
-/// Whether the owner of `key` is being offboarded (a wake of it answers 410).
-pub async fn owner_is_leaving<S: AgentStore>(
+/// That the owner of an agent was not being offboarded when [`admit`] asked: what a wake or a
+/// sleep needs before it may start (`crate::wake::WakeTarget`, `crate::sleep::SleepTarget`).
+/// Only [`admit`] makes one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Admitted(());
+
+/// The check every path passes through that would wake, put to sleep, keep alive, schedule or
+/// create an agent: `key`'s owner being offboarded is refused (410 `AGENT_GONE`; no AgentKit
+/// call has been made). One read of the owner's progress, through the caller's bounded store.
+pub async fn admit<S: AgentStore>(store: &S, key: &AgentKey) -> Result<Admitted, Error> {
+    admit_owner_key(store, owner_key_of(key)).await
+}
+
+async fn admit_owner_key<S: AgentStore>(
     store: &S,
-    key: &AgentKey,
-) -> Result<bool, StoreError> {
-    let Some(owner_key) = user_session_id(&key.agent_id)
+    owner_key: Option<String>,
+) -> Result<Admitted, Error> {
+    let Some(owner_key) = owner_key else {
+        return Ok(Admitted(()));
+    };
+    if read(store, &owner_key)
+        .await?
+        .is_some_and(|p| !p.is_finished())
+    {
+        tracing::info!(%owner_key, "refused: the owner is being offboarded");
+        return Err(Error::AgentGone);
+    }
+    Ok(Admitted(()))
+}
+
+/// The owner key of `key`'s UserSessionId (`None`: a `snapshot-<id>` agent, whose owner is
+/// not known).
+fn owner_key_of(key: &AgentKey) -> Option<String> {
+    user_session_id(&key.agent_id)
         .map(UserSessionId::parse)
         .and_then(|id| id.owner_key())
-    else {
-        return Ok(false);
-    };
-    Ok(read(store, &owner_key)
-        .await?
-        .is_some_and(|p| !p.is_finished()))
 }
 
 /// Record `progress` under both of the owner's keys, and keep the pending list in step.

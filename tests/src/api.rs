@@ -103,6 +103,7 @@ where
                 snapwake_list::ListSettings {
                     lock: quick_wake().lock,
                     cursor_key: None,
+                    open_url: None,
                 },
             ),
             create: snapwake_create::Create {

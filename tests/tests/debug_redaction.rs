@@ -76,6 +76,7 @@ fn configuration_and_clients() {
     let list = ListSettings {
         lock: by_keys.wake.lock.clone(),
         cursor_key: by_keys.cursor_key.clone(),
+        open_url: None,
     };
     assert_redacted("ListSettings", &list, &[]);
 

@@ -34,6 +34,7 @@ use snapwake::registry_cache::RegistryCache;
 use snapwake::store::dynamo::DynamoStore;
 use snapwake::store::memory::MemoryStore;
 use snapwake::store::{AgentStore, ScheduleStore};
+use snapwake::wake::WakeSettings;
 use snapwake_create::{Create, CreateSettings};
 use snapwake_delete::{Delete, DeleteSettings};
 use snapwake_delete::{Quiet, SweepSettings};
@@ -186,10 +187,9 @@ async fn run_with<S: AgentStore + ScheduleStore + 'static>(
     // environment names one (docs/console.md).
     let open_url = parts.config.open_url.clone().or_else(|| {
         args.demo
-            .then(|| snapwake::view::OpenUrl::parse(DEMO_OPEN_URL).ok())
+            .then(|| snapwake::domain::OpenUrl::parse(DEMO_OPEN_URL).ok())
             .flatten()
     });
-    snapwake::view::set_open_url(open_url);
     let identity = local_identity(&parts.config.identity);
     let registry = || RegistryCache::new(parts.config.tool_overrides.clone());
     let app = Arc::new(App {
@@ -201,6 +201,7 @@ async fn run_with<S: AgentStore + ScheduleStore + 'static>(
             ListSettings {
                 lock: parts.config.wake.lock.clone(),
                 cursor_key: parts.config.cursor_key.clone(),
+                open_url: open_url.clone(),
             },
         ),
         delete: Delete {
@@ -221,14 +222,20 @@ async fn run_with<S: AgentStore + ScheduleStore + 'static>(
             agentkit: agentkit.clone(),
             registry: registry(),
             identity: identity.clone(),
-            settings: CreateSettings::default(),
+            settings: CreateSettings {
+                open_url: open_url.clone(),
+                ..CreateSettings::default()
+            },
         },
         resume: Resume {
             store: store.clone(),
             agentkit: agentkit.clone(),
             registry: registry(),
             identity: identity.clone(),
-            wake: parts.config.wake.clone(),
+            wake: WakeSettings {
+                open_url,
+                ..parts.config.wake.clone()
+            },
         },
     });
 

@@ -33,6 +33,8 @@ use snapwake::identity::usid;
 use snapwake::lock::{
     decide, Acquire, Acquired, AgentLock, Decision, Generation, Held, Intent, Written,
 };
+use snapwake::offboarding::admit;
+use snapwake::store::Within;
 use snapwake::store::{AgentStore, Changes};
 use snapwake::timestamp::{now_ms, now_s};
 
@@ -71,7 +73,10 @@ impl<S: AgentStore, K: AgentKit> Create<S, K> {
         deadline: Deadline,
     ) -> Result<Outcome> {
         let key = AgentKey::new(plan.kind, agent_id);
-        let lock = AgentLock::new(&self.store, &self.settings.lock, deadline);
+        let store = Within::new(&self.store, deadline);
+        // An owner being offboarded gets no new agent: everything of theirs is on the way out.
+        admit(&store, &key).await?;
+        let lock = AgentLock::new(store, &self.settings.lock);
         let first_region = plan
             .regions
             .first()

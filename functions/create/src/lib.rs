@@ -56,6 +56,7 @@ use lambda_http::{Body, Request, Response};
 use snapwake::agentkit::AgentKit;
 use snapwake::deadline::Deadline;
 use snapwake::domain::AgentState;
+use snapwake::domain::OpenUrl;
 use snapwake::error::Result;
 use snapwake::http::edge;
 use snapwake::http::request::{self as req, Route};
@@ -103,6 +104,8 @@ pub struct CreateSettings {
     /// effect: until then an empty listing is no proof, and no second CreateSession is sent
     /// for the agent (the wake settings' `ready_timeout`).
     pub unsettled_window: Duration,
+    /// The deployment's open link (`SNAPWAKE_OPEN_URL`), which the new agent's view carries.
+    pub open_url: Option<OpenUrl>,
 }
 
 impl Default for CreateSettings {
@@ -113,6 +116,7 @@ impl Default for CreateSettings {
             // Covers the whole budget, and ends well before a stale attempt may be taken over.
             lock: LockSettings::default().with_lease(Duration::from_secs(30)),
             unsettled_window: UNSETTLED_WINDOW,
+            open_url: None,
         }
     }
 }
@@ -166,6 +170,7 @@ impl<S: AgentStore, K: AgentKit> Create<S, K> {
                         sessions: &[],
                         snapshots: &[],
                         retention: plan.retention,
+                        open_url: self.settings.open_url.as_ref(),
                     },
                     now_ms(),
                     &self.settings.lock,
@@ -190,6 +195,7 @@ impl<S: AgentStore, K: AgentKit> Create<S, K> {
                 sessions: std::slice::from_ref(&created.session),
                 snapshots: &[],
                 retention: plan.retention,
+                open_url: self.settings.open_url.as_ref(),
             },
             now_ms(),
             &self.settings.lock,

@@ -8,7 +8,6 @@ use snapwake_create::{Create, CreateSettings};
 async fn main() -> Result<(), Error> {
     bootstrap::init();
     let config = Config::from_env()?;
-    snapwake::view::set_open_url(config.open_url.clone());
     let create = Create {
         store: bootstrap::announcing_store(&config).await?,
         agentkit: bootstrap::agentkit(&config).await?,
@@ -17,6 +16,7 @@ async fn main() -> Result<(), Error> {
         settings: CreateSettings {
             // An unsettled CreateSession is waited out as long as a session may take to start.
             unsettled_window: config.wake.ready_timeout,
+            open_url: config.open_url.clone(),
             ..CreateSettings::default()
         },
     };

@@ -41,7 +41,10 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Delete<S, K> {
         match classify(&event)? {
             Invocation::Http(request) => {
                 let request = request.with_lambda_context(context);
-                Ok(response::api_gateway_v2(self.handle(request).await))
+                Ok(
+                    serde_json::to_value(response::api_gateway_v2(self.handle(request).await))
+                        .unwrap_or(serde_json::Value::Null),
+                )
             }
             Invocation::Sweep => {
                 let deadline = Deadline::for_invocation(deadline_ms);

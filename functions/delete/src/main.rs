@@ -12,7 +12,6 @@ use snapwake_delete::{Delete, DeleteSettings};
 async fn main() -> Result<(), Error> {
     bootstrap::init();
     let config = Config::from_env()?;
-    snapwake::view::set_open_url(config.open_url.clone());
     let settings = DeleteSettings::from_config(&config);
     let delete = Delete {
         store: bootstrap::announcing_store(&config).await?,

@@ -78,7 +78,7 @@ impl<S: AgentStore, K: AgentKit> List<S, K> {
             Path::Index => self.as_of(store, &registry, &kinds).await?,
             Path::Scan => Some(snapwake::timestamp::now_ms()),
         };
-        let mut agents = collected.views(&kinds, q.state, &self.lock);
+        let mut agents = collected.views(&kinds, q.state, &self.lock, self.open_url.as_ref());
         let truncated = more_records || agents.len() > MAX_AGENTS;
         agents.truncate(MAX_AGENTS);
         tracing::info!(
@@ -122,6 +122,7 @@ impl<S: AgentStore, K: AgentKit> List<S, K> {
             store,
             registry: &registry,
             settings: &self.lock,
+            open_url: self.open_url.as_ref(),
             index: index.as_ref(),
             signer,
             kinds,

@@ -18,11 +18,13 @@
 use serde::{Deserialize, Serialize};
 use snapwake::agentkit::types::Session;
 use snapwake::domain::{AgentKey, AgentRecord, AgentState, AgentView, Kind, WakeState};
+use snapwake::domain::{OpenUrl, Retention};
 use snapwake::error::{Error, Result};
 use snapwake::index_sync::IndexStatus;
 use snapwake::lock::LockSettings;
 use snapwake::store::AgentStore;
 use snapwake::timestamp::now_ms;
+use snapwake::view::AgentFacts;
 
 use crate::cursor::Signer;
 use crate::gather::{sort_newest_activity_first, tools_of, view_of, Missing};
@@ -50,6 +52,8 @@ pub struct Everyone<'a, S> {
     pub store: &'a S,
     pub registry: &'a ToolRegistry,
     pub settings: &'a LockSettings,
+    /// The open link an awake agent's view carries.
+    pub open_url: Option<&'a OpenUrl>,
     /// The last completed index sync, if any.
     pub index: Option<&'a IndexStatus>,
     pub signer: Signer,
@@ -97,7 +101,7 @@ impl<S: AgentStore> Everyone<'_, S> {
                 if !self.kinds.contains(&record.key.kind) {
                     continue;
                 }
-                let Some(view) = index_view(&record, now, self.settings) else {
+                let Some(view) = index_view(&record, now, self.settings, self.open_url) else {
                     continue;
                 };
                 if self.state.is_none_or(|s| s == view.state) {
@@ -150,7 +154,12 @@ impl<S: AgentStore> Everyone<'_, S> {
 /// The view of an agent from its record alone, as of the record's last write (`None`: a list
 /// does not show it). The recorded session counts as live while the record says awake (or
 /// sleeping: the session ends only once its snapshot is Ready) and its expiry has not passed.
-pub fn index_view(record: &AgentRecord, now_ms: u64, settings: &LockSettings) -> Option<AgentView> {
+pub fn index_view(
+    record: &AgentRecord,
+    now_ms: u64,
+    settings: &LockSettings,
+    open_url: Option<&OpenUrl>,
+) -> Option<AgentView> {
     let expired = record
         .session_expire_at
         .as_deref()
@@ -168,15 +177,18 @@ pub fn index_view(record: &AgentRecord, now_ms: u64, settings: &LockSettings) ->
         _ => Vec::new(),
     };
     let snapshots = snapwake::view::record_snapshots(record);
-    let mut view = view_of(
-        &record.key,
-        Some(record),
-        &session,
-        &snapshots,
-        record.description.retention,
-        now_ms,
-        settings,
-    )?;
+    let facts = AgentFacts {
+        key: &record.key,
+        record: Some(record),
+        sessions: &session,
+        snapshots: &snapshots,
+        retention: record
+            .description
+            .retention
+            .unwrap_or(Retention::Recoverable),
+        open_url,
+    };
+    let mut view = view_of(&facts, now_ms, settings)?;
     view.as_of = record.updated_at.clone();
     Some(view)
 }

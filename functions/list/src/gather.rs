@@ -9,6 +9,7 @@ use serde::Serialize;
 use snapwake::agentkit::types::{Filter, ListSessionSnapshots, ListSessions, Session, Snapshot};
 use snapwake::agentkit::{list_all, AgentKit, AgentKitError, Paged};
 use snapwake::deadline::Deadline;
+use snapwake::domain::OpenUrl;
 use snapwake::domain::{
     AgentKey, AgentRecord, AgentState, AgentView, Kind, Retention, ToolRegistry, WakeState,
 };
@@ -96,6 +97,7 @@ impl Collected {
         kinds: &[Kind],
         state: Option<AgentState>,
         settings: &LockSettings,
+        open_url: Option<&OpenUrl>,
     ) -> Vec<AgentView> {
         let mut keys: Vec<&AgentKey> = self
             .sessions
@@ -110,15 +112,19 @@ impl Collected {
         let mut views: Vec<AgentView> = keys
             .into_iter()
             .filter_map(|key| {
-                let view = view_of(
+                let facts = AgentFacts {
                     key,
-                    self.records.get(key),
-                    self.sessions.get(key).map_or(&[], Vec::as_slice),
-                    self.snapshots.get(key).map_or(&[], Vec::as_slice),
-                    self.retention.get(key).copied(),
-                    now,
-                    settings,
-                )?;
+                    record: self.records.get(key),
+                    sessions: self.sessions.get(key).map_or(&[], Vec::as_slice),
+                    snapshots: self.snapshots.get(key).map_or(&[], Vec::as_slice),
+                    retention: self
+                        .retention
+                        .get(key)
+                        .copied()
+                        .unwrap_or(Retention::Recoverable),
+                    open_url,
+                };
+                let view = view_of(&facts, now, settings)?;
                 state.is_none_or(|s| s == view.state).then_some(view)
             })
             .collect();
@@ -130,31 +136,13 @@ impl Collected {
 /// The view of one agent, or `None` when a list does not show it: a `gone` record, or nothing
 /// left to show — no live session, no snapshot and no wake or delete in flight (a temporary
 /// agent whose session ended, or a record of an agent AgentKit no longer has).
-pub fn view_of(
-    key: &AgentKey,
-    record: Option<&AgentRecord>,
-    sessions: &[Session],
-    snapshots: &[Snapshot],
-    retention: Option<Retention>,
-    now: u64,
-    settings: &LockSettings,
-) -> Option<AgentView> {
-    if record.is_some_and(|r| r.state == WakeState::Gone) {
+pub fn view_of(facts: &AgentFacts<'_>, now: u64, settings: &LockSettings) -> Option<AgentView> {
+    if facts.record.is_some_and(|r| r.state == WakeState::Gone) {
         return None;
     }
-    let view = agent_view(
-        &AgentFacts {
-            key,
-            record,
-            sessions,
-            snapshots,
-            retention: retention.unwrap_or(Retention::Recoverable),
-        },
-        now,
-        settings,
-    );
-    let something = sessions.iter().any(Session::is_active)
-        || !snapshots.is_empty()
+    let view = agent_view(facts, now, settings);
+    let something = facts.sessions.iter().any(Session::is_active)
+        || !facts.snapshots.is_empty()
         || matches!(
             view.state,
             AgentState::Waking | AgentState::Deleting | AgentState::Sleeping

@@ -46,6 +46,7 @@ use lambda_http::{Body, Request, Response};
 use snapwake::agentkit::AgentKit;
 use snapwake::deadline::Deadline;
 use snapwake::domain::AgentKey;
+use snapwake::domain::OpenUrl;
 use snapwake::error::Result;
 use snapwake::http::edge;
 use snapwake::http::request::{self as req, Route};
@@ -84,6 +85,8 @@ pub struct ListSettings {
     /// The key that seals `owner=*` cursors (`SNAPWAKE_CURSOR_KEY`); `None`: a key kept in the
     /// table, made on first use.
     pub cursor_key: Option<Secret>,
+    /// The deployment's open link (`SNAPWAKE_OPEN_URL`), which an awake agent's view carries.
+    pub open_url: Option<OpenUrl>,
 }
 
 /// The list function's context: ports and settings built once per container.
@@ -93,6 +96,7 @@ pub struct List<S, K> {
     pub registry: RegistryCache,
     pub identity: IdentityConfig,
     lock: LockSettings,
+    open_url: Option<OpenUrl>,
     cursor_keys: CursorKeys,
     /// The index sync's completion, once seen.
     index: Mutex<Option<IndexStatus>>,
@@ -115,6 +119,7 @@ impl<S: AgentStore, K: AgentKit> List<S, K> {
             registry,
             identity,
             lock: settings.lock,
+            open_url: settings.open_url,
             cursor_keys: CursorKeys::new(settings.cursor_key),
             index: Mutex::new(None),
             freshness: Mutex::new(None),

@@ -8,7 +8,6 @@ use snapwake_list::{List, ListSettings};
 async fn main() -> Result<(), Error> {
     bootstrap::init();
     let config = Config::from_env()?;
-    snapwake::view::set_open_url(config.open_url.clone());
     let list = List::new(
         bootstrap::dynamo_store(&config).await?,
         bootstrap::agentkit(&config).await?,
@@ -17,6 +16,7 @@ async fn main() -> Result<(), Error> {
         ListSettings {
             lock: config.wake.lock.clone(),
             cursor_key: config.cursor_key.clone(),
+            open_url: config.open_url.clone(),
         },
     );
     let list = &list;

@@ -12,6 +12,7 @@ use snapwake::identity::{may_act, user_session_id, Caller};
 use snapwake::locate::{self, regions};
 use snapwake::store::{AgentStore, Within};
 use snapwake::timestamp::now_ms;
+use snapwake::view::AgentFacts;
 
 use crate::gather::{
     list_on_tool, only_of, retention_of, sessions_of_agent, snapshots_of_agent, view_of,
@@ -39,21 +40,18 @@ impl<S: AgentStore, K: AgentKit> List<S, K> {
         let (sessions, snapshots, retention) = self
             .find(&registry, &key, record.as_ref(), deadline)
             .await?;
-        let view = view_of(
-            &key,
-            record.as_ref(),
-            &sessions,
-            &snapshots,
-            Some(
-                record
-                    .as_ref()
-                    .and_then(|r| r.description.retention)
-                    .unwrap_or(retention),
-            ),
-            now_ms(),
-            &self.lock,
-        )
-        .ok_or(Error::AgentNotFound)?;
+        let facts = AgentFacts {
+            key: &key,
+            record: record.as_ref(),
+            sessions: &sessions,
+            snapshots: &snapshots,
+            retention: record
+                .as_ref()
+                .and_then(|r| r.description.retention)
+                .unwrap_or(retention),
+            open_url: self.open_url.as_ref(),
+        };
+        let view = view_of(&facts, now_ms(), &self.lock).ok_or(Error::AgentNotFound)?;
         let resp = response::json(200, &view);
         Ok(match &record {
             Some(record) => response::with_etag(resp, record),

@@ -1,13 +1,14 @@
-//! What every route of the function starts from: the caller, the agent it names, the agent's
-//! record (a consistent read), the Tool registry and where the record says the agent lives.
-//! An agent the caller may not act on is a 404, exactly like one that does not exist.
+//! What every route of the function starts from: the caller, the agent it names, the request's
+//! store (bounded by its deadline, built once here and passed down), the agent's record (a
+//! consistent read), the Tool registry and where the record says the agent lives. An agent
+//! the caller may not act on is a 404, exactly like one that does not exist; one whose owner
+//! is being offboarded, a 410 for the routes that would change it.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use lambda_http::Request;
 use snapwake::agentkit::AgentKit;
-use std::time::Duration;
-
 use snapwake::deadline::Budget;
 use snapwake::domain::Description;
 use snapwake::domain::{AgentKey, AgentRecord, ToolRegistry};
@@ -16,13 +17,13 @@ use snapwake::http::prefer;
 use snapwake::http::request::{self as req, Matched};
 use snapwake::identity::{describe, may_act, Caller, Place};
 use snapwake::locate::{home_of, Home};
-use snapwake::lock::AgentLock;
+use snapwake::offboarding::{admit, Admitted};
 use snapwake::store::{AgentStore, Within};
 
 use crate::Resume;
 
 /// An agent the caller may act on, as the table has it.
-pub(crate) struct Addressed {
+pub(crate) struct Addressed<'a, S> {
     pub caller: Caller,
     pub key: AgentKey,
     pub record: Option<AgentRecord>,
@@ -34,9 +35,11 @@ pub(crate) struct Addressed {
     pub budget: Budget,
     /// The wait a `Prefer: wait` was granted (for `Preference-Applied`); `None`: none asked.
     pub applied_wait: Option<Duration>,
+    /// The table, every call bounded by the request's deadline.
+    pub store: Within<'a, S>,
 }
 
-impl Addressed {
+impl<S> Addressed<'_, S> {
     /// The descriptive fields an acquire writes (owner, name, Tool, ...).
     pub fn describe(&self) -> Description {
         describe(
@@ -59,13 +62,6 @@ pub(crate) struct Named {
     key: AgentKey,
 }
 
-impl Named {
-    /// The agent named (not yet authorised).
-    pub(crate) fn key(&self) -> &AgentKey {
-        &self.key
-    }
-}
-
 impl<S: AgentStore, K: AgentKit> Resume<S, K> {
     /// Authenticate the caller and parse the path (before the body: no identity is a 401
     /// whatever the body says).
@@ -80,26 +76,56 @@ impl<S: AgentStore, K: AgentKit> Resume<S, K> {
     }
 
     /// Read the record and authorise, within this request's budget.
-    pub(crate) async fn address(&self, request: &Request, named: Named) -> Result<Addressed> {
+    pub(crate) async fn address(
+        &self,
+        request: &Request,
+        named: Named,
+    ) -> Result<Addressed<'_, S>> {
+        let (addressed, _) = self.read(request, named, false).await?;
+        Ok(addressed)
+    }
+
+    /// [`Self::address`], for a route that would wake, put to sleep, keep alive or schedule
+    /// the agent: its owner must not be being offboarded (410). Read beside the record: one
+    /// more read, no more time; an unauthorised caller still learns nothing (404 first).
+    pub(crate) async fn admitted(
+        &self,
+        request: &Request,
+        named: Named,
+    ) -> Result<(Addressed<'_, S>, Admitted)> {
+        let (addressed, admitted) = self.read(request, named, true).await?;
+        let admitted = admitted.ok_or_else(|| Error::Internal("admission not asked".into()))?;
+        Ok((addressed, admitted))
+    }
+
+    async fn read(
+        &self,
+        request: &Request,
+        named: Named,
+        admitting: bool,
+    ) -> Result<(Addressed<'_, S>, Option<Admitted>)> {
         let Named { caller, key } = named;
         let asked = prefer::wait(request.headers());
         let wait = self.wake.wait_for(asked);
         let budget = Budget::for_request(request, wait);
         let applied_wait = asked.map(|_| wait.min(budget.work.remaining()));
-        let deadline = budget.work;
         // Every store call of the request takes its time from the request's budget.
-        let record = AgentLock::new(&self.store, &self.wake.lock, deadline)
-            .read(&key)
-            .await?;
+        let store = Within::new(&self.store, budget.work);
+        let admission = async {
+            match admitting {
+                true => admit(&store, &key).await.map(Some),
+                false => Ok(None),
+            }
+        };
+        let (record, admitted) = tokio::join!(store.get(&key), admission);
+        let record = record?;
         if !may_act(&caller, &key, record.as_ref()) {
             return Err(Error::AgentNotFound);
         }
-        let registry = self
-            .registry
-            .get(&Within::new(&self.store, deadline))
-            .await?;
+        let admitted = admitted?;
+        let registry = self.registry.get(&store).await?;
         let home = record.as_ref().and_then(|r| home_of(&registry, r));
-        Ok(Addressed {
+        let addressed = Addressed {
             caller,
             key,
             record,
@@ -107,6 +133,8 @@ impl<S: AgentStore, K: AgentKit> Resume<S, K> {
             home,
             budget,
             applied_wait,
-        })
+            store,
+        };
+        Ok((addressed, admitted))
     }
 }

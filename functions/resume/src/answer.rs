@@ -15,11 +15,11 @@ use snapwake::http::request as req;
 use snapwake::http::response;
 use snapwake::locate::sessions::snapshots;
 use snapwake::locate::Home;
-use snapwake::lock::LockSettings;
 use snapwake::store::AgentStore;
 use snapwake::timestamp::now_ms;
 use snapwake::view::record_snapshots;
 use snapwake::view::{agent_view, AgentFacts};
+use snapwake::wake::WakeSettings;
 
 use crate::Resume;
 
@@ -29,7 +29,7 @@ pub(crate) fn view(
     record: &AgentRecord,
     sessions: &[Session],
     snapshots: &[Snapshot],
-    lock: &LockSettings,
+    settings: &WakeSettings,
 ) -> AgentView {
     agent_view(
         &AgentFacts {
@@ -41,9 +41,10 @@ pub(crate) fn view(
                 .description
                 .retention
                 .unwrap_or(Retention::Recoverable),
+            open_url: settings.open_url.as_ref(),
         },
         now_ms(),
-        lock,
+        &settings.lock,
     )
 }
 

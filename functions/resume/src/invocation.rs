@@ -1,14 +1,21 @@
-//! Everything that can invoke the resume function, told apart by its shape:
+//! Everything that can invoke the resume function, typed as the Lambda runtime hands it over
+//! (never re-read from JSON text):
 //!
 //! - an API Gateway HTTP API request (payload 2.0): the wake, sleep, keepalive and schedule
 //!   routes;
 //! - the schedules' tick: `{"action": "tick", "time": "<RFC 3339>"}`, the input the
-//!   EventBridge Scheduler schedule gives with `<aws.scheduler.scheduled-time>` (docs/schedules.md).
+//!   EventBridge Scheduler schedule gives with `<aws.scheduler.scheduled-time>`
+//!   (docs/schedules.md).
 //!
-//! Anything else is a function error naming its top-level keys (never their values).
+//! One function serves both, rather than the tick in a function of its own: a tick wakes and
+//! puts agents to sleep through exactly the code, permissions and settings of the HTTP routes
+//! (docs/architecture.md, "One way in per binary"). Anything else is refused by the runtime's
+//! deserialisation: a function error naming what it expected.
 
+use lambda_http::aws_lambda_events::apigw::{ApiGatewayV2httpRequest, ApiGatewayV2httpResponse};
+use lambda_http::request::LambdaRequest;
 use lambda_http::{Context, RequestExt};
-use serde_json::Value;
+use serde::{Deserialize, Serialize};
 use snapwake::agentkit::AgentKit;
 use snapwake::deadline::Deadline;
 use snapwake::error::Error;
@@ -17,67 +24,92 @@ use snapwake::invocation::begin_event;
 use snapwake::store::{AgentStore, ScheduleStore};
 use tracing::Instrument;
 
+use crate::tick::TickReport;
 use crate::Resume;
 
-/// What an invocation asks for.
-#[derive(Debug)]
+/// What an invocation asks for. Untagged: the tick comes first, since it is recognised by its
+/// exact fields, and an API Gateway request never has them.
+#[derive(Debug, Deserialize)]
+#[serde(
+    untagged,
+    expecting = "an API Gateway HTTP API request, or a tick: \
+    {\"action\": \"tick\", \"time\": \"<RFC 3339>\"}"
+)]
 pub enum Invocation {
-    Http(Box<lambda_http::Request>),
-    /// A tick at this instant (epoch ms).
-    Tick {
-        time_ms: u64,
-    },
+    Tick(TickEvent),
+    Http(Box<HttpEvent>),
 }
 
-/// Tell an invocation's payload apart.
-pub fn classify(event: &Value) -> Result<Invocation, Error> {
-    let Some(object) = event.as_object() else {
-        return Err(Error::bad_request("the event is not a JSON object"));
-    };
-    if object.contains_key("requestContext")
-        && (object.contains_key("routeKey") || object.contains_key("rawPath"))
-    {
-        let request = lambda_http::request::from_str(&event.to_string())
-            .map_err(|e| Error::bad_request(format!("unreadable API Gateway request: {e}")))?;
-        return Ok(Invocation::Http(Box::new(request)));
+/// The schedules' tick at `time`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TickEvent {
+    #[allow(dead_code)] // recognises the event: `"action": "tick"`
+    action: TickAction,
+    /// The instant the Scheduler meant (epoch ms), never this machine's clock.
+    #[serde(deserialize_with = "rfc3339_ms")]
+    pub time: u64,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum TickAction {
+    Tick,
+}
+
+/// An API Gateway HTTP API request: one that names its route or its path (every field of the
+/// payload is optional to its type, so an event that names neither is not taken for one).
+#[derive(Debug, Deserialize)]
+#[serde(try_from = "ApiGatewayV2httpRequest")]
+pub struct HttpEvent(ApiGatewayV2httpRequest);
+
+impl TryFrom<ApiGatewayV2httpRequest> for HttpEvent {
+    type Error = &'static str;
+
+    fn try_from(request: ApiGatewayV2httpRequest) -> Result<Self, Self::Error> {
+        match (&request.route_key, &request.raw_path) {
+            (None, None) => Err("not an API Gateway request: no routeKey, no rawPath"),
+            _ => Ok(HttpEvent(request)),
+        }
     }
-    if object.get("action").and_then(Value::as_str) == Some("tick") {
-        let time = object.get("time").and_then(Value::as_str).ok_or_else(|| {
-            Error::bad_request(
-                "a tick names its time: {\"action\": \"tick\", \"time\": \"<RFC 3339>\"}",
-            )
-        })?;
-        let time_ms = snapwake::timestamp::epoch_ms(time)
-            .ok_or_else(|| Error::bad_request("the tick's time is not an RFC 3339 instant"))?;
-        return Ok(Invocation::Tick { time_ms });
-    }
-    let keys: Vec<&str> = object.keys().map(String::as_str).collect();
-    Err(Error::bad_request(format!(
-        "the resume function does not handle an event with keys {keys:?}"
-    )))
+}
+
+/// What the function answers: API Gateway's response, or a tick's report.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+pub enum Answer {
+    Http(Box<ApiGatewayV2httpResponse>),
+    Tick(TickReport),
+}
+
+fn rfc3339_ms<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+    let time = String::deserialize(d)?;
+    snapwake::timestamp::epoch_ms(&time)
+        .ok_or_else(|| serde::de::Error::custom("the tick's time is not an RFC 3339 instant"))
 }
 
 impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
     /// Serve one invocation: an HTTP request's answer, or a tick's report. In the invocation's
     /// span, so every line logged for it carries Lambda's request id.
-    pub async fn invoke(&self, event: Value, context: Context) -> Result<Value, Error> {
+    pub async fn invoke(&self, event: Invocation, context: Context) -> Result<Answer, Error> {
         let span = begin_event(&context);
         Box::pin(self.serve_invocation(event, context))
             .instrument(span)
             .await
     }
 
-    async fn serve_invocation(&self, event: Value, context: Context) -> Result<Value, Error> {
-        match classify(&event)? {
-            Invocation::Http(request) => {
-                let request = request.with_lambda_context(context);
-                Ok(response::api_gateway_v2(self.handle(request).await))
+    async fn serve_invocation(&self, event: Invocation, context: Context) -> Result<Answer, Error> {
+        match event {
+            Invocation::Http(http) => {
+                let HttpEvent(request) = *http;
+                let request = lambda_http::Request::from(LambdaRequest::ApiGatewayV2(request))
+                    .with_lambda_context(context);
+                let answered = response::api_gateway_v2(self.handle(request).await);
+                Ok(Answer::Http(Box::new(answered)))
             }
-            Invocation::Tick { time_ms } => {
-                let report = self
-                    .tick(time_ms, Deadline::for_invocation(context.deadline))
-                    .await?;
-                serde_json::to_value(&report).map_err(|e| Error::Internal(e.to_string()))
+            Invocation::Tick(tick) => {
+                let deadline = Deadline::for_invocation(context.deadline);
+                Ok(Answer::Tick(self.tick(tick.time, deadline).await?))
             }
         }
     }

@@ -23,7 +23,7 @@ use snapwake::http::request::{self as req, Matched};
 use snapwake::locate::sessions::{live_session, session};
 use snapwake::locate::Home;
 use snapwake::lock::{AgentLock, Written};
-use snapwake::store::{AgentStore, Changes};
+use snapwake::store::{AgentStore, Changes, Within};
 use snapwake::timestamp::now_ms;
 use snapwake::wake::MIN_TTL;
 
@@ -78,8 +78,9 @@ impl<S: AgentStore, K: AgentKit> Resume<S, K> {
                 self.wake.max_ttl.as_secs()
             )));
         }
-        let addressed = self.address(request, named).await?;
+        let (addressed, _) = self.admitted(request, named).await?;
         let key = &addressed.key;
+        let store = addressed.store;
         let deadline = addressed.budget.work;
         let record = addressed.record.clone();
 
@@ -133,7 +134,7 @@ impl<S: AgentStore, K: AgentKit> Resume<S, K> {
         tracing::info!(agent = %key, ttl_s = body.ttl_s, "kept alive");
 
         let mut record = match record {
-            Some(r) => self.remember_expiry(r, &live, deadline).await,
+            Some(r) => self.remember_expiry(store, r, &live).await,
             None => AgentRecord::absent(key.clone()),
         };
         // An agent without a record yet is shown as a read would show it: its Tool's
@@ -145,7 +146,7 @@ impl<S: AgentStore, K: AgentKit> Resume<S, K> {
             &record,
             std::slice::from_ref(&live),
             &snapshots,
-            &self.wake.lock,
+            &self.wake,
         );
         Ok(with_etag(
             200,
@@ -183,14 +184,14 @@ impl<S: AgentStore, K: AgentKit> Resume<S, K> {
     /// to another writer is fine, see the module docs).
     async fn remember_expiry(
         &self,
+        store: Within<'_, S>,
         record: AgentRecord,
         live: &Session,
-        deadline: snapwake::deadline::Deadline,
     ) -> AgentRecord {
         if record.state != WakeState::Awake || record.session_id != live.session_id {
             return record;
         }
-        let lock = AgentLock::new(&self.store, &self.wake.lock, deadline);
+        let lock = AgentLock::new(store, &self.wake.lock);
         let changes = Changes {
             session_expire_at: Some(live.expire_at.clone()),
             ..Changes::default()

@@ -3,15 +3,14 @@
 
 use lambda_http::lambda_runtime::{self, service_fn, LambdaEvent};
 use lambda_http::Error;
-use serde_json::Value;
 use snapwake::{bootstrap, config::Config, registry_cache::RegistryCache};
+use snapwake_resume::invocation::Invocation;
 use snapwake_resume::Resume;
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     bootstrap::init();
     let config = Config::from_env()?;
-    snapwake::view::set_open_url(config.open_url.clone());
     let resume = Resume {
         store: bootstrap::announcing_store(&config).await?,
         agentkit: bootstrap::agentkit(&config).await?,
@@ -20,12 +19,14 @@ async fn main() -> Result<(), Error> {
         wake: config.wake.clone(),
     };
     let resume = &resume;
-    lambda_runtime::run(service_fn(move |event: LambdaEvent<Value>| async move {
-        // A function error carries the message only (never a provider's text or a secret).
-        resume
-            .invoke(event.payload, event.context)
-            .await
-            .map_err(|e| Error::from(e.to_string()))
-    }))
+    lambda_runtime::run(service_fn(
+        move |event: LambdaEvent<Invocation>| async move {
+            // A function error carries the message only (never a provider's text or a secret).
+            resume
+                .invoke(event.payload, event.context)
+                .await
+                .map_err(|e| Error::from(e.to_string()))
+        },
+    ))
     .await
 }

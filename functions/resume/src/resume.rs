@@ -49,27 +49,22 @@ impl<S: AgentStore, K: AgentKit> Resume<S, K> {
         let named = self.named(request, matched)?;
         let body: ResumeBody = req::optional_json(request)?.unwrap_or_default();
         let snapshot_id = body.snapshot_id.as_deref().map(req::parse_id).transpose()?;
-        // Whether the owner is being offboarded is read beside the record, not after it: one
-        // more read per wake, no more time. An unauthorised caller still learns nothing (404
-        // first).
-        let key = named.key().clone();
-        let (addressed, leaving) = tokio::join!(
-            self.address(request, named),
-            snapwake::offboarding::owner_is_leaving(&self.store, &key)
-        );
-        let addressed = addressed?;
         // An owner being offboarded gets nothing woken: their agents are on the way out.
-        if leaving? {
-            return Err(snapwake::error::Error::AgentGone);
-        }
+        let (addressed, admitted) = self.admitted(request, named).await?;
         let target = WakeTarget {
             describe: addressed.describe(),
             key: addressed.key.clone(),
             home: addressed.home.clone(),
             snapshot_id,
+            admitted,
         };
         let key = &addressed.key;
-        let wake = Wake::new(&self.store, &self.agentkit, &addressed.registry, &self.wake);
+        let wake = Wake::new(
+            addressed.store,
+            &self.agentkit,
+            &addressed.registry,
+            &self.wake,
+        );
         let started = std::time::Instant::now();
         let applied_wait = addressed.applied_wait;
         let outcome = wake.run(&target, addressed.record, addressed.budget).await;
@@ -94,7 +89,7 @@ impl<S: AgentStore, K: AgentKit> Resume<S, K> {
                     &record,
                     std::slice::from_ref(&session),
                     &snapshots,
-                    &self.wake.lock,
+                    &self.wake,
                 );
                 let body = Resumed {
                     agent: &view,
@@ -106,7 +101,7 @@ impl<S: AgentStore, K: AgentKit> Resume<S, K> {
                 tracing::info!(agent = %key, "still waking");
                 // A 202 says "still waking", whatever the record's lease says by the time it
                 // is built (a wake whose Resume is unaccounted for, a lease about to lapse).
-                let mut view = view(key, &record, &[], &[], &self.wake.lock);
+                let mut view = view(key, &record, &[], &[], &self.wake);
                 view.state = AgentState::Waking;
                 view.wake = Some(snapwake::view::waking_view(&record));
                 let body = Resumed {
@@ -129,7 +124,7 @@ fn wake_record(outcome: &Result<WakeOutcome>, took: std::time::Duration) -> Reco
         Ok(WakeOutcome::Awake { resumed: true, .. }) => "WakesCompleted",
         Ok(WakeOutcome::Awake { resumed: false, .. }) => "AlreadyAwake",
         Ok(WakeOutcome::Waking { .. }) => "WakesInProgress",
-        Err(e) if snapwake::http::Problem::from(e).status >= 500 => "WakesFailed",
+        Err(e) if e.status() >= 500 => "WakesFailed",
         Err(_) => "WakesRefused",
     };
     Record::of("resume")

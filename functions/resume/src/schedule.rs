@@ -2,77 +2,53 @@
 //! when asleep (docs/schedules.md). The ticks that act on schedules are [`crate::tick`].
 //!
 //! Owner or admin, like a wake; 404 for an agent the caller may not act on or that snapwake
-//! has no record of yet (a schedule is kept beside the agent's record); 410 once deleted.
+//! has no record of yet (a schedule is kept beside the agent's record); 410 once deleted, or
+//! (PUT) while its owner is being offboarded. The schedule item and the summary on the agent
+//! record are written together, and every answer shows the stored next occurrences, the same
+//! ones every view of the agent shows (`snapwake::view::schedule_view`).
 
 use lambda_http::{Body, Request, Response};
 use snapwake::agentkit::AgentKit;
-use snapwake::domain::{AgentKey, Retention, ScheduleRecord, ScheduleSummary, WakeState};
+use snapwake::domain::{AgentRecord, Retention, ScheduleRecord, WakeState};
 use snapwake::error::{Error, Result};
 use snapwake::http::request::{self as req, Matched};
 use snapwake::http::response;
-use snapwake::schedule::{summary, Plan, ScheduleBody};
-use snapwake::store::{AgentStore, Changes, Condition, ScheduleStore, StoreError};
+use snapwake::schedule::{Plan, ScheduleBody};
+use snapwake::store::{AgentStore, ScheduleStore, StoreError};
 use snapwake::timestamp::now_ms;
+use snapwake::view::schedule_view;
 
 use crate::addressed::Addressed;
 use crate::Resume;
 
 impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
-    /// The agent the path names, which must have a live record.
-    async fn scheduled_agent(&self, request: &Request, matched: &Matched) -> Result<Addressed> {
-        let named = self.named(request, matched)?;
-        let addressed = self.address(request, named).await?;
-        match addressed.record.as_ref().map(|r| r.state) {
-            None => Err(Error::AgentNotFound),
-            Some(WakeState::Gone) => Err(Error::AgentGone),
-            Some(_) => Ok(addressed),
-        }
-    }
-
     pub(crate) async fn put_schedule(
         &self,
         request: &Request,
         matched: &Matched,
     ) -> Result<Response<Body>> {
-        let addressed = self.scheduled_agent(request, matched).await?;
+        let named = self.named(request, matched)?;
+        let (addressed, _) = self.admitted(request, named).await?;
+        let agent = scheduled(addressed.record.clone())?;
         let body: ScheduleBody = req::json(request)?;
         let plan = Plan::check(&body)?;
-        let retention = addressed
-            .record
-            .as_ref()
-            .and_then(|r| r.description.retention)
+        let retention = agent
+            .description
+            .retention
             .or(addressed.home.as_ref().map(|h| h.retention));
         if plan.sleep.is_some() && retention == Some(Retention::Temporary) {
             return Err(Error::NotSleepable(
                 "sleep: a temporary agent keeps no snapshot, so it cannot be put to sleep".into(),
             ));
         }
-        let mut record: ScheduleRecord = plan.record(now_ms());
-        record.key = Some(addressed.key.clone());
         // A PUT replaces the schedule as a whole: the person's latest intent wins over a tick
         // that wrote in between (the occurrence it carried belonged to the old schedule).
-        let mut expected = self
-            .store
-            .get_schedule(&addressed.key)
-            .await?
-            .map_or(0, |r| r.version);
-        for _ in 0..3 {
-            match self.store.put_schedule(&record, expected).await {
-                Ok(written) => {
-                    self.show_on_agent(&addressed.key, Some(plan.summary()))
-                        .await?;
-                    return Ok(response::json(200, &summary(&written)));
-                }
-                Err(StoreError::ScheduleConflict { current }) => {
-                    expected = current.map_or(0, |r| r.version);
-                }
-                Err(e) => return Err(e.into()),
-            }
-        }
-        Err(Error::AgentBusy {
-            detail: "the schedule is being changed by someone else; try again".into(),
-            retry_after_s: 1,
-        })
+        let mut schedule: ScheduleRecord = plan.record(now_ms());
+        schedule.key = Some(addressed.key.clone());
+        let written = self.set(&addressed, agent, Some(&schedule)).await?;
+        let written =
+            written.ok_or_else(|| Error::Internal("the schedule was not written".into()))?;
+        Ok(response::json(200, &schedule_view(&written.summary())))
     }
 
     pub(crate) async fn get_schedule(
@@ -80,9 +56,11 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
         request: &Request,
         matched: &Matched,
     ) -> Result<Response<Body>> {
-        let addressed = self.scheduled_agent(request, matched).await?;
-        match self.store.get_schedule(&addressed.key).await? {
-            Some(record) => Ok(response::json(200, &summary(&record))),
+        let named = self.named(request, matched)?;
+        let addressed = self.address(request, named).await?;
+        scheduled(addressed.record)?;
+        match addressed.store.get_schedule(&addressed.key).await? {
+            Some(record) => Ok(response::json(200, &schedule_view(&record.summary()))),
             None => Err(Error::ScheduleNotFound),
         }
     }
@@ -92,41 +70,50 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
         request: &Request,
         matched: &Matched,
     ) -> Result<Response<Body>> {
-        let addressed = self.scheduled_agent(request, matched).await?;
-        self.store.delete_schedule(&addressed.key).await?;
-        self.show_on_agent(&addressed.key, None).await?;
+        let named = self.named(request, matched)?;
+        let addressed = self.address(request, named).await?;
+        let agent = scheduled(addressed.record.clone())?;
+        self.set(&addressed, agent, None).await?;
         Ok(response::no_content())
     }
 
-    /// Write the schedule's summary on the agent record, which every view of the agent reads
-    /// (a list page shows schedules without one more read). A CAS on the record's version,
-    /// again on a lost race: it changes nothing a lock holder owns. After the schedule item:
-    /// should this fail, the answer is an error, and the same PUT or DELETE again mends it.
-    async fn show_on_agent(&self, key: &AgentKey, shown: Option<ScheduleSummary>) -> Result<()> {
+    /// Write `schedule` (`None`: remove it) and the summary every view of the agent reads, in
+    /// one transaction ([`ScheduleStore::set_schedule`]): the item and the record never
+    /// disagree. Lost to another writer of either (a lock holder, a tick), both are read again.
+    async fn set(
+        &self,
+        addressed: &Addressed<'_, S>,
+        mut agent: AgentRecord,
+        schedule: Option<&ScheduleRecord>,
+    ) -> Result<Option<ScheduleRecord>> {
+        let store = &addressed.store;
         for _ in 0..5 {
-            let Some(record) = self.store.get(key).await? else {
-                return Ok(());
-            };
-            if record.state == WakeState::Gone || record.schedule == shown {
-                return Ok(());
+            let expected = store
+                .get_schedule(&addressed.key)
+                .await?
+                .map_or(0, |r| r.version);
+            if schedule.is_none() && expected == 0 && agent.schedule.is_none() {
+                return Ok(None);
             }
-            let changes = Changes {
-                schedule: Some(shown.clone()),
-                ..Changes::default()
-            };
-            match self
-                .store
-                .update(key, &Condition::Version(record.version), &changes)
-                .await
-            {
-                Ok(_) => return Ok(()),
-                Err(StoreError::ConditionFailed { .. }) => continue,
-                Err(e) => return Err(e.into()),
+            match store.set_schedule(&agent, schedule, expected).await {
+                Err(StoreError::Contended) => {
+                    agent = scheduled(store.get(&addressed.key).await?)?;
+                }
+                written => return Ok(written?),
             }
         }
         Err(Error::AgentBusy {
-            detail: "the agent is changing too often to show its schedule; try again".into(),
+            detail: "the agent or its schedule is being changed by someone else; try again".into(),
             retry_after_s: 1,
         })
+    }
+}
+
+/// The agent a schedule is kept beside: a live record (404 without one, 410 once deleted).
+fn scheduled(record: Option<AgentRecord>) -> Result<AgentRecord> {
+    match record {
+        None => Err(Error::AgentNotFound),
+        Some(r) if r.state == WakeState::Gone => Err(Error::AgentGone),
+        Some(r) => Ok(r),
     }
 }

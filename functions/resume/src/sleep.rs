@@ -42,7 +42,7 @@ impl<S: AgentStore, K: AgentKit> Resume<S, K> {
     ) -> Result<Response<Body>> {
         let named = self.named(request, matched)?;
         let _: Option<SleepBody> = req::optional_json(request)?;
-        let addressed = self.address(request, named).await?;
+        let (addressed, admitted) = self.admitted(request, named).await?;
         // A temporary agent keeps no snapshot: refused before anything is locked.
         if addressed
             .home
@@ -58,14 +58,15 @@ impl<S: AgentStore, K: AgentKit> Resume<S, K> {
             describe: addressed.describe(),
             key: addressed.key.clone(),
             home: addressed.home.clone(),
+            admitted,
         };
         let key = &addressed.key;
         let applied_wait = addressed.applied_wait;
         let sleep = Sleep::new(
-            &self.store,
+            addressed.store,
             &self.agentkit,
             &addressed.registry,
-            self.wake.sleep(),
+            &self.wake,
         );
         let outcome = sleep
             .run(&target, addressed.record, addressed.budget)
@@ -75,13 +76,7 @@ impl<S: AgentStore, K: AgentKit> Resume<S, K> {
                 tracing::info!(agent = %key, slept, "asleep");
                 // The record's summaries: a sleep puts its snapshot first, and a holder that
                 // found the agent asleep already wrote what it listed.
-                let view = view(
-                    key,
-                    &record,
-                    &[],
-                    &record_snapshots(&record),
-                    &self.wake.lock,
-                );
+                let view = view(key, &record, &[], &record_snapshots(&record), &self.wake);
                 with_etag(
                     200,
                     &Slept {
@@ -93,13 +88,7 @@ impl<S: AgentStore, K: AgentKit> Resume<S, K> {
             }
             SleepOutcome::Sleeping { record } => {
                 tracing::info!(agent = %key, "still sleeping");
-                let mut view = view(
-                    key,
-                    &record,
-                    &[],
-                    &record_snapshots(&record),
-                    &self.wake.lock,
-                );
+                let mut view = view(key, &record, &[], &record_snapshots(&record), &self.wake);
                 view.state = AgentState::Sleeping;
                 view.wake = Some(WakeView::in_flight(
                     "sleeping",

@@ -7,7 +7,13 @@
 //! decision on the schedule item with a conditional write *before* acting — of two ticks on
 //! one item only the one whose write lands acts — and then wakes or puts the agent to sleep
 //! exactly as the HTTP routes do, through the per-agent lock: a person clicking Wake at the
-//! same minute joins the scheduled wake, and vice versa.
+//! same minute joins the scheduled wake, and vice versa. An occurrence of an agent whose owner
+//! is being offboarded is settled `refused`, with nothing asked of AgentKit.
+//!
+//! Every call to the table goes through one store bounded by the tick's deadline (each agent's
+//! wake or sleep by its own, shorter one), so a table that hangs ends the tick in time. A
+//! write that moves a schedule's next occurrences moves the summary on the agent record with
+//! it, in one transaction (`ScheduleStore::set_schedule`).
 
 use std::time::Duration;
 
@@ -22,6 +28,7 @@ use snapwake::domain::{
 use snapwake::error::Error;
 use snapwake::locate::home_of;
 use snapwake::metrics::{self, Record};
+use snapwake::offboarding::{admit, Admitted};
 use snapwake::schedule::{decide, AgentSeen, Plan, Step};
 use snapwake::sleep::{Sleep, SleepOutcome, SleepTarget};
 use snapwake::store::{AgentStore, DueCursor, ScheduleStore, StoreError, Within};
@@ -87,23 +94,18 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
     }
 
     async fn tick_at(&self, time_ms: u64, deadline: Deadline) -> Result<TickReport, Error> {
-        let registry = self
-            .registry
-            .get(&Within::new(&self.store, deadline))
-            .await?;
+        let store = Within::new(&self.store, deadline);
+        let registry = self.registry.get(&store).await?;
         let mut report = TickReport {
             time_ms,
             ..TickReport::default()
         };
         let mut after: Option<DueCursor> = None;
         loop {
-            let page = self
-                .store
-                .due_schedules(time_ms, PAGE, after.as_ref())
-                .await?;
+            let page = store.due_schedules(time_ms, PAGE, after.as_ref()).await?;
             report.due += page.records.len();
             let handled: Vec<Result<Handled, Error>> = stream::iter(page.records)
-                .map(|record| self.handle_due(record, time_ms, &registry, deadline))
+                .map(|record| self.handle_due(store, record, time_ms, &registry))
                 .buffer_unordered(AT_ONCE)
                 .collect()
                 .await;
@@ -144,14 +146,15 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
         Ok(report)
     }
 
-    /// Decide for one due schedule and act; a lost race for the schedule item is decided again
-    /// from the item as the winner left it.
+    /// Decide for one due schedule and act; a lost race for the schedule item (or, with the
+    /// next occurrences moving, for the agent record) is decided again from what the winner
+    /// left.
     async fn handle_due(
         &self,
+        store: Within<'_, S>,
         mut schedule: ScheduleRecord,
         time_ms: u64,
         registry: &ToolRegistry,
-        deadline: Deadline,
     ) -> Result<Handled, Error> {
         let Some(key) = schedule.key.clone() else {
             return Ok(Handled::Idle);
@@ -162,18 +165,17 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
             let Some(plan) = Plan::of(&schedule) else {
                 return Ok(Handled::Idle);
             };
-            let agent = match self.store.get(&key).await? {
+            let mut agent = match store.get(&key).await? {
                 Some(agent) if agent.state != WakeState::Gone => agent,
                 // The agent was deleted (its delete removes the schedule too; this is the
                 // backstop for a delete that stopped half-way).
                 _ => {
-                    self.store.delete_schedule(&key).await?;
+                    store.delete_schedule(&key).await?;
                     return Ok(Handled::Gone);
                 }
             };
             let seen = self.seen(&agent);
-            let step = decide(&schedule, &plan, time_ms, &seen);
-            let (next, action, carried) = match step {
+            let (mut next, mut action, carried) = match decide(&schedule, &plan, time_ms, &seen) {
                 Step::Idle => return Ok(Handled::Idle),
                 Step::Write(next) => (next, None, false),
                 Step::Act {
@@ -182,23 +184,67 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
                     carried,
                 } => (record, Some(action), carried),
             };
-            let written = match self.store.put_schedule(&next, schedule.version).await {
-                Ok(written) => written,
-                Err(StoreError::ScheduleConflict { current }) => match current {
+            // The owner being offboarded: the occurrence is refused, nothing is acted on.
+            let admitted = match action {
+                Some(_) => refused_if_leaving(admit(&store, &key).await, &mut next)?,
+                None => None,
+            };
+            action = action.filter(|_| admitted.is_some());
+            let moves = next.next_wake_ms != schedule.next_wake_ms
+                || next.next_sleep_ms != schedule.next_sleep_ms;
+            let written = if moves {
+                // The summary on the agent record moves with the next occurrences; that write
+                // moves the record's version by one, which the attempt sees as its own.
+                if let Some(open) = next
+                    .open
+                    .as_mut()
+                    .filter(|o| o.seen_version == agent.version)
+                {
+                    open.seen_version += 1;
+                }
+                match store
+                    .set_schedule(&agent, Some(&next), schedule.version)
+                    .await
+                {
+                    Ok(written) => {
+                        // As written, but for `updated_at`: the wake or sleep below decides
+                        // from when the agent's last outcome was written, not its summary.
+                        agent.version += 1;
+                        agent.schedule = Some(next.summary());
+                        written.unwrap_or(next)
+                    }
+                    Err(StoreError::Contended) => match store.get_schedule(&key).await? {
+                        Some(current) => {
+                            schedule = current;
+                            continue;
+                        }
+                        None => return Ok(Handled::Gone),
+                    },
+                    Err(e) => return Err(e.into()),
+                }
+            } else {
+                match store.put_schedule(&next, schedule.version).await {
+                    Ok(written) => written,
                     // Another tick (or a PUT) wrote first: decide again from what it left.
-                    Some(current) => {
+                    Err(StoreError::ScheduleConflict {
+                        current: Some(current),
+                    }) => {
                         schedule = *current;
                         continue;
                     }
-                    None => return Ok(Handled::Gone),
-                },
-                Err(e) => return Err(e.into()),
+                    Err(StoreError::ScheduleConflict { current: None }) => {
+                        return Ok(Handled::Gone)
+                    }
+                    Err(e) => return Err(e.into()),
+                }
             };
-            let Some(action) = action else {
+            let (Some(action), Some(admitted)) = (action, admitted) else {
                 return Ok(Handled::Settled);
             };
-            let acted = self.act(action, &key, agent, registry, deadline).await;
-            self.record_outcome(&key, written, acted).await;
+            let acted = self
+                .act(store, action, &key, agent, registry, admitted)
+                .await;
+            self.record_outcome(store, &key, written, acted).await;
             return Ok(if carried {
                 Handled::Carried
             } else {
@@ -220,16 +266,18 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
     /// sends its call and the next tick looks again).
     async fn act(
         &self,
+        store: Within<'_, S>,
         action: Action,
         key: &AgentKey,
         record: AgentRecord,
         registry: &ToolRegistry,
-        deadline: Deadline,
+        admitted: Admitted,
     ) -> Acted {
         let home = home_of(registry, &record);
         let describe = record.description.clone();
         let per_agent = self.agentkit.request_timeout() + PER_AGENT_MARGIN;
-        let budget = Budget::new(deadline.min_after(per_agent), Duration::ZERO);
+        let budget = Budget::new(store.deadline().min_after(per_agent), Duration::ZERO);
+        let store = store.until(budget.work);
         match action {
             Action::Wake => {
                 let target = WakeTarget {
@@ -237,8 +285,9 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
                     home,
                     snapshot_id: None,
                     describe,
+                    admitted,
                 };
-                let wake = Wake::new(&self.store, &self.agentkit, registry, &self.wake);
+                let wake = Wake::new(store, &self.agentkit, registry, &self.wake);
                 match wake.run(&target, Some(record), budget).await {
                     Ok(WakeOutcome::Awake { .. }) => Acted::Reached,
                     Ok(WakeOutcome::Waking { record }) => Acted::InFlight {
@@ -252,8 +301,9 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
                     key: key.clone(),
                     home,
                     describe,
+                    admitted,
                 };
-                let sleep = Sleep::new(&self.store, &self.agentkit, registry, self.wake.sleep());
+                let sleep = Sleep::new(store, &self.agentkit, registry, &self.wake);
                 match sleep.run(&target, Some(record), budget).await {
                     Ok(SleepOutcome::Asleep { .. }) => Acted::Reached,
                     Ok(SleepOutcome::Sleeping { record }) => Acted::InFlight {
@@ -269,7 +319,13 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
 
     /// Write what the act came to on the schedule item. A conflict is left to the next tick
     /// (which sees the agent as it is, and decides from that).
-    async fn record_outcome(&self, key: &AgentKey, mut written: ScheduleRecord, acted: Acted) {
+    async fn record_outcome(
+        &self,
+        store: Within<'_, S>,
+        key: &AgentKey,
+        mut written: ScheduleRecord,
+        acted: Acted,
+    ) {
         let Some(mut open) = written.open.take() else {
             return;
         };
@@ -297,16 +353,38 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
                 // lock): the next tick tries again only if nobody moves the agent meanwhile.
                 // Unread, the version before the attempt stands, and the next tick, seeing
                 // our own writes as a move, gives up rather than risk undoing someone's.
-                if let Ok(Some(agent)) = self.store.get(key).await {
+                if let Ok(Some(agent)) = store.get(key).await {
                     open.seen_version = agent.version;
                 }
                 open.attempt = Attempt::Retry;
                 written.open = Some(open);
             }
         }
-        if let Err(e) = self.store.put_schedule(&written, expected).await {
+        if let Err(e) = store.put_schedule(&written, expected).await {
             tracing::info!(error = %e, "a scheduled occurrence's outcome is left to the next tick");
         }
+    }
+}
+
+/// The admission of an occurrence's act: `None` when the owner is being offboarded, and then
+/// `next` records the occurrence `refused` (it is over; nothing was asked of AgentKit).
+fn refused_if_leaving(
+    admitted: Result<Admitted, Error>,
+    next: &mut ScheduleRecord,
+) -> Result<Option<Admitted>, Error> {
+    match admitted {
+        Ok(admitted) => Ok(Some(admitted)),
+        Err(Error::AgentGone) => {
+            if let Some(open) = next.open.take() {
+                next.last = Some(Settled {
+                    action: open.action,
+                    at_ms: open.at_ms,
+                    outcome: "refused".into(),
+                });
+            }
+            Ok(None)
+        }
+        Err(e) => Err(e),
     }
 }
 

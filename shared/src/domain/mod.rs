@@ -5,6 +5,7 @@ mod agent;
 mod event;
 pub mod failure;
 mod kind;
+mod open_url;
 mod record;
 mod schedule;
 mod tool_registry;
@@ -13,6 +14,7 @@ mod session;
 pub use agent::{AgentState, AgentView, SessionView, SnapshotView, WakeView};
 pub use event::{Announce, EventDetail, StateEvent, Trigger};
 pub use kind::{Kind, ParseKindError, ParseRetentionError, Retention};
+pub use open_url::OpenUrl;
 pub use record::{AgentKey, AgentRecord, Description, WakeState};
 pub use schedule::{
     Action, Attempt, Occurrence, ScheduleRecord, ScheduleSummary, ScheduleView, Settled,

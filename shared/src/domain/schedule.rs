@@ -93,6 +93,8 @@ impl ScheduleRecord {
             timezone: self.timezone.clone(),
             wake: self.wake.clone(),
             sleep: self.sleep.clone(),
+            next_wake_ms: self.next_wake_ms,
+            next_sleep_ms: self.next_sleep_ms,
         }
     }
 
@@ -110,12 +112,19 @@ impl ScheduleRecord {
 }
 
 /// What the agent record keeps of its schedule, so that every view of the agent (a list page
-/// among them, within its DynamoDB budget) shows it without reading the schedule item.
+/// among them, within its DynamoDB budget) shows it without reading the schedule item. Written
+/// in the same transaction as the item whenever the definition or a next occurrence changes
+/// (`crate::store::ScheduleStore::set_schedule`), so it always says what the item says.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ScheduleSummary {
     pub timezone: String,
     pub wake: Option<String>,
     pub sleep: Option<String>,
+    /// The item's next occurrences (epoch ms).
+    #[serde(default)]
+    pub next_wake_ms: Option<u64>,
+    #[serde(default)]
+    pub next_sleep_ms: Option<u64>,
 }
 
 /// `{"timezone", "wake", "sleep", "next_wake_at", "next_sleep_at"}` (RFC 3339 UTC instants).

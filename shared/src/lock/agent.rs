@@ -1,14 +1,14 @@
 //! The lock on one agent record: acquire, fenced writes, writes by anyone, poll leases.
 //!
-//! Every store call goes through [`Within`] (the caller's deadline plus a short grace, so a
-//! final write such as a release still gets a chance at the very end of a request), and a call
-//! that timed out or answered 5xx is *ambiguous*: it may have landed. How each kind of write
-//! resolves that is documented on the method.
+//! Every store call goes through the caller's [`Within`] (its deadline plus a short grace, so
+//! a final write such as a release still gets a chance at the very end of a request), and a
+//! call that timed out or answered 5xx is *ambiguous*: it may have landed. How each kind of
+//! write resolves that is documented on the method.
 
 use std::time::Duration;
 
 use super::LockSettings;
-use crate::deadline::{Budget, Deadline};
+use crate::deadline::Deadline;
 use crate::domain::Description;
 use crate::domain::{AgentKey, AgentRecord, WakeState};
 use crate::store::{AgentStore, Changes, Condition, StoreError, Within};
@@ -90,9 +90,6 @@ pub enum Written {
     Lost(Option<AgentRecord>),
 }
 
-/// The outcome of a write by anyone.
-pub type Settled = Written;
-
 /// The lock over one store, within one caller's deadline.
 pub struct AgentLock<'a, S> {
     store: Within<'a, S>,
@@ -102,22 +99,21 @@ pub struct AgentLock<'a, S> {
 }
 
 impl<'a, S: AgentStore> AgentLock<'a, S> {
-    pub fn new(store: &'a S, settings: &'a LockSettings, deadline: Deadline) -> Self {
+    /// The lock over the caller's bounded store: every call ends by its deadline, and the
+    /// caller waits on others as long.
+    pub fn new(store: Within<'a, S>, settings: &'a LockSettings) -> Self {
         AgentLock {
-            store: Within::new(store, deadline),
+            wait: store.deadline(),
+            store,
             settings,
-            wait: deadline,
         }
     }
 
-    /// The lock of a request with `budget`: its calls have until `budget.work`, its waits (a
-    /// session booting, a snapshot being made, another caller's check) until `budget.wait`.
-    pub fn within(store: &'a S, settings: &'a LockSettings, budget: Budget) -> Self {
-        AgentLock {
-            store: Within::new(store, budget.work),
-            settings,
-            wait: budget.wait.min(budget.work),
-        }
+    /// The same lock, waiting on others (a session booting, a snapshot being made, another
+    /// caller's check) only until `until`.
+    pub fn waiting_until(mut self, until: Deadline) -> Self {
+        self.wait = until.min(self.store.deadline());
+        self
     }
 
     pub fn settings(&self) -> &LockSettings {
@@ -224,7 +220,7 @@ impl<'a, S: AgentStore> AgentLock<'a, S> {
         let fence = held.fence();
         let written = self
             .settle(&held.key, &condition, &changes, |r| {
-                r.fence == fence && shows(&changes, r)
+                r.fence == fence && changes.shown_by(r)
             })
             .await?;
         if let Written::Done(r) = &written {
@@ -268,41 +264,26 @@ impl<'a, S: AgentStore> AgentLock<'a, S> {
         }
     }
 
-    /// Complete-by-anyone or fail-by-anyone (`state = waking AND fence = f AND session_id =
-    /// s`): whoever saw the recorded session Ready (or ended) settles that wake, and only that
-    /// one: a later acquire bumps the fence, another session is another wake.
-    pub async fn settle_by_anyone(
+    /// A write by anyone under `condition` ([`Condition::WakingWith`] or
+    /// [`Condition::SleepingWith`]): whoever saw the change a record waits for done (or
+    /// failed) settles that change, and only that one: a later acquire bumps the fence, and
+    /// another session or snapshot is another change.
+    pub async fn write_by_anyone(
         &self,
         key: &AgentKey,
-        fence: u64,
-        session_id: &str,
+        condition: &Condition,
         changes: Changes,
-    ) -> Result<Settled, StoreError> {
-        let condition = Condition::WakingWith {
-            fence,
-            session_id: session_id.to_string(),
+    ) -> Result<Written, StoreError> {
+        let fence = match condition {
+            Condition::WakingWith { fence, .. } | Condition::SleepingWith { fence, .. } => *fence,
+            _ => {
+                return Err(StoreError::Corrupt(
+                    "not a condition of a write by anyone".into(),
+                ))
+            }
         };
-        self.settle(key, &condition, &changes, |r| {
-            r.fence == fence && shows(&changes, r)
-        })
-        .await
-    }
-
-    /// A sleep settled by anyone (`state = sleeping AND fence = f AND snapshot_id = s`):
-    /// whoever saw the snapshot it waits for Ready (or failed) finishes that sleep, and only it.
-    pub async fn settle_sleep_by_anyone(
-        &self,
-        key: &AgentKey,
-        fence: u64,
-        snapshot_id: &str,
-        changes: Changes,
-    ) -> Result<Settled, StoreError> {
-        let condition = Condition::SleepingWith {
-            fence,
-            snapshot_id: snapshot_id.to_string(),
-        };
-        self.settle(key, &condition, &changes, |r| {
-            r.fence == fence && shows(&changes, r)
+        self.settle(key, condition, &changes, |r| {
+            r.fence == fence && changes.shown_by(r)
         })
         .await
     }
@@ -318,7 +299,7 @@ impl<'a, S: AgentStore> AgentLock<'a, S> {
         let condition = Condition::Version(seen.version);
         let fence = seen.fence;
         self.settle(&seen.key, &condition, &changes, |r| {
-            r.fence == fence && r.version > seen.version && shows(&changes, r)
+            r.fence == fence && r.version > seen.version && changes.shown_by(r)
         })
         .await
     }
@@ -395,60 +376,10 @@ impl<'a, S: AgentStore> AgentLock<'a, S> {
         // Still ambiguous: the record decides.
         match self.read(key).await? {
             Some(r) if landed(&r) => Ok(Written::Done(r)),
-            Some(r) if holds_condition(condition, &r) => Err(StoreError::Unavailable(why)),
+            Some(r) if condition.holds(Some(&r)) => Err(StoreError::Unavailable(why)),
             other => Ok(Written::Lost(other)),
         }
     }
-}
-
-/// Whether `condition` holds for `r` (the write could still be made).
-fn holds_condition(condition: &Condition, r: &AgentRecord) -> bool {
-    match condition {
-        Condition::Absent | Condition::Version(0) => false,
-        Condition::Version(v) => r.version == *v,
-        Condition::Held { holder, fence } => {
-            r.holder.as_deref() == Some(holder.as_str()) && r.fence == *fence
-        }
-        Condition::WakingWith { fence, session_id } => {
-            r.state == WakeState::Waking
-                && r.fence == *fence
-                && r.session_id.as_deref() == Some(session_id.as_str())
-        }
-        Condition::SleepingWith { fence, snapshot_id } => {
-            r.state == WakeState::Sleeping
-                && r.fence == *fence
-                && r.snapshot_id.as_deref() == Some(snapshot_id.as_str())
-        }
-    }
-}
-
-/// Whether `r` shows every field `changes` sets (the counters and `updated_at` aside).
-pub fn shows(changes: &Changes, r: &AgentRecord) -> bool {
-    fn same<T: PartialEq>(want: &Option<T>, have: &T) -> bool {
-        want.as_ref().is_none_or(|w| w == have)
-    }
-    // The record shows a description when writing it over the record would change nothing.
-    let described = changes.describe.as_ref().is_none_or(|d| {
-        let mut after = r.description.clone();
-        after.overlay(d);
-        after == r.description
-    });
-    described
-        && same(&changes.state, &r.state)
-        && same(&changes.holder, &r.holder)
-        && same(&changes.lease_until_ms, &r.lease_until_ms)
-        && same(&changes.snapshot_id, &r.snapshot_id)
-        && same(&changes.session_id, &r.session_id)
-        && same(&changes.session_expire_at, &r.session_expire_at)
-        && same(&changes.verified_at_ms, &r.verified_at_ms)
-        && same(&changes.resume_sent_at_ms, &r.resume_sent_at_ms)
-        && same(&changes.create_sent_at_ms, &r.create_sent_at_ms)
-        && same(&changes.poll_until_ms, &r.poll_until_ms)
-        && same(&changes.poller, &r.poller)
-        && same(&changes.awaited_since_ms, &r.awaited_since_ms)
-        && same(&changes.error, &r.error)
-        && same(&changes.expires_at, &r.expires_at)
-        && same(&changes.snapshots, &r.snapshots)
 }
 
 #[cfg(all(test, feature = "memory"))]

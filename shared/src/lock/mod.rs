@@ -34,23 +34,15 @@
 
 use std::time::Duration;
 
-use crate::domain::{AgentRecord, WakeState};
+use crate::domain::{AgentRecord, OpenUrl, WakeState};
 use crate::store::Condition;
 
 pub mod agent;
+pub(crate) mod driver;
 pub mod document;
 
-pub use agent::{Acquire, Acquired, AgentLock, Generation, Held, Settled, Written};
+pub use agent::{Acquire, Acquired, AgentLock, Generation, Held, Written};
 pub use document::{DocumentAcquired, DocumentHold, DocumentLock};
-
-/// How watching an agent held by someone else ended, for a wake (`T` = its outcome) or a
-/// sleep: with an answer, or with nothing left to wait for (decide again from the record).
-#[allow(clippy::large_enum_variant)] // returned once, consumed at once
-pub enum Watched<T> {
-    Done(T),
-    /// Nothing to wait for any more: decide again from this record.
-    Again(Option<AgentRecord>),
-}
 
 /// What every user of the lock shares: the lease it takes, the skew margin, and how hard it
 /// tries. Wake, create, delete and deploy each carry their own copy with their own lease.
@@ -123,6 +115,101 @@ impl LockSettings {
     pub fn retry_after_s(&self, record: &AgentRecord, now_ms: u64) -> u64 {
         let left_ms = record.lease_until_ms.saturating_sub(now_ms);
         (left_ms / 1000).clamp(1, 5)
+    }
+}
+
+/// Timings of the wake protocol: of wakes and sleeps, the two changes the driver carries out
+/// under the lock (`driver`). Defaults are the specification's.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WakeSettings {
+    /// The lock: the lease an acquire takes (covers locating, reconciling and sending
+    /// Resume), the skew margin, the rounds.
+    pub lock: LockSettings,
+    /// Lease once a Resume was sent or its SessionId recorded: how long a session may take to
+    /// become Ready (`SNAPWAKE_READY_TIMEOUT_S`, default 360 s).
+    pub ready_timeout: Duration,
+    /// The longest one request waits for readiness (`SNAPWAKE_WAIT_S`, 0–20, default 20 s):
+    /// what a `Prefer: wait` may ask for at most. A request without it waits for nothing
+    /// (docs/wake-protocol.md, "Short requests").
+    pub wait: Duration,
+    /// AgentKit is asked about a session booting (or a snapshot being made) every `poll_min`
+    /// at first, then less often, up to every `poll_max` ([`crate::deadline::Pace`]).
+    pub poll_min: Duration,
+    pub poll_max: Duration,
+    /// Joiners re-read the record from `watch_min`, backing off to `watch_max`.
+    pub watch_min: Duration,
+    pub watch_max: Duration,
+    /// How long a poll lease (taken once the holder's request ended) lasts.
+    pub poll_lease: Duration,
+    /// An awake record verified within this is trusted without asking AgentKit (2 s). Short on
+    /// purpose: it only has to absorb the stragglers of a storm, whose callers come back one
+    /// `Retry-After` (1 s) and their own request's time after their last 202 (with 1 s, the
+    /// tail of a 500-caller storm cost three more GetSessions); and every second of it is a
+    /// second in which a session AgentKit ended is still reported awake.
+    pub verify_fresh: Duration,
+    /// Lease of a sleep once its snapshot is taken: how long a snapshot may take to become
+    /// Ready before another caller may take the sleep over (default 600 s).
+    pub snapshot_timeout: Duration,
+    /// The longest `ttl_s` a keepalive may ask for (`SNAPWAKE_MAX_TTL_S`, default 28800 s).
+    pub max_ttl: Duration,
+    /// How long after the agent's last session expired a wake waits for its snapshot to be
+    /// listed at all (`SNAPWAKE_SNAPSHOT_GRACE_S`, default 120 s): AgentKit may list it late.
+    pub snapshot_grace: Duration,
+    /// How long a newest snapshot may stay `Creating` before a wake gives up on it with
+    /// `SNAPSHOT_STUCK` (`SNAPWAKE_SNAPSHOT_TIMEOUT_S`, default 1800 s).
+    pub snapshot_stuck_after: Duration,
+    /// The deployment's open link (`SNAPWAKE_OPEN_URL`), which the answer of an awake agent
+    /// carries; `None`: no link.
+    pub open_url: Option<OpenUrl>,
+}
+
+/// The shortest `ttl_s` a keepalive may ask for.
+pub const MIN_TTL: Duration = Duration::from_secs(60);
+
+impl Default for WakeSettings {
+    fn default() -> Self {
+        WakeSettings {
+            lock: LockSettings::default(),
+            ready_timeout: Duration::from_secs(360),
+            wait: Duration::from_secs(20),
+            poll_min: Duration::from_millis(250),
+            poll_max: Duration::from_secs(2),
+            watch_min: Duration::from_millis(250),
+            watch_max: Duration::from_secs(1),
+            poll_lease: Duration::from_secs(5),
+            verify_fresh: Duration::from_secs(2),
+            snapshot_timeout: Duration::from_secs(600),
+            max_ttl: Duration::from_secs(28_800),
+            snapshot_grace: Duration::from_secs(120),
+            snapshot_stuck_after: Duration::from_secs(1800),
+            open_url: None,
+        }
+    }
+}
+
+impl WakeSettings {
+    /// The back-off of the holder waiting for a snapshot still being made.
+    pub fn polling(&self) -> crate::deadline::Backoff {
+        crate::deadline::Backoff::new(self.poll_min, self.poll_max)
+    }
+
+    /// How often a session booting is asked about, by whoever asks.
+    pub fn pace(&self) -> crate::deadline::Pace {
+        crate::deadline::Pace {
+            min: self.poll_min,
+            max: self.poll_max,
+        }
+    }
+
+    /// The wait of one request: `asked` (a `Prefer: wait`; none: no wait at all), at most
+    /// `SNAPWAKE_WAIT_S`.
+    pub fn wait_for(&self, asked: Option<Duration>) -> Duration {
+        asked.unwrap_or(Duration::ZERO).min(self.wait)
+    }
+
+    /// The back-off of watching the record.
+    pub fn watching(&self) -> crate::deadline::Backoff {
+        crate::deadline::Backoff::new(self.watch_min, self.watch_max)
     }
 }
 

@@ -3,7 +3,7 @@
 use serde::Deserialize;
 
 use crate::calendar::{self, Cron, Zone};
-use crate::domain::{Action, ScheduleRecord, ScheduleSummary};
+use crate::domain::{Action, ScheduleRecord};
 use crate::error::Error;
 
 /// `PUT …/schedule`: unknown fields are refused (a misspelt `wakes` must not leave the agent
@@ -77,27 +77,13 @@ impl Plan {
         u64::try_from(next.as_millisecond()).ok()
     }
 
-    /// What the agent record keeps of this plan for its views.
-    pub fn summary(&self) -> ScheduleSummary {
-        ScheduleSummary {
+    /// A new schedule item from this plan, its next occurrences counted from `now_ms`.
+    pub fn record(&self, now_ms: u64) -> ScheduleRecord {
+        ScheduleRecord {
+            key: None,
             timezone: self.zone.name().to_string(),
             wake: self.wake.as_ref().map(|c| c.to_string()),
             sleep: self.sleep.as_ref().map(|c| c.to_string()),
-        }
-    }
-
-    /// A new schedule item from this plan, its next occurrences counted from `now_ms`.
-    pub fn record(&self, now_ms: u64) -> ScheduleRecord {
-        let ScheduleSummary {
-            timezone,
-            wake,
-            sleep,
-        } = self.summary();
-        ScheduleRecord {
-            key: None,
-            timezone,
-            wake,
-            sleep,
             next_wake_ms: self.next(Action::Wake, now_ms),
             next_sleep_ms: self.next(Action::Sleep, now_ms),
             open: None,

@@ -16,8 +16,9 @@
 //!    sent it (none found: the agent is given back awake, 502 retryable, and the next sleep
 //!    takes a fresh snapshot);
 //! 5. the snapshot and the session in the record, lease = the snapshot timeout (fenced);
-//! 6. [`super::finish`]: Ready → DeleteSession → `asleep`. So DeleteSession always follows a
-//!    Ready snapshot asked for by the sleep that deletes.
+//! 6. poll it as the driver does for anyone (`super::Sleeping::look`): Ready → DeleteSession
+//!    → `asleep`. So DeleteSession always follows a Ready snapshot asked for by the sleep that
+//!    deletes.
 
 use crate::agentkit::types::{CreateSessionSnapshot, ListSessionSnapshots, Session, Snapshot};
 use crate::agentkit::{list_all, AgentKit, AgentKitError};
@@ -26,72 +27,74 @@ use crate::domain::{Retention, WakeState};
 use crate::error::Error;
 use crate::locate::sessions::{live_session, own_snapshots, session, snapshots};
 use crate::locate::Home;
-use crate::lock::{AgentLock, Held, Written};
+use crate::lock::driver::{Carried, Driver, Settler};
+use crate::lock::{Held, Written};
 use crate::store::{AgentStore, Changes};
 use crate::timestamp::now_ms;
 
-use super::{Finish, Finished, Settler, Sleep, SleepOutcome, SleepTarget};
+use super::{SleepOutcome, Sleeping};
 
-impl<S: AgentStore, K: AgentKit> Sleep<'_, S, K> {
-    pub(super) async fn hold(
+impl<S: AgentStore, K: AgentKit> Sleeping<'_, '_, S, K> {
+    pub(super) async fn hold_agent(
         &self,
-        lock: &AgentLock<'_, S>,
-        target: &SleepTarget,
+        driver: &Driver<'_, S>,
         mut held: Held,
     ) -> Result<SleepOutcome, Error> {
-        let deadline = lock.deadline();
-        let key = &target.key;
+        let deadline = driver.deadline();
+        let key = &self.target.key;
+        let sleep = self.sleep;
 
         // 1. Where the agent lives.
         let found = crate::locate::home_or_locate(
-            self.agentkit,
-            self.registry,
+            sleep.agentkit,
+            sleep.registry,
             key,
             Some(&held.record),
-            target.home.as_ref(),
+            driver.known_home(),
             deadline,
         );
         let home = match Box::pin(found).await {
             Ok(Some(w)) => w.home,
             Ok(None) => {
-                lock.give_back_unknown(&mut held).await;
+                driver.lock.give_back_unknown(&mut held).await;
                 return Err(Error::AgentNotFound);
             }
-            Err(e) => return Err(self.give_back(lock, &mut held, e).await),
+            Err(e) => return Err(self.give_back(driver, &mut held, e).await),
         };
+        driver.found_home(&home);
         if home.retention == Retention::Temporary {
             let err = Error::NotSleepable(
                 "a temporary agent keeps no snapshot: it cannot be put to sleep, only deleted"
                     .into(),
             );
-            return Err(self.give_back(lock, &mut held, err).await);
+            return Err(self.give_back(driver, &mut held, err).await);
         }
 
         // 2. The live session.
-        let live = match self.live(&home, target, &held, deadline).await {
+        let live = match self.live(&home, &held, deadline).await {
             Ok(live) => live,
-            Err(e) => return Err(self.give_back(lock, &mut held, e.into()).await),
+            Err(e) => return Err(self.give_back(driver, &mut held, e.into()).await),
         };
         let Some(live) = live else {
-            return self.asleep_already(lock, held, &home).await;
+            return self.asleep_already(driver, held, &home).await;
         };
         // A session in a status nobody documented is neither snapshotted nor ended on its own
         // (docs/wake-protocol.md, "AgentKit keeps its own time").
         if live.phase() == crate::domain::SessionPhase::Unknown {
             let err = Error::unknown_status("session", live.status.as_deref());
-            return Err(self.give_back(lock, &mut held, err).await);
+            return Err(self.give_back(driver, &mut held, err).await);
         }
         let session_id = live.session_id.clone().unwrap_or_default();
 
         // 3. Enough time for one whole AgentKit request before the request's deadline (not
         // its wait: asking for the snapshot is this caller's own step), or none is sent.
-        if deadline.remaining() < self.agentkit.request_timeout() {
+        if deadline.remaining() < sleep.agentkit.request_timeout() {
             let err = Error::Deferred {
                 detail: "not enough time left in this request to snapshot the agent safely; retry"
                     .into(),
                 retry_after_s: 1,
             };
-            return Err(self.give_back_awake(lock, &mut held, &live, err).await);
+            return Err(self.give_back_awake(driver, &mut held, &live, err).await);
         }
         // 4. Snapshot: a new one, whatever an earlier (lapsed) attempt asked for.
         let request = CreateSessionSnapshot {
@@ -99,7 +102,7 @@ impl<S: AgentStore, K: AgentKit> Sleep<'_, S, K> {
             tool_id: home.tool_id.clone(),
         };
         let sent_at_ms = now_ms();
-        let snapshot_id = match self.agentkit.call(&home.region, &request, deadline).await {
+        let snapshot_id = match sleep.agentkit.call(&home.region, &request, deadline).await {
             Ok(r) if !r.snapshot_id.is_empty() => r.snapshot_id,
             Ok(_) => {
                 let err = AgentKitError::InvalidResponse {
@@ -107,39 +110,39 @@ impl<S: AgentStore, K: AgentKit> Sleep<'_, S, K> {
                     detail: "no SnapshotId".into(),
                 };
                 match self
-                    .after_unknown(&home, target, &session_id, sent_at_ms, err, lock)
+                    .after_unknown(driver, &home, &session_id, sent_at_ms, err)
                     .await
                 {
                     Ok(id) => id,
-                    Err(e) => return Err(self.give_back_awake(lock, &mut held, &live, e).await),
+                    Err(e) => return Err(self.give_back_awake(driver, &mut held, &live, e).await),
                 }
             }
             Err(e) if e.outcome_unknown() => {
                 match self
-                    .after_unknown(&home, target, &session_id, sent_at_ms, e, lock)
+                    .after_unknown(driver, &home, &session_id, sent_at_ms, e)
                     .await
                 {
                     Ok(id) => id,
-                    Err(e) => return Err(self.give_back_awake(lock, &mut held, &live, e).await),
+                    Err(e) => return Err(self.give_back_awake(driver, &mut held, &live, e).await),
                 }
             }
-            Err(e) => return self.refused(lock, held, &home, &live, e).await,
+            Err(e) => return self.refused(driver, held, &home, &live, e).await,
         };
 
         // 5. Name the snapshot (and the session it is of) before waiting for it. Nobody else
         // asks about it while this caller does.
-        let asking = now_ms() + self.agentkit.request_timeout().as_millis() as u64;
+        let asking = now_ms() + sleep.agentkit.request_timeout().as_millis() as u64;
         let changes = Changes {
             session_id: Some(Some(session_id)),
             session_expire_at: live.expire_at.clone().map(Some),
             snapshot_id: Some(Some(snapshot_id)),
-            lease_until_ms: Some(self.snapshot_lease_until(lock.wait())),
-            poll_until_ms: Some(lock.wait().epoch_ms().max(asking)),
+            lease_until_ms: Some(self.snapshot_lease_until(driver.wait())),
+            poll_until_ms: Some(driver.wait().epoch_ms().max(asking)),
             awaited_since_ms: Some(sent_at_ms),
             describe: Some(home.description()),
             ..Changes::default()
         };
-        let record = match lock.write(&mut held, changes).await? {
+        let record = match driver.lock.write(&mut held, changes).await? {
             Written::Done(r) => r,
             // The lease ran out and somebody took the agent over: theirs to finish.
             Written::Lost(r) => {
@@ -154,47 +157,34 @@ impl<S: AgentStore, K: AgentKit> Sleep<'_, S, K> {
         };
 
         // 6. Wait for the snapshot, then end the session.
-        let finish = Finish {
-            lock,
-            agentkit: self.agentkit,
-            settings: &self.settings,
-            home: &home,
-        };
-        match Box::pin(finish.run(Settler::Holder(&mut held), record, lock.wait())).await? {
-            Finished::Asleep { record, snapshot } => Ok(SleepOutcome::Asleep {
+        let holder = Settler::Holder(&mut held);
+        let polled = driver.poll(self, holder, &home, record, None, driver.wait());
+        Ok(match Box::pin(polled).await? {
+            Carried::Settled { record, .. } => SleepOutcome::Asleep {
                 record,
                 slept: true,
-                snapshot: Some(snapshot),
-            }),
-            Finished::Failed(reason) => Err(Error::SleepFailed(reason)),
-            Finished::Pending(record) => {
-                // Done asking: the next poller may ask one pause of the pace from now.
-                let now = now_ms();
-                let gap = self.settings.pace().gap(record.awaited_since_ms, now);
-                let until = now + gap.as_millis() as u64;
-                let record = lock.hand_poll_lease_on(&record, until).await;
-                Ok(SleepOutcome::Sleeping { record })
-            }
-        }
+            },
+            Carried::Pending(record) => SleepOutcome::Sleeping { record },
+        })
     }
 
     /// The agent's active session: the recorded one, else the newest with its UserSessionId.
     async fn live(
         &self,
         home: &Home,
-        target: &SleepTarget,
         held: &Held,
         deadline: Deadline,
     ) -> Result<Option<Session>, AgentKitError> {
+        let agentkit = self.sleep.agentkit;
         if let Some(id) = &held.record.session_id {
-            if let Some(s) = session(self.agentkit, home, id, deadline).await? {
+            if let Some(s) = session(agentkit, home, id, deadline).await? {
                 if s.is_active() {
                     return Ok(Some(s));
                 }
             }
         }
-        match crate::identity::user_session_id(&target.key.agent_id) {
-            Some(usid) => live_session(self.agentkit, home, usid, deadline).await,
+        match crate::identity::user_session_id(&self.target.key.agent_id) {
+            Some(usid) => live_session(agentkit, home, usid, deadline).await,
             None => Ok(None),
         }
     }
@@ -204,7 +194,6 @@ impl<S: AgentStore, K: AgentKit> Sleep<'_, S, K> {
     async fn taken_since(
         &self,
         home: &Home,
-        target: &SleepTarget,
         session_id: &str,
         sent_at_ms: u64,
         deadline: Deadline,
@@ -215,19 +204,19 @@ impl<S: AgentStore, K: AgentKit> Sleep<'_, S, K> {
             ..ListSessionSnapshots::default()
         };
         let listing = list_all(
-            self.agentkit,
+            self.sleep.agentkit,
             &home.region,
             request,
             crate::agentkit::pagination::AGENT_SNAPSHOT_PAGES,
             deadline,
         )
         .await?;
-        let mut taken: Vec<Snapshot> = own_snapshots(&listing, &target.key)
+        let mut taken: Vec<Snapshot> = own_snapshots(&listing, &self.target.key)
             .into_iter()
             .filter(|s| {
                 s.session_id.as_deref() == Some(session_id)
                     && (s.is_wakeable() || s.is_in_progress())
-                    && taken_since_ms(s, sent_at_ms, self.settings.lock.skew_margin)
+                    && taken_since_ms(s, sent_at_ms, self.sleep.settings.lock.skew_margin)
             })
             .collect();
         taken.sort_by_key(|s| {
@@ -239,22 +228,22 @@ impl<S: AgentStore, K: AgentKit> Sleep<'_, S, K> {
     /// A CreateSessionSnapshot whose answer was lost: the snapshot it took, if one shows up.
     async fn after_unknown(
         &self,
+        driver: &Driver<'_, S>,
         home: &Home,
-        target: &SleepTarget,
         session_id: &str,
         sent_at_ms: u64,
         err: AgentKitError,
-        lock: &AgentLock<'_, S>,
     ) -> Result<String, Error> {
-        let deadline = lock.deadline();
-        tracing::warn!(agent = %target.key, error = %err, "CreateSessionSnapshot may have acted; looking for its snapshot");
+        let deadline = driver.deadline();
+        let key = &self.target.key;
+        tracing::warn!(agent = %key, error = %err, "CreateSessionSnapshot may have acted; looking for its snapshot");
         // A listing that answers settles it; one that fails is asked again while the caller's
         // wait lasts (a short request asks once; giving up takes a second snapshot next time,
         // one more for the sweep).
-        let mut backoff = self.settings.polling();
+        let mut backoff = self.sleep.settings.polling();
         loop {
             match self
-                .taken_since(home, target, session_id, sent_at_ms, deadline)
+                .taken_since(home, session_id, sent_at_ms, deadline)
                 .await
             {
                 Ok(Some(s)) => return Ok(s.snapshot_id.unwrap_or_default()),
@@ -264,9 +253,9 @@ impl<S: AgentStore, K: AgentKit> Sleep<'_, S, K> {
                     )))
                 }
                 Err(e) => {
-                    tracing::info!(agent = %target.key, error = %e, "listing the session's snapshots failed; asking again");
+                    tracing::info!(agent = %key, error = %e, "listing the session's snapshots failed; asking again");
                     if !backoff
-                        .wait(lock.wait(), self.agentkit.request_timeout())
+                        .wait(driver.wait(), self.sleep.agentkit.request_timeout())
                         .await
                     {
                         return Err(Error::SleepFailed(format!(
@@ -283,17 +272,16 @@ impl<S: AgentStore, K: AgentKit> Sleep<'_, S, K> {
     /// agent not sleepable; anything else leaves it awake.
     async fn refused(
         &self,
-        lock: &AgentLock<'_, S>,
+        driver: &Driver<'_, S>,
         mut held: Held,
         home: &Home,
         live: &Session,
         err: AgentKitError,
     ) -> Result<SleepOutcome, Error> {
-        let deadline = lock.deadline();
         let id = live.session_id.as_deref().unwrap_or_default();
-        if let Ok(now) = session(self.agentkit, home, id, deadline).await {
+        if let Ok(now) = session(self.sleep.agentkit, home, id, driver.deadline()).await {
             if !now.as_ref().is_some_and(Session::is_active) {
-                return self.asleep_already(lock, held, home).await;
+                return self.asleep_already(driver, held, home).await;
             }
         }
         let mapped = if err.code() == Some("OperationDenied") {
@@ -301,19 +289,19 @@ impl<S: AgentStore, K: AgentKit> Sleep<'_, S, K> {
         } else {
             Error::AgentKit(err)
         };
-        Err(self.give_back_awake(lock, &mut held, live, mapped).await)
+        Err(self.give_back_awake(driver, &mut held, live, mapped).await)
     }
 
     /// No live session: the agent rests asleep, and this call slept nothing.
     async fn asleep_already(
         &self,
-        lock: &AgentLock<'_, S>,
+        driver: &Driver<'_, S>,
         mut held: Held,
         home: &Home,
     ) -> Result<SleepOutcome, Error> {
         tracing::info!(agent = %held.key, "sleep: no live session; the agent is asleep already");
         // What the agent has to wake from, for the record's summaries (and so the answer).
-        let listed = snapshots(self.agentkit, home, &held.key, lock.deadline()).await;
+        let listed = snapshots(self.sleep.agentkit, home, &held.key, driver.deadline()).await;
         let summaries = match listed {
             Ok(listing) => Some(crate::view::snapshot_views(&own_snapshots(
                 &listing, &held.key,
@@ -333,26 +321,19 @@ impl<S: AgentStore, K: AgentKit> Sleep<'_, S, K> {
             describe: Some(home.description()),
             ..Changes::default()
         };
-        let record = match lock.release(&mut held, WakeState::Asleep, changes).await {
-            Ok(Written::Done(r)) => r,
-            other => {
-                if let Err(e) = other {
-                    tracing::warn!(agent = %held.key, error = %e, "could not give the lock back");
-                }
-                held.record.clone()
-            }
-        };
+        let record = driver
+            .give_back(&mut held, WakeState::Asleep, changes)
+            .await;
         Ok(SleepOutcome::Asleep {
-            record,
+            record: record.unwrap_or_else(|| held.record.clone()),
             slept: false,
-            snapshot: None,
         })
     }
 
     /// Give the lock back awake, with the live session recorded, and hand back `err`.
     async fn give_back_awake(
         &self,
-        lock: &AgentLock<'_, S>,
+        driver: &Driver<'_, S>,
         held: &mut Held,
         live: &Session,
         err: Error,
@@ -364,14 +345,12 @@ impl<S: AgentStore, K: AgentKit> Sleep<'_, S, K> {
             error: Some(matches!(err, Error::SleepFailed(_)).then(|| err.to_string())),
             ..Changes::default()
         };
-        if let Err(e) = lock.release(held, WakeState::Awake, changes).await {
-            tracing::warn!(agent = %held.key, error = %e, "could not give the lock back");
-        }
+        driver.give_back(held, WakeState::Awake, changes).await;
         err
     }
 
     /// Give the lock back as the agent rested before (nothing was done), and hand back `err`.
-    async fn give_back(&self, lock: &AgentLock<'_, S>, held: &mut Held, err: Error) -> Error {
+    async fn give_back(&self, driver: &Driver<'_, S>, held: &mut Held, err: Error) -> Error {
         let state = match held.before.as_ref().map(|b| b.state) {
             Some(WakeState::Awake) => WakeState::Awake,
             _ => WakeState::Asleep,
@@ -381,16 +360,14 @@ impl<S: AgentStore, K: AgentKit> Sleep<'_, S, K> {
             snapshot_id: Some(held.before.as_ref().and_then(|b| b.snapshot_id.clone())),
             ..Changes::default()
         };
-        if let Err(e) = lock.release(held, state, changes).await {
-            tracing::warn!(agent = %held.key, error = %e, "could not give the lock back");
-        }
+        driver.give_back(held, state, changes).await;
         err
     }
 
     /// The lease once the snapshot is named: the snapshot timeout from now, and never shorter
     /// than this request's own wait (the holder is still polling until then).
     fn snapshot_lease_until(&self, wait: Deadline) -> u64 {
-        let timeout = now_ms() + self.settings.snapshot_timeout.as_millis() as u64;
+        let timeout = now_ms() + self.sleep.settings.snapshot_timeout.as_millis() as u64;
         timeout.max(wait.epoch_ms())
     }
 }

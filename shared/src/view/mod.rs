@@ -4,16 +4,14 @@
 use crate::agentkit::types::{metadata_value, newest_session, Session, Snapshot};
 use crate::domain::failure::{recorded_code, shown_failure, SNAPSHOT_IN_PROGRESS};
 use crate::domain::{
-    AgentKey, AgentRecord, AgentState, AgentView, Retention, SessionPhase, SessionView,
+    AgentKey, AgentRecord, AgentState, AgentView, OpenUrl, Retention, SessionPhase, SessionView,
     SnapshotView, WakeState, WakeView,
 };
 use crate::identity::display_name;
 use crate::identity::names::METADATA_DISPLAY_NAME_KEY;
 use crate::lock::LockSettings;
 
-mod open_url;
 mod schedule;
-pub use open_url::{open_url, set_open_url, OpenUrl};
 pub use schedule::schedule_view;
 
 /// Metadata key holding the raw owner id.
@@ -31,6 +29,8 @@ pub struct AgentFacts<'a> {
     pub snapshots: &'a [Snapshot],
     /// The retention of the Tool the agent lives on.
     pub retention: Retention,
+    /// The deployment's open link (`SNAPWAKE_OPEN_URL`), which an awake agent's view carries.
+    pub open_url: Option<&'a OpenUrl>,
 }
 
 /// `snapshots`, newest first (by instant, never by text).
@@ -188,11 +188,9 @@ pub fn agent_view(facts: &AgentFacts<'_>, now_ms: u64, settings: &LockSettings) 
         etag: record.filter(|r| r.version > 0).map(AgentRecord::etag),
         as_of: None,
         open_url: None,
-        schedule: record
-            .and_then(|r| r.schedule.as_ref())
-            .map(|s| schedule_view(s, now_ms)),
+        schedule: record.and_then(|r| r.schedule.as_ref()).map(schedule_view),
     };
-    view.open_url = open_url(&view);
+    view.open_url = facts.open_url.and_then(|t| t.for_view(&view));
     view
 }
 
@@ -226,6 +224,7 @@ mod tests {
                 sessions: &[],
                 snapshots: &snaps,
                 retention: Retention::Recoverable,
+                open_url: None,
             },
             0,
             &LockSettings::default(),
@@ -252,6 +251,7 @@ mod tests {
                     sessions,
                     snapshots: snaps,
                     retention: Retention::Recoverable,
+                    open_url: None,
                 },
                 now,
                 &settings,

@@ -1,27 +1,17 @@
-//! The `schedule` of an agent view: the summary the agent record keeps, with its next
-//! occurrences counted from the view's time.
+//! The `schedule` of an agent view and of the schedule routes: one rendering of what the table
+//! keeps (the schedule item's summary, which the agent record carries too), so the routes and
+//! every view of the agent always show the same next occurrences.
 
-use crate::calendar::{next_after, Cron, Zone};
 use crate::domain::{ScheduleSummary, ScheduleView};
 use crate::timestamp::format_ms;
 
-/// `summary` as a view at `now_ms`; an expression or zone this version cannot read shows no
-/// next occurrence rather than failing the view.
-pub fn schedule_view(summary: &ScheduleSummary, now_ms: u64) -> ScheduleView {
-    let zone = Zone::named(&summary.timezone).ok();
-    let now = i64::try_from(now_ms)
-        .ok()
-        .and_then(|ms| jiff::Timestamp::from_millisecond(ms).ok());
-    let next = |expr: &Option<String>| -> Option<String> {
-        let cron: Cron = expr.as_deref()?.parse().ok()?;
-        let at = next_after(&cron, zone.as_ref()?, now?)?;
-        u64::try_from(at.as_millisecond()).ok().map(format_ms)
-    };
+/// `summary` as the API shows it: the stored next occurrences as RFC 3339 instants.
+pub fn schedule_view(summary: &ScheduleSummary) -> ScheduleView {
     ScheduleView {
         timezone: summary.timezone.clone(),
         wake: summary.wake.clone(),
         sleep: summary.sleep.clone(),
-        next_wake_at: next(&summary.wake),
-        next_sleep_at: next(&summary.sleep),
+        next_wake_at: summary.next_wake_ms.map(format_ms),
+        next_sleep_at: summary.next_sleep_ms.map(format_ms),
     }
 }

@@ -1,161 +1,57 @@
-//! The wake protocol (docs/wake-protocol.md): wake an agent
-//! exactly once however many callers ask at the same moment, on its first day and on every
-//! day after, and survive a caller dying (or an answer getting lost) at any step without a
-//! second Resume or a lost snapshot.
+//! The wake (docs/wake-protocol.md): wake an agent exactly once however many callers ask at the
+//! same moment, on its first day and on every day after, and survive a caller dying (or an
+//! answer getting lost) at any step without a second Resume or a lost snapshot.
 //!
-//! Every caller reads the record and [`decide`]s (the lock module's pure rule):
+//! A wake is one of the two changes the lock's driver carries out (`crate::lock::driver`):
+//! the driver decides, watches, leases polls and settles; this module says what is particular
+//! to a wake.
 //!
 //! - **acquire** (asleep, failed, missing, an expired lease, an awake record whose session has
-//!   expired): the one winner of the CAS holds the agent for a new generation ([`holder`]). It
-//!   locates the agent if the record does not say where it lives, reconciles before it
-//!   resumes (a session an earlier holder started is adopted), writes `resume_sent_at`
-//!   (fenced) before it sends `ResumeSessionFromSnapshot`, records the SessionId at once, and
-//!   polls GetSession until the session is Ready or its budget ends.
-//! - **join** (a wake in flight): watch the record, not AgentKit ([`watch`]). Only one caller
-//!   at a time asks AgentKit about a wake: the holder, or, once the holder's request has
-//!   ended, whoever wins a short poll lease on the record; it completes or fails the wake *by
-//!   anyone*. So a storm's AgentKit calls do not grow with its callers.
+//!   expired): the winner holds the agent for a new generation ([`holder`]): it locates the
+//!   agent if the record does not say where it lives, reconciles before it resumes (a session
+//!   an earlier holder started is adopted), writes `resume_sent_at` (fenced) before it sends
+//!   `ResumeSessionFromSnapshot`, records the SessionId at once, and polls GetSession until
+//!   the session is Ready or its wait ends;
+//! - **join** (a wake in flight): the driver watches the record; a poller asks GetSession
+//!   ([`Change::look`]) and, after a Resume whose answer was lost, first looks for the
+//!   session it started ([`Change::prepare`]), never sending a Resume itself;
 //! - **awake**: trusted as recorded while its session was verified moments ago; otherwise one
 //!   caller (the winner of a poll lease) asks GetSession once while the rest wait for its
-//!   verdict, and an ended session is woken again, in the same call.
+//!   verdict, and an ended session is woken again, in the same call ([`verify`]);
+//! - **a sleep in flight**: waited for (and carried on) as a sleep's joiner would, then the
+//!   agent is woken from the sleep's snapshot.
 //!
 //! Ambiguity is never read as failure: a Resume whose outcome is unknown (a timeout or a 5xx
 //! after sending) keeps the lock until the readiness timeout with `resume_sent_at` set and
 //! answers 202; whoever comes next reconciles, and nobody sends another Resume before that
 //! lease ends. Resume is never sent with less budget left than one AgentKit request timeout.
 //!
-//! Files: `mod.rs` (this: settings, target, outcome, the decision loop), `holder/` (the
-//! winner's path), `watch.rs` (joiners, pollers, verifying an awake record). The AgentKit
-//! questions a wake asks, and which snapshot it wakes, live in `crate::locate::sessions`.
+//! Files: `mod.rs` (this: target, outcome, the wake as a change), `verify.rs` (an awake record
+//! checked), `holder/` (the winner's path). The AgentKit questions a wake asks, and which
+//! snapshot it wakes, live in `crate::locate::sessions`.
 
 mod holder;
-mod watch;
-
-use std::time::Duration;
+mod verify;
 
 use crate::agentkit::types::{Session, Snapshot};
 use crate::agentkit::AgentKit;
 use crate::deadline::Budget;
-use crate::domain::Description;
-use crate::domain::{AgentKey, AgentRecord, ToolRegistry, WakeState};
+use crate::domain::failure::{is_definite, recorded_failure, SESSION_ENDED};
+use crate::domain::WakeState;
+use crate::domain::{AgentKey, AgentRecord, Announce, Description, SessionPhase, ToolRegistry};
 use crate::error::Error;
+use crate::locate::sessions::session;
 use crate::locate::Home;
-use crate::lock::LockSettings;
-use crate::lock::{decide, Acquire, Acquired, AgentLock, Decision, Generation, Intent};
-use crate::sleep::SleepSettings;
-use crate::store::AgentStore;
+use crate::lock::driver::{Change, Driver, Look, Watched};
+use crate::lock::{Decision, Generation, Held, Intent, Written};
+use crate::offboarding::Admitted;
+use crate::sleep::{Sleep, SleepOutcome, SleepTarget};
+use crate::store::{AgentStore, Changes, Condition, Within};
 use crate::timestamp::now_ms;
 
-/// Timings of the protocol. Defaults are the specification's.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct WakeSettings {
-    /// The lock: the lease an acquire takes (covers locating, reconciling and sending
-    /// Resume), the skew margin, the rounds.
-    pub lock: LockSettings,
-    /// Lease once a Resume was sent or its SessionId recorded: how long a session may take to
-    /// become Ready (`SNAPWAKE_READY_TIMEOUT_S`, default 360 s).
-    pub ready_timeout: Duration,
-    /// The longest one request waits for readiness (`SNAPWAKE_WAIT_S`, 0–20, default 20 s):
-    /// what a `Prefer: wait` may ask for at most. A request without it waits for nothing
-    /// (docs/wake-protocol.md, "Short requests").
-    pub wait: Duration,
-    /// AgentKit is asked about a session booting (or a snapshot being made) every `poll_min`
-    /// at first, then less often, up to every `poll_max` ([`crate::deadline::Pace`]).
-    pub poll_min: Duration,
-    pub poll_max: Duration,
-    /// Joiners re-read the record from `watch_min`, backing off to `watch_max`.
-    pub watch_min: Duration,
-    pub watch_max: Duration,
-    /// How long a poll lease (taken once the holder's request ended) lasts.
-    pub poll_lease: Duration,
-    /// An awake record verified within this is trusted without asking AgentKit (2 s). Short on
-    /// purpose: it only has to absorb the stragglers of a storm, whose callers come back one
-    /// `Retry-After` (1 s) and their own request's time after their last 202 (with 1 s, the
-    /// tail of a 500-caller storm cost three more GetSessions); and every second of it is a
-    /// second in which a session AgentKit ended is still reported awake.
-    pub verify_fresh: Duration,
-    /// Lease of a sleep once its snapshot is taken: how long a snapshot may take to become
-    /// Ready before another caller may take the sleep over (default 600 s).
-    pub snapshot_timeout: Duration,
-    /// The longest `ttl_s` a keepalive may ask for (`SNAPWAKE_MAX_TTL_S`, default 28800 s).
-    pub max_ttl: Duration,
-    /// How long after the agent's last session expired a wake waits for its snapshot to be
-    /// listed at all (`SNAPWAKE_SNAPSHOT_GRACE_S`, default 120 s): AgentKit may list it late.
-    pub snapshot_grace: Duration,
-    /// How long a newest snapshot may stay `Creating` before a wake gives up on it with
-    /// `SNAPSHOT_STUCK` (`SNAPWAKE_SNAPSHOT_TIMEOUT_S`, default 1800 s).
-    pub snapshot_stuck_after: Duration,
-}
+pub use crate::lock::{WakeSettings, MIN_TTL};
 
-/// The shortest `ttl_s` a keepalive may ask for.
-pub const MIN_TTL: Duration = Duration::from_secs(60);
-
-impl Default for WakeSettings {
-    fn default() -> Self {
-        WakeSettings {
-            lock: LockSettings::default(),
-            ready_timeout: Duration::from_secs(360),
-            wait: Duration::from_secs(20),
-            poll_min: Duration::from_millis(250),
-            poll_max: Duration::from_secs(2),
-            watch_min: Duration::from_millis(250),
-            watch_max: Duration::from_secs(1),
-            poll_lease: Duration::from_secs(5),
-            verify_fresh: Duration::from_secs(2),
-            snapshot_timeout: Duration::from_secs(600),
-            max_ttl: Duration::from_secs(28_800),
-            snapshot_grace: Duration::from_secs(120),
-            snapshot_stuck_after: Duration::from_secs(1800),
-        }
-    }
-}
-
-impl WakeSettings {
-    /// The timings a sleep of the same agent keeps.
-    pub fn sleep(&self) -> SleepSettings {
-        SleepSettings {
-            lock: self.lock.clone(),
-            poll_min: self.poll_min,
-            poll_max: self.poll_max,
-            watch_min: self.watch_min,
-            watch_max: self.watch_max,
-            poll_lease: self.poll_lease,
-            snapshot_timeout: self.snapshot_timeout,
-        }
-    }
-
-    /// The back-off of the holder waiting for a snapshot still being made.
-    pub fn polling(&self) -> crate::deadline::Backoff {
-        crate::deadline::Backoff::new(self.poll_min, self.poll_max)
-    }
-
-    /// How often a session booting is asked about, by whoever asks.
-    pub fn pace(&self) -> crate::deadline::Pace {
-        crate::deadline::Pace {
-            min: self.poll_min,
-            max: self.poll_max,
-        }
-    }
-
-    /// The wait of one request: `asked` (a `Prefer: wait`; none: no wait at all), at most
-    /// `SNAPWAKE_WAIT_S`.
-    pub fn wait_for(&self, asked: Option<Duration>) -> Duration {
-        asked.unwrap_or(Duration::ZERO).min(self.wait)
-    }
-
-    /// The back-off of watching the record.
-    pub fn watching(&self) -> crate::deadline::Backoff {
-        crate::deadline::Backoff::new(self.watch_min, self.watch_max)
-    }
-
-    fn intent(&self) -> Intent {
-        Intent::Wake {
-            verify_fresh: self.verify_fresh,
-        }
-    }
-}
-
-/// What to wake, resolved by the caller (the resume handler) beforehand.
+/// What to wake, resolved by the caller (the resume handler, a tick) beforehand.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WakeTarget {
     pub key: AgentKey,
@@ -167,6 +63,8 @@ pub struct WakeTarget {
     /// Descriptive fields written with the acquire (owner, owner key, display name, ...). The
     /// Tool and region are added once known.
     pub describe: Description,
+    /// The agent's owner is not being offboarded.
+    pub admitted: Admitted,
 }
 
 impl WakeTarget {
@@ -193,9 +91,9 @@ pub enum WakeOutcome {
     Waking { record: AgentRecord },
 }
 
-/// One caller's wake of one agent.
+/// One caller's wakes, over the request's bounded store.
 pub struct Wake<'a, S, K> {
-    store: &'a S,
+    store: Within<'a, S>,
     agentkit: &'a K,
     registry: &'a ToolRegistry,
     settings: &'a WakeSettings,
@@ -203,7 +101,7 @@ pub struct Wake<'a, S, K> {
 
 impl<'a, S: AgentStore, K: AgentKit> Wake<'a, S, K> {
     pub fn new(
-        store: &'a S,
+        store: Within<'a, S>,
         agentkit: &'a K,
         registry: &'a ToolRegistry,
         settings: &'a WakeSettings,
@@ -221,111 +119,254 @@ impl<'a, S: AgentStore, K: AgentKit> Wake<'a, S, K> {
     pub async fn run(
         &self,
         target: &WakeTarget,
-        mut record: Option<AgentRecord>,
+        record: Option<AgentRecord>,
         budget: Budget,
     ) -> Result<WakeOutcome, Error> {
-        let lock = AgentLock::within(self.store, &self.settings.lock, budget);
-        let mut joined = false;
-        // A wake that failed moments ago is how the wake this caller polls ended (its problem
-        // said `Retry-After` that long); one that names another snapshot than the failed
-        // wake's asks for something else, and a refusal to try (throttled) is tried again.
-        if let Some(r) = record.as_ref() {
-            let same = target.snapshot_id.is_none() || target.snapshot_id == r.snapshot_id;
-            let kept = crate::domain::failure::OUTCOME_KEPT;
-            let recent = LockSettings::written_within(r, kept, now_ms());
-            if let (WakeState::Failed, Some(error), true, true) =
-                (r.state, r.error.as_ref(), recent, same)
-            {
-                if crate::domain::failure::is_definite(error) {
-                    return Err(Error::WakeFailed(error.clone()));
-                }
-            }
+        let driver = Driver::new(
+            self.store,
+            self.settings,
+            budget,
+            self.registry,
+            &target.key,
+            target.home.clone(),
+            self.agentkit.request_timeout(),
+        );
+        driver.run(&Waking { wake: self, target }, record).await
+    }
+}
+
+/// One run of a wake: the change the driver carries out.
+struct Waking<'w, 'a, S, K> {
+    wake: &'w Wake<'a, S, K>,
+    target: &'w WakeTarget,
+}
+
+impl<S: AgentStore, K: AgentKit> Change<S> for Waking<'_, '_, S, K> {
+    type Outcome = WakeOutcome;
+    type Seen = Session;
+
+    fn intent(&self) -> Intent {
+        Intent::Wake {
+            verify_fresh: self.wake.settings.verify_fresh,
         }
-        for _ in 0..self.settings.lock.max_rounds.max(1) {
-            let decision = decide(
-                record.as_ref(),
-                now_ms(),
-                self.settings.intent(),
-                &self.settings.lock,
-            );
-            match decision {
-                Decision::Gone => return Err(Error::AgentGone),
-                Decision::Busy {
-                    state,
-                    retry_after_s,
-                } => return Err(Error::held_by(state, retry_after_s)),
-                Decision::Awake => {
-                    let r = record
-                        .take()
-                        .unwrap_or_else(|| AgentRecord::absent(target.key.clone()));
-                    return Ok(from_record(r, joined));
-                }
-                // A wake in flight is joined; a check of an awake agent, or a sleep, is waited
-                // for, and then decided again.
-                Decision::Join | Decision::AwaitVerify | Decision::AwaitSleep => {
-                    let r = record
-                        .take()
-                        .unwrap_or_else(|| AgentRecord::absent(target.key.clone()));
-                    if decision == Decision::Join && !joined {
-                        // A caller that joins a wake in flight is a Resume it did not send.
-                        crate::metrics::emit(
-                            crate::metrics::Record::of("wake").count("WakesJoined", 1),
-                        );
-                    }
-                    joined |= decision == Decision::Join;
-                    match Box::pin(self.watch(&lock, target, r, joined)).await? {
-                        watch::Watched::Done(outcome) => return Ok(outcome),
-                        watch::Watched::Again(r) => record = r,
-                    }
-                }
-                Decision::Verify => {
-                    let r = record
-                        .take()
-                        .unwrap_or_else(|| AgentRecord::absent(target.key.clone()));
-                    match Box::pin(self.verify(&lock, target, r)).await? {
-                        watch::Watched::Done(outcome) => return Ok(outcome),
-                        watch::Watched::Again(r) => record = r,
-                    }
-                }
-                Decision::Acquire(condition) => {
-                    match self
-                        .acquire(&lock, target, &condition, record.as_ref())
-                        .await?
-                    {
-                        Acquired::Held(held) => {
-                            // Boxed: the holder's path is a large future (debug builds would
-                            // otherwise need a deep stack).
-                            return Box::pin(self.hold(&lock, target, *held, false)).await;
-                        }
-                        Acquired::Lost(r) => record = r,
-                    }
-                }
-            }
-        }
-        Err(Error::AgentBusy {
-            detail: "too many concurrent changes to the agent; retry".into(),
-            retry_after_s: 1,
-        })
     }
 
-    /// Take the agent for a new generation of its wake. Nobody polls before the holder has
-    /// recorded a session (it says until when it polls then), so the poll lease starts out
-    /// as long as the holder's request.
-    async fn acquire(
+    fn acquire(&self) -> (WakeState, Generation, Description) {
+        let describe = self.target.describe.clone();
+        (WakeState::Waking, Generation::New, describe)
+    }
+
+    /// A wake that failed moments ago is how the wake this caller polls ended (its problem
+    /// said `Retry-After` that long); one that names another snapshot than the failed wake's
+    /// asks for something else, and a refusal to try (throttled) is tried again.
+    fn recent(&self, r: &AgentRecord) -> Option<Result<WakeOutcome, Error>> {
+        let same = self.target.snapshot_id.is_none() || self.target.snapshot_id == r.snapshot_id;
+        let error = r.error.as_ref().filter(|e| is_definite(e))?;
+        (r.state == WakeState::Failed && same).then(|| Err(Error::WakeFailed(error.clone())))
+    }
+
+    fn ended(&self, r: &AgentRecord) -> Option<Result<WakeOutcome, Error>> {
+        match r.state {
+            WakeState::Failed => Some(Err(Error::WakeFailed(
+                r.error.clone().unwrap_or_else(|| "the wake failed".into()),
+            ))),
+            // The wake this caller watched has completed: its answer, however old the record.
+            WakeState::Awake if r.session_id.is_some() => Some(Ok(from_record(r.clone(), true))),
+            _ => None,
+        }
+    }
+
+    fn in_flight(&self, record: AgentRecord) -> WakeOutcome {
+        WakeOutcome::Waking { record }
+    }
+
+    fn settled(&self, record: AgentRecord, session: Session) -> WakeOutcome {
+        WakeOutcome::Awake {
+            session,
+            resumed: true,
+            record,
+            snapshots: Vec::new(),
+        }
+    }
+
+    async fn hold(&self, driver: &Driver<'_, S>, held: Held) -> Result<WakeOutcome, Error> {
+        self.hold_agent(driver, held, false).await
+    }
+
+    async fn otherwise(
         &self,
-        lock: &AgentLock<'_, S>,
-        target: &WakeTarget,
-        condition: &crate::store::Condition,
-        seen: Option<&AgentRecord>,
-    ) -> Result<Acquired, Error> {
-        let how = Acquire {
-            state: WakeState::Waking,
-            generation: Generation::New,
-            lease: self.settings.lock.lease,
-            describe: Some(target.describe.clone()),
-            poll_until_ms: Some(lock.deadline().epoch_ms()),
+        driver: &Driver<'_, S>,
+        decision: Decision,
+        record: AgentRecord,
+        joined: bool,
+    ) -> Result<Watched<WakeOutcome>, Error> {
+        match decision {
+            Decision::Awake => Ok(Watched::Done(from_record(record, joined))),
+            Decision::Verify => Box::pin(self.verify(driver, record)).await,
+            Decision::AwaitSleep => Box::pin(self.await_sleep(driver, record)).await,
+            other => Err(Error::Internal(format!("a wake was answered {other:?}"))),
+        }
+    }
+
+    fn joining(&self) {
+        // A caller that joins a wake in flight is a Resume it did not send.
+        crate::metrics::emit(crate::metrics::Record::of("wake").count("WakesJoined", 1));
+    }
+
+    fn named(&self, r: &AgentRecord) -> bool {
+        r.session_id.is_some() || r.resume_sent_at_ms.is_some()
+    }
+
+    fn by_anyone(&self, r: &AgentRecord) -> Condition {
+        Condition::WakingWith {
+            fence: r.fence,
+            session_id: r.session_id.clone().unwrap_or_default(),
+        }
+    }
+
+    /// GetSession of the recorded session: Ready completes the wake, ended fails it (the
+    /// snapshot untouched), a status nobody documented fails it with the session kept, so
+    /// the next wake asks about it again rather than start another.
+    async fn look(
+        &self,
+        driver: &Driver<'_, S>,
+        home: &Home,
+        record: &AgentRecord,
+        seen: Option<Session>,
+    ) -> Look<Session> {
+        let Some(session_id) = record.session_id.as_deref() else {
+            return Look::Later;
         };
-        Ok(lock.acquire(&target.key, condition, seen, &how).await?)
+        let observed = match seen {
+            Some(s) => Ok(Some(s)),
+            None => session(self.wake.agentkit, home, session_id, driver.deadline()).await,
+        };
+        let s = match observed {
+            Ok(Some(s)) if s.is_usable() => {
+                let changes = Changes {
+                    state: Some(WakeState::Awake),
+                    announce: Some(Announce::Awake),
+                    holder: Some(None),
+                    lease_until_ms: Some(0),
+                    poll_until_ms: Some(0),
+                    error: Some(None),
+                    resume_sent_at_ms: Some(None),
+                    session_expire_at: Some(s.expire_at.clone()),
+                    verified_at_ms: Some(now_ms()),
+                    ..Changes::default()
+                };
+                return Look::Done { changes, seen: s };
+            }
+            Ok(s) => s,
+            // AgentKit did not answer this time: the next poll may (within the budget).
+            Err(e) => {
+                tracing::info!(agent = %record.key, error = %e, "readiness poll failed; polling on");
+                return Look::Pending;
+            }
+        };
+        let error = match s {
+            Some(s) if s.phase() == SessionPhase::Starting => return Look::Pending,
+            Some(s) if s.phase() == SessionPhase::Unknown => {
+                Error::unknown_status("session", s.status.as_deref())
+            }
+            ended => Error::WakeFailed(format!(
+                "the resumed session ended ({})",
+                ended.and_then(|s| s.status).as_deref().unwrap_or("gone")
+            )),
+        };
+        let code = match error {
+            Error::WakeFailed(_) => SESSION_ENDED,
+            _ => error.code(),
+        };
+        Look::Failed {
+            changes: failed(code, &error, None),
+            error,
+        }
+    }
+
+    /// A Resume whose answer was lost (`resume_sent_at`, no session): find the session it
+    /// started and record it (never send another).
+    async fn prepare(
+        &self,
+        driver: &Driver<'_, S>,
+        home: &Home,
+        record: AgentRecord,
+    ) -> Result<Option<(AgentRecord, Option<Session>)>, Error> {
+        let sent = match (&record.session_id, record.resume_sent_at_ms) {
+            (Some(_), _) => return Ok(Some((record, None))),
+            (None, Some(sent)) => sent,
+            (None, None) => return Ok(None),
+        };
+        let found = self
+            .find_started(home, Some(sent), &[], driver.deadline())
+            .await
+            .unwrap_or_else(|e| {
+                tracing::info!(agent = %record.key, error = %e, "poller could not reconcile yet");
+                None
+            });
+        let Some(s) = found else { return Ok(None) };
+        let changes = Changes {
+            session_id: Some(s.session_id.clone()),
+            resume_sent_at_ms: Some(None),
+            awaited_since_ms: Some(now_ms()),
+            ..Changes::default()
+        };
+        Ok(match driver.lock.write_seen(&record, changes).await? {
+            Written::Done(r) => {
+                tracing::info!(agent = %record.key, "poller recorded the session of an unknown Resume");
+                Some((r, Some(s)))
+            }
+            Written::Lost(_) => None,
+        })
+    }
+}
+
+impl<S: AgentStore, K: AgentKit> Waking<'_, '_, S, K> {
+    /// A sleep holds the agent: wait for it as a sleep's joiner would (carrying it on once its
+    /// holder's request has ended), then decide again: the agent is asleep and is woken from
+    /// the sleep's snapshot; or, the sleep failed, awake.
+    async fn await_sleep(
+        &self,
+        driver: &Driver<'_, S>,
+        record: AgentRecord,
+    ) -> Result<Watched<WakeOutcome>, Error> {
+        let wake = self.wake;
+        let sleep = Sleep::new(wake.store, wake.agentkit, wake.registry, wake.settings);
+        let target = SleepTarget {
+            key: self.target.key.clone(),
+            home: driver.known_home().cloned(),
+            describe: self.target.describe.clone(),
+            admitted: self.target.admitted,
+        };
+        match Box::pin(sleep.watch(driver, &target, record)).await {
+            Ok(Watched::Done(SleepOutcome::Sleeping { record })) => {
+                Ok(Watched::Done(WakeOutcome::Waking { record }))
+            }
+            Ok(Watched::Done(SleepOutcome::Asleep { record, .. })) => {
+                Ok(Watched::Again(Some(record)))
+            }
+            Ok(Watched::Again(r)) => Ok(Watched::Again(r)),
+            Err(Error::SleepFailed(_)) => Ok(Watched::Again(driver.lock.read(driver.key).await?)),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+/// The fields a failed wake writes (`code: reason`), and with `session_id` the session it
+/// keeps on the record: the next wake looks at it first (a stuck one is ended, an unknown one
+/// asked about again), never beside it. The snapshot is untouched; the agent stays wakeable.
+fn failed(code: &str, error: &Error, session_id: Option<&str>) -> Changes {
+    Changes {
+        state: Some(WakeState::Failed),
+        announce: Some(Announce::WakeFailed),
+        holder: Some(None),
+        lease_until_ms: Some(0),
+        poll_until_ms: Some(0),
+        poller: Some(None),
+        error: Some(Some(recorded_failure(code, &error.to_string()))),
+        resume_sent_at_ms: Some(None),
+        session_id: session_id.map(|s| Some(s.to_string())),
+        ..Changes::default()
     }
 }
 

@@ -47,6 +47,7 @@ pub(crate) async fn everyone() {
         ListSettings {
             lock: snapwake::lock::LockSettings::default(),
             cursor_key: None,
+            open_url: None,
         },
     );
     ctl.inject(Fault::latency(None, LATENCY_MS))

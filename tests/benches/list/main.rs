@@ -158,6 +158,7 @@ async fn bench() {
         ListSettings {
             lock: snapwake::lock::LockSettings::default(),
             cursor_key: None,
+            open_url: None,
         },
     );
     let latency = || Fault::latency(None, LATENCY_MS);

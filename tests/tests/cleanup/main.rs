@@ -98,6 +98,7 @@ pub(crate) fn list_fn<S: AgentStore + snapwake::store::ScheduleStore>(
         snapwake_list::ListSettings {
             lock: snapwake::lock::LockSettings::default(),
             cursor_key: None,
+            open_url: None,
         },
     )
 }

@@ -85,6 +85,7 @@ async fn listed<S: AgentStore + snapwake::store::ScheduleStore>(
         snapwake_list::ListSettings {
             lock: snapwake::lock::LockSettings::default(),
             cursor_key: Some("a-cursor-key-of-at-least-32-characters".into()),
+            open_url: None,
         },
     );
     let (status, body) = answer(

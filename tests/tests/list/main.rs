@@ -35,6 +35,7 @@ fn list_fn<S: AgentStore + snapwake::store::ScheduleStore>(
         ListSettings {
             lock: snapwake::lock::LockSettings::default(),
             cursor_key: None,
+            open_url: None,
         },
     )
 }

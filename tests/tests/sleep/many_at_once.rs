@@ -158,6 +158,7 @@ async fn a_delete_while_sleeping_is_409() {
         snapwake_list::ListSettings {
             lock: wake.lock.clone(),
             cursor_key: None,
+            open_url: None,
         },
     );
     let (status, listed) = answer(

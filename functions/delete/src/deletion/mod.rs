@@ -35,6 +35,7 @@ use snapwake::identity::SNAPSHOT_AGENT_PREFIX;
 use snapwake::lock::{
     self, Acquire, Acquired, AgentLock, Generation, Intent, LockSettings, Written,
 };
+use snapwake::store::Within;
 use snapwake::store::{AgentStore, Changes, Condition, DocumentKey, ScheduleStore, StoreError};
 use snapwake::timestamp::{now_ms, now_s};
 
@@ -209,7 +210,7 @@ impl<'a, S: AgentStore + ScheduleStore, K: AgentKit> Deleter<'a, S, K> {
     }
 
     fn lock(&self, deadline: Deadline) -> AgentLock<'a, S> {
-        AgentLock::new(self.store, self.lock, deadline)
+        AgentLock::new(Within::new(self.store, deadline), self.lock)
     }
 
     /// Acquire the agent as `deleting`; on a lost CAS decide again with the winner's record.

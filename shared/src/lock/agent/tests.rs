@@ -3,6 +3,15 @@
 use super::*;
 use crate::domain::Kind;
 use crate::store::memory::MemoryStore;
+use crate::store::{Answer, Call, Layer};
+
+/// The condition of completing, by anyone, the wake of `session_id` at `fence`.
+fn waking(fence: u64, session_id: &str) -> Condition {
+    Condition::WakingWith {
+        fence,
+        session_id: session_id.into(),
+    }
+}
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
@@ -12,69 +21,33 @@ struct LosesAnswers {
     fail: AtomicU32,
 }
 
-impl AgentStore for LosesAnswers {
-    async fn get(&self, key: &AgentKey) -> Result<Option<AgentRecord>, StoreError> {
-        self.inner.get(key).await
+impl Layer for LosesAnswers {
+    type Inner = MemoryStore;
+    fn inner(&self) -> &MemoryStore {
+        &self.inner
     }
-    async fn update(
-        &self,
-        key: &AgentKey,
-        condition: &Condition,
-        changes: &Changes,
-    ) -> Result<AgentRecord, StoreError> {
-        let out = self.inner.update(key, condition, changes).await;
-        let lose = self
-            .fail
-            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
-            .is_ok();
-        match out {
-            Ok(_) if lose => Err(StoreError::Unavailable("answer lost".into())),
-            other => other,
-        }
+    fn around<'a, T: Send + 'a>(&'a self, call: Call<'a>, answer: Answer<'a, T>) -> Answer<'a, T> {
+        Box::pin(async move {
+            let out = answer.await;
+            let lose = matches!(call, Call::Update(..))
+                && self
+                    .fail
+                    .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+                    .is_ok();
+            match out {
+                Ok(_) if lose => Err(StoreError::Unavailable("answer lost".into())),
+                other => other,
+            }
+        })
     }
-    async fn query_owner(
-        &self,
-        owner_key: &str,
-        limit: u32,
-        cursor: Option<&str>,
-    ) -> Result<crate::store::OwnerPage, StoreError> {
-        self.inner.query_owner(owner_key, limit, cursor).await
-    }
-    async fn scan_agents(
-        &self,
-        kind: Option<crate::domain::Kind>,
-        limit: u32,
-        after: Option<&AgentKey>,
-    ) -> Result<crate::store::AgentPage, StoreError> {
-        self.inner.scan_agents(kind, limit, after).await
-    }
-    async fn get_registry(&self) -> Result<Option<crate::domain::ToolRegistry>, StoreError> {
-        self.inner.get_registry().await
-    }
-    async fn get_document(
-        &self,
-        key: crate::store::DocumentKey<'_>,
-    ) -> Result<Option<crate::store::Document>, StoreError> {
-        self.inner.get_document(key).await
-    }
-    async fn put_document(
-        &self,
-        key: crate::store::DocumentKey<'_>,
-        value: &serde_json::Value,
-        expected_version: u64,
-        expires_at: Option<i64>,
-    ) -> Result<crate::store::Document, StoreError> {
-        self.inner
-            .put_document(key, value, expected_version, expires_at)
-            .await
-    }
-    async fn put_registry(
-        &self,
-        registry: &crate::domain::ToolRegistry,
-        expected_version: u64,
-    ) -> Result<crate::domain::ToolRegistry, StoreError> {
-        self.inner.put_registry(registry, expected_version).await
-    }
+}
+
+/// The lock of a test: its calls within 5 s.
+fn lock_over<'a, S: AgentStore>(store: &'a S, settings: &'a LockSettings) -> AgentLock<'a, S> {
+    AgentLock::new(
+        Within::new(store, Deadline::after(Duration::from_secs(5))),
+        settings,
+    )
 }
 
 fn wake() -> Acquire {
@@ -94,11 +67,7 @@ async fn lost_answers_are_resolved_by_the_fields_written() {
         fail: AtomicU32::new(0),
     });
     let settings = LockSettings::default();
-    let lock = AgentLock::new(
-        store.as_ref(),
-        &settings,
-        Deadline::after(Duration::from_secs(5)),
-    );
+    let lock = lock_over(store.as_ref(), &settings);
     let key = AgentKey::new(Kind::Codex, "studio-alice-01");
 
     // The acquire lands, its answer is lost: the re-read shows our token.
@@ -170,7 +139,7 @@ async fn lost_answers_are_resolved_by_the_fields_written() {
 async fn anyone_settles_only_the_wake_it_watched() {
     let store = MemoryStore::new();
     let settings = LockSettings::default();
-    let lock = AgentLock::new(&store, &settings, Deadline::after(Duration::from_secs(5)));
+    let lock = lock_over(&store, &settings);
     let key = AgentKey::new(Kind::Codex, "studio-alice-02");
     let Acquired::Held(mut held) = lock
         .acquire(&key, &Condition::Absent, None, &wake())
@@ -196,23 +165,23 @@ async fn anyone_settles_only_the_wake_it_watched() {
     };
     // Another session, or another fence, is another wake.
     let other = lock
-        .settle_by_anyone(&key, held.fence(), "s-2", awake.clone())
+        .write_by_anyone(&key, &waking(held.fence(), "s-2"), awake.clone())
         .await
         .unwrap();
     assert!(matches!(other, Written::Lost(_)));
     let old = lock
-        .settle_by_anyone(&key, held.fence() - 1, "s-1", awake.clone())
+        .write_by_anyone(&key, &waking(held.fence() - 1, "s-1"), awake.clone())
         .await
         .unwrap();
     assert!(matches!(old, Written::Lost(_)));
     let done = lock
-        .settle_by_anyone(&key, held.fence(), "s-1", awake.clone())
+        .write_by_anyone(&key, &waking(held.fence(), "s-1"), awake.clone())
         .await
         .unwrap();
     assert!(matches!(done, Written::Done(ref r) if r.state == WakeState::Awake));
     // Settling twice is the same outcome (the record shows it), not a loss.
     let again = lock
-        .settle_by_anyone(&key, held.fence(), "s-1", awake)
+        .write_by_anyone(&key, &waking(held.fence(), "s-1"), awake)
         .await
         .unwrap();
     assert!(matches!(again, Written::Done(_)));
@@ -222,7 +191,7 @@ async fn anyone_settles_only_the_wake_it_watched() {
 async fn one_poll_lease_per_version() {
     let store = MemoryStore::new();
     let settings = LockSettings::default();
-    let lock = AgentLock::new(&store, &settings, Deadline::after(Duration::from_secs(5)));
+    let lock = lock_over(&store, &settings);
     let key = AgentKey::new(Kind::Codex, "studio-alice-03");
     let Acquired::Held(held) = lock
         .acquire(&key, &Condition::Absent, None, &wake())
@@ -245,7 +214,7 @@ async fn one_poll_lease_per_version() {
 async fn a_poll_lease_taken_until_the_same_instant_has_one_winner() {
     let store = MemoryStore::new();
     let settings = LockSettings::default();
-    let lock = AgentLock::new(&store, &settings, Deadline::after(Duration::from_secs(5)));
+    let lock = lock_over(&store, &settings);
     let key = AgentKey::new(Kind::Codex, "studio-alice-05");
     let Acquired::Held(held) = lock
         .acquire(&key, &Condition::Absent, None, &wake())
@@ -272,7 +241,7 @@ async fn a_poll_lease_whose_answer_was_lost_is_still_taken() {
         fail: AtomicU32::new(0),
     };
     let settings = LockSettings::default();
-    let lock = AgentLock::new(&store, &settings, Deadline::after(Duration::from_secs(5)));
+    let lock = lock_over(&store, &settings);
     let key = AgentKey::new(Kind::Codex, "studio-alice-06");
     let Acquired::Held(held) = lock
         .acquire(&key, &Condition::Absent, None, &wake())

@@ -20,34 +20,32 @@
 //! 8. poll GetSession until Ready (complete), ended (failed), or the wait ends (202): a short
 //!    request asks once.
 //!
-//! Files: `mod.rs` (this: the steps in order, and the helpers of steps 2 and 6),
-//! `reconcile.rs` (step 2: a session an earlier holder started, a stuck one ended, a reconcile
-//! that could not finish), `pick.rs` (step 4: the snapshot), `resume.rs` (after the Resume of
-//! step 7: its session recorded and polled, or its outcome unknown), `give_back.rs` (letting
-//! the lock go: a failed wake, the agent given back asleep, the Resume marker taken back, a
-//! lost lock followed).
+//! Files: `mod.rs` (this: the steps in order, and letting the lock go), `reconcile.rs` (step
+//! 2: a session an earlier holder started, a stuck one ended, a reconcile that could not
+//! finish), `pick.rs` (step 4: the snapshot), `after.rs` (after the Resume of step 7: its
+//! session recorded and polled, or its outcome unknown).
 
-mod give_back;
+mod after;
 mod pick;
 mod reconcile;
-mod resume;
 
 use crate::agentkit::types::metadata_value;
 use crate::agentkit::types::{ResumeSessionFromSnapshot, Session, Snapshot};
 use crate::agentkit::AgentKit;
 use crate::domain::failure::{recorded_code, SESSION_STUCK};
-use crate::domain::Description;
+use crate::domain::{AgentRecord, Description};
 use crate::domain::{Retention, SessionPhase, WakeState};
 use crate::error::Error;
 use crate::identity::names::METADATA_DISPLAY_NAME_KEY;
-use crate::lock::{AgentLock, Held, Written};
-use crate::store::{AgentStore, Changes};
+use crate::locate::sessions::{own_snapshots, session};
+use crate::locate::Home;
+use crate::lock::driver::{Driver, Watched};
+use crate::lock::{Held, Written};
+use crate::store::{AgentStore, Changes, StoreError};
 use crate::timestamp::now_ms;
 use crate::view::METADATA_CREATOR_KEY;
 
-use super::{Wake, WakeOutcome, WakeTarget};
-use crate::locate::sessions::{own_snapshots, session};
-use crate::locate::Home;
+use super::{failed, WakeOutcome, Waking};
 
 use pick::Picked;
 use reconcile::snapshot_metadata;
@@ -62,36 +60,37 @@ pub(super) struct Recorded {
     pub resumed: bool,
 }
 
-impl<S: AgentStore, K: AgentKit> Wake<'_, S, K> {
+impl<S: AgentStore, K: AgentKit> Waking<'_, '_, S, K> {
     /// Hold the agent through its wake. `session_ended`: the caller already saw the session of
     /// the previous generation ended (no need to ask again).
-    pub(super) async fn hold(
+    pub(super) async fn hold_agent(
         &self,
-        lock: &AgentLock<'_, S>,
-        target: &WakeTarget,
+        driver: &Driver<'_, S>,
         mut held: Held,
         session_ended: bool,
     ) -> Result<WakeOutcome, Error> {
-        let deadline = lock.deadline();
-        let key = &target.key;
+        let deadline = driver.deadline();
+        let key = &self.target.key;
+        let wake = self.wake;
 
         // 1. Where the agent lives.
         let found = crate::locate::home_or_locate(
-            self.agentkit,
-            self.registry,
+            wake.agentkit,
+            wake.registry,
             key,
             Some(&held.record),
-            target.home.as_ref(),
+            driver.known_home(),
             deadline,
         );
         let (home, mut listed) = match Box::pin(found).await {
             Ok(Some(w)) => (w.home, w.snapshots),
             Ok(None) => {
-                lock.give_back_unknown(&mut held).await;
+                driver.lock.give_back_unknown(&mut held).await;
                 return Err(Error::AgentNotFound);
             }
-            Err(e) => return Err(self.fail(lock, &mut held, e).await),
+            Err(e) => return Err(self.fail(driver, &mut held, e, None).await),
         };
+        driver.found_home(&home);
 
         // 2. Reconcile before resuming.
         let before = held.before.clone();
@@ -103,14 +102,12 @@ impl<S: AgentStore, K: AgentKit> Wake<'_, S, K> {
             .and_then(|b| b.session_id.clone());
         let mut adopted = None;
         if let Some(previous) = previous {
-            match session(self.agentkit, &home, &previous, deadline).await {
+            match session(wake.agentkit, &home, &previous, deadline).await {
                 Ok(Some(s)) => match s.phase() {
                     SessionPhase::Ended => {}
                     SessionPhase::Unknown => {
                         let err = Error::unknown_status("session", s.status.as_deref());
-                        return Err(
-                            Box::pin(self.fail_on(lock, &mut held, err, Some(&previous))).await,
-                        );
+                        return Err(self.fail(driver, &mut held, err, Some(&previous)).await);
                     }
                     SessionPhase::Starting if was_stuck(before.as_ref()) => {
                         // Still starting past its readiness timeout: a wake that already said
@@ -122,28 +119,16 @@ impl<S: AgentStore, K: AgentKit> Wake<'_, S, K> {
                             let err = Error::SessionStuck(format!(
                                 "session {previous} was still starting after the readiness timeout"
                             ));
-                            return Err(Box::pin(self.fail_on(
-                                lock,
-                                &mut held,
-                                err,
-                                Some(&previous),
-                            ))
-                            .await);
+                            return Err(self.fail(driver, &mut held, err, Some(&previous)).await);
                         }
                         if let Err(e) = Box::pin(self.end_stuck(&home, &previous, deadline)).await {
-                            return Err(Box::pin(self.fail_on(
-                                lock,
-                                &mut held,
-                                e,
-                                Some(&previous),
-                            ))
-                            .await);
+                            return Err(self.fail(driver, &mut held, e, Some(&previous)).await);
                         }
                     }
                     SessionPhase::Starting | SessionPhase::Usable => adopted = Some(s),
                 },
                 Ok(None) => {}
-                Err(e) => return Box::pin(self.interrupted(lock, target, held, e.into())).await,
+                Err(e) => return Box::pin(self.interrupted(driver, held, e.into())).await,
             }
         }
         if adopted.is_none() {
@@ -152,12 +137,9 @@ impl<S: AgentStore, K: AgentKit> Wake<'_, S, K> {
                 before.as_ref().and_then(|b| b.snapshot_id.as_deref()),
             );
             let sent = held.record.resume_sent_at_ms;
-            adopted = match self
-                .find_started(&home, target, sent, &metadata, deadline)
-                .await
-            {
+            adopted = match self.find_started(&home, sent, &metadata, deadline).await {
                 Ok(found) => found,
-                Err(e) => return Box::pin(self.interrupted(lock, target, held, e)).await,
+                Err(e) => return Box::pin(self.interrupted(driver, held, e)).await,
             };
         }
         if let Some(s) = adopted {
@@ -174,13 +156,12 @@ impl<S: AgentStore, K: AgentKit> Wake<'_, S, K> {
                 resumed,
             };
             let snapshots = listed.unwrap_or_default();
-            return Box::pin(self.record_and_poll(lock, target, held, &home, recorded, snapshots))
-                .await;
+            return Box::pin(self.record_and_poll(driver, held, &home, recorded, snapshots)).await;
         }
 
         // 3. A Resume somebody sent, outcome unknown: wait it out rather than double it.
         if let Some(sent) = held.record.resume_sent_at_ms {
-            let until = sent + self.settings.ready_timeout.as_millis() as u64;
+            let until = sent + wake.settings.ready_timeout.as_millis() as u64;
             if now_ms() < until {
                 tracing::info!(agent = %key, "wake: an earlier Resume is unaccounted for; waiting for it");
                 let changes = Changes {
@@ -189,42 +170,36 @@ impl<S: AgentStore, K: AgentKit> Wake<'_, S, K> {
                     describe: Some(home.description()),
                     ..Changes::default()
                 };
-                return match lock.write(&mut held, changes).await? {
+                return match driver.lock.write(&mut held, changes).await? {
                     Written::Done(r) => Ok(WakeOutcome::Waking { record: r }),
-                    Written::Lost(r) => Box::pin(self.follow(lock, target, r)).await,
+                    Written::Lost(r) => Box::pin(self.follow(driver, r)).await,
                 };
             }
         }
 
         // 4. Which snapshot.
         if home.retention == Retention::Temporary {
-            self.give_back(lock, &mut held, &home).await;
+            self.give_back(driver, &mut held, &home).await;
             return Err(Error::NotWakeable(
                 "a temporary agent cannot be woken once its session has ended".into(),
             ));
         }
         // Boxed: choosing, and waiting for, the snapshot keeps listings and choices alive across
         // awaits; inline they would make the holder's frame too large for a debug worker.
-        let picked = Box::pin(self.pick_snapshot(
-            lock,
-            target,
-            &mut held,
-            &home,
-            before.as_ref(),
-            listed.take(),
-        ))
-        .await?;
+        let picked =
+            Box::pin(self.pick_snapshot(driver, &mut held, &home, before.as_ref(), listed.take()))
+                .await?;
         let (snapshot, listing) = match picked {
             Picked::Snapshot { snapshot, listing } => (snapshot, listing),
             Picked::Waiting(record) => return Ok(WakeOutcome::Waking { record }),
-            Picked::Lost(record) => return Box::pin(self.follow(lock, target, record)).await,
+            Picked::Lost(record) => return Box::pin(self.follow(driver, record)).await,
         };
         let snapshot_id = snapshot.snapshot_id.clone().unwrap_or_default();
 
         // 5. Enough time for one whole AgentKit request, or none is sent. The request's own
         // deadline, not its wait: sending Resume is this caller's own step, whatever it waits.
-        if deadline.remaining() < self.agentkit.request_timeout() {
-            self.give_back(lock, &mut held, &home).await;
+        if deadline.remaining() < wake.agentkit.request_timeout() {
+            self.give_back(driver, &mut held, &home).await;
             return Err(Error::Deferred {
                 detail: "not enough time left in this request to wake the agent safely; retry"
                     .into(),
@@ -242,21 +217,22 @@ impl<S: AgentStore, K: AgentKit> Wake<'_, S, K> {
             resume_sent_at_ms: Some(Some(sent_at)),
             snapshot_id: Some(Some(snapshot_id.clone())),
             lease_until_ms: Some(
-                (sent_at + self.settings.lock.lease.as_millis() as u64).max(lock.wait().epoch_ms()),
+                (sent_at + wake.settings.lock.lease.as_millis() as u64)
+                    .max(driver.wait().epoch_ms()),
             ),
             poll_until_ms: Some(deadline.epoch_ms()),
             error: Some(None),
             describe: Some(described(&held.record, &home, &snapshot)),
             ..Changes::default()
         };
-        match lock.write(&mut held, changes).await {
+        match driver.lock.write(&mut held, changes).await {
             Ok(Written::Done(_)) => {}
-            Ok(Written::Lost(r)) => return Box::pin(self.follow(lock, target, r)).await,
+            Ok(Written::Lost(r)) => return Box::pin(self.follow(driver, r)).await,
             // The marker may or may not have landed, and no Resume was sent: take it back, so
             // nobody waits out a Resume that never was.
             Err(e) => {
                 tracing::warn!(agent = %key, error = %e, "could not confirm the Resume marker; taking it back");
-                Box::pin(self.take_back_marker(lock, &mut held, &home)).await;
+                Box::pin(self.take_back_marker(driver, &mut held, &home)).await;
                 return Err(e.into());
             }
         }
@@ -264,32 +240,32 @@ impl<S: AgentStore, K: AgentKit> Wake<'_, S, K> {
         // 7. Resume.
         let request = ResumeSessionFromSnapshot::new(&home.tool_id, &snapshot_id);
         crate::metrics::emit(crate::metrics::Record::of("wake").count("ResumesSent", 1));
-        let answer = self.agentkit.call(&home.region, &request, deadline).await;
+        let answer = wake.agentkit.call(&home.region, &request, deadline).await;
         let session_id = match answer {
             Ok(r) if !r.session_id.is_empty() => r.session_id,
             Ok(_) => {
                 tracing::warn!(agent = %key, "Resume answered no SessionId; its outcome is unknown");
-                return Box::pin(self.unknown_resume(lock, target, held, &home, &listing)).await;
+                return Box::pin(self.unknown_resume(driver, held, &home, &listing)).await;
             }
             Err(e) if e.is_not_found() => {
                 tracing::info!(agent = %key, %snapshot_id, "the snapshot vanished before Resume");
-                self.give_back(lock, &mut held, &home).await;
+                self.give_back(driver, &mut held, &home).await;
                 return Err(Error::NotWakeable(format!(
                     "snapshot {snapshot_id} no longer exists"
                 )));
             }
             Err(e) if e.outcome_unknown() => {
                 tracing::warn!(agent = %key, error = %e, "Resume may have acted; its outcome is unknown");
-                return Box::pin(self.unknown_resume(lock, target, held, &home, &listing)).await;
+                return Box::pin(self.unknown_resume(driver, held, &home, &listing)).await;
             }
-            Err(e) => return Err(self.fail(lock, &mut held, e.into()).await),
+            Err(e) => return Err(self.fail(driver, &mut held, e.into(), None).await),
         };
         tracing::info!(agent = %key, %session_id, "wake: resumed");
-        if target.user_session_id().is_none() {
+        if self.target.user_session_id().is_none() {
             // Nothing in AgentKit says whose this session is: the claim does
             // (crate::locate::claims). A failed write only makes a later orphan search wait.
-            if let Err(e) = crate::locate::claims::claim(self.store, &home, &session_id, key).await
-            {
+            let claimed = crate::locate::claims::claim(&wake.store, &home, &session_id, key);
+            if let Err(e) = claimed.await {
                 tracing::warn!(agent = %key, error = %e, "could not claim the resumed session");
             }
         }
@@ -299,14 +275,99 @@ impl<S: AgentStore, K: AgentKit> Wake<'_, S, K> {
             seen: None,
             resumed: true,
         };
-        Box::pin(self.record_and_poll(lock, target, held, &home, recorded, listing)).await
+        Box::pin(self.record_and_poll(driver, held, &home, recorded, listing)).await
     }
+
+    /// The lock was lost (our lease ran out and somebody took the agent over): follow them.
+    async fn follow(
+        &self,
+        driver: &Driver<'_, S>,
+        record: Option<AgentRecord>,
+    ) -> Result<WakeOutcome, Error> {
+        let Some(record) = record else {
+            return Err(Error::AgentNotFound);
+        };
+        Ok(match Box::pin(driver.watch(self, record, true)).await? {
+            Watched::Done(outcome) => outcome,
+            Watched::Again(r) => WakeOutcome::Waking {
+                record: r.unwrap_or_else(|| AgentRecord::absent(self.target.key.clone())),
+            },
+        })
+    }
+
+    /// Record a failed wake and hand back the error to answer: the snapshot untouched, the
+    /// agent wakeable, and with `session_id` that session kept on the record (the next wake
+    /// looks at it first, never beside it).
+    async fn fail(
+        &self,
+        driver: &Driver<'_, S>,
+        held: &mut Held,
+        err: Error,
+        session_id: Option<&str>,
+    ) -> Error {
+        tracing::warn!(agent = %held.key, reason = %err, "wake failed");
+        let changes = failed(err.code(), &err, session_id);
+        driver.give_back(held, WakeState::Failed, changes).await;
+        err
+    }
+
+    /// Give the lock back with nothing woken: the agent rests asleep.
+    async fn give_back(&self, driver: &Driver<'_, S>, held: &mut Held, home: &Home) {
+        driver
+            .give_back(held, WakeState::Asleep, asleep_at(home))
+            .await;
+    }
+
+    /// The Resume marker's write could not be confirmed and no Resume was sent: give the agent
+    /// back with no marker (a few tries: the store has just failed once). If even that fails,
+    /// the record keeps at most the short acquire lease.
+    async fn take_back_marker(&self, driver: &Driver<'_, S>, held: &mut Held, home: &Home) {
+        for attempt in 0..3u32 {
+            match driver
+                .lock
+                .release(held, WakeState::Asleep, asleep_at(home))
+                .await
+            {
+                Ok(_) => return,
+                Err(e) => {
+                    tracing::warn!(agent = %held.key, error = %e, attempt, "could not take the Resume marker back");
+                    let pause = self.wake.settings.watch_min * (attempt + 1);
+                    if !driver.deadline().allows(pause) {
+                        return;
+                    }
+                    tokio::time::sleep(pause).await;
+                }
+            }
+        }
+    }
+}
+
+/// What a lock given back with nothing woken writes: no Resume on its way, and where the
+/// agent lives.
+fn asleep_at(home: &Home) -> Changes {
+    Changes {
+        resume_sent_at_ms: Some(None),
+        describe: Some(home.description()),
+        ..Changes::default()
+    }
+}
+
+/// Give the lock back with nothing woken: the agent rests asleep where `home` says it lives.
+async fn release_asleep<S: AgentStore>(
+    driver: &Driver<'_, S>,
+    held: &mut Held,
+    home: &Home,
+) -> Result<Written, StoreError> {
+    driver
+        .lock
+        .release(held, WakeState::Asleep, asleep_at(home))
+        .await
 }
 
 /// Where the agent lives, and the names its snapshot carries when the record has none yet (an
 /// agent first met asleep): every answer read from the record then names it as a listing
 /// would.
-fn described(record: &crate::domain::AgentRecord, home: &Home, snapshot: &Snapshot) -> Description {
+fn described(record: &AgentRecord, home: &Home, snapshot: &Snapshot) -> Description {
     let from_metadata =
         |key: &str| metadata_value(&snapshot.session_metadata, key).map(str::to_string);
     Description {
@@ -328,7 +389,7 @@ fn described(record: &crate::domain::AgentRecord, home: &Home, snapshot: &Snapsh
 
 /// The previous generation left a session that should have been ready by now: a wake whose
 /// readiness lease lapsed (this caller could acquire over it), or one already recorded stuck.
-fn was_stuck(before: Option<&crate::domain::AgentRecord>) -> bool {
+fn was_stuck(before: Option<&AgentRecord>) -> bool {
     before.is_some_and(|b| {
         b.state == WakeState::Waking
             || (b.state == WakeState::Failed

@@ -4,17 +4,19 @@
 use crate::agentkit::types::Snapshot;
 use crate::agentkit::AgentKit;
 use crate::domain::failure::{recorded_failure, SNAPSHOT_IN_PROGRESS};
+use crate::domain::AgentRecord;
 use crate::error::Error;
 use crate::locate::sessions::{choose, snapshots, Choice, Expected};
 use crate::locate::Home;
-use crate::lock::{AgentLock, Held, Written};
+use crate::lock::driver::Driver;
+use crate::lock::{Held, Written};
 use crate::store::{AgentStore, Changes};
 use crate::timestamp::now_ms;
-use crate::wake::{Wake, WakeTarget};
+use crate::wake::Waking;
 
-use super::give_back::release_asleep;
+use super::release_asleep;
 
-impl<S: AgentStore, K: AgentKit> Wake<'_, S, K> {
+impl<S: AgentStore, K: AgentKit> Waking<'_, '_, S, K> {
     /// Step 4: the snapshot to wake from (docs/wake-protocol.md, "AgentKit keeps its own
     /// time"). A newer snapshot still being made is waited for while a Resume could still be
     /// sent after it, then the agent is left `waking` (`SNAPSHOT_IN_PROGRESS`) for the next
@@ -28,25 +30,25 @@ impl<S: AgentStore, K: AgentKit> Wake<'_, S, K> {
     /// it answer at once.
     pub(super) async fn pick_snapshot(
         &self,
-        lock: &AgentLock<'_, S>,
-        target: &WakeTarget,
+        driver: &Driver<'_, S>,
         held: &mut Held,
         home: &Home,
-        before: Option<&crate::domain::AgentRecord>,
+        before: Option<&AgentRecord>,
         listed: Option<Vec<Snapshot>>,
     ) -> Result<Picked, Error> {
-        let deadline = lock.deadline();
+        let deadline = driver.deadline();
+        let (wake, target) = (self.wake, self.target);
         let key = &target.key;
         let mut listing = match listed {
             Some(l) => l,
-            None => match snapshots(self.agentkit, home, key, deadline).await {
+            None => match snapshots(wake.agentkit, home, key, deadline).await {
                 Ok(l) => l,
-                Err(e) => return Err(self.fail(lock, held, e.into()).await),
+                Err(e) => return Err(self.fail(driver, held, e.into(), None).await),
             },
         };
         let recorded = before.and_then(|b| b.snapshot_id.clone());
         let expected = self.expected_snapshot(before);
-        let mut backoff = self.settings.polling();
+        let mut backoff = wake.settings.polling();
         let mut waited = false;
         loop {
             let choice = choose(
@@ -55,16 +57,16 @@ impl<S: AgentStore, K: AgentKit> Wake<'_, S, K> {
                 target.snapshot_id.as_deref(),
                 recorded.as_deref(),
                 expected.as_ref(),
-                self.settings.snapshot_stuck_after,
+                wake.settings.snapshot_stuck_after,
                 now_ms(),
             );
             match choice {
                 // Ready at last, but too late in this request to send Resume: give the agent
                 // back, so the next caller wakes it at once (202 meanwhile, not a 503).
                 Choice::Wake { .. }
-                    if waited && deadline.remaining() < self.agentkit.request_timeout() =>
+                    if waited && deadline.remaining() < wake.agentkit.request_timeout() =>
                 {
-                    return match release_asleep(lock, held, home).await? {
+                    return match release_asleep(driver, held, home).await? {
                         Written::Done(r) => Ok(Picked::Waiting(r)),
                         Written::Lost(r) => Ok(Picked::Lost(r)),
                     };
@@ -80,33 +82,31 @@ impl<S: AgentStore, K: AgentKit> Wake<'_, S, K> {
                 }
                 // Wait for it while a Resume could still be sent after it; else say so.
                 Choice::Wait { snapshot_id } => {
-                    let room = self.agentkit.request_timeout();
+                    let room = wake.agentkit.request_timeout();
                     let until = if snapshot_id.is_some() {
-                        lock.wait()
+                        driver.wait()
                     } else {
                         deadline
                     };
                     if !backoff.wait(until, room).await {
-                        return self
-                            .await_snapshot(lock, held, home, key, snapshot_id)
-                            .await;
+                        return self.await_snapshot(driver, held, home, snapshot_id).await;
                     }
                     waited = true;
-                    listing = match snapshots(self.agentkit, home, key, deadline).await {
+                    listing = match snapshots(wake.agentkit, home, key, deadline).await {
                         Ok(l) => l,
-                        Err(e) => return Err(self.fail(lock, held, e.into()).await),
+                        Err(e) => return Err(self.fail(driver, held, e.into(), None).await),
                     };
                 }
                 Choice::Stuck { snapshot_id } => {
                     let err = Error::SnapshotStuck { snapshot_id };
-                    return Err(self.fail(lock, held, err).await);
+                    return Err(self.fail(driver, held, err, None).await);
                 }
                 Choice::Unknown { status, .. } => {
-                    self.give_back(lock, held, home).await;
+                    self.give_back(driver, held, home).await;
                     return Err(Error::unknown_status("snapshot", Some(&status)));
                 }
                 Choice::Nothing => {
-                    self.give_back(lock, held, home).await;
+                    self.give_back(driver, held, home).await;
                     return Err(Error::NotWakeable(match &target.snapshot_id {
                         Some(id) => format!("snapshot {id} is not Ready or does not exist"),
                         None => "the agent has neither a live session nor a Ready snapshot".into(),
@@ -122,17 +122,17 @@ impl<S: AgentStore, K: AgentKit> Wake<'_, S, K> {
     /// whoever asks after that looks again (202 meanwhile).
     async fn await_snapshot(
         &self,
-        lock: &AgentLock<'_, S>,
+        driver: &Driver<'_, S>,
         held: &mut Held,
         home: &Home,
-        key: &crate::domain::AgentKey,
         snapshot_id: Option<String>,
     ) -> Result<Picked, Error> {
+        let key = &self.target.key;
         let now = now_ms();
-        let until = lock
+        let until = driver
             .wait()
             .epoch_ms()
-            .max(now + self.settings.pace().gap(now, now).as_millis() as u64);
+            .max(now + self.wake.settings.pace().gap(now, now).as_millis() as u64);
         let what = snapshot_id.map_or_else(
             || "the last session's snapshot (not listed yet)".to_string(),
             |id| format!("snapshot {id}"),
@@ -148,7 +148,7 @@ impl<S: AgentStore, K: AgentKit> Wake<'_, S, K> {
             describe: Some(home.description()),
             ..Changes::default()
         };
-        match lock.write(held, changes).await? {
+        match driver.lock.write(held, changes).await? {
             Written::Done(r) => Ok(Picked::Waiting(r)),
             Written::Lost(r) => Ok(Picked::Lost(r)),
         }
@@ -156,7 +156,7 @@ impl<S: AgentStore, K: AgentKit> Wake<'_, S, K> {
 
     /// The snapshot of the agent's last session, when that session expired less than the
     /// snapshot grace ago on a recoverable Tool: AgentKit may not list it yet.
-    fn expected_snapshot(&self, before: Option<&crate::domain::AgentRecord>) -> Option<Expected> {
+    fn expected_snapshot(&self, before: Option<&AgentRecord>) -> Option<Expected> {
         let before = before?;
         let session_id = before.session_id.clone()?;
         let expired = before
@@ -164,8 +164,8 @@ impl<S: AgentStore, K: AgentKit> Wake<'_, S, K> {
             .as_deref()
             .and_then(crate::timestamp::epoch_ms)?;
         let now = now_ms();
-        let skew = self.settings.lock.skew_margin.as_millis() as u64;
-        let grace = self.settings.snapshot_grace.as_millis() as u64;
+        let skew = self.wake.settings.lock.skew_margin.as_millis() as u64;
+        let grace = self.wake.settings.snapshot_grace.as_millis() as u64;
         // Only a session that ended by expiring: one ended early (deleted, stopped) leaves none.
         (expired <= now + skew && now < expired + grace).then_some(Expected { session_id })
     }
@@ -180,7 +180,7 @@ pub(super) enum Picked {
         listing: Vec<Snapshot>,
     },
     /// The snapshot is still being made: the agent is left waking, this record says so.
-    Waiting(crate::domain::AgentRecord),
+    Waiting(AgentRecord),
     /// The lock was lost meanwhile: follow whoever has it.
-    Lost(Option<crate::domain::AgentRecord>),
+    Lost(Option<AgentRecord>),
 }

@@ -2,38 +2,40 @@
 //! by UserSessionId, or the one unclaimed session an unknown Resume left), a session stuck
 //! starting ended first, and a reconcile that could not finish.
 
-use crate::agentkit::types::{DeleteSession, Session, Snapshot};
+use crate::agentkit::types::{DeleteSession, MetadataEntry, Session, Snapshot};
 use crate::agentkit::AgentKit;
+use crate::deadline::Deadline;
 use crate::domain::SessionPhase;
 use crate::error::Error;
 use crate::locate::sessions::{live_session, session};
 use crate::locate::Home;
-use crate::lock::{AgentLock, Held};
+use crate::lock::driver::Driver;
+use crate::lock::Held;
 use crate::store::AgentStore;
-use crate::wake::{Wake, WakeOutcome, WakeTarget};
+use crate::wake::{WakeOutcome, Waking};
 
-impl<S: AgentStore, K: AgentKit> Wake<'_, S, K> {
+impl<S: AgentStore, K: AgentKit> Waking<'_, '_, S, K> {
     /// A session this wake's earlier holders started: by UserSessionId, or for an agent
     /// without one after an unknown Resume (`resume_sent_at`), the one unclaimed session it
     /// left (recognised by `metadata` too, when known).
     pub(in crate::wake) async fn find_started(
         &self,
         home: &Home,
-        target: &WakeTarget,
         resume_sent_at_ms: Option<u64>,
-        metadata: &[crate::agentkit::types::MetadataEntry],
-        deadline: crate::deadline::Deadline,
+        metadata: &[MetadataEntry],
+        deadline: Deadline,
     ) -> Result<Option<Session>, Error> {
-        match (target.user_session_id(), resume_sent_at_ms) {
-            (Some(usid), _) => Ok(live_session(self.agentkit, home, usid, deadline).await?),
+        let wake = self.wake;
+        match (self.target.user_session_id(), resume_sent_at_ms) {
+            (Some(usid), _) => Ok(live_session(wake.agentkit, home, usid, deadline).await?),
             (None, Some(sent)) => {
                 // AgentKit writes whole seconds; allow for that and for clocks a little apart.
-                let margin = self.settings.lock.skew_margin.as_millis() as u64 + 1000;
+                let margin = wake.settings.lock.skew_margin.as_millis() as u64 + 1000;
                 crate::locate::claims::adopt_orphan(
-                    self.store,
-                    self.agentkit,
+                    &wake.store,
+                    wake.agentkit,
                     home,
-                    &target.key,
+                    &self.target.key,
                     sent,
                     margin,
                     metadata,
@@ -51,7 +53,7 @@ impl<S: AgentStore, K: AgentKit> Wake<'_, S, K> {
         &self,
         home: &Home,
         session_id: &str,
-        deadline: crate::deadline::Deadline,
+        deadline: Deadline,
     ) -> Result<(), Error> {
         tracing::warn!(
             session_id,
@@ -61,12 +63,17 @@ impl<S: AgentStore, K: AgentKit> Wake<'_, S, K> {
             tool_id: home.tool_id.clone(),
             session_id: session_id.to_string(),
         };
-        match self.agentkit.call(&home.region, &request, deadline).await {
+        match self
+            .wake
+            .agentkit
+            .call(&home.region, &request, deadline)
+            .await
+        {
             Ok(_) => {}
             Err(e) if e.is_not_found() => {}
             Err(e) => return Err(e.into()),
         }
-        match session(self.agentkit, home, session_id, deadline).await? {
+        match session(self.wake.agentkit, home, session_id, deadline).await? {
             None => Ok(()),
             Some(s) if s.phase() == SessionPhase::Ended => Ok(()),
             Some(_) => Err(Error::SessionStuck(format!(
@@ -83,16 +90,15 @@ impl<S: AgentStore, K: AgentKit> Wake<'_, S, K> {
     /// is a failed wake like any other.
     pub(super) async fn interrupted(
         &self,
-        lock: &AgentLock<'_, S>,
-        target: &WakeTarget,
+        driver: &Driver<'_, S>,
         mut held: Held,
         err: Error,
     ) -> Result<WakeOutcome, Error> {
         if held.record.resume_sent_at_ms.is_none() {
-            return Err(self.fail(lock, &mut held, err).await);
+            return Err(self.fail(driver, &mut held, err, None).await);
         }
         tracing::warn!(agent = %held.key, error = %err, "reconcile failed; an earlier Resume is still unaccounted for, handing polling over");
-        Box::pin(self.hand_over(lock, target, held)).await
+        Box::pin(self.hand_over(driver, held)).await
     }
 }
 
@@ -100,7 +106,7 @@ impl<S: AgentStore, K: AgentKit> Wake<'_, S, K> {
 pub(super) fn snapshot_metadata(
     listing: &[Snapshot],
     snapshot_id: Option<&str>,
-) -> Vec<crate::agentkit::types::MetadataEntry> {
+) -> Vec<MetadataEntry> {
     listing
         .iter()
         .find(|s| s.snapshot_id.as_deref() == snapshot_id && snapshot_id.is_some())

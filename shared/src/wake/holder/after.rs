@@ -3,23 +3,24 @@
 
 use crate::agentkit::types::Snapshot;
 use crate::agentkit::AgentKit;
+use crate::deadline::Deadline;
 use crate::error::Error;
 use crate::locate::Home;
-use crate::lock::{AgentLock, Held, Written};
+use crate::lock::driver::{Carried, Driver, Settler};
+use crate::lock::{Held, Written};
 use crate::store::{AgentStore, Changes};
 use crate::timestamp::now_ms;
-use crate::wake::watch::{Polled, Poller};
-use crate::wake::{Wake, WakeOutcome, WakeTarget};
+use crate::wake::{WakeOutcome, Waking};
 
 use super::reconcile::snapshot_metadata;
 use super::Recorded;
 
-impl<S: AgentStore, K: AgentKit> Wake<'_, S, K> {
+impl<S: AgentStore, K: AgentKit> Waking<'_, '_, S, K> {
     /// The lease once a Resume is on its way: the readiness timeout from `from_ms`, and never
     /// shorter than this request's own wait (the holder is still polling until then; a lease
     /// that ended first would hand its wake to another caller mid-poll).
-    fn ready_lease_until(&self, from_ms: u64, wait: crate::deadline::Deadline) -> u64 {
-        let ready = from_ms + self.settings.ready_timeout.as_millis() as u64;
+    fn ready_lease_until(&self, from_ms: u64, wait: Deadline) -> u64 {
+        let ready = from_ms + self.wake.settings.ready_timeout.as_millis() as u64;
         ready.max(wait.epoch_ms())
     }
 
@@ -29,16 +30,15 @@ impl<S: AgentStore, K: AgentKit> Wake<'_, S, K> {
     /// it hands the poll lease on for the pace's pause.
     pub(super) async fn record_and_poll(
         &self,
-        lock: &AgentLock<'_, S>,
-        target: &WakeTarget,
+        driver: &Driver<'_, S>,
         mut held: Held,
         home: &Home,
         recorded: Recorded,
         snapshots: Vec<Snapshot>,
     ) -> Result<WakeOutcome, Error> {
-        let wait = lock.wait();
+        let wait = driver.wait();
         let now = now_ms();
-        let asking = self.agentkit.request_timeout().as_millis() as u64;
+        let asking = self.wake.agentkit.request_timeout().as_millis() as u64;
         let changes = Changes {
             session_id: Some(Some(recorded.session_id.clone())),
             snapshot_id: Some(recorded.snapshot_id.clone()),
@@ -49,26 +49,20 @@ impl<S: AgentStore, K: AgentKit> Wake<'_, S, K> {
             describe: Some(home.description()),
             ..Changes::default()
         };
-        let record = match lock.write(&mut held, changes).await? {
+        let record = match driver.lock.write(&mut held, changes).await? {
             Written::Done(r) => r,
-            Written::Lost(r) => return Box::pin(self.follow(lock, target, r)).await,
+            Written::Lost(r) => return Box::pin(self.follow(driver, r)).await,
         };
-        let polled = Box::pin(self.poll_session(
-            lock,
-            Poller::Holder(&mut held),
-            home,
-            record,
-            recorded.seen,
-            recorded.resumed,
-            snapshots,
-            wait,
-        ))
-        .await?;
-        Ok(match polled {
-            Polled::Awake(outcome) => outcome,
-            Polled::Starting(record) => WakeOutcome::Waking {
-                record: self.hand_poll_on(lock, &record).await,
+        let holder = Settler::Holder(&mut held);
+        let polled = driver.poll(self, holder, home, record, recorded.seen, wait);
+        Ok(match Box::pin(polled).await? {
+            Carried::Settled { record, seen } => WakeOutcome::Awake {
+                session: seen,
+                resumed: recorded.resumed,
+                record,
+                snapshots,
             },
+            Carried::Pending(record) => WakeOutcome::Waking { record },
         })
     }
 
@@ -77,24 +71,18 @@ impl<S: AgentStore, K: AgentKit> Wake<'_, S, K> {
     /// adopted at once; otherwise pollers may look for it as soon as this request ends.
     pub(super) async fn unknown_resume(
         &self,
-        lock: &AgentLock<'_, S>,
-        target: &WakeTarget,
+        driver: &Driver<'_, S>,
         held: Held,
         home: &Home,
         listing: &[Snapshot],
     ) -> Result<WakeOutcome, Error> {
         let metadata = snapshot_metadata(listing, held.record.snapshot_id.as_deref());
+        let sent = held.record.resume_sent_at_ms;
         let found = self
-            .find_started(
-                home,
-                target,
-                held.record.resume_sent_at_ms,
-                &metadata,
-                lock.deadline(),
-            )
+            .find_started(home, sent, &metadata, driver.deadline())
             .await
             .unwrap_or_else(|e| {
-                tracing::warn!(agent = %target.key, error = %e, "could not reconcile an unknown Resume yet");
+                tracing::warn!(agent = %held.key, error = %e, "could not reconcile an unknown Resume yet");
                 None
             });
         if let Some(s) = found {
@@ -105,18 +93,16 @@ impl<S: AgentStore, K: AgentKit> Wake<'_, S, K> {
                 resumed: true,
             };
             let snapshots = listing.to_vec();
-            return Box::pin(self.record_and_poll(lock, target, held, home, recorded, snapshots))
-                .await;
+            return Box::pin(self.record_and_poll(driver, held, home, recorded, snapshots)).await;
         }
-        Box::pin(self.hand_over(lock, target, held)).await
+        Box::pin(self.hand_over(driver, held)).await
     }
 
     /// Keep the lock, with its Resume unaccounted for, and let whoever asks next look for the
     /// session it started (a poll lease, `watch.rs`): this caller answers 202.
     pub(super) async fn hand_over(
         &self,
-        lock: &AgentLock<'_, S>,
-        target: &WakeTarget,
+        driver: &Driver<'_, S>,
         mut held: Held,
     ) -> Result<WakeOutcome, Error> {
         // The record names the agent's Tool already (the write before the Resume did), so
@@ -124,14 +110,14 @@ impl<S: AgentStore, K: AgentKit> Wake<'_, S, K> {
         let sent = held.record.resume_sent_at_ms.unwrap_or_else(now_ms);
         let changes = Changes {
             poll_until_ms: Some(0),
-            lease_until_ms: Some(self.ready_lease_until(sent, lock.wait())),
+            lease_until_ms: Some(self.ready_lease_until(sent, driver.wait())),
             ..Changes::default()
         };
-        match lock.write(&mut held, changes).await {
+        match driver.lock.write(&mut held, changes).await {
             Ok(Written::Done(r)) => Ok(WakeOutcome::Waking { record: r }),
-            Ok(Written::Lost(r)) => Box::pin(self.follow(lock, target, r)).await,
+            Ok(Written::Lost(r)) => Box::pin(self.follow(driver, r)).await,
             Err(e) => {
-                tracing::warn!(agent = %target.key, error = %e, "could not hand polling over");
+                tracing::warn!(agent = %held.key, error = %e, "could not hand polling over");
                 Ok(WakeOutcome::Waking {
                     record: held.record,
                 })

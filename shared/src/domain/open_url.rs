@@ -3,14 +3,12 @@
 //! (docs/http-api.md, "The agent view"). Never the session's Endpoint: the template is the
 //! studio's own page, which knows how to reach the sandbox.
 //!
-//! One template per deployment, set once at cold start ([`set_open_url`]) by the composition
-//! root; every view built afterwards carries the link.
-
-use std::sync::OnceLock;
+//! One template per deployment, read once at cold start by the composition root and carried
+//! by each handler's settings into the views it draws (`crate::view::AgentFacts::open_url`).
 
 use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 
-use crate::domain::{AgentState, AgentView};
+use super::{AgentState, AgentView};
 
 /// Everything but the unreserved characters of RFC 3986 is escaped in a placeholder's value.
 const VALUE: &AsciiSet = &NON_ALPHANUMERIC
@@ -60,21 +58,6 @@ impl OpenUrl {
                 .replace("{session_id}", &enc(&session.session_id)),
         )
     }
-}
-
-static OPEN_URL: OnceLock<OpenUrl> = OnceLock::new();
-
-/// Set the deployment's template (once; later calls are ignored: a process serves one
-/// deployment).
-pub fn set_open_url(template: Option<OpenUrl>) {
-    if let Some(t) = template {
-        let _ = OPEN_URL.set(t);
-    }
-}
-
-/// The link of `view` under the deployment's template, if one is set.
-pub fn open_url(view: &AgentView) -> Option<String> {
-    OPEN_URL.get().and_then(|t| t.for_view(view))
 }
 
 #[cfg(test)]
