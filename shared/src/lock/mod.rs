@@ -1,36 +1,30 @@
-//! The per-agent lock (docs/wake-protocol.md): the one place that says how
-//! the agent record is taken, written and given back. Wake, create, delete (HTTP and the
-//! cleanup events) and the deploy lock all go through it; none of them writes a lock field of
-//! its own.
+//! The per-agent lock and the changes carried out under it (docs/wake-protocol.md): the one
+//! place that says how the agent record is taken, written and given back. Wake, sleep,
+//! create, delete (HTTP and the cleanup events) and the deploy lock all go through it; none
+//! of them writes a lock field of its own.
 //!
 //! The record is a lease-based lock with a fence. Every write is conditional, of three kinds:
 //!
 //! - **acquire** ([`agent::AgentLock::acquire`]): a CAS on the version seen (or on absence)
-//!   that sets a fresh random holder token, `fence + 1` and a lease. A wake or a create also
-//!   starts a **new generation**: the last wake's session, snapshot, expiry and error are
-//!   cleared, so nobody ever waits on the session of an earlier wake. A lost CAS hands back
-//!   the winner's record in the same round trip.
-//! - **fenced** ([`agent::AgentLock::write`]): `holder = me AND fence = mine`, for everything
-//!   the holder writes afterwards. A fenced write is idempotent under its fence, so an
-//!   ambiguous one (timeout, 5xx) is sent again; an answer that says the condition failed is
-//!   checked against **the fields the write set** (a write recording a SessionId leaves holder
-//!   and fence as they were, so those alone prove nothing).
-//! - **by anyone** ([`agent::AgentLock::settle_by_anyone`]): `state = waking AND fence = f AND
-//!   session_id = s`, so whoever sees the recorded session Ready (or ended) may complete (or
-//!   fail) the wake, and a dead holder never leaves an agent stuck until its lease runs out.
-//!   Short *poll leases* ([`agent::AgentLock::take_poll_lease`]) and the recording of a
-//!   session found by a reconcile are CASes on the version seen.
+//!   that sets a fresh holder token, `fence + 1` and a lease. A wake or a create also starts
+//!   a **new generation** (the last wake's session, snapshot, expiry and error cleared), so
+//!   nobody waits on an earlier wake's session. A lost CAS hands back the winner's record.
+//! - **fenced** ([`agent::AgentLock::write`]): `holder = me AND fence = mine`. Idempotent
+//!   under its fence, so an ambiguous one is sent again; a failed condition is checked
+//!   against **the fields the write set** (holder and fence alone prove nothing).
+//! - **by anyone** ([`agent::AgentLock::write_by_anyone`]): `state = waking AND fence = f AND
+//!   session_id = s` (a sleep: its snapshot), so whoever sees the change done (or failed)
+//!   settles it, and a dead holder never leaves an agent stuck until its lease runs out.
+//!   Poll leases and a session found by a reconcile are CASes on the version seen.
 //!
-//! A lease counts as expired only once `lease_until_ms + skew margin < now`, so clocks a
-//! little apart never let two holders overlap. There are no heartbeats (Lambda freezes between
-//! invocations): a lease covers exactly the work of one invocation.
-//!
-//! Every store call made under the lock takes its timeout from the caller's deadline
-//! ([`agent::AgentLock::new`]), so a slow or unreachable table turns into an answer before
-//! API Gateway's 30 s, never a hang.
+//! A lease counts as expired only once `lease_until_ms + skew margin < now`. There are no
+//! heartbeats (Lambda freezes between invocations): a lease covers one invocation's work.
+//! Every call goes through the caller's bounded store (`store::Within`), so a slow table
+//! becomes an answer before API Gateway's 30 s, never a hang.
 //!
 //! Files: `mod.rs` (this: settings, [`decide`]), `agent.rs` (the lock on an agent record),
-//! `document.rs` (the same discipline on a store document: the deploy lock).
+//! `driver.rs` (a wake or a sleep carried out under it), `document.rs` (the same discipline
+//! on a store document: the deploy lock).
 
 use std::time::Duration;
 

@@ -74,9 +74,11 @@ fn session_id(body: &serde_json::Value) -> String {
 // The storms' callers, here at the crate root with the child mode, which runs them too: the
 // storms re-run this test binary as `storm_child --exact`, so that test keeps its name.
 
-/// One caller: resume until it answers anything but 202 (a 202 is asked again after a short
-/// pause, as a client honouring `Retry-After` would, only faster), for at most `patience`.
-/// Answers the final (status, session id) and how many 202s came first.
+/// One caller: resume until the answer is final, as a client does: a 202 is asked again after
+/// a short pause (a client honouring `Retry-After` would wait a little longer), and a
+/// retryable 503 or 429 (a table or an AgentKit that could not keep up) after its
+/// `Retry-After`; for at most `patience`. Answers the final (status, session id) and how
+/// many 202s came first.
 async fn resume_until_settled<S: AgentStore + snapwake::store::ScheduleStore, K: AgentKit>(
     function: &Resume<S, K>,
     agent_id: &str,
@@ -89,11 +91,16 @@ async fn resume_until_settled<S: AgentStore + snapwake::store::ScheduleStore, K:
             .handle(request("POST", &path(agent_id), Who::User("alice"), None))
             .await;
         let (status, body) = answer(&resp);
-        if status != 202 || std::time::Instant::now() > until {
+        let again = ask_again_after(&resp);
+        let Some(pause) = again.filter(|_| std::time::Instant::now() < until) else {
             return (status, session_id(&body), waiting);
+        };
+        if status == 202 {
+            waiting += 1;
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        } else {
+            tokio::time::sleep(pause).await;
         }
-        waiting += 1;
-        tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }
 

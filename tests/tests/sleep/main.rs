@@ -92,11 +92,18 @@ async fn settle_with<S: AgentStore + snapwake::store::ScheduleStore, K: AgentKit
     let mut accepted = 0;
     loop {
         let (status, body) = post_with(f, agent_id, verb, prefer).await;
-        if status != 202 || std::time::Instant::now() > until {
+        // As a client does: a 202 is asked again (sooner than its `Retry-After`, to be quick),
+        // and so is a retryable 503 or 429, after its `Retry-After`.
+        let again = match status {
+            202 => Duration::from_millis(100),
+            429 | 503 if body["retryable"] == true => Duration::from_secs(1),
+            _ => return (status, body, accepted),
+        };
+        if std::time::Instant::now() > until {
             return (status, body, accepted);
         }
-        accepted += 1;
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        accepted += u32::from(status == 202);
+        tokio::time::sleep(again).await;
     }
 }
 
