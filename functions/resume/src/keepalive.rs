@@ -20,8 +20,7 @@ use snapwake::agentkit::AgentKit;
 use snapwake::domain::{AgentRecord, AgentView, WakeState};
 use snapwake::error::{Error, Result};
 use snapwake::http::request::{self as req, Matched};
-use snapwake::locate::sessions::{live_session, session};
-use snapwake::locate::Home;
+use snapwake::locate::sessions::active_session;
 use snapwake::lock::{AgentLock, Written};
 use snapwake::store::{AgentStore, Changes, Within};
 use snapwake::timestamp::now_ms;
@@ -110,9 +109,8 @@ impl<S: AgentStore, K: AgentKit> Resume<S, K> {
         .await?
         .ok_or(Error::AgentNotFound)?
         .home;
-        let live = self
-            .live_session(&home, record.as_ref(), key, deadline)
-            .await?;
+        let recorded = record.as_ref().and_then(|r| r.session_id.as_deref());
+        let live = active_session(&self.agentkit, &home, key, recorded, deadline).await?;
         let Some(mut live) = live else {
             return Err(Error::NotAwake(
                 "the agent has no live session to keep alive; resume it first".into(),
@@ -156,28 +154,6 @@ impl<S: AgentStore, K: AgentKit> Resume<S, K> {
             },
             &record,
         ))
-    }
-
-    /// The agent's active session: the one the record names, else the newest with its
-    /// UserSessionId.
-    async fn live_session(
-        &self,
-        home: &Home,
-        record: Option<&AgentRecord>,
-        key: &snapwake::domain::AgentKey,
-        deadline: snapwake::deadline::Deadline,
-    ) -> Result<Option<Session>> {
-        if let Some(id) = record.and_then(|r| r.session_id.as_deref()) {
-            if let Some(s) = session(&self.agentkit, home, id, deadline).await? {
-                if s.is_active() {
-                    return Ok(Some(s));
-                }
-            }
-        }
-        match snapwake::identity::user_session_id(&key.agent_id) {
-            Some(usid) => Ok(live_session(&self.agentkit, home, usid, deadline).await?),
-            None => Ok(None),
-        }
     }
 
     /// The record's copy of the session and its expiry (a CAS on the version read; losing it

@@ -82,7 +82,8 @@ pub struct Settled {
     pub action: Action,
     pub at_ms: u64,
     /// `reached`, `failed`, `missed` (more than `CATCH_UP_MS` (`crate::schedule`) late), `superseded` (a later
-    /// occurrence came due first), `moved` (someone changed the agent meanwhile).
+    /// occurrence came due first), `moved` (someone changed the agent meanwhile), `refused`
+    /// (the owner is being offboarded).
     pub outcome: String,
 }
 

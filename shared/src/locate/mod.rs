@@ -3,26 +3,62 @@
 //! table has no Tool for yet. Once it is known ([`Home`]), [`sessions`] asks the questions a
 //! wake and a sleep ask of that Tool.
 //!
-//! Files: `mod.rs` (this: finding the Tool), `home.rs` (where a record says the agent lives),
-//! `sessions.rs` (its sessions and snapshots there).
+//! Files: `mod.rs` (this: finding the Tool, and where a record says the agent lives),
+//! `claims.rs` (whose a session without a UserSessionId is), `sessions.rs` (its sessions and
+//! snapshots there).
 
 pub mod claims;
-mod home;
 pub mod sessions;
-
-pub use home::{home_of, Home};
 
 use crate::agentkit::pagination::AGENT_SNAPSHOT_PAGES;
 use crate::agentkit::types::{Filter, ListSessionSnapshots, ListSessions, Session, Snapshot};
 use crate::agentkit::{list_all, AgentKit, AgentKitError, Pager};
 use crate::deadline::Deadline;
-use crate::domain::{AgentKey, Retention, ToolRegistry};
+use crate::domain::{AgentKey, AgentRecord, Description, Retention, ToolRegistry};
 use crate::error::Error;
 use crate::identity::{user_session_id, SNAPSHOT_AGENT_PREFIX};
 
 /// How many pages of a snapshot Tool are read to find a `snapshot-<id>` agent (an admin-only,
 /// rare lookup: ids without a UserSessionId can only be found by listing).
 const SNAPSHOT_SCAN_PAGES: usize = 200;
+
+/// Where an agent lives: its Tool, the Tool's region, and the Tool's retention.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Home {
+    pub tool_id: String,
+    pub region: String,
+    pub retention: Retention,
+}
+
+impl Home {
+    /// The record's fields that say where the agent lives.
+    pub fn description(&self) -> Description {
+        Description {
+            tool_id: Some(self.tool_id.clone()),
+            region: Some(self.region.clone()),
+            ..Description::default()
+        }
+    }
+}
+
+/// Where `record` says the agent lives: a Tool the registry knows as one of `key.kind`'s, and
+/// its region (`None`: the record does not say, or names a Tool no longer deployed).
+pub fn home_of(registry: &ToolRegistry, record: &AgentRecord) -> Option<Home> {
+    let tool = record.description.tool_id.as_deref()?;
+    let kind_tools = registry.kind(record.key.kind)?;
+    let retention = if kind_tools.temporary.as_deref() == Some(tool) {
+        Retention::Temporary
+    } else if kind_tools.snapshot_tools().any(|t| t == tool) {
+        Retention::Recoverable
+    } else {
+        return None;
+    };
+    Some(Home {
+        tool_id: tool.to_string(),
+        region: record.description.region.clone()?,
+        retention,
+    })
+}
 
 /// Where an agent was found.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -65,7 +101,7 @@ pub async fn home_or_locate<K: AgentKit>(
     agentkit: &K,
     registry: &ToolRegistry,
     key: &AgentKey,
-    record: Option<&crate::domain::AgentRecord>,
+    record: Option<&AgentRecord>,
     known: Option<&Home>,
     deadline: Deadline,
 ) -> Result<Option<Whereabouts>, Error> {

@@ -55,6 +55,28 @@ pub async fn live_session<K: AgentKit>(
     })))
 }
 
+/// The agent's active session: `recorded` (the session its record names) while AgentKit
+/// still has it active, else the newest active one with its UserSessionId.
+pub async fn active_session<K: AgentKit>(
+    agentkit: &K,
+    home: &Home,
+    key: &AgentKey,
+    recorded: Option<&str>,
+    deadline: Deadline,
+) -> Result<Option<Session>, AgentKitError> {
+    if let Some(id) = recorded {
+        if let Some(s) = session(agentkit, home, id, deadline).await? {
+            if s.is_active() {
+                return Ok(Some(s));
+            }
+        }
+    }
+    match crate::identity::user_session_id(&key.agent_id) {
+        Some(usid) => live_session(agentkit, home, usid, deadline).await,
+        None => Ok(None),
+    }
+}
+
 /// The agent's snapshots on its Tool (any status).
 pub async fn snapshots<K: AgentKit>(
     agentkit: &K,

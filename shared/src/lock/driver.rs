@@ -15,8 +15,12 @@
 //!   that names exactly that change;
 //! - **give back** ([`Driver::give_back`]): the holder lets go with the state to rest in.
 //!
-//! What a change awaits is asked of AgentKit by the change itself ([`Change::look`]): a
-//! session to be Ready (a wake), a snapshot to be Ready and then the session ended (a sleep).
+//! What is particular to a wake or a sleep, the driver asks of the [`Change`]: what it sends,
+//! what AgentKit shows when it is done (a session Ready; a snapshot Ready, then the session
+//! ended), and what a record answers a caller.
+//!
+//! Over the 500 lines of other files on purpose (shared/tests/layers.rs names it): this file
+//! owns one protocol, the trait and the steps that drive it read best in one place.
 
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -206,6 +210,13 @@ impl<'a, S: AgentStore> Driver<'a, S> {
     /// The known home, without looking at a record.
     pub fn known_home(&self) -> Option<&Home> {
         self.home.get()
+    }
+
+    /// The lease of a change once it was sent: `timeout` from `from_ms`, never shorter than
+    /// this caller's wait (it polls until then; a lease that ended first would hand the change
+    /// to another caller mid-poll).
+    pub fn lease_until(&self, from_ms: u64, timeout: Duration) -> u64 {
+        (from_ms + timeout.as_millis() as u64).max(self.wait().epoch_ms())
     }
 
     /// Carry out `change`, deciding from `record` (the caller's consistent read).
@@ -476,8 +487,8 @@ impl<'a, S: AgentStore> Driver<'a, S> {
             .await
     }
 
-    /// Give the lock back to rest in `state` with `changes`, and hand back `err`: a failure to
-    /// write is logged (the lease lapses by itself).
+    /// Give the lock back to rest in `state` with `changes`: the record as written (`None`: the
+    /// lock was lost, or the write failed, which is logged: the lease lapses by itself).
     pub async fn give_back(
         &self,
         held: &mut Held,

@@ -23,8 +23,8 @@
 //! becomes an answer before API Gateway's 30 s, never a hang.
 //!
 //! Files: `mod.rs` (this: settings, [`decide`]), `agent.rs` (the lock on an agent record),
-//! `driver.rs` (a wake or a sleep carried out under it), `document.rs` (the same discipline
-//! on a store document: the deploy lock).
+//! `driver.rs` (a wake or a sleep carried out under it, and what a change tells the driver),
+//! `document.rs` (the same discipline on a store document: the deploy and sweep locks).
 
 use std::time::Duration;
 

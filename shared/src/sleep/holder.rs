@@ -25,9 +25,10 @@ use crate::agentkit::{list_all, AgentKit, AgentKitError};
 use crate::deadline::Deadline;
 use crate::domain::{Retention, WakeState};
 use crate::error::Error;
-use crate::locate::sessions::{live_session, own_snapshots, session, snapshots};
+use crate::locate::sessions::{active_session, own_snapshots, session, snapshots};
 use crate::locate::Home;
-use crate::lock::driver::{Carried, Driver, Settler};
+use crate::lock::driver::Driver;
+use crate::lock::driver::{Carried, Settler};
 use crate::lock::{Held, Written};
 use crate::store::{AgentStore, Changes};
 use crate::timestamp::now_ms;
@@ -71,7 +72,9 @@ impl<S: AgentStore, K: AgentKit> Sleeping<'_, '_, S, K> {
         }
 
         // 2. The live session.
-        let live = match self.live(&home, &held, deadline).await {
+        let recorded = held.record.session_id.as_deref();
+        let live = active_session(sleep.agentkit, &home, key, recorded, deadline);
+        let live = match live.await {
             Ok(live) => live,
             Err(e) => return Err(self.give_back(driver, &mut held, e.into()).await),
         };
@@ -136,7 +139,7 @@ impl<S: AgentStore, K: AgentKit> Sleeping<'_, '_, S, K> {
             session_id: Some(Some(session_id)),
             session_expire_at: live.expire_at.clone().map(Some),
             snapshot_id: Some(Some(snapshot_id)),
-            lease_until_ms: Some(self.snapshot_lease_until(driver.wait())),
+            lease_until_ms: Some(driver.lease_until(now_ms(), sleep.settings.snapshot_timeout)),
             poll_until_ms: Some(driver.wait().epoch_ms().max(asking)),
             awaited_since_ms: Some(sent_at_ms),
             describe: Some(home.description()),
@@ -166,27 +169,6 @@ impl<S: AgentStore, K: AgentKit> Sleeping<'_, '_, S, K> {
             },
             Carried::Pending(record) => SleepOutcome::Sleeping { record },
         })
-    }
-
-    /// The agent's active session: the recorded one, else the newest with its UserSessionId.
-    async fn live(
-        &self,
-        home: &Home,
-        held: &Held,
-        deadline: Deadline,
-    ) -> Result<Option<Session>, AgentKitError> {
-        let agentkit = self.sleep.agentkit;
-        if let Some(id) = &held.record.session_id {
-            if let Some(s) = session(agentkit, home, id, deadline).await? {
-                if s.is_active() {
-                    return Ok(Some(s));
-                }
-            }
-        }
-        match crate::identity::user_session_id(&self.target.key.agent_id) {
-            Some(usid) => live_session(agentkit, home, usid, deadline).await,
-            None => Ok(None),
-        }
     }
 
     /// The newest snapshot of `session_id`, still being made or Ready, taken since
@@ -362,13 +344,6 @@ impl<S: AgentStore, K: AgentKit> Sleeping<'_, '_, S, K> {
         };
         driver.give_back(held, state, changes).await;
         err
-    }
-
-    /// The lease once the snapshot is named: the snapshot timeout from now, and never shorter
-    /// than this request's own wait (the holder is still polling until then).
-    fn snapshot_lease_until(&self, wait: Deadline) -> u64 {
-        let timeout = now_ms() + self.sleep.settings.snapshot_timeout.as_millis() as u64;
-        timeout.max(wait.epoch_ms())
     }
 }
 

@@ -17,7 +17,7 @@
 //!   session it started ([`Change::prepare`]), never sending a Resume itself;
 //! - **awake**: trusted as recorded while its session was verified moments ago; otherwise one
 //!   caller (the winner of a poll lease) asks GetSession once while the rest wait for its
-//!   verdict, and an ended session is woken again, in the same call ([`verify`]);
+//!   verdict, and an ended session is woken again, in the same call (`Waking::verify`);
 //! - **a sleep in flight**: waited for (and carried on) as a sleep's joiner would, then the
 //!   agent is woken from the sleep's snapshot.
 //!
@@ -26,12 +26,11 @@
 //! answers 202; whoever comes next reconciles, and nobody sends another Resume before that
 //! lease ends. Resume is never sent with less budget left than one AgentKit request timeout.
 //!
-//! Files: `mod.rs` (this: target, outcome, the wake as a change), `verify.rs` (an awake record
-//! checked), `holder/` (the winner's path). The AgentKit questions a wake asks, and which
+//! Files: `mod.rs` (this: target, outcome, the wake as a change, an awake record checked),
+//! `holder/` (the winner's path). The AgentKit questions a wake asks, and which
 //! snapshot it wakes, live in `crate::locate::sessions`.
 
 mod holder;
-mod verify;
 
 use crate::agentkit::types::{Session, Snapshot};
 use crate::agentkit::AgentKit;
@@ -42,8 +41,9 @@ use crate::domain::{AgentKey, AgentRecord, Announce, Description, SessionPhase, 
 use crate::error::Error;
 use crate::locate::sessions::session;
 use crate::locate::Home;
-use crate::lock::driver::{Change, Driver, Look, Watched};
-use crate::lock::{Decision, Generation, Held, Intent, Written};
+use crate::lock::driver::Driver;
+use crate::lock::driver::{Change, Look, Watched};
+use crate::lock::{Acquired, Decision, Generation, Held, Intent, Written};
 use crate::offboarding::Admitted;
 use crate::sleep::{Sleep, SleepOutcome, SleepTarget};
 use crate::store::{AgentStore, Changes, Condition, Within};
@@ -322,6 +322,71 @@ impl<S: AgentStore, K: AgentKit> Change<S> for Waking<'_, '_, S, K> {
 }
 
 impl<S: AgentStore, K: AgentKit> Waking<'_, '_, S, K> {
+    /// An `awake` record not verified lately: one caller wins a poll lease and asks GetSession
+    /// once; the others wait for its verdict (a fresh `verified_at_ms`, or a new wake if the
+    /// session had ended). The poll lease is written before the check, and the verification after
+    /// it: were the check's own write the verification, a caller arriving in between would answer
+    /// with a session that had in fact ended (docs/wake-protocol.md).
+    pub(super) async fn verify(
+        &self,
+        driver: &Driver<'_, S>,
+        seen: AgentRecord,
+    ) -> Result<Watched<WakeOutcome>, Error> {
+        let deadline = driver.deadline();
+        let lease = self.wake.settings.poll_lease.min(deadline.remaining());
+        let until_ms = now_ms() + lease.as_millis() as u64;
+        let record = match driver.lock.take_poll_lease(&seen, until_ms).await? {
+            Written::Done(r) => r,
+            Written::Lost(r) => return Ok(Watched::Again(r)),
+        };
+        let found = match (driver.home(&record), &record.session_id) {
+            (Some(home), Some(id)) => session(self.wake.agentkit, &home, id, deadline).await?,
+            _ => None,
+        };
+        match found {
+            // Nobody knows what it is doing: never wake beside it.
+            Some(s) if s.phase() == SessionPhase::Unknown => {
+                let back = Changes {
+                    poll_until_ms: Some(0),
+                    ..Changes::default()
+                };
+                if let Err(e) = driver.lock.write_seen(&record, back).await {
+                    tracing::info!(agent = %record.key, error = %e, "could not give the poll lease back");
+                }
+                Err(Error::unknown_status("session", s.status.as_deref()))
+            }
+            Some(s) if s.is_active() => {
+                let changes = Changes {
+                    verified_at_ms: s.is_usable().then(now_ms),
+                    session_expire_at: s.expire_at.clone().map(Some),
+                    poll_until_ms: Some(0),
+                    ..Changes::default()
+                };
+                let record = match driver.lock.write_seen(&record, changes).await {
+                    Ok(Written::Done(r)) => r,
+                    _ => record,
+                };
+                Ok(Watched::Done(WakeOutcome::Awake {
+                    session: s,
+                    resumed: false,
+                    record,
+                    snapshots: Vec::new(),
+                }))
+            }
+            // Ended: this caller wakes it again, in the same call.
+            _ => {
+                tracing::info!(agent = %record.key, "wake: the recorded session has ended");
+                let condition = Condition::Version(record.version);
+                match driver.acquire(self, &condition, Some(&record)).await? {
+                    Acquired::Held(held) => Ok(Watched::Done(
+                        Box::pin(self.hold_agent(driver, *held, true)).await?,
+                    )),
+                    Acquired::Lost(r) => Ok(Watched::Again(r)),
+                }
+            }
+        }
+    }
+
     /// A sleep holds the agent: wait for it as a sleep's joiner would (carrying it on once its
     /// holder's request has ended), then decide again: the agent is asleep and is woken from
     /// the sleep's snapshot; or, the sleep failed, awake.

@@ -10,7 +10,7 @@
 use std::collections::HashMap;
 
 use aws_sdk_dynamodb::types::{
-    Delete, Put, ReturnValue, ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update,
+    Delete, ReturnValue, ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update,
 };
 
 use super::expression::{condition_expression, n, s, update_expression, Expr};
@@ -41,6 +41,72 @@ fn from_item(item: &Item) -> Result<ScheduleRecord, StoreError> {
     Ok(record)
 }
 
+/// The write of a schedule item at `expected_version` (0: none yet), as one `UpdateItem`'s
+/// expressions: the document, DynamoDB's own `version + 1`, and the index keys set or removed
+/// with the document, so the index never shows a due time the item does not have. Used alone
+/// (a tick's write) and in a transaction with the agent record (`set_schedule`).
+struct ItemWrite {
+    update: String,
+    condition: &'static str,
+    names: Item,
+    values: Item,
+}
+
+fn item_write(record: &ScheduleRecord, expected_version: u64) -> Result<ItemWrite, StoreError> {
+    let json =
+        serde_json::to_string(record).map_err(|e| StoreError::Corrupt(format!("schedule: {e}")))?;
+    let due = record.due_at_ms();
+    let mut update = "SET #doc = :doc, #updated_at = :updated_at, \
+         #version = if_not_exists(#version, :zero) + :one"
+        .to_string();
+    update.push_str(if due.is_some() {
+        ", #due_pk = :due_pk, #due_at = :due_at"
+    } else {
+        " REMOVE #due_pk, #due_at"
+    });
+    let mut names: Item = HashMap::new();
+    for (placeholder, name) in [
+        ("#doc", attr::DOC),
+        ("#updated_at", attr::UPDATED_AT),
+        ("#version", attr::VERSION),
+        ("#due_pk", attr::DUE_PK),
+        ("#due_at", attr::DUE_AT),
+    ] {
+        names.insert(placeholder.into(), s(name));
+    }
+    let mut values: Item = HashMap::from([
+        (":doc".to_string(), s(&json)),
+        (":updated_at".to_string(), s(&timestamp::now())),
+        (":zero".to_string(), n(0)),
+        (":one".to_string(), n(1)),
+    ]);
+    if let Some(due) = due {
+        values.insert(":due_pk".into(), s(DUE_PK));
+        values.insert(":due_at".into(), n(due));
+    }
+    let condition = if expected_version == 0 {
+        names.insert("#pk".into(), s(attr::PK));
+        "attribute_not_exists(#pk)"
+    } else {
+        values.insert(":expected".into(), n(expected_version));
+        "#version = :expected"
+    };
+    Ok(ItemWrite {
+        update,
+        condition,
+        names,
+        values,
+    })
+}
+
+/// Expression attribute names as the SDK takes them (the builder keeps them as values).
+fn names_of(names: Item) -> HashMap<String, String> {
+    names
+        .into_iter()
+        .filter_map(|(k, v)| v.as_s().ok().map(|v| (k, v.clone())))
+        .collect()
+}
+
 impl ScheduleStore for DynamoStore {
     async fn get_schedule(&self, key: &AgentKey) -> Result<Option<ScheduleRecord>, StoreError> {
         let out = self
@@ -64,50 +130,18 @@ impl ScheduleStore for DynamoStore {
             .key
             .as_ref()
             .ok_or_else(|| StoreError::Corrupt("a schedule write names no agent".into()))?;
-        let json = serde_json::to_string(record)
-            .map_err(|e| StoreError::Corrupt(format!("schedule: {e}")))?;
-        // One UpdateItem: the version is DynamoDB's own `+ 1`, the index keys set or removed
-        // with the document, so the index never shows a due time the item does not have.
-        let mut update = "SET #doc = :doc, #updated_at = :updated_at, \
-             #version = if_not_exists(#version, :zero) + :one"
-            .to_string();
-        let due = record.due_at_ms();
-        update.push_str(if due.is_some() {
-            ", #due_pk = :due_pk, #due_at = :due_at"
-        } else {
-            " REMOVE #due_pk, #due_at"
-        });
-        let mut request = self
+        let write = item_write(record, expected_version)?;
+        let request = self
             .client
             .update_item()
             .table_name(&self.table)
             .set_key(Some(key_attrs(key)))
-            .update_expression(update)
-            .expression_attribute_names("#doc", attr::DOC)
-            .expression_attribute_names("#updated_at", attr::UPDATED_AT)
-            .expression_attribute_names("#version", attr::VERSION)
-            .expression_attribute_names("#due_pk", attr::DUE_PK)
-            .expression_attribute_names("#due_at", attr::DUE_AT)
-            .expression_attribute_values(":doc", s(&json))
-            .expression_attribute_values(":updated_at", s(&timestamp::now()))
-            .expression_attribute_values(":zero", n(0))
-            .expression_attribute_values(":one", n(1))
+            .update_expression(write.update)
+            .condition_expression(write.condition)
+            .set_expression_attribute_names(Some(names_of(write.names)))
+            .set_expression_attribute_values(Some(write.values))
             .return_values(ReturnValue::AllNew)
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld);
-        if let Some(due) = due {
-            request = request
-                .expression_attribute_values(":due_pk", s(DUE_PK))
-                .expression_attribute_values(":due_at", n(due));
-        }
-        request = if expected_version == 0 {
-            request
-                .condition_expression("attribute_not_exists(#pk)")
-                .expression_attribute_names("#pk", attr::PK)
-        } else {
-            request
-                .condition_expression("#version = :expected")
-                .expression_attribute_values(":expected", n(expected_version))
-        };
         match request.send().await {
             Ok(out) => out
                 .attributes()
@@ -160,23 +194,8 @@ impl ScheduleStore for DynamoStore {
             .set_expression_attribute_values(Some(expr.values))
             .build()
             .map_err(|e| StoreError::Corrupt(format!("schedule transaction: {e}")))?;
-        // The schedule item, under a CAS on its version (none: absent).
-        let (at_version, names, values) = if expected_version == 0 {
-            ("attribute_not_exists(#pk)", "#pk", None)
-        } else {
-            (
-                "#version = :expected",
-                "#version",
-                Some(n(expected_version)),
-            )
-        };
-        let name_of = |placeholder: &str| {
-            if placeholder == "#pk" {
-                attr::PK
-            } else {
-                attr::VERSION
-            }
-        };
+        // The schedule item, under a CAS on its version (none: absent): an `UpdateItem` or a
+        // `DeleteItem`, the actions the functions' roles already allow on schedule items.
         let written = schedule.map(|record| {
             let mut written = record.clone();
             written.key = Some(key.clone());
@@ -184,44 +203,42 @@ impl ScheduleStore for DynamoStore {
             written.updated_at = Some(timestamp::now());
             written
         });
+        let invalid = |e: aws_sdk_dynamodb::error::BuildError| {
+            StoreError::Corrupt(format!("schedule transaction: {e}"))
+        };
         let on_schedule = match &written {
             Some(record) => {
-                let mut item = key_attrs(key);
-                let json = serde_json::to_string(record)
-                    .map_err(|e| StoreError::Corrupt(format!("schedule: {e}")))?;
-                item.insert(attr::DOC.into(), s(&json));
-                item.insert(attr::VERSION.into(), n(record.version));
-                item.insert(
-                    attr::UPDATED_AT.into(),
-                    s(record.updated_at.as_deref().unwrap_or_default()),
-                );
-                if let Some(due) = record.due_at_ms() {
-                    item.insert(attr::DUE_PK.into(), s(DUE_PK));
-                    item.insert(attr::DUE_AT.into(), n(due));
-                }
-                let put = Put::builder()
+                let write = item_write(record, expected_version)?;
+                let update = Update::builder()
                     .table_name(&self.table)
-                    .set_item(Some(item))
-                    .condition_expression(at_version)
-                    .expression_attribute_names(names, name_of(names))
-                    .set_expression_attribute_values(
-                        values.map(|v| HashMap::from([(":expected".to_string(), v)])),
-                    )
+                    .set_key(Some(key_attrs(key)))
+                    .update_expression(write.update)
+                    .condition_expression(write.condition)
+                    .set_expression_attribute_names(Some(names_of(write.names)))
+                    .set_expression_attribute_values(Some(write.values))
                     .build()
-                    .map_err(|e| StoreError::Corrupt(format!("schedule transaction: {e}")))?;
-                TransactWriteItem::builder().put(put).build()
+                    .map_err(invalid)?;
+                TransactWriteItem::builder().update(update).build()
             }
             None => {
+                let (condition, name, value) = match expected_version {
+                    0 => ("attribute_not_exists(#pk)", ("#pk", attr::PK), None),
+                    v => (
+                        "#version = :expected",
+                        ("#version", attr::VERSION),
+                        Some(n(v)),
+                    ),
+                };
                 let delete = Delete::builder()
                     .table_name(&self.table)
                     .set_key(Some(key_attrs(key)))
-                    .condition_expression(at_version)
-                    .expression_attribute_names(names, name_of(names))
+                    .condition_expression(condition)
+                    .expression_attribute_names(name.0, name.1)
                     .set_expression_attribute_values(
-                        values.map(|v| HashMap::from([(":expected".to_string(), v)])),
+                        value.map(|v| HashMap::from([(":expected".to_string(), v)])),
                     )
                     .build()
-                    .map_err(|e| StoreError::Corrupt(format!("schedule transaction: {e}")))?;
+                    .map_err(invalid)?;
                 TransactWriteItem::builder().delete(delete).build()
             }
         };

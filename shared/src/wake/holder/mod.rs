@@ -20,12 +20,11 @@
 //! 8. poll GetSession until Ready (complete), ended (failed), or the wait ends (202): a short
 //!    request asks once.
 //!
-//! Files: `mod.rs` (this: the steps in order, and letting the lock go), `reconcile.rs` (step
-//! 2: a session an earlier holder started, a stuck one ended, a reconcile that could not
-//! finish), `pick.rs` (step 4: the snapshot), `after.rs` (after the Resume of step 7: its
-//! session recorded and polled, or its outcome unknown).
+//! Files: `mod.rs` (this: the steps in order, the session recorded and polled, or a Resume's
+//! outcome unknown, and letting the lock go), `reconcile.rs` (step 2: a session an earlier
+//! holder started, a stuck one ended, a reconcile that could not finish), `pick.rs` (step 4:
+//! the snapshot).
 
-mod after;
 mod pick;
 mod reconcile;
 
@@ -39,7 +38,8 @@ use crate::error::Error;
 use crate::identity::names::METADATA_DISPLAY_NAME_KEY;
 use crate::locate::sessions::{own_snapshots, session};
 use crate::locate::Home;
-use crate::lock::driver::{Driver, Watched};
+use crate::lock::driver::Driver;
+use crate::lock::driver::{Carried, Settler, Watched};
 use crate::lock::{Held, Written};
 use crate::store::{AgentStore, Changes, StoreError};
 use crate::timestamp::now_ms;
@@ -276,6 +276,107 @@ impl<S: AgentStore, K: AgentKit> Waking<'_, '_, S, K> {
             resumed: true,
         };
         Box::pin(self.record_and_poll(driver, held, &home, recorded, listing)).await
+    }
+
+    /// Record the session at once (fenced; lease extended to the readiness timeout), then poll
+    /// it until Ready within the wait (a short request: once). The record says the boot began
+    /// now, and that nobody else asks AgentKit while this caller does; when it stops asking,
+    /// it hands the poll lease on for the pace's pause.
+    pub(super) async fn record_and_poll(
+        &self,
+        driver: &Driver<'_, S>,
+        mut held: Held,
+        home: &Home,
+        recorded: Recorded,
+        snapshots: Vec<Snapshot>,
+    ) -> Result<WakeOutcome, Error> {
+        let wait = driver.wait();
+        let now = now_ms();
+        let asking = self.wake.agentkit.request_timeout().as_millis() as u64;
+        let changes = Changes {
+            session_id: Some(Some(recorded.session_id.clone())),
+            snapshot_id: Some(recorded.snapshot_id.clone()),
+            resume_sent_at_ms: Some(None),
+            lease_until_ms: Some(driver.lease_until(now, self.wake.settings.ready_timeout)),
+            poll_until_ms: Some(wait.epoch_ms().max(now + asking)),
+            awaited_since_ms: Some(now),
+            describe: Some(home.description()),
+            ..Changes::default()
+        };
+        let record = match driver.lock.write(&mut held, changes).await? {
+            Written::Done(r) => r,
+            Written::Lost(r) => return Box::pin(self.follow(driver, r)).await,
+        };
+        let holder = Settler::Holder(&mut held);
+        let polled = driver.poll(self, holder, home, record, recorded.seen, wait);
+        Ok(match Box::pin(polled).await? {
+            Carried::Settled { record, seen } => WakeOutcome::Awake {
+                session: seen,
+                resumed: recorded.resumed,
+                record,
+                snapshots,
+            },
+            Carried::Pending(record) => WakeOutcome::Waking { record },
+        })
+    }
+
+    /// A Resume whose outcome is unknown: the lock stays held (its lease already covers the
+    /// readiness timeout, `resume_sent_at` is recorded). A session that already shows up is
+    /// adopted at once; otherwise pollers may look for it as soon as this request ends.
+    pub(super) async fn unknown_resume(
+        &self,
+        driver: &Driver<'_, S>,
+        held: Held,
+        home: &Home,
+        listing: &[Snapshot],
+    ) -> Result<WakeOutcome, Error> {
+        let metadata = snapshot_metadata(listing, held.record.snapshot_id.as_deref());
+        let sent = held.record.resume_sent_at_ms;
+        let found = self
+            .find_started(home, sent, &metadata, driver.deadline())
+            .await
+            .unwrap_or_else(|e| {
+                tracing::warn!(agent = %held.key, error = %e, "could not reconcile an unknown Resume yet");
+                None
+            });
+        if let Some(s) = found {
+            let recorded = Recorded {
+                session_id: s.session_id.clone().unwrap_or_default(),
+                snapshot_id: held.record.snapshot_id.clone(),
+                seen: Some(s),
+                resumed: true,
+            };
+            let snapshots = listing.to_vec();
+            return Box::pin(self.record_and_poll(driver, held, home, recorded, snapshots)).await;
+        }
+        Box::pin(self.hand_over(driver, held)).await
+    }
+
+    /// Keep the lock, with its Resume unaccounted for, and let whoever asks next look for the
+    /// session it started (a poll lease, `watch.rs`): this caller answers 202.
+    pub(super) async fn hand_over(
+        &self,
+        driver: &Driver<'_, S>,
+        mut held: Held,
+    ) -> Result<WakeOutcome, Error> {
+        // The record names the agent's Tool already (the write before the Resume did), so
+        // pollers know where to look.
+        let sent = held.record.resume_sent_at_ms.unwrap_or_else(now_ms);
+        let changes = Changes {
+            poll_until_ms: Some(0),
+            lease_until_ms: Some(driver.lease_until(sent, self.wake.settings.ready_timeout)),
+            ..Changes::default()
+        };
+        match driver.lock.write(&mut held, changes).await {
+            Ok(Written::Done(r)) => Ok(WakeOutcome::Waking { record: r }),
+            Ok(Written::Lost(r)) => Box::pin(self.follow(driver, r)).await,
+            Err(e) => {
+                tracing::warn!(agent = %held.key, error = %e, "could not hand polling over");
+                Ok(WakeOutcome::Waking {
+                    record: held.record,
+                })
+            }
+        }
     }
 
     /// The lock was lost (our lease ran out and somebody took the agent over): follow them.
