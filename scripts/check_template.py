@@ -536,13 +536,14 @@ EXPECTED_IAM = {
     "ResumeFunction": (
         LOGS | CREDENTIALS | EVENTS
         # GetItem: the record (wake, sleep, keepalive under the lock: get), the registry, the
-        # owner's offboarding progress (offboarding::owner_is_leaving) and session claims
+        # owner's offboarding progress (offboarding::admit) and session claims
         # (locate/claims.rs: get_document).
         # UpdateItem: the record (the lock, a wake's or sleep's outcome: update), a claim on
         # a session of a snapshot-<id> agent (claims::claim: put_document) and schedules
-        # (schedule.rs, tick.rs: put_schedule). GetItem also reads schedules (get_schedule).
-        # DeleteItem: a schedule removed, or dropped by the tick with its agent
-        # (delete_schedule).
+        # (tick.rs: put_schedule; and in set_schedule's TransactWriteItems, the schedule item
+        # and its agent's summary, for the routes and the tick). GetItem also reads schedules
+        # (get_schedule). DeleteItem: a schedule removed (set_schedule's transaction), or
+        # dropped by the tick with its agent (delete_schedule).
         | _grants(TABLE, "dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem")
         # Query: the due schedules (tick.rs: due_schedules).
         | _grants(DUE_INDEX, "dynamodb:Query")

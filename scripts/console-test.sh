@@ -4,6 +4,7 @@
 # Python (pinned in console/tests/requirements.txt, installed into target/console-venv), against
 # `snapwake serve --demo` processes the tests start themselves (console/tests/conftest.py).
 # Screenshots of the main states go to target/console-screenshots/ (README, "My Agents page").
+# `--prepare` only installs Playwright and finds the browser.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
@@ -16,7 +17,17 @@ if [[ ! -x "$venv/bin/pytest" ]] || ! cmp -s "$requirements" "$venv/requirements
   cp "$requirements" "$venv/requirements.txt"
 fi
 
-CHROMIUM="$(scripts/find-chromium.sh "$venv/bin/python")"
+# The browser, found (or installed) once; `--prepare` stops here (scripts/test.sh runs it in
+# the background while the Rust tests run).
+found="$venv/chromium-path"
+if [[ ! -s "$found" ]] || [[ ! -x "$(cat "$found")" ]]; then
+  scripts/find-chromium.sh "$venv/bin/python" >"$found"
+fi
+CHROMIUM="$(cat "$found")"
+if [[ "${1:-}" == "--prepare" ]]; then
+  echo "console-test: prepared (Playwright in $venv, the browser $CHROMIUM)"
+  exit 0
+fi
 
 cargo build -q -p snapwake-cli
 

@@ -1,37 +1,126 @@
 #!/usr/bin/env bash
-# The project's one test command (README, .ci/run): formatting, lints, then every test of the
-# workspace against a DynamoDB Local it installs, starts and stops itself. Runs on a fresh
-# machine with Rust, Java 17 and Node 20.
+# The project's one test command (README, .ci/run): formatting, lints, the supply chain, the
+# template, then every test of the workspace against a DynamoDB Local it installs, starts and
+# stops itself, the API description and the My Agents page. Runs on a fresh machine with Rust,
+# Java 17, Node 20 and Python 3.
+#
+# On two cores the time goes to compiling and to tests that wait (on DynamoDB Local, the
+# simulator, leases). So (docs/testing.md, "The test command"):
+# - one compile serves the lints and the tests: clippy runs as the compiler of the
+#   workspace's own crates (RUSTC_WORKSPACE_WRAPPER), so `-D warnings` fails the build, and
+#   the dependencies are compiled once, for the tests;
+# - what needs no test binary (the supply chain's tools, the template's linters, the page's
+#   browser) is installed and run in the background while the tests run;
+# - the tests run side by side across binaries (cargo-nextest, .config/nextest.toml) when the
+#   machine has it, else binary by binary (cargo test);
+# - every step's time is printed as it ends, and all of them at the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # A fresh build gains nothing from incremental state, and it costs gigabytes of disk.
 export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
 
-echo "== the pinned toolchain (rust-toolchain.toml)"
+logs=target/ci
+mkdir -p "$logs"
+started=$SECONDS
+times=()
+step_name=""
+step_at=$SECONDS
+step() {
+  [[ -n "$step_name" ]] && times+=("$(printf '%5ds  %s' $((SECONDS - step_at)) "$step_name")")
+  step_name="$1"
+  step_at=$SECONDS
+  echo "== $1 (at $((SECONDS - started)) s)"
+}
+summary() {
+  step ""
+  echo "== step times"
+  printf '%s\n' "${times[@]}"
+  printf '%5ds  %s\n' $((SECONDS - started)) "in all"
+}
+
+# Background jobs: their pids in bg_<name> (no associative arrays: macOS has bash 3), their
+# output in target/ci/<name>.log.
+bg_pids=()
+background() {
+  local name="$1"
+  shift
+  # At the lowest priority: the tests' timings must not depend on what runs beside them.
+  ( t=$SECONDS; nice -n 19 "$@"; echo "== $name took $((SECONDS - t)) s" ) >"$logs/$name.log" 2>&1 &
+  printf -v "bg_$name" '%s' "$!"
+  bg_pids+=("$!")
+  echo "   ($name in the background: $logs/$name.log)"
+}
+await() {
+  local name="$1" rc=0 pid_var="bg_$1"
+  wait "${!pid_var}" || rc=$?
+  cat "$logs/$name.log"
+  if ((rc != 0)); then
+    echo "== $name FAILED (exit $rc)" >&2
+    return "$rc"
+  fi
+}
+
+# The ten slowest tests of a JUnit report.
+slowest() {
+  [[ -f "$1" ]] || return 0
+  echo "   the slowest tests:"
+  python3 - "$1" <<'PY'
+import sys, xml.etree.ElementTree as ET
+cases = [(float(c.get("time", 0)), c.get("classname", ""), c.get("name", ""))
+         for c in ET.parse(sys.argv[1]).iter("testcase")]
+for t, binary, name in sorted(cases, reverse=True)[:10]:
+    print(f"   {t:7.1f}s  {binary} {name}")
+PY
+}
+
+stop_all() {
+  for pid in ${bg_pids[@]+"${bg_pids[@]}"}; do kill "$pid" 2>/dev/null || true; done
+  [[ -n "${DYNAMODB_LOCAL_PORT:-}" ]] && scripts/stop-dynamodb-local.sh
+  return 0
+}
+trap stop_all EXIT
+
+step "the pinned toolchain (rust-toolchain.toml)"
 scripts/toolchain.sh
 
-echo "== cargo fmt --check"
+step "cargo fmt --check"
 cargo fmt --all -- --check
 
-echo "== cargo clippy -D warnings"
-cargo clippy --workspace --all-targets --all-features -- -D warnings
-
-echo "== the supply chain: cargo deny, the functions' bans, rust-version (docs/supply-chain.md)"
-scripts/check-deps.sh
-
-echo "== infra/: sam-translator and cfn-lint on the template"
-scripts/lint-infra.sh
-
-echo "== DynamoDB Local"
-trap 'scripts/stop-dynamodb-local.sh' EXIT
+step "DynamoDB Local, and in the background: the template's linters, the page's browser"
 eval "$(scripts/start-dynamodb-local.sh)"
+background infra scripts/lint-infra.sh
+background console scripts/console-test.sh --prepare
 
-echo "== cargo test --workspace"
-# --no-fail-fast: one run reports every failing test binary, not only the first.
-cargo test --workspace --all-features --no-fail-fast
+step "one compile for clippy (-D warnings) and the tests"
+# clippy-driver compiles the workspace's crates as rustc would, and lints them as `cargo clippy
+# --all-targets -- -D warnings` does; CLIPPY_ARGS is how cargo-clippy passes it the lint flags.
+export RUSTC_WORKSPACE_WRAPPER="${RUSTC_WORKSPACE_WRAPPER:-$(rustup which clippy-driver)}"
+export CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__"
+cargo test --workspace --all-features --all-targets --no-run
 
-echo "== conformance: schemathesis against snapwake serve --demo"
+step "cargo test, and in the background: the supply chain"
+# cargo-deny is built by `cargo install`, which must not take clippy for its compiler.
+background deps env -u RUSTC_WORKSPACE_WRAPPER -u CLIPPY_ARGS scripts/check-deps.sh
+if cargo nextest --version >/dev/null 2>&1; then
+  # --no-fail-fast is the profile's: one run reports every failing test.
+  cargo nextest run --workspace --all-features
+  cargo test --workspace --all-features --doc
+  slowest target/nextest/default/junit.xml
+else
+  cargo test --workspace --all-features --no-fail-fast
+fi
+
+step "the supply chain: cargo deny, the functions' bans, rust-version (docs/supply-chain.md)"
+await deps
+
+step "infra/: sam-translator and cfn-lint on the template"
+await infra
+
+step "conformance: schemathesis against snapwake serve --demo"
 scripts/conformance.sh
 
-echo "== the My Agents page in headless Chromium"
+step "the My Agents page in headless Chromium"
+await console
 scripts/console-test.sh
+
+summary
