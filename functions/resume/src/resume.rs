@@ -15,10 +15,11 @@ use snapwake::agentkit::AgentKit;
 use snapwake::domain::{AgentState, AgentView};
 use snapwake::error::Result;
 use snapwake::http::request::{self as req, Matched};
+use snapwake::lock::Agents;
 use snapwake::metrics::{self, Record};
 use snapwake::store::AgentStore;
 use snapwake::view::record_snapshots;
-use snapwake::wake::{Wake, WakeOutcome, WakeTarget};
+use snapwake::wake::{WakeOutcome, WakeTarget};
 
 use crate::answer::{accepted, view, with_etag, with_preference};
 use crate::Resume;
@@ -59,7 +60,7 @@ impl<S: AgentStore, K: AgentKit> Resume<S, K> {
             admitted,
         };
         let key = &addressed.key;
-        let wake = Wake::new(
+        let agents = Agents::new(
             addressed.store,
             &self.agentkit,
             &addressed.registry,
@@ -67,7 +68,9 @@ impl<S: AgentStore, K: AgentKit> Resume<S, K> {
         );
         let started = std::time::Instant::now();
         let applied_wait = addressed.applied_wait;
-        let outcome = wake.run(&target, addressed.record, addressed.budget).await;
+        let outcome = agents
+            .wake(&target, addressed.record, addressed.budget)
+            .await;
         metrics::emit(wake_record(&outcome, started.elapsed()));
         let response = match outcome? {
             WakeOutcome::Awake {

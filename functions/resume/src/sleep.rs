@@ -14,7 +14,8 @@ use snapwake::agentkit::AgentKit;
 use snapwake::domain::{AgentState, AgentView, Retention, WakeView};
 use snapwake::error::{Error, Result};
 use snapwake::http::request::{self as req, Matched};
-use snapwake::sleep::{Sleep, SleepOutcome, SleepTarget};
+use snapwake::lock::Agents;
+use snapwake::sleep::{SleepOutcome, SleepTarget};
 use snapwake::store::AgentStore;
 use snapwake::view::record_snapshots;
 
@@ -62,14 +63,14 @@ impl<S: AgentStore, K: AgentKit> Resume<S, K> {
         };
         let key = &addressed.key;
         let applied_wait = addressed.applied_wait;
-        let sleep = Sleep::new(
+        let agents = Agents::new(
             addressed.store,
             &self.agentkit,
             &addressed.registry,
             &self.wake,
         );
-        let outcome = sleep
-            .run(&target, addressed.record, addressed.budget)
+        let outcome = agents
+            .sleep(&target, addressed.record, addressed.budget)
             .await?;
         let response = match outcome {
             SleepOutcome::Asleep { record, slept, .. } => {

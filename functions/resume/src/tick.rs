@@ -27,13 +27,14 @@ use snapwake::domain::{
 };
 use snapwake::error::Error;
 use snapwake::locate::home_of;
+use snapwake::lock::Agents;
 use snapwake::metrics::{self, Record};
 use snapwake::offboarding::{admit, Admitted};
 use snapwake::schedule::{decide, AgentSeen, Plan, Step};
-use snapwake::sleep::{Sleep, SleepOutcome, SleepTarget};
+use snapwake::sleep::{SleepOutcome, SleepTarget};
 use snapwake::store::{AgentStore, DueCursor, ScheduleStore, StoreError, Within};
 use snapwake::timestamp::now_ms;
-use snapwake::wake::{Wake, WakeOutcome, WakeTarget};
+use snapwake::wake::{WakeOutcome, WakeTarget};
 
 use crate::Resume;
 
@@ -287,8 +288,8 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
                     describe,
                     admitted,
                 };
-                let wake = Wake::new(store, &self.agentkit, registry, &self.wake);
-                match wake.run(&target, Some(record), budget).await {
+                let agents = Agents::new(store, &self.agentkit, registry, &self.wake);
+                match agents.wake(&target, Some(record), budget).await {
                     Ok(WakeOutcome::Awake { .. }) => Acted::Reached,
                     Ok(WakeOutcome::Waking { record }) => Acted::InFlight {
                         version: record.version,
@@ -303,8 +304,8 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
                     describe,
                     admitted,
                 };
-                let sleep = Sleep::new(store, &self.agentkit, registry, &self.wake);
-                match sleep.run(&target, Some(record), budget).await {
+                let agents = Agents::new(store, &self.agentkit, registry, &self.wake);
+                match agents.sleep(&target, Some(record), budget).await {
                     Ok(SleepOutcome::Asleep { .. }) => Acted::Reached,
                     Ok(SleepOutcome::Sleeping { record }) => Acted::InFlight {
                         version: record.version,

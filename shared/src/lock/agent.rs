@@ -139,9 +139,9 @@ impl<'a, S: AgentStore> AgentLock<'a, S> {
     /// Take the lock of `key` under `condition` (absence, or the version of `seen`).
     ///
     /// The SDK may retry a write whose answer it lost; the second try then fails its condition
-    /// and hands back our own write, recognised by our fresh holder token. A write that stays
-    /// ambiguous is decided by a consistent read: our token means we hold it; the record
-    /// unchanged since `seen` means the write did not land, and it is sent again.
+    /// and hands back our own write, recognised by our fresh holder token. An ambiguous write
+    /// is sent again (it lands once: the condition holds only until it does), and one that
+    /// stays ambiguous is decided by a consistent read, as every write of the lock is.
     pub async fn acquire(
         &self,
         key: &AgentKey,
@@ -179,33 +179,12 @@ impl<'a, S: AgentStore> AgentLock<'a, S> {
                 me: me.clone(),
             }))
         };
-        let mut why = String::new();
-        for _ in 0..self.settings.write_attempts.max(1) {
-            match self.store.update(key, condition, &changes).await {
-                Ok(r) => return Ok(held(r)),
-                Err(StoreError::ConditionFailed {
-                    current: Some(current),
-                }) if current.holder.as_deref() == Some(me.as_str()) => return Ok(held(*current)),
-                Err(StoreError::ConditionFailed { current }) => {
-                    return Ok(Acquired::Lost(current.map(|b| *b)))
-                }
-                Err(StoreError::Unavailable(e)) => {
-                    tracing::warn!(agent = %key, error = %e, "acquire was ambiguous; re-reading");
-                    why = e;
-                    let now = self.read(key).await?;
-                    if let Some(r) = now.as_ref().filter(|r| r.holder.as_deref() == Some(&me)) {
-                        return Ok(held(r.clone()));
-                    }
-                    // Unchanged since `seen`: our write did not land; send it again.
-                    let unchanged = now.as_ref().map(|r| r.version) == seen.map(|r| r.version);
-                    if !unchanged {
-                        return Ok(Acquired::Lost(now));
-                    }
-                }
-                Err(e) => return Err(e),
-            }
-        }
-        Err(StoreError::Unavailable(why))
+        // Ours when the record carries our fresh token, however the write came back.
+        let ours = |r: &AgentRecord| r.holder.as_deref() == Some(me.as_str());
+        Ok(match self.settle(key, condition, &changes, ours).await? {
+            Written::Done(r) => held(r),
+            Written::Lost(r) => Acquired::Lost(r),
+        })
     }
 
     /// A fenced write by the holder (`holder = me AND fence = mine`).
@@ -373,10 +352,11 @@ impl<'a, S: AgentStore> AgentLock<'a, S> {
                 Err(e) => return Err(e),
             }
         }
-        // Still ambiguous: the record decides.
+        // Still ambiguous: the record decides. Unchanged (the condition still holds), the
+        // write did not land and its outcome is as unknown as the store's answer.
         match self.read(key).await? {
             Some(r) if landed(&r) => Ok(Written::Done(r)),
-            Some(r) if condition.holds(Some(&r)) => Err(StoreError::Unavailable(why)),
+            current if condition.holds(current.as_ref()) => Err(StoreError::Unavailable(why)),
             other => Ok(Written::Lost(other)),
         }
     }

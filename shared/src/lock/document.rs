@@ -83,28 +83,12 @@ impl<'a, S: AgentStore> DocumentLock<'a, S> {
                 fence: state.fence + 1,
                 lease_until_ms: now + lease.as_millis() as u64,
             };
-            let expected = seen.as_ref().map_or(0, |d| d.version);
-            match self.put(&mine, expected).await {
+            match self
+                .write(&mine, seen.as_ref().map_or(0, |d| d.version))
+                .await?
+            {
                 Ok(doc) => return Ok(DocumentAcquired::Held(hold(&mine, &doc))),
-                // A retried write of our own comes back as a conflict showing our token.
-                Err(StoreError::DocumentConflict { current }) => {
-                    if let Some(doc) = current.as_deref() {
-                        if LockState::read(doc).holder.as_deref() == Some(me.as_str()) {
-                            return Ok(DocumentAcquired::Held(hold(&mine, doc)));
-                        }
-                    }
-                    seen = current.map(|b| *b);
-                }
-                Err(StoreError::Unavailable(why)) => {
-                    tracing::warn!(lock = self.key.pk, %why, "lock acquire was ambiguous; re-reading");
-                    seen = self.store.get_document(self.key).await?;
-                    if let Some(doc) = seen.as_ref() {
-                        if LockState::read(doc).holder.as_deref() == Some(me.as_str()) {
-                            return Ok(DocumentAcquired::Held(hold(&mine, doc)));
-                        }
-                    }
-                }
-                Err(e) => return Err(e),
+                Err(current) => seen = current,
             }
         }
         let state = seen.as_ref().map(LockState::read).unwrap_or_default();
@@ -145,40 +129,50 @@ impl<'a, S: AgentStore> DocumentLock<'a, S> {
         Ok(())
     }
 
-    /// Write `state` by a CAS on the version we last wrote; `false` when the lock was lost. A
-    /// conflict or an ambiguous answer is decided by whether the document shows `state`.
+    /// Write `state` by a CAS on the version we last wrote; `false` when the lock was lost.
     async fn fenced(&self, hold: &mut DocumentHold, state: &LockState) -> Result<bool, StoreError> {
-        let mut why = String::new();
-        for _ in 0..self.settings.write_attempts.max(1) {
-            match self.put(state, hold.version).await {
-                Ok(doc) => {
-                    hold.version = doc.version;
-                    return Ok(true);
-                }
-                Err(StoreError::DocumentConflict { current }) => {
-                    return Ok(self.landed(hold, state, current.as_deref()));
-                }
-                Err(StoreError::Unavailable(e)) => why = e,
-                Err(e) => return Err(e),
-            }
-        }
-        let current = self.store.get_document(self.key).await?;
-        if self.landed(hold, state, current.as_ref()) {
-            return Ok(true);
-        }
-        match current {
-            Some(doc) if doc.version == hold.version => Err(StoreError::Unavailable(why)),
-            _ => Ok(false),
-        }
-    }
-
-    fn landed(&self, hold: &mut DocumentHold, state: &LockState, doc: Option<&Document>) -> bool {
-        match doc {
-            Some(doc) if LockState::read(doc) == *state => {
+        Ok(match self.write(state, hold.version).await? {
+            Ok(doc) => {
                 hold.version = doc.version;
                 true
             }
-            _ => false,
+            Err(_) => false,
+        })
+    }
+
+    /// Write `state` if the document is at `expected` (0: none): the document as written, or
+    /// (`Err`) as another writer left it. A retried or ambiguous write that landed shows
+    /// `state`, which is how it is recognised (a token or a fence is in every state); one that
+    /// stays ambiguous is decided by a consistent read.
+    async fn write(
+        &self,
+        state: &LockState,
+        expected: u64,
+    ) -> Result<Result<Document, Option<Document>>, StoreError> {
+        let shows = |doc: &Document| LockState::read(doc) == *state;
+        let mut why = String::new();
+        for _ in 0..self.settings.write_attempts.max(1) {
+            match self.put(state, expected).await {
+                Ok(doc) => return Ok(Ok(doc)),
+                Err(StoreError::DocumentConflict { current }) => {
+                    return Ok(match current.map(|b| *b) {
+                        Some(doc) if shows(&doc) => Ok(doc),
+                        other => Err(other),
+                    })
+                }
+                Err(StoreError::Unavailable(e)) => {
+                    tracing::warn!(lock = self.key.pk, error = %e, "a lock write was ambiguous; sending it again");
+                    why = e;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        match self.store.get_document(self.key).await? {
+            Some(doc) if shows(&doc) => Ok(Ok(doc)),
+            current if current.as_ref().map_or(0, |d| d.version) == expected => {
+                Err(StoreError::Unavailable(why))
+            }
+            other => Ok(Err(other)),
         }
     }
 

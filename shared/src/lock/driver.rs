@@ -29,6 +29,7 @@ use super::{
     decide, Acquire, Acquired, AgentLock, Decision, Generation, Held, Intent, LockSettings,
     WakeSettings, Written,
 };
+use crate::agentkit::AgentKit;
 use crate::deadline::{Budget, Deadline};
 use crate::domain::failure::OUTCOME_KEPT;
 use crate::domain::{AgentKey, AgentRecord, Description, ToolRegistry, WakeState};
@@ -144,6 +145,55 @@ pub trait Change<S: AgentStore>: Sync {
     }
 }
 
+/// What the wakes and sleeps of one request (or one agent of a tick) are carried out with: its
+/// bounded store, AgentKit, the deployed Tools and the settings. `Agents::wake` and
+/// `Agents::sleep` (in `crate::wake` and `crate::sleep`) each run a [`Driver`] over them.
+pub struct Agents<'a, S, K> {
+    pub(crate) store: Within<'a, S>,
+    pub(crate) agentkit: &'a K,
+    pub(crate) registry: &'a ToolRegistry,
+    pub(crate) settings: &'a WakeSettings,
+}
+
+impl<'a, S: AgentStore, K: AgentKit> Agents<'a, S, K> {
+    pub fn new(
+        store: Within<'a, S>,
+        agentkit: &'a K,
+        registry: &'a ToolRegistry,
+        settings: &'a WakeSettings,
+    ) -> Self {
+        Agents {
+            store,
+            agentkit,
+            registry,
+            settings,
+        }
+    }
+
+    /// The driver of one change of `key` (`home`: where it lives, when the caller knows),
+    /// answering by `budget.work` and waiting on others until `budget.wait`.
+    pub(crate) fn driver<'d>(
+        &'d self,
+        key: &'d AgentKey,
+        home: Option<Home>,
+        budget: Budget,
+    ) -> Driver<'d, S> {
+        let known = OnceLock::new();
+        if let Some(home) = home {
+            let _ = known.set(home);
+        }
+        Driver {
+            lock: AgentLock::new(self.store.until(budget.work), &self.settings.lock)
+                .waiting_until(budget.wait),
+            settings: self.settings,
+            key,
+            registry: self.registry,
+            home: known,
+            ask: self.agentkit.request_timeout(),
+        }
+    }
+}
+
 /// One caller's run of a change of one agent: the lock within the caller's budget, the
 /// settings, and where the agent lives, resolved once.
 pub struct Driver<'a, S> {
@@ -157,32 +207,6 @@ pub struct Driver<'a, S> {
 }
 
 impl<'a, S: AgentStore> Driver<'a, S> {
-    /// A run over `store` (bounded by `budget.work`), waiting on others until `budget.wait`.
-    /// `home`: where the agent lives, when the caller knows.
-    pub fn new(
-        store: Within<'a, S>,
-        settings: &'a WakeSettings,
-        budget: Budget,
-        registry: &'a ToolRegistry,
-        key: &'a AgentKey,
-        home: Option<Home>,
-        ask: Duration,
-    ) -> Self {
-        let known = OnceLock::new();
-        if let Some(home) = home {
-            let _ = known.set(home);
-        }
-        Driver {
-            lock: AgentLock::new(store.until(budget.work), &settings.lock)
-                .waiting_until(budget.wait),
-            settings,
-            key,
-            registry,
-            home: known,
-            ask,
-        }
-    }
-
     /// By when the caller answers.
     pub fn deadline(&self) -> Deadline {
         self.lock.deadline()

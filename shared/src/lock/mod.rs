@@ -37,6 +37,7 @@ pub mod document;
 
 pub use agent::{Acquire, Acquired, AgentLock, Generation, Held, Written};
 pub use document::{DocumentAcquired, DocumentHold, DocumentLock};
+pub use driver::Agents;
 
 /// What every user of the lock shares: the lease it takes, the skew margin, and how hard it
 /// tries. Wake, create, delete and deploy each carry their own copy with their own lease.

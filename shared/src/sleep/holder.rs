@@ -1,24 +1,8 @@
-//! The winner's path of a sleep. Every step after the acquire is a fenced write, so a holder
-//! stopped at any point leaves a record the next caller can finish from, and never a session
-//! ended without its snapshot:
-//!
-//! 1. where: the record's Tool, else [`crate::locate::locate`]; a temporary Tool is 422
-//!    `NOT_SLEEPABLE` (it keeps no snapshots);
-//! 2. the live session: the recorded one if AgentKit still has it active, else the newest
-//!    active session with the agent's UserSessionId; none → the agent is asleep already;
-//! 3. budget: at least one AgentKit request timeout left, else the lock is given back (503);
-//! 4. CreateSessionSnapshot, always: a holder never adopts a snapshot an earlier attempt asked
-//!    for. It holds the agent because that attempt's lease lapsed, and the session may have
-//!    worked since; ending it on the older snapshot would lose that work. (An earlier
-//!    attempt's snapshot is carried on only while its lease is live, by joining it: the parent
-//!    module.) The one left behind is one more snapshot for the retention sweep. An answer
-//!    that was lost is reconciled by listing the session's snapshots taken since this request
-//!    sent it (none found: the agent is given back awake, 502 retryable, and the next sleep
-//!    takes a fresh snapshot);
-//! 5. the snapshot and the session in the record, lease = the snapshot timeout (fenced);
-//! 6. poll it as the driver does for anyone (`super::Sleeping::look`): Ready → DeleteSession
-//!    → `asleep`. So DeleteSession always follows a Ready snapshot asked for by the sleep that
-//!    deletes.
+//! The winner's path of a sleep (docs/wake-protocol.md, "Sleep now"), numbered below. Every
+//! step after the acquire is a fenced write, so a holder stopped at any point leaves a record
+//! the next caller can finish from, and never a session ended without its snapshot: the
+//! session is ended only by the poll (`super::Sleeping::look`) of a Ready snapshot this very
+//! sleep asked for.
 
 use crate::agentkit::types::{CreateSessionSnapshot, ListSessionSnapshots, Session, Snapshot};
 use crate::agentkit::{list_all, AgentKit, AgentKitError};
@@ -43,12 +27,12 @@ impl<S: AgentStore, K: AgentKit> Sleeping<'_, '_, S, K> {
     ) -> Result<SleepOutcome, Error> {
         let deadline = driver.deadline();
         let key = &self.target.key;
-        let sleep = self.sleep;
+        let agents = self.agents;
 
         // 1. Where the agent lives.
         let found = crate::locate::home_or_locate(
-            sleep.agentkit,
-            sleep.registry,
+            agents.agentkit,
+            agents.registry,
             key,
             Some(&held.record),
             driver.known_home(),
@@ -73,7 +57,7 @@ impl<S: AgentStore, K: AgentKit> Sleeping<'_, '_, S, K> {
 
         // 2. The live session.
         let recorded = held.record.session_id.as_deref();
-        let live = active_session(sleep.agentkit, &home, key, recorded, deadline);
+        let live = active_session(agents.agentkit, &home, key, recorded, deadline);
         let live = match live.await {
             Ok(live) => live,
             Err(e) => return Err(self.give_back(driver, &mut held, e.into()).await),
@@ -91,7 +75,7 @@ impl<S: AgentStore, K: AgentKit> Sleeping<'_, '_, S, K> {
 
         // 3. Enough time for one whole AgentKit request before the request's deadline (not
         // its wait: asking for the snapshot is this caller's own step), or none is sent.
-        if deadline.remaining() < sleep.agentkit.request_timeout() {
+        if deadline.remaining() < agents.agentkit.request_timeout() {
             let err = Error::Deferred {
                 detail: "not enough time left in this request to snapshot the agent safely; retry"
                     .into(),
@@ -105,41 +89,37 @@ impl<S: AgentStore, K: AgentKit> Sleeping<'_, '_, S, K> {
             tool_id: home.tool_id.clone(),
         };
         let sent_at_ms = now_ms();
-        let snapshot_id = match sleep.agentkit.call(&home.region, &request, deadline).await {
-            Ok(r) if !r.snapshot_id.is_empty() => r.snapshot_id,
-            Ok(_) => {
-                let err = AgentKitError::InvalidResponse {
-                    action: "CreateSessionSnapshot",
-                    detail: "no SnapshotId".into(),
-                };
-                match self
-                    .after_unknown(driver, &home, &session_id, sent_at_ms, err)
-                    .await
-                {
-                    Ok(id) => id,
-                    Err(e) => return Err(self.give_back_awake(driver, &mut held, &live, e).await),
-                }
+        let answered = match agents.agentkit.call(&home.region, &request, deadline).await {
+            Ok(r) if !r.snapshot_id.is_empty() => Ok(r.snapshot_id),
+            Ok(_) => Err(AgentKitError::InvalidResponse {
+                action: "CreateSessionSnapshot",
+                detail: "no SnapshotId".into(),
+            }),
+            Err(e) if !e.outcome_unknown() => {
+                return self.refused(driver, held, &home, &live, e).await
             }
-            Err(e) if e.outcome_unknown() => {
-                match self
-                    .after_unknown(driver, &home, &session_id, sent_at_ms, e)
-                    .await
-                {
-                    Ok(id) => id,
-                    Err(e) => return Err(self.give_back_awake(driver, &mut held, &live, e).await),
-                }
-            }
-            Err(e) => return self.refused(driver, held, &home, &live, e).await,
+            Err(e) => Err(e),
+        };
+        let snapshot_id = match answered {
+            Ok(id) => id,
+            // Its answer was lost: the snapshot it took, if one shows up.
+            Err(e) => match self
+                .after_unknown(driver, &home, &session_id, sent_at_ms, e)
+                .await
+            {
+                Ok(id) => id,
+                Err(e) => return Err(self.give_back_awake(driver, &mut held, &live, e).await),
+            },
         };
 
         // 5. Name the snapshot (and the session it is of) before waiting for it. Nobody else
         // asks about it while this caller does.
-        let asking = now_ms() + sleep.agentkit.request_timeout().as_millis() as u64;
+        let asking = now_ms() + agents.agentkit.request_timeout().as_millis() as u64;
         let changes = Changes {
             session_id: Some(Some(session_id)),
             session_expire_at: live.expire_at.clone().map(Some),
             snapshot_id: Some(Some(snapshot_id)),
-            lease_until_ms: Some(driver.lease_until(now_ms(), sleep.settings.snapshot_timeout)),
+            lease_until_ms: Some(driver.lease_until(now_ms(), agents.settings.snapshot_timeout)),
             poll_until_ms: Some(driver.wait().epoch_ms().max(asking)),
             awaited_since_ms: Some(sent_at_ms),
             describe: Some(home.description()),
@@ -186,7 +166,7 @@ impl<S: AgentStore, K: AgentKit> Sleeping<'_, '_, S, K> {
             ..ListSessionSnapshots::default()
         };
         let listing = list_all(
-            self.sleep.agentkit,
+            self.agents.agentkit,
             &home.region,
             request,
             crate::agentkit::pagination::AGENT_SNAPSHOT_PAGES,
@@ -198,7 +178,7 @@ impl<S: AgentStore, K: AgentKit> Sleeping<'_, '_, S, K> {
             .filter(|s| {
                 s.session_id.as_deref() == Some(session_id)
                     && (s.is_wakeable() || s.is_in_progress())
-                    && taken_since_ms(s, sent_at_ms, self.sleep.settings.lock.skew_margin)
+                    && taken_since_ms(s, sent_at_ms, self.agents.settings.lock.skew_margin)
             })
             .collect();
         taken.sort_by_key(|s| {
@@ -222,7 +202,7 @@ impl<S: AgentStore, K: AgentKit> Sleeping<'_, '_, S, K> {
         // A listing that answers settles it; one that fails is asked again while the caller's
         // wait lasts (a short request asks once; giving up takes a second snapshot next time,
         // one more for the sweep).
-        let mut backoff = self.sleep.settings.polling();
+        let mut backoff = self.agents.settings.polling();
         loop {
             match self
                 .taken_since(home, session_id, sent_at_ms, deadline)
@@ -237,7 +217,7 @@ impl<S: AgentStore, K: AgentKit> Sleeping<'_, '_, S, K> {
                 Err(e) => {
                     tracing::info!(agent = %key, error = %e, "listing the session's snapshots failed; asking again");
                     if !backoff
-                        .wait(driver.wait(), self.sleep.agentkit.request_timeout())
+                        .wait(driver.wait(), self.agents.agentkit.request_timeout())
                         .await
                     {
                         return Err(Error::SleepFailed(format!(
@@ -261,7 +241,7 @@ impl<S: AgentStore, K: AgentKit> Sleeping<'_, '_, S, K> {
         err: AgentKitError,
     ) -> Result<SleepOutcome, Error> {
         let id = live.session_id.as_deref().unwrap_or_default();
-        if let Ok(now) = session(self.sleep.agentkit, home, id, driver.deadline()).await {
+        if let Ok(now) = session(self.agents.agentkit, home, id, driver.deadline()).await {
             if !now.as_ref().is_some_and(Session::is_active) {
                 return self.asleep_already(driver, held, home).await;
             }
@@ -283,7 +263,7 @@ impl<S: AgentStore, K: AgentKit> Sleeping<'_, '_, S, K> {
     ) -> Result<SleepOutcome, Error> {
         tracing::info!(agent = %held.key, "sleep: no live session; the agent is asleep already");
         // What the agent has to wake from, for the record's summaries (and so the answer).
-        let listed = snapshots(self.sleep.agentkit, home, &held.key, driver.deadline()).await;
+        let listed = snapshots(self.agents.agentkit, home, &held.key, driver.deadline()).await;
         let summaries = match listed {
             Ok(listing) => Some(crate::view::snapshot_views(&own_snapshots(
                 &listing, &held.key,

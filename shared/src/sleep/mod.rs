@@ -1,46 +1,28 @@
 //! Sleep now (docs/wake-protocol.md, "Sleep now"): snapshot an awake agent, wait until the
-//! snapshot is Ready, only then end its session, and record it `asleep` — once, however many
+//! snapshot is Ready, only then end its session, and record it `asleep`: once, however many
 //! callers ask, under the same lock as wakes and deletes.
 //!
-//! A sleep is one of the two changes the lock's driver carries out (`crate::lock::driver`):
-//!
-//! - **acquire** (awake, asleep, failed, missing, an expired lease): the winner holds the agent
-//!   as `sleeping` ([`holder`]). It finds the live session (none: the agent is asleep already),
-//!   sends CreateSessionSnapshot (always: an earlier attempt whose lease lapsed may have asked
-//!   for a snapshot, but the session may have worked since, so that one is never adopted),
-//!   names the snapshot in the record (fenced), and waits for it;
-//! - **join** (a sleep in flight): the driver watches the record; once the holder's request
-//!   has ended, the winner of a short poll lease carries the sleep on by anyone, exactly as the
-//!   holder would ([`Change::look`]). This is the only way a snapshot asked for by another
-//!   caller is waited on and the session ended on it: while that sleep's lease is live;
-//! - **busy** (a wake, a delete or a create holds the agent): 409.
-//!
-//! Whoever carries it on ends the session only after a GetSessionSnapshot answered `Ready` for
-//! the snapshot of that very session, and only while the sleep's lease has time left for the
-//! DeleteSession: a sleep whose lease lapsed may be taken over by a wake that adopts the
-//! session, and a late DeleteSession must never end the session that wake handed out.
-//!
-//! A wake that finds the agent `sleeping` waits for the sleep the same way (and may carry it
-//! on), then wakes it from the new snapshot; a delete answers 409. A snapshot that will not
-//! become Ready leaves the agent awake (502, retryable); one still being made when the
-//! request's budget ends is a 202, continued by the next call.
-//!
-//! Files: `mod.rs` (this: target, outcome, the sleep as a change), `holder.rs` (the winner's
-//! path).
+//! A sleep is one of the two changes the lock's driver carries out (`crate::lock::driver`): the
+//! winner ([`holder`]) always asks for a new snapshot (an earlier attempt's is carried on only
+//! by joining it while its lease lives: the session may have worked since); a poller asks
+//! GetSessionSnapshot and ends the session only on a Ready snapshot of that very session, and
+//! only while the sleep's lease has time left for the DeleteSession (a wake may take over a
+//! lapsed sleep and adopt the session). A snapshot that will not become Ready leaves the agent
+//! awake (502, retryable); a wake that finds the agent `sleeping` waits for the sleep, then
+//! wakes it; a delete answers 409.
 
 mod holder;
 
 use crate::agentkit::types::{DeleteSession, GetSessionSnapshot, Snapshot};
 use crate::agentkit::AgentKit;
 use crate::deadline::Budget;
-use crate::domain::{AgentKey, AgentRecord, Announce, Description, ToolRegistry, WakeState};
+use crate::domain::{AgentKey, AgentRecord, Announce, Description, WakeState};
 use crate::error::Error;
 use crate::locate::Home;
-use crate::lock::driver::Driver;
-use crate::lock::driver::{Change, Look, Watched};
-use crate::lock::{Generation, Held, Intent, WakeSettings};
+use crate::lock::driver::{Agents, Change, Driver, Look, Watched};
+use crate::lock::{Generation, Held, Intent};
 use crate::offboarding::Admitted;
-use crate::store::{AgentStore, Changes, Condition, Within};
+use crate::store::{AgentStore, Changes, Condition};
 use crate::timestamp::now_ms;
 
 /// What to put to sleep, resolved by the caller (the sleep handler, a tick) beforehand.
@@ -67,81 +49,42 @@ pub enum SleepOutcome {
     Sleeping { record: AgentRecord },
 }
 
-/// One caller's sleeps, over the request's bounded store.
-pub struct Sleep<'a, S, K> {
-    store: Within<'a, S>,
-    agentkit: &'a K,
-    registry: &'a ToolRegistry,
-    settings: &'a WakeSettings,
-}
-
-impl<'a, S: AgentStore, K: AgentKit> Sleep<'a, S, K> {
-    pub fn new(
-        store: Within<'a, S>,
-        agentkit: &'a K,
-        registry: &'a ToolRegistry,
-        settings: &'a WakeSettings,
-    ) -> Self {
-        Sleep {
-            store,
-            agentkit,
-            registry,
-            settings,
-        }
-    }
-
+impl<S: AgentStore, K: AgentKit> Agents<'_, S, K> {
     /// Put `target` to sleep, deciding from `record` (the caller's consistent read), waiting
     /// on the snapshot until `budget.wait` and answering by `budget.work`.
-    pub async fn run(
+    pub async fn sleep(
         &self,
         target: &SleepTarget,
         record: Option<AgentRecord>,
         budget: Budget,
     ) -> Result<SleepOutcome, Error> {
-        let driver = Driver::new(
-            self.store,
-            self.settings,
-            budget,
-            self.registry,
-            &target.key,
-            target.home.clone(),
-            self.agentkit.request_timeout(),
-        );
-        driver
-            .run(
-                &Sleeping {
-                    sleep: self,
-                    target,
-                },
-                record,
-            )
-            .await
+        let driver = self.driver(&target.key, target.home.clone(), budget);
+        let sleeping = Sleeping {
+            agents: self,
+            target,
+        };
+        driver.run(&sleeping, record).await
     }
 
     /// Wait for the sleep in flight in `record` as its joiners do, within another change's
     /// run (a wake that found the agent `sleeping`).
-    pub(crate) async fn watch(
+    pub(crate) async fn watch_sleep(
         &self,
         driver: &Driver<'_, S>,
         target: &SleepTarget,
         record: AgentRecord,
     ) -> Result<Watched<SleepOutcome>, Error> {
-        driver
-            .watch(
-                &Sleeping {
-                    sleep: self,
-                    target,
-                },
-                record,
-                false,
-            )
-            .await
+        let sleeping = Sleeping {
+            agents: self,
+            target,
+        };
+        driver.watch(&sleeping, record, false).await
     }
 }
 
 /// One run of a sleep: the change the driver carries out.
 struct Sleeping<'s, 'a, S, K> {
-    sleep: &'s Sleep<'a, S, K>,
+    agents: &'s Agents<'a, S, K>,
     target: &'s SleepTarget,
 }
 
@@ -232,7 +175,7 @@ impl<S: AgentStore, K: AgentKit> Change<S> for Sleeping<'_, '_, S, K> {
             snapshot_id: snapshot_id.clone(),
             tool_id: home.tool_id.clone(),
         };
-        let agentkit = self.sleep.agentkit;
+        let agentkit = self.agents.agentkit;
         let reason = match agentkit.call(&home.region, &req, driver.deadline()).await {
             Ok(r) if r.snapshot.is_wakeable() => {
                 return self
@@ -277,12 +220,12 @@ impl<S: AgentStore, K: AgentKit> Sleeping<'_, '_, S, K> {
         snapshot: Snapshot,
     ) -> Look<Snapshot> {
         // The DeleteSession must be over (answered or given up) while the lease still holds.
-        let skew = self.sleep.settings.lock.skew_margin.as_millis() as u64;
+        let skew = self.agents.settings.lock.skew_margin.as_millis() as u64;
         let lease_left_ms = record.lease_until_ms.saturating_sub(now_ms() + skew);
         let within = driver
             .deadline()
             .min_after(std::time::Duration::from_millis(lease_left_ms));
-        if !within.allows(self.sleep.agentkit.request_timeout()) {
+        if !within.allows(self.agents.agentkit.request_timeout()) {
             tracing::warn!(agent = %record.key, "sleep: too little of the lease is left to end the session");
             return Look::Later;
         }
@@ -290,7 +233,7 @@ impl<S: AgentStore, K: AgentKit> Sleeping<'_, '_, S, K> {
             tool_id: home.tool_id.clone(),
             session_id: session_id.to_string(),
         };
-        match self.sleep.agentkit.call(&home.region, &req, within).await {
+        match self.agents.agentkit.call(&home.region, &req, within).await {
             Ok(_) => {}
             Err(e) if e.is_not_found() => {}
             Err(e) => {

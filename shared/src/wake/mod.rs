@@ -1,34 +1,15 @@
 //! The wake (docs/wake-protocol.md): wake an agent exactly once however many callers ask at the
-//! same moment, on its first day and on every day after, and survive a caller dying (or an
-//! answer getting lost) at any step without a second Resume or a lost snapshot.
+//! same moment, on every day of its life, and survive a caller dying (or an answer getting
+//! lost) at any step without a second Resume or a lost snapshot.
 //!
-//! A wake is one of the two changes the lock's driver carries out (`crate::lock::driver`):
-//! the driver decides, watches, leases polls and settles; this module says what is particular
-//! to a wake.
-//!
-//! - **acquire** (asleep, failed, missing, an expired lease, an awake record whose session has
-//!   expired): the winner holds the agent for a new generation ([`holder`]): it locates the
-//!   agent if the record does not say where it lives, reconciles before it resumes (a session
-//!   an earlier holder started is adopted), writes `resume_sent_at` (fenced) before it sends
-//!   `ResumeSessionFromSnapshot`, records the SessionId at once, and polls GetSession until
-//!   the session is Ready or its wait ends;
-//! - **join** (a wake in flight): the driver watches the record; a poller asks GetSession
-//!   ([`Change::look`]) and, after a Resume whose answer was lost, first looks for the
-//!   session it started ([`Change::prepare`]), never sending a Resume itself;
-//! - **awake**: trusted as recorded while its session was verified moments ago; otherwise one
-//!   caller (the winner of a poll lease) asks GetSession once while the rest wait for its
-//!   verdict, and an ended session is woken again, in the same call (`Waking::verify`);
-//! - **a sleep in flight**: waited for (and carried on) as a sleep's joiner would, then the
-//!   agent is woken from the sleep's snapshot.
-//!
-//! Ambiguity is never read as failure: a Resume whose outcome is unknown (a timeout or a 5xx
-//! after sending) keeps the lock until the readiness timeout with `resume_sent_at` set and
-//! answers 202; whoever comes next reconciles, and nobody sends another Resume before that
-//! lease ends. Resume is never sent with less budget left than one AgentKit request timeout.
-//!
-//! Files: `mod.rs` (this: target, outcome, the wake as a change, an awake record checked),
-//! `holder/` (the winner's path). The AgentKit questions a wake asks, and which
-//! snapshot it wakes, live in `crate::locate::sessions`.
+//! A wake is one of the two changes the lock's driver carries out (`crate::lock::driver`), which
+//! decides, watches, leases polls and settles; this module says what is a wake's own: the
+//! holder's path ([`holder`]), the question a poller asks (GetSession; after a Resume whose
+//! answer was lost, first the session it started), what each record answers, an awake record
+//! checked once by one caller (`Waking::verify`), and a sleep in flight waited for as its
+//! joiners wait, then woken from its snapshot. Ambiguity is never read as failure: a Resume
+//! whose outcome is unknown keeps the lock until the readiness timeout and answers 202, and
+//! nobody sends another before that.
 
 mod holder;
 
@@ -37,16 +18,15 @@ use crate::agentkit::AgentKit;
 use crate::deadline::Budget;
 use crate::domain::failure::{is_definite, recorded_failure, SESSION_ENDED};
 use crate::domain::WakeState;
-use crate::domain::{AgentKey, AgentRecord, Announce, Description, SessionPhase, ToolRegistry};
+use crate::domain::{AgentKey, AgentRecord, Announce, Description, SessionPhase};
 use crate::error::Error;
 use crate::locate::sessions::session;
 use crate::locate::Home;
-use crate::lock::driver::Driver;
-use crate::lock::driver::{Change, Look, Watched};
+use crate::lock::driver::{Agents, Change, Driver, Look, Watched};
 use crate::lock::{Acquired, Decision, Generation, Held, Intent, Written};
 use crate::offboarding::Admitted;
-use crate::sleep::{Sleep, SleepOutcome, SleepTarget};
-use crate::store::{AgentStore, Changes, Condition, Within};
+use crate::sleep::{SleepOutcome, SleepTarget};
+use crate::store::{AgentStore, Changes, Condition};
 use crate::timestamp::now_ms;
 
 pub use crate::lock::{WakeSettings, MIN_TTL};
@@ -91,53 +71,27 @@ pub enum WakeOutcome {
     Waking { record: AgentRecord },
 }
 
-/// One caller's wakes, over the request's bounded store.
-pub struct Wake<'a, S, K> {
-    store: Within<'a, S>,
-    agentkit: &'a K,
-    registry: &'a ToolRegistry,
-    settings: &'a WakeSettings,
-}
-
-impl<'a, S: AgentStore, K: AgentKit> Wake<'a, S, K> {
-    pub fn new(
-        store: Within<'a, S>,
-        agentkit: &'a K,
-        registry: &'a ToolRegistry,
-        settings: &'a WakeSettings,
-    ) -> Self {
-        Wake {
-            store,
-            agentkit,
-            registry,
-            settings,
-        }
-    }
-
+impl<S: AgentStore, K: AgentKit> Agents<'_, S, K> {
     /// Ensure `target` is awake, deciding from `record` (the caller's consistent read),
     /// waiting on others until `budget.wait` and answering by `budget.work`.
-    pub async fn run(
+    pub async fn wake(
         &self,
         target: &WakeTarget,
         record: Option<AgentRecord>,
         budget: Budget,
     ) -> Result<WakeOutcome, Error> {
-        let driver = Driver::new(
-            self.store,
-            self.settings,
-            budget,
-            self.registry,
-            &target.key,
-            target.home.clone(),
-            self.agentkit.request_timeout(),
-        );
-        driver.run(&Waking { wake: self, target }, record).await
+        let driver = self.driver(&target.key, target.home.clone(), budget);
+        let waking = Waking {
+            agents: self,
+            target,
+        };
+        driver.run(&waking, record).await
     }
 }
 
 /// One run of a wake: the change the driver carries out.
 struct Waking<'w, 'a, S, K> {
-    wake: &'w Wake<'a, S, K>,
+    agents: &'w Agents<'a, S, K>,
     target: &'w WakeTarget,
 }
 
@@ -147,7 +101,7 @@ impl<S: AgentStore, K: AgentKit> Change<S> for Waking<'_, '_, S, K> {
 
     fn intent(&self) -> Intent {
         Intent::Wake {
-            verify_fresh: self.wake.settings.verify_fresh,
+            verify_fresh: self.agents.settings.verify_fresh,
         }
     }
 
@@ -239,7 +193,7 @@ impl<S: AgentStore, K: AgentKit> Change<S> for Waking<'_, '_, S, K> {
         };
         let observed = match seen {
             Some(s) => Ok(Some(s)),
-            None => session(self.wake.agentkit, home, session_id, driver.deadline()).await,
+            None => session(self.agents.agentkit, home, session_id, driver.deadline()).await,
         };
         let s = match observed {
             Ok(Some(s)) if s.is_usable() => {
@@ -333,14 +287,14 @@ impl<S: AgentStore, K: AgentKit> Waking<'_, '_, S, K> {
         seen: AgentRecord,
     ) -> Result<Watched<WakeOutcome>, Error> {
         let deadline = driver.deadline();
-        let lease = self.wake.settings.poll_lease.min(deadline.remaining());
+        let lease = self.agents.settings.poll_lease.min(deadline.remaining());
         let until_ms = now_ms() + lease.as_millis() as u64;
         let record = match driver.lock.take_poll_lease(&seen, until_ms).await? {
             Written::Done(r) => r,
             Written::Lost(r) => return Ok(Watched::Again(r)),
         };
         let found = match (driver.home(&record), &record.session_id) {
-            (Some(home), Some(id)) => session(self.wake.agentkit, &home, id, deadline).await?,
+            (Some(home), Some(id)) => session(self.agents.agentkit, &home, id, deadline).await?,
             _ => None,
         };
         match found {
@@ -395,15 +349,13 @@ impl<S: AgentStore, K: AgentKit> Waking<'_, '_, S, K> {
         driver: &Driver<'_, S>,
         record: AgentRecord,
     ) -> Result<Watched<WakeOutcome>, Error> {
-        let wake = self.wake;
-        let sleep = Sleep::new(wake.store, wake.agentkit, wake.registry, wake.settings);
         let target = SleepTarget {
             key: self.target.key.clone(),
             home: driver.known_home().cloned(),
             describe: self.target.describe.clone(),
             admitted: self.target.admitted,
         };
-        match Box::pin(sleep.watch(driver, &target, record)).await {
+        match Box::pin(self.agents.watch_sleep(driver, &target, record)).await {
             Ok(Watched::Done(SleepOutcome::Sleeping { record })) => {
                 Ok(Watched::Done(WakeOutcome::Waking { record }))
             }

@@ -1,29 +1,11 @@
-//! The winner's path (docs/wake-protocol.md, "A wake, step by step"): locate, reconcile, resume,
-//! record, poll.
+//! The winner's path (docs/wake-protocol.md, "A wake, step by step"), numbered below as there:
+//! where the agent lives, reconcile, an unknown Resume waited out, the snapshot, the budget,
+//! the Resume marker, Resume, then the session recorded and polled. Every step after the
+//! acquire is a fenced write, so that a holder stopped at any point leaves a record the next
+//! caller can finish from without a second Resume.
 //!
-//! Every step after the acquire is a fenced write, in this order, so that a holder stopped at
-//! any point leaves a record the next caller can finish from without a second Resume:
-//!
-//! 1. where: the record's Tool, else [`crate::locate::locate`] (only the winner lists);
-//! 2. reconcile: a session an earlier holder of this agent started is adopted (GetSession of
-//!    the session the previous generation recorded; ListSessions by UserSessionId; for a
-//!    `snapshot-<id>` agent after an unknown Resume, the one unclaimed session it left);
-//! 3. a Resume sent by somebody whose outcome nobody knows yet (`resume_sent_at` within the
-//!    readiness timeout) is waited out, never doubled;
-//! 4. the snapshot: the named one, else the newest Ready one, re-checked as the agent's own;
-//! 5. budget: at least one AgentKit request timeout left before the request's own deadline
-//!    (not its wait: a short request still sends Resume), else the lock is given back (503);
-//! 6. `resume_sent_at`, the snapshot, the Tool, lease = the readiness timeout (fenced);
-//! 7. `ResumeSessionFromSnapshot`: its SessionId is recorded at once (fenced); a NotFound is
-//!    422 (the snapshot is gone, the agent rests); an unknown outcome keeps the lock and
-//!    answers 202; a refusal records `failed` (the snapshot untouched);
-//! 8. poll GetSession until Ready (complete), ended (failed), or the wait ends (202): a short
-//!    request asks once.
-//!
-//! Files: `mod.rs` (this: the steps in order, the session recorded and polled, or a Resume's
-//! outcome unknown, and letting the lock go), `reconcile.rs` (step 2: a session an earlier
-//! holder started, a stuck one ended, a reconcile that could not finish), `pick.rs` (step 4:
-//! the snapshot).
+//! Files: `mod.rs` (this: the steps, the session recorded and polled or a Resume's outcome
+//! unknown, letting the lock go), `reconcile.rs` (step 2), `pick.rs` (step 4).
 
 mod pick;
 mod reconcile;
@@ -71,12 +53,12 @@ impl<S: AgentStore, K: AgentKit> Waking<'_, '_, S, K> {
     ) -> Result<WakeOutcome, Error> {
         let deadline = driver.deadline();
         let key = &self.target.key;
-        let wake = self.wake;
+        let agents = self.agents;
 
         // 1. Where the agent lives.
         let found = crate::locate::home_or_locate(
-            wake.agentkit,
-            wake.registry,
+            agents.agentkit,
+            agents.registry,
             key,
             Some(&held.record),
             driver.known_home(),
@@ -102,7 +84,7 @@ impl<S: AgentStore, K: AgentKit> Waking<'_, '_, S, K> {
             .and_then(|b| b.session_id.clone());
         let mut adopted = None;
         if let Some(previous) = previous {
-            match session(wake.agentkit, &home, &previous, deadline).await {
+            match session(agents.agentkit, &home, &previous, deadline).await {
                 Ok(Some(s)) => match s.phase() {
                     SessionPhase::Ended => {}
                     SessionPhase::Unknown => {
@@ -161,7 +143,7 @@ impl<S: AgentStore, K: AgentKit> Waking<'_, '_, S, K> {
 
         // 3. A Resume somebody sent, outcome unknown: wait it out rather than double it.
         if let Some(sent) = held.record.resume_sent_at_ms {
-            let until = sent + wake.settings.ready_timeout.as_millis() as u64;
+            let until = sent + agents.settings.ready_timeout.as_millis() as u64;
             if now_ms() < until {
                 tracing::info!(agent = %key, "wake: an earlier Resume is unaccounted for; waiting for it");
                 let changes = Changes {
@@ -198,7 +180,7 @@ impl<S: AgentStore, K: AgentKit> Waking<'_, '_, S, K> {
 
         // 5. Enough time for one whole AgentKit request, or none is sent. The request's own
         // deadline, not its wait: sending Resume is this caller's own step, whatever it waits.
-        if deadline.remaining() < wake.agentkit.request_timeout() {
+        if deadline.remaining() < agents.agentkit.request_timeout() {
             self.give_back(driver, &mut held, &home).await;
             return Err(Error::Deferred {
                 detail: "not enough time left in this request to wake the agent safely; retry"
@@ -217,7 +199,7 @@ impl<S: AgentStore, K: AgentKit> Waking<'_, '_, S, K> {
             resume_sent_at_ms: Some(Some(sent_at)),
             snapshot_id: Some(Some(snapshot_id.clone())),
             lease_until_ms: Some(
-                (sent_at + wake.settings.lock.lease.as_millis() as u64)
+                (sent_at + agents.settings.lock.lease.as_millis() as u64)
                     .max(driver.wait().epoch_ms()),
             ),
             poll_until_ms: Some(deadline.epoch_ms()),
@@ -240,7 +222,7 @@ impl<S: AgentStore, K: AgentKit> Waking<'_, '_, S, K> {
         // 7. Resume.
         let request = ResumeSessionFromSnapshot::new(&home.tool_id, &snapshot_id);
         crate::metrics::emit(crate::metrics::Record::of("wake").count("ResumesSent", 1));
-        let answer = wake.agentkit.call(&home.region, &request, deadline).await;
+        let answer = agents.agentkit.call(&home.region, &request, deadline).await;
         let session_id = match answer {
             Ok(r) if !r.session_id.is_empty() => r.session_id,
             Ok(_) => {
@@ -264,7 +246,7 @@ impl<S: AgentStore, K: AgentKit> Waking<'_, '_, S, K> {
         if self.target.user_session_id().is_none() {
             // Nothing in AgentKit says whose this session is: the claim does
             // (crate::locate::claims). A failed write only makes a later orphan search wait.
-            let claimed = crate::locate::claims::claim(&wake.store, &home, &session_id, key);
+            let claimed = crate::locate::claims::claim(&agents.store, &home, &session_id, key);
             if let Err(e) = claimed.await {
                 tracing::warn!(agent = %key, error = %e, "could not claim the resumed session");
             }
@@ -292,12 +274,12 @@ impl<S: AgentStore, K: AgentKit> Waking<'_, '_, S, K> {
     ) -> Result<WakeOutcome, Error> {
         let wait = driver.wait();
         let now = now_ms();
-        let asking = self.wake.agentkit.request_timeout().as_millis() as u64;
+        let asking = self.agents.agentkit.request_timeout().as_millis() as u64;
         let changes = Changes {
             session_id: Some(Some(recorded.session_id.clone())),
             snapshot_id: Some(recorded.snapshot_id.clone()),
             resume_sent_at_ms: Some(None),
-            lease_until_ms: Some(driver.lease_until(now, self.wake.settings.ready_timeout)),
+            lease_until_ms: Some(driver.lease_until(now, self.agents.settings.ready_timeout)),
             poll_until_ms: Some(wait.epoch_ms().max(now + asking)),
             awaited_since_ms: Some(now),
             describe: Some(home.description()),
@@ -364,7 +346,7 @@ impl<S: AgentStore, K: AgentKit> Waking<'_, '_, S, K> {
         let sent = held.record.resume_sent_at_ms.unwrap_or_else(now_ms);
         let changes = Changes {
             poll_until_ms: Some(0),
-            lease_until_ms: Some(driver.lease_until(sent, self.wake.settings.ready_timeout)),
+            lease_until_ms: Some(driver.lease_until(sent, self.agents.settings.ready_timeout)),
             ..Changes::default()
         };
         match driver.lock.write(&mut held, changes).await {
@@ -432,7 +414,7 @@ impl<S: AgentStore, K: AgentKit> Waking<'_, '_, S, K> {
                 Ok(_) => return,
                 Err(e) => {
                     tracing::warn!(agent = %held.key, error = %e, attempt, "could not take the Resume marker back");
-                    let pause = self.wake.settings.watch_min * (attempt + 1);
+                    let pause = self.agents.settings.watch_min * (attempt + 1);
                     if !driver.deadline().allows(pause) {
                         return;
                     }

@@ -37,18 +37,18 @@ impl<S: AgentStore, K: AgentKit> Waking<'_, '_, S, K> {
         listed: Option<Vec<Snapshot>>,
     ) -> Result<Picked, Error> {
         let deadline = driver.deadline();
-        let (wake, target) = (self.wake, self.target);
+        let (agents, target) = (self.agents, self.target);
         let key = &target.key;
         let mut listing = match listed {
             Some(l) => l,
-            None => match snapshots(wake.agentkit, home, key, deadline).await {
+            None => match snapshots(agents.agentkit, home, key, deadline).await {
                 Ok(l) => l,
                 Err(e) => return Err(self.fail(driver, held, e.into(), None).await),
             },
         };
         let recorded = before.and_then(|b| b.snapshot_id.clone());
         let expected = self.expected_snapshot(before);
-        let mut backoff = wake.settings.polling();
+        let mut backoff = agents.settings.polling();
         let mut waited = false;
         loop {
             let choice = choose(
@@ -57,14 +57,14 @@ impl<S: AgentStore, K: AgentKit> Waking<'_, '_, S, K> {
                 target.snapshot_id.as_deref(),
                 recorded.as_deref(),
                 expected.as_ref(),
-                wake.settings.snapshot_stuck_after,
+                agents.settings.snapshot_stuck_after,
                 now_ms(),
             );
             match choice {
                 // Ready at last, but too late in this request to send Resume: give the agent
                 // back, so the next caller wakes it at once (202 meanwhile, not a 503).
                 Choice::Wake { .. }
-                    if waited && deadline.remaining() < wake.agentkit.request_timeout() =>
+                    if waited && deadline.remaining() < agents.agentkit.request_timeout() =>
                 {
                     return match release_asleep(driver, held, home).await? {
                         Written::Done(r) => Ok(Picked::Waiting(r)),
@@ -82,7 +82,7 @@ impl<S: AgentStore, K: AgentKit> Waking<'_, '_, S, K> {
                 }
                 // Wait for it while a Resume could still be sent after it; else say so.
                 Choice::Wait { snapshot_id } => {
-                    let room = wake.agentkit.request_timeout();
+                    let room = agents.agentkit.request_timeout();
                     let until = if snapshot_id.is_some() {
                         driver.wait()
                     } else {
@@ -92,7 +92,7 @@ impl<S: AgentStore, K: AgentKit> Waking<'_, '_, S, K> {
                         return self.await_snapshot(driver, held, home, snapshot_id).await;
                     }
                     waited = true;
-                    listing = match snapshots(wake.agentkit, home, key, deadline).await {
+                    listing = match snapshots(agents.agentkit, home, key, deadline).await {
                         Ok(l) => l,
                         Err(e) => return Err(self.fail(driver, held, e.into(), None).await),
                     };
@@ -132,7 +132,7 @@ impl<S: AgentStore, K: AgentKit> Waking<'_, '_, S, K> {
         let until = driver
             .wait()
             .epoch_ms()
-            .max(now + self.wake.settings.pace().gap(now, now).as_millis() as u64);
+            .max(now + self.agents.settings.pace().gap(now, now).as_millis() as u64);
         let what = snapshot_id.map_or_else(
             || "the last session's snapshot (not listed yet)".to_string(),
             |id| format!("snapshot {id}"),
@@ -164,8 +164,8 @@ impl<S: AgentStore, K: AgentKit> Waking<'_, '_, S, K> {
             .as_deref()
             .and_then(crate::timestamp::epoch_ms)?;
         let now = now_ms();
-        let skew = self.wake.settings.lock.skew_margin.as_millis() as u64;
-        let grace = self.wake.settings.snapshot_grace.as_millis() as u64;
+        let skew = self.agents.settings.lock.skew_margin.as_millis() as u64;
+        let grace = self.agents.settings.snapshot_grace.as_millis() as u64;
         // Only a session that ended by expiring: one ended early (deleted, stopped) leaves none.
         (expired <= now + skew && now < expired + grace).then_some(Expected { session_id })
     }

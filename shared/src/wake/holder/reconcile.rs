@@ -25,15 +25,15 @@ impl<S: AgentStore, K: AgentKit> Waking<'_, '_, S, K> {
         metadata: &[MetadataEntry],
         deadline: Deadline,
     ) -> Result<Option<Session>, Error> {
-        let wake = self.wake;
+        let agents = self.agents;
         match (self.target.user_session_id(), resume_sent_at_ms) {
-            (Some(usid), _) => Ok(live_session(wake.agentkit, home, usid, deadline).await?),
+            (Some(usid), _) => Ok(live_session(agents.agentkit, home, usid, deadline).await?),
             (None, Some(sent)) => {
                 // AgentKit writes whole seconds; allow for that and for clocks a little apart.
-                let margin = wake.settings.lock.skew_margin.as_millis() as u64 + 1000;
+                let margin = agents.settings.lock.skew_margin.as_millis() as u64 + 1000;
                 crate::locate::claims::adopt_orphan(
-                    &wake.store,
-                    wake.agentkit,
+                    &agents.store,
+                    agents.agentkit,
                     home,
                     &self.target.key,
                     sent,
@@ -64,7 +64,7 @@ impl<S: AgentStore, K: AgentKit> Waking<'_, '_, S, K> {
             session_id: session_id.to_string(),
         };
         match self
-            .wake
+            .agents
             .agentkit
             .call(&home.region, &request, deadline)
             .await
@@ -73,7 +73,7 @@ impl<S: AgentStore, K: AgentKit> Waking<'_, '_, S, K> {
             Err(e) if e.is_not_found() => {}
             Err(e) => return Err(e.into()),
         }
-        match session(self.wake.agentkit, home, session_id, deadline).await? {
+        match session(self.agents.agentkit, home, session_id, deadline).await? {
             None => Ok(()),
             Some(s) if s.phase() == SessionPhase::Ended => Ok(()),
             Some(_) => Err(Error::SessionStuck(format!(
