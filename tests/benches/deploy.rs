@@ -145,10 +145,6 @@ async fn bench() {
 
 fn main() {
     // `cargo bench` passes `--bench`; nothing else to parse.
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime");
+    let rt = multi_thread_runtime(2);
     rt.block_on(bench());
 }

@@ -17,9 +17,7 @@ use std::sync::atomic::Ordering::SeqCst;
 use std::sync::Arc;
 use std::time::Duration;
 
-use snapwake::registry_cache::{RegistryCache, ToolOverrides};
 use snapwake::wake::WakeSettings;
-use snapwake_resume::Resume;
 use snapwake_tests::*;
 
 const STORM: usize = 500;
@@ -61,13 +59,11 @@ async fn child(
     requests: usize,
     concurrency: usize,
 ) {
-    let function = Arc::new(Resume {
-        store: dynamo_table(&table, false).await,
-        agentkit: client(&endpoint),
-        registry: RegistryCache::new(ToolOverrides::default()),
-        identity: identity(),
-        wake: WakeSettings::default(),
-    });
+    let function = Arc::new(resume_fn(
+        dynamo_table(&table, false).await,
+        client(&endpoint),
+        WakeSettings::default(),
+    ));
     let before = status_kb("VmRSS").unwrap_or(0);
     let path = Arc::new(format!("/v1/agents/codex/{agent_id}/resume"));
     let owner = Arc::new(owner);
@@ -134,13 +130,11 @@ async fn run_child(
         .env("BENCH_REQUESTS", requests.to_string())
         .env("BENCH_CONCURRENCY", concurrency.to_string());
     // The rest of the storm, from this process (other Lambda containers, as it were).
-    let others = Arc::new(Resume {
-        store: dynamo_table(table, false).await,
-        agentkit: world.client(),
-        registry: RegistryCache::new(ToolOverrides::default()),
-        identity: identity(),
-        wake: WakeSettings::default(),
-    });
+    let others = Arc::new(resume_fn(
+        dynamo_table(table, false).await,
+        world.client(),
+        WakeSettings::default(),
+    ));
     let storm: Vec<_> = (0..alongside)
         .map(|_| {
             let f = others.clone();

@@ -18,7 +18,6 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use snapwake::registry_cache::{RegistryCache, ToolOverrides};
 use snapwake::wake::WakeSettings;
 use snapwake_resume::Resume;
 use snapwake_tests::counting::CountingStore;
@@ -56,12 +55,7 @@ struct CostRun {
 
 /// The POST of a resume, saying `Prefer: wait=<s>` when `prefer` is set.
 fn resume_request(agent_id: &str, prefer: Option<u64>) -> lambda_http::Request {
-    let mut req = request(
-        "POST",
-        &format!("/v1/agents/codex/{agent_id}/resume"),
-        Who::User("alice"),
-        None,
-    );
+    let mut req = alices_request("POST", &format!("/v1/agents/codex/{agent_id}/resume"));
     if let Some(s) = prefer {
         let value = format!("wait={s}");
         req.headers_mut()
@@ -277,22 +271,12 @@ async fn warm_up(world: &World, function: &Arc<Function>) {
 
 fn main() {
     // `cargo bench` passes `--bench`; nothing else to parse.
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(8)
-        .enable_all()
-        .build()
-        .expect("runtime");
+    let rt = multi_thread_runtime(8);
     rt.block_on(async {
         let world = World::start(READY_DELAY).await;
         let store = CountingStore::new(dynamo_store("bench-storm-cost").await);
         world.register(&store).await;
-        let function = Arc::new(Resume {
-            store,
-            agentkit: world.client(),
-            registry: RegistryCache::new(ToolOverrides::default()),
-            identity: identity(),
-            wake: WakeSettings::default(),
-        });
+        let function = Arc::new(resume_fn(store, world.client(), WakeSettings::default()));
         warm_up(&world, &function).await;
         let short_500 = storm(&world, &function, 500, None).await;
         let short_100 = storm(&world, &function, 100, None).await;

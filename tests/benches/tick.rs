@@ -18,7 +18,6 @@ use snapwake::agentkit::types::MetadataEntry;
 use snapwake::deadline::Deadline;
 use snapwake::domain::{AgentKey, Description, Kind, Retention, ScheduleRecord, WakeState};
 use snapwake::identity::usid;
-use snapwake::registry_cache::{RegistryCache, ToolOverrides};
 use snapwake::store::{AgentStore, Changes, Condition, ScheduleStore};
 use snapwake_resume::Resume;
 use snapwake_sim::SeedSnapshot;
@@ -117,8 +116,7 @@ fn row(name: &str, m: &Measured) -> String {
 async fn main() {
     let dynamo = dynamo_store("bench-tick").await;
     let store = Arc::new(CountingStore::new(dynamo));
-    let world = World::start(Duration::from_millis(500)).await;
-    world.register(&store.inner).await;
+    let world = World::registered(Duration::from_millis(500), &store.inner).await;
     let ctl = world.sim.control();
 
     // 100 asleep agents with records and due schedules; 9,900 schedules due in the weeks ahead
@@ -184,13 +182,7 @@ async fn main() {
         .unwrap();
     assert!(!quiet_all.records.is_empty());
 
-    let f = Resume {
-        store: store.clone(),
-        agentkit: world.client(),
-        registry: RegistryCache::new(ToolOverrides::default()),
-        identity: identity(),
-        wake: quick_wake(),
-    };
+    let f = resume_fn(store.clone(), world.client(), quick_wake());
 
     // (a) 100 asleep agents due: the tick wakes them, later ticks carry the wakes.
     let first = measure(&f, &store, &world, T).await;

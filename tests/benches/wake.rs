@@ -13,7 +13,6 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use snapwake::registry_cache::{RegistryCache, ToolOverrides};
 use snapwake::wake::WakeSettings;
 use snapwake_resume::Resume;
 use snapwake_tests::counting::CountingStore;
@@ -77,13 +76,8 @@ async fn storm_once(
         let p = format!("/v1/agents/codex/{agent_id}/resume");
         tasks.push(tokio::spawn(async move {
             let t = Instant::now();
-            let (status, body) = answer(
-                &f.handle(prefer_wait(
-                    request("POST", &p, Who::User("alice"), None),
-                    20,
-                ))
-                .await,
-            );
+            let (status, body) =
+                answer(&f.handle(prefer_wait(alices_request("POST", &p), 20)).await);
             let sid = body["session"]["session_id"]
                 .as_str()
                 .unwrap_or_default()
@@ -163,13 +157,7 @@ async fn storm(warm_up_rounds: usize) {
     let store = CountingStore::new(dynamo_store("bench-storm").await);
     world.register(&store).await;
     let (agent_id, _) = world.asleep_agent("alice", "Storm");
-    let function = Arc::new(Resume {
-        store,
-        agentkit: world.client(),
-        registry: RegistryCache::new(ToolOverrides::default()),
-        identity: identity(),
-        wake: WakeSettings::default(),
-    });
+    let function = Arc::new(resume_fn(store, world.client(), WakeSettings::default()));
     let first = storm_once(&world, &function, &agent_id).await;
     // Eight hours later: the session expired into a new snapshot, and the record still names
     // it. Two real seconds pass too (an awake record is trusted for two seconds).
@@ -198,13 +186,7 @@ async fn throughput() {
         .collect();
     let calls = store.calls.clone();
     world.sim.control().reset_counters();
-    let function = Arc::new(Resume {
-        store,
-        agentkit: world.client(),
-        registry: RegistryCache::new(ToolOverrides::default()),
-        identity: identity(),
-        wake: WakeSettings::default(),
-    });
+    let function = Arc::new(resume_fn(store, world.client(), WakeSettings::default()));
     // Warm the registry cache so the numbers are per wake.
     let _ = function.registry.get(&function.store).await;
     let (gets0, updates0) = (calls.get(&calls.gets), calls.get(&calls.updates));
@@ -279,13 +261,7 @@ async fn warm_up() -> usize {
     let world = World::start(Duration::ZERO).await;
     let store = dynamo_store("bench-warm-up").await;
     world.register(&store).await;
-    let function = Arc::new(Resume {
-        store,
-        agentkit: world.client(),
-        registry: RegistryCache::new(ToolOverrides::default()),
-        identity: identity(),
-        wake: WakeSettings::default(),
-    });
+    let function = Arc::new(resume_fn(store, world.client(), WakeSettings::default()));
     let mut best: Option<Duration> = None;
     for round in 1..=MAX_ROUNDS {
         let agents: Vec<(String, String)> = (0..WARM_UP)
@@ -328,11 +304,7 @@ async fn warm_up() -> usize {
 
 fn main() {
     // `cargo bench` passes `--bench`; nothing else to parse.
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(8)
-        .enable_all()
-        .build()
-        .expect("runtime");
+    let rt = multi_thread_runtime(8);
     rt.block_on(async {
         let rounds = warm_up().await;
         storm(rounds).await;

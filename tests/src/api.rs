@@ -1,10 +1,21 @@
 //! Every HTTP function of snapwake over one store and one AgentKit, routed like API Gateway,
 //! with settings short enough for tests.
 
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use snapwake::store::AgentStore;
+use lambda_http::{Body, Request, Response};
+use snapwake::agentkit::AgentKit;
+use snapwake::registry_cache::{RegistryCache, ToolOverrides};
+use snapwake::store::{AgentStore, ScheduleStore};
+use snapwake::wake::WakeSettings;
+use snapwake_create::{Create, CreateSettings};
+use snapwake_delete::{Delete, DeleteSettings};
+use snapwake_list::{List, ListSettings};
+use snapwake_resume::Resume;
+
+use crate::{alices_request, identity};
 
 pub fn shared<T>(t: T) -> Arc<T> {
     Arc::new(t)
@@ -13,10 +24,10 @@ pub fn shared<T>(t: T) -> Arc<T> {
 /// Every HTTP function of snapwake over one store and one AgentKit, each with its own context,
 /// dispatched by the functions' own route tables (API Gateway's job in production).
 pub struct Api<S, K> {
-    pub list: snapwake_list::List<S, K>,
-    pub create: snapwake_create::Create<S, K>,
-    pub resume: snapwake_resume::Resume<S, K>,
-    pub delete: snapwake_delete::Delete<S, K>,
+    pub list: List<S, K>,
+    pub create: Create<S, K>,
+    pub resume: Resume<S, K>,
+    pub delete: Delete<S, K>,
 }
 
 /// Which function serves a route.
@@ -56,8 +67,8 @@ pub fn quick_lock(lease: Duration) -> snapwake::lock::LockSettings {
 }
 
 /// Short polls and leases, so a resume answers quickly on the simulator.
-pub fn quick_wake() -> snapwake::wake::WakeSettings {
-    snapwake::wake::WakeSettings {
+pub fn quick_wake() -> WakeSettings {
+    WakeSettings {
         lock: quick_lock(Duration::from_secs(5)),
         ready_timeout: Duration::from_secs(3),
         poll_min: Duration::from_millis(20),
@@ -66,7 +77,23 @@ pub fn quick_wake() -> snapwake::wake::WakeSettings {
         watch_max: Duration::from_millis(100),
         poll_lease: Duration::from_millis(500),
         wait: Duration::from_secs(4),
-        ..snapwake::wake::WakeSettings::default()
+        ..WakeSettings::default()
+    }
+}
+
+/// Wake settings of a test that follows one wake closely: a lock of `lease`, readiness given
+/// up after `ready_timeout`, callers held up to `wait`, AgentKit polled every 50–200 ms and the
+/// record re-read every 25–100 ms.
+pub fn wake_settings(lease: Duration, ready_timeout: Duration, wait: Duration) -> WakeSettings {
+    WakeSettings {
+        lock: quick_lock(lease),
+        ready_timeout,
+        wait,
+        poll_min: Duration::from_millis(50),
+        poll_max: Duration::from_millis(200),
+        watch_min: Duration::from_millis(25),
+        watch_max: Duration::from_millis(100),
+        ..WakeSettings::default()
     }
 }
 
@@ -78,63 +105,154 @@ pub async fn outcome_forgotten() {
 }
 
 /// A delete's settings with the lock of `wake`.
-pub fn delete_settings(wake: &snapwake::wake::WakeSettings) -> snapwake_delete::DeleteSettings {
-    snapwake_delete::DeleteSettings {
+pub fn delete_settings(wake: &WakeSettings) -> DeleteSettings {
+    DeleteSettings {
         lock: wake.lock.clone(),
-        ..snapwake_delete::DeleteSettings::default()
+        ..DeleteSettings::default()
     }
+}
+
+/// The list function over `store` and `agentkit`, with the tests' identity and `settings`.
+pub fn list_fn<S, K>(store: S, agentkit: K, settings: ListSettings) -> List<S, K>
+where
+    S: AgentStore + ScheduleStore,
+    K: AgentKit,
+{
+    List::new(
+        store,
+        agentkit,
+        RegistryCache::new(ToolOverrides::default()),
+        identity(),
+        settings,
+    )
+}
+
+/// List settings with `lock`, no cursor key and no open URL: what most tests list with.
+pub fn list_settings(lock: snapwake::lock::LockSettings) -> ListSettings {
+    ListSettings {
+        lock,
+        cursor_key: None,
+        open_url: None,
+    }
+}
+
+/// The create function over `store` and `agentkit`, with the tests' identity and `settings`.
+pub fn create_fn<S, K>(store: S, agentkit: K, settings: CreateSettings) -> Create<S, K> {
+    Create {
+        store,
+        agentkit,
+        registry: RegistryCache::new(ToolOverrides::default()),
+        identity: identity(),
+        settings,
+    }
+}
+
+/// The resume function over `store` and `agentkit`, with the tests' identity and `wake`.
+pub fn resume_fn<S, K>(store: S, agentkit: K, wake: WakeSettings) -> Resume<S, K> {
+    Resume {
+        store,
+        agentkit,
+        registry: RegistryCache::new(ToolOverrides::default()),
+        identity: identity(),
+        wake,
+    }
+}
+
+/// The delete function over `store` and `agentkit`, with the tests' identity and `settings`.
+pub fn delete_fn<S, K>(store: S, agentkit: K, settings: DeleteSettings) -> Delete<S, K> {
+    Delete {
+        store,
+        agentkit,
+        registry: RegistryCache::new(ToolOverrides::default()),
+        identity: identity(),
+        settings,
+    }
+}
+
+/// An HTTP function of snapwake: it answers API Gateway requests (its own `handle`).
+pub trait HttpFunction: Send + Sync {
+    /// The function's answer to `request`.
+    fn respond(&self, request: Request) -> impl Future<Output = Response<Body>> + Send;
+}
+
+/// [`HttpFunction`] for each of `functions`, by its own `handle`.
+macro_rules! http_functions {
+    ($($function:ident),*) => {$(
+        impl<S: AgentStore + ScheduleStore, K: AgentKit> HttpFunction for $function<S, K> {
+            fn respond(&self, request: Request) -> impl Future<Output = Response<Body>> + Send {
+                self.handle(request)
+            }
+        }
+    )*};
+}
+
+http_functions!(Resume, Delete, Create, Api);
+
+/// Alice's `POST /v1/agents/codex/{agent_id}/{verb}` to `function`, asked again every 100 ms
+/// while the answer is 202, for at most `patience`: the last answer.
+pub async fn settle_alices<F: HttpFunction>(
+    function: &F,
+    agent_id: &str,
+    verb: &str,
+    patience: Duration,
+) -> (u16, serde_json::Value) {
+    let until = std::time::Instant::now() + patience;
+    let path = format!("/v1/agents/codex/{agent_id}/{verb}");
+    loop {
+        let (status, body) = crate::answer(&function.respond(alices_request("POST", &path)).await);
+        if status != 202 || std::time::Instant::now() > until {
+            return (status, body);
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// `request` answered by `function` in a task of its own, so that a test can race it against
+/// another request, or abort it midway.
+pub fn spawn_request<F: HttpFunction + 'static>(
+    function: &Arc<F>,
+    request: Request,
+) -> tokio::task::JoinHandle<Response<Body>> {
+    let function = function.clone();
+    tokio::spawn(async move { function.respond(request).await })
 }
 
 impl<S, K> Api<S, K>
 where
-    S: AgentStore + snapwake::store::ScheduleStore + Clone,
-    K: snapwake::agentkit::AgentKit + Clone,
+    S: AgentStore + ScheduleStore + Clone,
+    K: AgentKit + Clone,
 {
     /// All four functions over `store` and `agentkit`, with `identity` and [`quick_wake`].
     pub fn new(store: S, agentkit: K, identity: snapwake::identity::IdentityConfig) -> Self {
-        use snapwake::registry_cache::{RegistryCache, ToolOverrides};
-        let registry = || RegistryCache::new(ToolOverrides::default());
+        let create = CreateSettings {
+            budget: Duration::from_secs(5),
+            ..Default::default()
+        };
         Api {
-            list: snapwake_list::List::new(
+            list: List::new(
                 store.clone(),
                 agentkit.clone(),
-                registry(),
+                RegistryCache::new(ToolOverrides::default()),
                 identity.clone(),
-                snapwake_list::ListSettings {
-                    lock: quick_wake().lock,
-                    cursor_key: None,
-                    open_url: None,
-                },
+                list_settings(quick_wake().lock),
             ),
-            create: snapwake_create::Create {
-                store: store.clone(),
-                agentkit: agentkit.clone(),
-                registry: registry(),
+            create: Create {
                 identity: identity.clone(),
-                settings: snapwake_create::CreateSettings {
-                    budget: Duration::from_secs(5),
-                    ..Default::default()
-                },
+                ..create_fn(store.clone(), agentkit.clone(), create)
             },
-            resume: snapwake_resume::Resume {
-                store: store.clone(),
-                agentkit: agentkit.clone(),
-                registry: registry(),
+            resume: Resume {
                 identity: identity.clone(),
-                wake: quick_wake(),
+                ..resume_fn(store.clone(), agentkit.clone(), quick_wake())
             },
-            delete: snapwake_delete::Delete {
-                store,
-                agentkit,
-                registry: registry(),
+            delete: Delete {
                 identity,
-                settings: delete_settings(&quick_wake()),
+                ..delete_fn(store, agentkit, delete_settings(&quick_wake()))
             },
         }
     }
 }
 
-impl<S: AgentStore + snapwake::store::ScheduleStore, K: snapwake::agentkit::AgentKit> Api<S, K> {
+impl<S: AgentStore + ScheduleStore, K: AgentKit> Api<S, K> {
     /// The function's own `handle`, called directly (no dispatch).
     pub async fn handle_by(
         &self,

@@ -25,6 +25,11 @@ pub fn request(
     from_event(&event(method, raw_path, who, body))
 }
 
+/// A [`request`] without a body by alice, the owner of most tests' agents.
+pub fn alices_request(method: &str, raw_path: &str) -> lambda_http::Request {
+    request(method, raw_path, Who::User("alice"), None)
+}
+
 /// The identity configuration of the tests: the `admins` group is admin.
 pub fn identity() -> snapwake::identity::IdentityConfig {
     snapwake::identity::IdentityConfig {

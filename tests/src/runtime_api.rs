@@ -189,3 +189,21 @@ async fn init_error(body: Bytes) -> StatusCode {
     );
     StatusCode::ACCEPTED
 }
+
+/// Serve `function` through the real Lambda runtime loop (`lambda_http::run`), as deployed,
+/// against the Runtime API the environment names. The loop's future is not `Send`, so it gets
+/// a thread of its own, which ends with the process.
+pub fn serve_in_lambda_loop<F: crate::HttpFunction + 'static>(function: Arc<F>) {
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("a runtime for the Lambda loop");
+        rt.block_on(lambda_http::run(lambda_http::service_fn(
+            move |request: lambda_http::Request| {
+                let function = function.clone();
+                async move { Ok::<_, std::convert::Infallible>(function.respond(request).await) }
+            },
+        )))
+    });
+}

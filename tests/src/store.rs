@@ -1,7 +1,9 @@
 //! A fresh table per test on DynamoDB Local (Amazon's own engine).
 
+use snapwake::domain::{AgentKey, Kind, WakeState};
 use snapwake::store::dynamo::DynamoStore;
 use snapwake::store::table::create_table;
+use snapwake::store::{AgentStore, Changes, Condition};
 
 pub const REGION: &str = "cn-beijing";
 
@@ -30,4 +32,29 @@ pub async fn dynamo_table(table: &str, create: bool) -> DynamoStore {
             .unwrap_or_else(|e| panic!("cannot create table {table}: {e}"));
     }
     store
+}
+
+/// Hold the codex agent `agent_id`, which has no record yet, as an operation that acquired it
+/// would (no AgentKit involved): in `state`, by `holder`, with a lease until `lease_until_ms`.
+pub async fn hold<S: AgentStore>(
+    store: &S,
+    agent_id: &str,
+    state: WakeState,
+    holder: &str,
+    lease_until_ms: u64,
+) {
+    store
+        .update(
+            &AgentKey::new(Kind::Codex, agent_id),
+            &Condition::Absent,
+            &Changes {
+                state: Some(state),
+                holder: Some(Some(holder.into())),
+                bump_fence: true,
+                lease_until_ms: Some(lease_until_ms),
+                ..Changes::default()
+            },
+        )
+        .await
+        .unwrap();
 }

@@ -32,6 +32,16 @@ impl World {
         World::seeded(sim)
     }
 
+    /// [`World::start`], with its registry written into `store`.
+    pub async fn registered<S: AgentStore + snapwake::store::ScheduleStore>(
+        session_ready_delay: Duration,
+        store: &S,
+    ) -> World {
+        let world = World::start(session_ready_delay).await;
+        world.register(store).await;
+        world
+    }
+
     /// [`World::start`] with the simulator on threads of its own
     /// ([`Simulator::start_apart`]): for tests that keep hundreds of callers busy at once.
     pub fn start_apart(session_ready_delay: Duration) -> World {
@@ -109,6 +119,15 @@ impl World {
             .unwrap();
         (agent_id, snapshot)
     }
+}
+
+/// The live sessions of `agent_id` (its UserSessionId) in the simulator of `ctl`: their ids.
+pub fn live_sessions(ctl: &snapwake_sim::SimControl, agent_id: &str) -> Vec<String> {
+    ctl.sessions()
+        .into_iter()
+        .filter(|s| s.user_session_id.as_deref() == Some(agent_id) && s.is_active())
+        .filter_map(|s| s.session_id)
+        .collect()
 }
 
 /// A client of the simulator at `endpoint` (quick retries).
@@ -223,6 +242,27 @@ impl World {
                 ..Default::default()
             })
             .unwrap()
+    }
+
+    /// Inject `fault` into the simulator.
+    pub fn inject(&self, fault: snapwake_sim::Fault) {
+        self.sim.control().inject(fault).unwrap();
+    }
+
+    /// How many live sessions of `agent_id` (its UserSessionId) the simulator holds.
+    pub fn live_sessions_of(&self, agent_id: &str) -> u64 {
+        self.sim.control().counters().live_sessions_of(agent_id)
+    }
+
+    /// How many calls of `action` the simulator received (since its counters were last reset).
+    pub fn received(&self, action: &str) -> u64 {
+        self.sim.control().counters().received(action)
+    }
+
+    /// How many AgentKit calls the simulator received, of every action.
+    pub fn agentkit_calls(&self) -> u64 {
+        let counters = self.sim.control().counters();
+        counters.actions.values().map(|a| a.received).sum()
     }
 
     /// The snapshots the simulator still holds for `agent_id`.

@@ -17,7 +17,7 @@ use snapwake::secret::Secret;
 use snapwake::store::dynamo::DynamoStore;
 use snapwake_sim::SimConfig;
 use snapwake_tests::captured_log::CapturedLog;
-use snapwake_tests::runtime_api::{Answer, RuntimeApi};
+use snapwake_tests::runtime_api::{serve_in_lambda_loop, Answer, RuntimeApi};
 use snapwake_tests::*;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
@@ -120,21 +120,8 @@ async fn no_secret_signature_or_endpoint_reaches_a_response_or_a_log_line() {
         client_with(&endpoint, credentials),
         identity(),
     ));
-    // Every request of the flow goes through the real Lambda runtime loop, as deployed. Its
-    // future is not `Send`, so it gets a thread of its own, which ends with the process.
-    let handler = api.clone();
-    std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .expect("a runtime for the Lambda loop");
-        rt.block_on(lambda_http::run(lambda_http::service_fn(
-            move |request: lambda_http::Request| {
-                let api = handler.clone();
-                async move { Ok::<_, std::convert::Infallible>(api.handle(request).await) }
-            },
-        )))
-    });
+    // Every request of the flow goes through the real Lambda runtime loop, as deployed.
+    serve_in_lambda_loop(api.clone());
     let lambda = &runtime_api;
     let mut seen_endpoints = Vec::new();
     let mut t = Transcript::default();

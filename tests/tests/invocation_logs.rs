@@ -22,7 +22,7 @@ use snapwake::bootstrap::logs::log_layer_with;
 use snapwake::store::dynamo::DynamoStore;
 use snapwake::timestamp::now_ms;
 use snapwake_tests::captured_log::CapturedLog;
-use snapwake_tests::runtime_api::{Answer, RuntimeApi};
+use snapwake_tests::runtime_api::{serve_in_lambda_loop, Answer, RuntimeApi};
 use snapwake_tests::*;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
@@ -176,21 +176,8 @@ async fn every_line_of_an_invocation_carries_its_request_ids() {
     all_carry("delete", &lines, "aws-delete", Some(&apigw));
 
     // Through the real runtime loop, as deployed: the runtime's context reaches the span, and
-    // the runtime's own line about an event it cannot read carries Lambda's id too. Its future
-    // is not `Send`, so it gets a thread of its own, which ends with the process.
-    let handler = api.clone();
-    std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .expect("a runtime for the Lambda loop");
-        rt.block_on(lambda_http::run(lambda_http::service_fn(
-            move |request: lambda_http::Request| {
-                let api = handler.clone();
-                async move { Ok::<_, std::convert::Infallible>(api.handle(request).await) }
-            },
-        )))
-    });
+    // the runtime's own line about an event it cannot read carries Lambda's id too.
+    serve_in_lambda_loop(api.clone());
     let listing = event("GET", "/v1/agents", alice, None);
     let apigw = request_id_of(&listing);
     let (answered, lines) = logs

@@ -112,13 +112,10 @@ async fn wakes_joins_and_throttles_leave_valid_emf_records() {
         let api = api.clone();
         let path = path.clone();
         callers.push(tokio::spawn(async move {
-            api.handle(prefer_wait(
-                request("POST", &path, Who::User("alice"), None),
-                5,
-            ))
-            .await
-            .status()
-            .as_u16()
+            api.handle(prefer_wait(alices_request("POST", &path), 5))
+                .await
+                .status()
+                .as_u16()
         }));
     }
     for c in callers {
@@ -129,14 +126,8 @@ async fn wakes_joins_and_throttles_leave_valid_emf_records() {
     assert!(total(&lines, "WakesJoined") >= 1.0);
 
     // AgentKit throttles a listing: counted by action.
-    world
-        .sim
-        .control()
-        .inject(Fault::error(Some("ListSessions"), "Throttling", 429).next(1))
-        .unwrap();
-    let listed = api
-        .handle(request("GET", "/v1/agents", Who::User("alice"), None))
-        .await;
+    world.inject(Fault::error(Some("ListSessions"), "Throttling", 429).next(1));
+    let listed = api.handle(alices_request("GET", "/v1/agents")).await;
     assert_eq!(listed.status(), 200);
     assert!(total(&lines, "AgentKitThrottles") >= 1.0);
 
@@ -153,11 +144,9 @@ async fn wakes_joins_and_throttles_leave_valid_emf_records() {
         })
         .unwrap();
     let resumed = api
-        .handle(request(
+        .handle(alices_request(
             "POST",
             &format!("/v1/agents/codex/{odd}/resume"),
-            Who::User("alice"),
-            None,
         ))
         .await;
     assert_eq!(resumed.status(), 502);
@@ -167,11 +156,9 @@ async fn wakes_joins_and_throttles_leave_valid_emf_records() {
     // A refusal is not a failure: an agent of alice's that AgentKit has nothing of is a 404.
     let nothing = snapwake::identity::usid::mint("alice");
     let refused = api
-        .handle(request(
+        .handle(alices_request(
             "POST",
             &format!("/v1/agents/codex/{nothing}/resume"),
-            Who::User("alice"),
-            None,
         ))
         .await;
     assert_eq!(refused.status(), 404);

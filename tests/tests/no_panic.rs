@@ -274,11 +274,7 @@ fn malformed(resp: &lambda_http::Response<lambda_http::Body>, request_id: &str) 
 
 #[test]
 fn no_request_panics_a_handler_and_every_answer_is_well_formed() {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = multi_thread_runtime(2);
     let (world, api, ids) = rt.block_on(async {
         let world = World::start(Duration::ZERO).await;
         let store = Arc::new(MemoryStore::new());

@@ -8,7 +8,6 @@
 use std::time::Duration;
 
 use snapwake::domain::{AgentKey, Kind, WakeState};
-use snapwake::registry_cache::{RegistryCache, ToolOverrides};
 use snapwake::store::{AgentStore, Call, Changes, Condition};
 use snapwake::wake::WakeSettings;
 use snapwake_resume::Resume;
@@ -23,41 +22,28 @@ fn marker(condition: &Condition, changes: &Changes) -> bool {
 }
 
 fn settings() -> WakeSettings {
-    WakeSettings {
-        lock: quick_lock(Duration::from_secs(60)),
-        // The default readiness timeout: a marker left behind would hold callers for minutes.
-        ready_timeout: Duration::from_secs(360),
-        poll_min: Duration::from_millis(50),
-        poll_max: Duration::from_millis(200),
-        watch_min: Duration::from_millis(25),
-        watch_max: Duration::from_millis(100),
-        wait: Duration::from_secs(4),
-        ..WakeSettings::default()
-    }
+    // The default readiness timeout: a marker left behind would hold callers for minutes.
+    let ready_timeout = Duration::from_secs(360);
+    wake_settings(
+        Duration::from_secs(60),
+        ready_timeout,
+        Duration::from_secs(4),
+    )
 }
 
 async fn scenario(reads_after: u32) {
     let store = dynamo_store("marker-lost").await;
-    let world = World::start(Duration::ZERO).await;
-    world.register(&store).await;
+    let world = World::registered(Duration::ZERO, &store).await;
     let (agent_id, snapshot) = world.asleep_agent("alice", "Marker");
-    let resume = Resume {
-        store: {
-            // Lost on every attempt the lock makes (each lands), the reads after them failing.
-            let lossy = LostAnswers::new(store.clone(), marker, reads_after);
-            lossy.lose_updates.store(
-                snapwake::lock::LockSettings::default().write_attempts,
-                std::sync::atomic::Ordering::SeqCst,
-            );
-            lossy
-        },
-        agentkit: world.client(),
-        registry: RegistryCache::new(ToolOverrides::default()),
-        identity: identity(),
-        wake: settings(),
-    };
+    // Lost on every attempt the lock makes (each lands), the reads after them failing.
+    let lossy = LostAnswers::new(store.clone(), marker, reads_after);
+    lossy.lose_updates.store(
+        snapwake::lock::LockSettings::default().write_attempts,
+        std::sync::atomic::Ordering::SeqCst,
+    );
+    let resume = resume_fn(lossy, world.client(), settings());
     let path = format!("/v1/agents/codex/{agent_id}/resume");
-    let call = || resume.handle(request("POST", &path, Who::User("alice"), None));
+    let call = || resume.handle(alices_request("POST", &path));
     let ctl = world.sim.control();
 
     let (status, body) = answer(&call().await);
@@ -140,16 +126,6 @@ where
     (answer(&answered), took)
 }
 
-fn resume_fn<S>(store: S, world: &World) -> Resume<S, snapwake::agentkit::AgentKitClient> {
-    Resume {
-        store,
-        agentkit: world.client(),
-        registry: RegistryCache::new(ToolOverrides::default()),
-        identity: identity(),
-        wake: quick_wake(),
-    }
-}
-
 fn schedule_calls(call: &Call<'_>) -> bool {
     matches!(
         call,
@@ -164,18 +140,16 @@ fn schedule_calls(call: &Call<'_>) -> bool {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_schedule_routes_answer_within_budget_when_the_table_hangs() {
     let store = dynamo_store("hang-schedule-routes").await;
-    let world = World::start(Duration::ZERO).await;
-    world.register(&store).await;
-    let f = resume_fn(Stalling::new(store.clone(), schedule_calls), &world);
+    let world = World::registered(Duration::ZERO, &store).await;
+    let f = resume_fn(
+        Stalling::new(store.clone(), schedule_calls),
+        world.client(),
+        quick_wake(),
+    );
     f.store.arm(false);
     let (agent_id, _) = world.asleep_agent("alice", "Hung");
     let path = format!("/v1/agents/codex/{agent_id}/schedule");
-    let wake = request(
-        "POST",
-        &format!("/v1/agents/codex/{agent_id}/resume"),
-        Who::User("alice"),
-        None,
-    );
+    let wake = alices_request("POST", &format!("/v1/agents/codex/{agent_id}/resume"));
     assert_eq!(answer(&f.handle(prefer_wait(wake, 10)).await).0, 200);
     let body = r#"{"timezone": "Europe/Berlin", "wake": "30 8 * * MON-FRI"}"#;
     let (answered, _) =
@@ -197,8 +171,7 @@ async fn the_schedule_routes_answer_within_budget_when_the_table_hangs() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tick_ends_by_its_deadline_whichever_call_of_the_table_hangs() {
     let store = dynamo_store("hang-tick").await;
-    let world = World::start(Duration::ZERO).await;
-    world.register(&store).await;
+    let world = World::registered(Duration::ZERO, &store).await;
     let stalled: [(&str, Stalls); 3] = [
         ("the due index", |c| matches!(c, Call::DueSchedules)),
         ("the agent's record", |c| matches!(c, Call::Get(_))),
@@ -207,15 +180,14 @@ async fn a_tick_ends_by_its_deadline_whichever_call_of_the_table_hangs() {
         }),
     ];
     for (what, stalls) in stalled {
-        let f = resume_fn(Stalling::new(store.clone(), stalls), &world);
+        let f = resume_fn(
+            Stalling::new(store.clone(), stalls),
+            world.client(),
+            quick_wake(),
+        );
         f.store.arm(false);
         let (agent_id, _) = world.asleep_agent("alice", what);
-        let wake = request(
-            "POST",
-            &format!("/v1/agents/codex/{agent_id}/resume"),
-            Who::User("alice"),
-            None,
-        );
+        let wake = alices_request("POST", &format!("/v1/agents/codex/{agent_id}/resume"));
         assert_eq!(answer(&f.handle(prefer_wait(wake, 10)).await).0, 200);
         let put = request(
             "PUT",
@@ -249,8 +221,7 @@ async fn a_tick_ends_by_its_deadline_whichever_call_of_the_table_hangs() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_wake_whose_session_claim_or_offboarding_read_hangs_answers_within_budget() {
     let store = dynamo_store("hang-claim").await;
-    let world = World::start(Duration::ZERO).await;
-    world.register(&store).await;
+    let world = World::registered(Duration::ZERO, &store).await;
     let documents: [(&str, Stalls); 2] = [
         // A `snapshot-<id>` agent's resumed session is claimed after its Resume.
         (
@@ -263,7 +234,11 @@ async fn a_wake_whose_session_claim_or_offboarding_read_hangs_answers_within_bud
         ),
     ];
     for (what, stalls) in documents {
-        let f = resume_fn(Stalling::new(store.clone(), stalls), &world);
+        let f = resume_fn(
+            Stalling::new(store.clone(), stalls),
+            world.client(),
+            quick_wake(),
+        );
         let (agent_id, who) = if what == "the session claim" {
             let snapshot = world
                 .sim

@@ -38,8 +38,7 @@ struct Env {
 impl Env {
     async fn start(test: &str, seed: u64) -> Env {
         let direct = dynamo_store(test).await;
-        let world = World::start(Duration::from_millis(300)).await;
-        world.register(&direct).await;
+        let world = World::registered(Duration::from_millis(300), &direct).await;
         let proxy = WireProxy::in_front_of_local(seed).await;
         let store = proxy.store(direct.table()).await;
         let api = Api::new(store, world.client(), identity());

@@ -3,7 +3,6 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use snapwake::registry_cache::{RegistryCache, ToolOverrides};
 use snapwake_tests::counting::CountingStore;
 use snapwake_tests::*;
 
@@ -15,23 +14,14 @@ pub(crate) async fn everyone() {
     const OWNERS_HERE: usize = 100;
     const AGENTS_EACH: usize = 10;
     let store = Arc::new(CountingStore::new(dynamo_store("bench-everyone").await));
-    let world = World::start(Duration::ZERO).await;
-    world.register(&store).await;
+    let world = World::registered(Duration::ZERO, &store).await;
     let mut seeds = Vec::new();
     for o in 0..OWNERS_HERE {
         let owner = format!("owner-{o:03}");
         for _ in 0..AGENTS_EACH {
             let id = usid::mint(&owner);
             for _ in 0..2 {
-                seeds.push(SeedSnapshot {
-                    tool_id: world.recoverable.clone(),
-                    user_session_id: Some(id.clone()),
-                    session_metadata: vec![MetadataEntry::string("Username", &owner)],
-                    // Made yesterday, as a deployment's snapshots are: not all in the last
-                    // minutes the refresh reads again.
-                    created_at: Some(yesterday()),
-                    ..SeedSnapshot::default()
-                });
+                seeds.push(yesterdays_snapshot(&world, &owner, &id));
             }
         }
     }
@@ -39,17 +29,7 @@ pub(crate) async fn everyone() {
     let ctl = world.sim.control();
     ctl.seed_snapshots(seeds).expect("seed snapshots");
     sweep(&store, &world).await;
-    let f = List::new(
-        store.clone(),
-        world.client(),
-        RegistryCache::new(ToolOverrides::default()),
-        identity(),
-        ListSettings {
-            lock: snapwake::lock::LockSettings::default(),
-            cursor_key: None,
-            open_url: None,
-        },
-    );
+    let f = list_fn(store.clone(), world.client(), ListSettings::default());
     ctl.inject(Fault::latency(None, LATENCY_MS))
         .expect("latency fault");
     println!(

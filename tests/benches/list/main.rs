@@ -25,7 +25,6 @@ use std::time::{Duration, Instant};
 use snapwake::agentkit::types::MetadataEntry;
 use snapwake::agentkit::AgentKitClient;
 use snapwake::identity::usid;
-use snapwake::registry_cache::{RegistryCache, ToolOverrides};
 use snapwake::store::AgentStore;
 use snapwake_list::{List, ListSettings};
 use snapwake_sim::{Fault, SeedSnapshot};
@@ -62,6 +61,18 @@ struct PathCost {
 /// A day ago: when the seeded snapshots were made.
 pub(crate) fn yesterday() -> time::OffsetDateTime {
     time::OffsetDateTime::now_utc() - Duration::from_secs(24 * 3600)
+}
+
+/// A Ready snapshot of `owner`'s agent `agent_id` on the recoverable Tool, made yesterday, as a
+/// deployment's snapshots are: not all in the last minutes the refresh reads again.
+pub(crate) fn yesterdays_snapshot(world: &World, owner: &str, agent_id: &str) -> SeedSnapshot {
+    SeedSnapshot {
+        tool_id: world.recoverable.clone(),
+        user_session_id: Some(agent_id.to_string()),
+        session_metadata: vec![MetadataEntry::string("Username", owner)],
+        created_at: Some(yesterday()),
+        ..SeedSnapshot::default()
+    }
 }
 
 pub(crate) fn ms(d: Duration) -> String {
@@ -124,8 +135,7 @@ async fn measure<S: AgentStore + snapwake::store::ScheduleStore>(
 
 async fn bench() {
     let store = Arc::new(CountingStore::new(dynamo_store("bench-list").await));
-    let world = World::start(Duration::ZERO).await;
-    world.register(&store).await;
+    let world = World::registered(Duration::ZERO, &store).await;
     // The measured owner: 10 agents of 2 snapshots; 999 others: 2 agents of 10 snapshots.
     let me = "owner-0000";
     let mut seeds = Vec::new();
@@ -135,32 +145,14 @@ async fn bench() {
         for _ in 0..agents {
             let id = usid::mint(&owner);
             for _ in 0..per_agent {
-                seeds.push(SeedSnapshot {
-                    tool_id: world.recoverable.clone(),
-                    user_session_id: Some(id.clone()),
-                    session_metadata: vec![MetadataEntry::string("Username", &owner)],
-                    // Made yesterday, as a deployment's snapshots are: not all in the last
-                    // minutes the refresh reads again.
-                    created_at: Some(yesterday()),
-                    ..SeedSnapshot::default()
-                });
+                seeds.push(yesterdays_snapshot(&world, &owner, &id));
             }
         }
     }
     let snapshots = seeds.len();
     let ctl = world.sim.control();
     ctl.seed_snapshots(seeds).expect("seed snapshots");
-    let f = List::new(
-        store.clone(),
-        world.client(),
-        RegistryCache::new(ToolOverrides::default()),
-        identity(),
-        ListSettings {
-            lock: snapwake::lock::LockSettings::default(),
-            cursor_key: None,
-            open_url: None,
-        },
-    );
+    let f = list_fn(store.clone(), world.client(), ListSettings::default());
     let latency = || Fault::latency(None, LATENCY_MS);
 
     // (a) Before the sync: the scan. One unmeasured list first warms the registry cache and
@@ -237,11 +229,7 @@ async fn bench() {
 
 fn main() {
     // `cargo bench` passes `--bench`; nothing else to parse.
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(4)
-        .enable_all()
-        .build()
-        .expect("runtime");
+    let rt = multi_thread_runtime(4);
     rt.block_on(async {
         bench().await;
         everyone().await;

@@ -4,7 +4,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use snapwake::deadline::Deadline;
-use snapwake::registry_cache::{RegistryCache, ToolOverrides};
 use snapwake::store::AgentStore;
 use snapwake_tests::counting::CountingStore;
 use snapwake_tests::*;
@@ -26,13 +25,11 @@ pub(crate) async fn sweep<S: AgentStore + snapwake::store::ScheduleStore>(
     let ctl = world.sim.control();
     ctl.reset_counters();
     let before = store.calls.total();
-    let delete = snapwake_delete::Delete {
-        store: store.clone(),
-        agentkit: world.client(),
-        registry: RegistryCache::new(ToolOverrides::default()),
-        identity: identity(),
-        settings: snapwake_delete::DeleteSettings::default(),
-    };
+    let delete = delete_fn(
+        store.clone(),
+        world.client(),
+        snapwake_delete::DeleteSettings::default(),
+    );
     let started = Instant::now();
     let report = delete
         .sweep(

@@ -9,7 +9,6 @@ use serde_json::Value;
 use snapwake::agentkit::types::{CreateSessionSnapshot, DeleteSession};
 use snapwake::deadline::Deadline;
 use snapwake::domain::{AgentKey, Kind, WakeState};
-use snapwake::registry_cache::{RegistryCache, ToolOverrides};
 use snapwake::store::dynamo::DynamoStore;
 use snapwake::store::AgentStore;
 use snapwake::wake::WakeSettings;
@@ -18,17 +17,12 @@ use snapwake_sim::SeedSnapshot;
 use snapwake_tests::*;
 
 fn settings() -> WakeSettings {
+    // A wait of more than one AgentKit request timeout (2 s): a Resume is never sent with less
+    // left.
+    let wait = Duration::from_millis(2500);
     WakeSettings {
-        lock: quick_lock(Duration::from_secs(5)),
-        ready_timeout: Duration::from_secs(3),
-        poll_min: Duration::from_millis(50),
-        poll_max: Duration::from_millis(200),
-        watch_min: Duration::from_millis(25),
-        watch_max: Duration::from_millis(100),
         poll_lease: Duration::from_millis(300),
-        // More than one AgentKit request timeout (2 s): a Resume is never sent with less left.
-        wait: Duration::from_millis(2500),
-        ..WakeSettings::default()
+        ..wake_settings(Duration::from_secs(5), Duration::from_secs(3), wait)
     }
 }
 
@@ -50,15 +44,8 @@ struct Env {
 impl Env {
     async fn start(test: &str, wake: WakeSettings) -> Env {
         let store = dynamo_store(test).await;
-        let world = World::start(Duration::ZERO).await;
-        world.register(&store).await;
-        let resume = Resume {
-            store: store.clone(),
-            agentkit: world.client(),
-            registry: RegistryCache::new(ToolOverrides::default()),
-            identity: identity(),
-            wake,
-        };
+        let world = World::registered(Duration::ZERO, &store).await;
+        let resume = resume_fn(store.clone(), world.client(), wake);
         Env {
             world,
             store,
@@ -77,14 +64,7 @@ impl Env {
 
     /// Resume until the answer is not 202 or `patience` runs out; the last answer.
     async fn resume_until_settled(&self, agent_id: &str, patience: Duration) -> (u16, Value) {
-        let until = std::time::Instant::now() + patience;
-        loop {
-            let (status, body) = self.resume(agent_id, None).await;
-            if status != 202 || std::time::Instant::now() > until {
-                return (status, body);
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+        settle_alices(&self.resume, agent_id, "resume", patience).await
     }
 
     async fn record(&self, agent_id: &str) -> snapwake::domain::AgentRecord {

@@ -86,11 +86,9 @@ async fn a_session_in_an_unknown_status_is_never_woken_beside() {
 
     let api = Api::new(env.store.clone(), env.world.client(), identity());
     let resp = api
-        .handle(request(
+        .handle(alices_request(
             "GET",
             &format!("/v1/agents/codex/{agent_id}"),
-            Who::User("alice"),
-            None,
         ))
         .await;
     let (status, view) = answer(&resp);
@@ -171,10 +169,7 @@ async fn a_session_in_an_unknown_status_is_not_put_to_sleep() {
     })
     .unwrap();
     let path = format!("/v1/agents/codex/{agent_id}/sleep");
-    let resp = env
-        .resume
-        .handle(request("POST", &path, Who::User("alice"), None))
-        .await;
+    let resp = env.resume.handle(alices_request("POST", &path)).await;
     let (status, body) = answer(&resp);
     assert_eq!(status, 502, "{body}");
     assert!(

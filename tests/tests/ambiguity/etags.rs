@@ -16,23 +16,16 @@ fn completing(condition: &Condition, changes: &Changes) -> bool {
 async fn a_wake_whose_completion_is_unconfirmed_answers_no_stale_etag() {
     for mode in MODES {
         let store = dynamo_store("unconfirmed-etag").await;
-        let world = World::start(Duration::ZERO).await;
-        world.register(&store).await;
+        let world = World::registered(Duration::ZERO, &store).await;
         let (agent_id, _) = world.asleep_agent("alice", "Etag");
         let faulty = Arc::new(FaultyStore::new(store.clone()));
         // Every send of the write, and (answer lost) every re-read after it, fails.
         let settings = LockSettings::default();
         faulty.arm(completing, mode, settings.write_attempts);
         faulty.fail_reads_after_fault(true);
-        let f = Resume {
-            store: faulty.clone(),
-            agentkit: world.client(),
-            registry: RegistryCache::new(ToolOverrides::default()),
-            identity: identity(),
-            wake: quick_wake(),
-        };
+        let f = resume_fn(faulty.clone(), world.client(), quick_wake());
         let path = format!("/v1/agents/codex/{agent_id}/resume");
-        let wake = prefer_wait(request("POST", &path, Who::User("alice"), None), 10);
+        let wake = prefer_wait(alices_request("POST", &path), 10);
         let resp = f.handle(wake).await;
         let (status, body) = answer(&resp);
         assert_eq!(

@@ -36,11 +36,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use snapwake::agentkit::types::{metadata_value, Action, MetadataEntry, Snapshot};
-use snapwake::agentkit::{AgentKit, AgentKitClient, AgentKitError};
-use snapwake::deadline::Deadline;
+use snapwake::agentkit::{AgentKit, AgentKitClient};
 use snapwake::domain::{AgentKey, AgentRecord, Kind, WakeState};
 use snapwake::lock::LockSettings;
-use snapwake::registry_cache::{RegistryCache, ToolOverrides};
 use snapwake::store::dynamo::DynamoStore;
 use snapwake::store::{AgentStore, Answer, Call, Changes, Condition, Layer, StoreError};
 use snapwake::timestamp::now_s;

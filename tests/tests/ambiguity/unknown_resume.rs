@@ -69,7 +69,7 @@ fn seed(world: &World, agent: Agent, marker: &str) -> (String, String, Who<'stat
 /// sessions without one that were resumed from its snapshot (they carry its metadata).
 fn live_of(world: &World, agent: Agent, agent_id: &str, marker: &str) -> usize {
     match agent {
-        Agent::UserSession => world.sim.control().counters().live_sessions_of(agent_id) as usize,
+        Agent::UserSession => world.live_sessions_of(agent_id) as usize,
         Agent::SnapshotOnly => world
             .sim
             .control()
@@ -152,13 +152,11 @@ async fn unknown_resume(agent: Agent, unknown: Unknown, listing_fails: bool) {
     let (agent_id, snapshot, who) = seed(&world, agent, &marker);
     let on_resume =
         listing_fails.then(|| Fault::error(Some("ListSessions"), "InternalError", 500).next(1));
-    let f = Arc::new(Resume {
-        store: store.clone(),
-        agentkit: Kit::new(&world, on_resume),
-        registry: registry(),
-        identity: identity(),
-        wake: quick_wake(),
-    });
+    let f = Arc::new(resume_fn(
+        store.clone(),
+        kit_of(&world, on_resume),
+        quick_wake(),
+    ));
     let world = Arc::new(world);
 
     ctl.inject(unknown.fault()).unwrap();
@@ -259,13 +257,7 @@ async fn a_snapshot_agent_whose_session_expired_wakes_again() {
     let ctl = world.sim.control();
     let marker = uuid::Uuid::new_v4().simple().to_string();
     let (agent_id, snapshot, who) = seed(&world, Agent::SnapshotOnly, &marker);
-    let f = Resume {
-        store: store.clone(),
-        agentkit: world.client(),
-        registry: registry(),
-        identity: identity(),
-        wake: quick_wake(),
-    };
+    let f = resume_fn(store.clone(), world.client(), quick_wake());
 
     let (status, body) = resume_once(&f, &agent_id, who).await;
     assert_eq!(status, 200, "{body}");
@@ -319,18 +311,12 @@ async fn unknown_resume_then_failed_reconcile(agent: Agent) {
     let ctl = world.sim.control();
     let marker = uuid::Uuid::new_v4().simple().to_string();
     let (agent_id, snapshot, who) = seed(&world, agent, &marker);
-    let kit = Kit::new(
+    let kit = kit_of(
         &world,
         Some(Fault::error(Some("ListSessions"), "InternalError", 500).next(1)),
     );
     let wake = quick_wake();
-    let f = Resume {
-        store: store.clone(),
-        agentkit: kit,
-        registry: registry(),
-        identity: identity(),
-        wake: wake.clone(),
-    };
+    let f = resume_fn(store.clone(), kit, wake.clone());
     let key = AgentKey::new(Kind::Codex, &agent_id);
     let mut answers = Vec::new();
 

@@ -12,9 +12,11 @@ use super::*;
 /// is sent (so a fault can hit only the calls that come after it), and notes every
 /// DeleteSession with what the snapshots of that session were at that moment (so a sleep that
 /// ended a session whose snapshot was not Ready is caught in the act).
+pub(crate) type Kit = Hooked<AgentKitClient, Notes>;
+
+/// What a [`Kit`] does around each call: the faults it injects and the endings it notes.
 #[derive(Clone)]
-pub(crate) struct Kit {
-    pub(crate) inner: AgentKitClient,
+pub(crate) struct Notes {
     pub(crate) ctl: SimControl,
     pub(crate) on_resume: Arc<Mutex<Option<Fault>>>,
     /// Injected the moment a CreateSessionSnapshot is sent, as `on_resume` for a Resume.
@@ -36,30 +38,28 @@ impl Ending {
     }
 }
 
-impl Kit {
-    pub(crate) fn new(world: &World, on_resume: Option<Fault>) -> Kit {
-        Kit {
-            inner: world.client(),
+/// The [`Kit`] of `world`, injecting `on_resume` when a Resume is sent.
+pub(crate) fn kit_of(world: &World, on_resume: Option<Fault>) -> Kit {
+    Hooked {
+        inner: world.client(),
+        hook: Notes {
             ctl: world.sim.control(),
             on_resume: Arc::new(Mutex::new(on_resume)),
             on_snapshot: Arc::default(),
             ended: Arc::default(),
-        }
+        },
     }
+}
 
+impl Notes {
     /// Every DeleteSession sent so far.
     pub(crate) fn endings(&self) -> Vec<Ending> {
         self.ended.lock().unwrap().clone()
     }
 }
 
-impl AgentKit for Kit {
-    async fn call<A: Action + 'static>(
-        &self,
-        region: &str,
-        request: &A,
-        deadline: Deadline,
-    ) -> Result<A::Output, AgentKitError> {
+impl AgentKitHook for Notes {
+    async fn around<A: Action, C: AgentKitCall>(&self, request: &A, call: C) -> C::Output {
         if A::NAME == RESUME {
             let fault = self.on_resume.lock().unwrap().take();
             if let Some(fault) = fault {
@@ -73,34 +73,13 @@ impl AgentKit for Kit {
             }
         }
         if A::NAME == "DeleteSession" {
-            let sent = serde_json::to_value(request).unwrap_or_default();
-            let session = sent["SessionId"].as_str().unwrap_or_default().to_string();
-            let snapshots = self
-                .ctl
-                .snapshots()
-                .into_iter()
-                .filter(|s| s.session_id.as_deref() == Some(session.as_str()))
-                .map(|s| {
-                    (
-                        s.snapshot_id.unwrap_or_default(),
-                        s.status.unwrap_or_default(),
-                    )
-                })
-                .collect();
+            let (session, snapshots) = ending_of(&self.ctl, request);
             self.ended
                 .lock()
                 .unwrap()
                 .push(Ending { session, snapshots });
         }
-        self.inner.call(region, request, deadline).await
-    }
-
-    fn regions(&self) -> &[String] {
-        self.inner.regions()
-    }
-
-    fn request_timeout(&self) -> Duration {
-        self.inner.request_timeout()
+        call.await
     }
 }
 
@@ -137,52 +116,32 @@ pub(crate) enum Op {
     Sleep(String),
 }
 
-pub(crate) fn registry() -> RegistryCache {
-    RegistryCache::new(ToolOverrides::default())
-}
-
 impl Env {
     pub(crate) async fn new(table: &str, session_ready_delay: Duration, wake: WakeSettings) -> Env {
         let world = World::start(session_ready_delay).await;
         let store = Arc::new(FaultyStore::new(dynamo_store(table).await));
         world.register(&store).await;
-        let kit = Kit::new(&world, None);
+        let kit = kit_of(&world, None);
         let wait = wake.wait;
+        let delete = DeleteSettings {
+            lock: wake.lock.clone(),
+            budget: DELETE_BUDGET,
+            ..DeleteSettings::default()
+        };
+        let create = CreateSettings {
+            budget: CREATE_BUDGET,
+            // A short lease (still well above the budget), so a create left holding the record
+            // is taken over within the test's patience.
+            lock: quick_lock(Duration::from_secs(8)),
+            // And a short unsettled window, so an unsettled CreateSession is waited out within
+            // it too.
+            unsettled_window: Duration::from_secs(3),
+            ..CreateSettings::default()
+        };
         Env {
-            resume: Resume {
-                store: store.clone(),
-                agentkit: kit.clone(),
-                registry: registry(),
-                identity: identity(),
-                wake: wake.clone(),
-            },
-            delete: Delete {
-                store: store.clone(),
-                agentkit: kit.clone(),
-                registry: registry(),
-                identity: identity(),
-                settings: DeleteSettings {
-                    lock: wake.lock.clone(),
-                    budget: DELETE_BUDGET,
-                    ..DeleteSettings::default()
-                },
-            },
-            create: Create {
-                store: store.clone(),
-                agentkit: kit.clone(),
-                registry: registry(),
-                identity: identity(),
-                settings: CreateSettings {
-                    budget: CREATE_BUDGET,
-                    // A short lease (still well above the budget), so a create left holding
-                    // the record is taken over within the test's patience.
-                    lock: quick_lock(Duration::from_secs(8)),
-                    // And a short unsettled window, so an unsettled CreateSession is waited
-                    // out within it too.
-                    unsettled_window: Duration::from_secs(3),
-                    ..CreateSettings::default()
-                },
-            },
+            resume: resume_fn(store.clone(), kit.clone(), wake),
+            delete: delete_fn(store.clone(), kit.clone(), delete),
+            create: create_fn(store.clone(), kit.clone(), create),
             world,
             store,
             kit,
@@ -198,17 +157,17 @@ impl Env {
         let (budget, resp) = match op {
             Op::Resume(agent) => {
                 let path = format!("/v1/agents/codex/{agent}/resume");
-                let req = request("POST", &path, Who::User("alice"), None);
+                let req = alices_request("POST", &path);
                 (self.wait, self.resume.handle(req).await)
             }
             Op::DeleteAgent(agent) => {
                 let path = format!("/v1/agents/codex/{agent}");
-                let req = request("DELETE", &path, Who::User("alice"), None);
+                let req = alices_request("DELETE", &path);
                 (DELETE_BUDGET, self.delete.handle(req).await)
             }
             Op::DeleteSnapshot(agent, snapshot) => {
                 let path = format!("/v1/agents/codex/{agent}/snapshots/{snapshot}");
-                let req = request("DELETE", &path, Who::User("alice"), None);
+                let req = alices_request("DELETE", &path);
                 (DELETE_BUDGET, self.delete.handle(req).await)
             }
             Op::Create(key) => {
@@ -220,10 +179,7 @@ impl Env {
             // site of the holder is reached; resumes stay short requests, the default.
             Op::Sleep(agent) => {
                 let path = format!("/v1/agents/codex/{agent}/sleep");
-                let req = prefer_wait(
-                    request("POST", &path, Who::User("alice"), None),
-                    self.wait.as_secs(),
-                );
+                let req = prefer_wait(alices_request("POST", &path), self.wait.as_secs());
                 (self.wait, self.resume.handle(req).await)
             }
         };
@@ -278,7 +234,7 @@ impl Env {
     }
 
     pub(crate) fn resumes(&self) -> u64 {
-        self.world.sim.control().counters().received(RESUME)
+        self.world.received(RESUME)
     }
 
     /// A sleep of `agent`'s `session` that went through: `creates` CreateSessionSnapshot in

@@ -140,7 +140,7 @@ async fn bad_kinds_and_ids_are_refused_on_every_agent_route() {
         "nothing refused may wake the agent"
     );
     assert_eq!(
-        world.sim.control().counters().received("SetSessionTtl"),
+        world.received("SetSessionTtl"),
         0,
         "nothing refused may keep a session alive"
     );

@@ -5,24 +5,12 @@ use super::*;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 pub(crate) async fn a_sweep_out_of_time_checkpoints_and_the_next_runs_finish_the_same_pass() {
     let store = Arc::new(dynamo_store("cleanup-checkpoint").await);
-    let world = World::start(Duration::ZERO).await;
-    world.register(&store).await;
+    let world = World::registered(Duration::ZERO, &store).await;
     let fleet = seed_fleet(&world, &["ann", "ben", "cat", "dan", "eve"], 4, 6);
     // Every snapshot delete takes a while: a run has time for a few agents only.
-    world
-        .sim
-        .control()
-        .inject(Fault::latency(Some("DeleteSessionSnapshot"), 100))
-        .unwrap();
+    world.inject(Fault::latency(Some("DeleteSessionSnapshot"), 100));
     let margin = Duration::from_millis(1000);
-    let f = delete_fn(
-        store.clone(),
-        world.client(),
-        SweepSettings {
-            margin,
-            ..SweepSettings::default()
-        },
-    );
+    let f = cleanup_fn(store.clone(), world.client(), sweep_with_margin(margin));
 
     let started = std::time::Instant::now();
     let reports = sweep_until_complete(&f, margin * 2 + Duration::from_millis(1500), 40).await;
@@ -79,21 +67,13 @@ pub(crate) async fn a_sweep_out_of_time_checkpoints_and_the_next_runs_finish_the
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 pub(crate) async fn an_agent_cut_off_by_the_deadline_is_pruned_by_the_continuing_runs() {
     let store = Arc::new(dynamo_store("cleanup-cutoff").await);
-    let world = World::start(Duration::ZERO).await;
-    world.register(&store).await;
+    let world = World::registered(Duration::ZERO, &store).await;
     let fleet = seed_fleet(&world, &["ann", "ben"], 2, 6);
     let ctl = world.sim.control();
     ctl.inject(Fault::latency(Some("DeleteSessionSnapshot"), 300))
         .unwrap();
     let margin = Duration::from_millis(200);
-    let f = delete_fn(
-        store.clone(),
-        world.client(),
-        SweepSettings {
-            margin,
-            ..SweepSettings::default()
-        },
-    );
+    let f = cleanup_fn(store.clone(), world.client(), sweep_with_margin(margin));
 
     let reports = sweep_until_complete(&f, margin + Duration::from_millis(500), 100).await;
     let last = reports.last().unwrap();
@@ -156,8 +136,7 @@ pub(crate) async fn an_agent_cut_off_by_the_deadline_is_pruned_by_the_continuing
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 pub(crate) async fn a_deletion_cut_off_after_agentkit_acted_is_counted_by_the_next_run() {
     let store = Arc::new(dynamo_store("cleanup-cut-acted").await);
-    let world = World::start(Duration::ZERO).await;
-    world.register(&store).await;
+    let world = World::registered(Duration::ZERO, &store).await;
     let fleet = seed_fleet(&world, &["ann", "ben"], 2, 6);
     let ctl = world.sim.control();
     ctl.inject(
@@ -168,14 +147,7 @@ pub(crate) async fn a_deletion_cut_off_after_agentkit_acted_is_counted_by_the_ne
     )
     .unwrap();
     let margin = Duration::from_millis(200);
-    let f = delete_fn(
-        store.clone(),
-        world.client(),
-        SweepSettings {
-            margin,
-            ..SweepSettings::default()
-        },
-    );
+    let f = cleanup_fn(store.clone(), world.client(), sweep_with_margin(margin));
 
     let reports = sweep_until_complete(&f, margin + Duration::from_millis(500), 20).await;
     let last = reports.last().unwrap();
@@ -206,13 +178,12 @@ pub(crate) async fn a_deletion_cut_off_after_agentkit_acted_is_counted_by_the_ne
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 pub(crate) async fn a_prune_longer_than_the_lease_takes_the_lock_again() {
     let store = Arc::new(dynamo_store("cleanup-lease").await);
-    let world = World::start(Duration::ZERO).await;
-    world.register(&store).await;
+    let world = World::registered(Duration::ZERO, &store).await;
     let fleet = seed_fleet(&world, &["ann"], 1, 26);
     let ctl = world.sim.control();
     ctl.inject(Fault::latency(Some("DeleteSessionSnapshot"), 100))
         .unwrap();
-    let mut f = delete_fn(store.clone(), world.client(), SweepSettings::default());
+    let mut f = cleanup_fn(store.clone(), world.client(), SweepSettings::default());
     f.settings.lock.lease = Duration::from_secs(1);
     let report = sweep(&f, Duration::from_secs(60)).await;
     assert!(report.completed, "{report:?}");
@@ -237,15 +208,10 @@ pub(crate) async fn a_prune_longer_than_the_lease_takes_the_lock_again() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 pub(crate) async fn two_sweeps_at_once_prune_once() {
     let store = Arc::new(dynamo_store("cleanup-twice").await);
-    let world = World::start(Duration::ZERO).await;
-    world.register(&store).await;
+    let world = World::registered(Duration::ZERO, &store).await;
     let fleet = seed_fleet(&world, &["ann", "ben"], 3, 6);
-    world
-        .sim
-        .control()
-        .inject(Fault::latency(Some("DeleteSessionSnapshot"), 20))
-        .unwrap();
-    let f = delete_fn(store.clone(), world.client(), SweepSettings::default());
+    world.inject(Fault::latency(Some("DeleteSessionSnapshot"), 20));
+    let f = cleanup_fn(store.clone(), world.client(), SweepSettings::default());
     let (a, b) = tokio::join!(
         sweep(&f, Duration::from_secs(60)),
         sweep(&f, Duration::from_secs(60))

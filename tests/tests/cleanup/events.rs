@@ -72,13 +72,12 @@ pub(crate) fn eventbridge_fixtures_are_told_apart() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 pub(crate) async fn invoke_serves_http_the_sweep_and_offboarding_and_refuses_the_rest() {
     let store = Arc::new(dynamo_store("cleanup-invoke").await);
-    let world = World::start(Duration::ZERO).await;
-    world.register(&store).await;
+    let world = World::registered(Duration::ZERO, &store).await;
     let fleet = seed_fleet(&world, &["carol"], 2, 5);
     let (doomed, _) = world.asleep_agent("alice", "Doomed by HTTP");
     world.more_snapshots("alice", &doomed, 2);
     let (kept, _) = world.asleep_agent("alice", "Offboarded");
-    let f = delete_fn(store.clone(), world.client(), SweepSettings::default());
+    let f = cleanup_fn(store.clone(), world.client(), SweepSettings::default());
 
     // An API Gateway v2 DELETE: an API Gateway v2 response.
     let request = event(
@@ -133,13 +132,13 @@ pub(crate) async fn invoke_serves_http_the_sweep_and_offboarding_and_refuses_the
     assert!(world.snapshots_of(&kept).is_empty());
 
     // Anything else: an error, and nothing touched.
-    let before = agentkit_calls(&world);
+    let before = world.agentkit_calls();
     for unrelated in ["s3-object-created.json", "sqs-batch.json"] {
         let result = f.invoke(fixture(unrelated), context(60_000)).await;
         assert!(result.is_err(), "{unrelated}: {result:?}");
     }
     assert_eq!(
-        agentkit_calls(&world),
+        world.agentkit_calls(),
         before,
         "an unrelated event does nothing"
     );

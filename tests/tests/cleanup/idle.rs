@@ -7,8 +7,7 @@ use super::*;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_idle_agent_is_deleted_whole_and_a_used_one_stays() {
     let store = dynamo_store("sweep-idle").await;
-    let world = World::start(Duration::ZERO).await;
-    world.register(&store).await;
+    let world = World::registered(Duration::ZERO, &store).await;
     let ctl = world.sim.control();
     let now = OffsetDateTime::now_utc();
     let ago = |days: u64| now - Duration::from_secs(days * 24 * 3600);
@@ -25,17 +24,10 @@ async fn an_idle_agent_is_deleted_whole_and_a_used_one_stays() {
     let awake = agent("bob", &[150]);
     world.live_session("bob", &awake);
 
-    let f = delete_fn(
+    let f = cleanup_fn(
         store.clone(),
         world.client(),
-        SweepSettings {
-            policy: RetentionPolicy {
-                keep: 3,
-                max_age: None,
-                max_idle: Some(60 * DAY),
-            },
-            ..SweepSettings::default()
-        },
+        sweep_under(retention(3, None, Some(60 * DAY))),
     );
     let report = sweep(&f, Duration::from_secs(120)).await;
     assert_eq!(report.counts.idle_deleted, 1, "{report:?}");

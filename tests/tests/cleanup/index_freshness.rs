@@ -8,9 +8,7 @@ use super::*;
 async fn alices_agents<S: AgentStore + snapwake::store::ScheduleStore>(
     f: &snapwake_list::List<S, AgentKitClient>,
 ) -> (Vec<(String, String)>, Value) {
-    let resp = f
-        .handle(request("GET", "/v1/agents", Who::User("alice"), None))
-        .await;
+    let resp = f.handle(alices_request("GET", "/v1/agents")).await;
     let (status, body) = answer(&resp);
     assert_eq!(status, 200, "{body}");
     let agents = body["agents"]
@@ -41,11 +39,10 @@ async fn refresh<S: AgentStore + snapwake::store::ScheduleStore, K: AgentKit>(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_snapshot_made_outside_snapwake_is_listed_after_the_next_refresh() {
     let store = dynamo_store("index-freshness").await;
-    let world = World::start(Duration::ZERO).await;
-    world.register(&store).await;
+    let world = World::registered(Duration::ZERO, &store).await;
     let ctl = world.sim.control();
-    let f = delete_fn(store.clone(), world.client(), SweepSettings::default());
-    let list = list_fn(store.clone(), world.client());
+    let f = cleanup_fn(store.clone(), world.client(), SweepSettings::default());
+    let list = list_fn(store.clone(), world.client(), ListSettings::default());
     assert!(sweep(&f, Duration::from_secs(60)).await.completed);
     // The first refresh reads each Tool whole once and marks where the next one starts.
     let first = refresh(&f).await;
@@ -67,11 +64,11 @@ async fn a_snapshot_made_outside_snapwake_is_listed_after_the_next_refresh() {
     eprintln!(
         "refresh with one new snapshot: {} ms, {} AgentKit calls",
         report["duration_ms"],
-        agentkit_calls(&world)
+        world.agentkit_calls()
     );
     assert_eq!(report["indexed"], 1, "{report}");
     assert_eq!(
-        agentkit_calls(&world),
+        world.agentkit_calls(),
         1,
         "one page of what is new: {report}"
     );
@@ -95,7 +92,7 @@ async fn a_snapshot_made_outside_snapwake_is_listed_after_the_next_refresh() {
     // A quiet minute: one call per snapshot Tool, nothing written.
     ctl.reset_counters();
     let quiet = refresh(&f).await;
-    assert_eq!(agentkit_calls(&world), 1, "{quiet}");
+    assert_eq!(world.agentkit_calls(), 1, "{quiet}");
     assert_eq!(quiet["calls"], 1, "{quiet}");
     assert_eq!(
         ctl.counters().received("ListSessionSnapshots"),
@@ -108,11 +105,10 @@ async fn a_snapshot_made_outside_snapwake_is_listed_after_the_next_refresh() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_snapshot_being_made_is_read_again_until_it_settles() {
     let store = dynamo_store("index-freshness-settle").await;
-    let world = World::start(Duration::ZERO).await;
-    world.register(&store).await;
+    let world = World::registered(Duration::ZERO, &store).await;
     let ctl = world.sim.control();
-    let f = delete_fn(store.clone(), world.client(), SweepSettings::default());
-    let list = list_fn(store.clone(), world.client());
+    let f = cleanup_fn(store.clone(), world.client(), SweepSettings::default());
+    let list = list_fn(store.clone(), world.client(), ListSettings::default());
     assert!(sweep(&f, Duration::from_secs(60)).await.completed);
     refresh(&f).await;
 

@@ -13,7 +13,6 @@ use snapwake::deadline::Deadline;
 use snapwake::domain::{AgentKey, Kind, WakeState};
 use snapwake::identity::usid;
 use snapwake::index_sync::index_status;
-use snapwake::registry_cache::{RegistryCache, ToolOverrides};
 use snapwake::store::{AgentStore, Changes, Condition};
 use snapwake::timestamp::{now_ms, now_s};
 use snapwake_delete::OffboardReport;
@@ -21,6 +20,7 @@ use snapwake_delete::RetentionPolicy;
 use snapwake_delete::{classify, Invocation};
 use snapwake_delete::{Delete, DeleteSettings, TOMBSTONE_TTL_S};
 use snapwake_delete::{SweepReport, SweepSettings, CHECKPOINT};
+use snapwake_list::ListSettings;
 use snapwake_sim::{Fault, SeedSession, SeedSnapshot};
 use snapwake_tests::counting::CountingStore;
 use snapwake_tests::*;
@@ -51,56 +51,47 @@ pub(crate) fn fixture(name: &str) -> Value {
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}"))
 }
 
-/// The delete function with the lock of [`quick_wake`] and the sweep settings given.
-pub(crate) fn delete_fn<S: AgentStore + snapwake::store::ScheduleStore, K: AgentKit>(
-    store: S,
-    agentkit: K,
-    sweep: SweepSettings,
-) -> Delete<S, K> {
-    Delete {
-        store,
-        agentkit,
-        registry: RegistryCache::new(ToolOverrides::default()),
-        identity: identity(),
-        settings: DeleteSettings {
-            sweep,
-            // The source the offboarding fixture names (an identity system of the studio).
-            offboarding: snapwake_delete::OffboardSettings {
-                sources: vec![OFFBOARDING_SOURCE.into()],
-            },
-            ..delete_settings(&quick_wake())
+/// The delete function with the lock of [`quick_wake`], the sweep settings given, and
+/// offboarding on the source the offboarding fixture names (an identity system of the studio).
+pub(crate) fn cleanup_fn<S, K>(store: S, agentkit: K, sweep: SweepSettings) -> Delete<S, K> {
+    let settings = DeleteSettings {
+        sweep,
+        offboarding: snapwake_delete::OffboardSettings {
+            sources: vec![OFFBOARDING_SOURCE.into()],
         },
+        ..delete_settings(&quick_wake())
+    };
+    delete_fn(store, agentkit, settings)
+}
+
+/// A retention policy keeping the newest `keep` snapshots of each agent, deleting those older
+/// than `max_age` and the agents idle for longer than `max_idle`.
+pub(crate) fn retention(
+    keep: usize,
+    max_age: Option<Duration>,
+    max_idle: Option<Duration>,
+) -> RetentionPolicy {
+    RetentionPolicy {
+        keep,
+        max_age,
+        max_idle,
     }
 }
 
-pub(crate) fn resume_fn<S: AgentStore + snapwake::store::ScheduleStore, K: AgentKit>(
-    store: S,
-    agentkit: K,
-) -> snapwake_resume::Resume<S, K> {
-    snapwake_resume::Resume {
-        store,
-        agentkit,
-        registry: RegistryCache::new(ToolOverrides::default()),
-        identity: identity(),
-        wake: quick_wake(),
+/// The default sweep under `policy`.
+pub(crate) fn sweep_under(policy: RetentionPolicy) -> SweepSettings {
+    SweepSettings {
+        policy,
+        ..SweepSettings::default()
     }
 }
 
-pub(crate) fn list_fn<S: AgentStore + snapwake::store::ScheduleStore>(
-    store: S,
-    agentkit: AgentKitClient,
-) -> snapwake_list::List<S, AgentKitClient> {
-    snapwake_list::List::new(
-        store,
-        agentkit,
-        RegistryCache::new(ToolOverrides::default()),
-        identity(),
-        snapwake_list::ListSettings {
-            lock: snapwake::lock::LockSettings::default(),
-            cursor_key: None,
-            open_url: None,
-        },
-    )
+/// The default sweep, starting an agent or a deletion only with `margin` left.
+pub(crate) fn sweep_with_margin(margin: Duration) -> SweepSettings {
+    SweepSettings {
+        margin,
+        ..SweepSettings::default()
+    }
 }
 
 /// A Lambda context whose invocation ends `ms` from now.
@@ -165,18 +156,7 @@ pub(crate) fn codex(agent_id: &str) -> AgentKey {
 }
 
 pub(crate) fn received(world: &World, action: &str) -> u64 {
-    world.sim.control().counters().received(action)
-}
-
-pub(crate) fn agentkit_calls(world: &World) -> u64 {
-    world
-        .sim
-        .control()
-        .counters()
-        .actions
-        .values()
-        .map(|a| a.received)
-        .sum()
+    world.received(action)
 }
 
 /// The snapshot ids the simulator holds for `agent_id`.

@@ -45,14 +45,12 @@ pub(crate) async fn seed_owners<S: AgentStore + snapwake::store::ScheduleStore +
     alice.insert("codex asleep", codex(&asleep));
     // codex, recoverable, woken through snapwake (its record names the session).
     let (woken, _) = world.asleep_agent("alice", "Woken");
-    let resume = resume_fn(store.clone(), world.client());
+    let resume = resume_fn(store.clone(), world.client(), quick_wake());
     let (status, body) = answer(
         &resume
-            .handle(request(
+            .handle(alices_request(
                 "POST",
                 &format!("/v1/agents/codex/{woken}/resume"),
-                Who::User("alice"),
-                None,
             ))
             .await,
     );
@@ -182,7 +180,7 @@ pub(crate) async fn offboarding_deletes_every_agent_of_the_owner_and_a_redeliver
     let store = Arc::new(dynamo_store("cleanup-offboard").await);
     let world = World::start(Duration::ZERO).await;
     let owners = seed_owners(&store, &world).await;
-    let f = delete_fn(store.clone(), world.client(), SweepSettings::default());
+    let f = cleanup_fn(store.clone(), world.client(), SweepSettings::default());
 
     let report = offboard(&f, "alice").await;
     assert_eq!(report.owner, "alice");
@@ -216,7 +214,7 @@ pub(crate) async fn the_offboarding_event_twice_after_a_sweep_deletes_alices_age
     let store = Arc::new(dynamo_store("cleanup-offboard-event").await);
     let world = World::start(Duration::ZERO).await;
     let owners = seed_owners(&store, &world).await;
-    let f = delete_fn(store.clone(), world.client(), SweepSettings::default());
+    let f = cleanup_fn(store.clone(), world.client(), SweepSettings::default());
     // The sweep indexes every agent: offboarding finds them through the owner index too.
     let report = sweep(&f, Duration::from_secs(60)).await;
     assert!(report.completed && report.counts.errors == 0, "{report:?}");

@@ -7,39 +7,22 @@ use super::*;
 use snapwake::offboarding::{record, Progress};
 use snapwake::store::ScheduleStore;
 
-/// Every AgentKit call the simulator received since its counters were last reset.
-fn agentkit_calls(world: &World) -> u64 {
-    let counters = world.sim.control().counters();
-    counters.actions.values().map(|a| a.received).sum()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_leaving_owner_gets_410_and_no_agentkit_call_on_every_path() {
     let store = dynamo_store("offboard-paths").await;
-    let world = World::start(Duration::ZERO).await;
-    world.register(&store).await;
+    let world = World::registered(Duration::ZERO, &store).await;
     let api = Api::new(store.clone(), world.client(), identity());
     let (asleep, _) = world.asleep_agent("alice", "Asleep");
     let awake = usid::mint("alice");
     world.live_session("alice", &awake);
     // Both agents have records (an awake one is kept alive, an asleep one scheduled).
     for agent in [&asleep, &awake] {
-        let wake = request(
-            "POST",
-            &format!("/v1/agents/codex/{agent}/resume"),
-            Who::User("alice"),
-            None,
-        );
+        let wake = alices_request("POST", &format!("/v1/agents/codex/{agent}/resume"));
         let wake = prefer_wait(wake, 10);
         let (status, body) = answer(&api.handle(wake).await);
         assert_eq!(status, 200, "{body}");
     }
-    let sleep = request(
-        "POST",
-        &format!("/v1/agents/codex/{asleep}/sleep"),
-        Who::User("alice"),
-        None,
-    );
+    let sleep = alices_request("POST", &format!("/v1/agents/codex/{asleep}/sleep"));
     let (status, body) = answer(&api.handle(prefer_wait(sleep, 10)).await);
     assert_eq!(
         (status, body["state"].as_str()),
@@ -73,14 +56,8 @@ async fn a_leaving_owner_gets_410_and_no_agentkit_call_on_every_path() {
 
     let path = |agent: &str, verb: &str| format!("/v1/agents/codex/{agent}/{verb}");
     let refused = [
-        (
-            "resume",
-            request("POST", &path(&asleep, "resume"), Who::User("alice"), None),
-        ),
-        (
-            "sleep",
-            request("POST", &path(&awake, "sleep"), Who::User("alice"), None),
-        ),
+        ("resume", alices_request("POST", &path(&asleep, "resume"))),
+        ("sleep", alices_request("POST", &path(&awake, "sleep"))),
         (
             "keepalive",
             request(
@@ -115,7 +92,7 @@ async fn a_leaving_owner_gets_410_and_no_agentkit_call_on_every_path() {
             (410, Some("AGENT_GONE")),
             "{what}: {body}"
         );
-        assert_eq!(agentkit_calls(&world), 0, "{what} asked AgentKit");
+        assert_eq!(world.agentkit_calls(), 0, "{what} asked AgentKit");
     }
     // An admin asking on the owner's behalf is refused the same.
     let wake = request("POST", &path(&asleep, "resume"), Who::Admin("root"), None);
@@ -135,7 +112,7 @@ async fn a_leaving_owner_gets_410_and_no_agentkit_call_on_every_path() {
         .unwrap();
     assert_eq!(report.due, 1, "{report:?}");
     assert_eq!(report.woke + report.carried, 0, "{report:?}");
-    assert_eq!(agentkit_calls(&world), 0, "the tick asked AgentKit");
+    assert_eq!(world.agentkit_calls(), 0, "the tick asked AgentKit");
     let record = store.get(&codex(&asleep)).await.unwrap().unwrap();
     assert_eq!(record.state, WakeState::Asleep);
 

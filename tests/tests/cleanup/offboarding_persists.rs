@@ -16,28 +16,21 @@ fn offboarded(owner: &str, source: &str) -> Value {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_held_agent_at_offboarding_time_is_deleted_by_the_next_sweep() {
     let store = dynamo_store("offboard-held").await;
-    let world = World::start(Duration::ZERO).await;
-    world.register(&store).await;
+    let world = World::registered(Duration::ZERO, &store).await;
     let (free, _) = world.asleep_agent("alice", "Free");
     let (held_id, _) = world.asleep_agent("alice", "Held");
     let (bobs, _) = world.asleep_agent("bob", "Bob's");
     // A wake holds one of alice's agents (its lease runs a minute).
     let held_key = codex(&held_id);
-    store
-        .update(
-            &held_key,
-            &Condition::Absent,
-            &Changes {
-                state: Some(WakeState::Waking),
-                holder: Some(Some("a-wake".into())),
-                bump_fence: true,
-                lease_until_ms: Some(now_ms() + 60_000),
-                ..Changes::default()
-            },
-        )
-        .await
-        .unwrap();
-    let f = delete_fn(store.clone(), world.client(), SweepSettings::default());
+    hold(
+        &store,
+        &held_id,
+        WakeState::Waking,
+        "a-wake",
+        now_ms() + 60_000,
+    )
+    .await;
+    let f = cleanup_fn(store.clone(), world.client(), SweepSettings::default());
 
     let report = f
         .invoke(offboarded("alice", OFFBOARDING_SOURCE), context(60_000))
@@ -61,12 +54,7 @@ async fn a_held_agent_at_offboarding_time_is_deleted_by_the_next_sweep() {
     // Meanwhile nothing of alice's is woken: 410, no Resume.
     let api = Api::new(store.clone(), world.client(), identity());
     world.sim.control().reset_counters();
-    let wake = request(
-        "POST",
-        &format!("/v1/agents/codex/{free}/resume"),
-        Who::User("alice"),
-        None,
-    );
+    let wake = alices_request("POST", &format!("/v1/agents/codex/{free}/resume"));
     assert_eq!(answer(&api.handle(wake).await).0, 410);
     // bob is not affected.
     let wake = request(
@@ -122,12 +110,7 @@ async fn a_held_agent_at_offboarding_time_is_deleted_by_the_next_sweep() {
 
     // A finished offboarding refuses nothing: alice may come back and wake new agents.
     let (again, _) = world.asleep_agent("alice", "Back again");
-    let wake = request(
-        "POST",
-        &format!("/v1/agents/codex/{again}/resume"),
-        Who::User("alice"),
-        None,
-    );
+    let wake = alices_request("POST", &format!("/v1/agents/codex/{again}/resume"));
     let (status, body) = answer(&api.handle(wake).await);
     assert_eq!(status, 200, "{body}");
 }
@@ -135,10 +118,9 @@ async fn a_held_agent_at_offboarding_time_is_deleted_by_the_next_sweep() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_offboarding_event_from_another_source_deletes_nothing() {
     let store = dynamo_store("offboard-spoofed").await;
-    let world = World::start(Duration::ZERO).await;
-    world.register(&store).await;
+    let world = World::registered(Duration::ZERO, &store).await;
     let (alices, _) = world.asleep_agent("alice", "Mine");
-    let f = delete_fn(store.clone(), world.client(), SweepSettings::default());
+    let f = cleanup_fn(store.clone(), world.client(), SweepSettings::default());
     world.sim.control().reset_counters();
 
     for source in ["attacker.example", "", "Studio.Identity"] {
@@ -155,7 +137,7 @@ async fn an_offboarding_event_from_another_source_deletes_nothing() {
     assert_eq!(report["source"], "none", "{report}");
 
     assert!(!world.snapshots_of(&alices).is_empty());
-    assert_eq!(agentkit_calls(&world), 0, "not even a listing");
+    assert_eq!(world.agentkit_calls(), 0, "not even a listing");
     assert!(snapwake::offboarding::progress(&store, "alice")
         .await
         .unwrap()

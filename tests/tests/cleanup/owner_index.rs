@@ -6,8 +6,7 @@ use super::*;
 pub(crate) async fn after_the_first_sweep_one_owners_list_comes_from_the_index() {
     let dynamo = dynamo_store("cleanup-index").await;
     let store = Arc::new(CountingStore::new(dynamo));
-    let world = World::start(Duration::ZERO).await;
-    world.register(&store).await;
+    let world = World::registered(Duration::ZERO, &store).await;
     let fleet = seed_fleet(&world, &["ann", "carol", "dan", "eve", "fay"], 4, 6);
     // One more of carol's: awake on the temporary Tool, no snapshot.
     let live = usid::mint("carol");
@@ -32,7 +31,7 @@ pub(crate) async fn after_the_first_sweep_one_owners_list_comes_from_the_index()
     carols.insert(live.clone());
     let agents = carols.len() as u64;
     let tools = 2;
-    let lister = list_fn(store.clone(), world.client());
+    let lister = list_fn(store.clone(), world.client(), ListSettings::default());
     let lister = &lister;
     let ctl = world.sim.control();
     let list = move || async move {
@@ -73,7 +72,7 @@ pub(crate) async fn after_the_first_sweep_one_owners_list_comes_from_the_index()
         carols
     );
 
-    let f = delete_fn(store.clone(), world.client(), SweepSettings::default());
+    let f = cleanup_fn(store.clone(), world.client(), SweepSettings::default());
     let report = sweep(&f, Duration::from_secs(120)).await;
     assert!(report.completed && report.counts.errors == 0, "{report:?}");
     // 20 snapshot agents and carol's awake one.
@@ -98,7 +97,7 @@ pub(crate) async fn after_the_first_sweep_one_owners_list_comes_from_the_index()
     ctl.reset_counters();
     let indexed = list().await;
     let dynamo_calls = store.calls.total() - before;
-    let calls = agentkit_calls(&world);
+    let calls = world.agentkit_calls();
     eprintln!("index path: {dynamo_calls} DynamoDB calls, {calls} AgentKit calls");
     assert!(dynamo_calls <= 2, "{dynamo_calls} DynamoDB calls");
     assert_eq!(store.calls.get(&store.calls.scans), 0, "no table scan");

@@ -5,8 +5,7 @@ use super::*;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 pub(crate) async fn a_sweep_skips_an_agent_a_wake_or_a_delete_holds_and_prunes_it_later() {
     let store = Arc::new(dynamo_store("cleanup-race").await);
-    let world = World::start(Duration::ZERO).await;
-    world.register(&store).await;
+    let world = World::registered(Duration::ZERO, &store).await;
     let fleet = seed_fleet(&world, &["alice", "bob"], 3, 6);
     let mut ids = fleet.keys().filter(|id| fleet[*id].owner == "alice");
     let waking = ids.next().unwrap().clone();
@@ -14,38 +13,25 @@ pub(crate) async fn a_sweep_skips_an_agent_a_wake_or_a_delete_holds_and_prunes_i
 
     // A wake caught after AgentKit resumed the agent, before it recorded the session.
     let gate = Arc::new(Gate::after(world.client(), "ResumeSessionFromSnapshot"));
-    let resume = Arc::new(resume_fn(store.clone(), gate.clone()));
-    let r = tokio::spawn({
-        let resume = resume.clone();
-        let path = format!("/v1/agents/codex/{waking}/resume");
-        async move {
-            answer(
-                &resume
-                    .handle(request("POST", &path, Who::User("alice"), None))
-                    .await,
-            )
-        }
-    });
+    let resume = Arc::new(resume_fn(store.clone(), gate.clone(), quick_wake()));
+    let r = spawn_request(
+        &resume,
+        alices_request("POST", &format!("/v1/agents/codex/{waking}/resume")),
+    );
     gate.reached().await;
     let before = store.get(&codex(&waking)).await.unwrap().unwrap();
     assert_eq!(before.state, WakeState::Waking);
     // A delete holding another agent (as a snapshot delete in flight would).
-    store
-        .update(
-            &codex(&deleting),
-            &Condition::Absent,
-            &Changes {
-                state: Some(WakeState::Deleting),
-                holder: Some(Some("another-delete".into())),
-                bump_fence: true,
-                lease_until_ms: Some(now_ms() + 60_000),
-                ..Changes::default()
-            },
-        )
-        .await
-        .unwrap();
+    hold(
+        &store,
+        &deleting,
+        WakeState::Deleting,
+        "another-delete",
+        now_ms() + 60_000,
+    )
+    .await;
 
-    let f = delete_fn(store.clone(), world.client(), SweepSettings::default());
+    let f = cleanup_fn(store.clone(), world.client(), SweepSettings::default());
     let report = sweep(&f, Duration::from_secs(60)).await;
     assert!(report.completed, "{report:?}");
     assert_eq!(report.counts.skipped, 2, "{report:?}");
@@ -75,7 +61,7 @@ pub(crate) async fn a_sweep_skips_an_agent_a_wake_or_a_delete_holds_and_prunes_i
 
     // The wake finishes; the delete hands its agent back.
     gate.release.notify_one();
-    let (status, body) = r.await.unwrap();
+    let (status, body) = answer(&r.await.unwrap());
     assert_eq!(status, 200, "{body}");
     store
         .update(
@@ -111,7 +97,7 @@ pub(crate) async fn a_sweep_skips_an_agent_a_wake_or_a_delete_holds_and_prunes_i
     let woken = store.get(&codex(&waking)).await.unwrap().unwrap();
     assert_eq!(woken.state, WakeState::Awake);
     assert!(woken.session_id.is_some(), "{woken:?}");
-    assert_eq!(world.sim.control().counters().live_sessions_of(&waking), 1);
+    assert_eq!(world.live_sessions_of(&waking), 1);
     assert_eq!(
         store.get(&codex(&deleting)).await.unwrap().unwrap().state,
         WakeState::Asleep

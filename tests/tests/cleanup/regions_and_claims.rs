@@ -41,12 +41,7 @@ async fn an_agent_delete_reaches_every_region_its_tools_live_in() {
     assert_eq!(ctl.counters().live_sessions_of(&agent), 1);
 
     let api = Api::new(store.clone(), world.client(), identity());
-    let del = request(
-        "DELETE",
-        &format!("/v1/agents/codex/{agent}"),
-        Who::User("alice"),
-        None,
-    );
+    let del = alices_request("DELETE", &format!("/v1/agents/codex/{agent}"));
     let (status, body) = answer(&api.handle(del).await);
     assert_eq!(status, 204, "{body}");
     assert_eq!(
@@ -60,8 +55,7 @@ async fn an_agent_delete_reaches_every_region_its_tools_live_in() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_snapshot_agent_never_adopts_another_agents_session() {
     let store = dynamo_store("orphan-claims").await;
-    let world = World::start(Duration::ZERO).await;
-    world.register(&store).await;
+    let world = World::registered(Duration::ZERO, &store).await;
     let ctl = world.sim.control();
     // Two snapshots without a UserSessionId (nor metadata): two `snapshot-<id>` agents.
     let seed = || {

@@ -5,11 +5,10 @@ use super::*;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 pub(crate) async fn a_sweep_keeps_the_newest_three_and_a_second_deletes_nothing() {
     let store = Arc::new(dynamo_store("cleanup-retain").await);
-    let world = World::start(Duration::ZERO).await;
-    world.register(&store).await;
+    let world = World::registered(Duration::ZERO, &store).await;
     let fleet = seed_fleet(&world, &["ann", "ben", "cat", "dan", "eve"], 4, 6);
     assert_eq!((fleet.len(), total_snapshots(&fleet)), (20, 120));
-    let f = delete_fn(store.clone(), world.client(), SweepSettings::default());
+    let f = cleanup_fn(store.clone(), world.client(), SweepSettings::default());
 
     let started = std::time::Instant::now();
     let report = sweep(&f, Duration::from_secs(120)).await;
@@ -54,8 +53,7 @@ pub(crate) async fn a_sweep_keeps_the_newest_three_and_a_second_deletes_nothing(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 pub(crate) async fn a_maximum_age_prunes_old_snapshots_but_never_an_asleep_agents_way_back() {
     let store = Arc::new(dynamo_store("cleanup-age").await);
-    let world = World::start(Duration::ZERO).await;
-    world.register(&store).await;
+    let world = World::registered(Duration::ZERO, &store).await;
     let ctl = world.sim.control();
     let now = OffsetDateTime::now_utc();
     let days_ago = |d: u64| now - d as u32 * DAY;
@@ -90,17 +88,10 @@ pub(crate) async fn a_maximum_age_prunes_old_snapshots_but_never_an_asleep_agent
     // Asleep with a single old snapshot: it stays.
     let (single, single_ids) = seed("carol", &[90]);
 
-    let f = delete_fn(
+    let f = cleanup_fn(
         store.clone(),
         world.client(),
-        SweepSettings {
-            policy: RetentionPolicy {
-                keep: 3,
-                max_age: Some(30 * DAY),
-                max_idle: None,
-            },
-            ..SweepSettings::default()
-        },
+        sweep_under(retention(3, Some(30 * DAY), None)),
     );
     let report = sweep(&f, Duration::from_secs(120)).await;
     assert!(report.completed, "{report:?}");

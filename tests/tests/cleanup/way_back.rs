@@ -18,25 +18,16 @@ enum Landing {
 }
 
 fn keep_one() -> RetentionPolicy {
-    RetentionPolicy {
-        keep: 1,
-        max_age: None,
-        max_idle: None,
-    }
+    retention(1, None, None)
 }
 
 fn thirty_days() -> RetentionPolicy {
-    RetentionPolicy {
-        keep: 3,
-        max_age: Some(30 * DAY),
-        max_idle: None,
-    }
+    retention(3, Some(30 * DAY), None)
 }
 
 async fn the_way_back_survives(landing: Landing, policy: RetentionPolicy) {
     let store = dynamo_store(&format!("way-back-{landing:?}-{}", policy.keep)).await;
-    let world = World::start(Duration::ZERO).await;
-    world.register(&store).await;
+    let world = World::registered(Duration::ZERO, &store).await;
     let ctl = world.sim.control();
     let agent_id = usid::mint("alice");
     let now = OffsetDateTime::now_utc();
@@ -56,14 +47,7 @@ async fn the_way_back_survives(landing: Landing, policy: RetentionPolicy) {
     };
 
     let gate = Arc::new(Gate::after(world.client(), "ListSessions"));
-    let f = delete_fn(
-        store.clone(),
-        gate.clone(),
-        SweepSettings {
-            policy,
-            ..SweepSettings::default()
-        },
-    );
+    let f = cleanup_fn(store.clone(), gate.clone(), sweep_under(policy));
     let api = Api::new(store.clone(), world.client(), identity());
     let path = format!("/v1/agents/codex/{agent_id}");
     let land = async {
@@ -71,20 +55,15 @@ async fn the_way_back_survives(landing: Landing, policy: RetentionPolicy) {
         match landing {
             Landing::Wake => {
                 let newer = newer.as_deref().unwrap_or_default();
-                let del = request(
-                    "DELETE",
-                    &format!("{path}/snapshots/{newer}"),
-                    Who::User("alice"),
-                    None,
-                );
+                let del = alices_request("DELETE", &format!("{path}/snapshots/{newer}"));
                 assert_eq!(answer(&api.handle(del).await).0, 204);
-                let wake = request("POST", &format!("{path}/resume"), Who::User("alice"), None);
+                let wake = alices_request("POST", &format!("{path}/resume"));
                 let (status, body) = answer(&api.handle(wake).await);
                 assert_eq!(status, 200, "{body}");
             }
             Landing::Sleep => {
                 ctl.set_snapshot_outcome("Failed");
-                let sleep = request("POST", &format!("{path}/sleep"), Who::User("alice"), None);
+                let sleep = alices_request("POST", &format!("{path}/sleep"));
                 let (status, body) = answer(&api.handle(sleep).await);
                 assert!(
                     status >= 400,

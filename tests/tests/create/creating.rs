@@ -8,10 +8,9 @@ use super::*;
 // Creating
 
 async fn creates_an_agent<S: AgentStore + snapwake::store::ScheduleStore>(store: S) {
-    let world = World::start(Duration::from_secs(30)).await;
-    world.register(&store).await;
+    let world = World::registered(Duration::from_secs(30), &store).await;
     let store = Arc::new(store);
-    let function = create_fn(store.clone(), world.client());
+    let function = create_fn(store.clone(), world.client(), CreateSettings::default());
     let owner = "alice@example.com";
 
     let resp = function
@@ -116,16 +115,9 @@ async fn creates_an_agent_in_memory() {
 #[tokio::test]
 async fn a_ready_session_shows_the_agent_awake() {
     let store = MemoryStore::new();
-    let world = World::start(Duration::ZERO).await;
-    world.register(&store).await;
-    let function = create_fn(store, world.client());
-    let resp = function
-        .handle(create_request(
-            Who::User("alice"),
-            &body("codex", "Quick", None),
-            None,
-        ))
-        .await;
+    let world = World::registered(Duration::ZERO, &store).await;
+    let function = create_fn(store, world.client(), CreateSettings::default());
+    let resp = function.handle(alices_create("Quick", None)).await;
     let (status, view) = answer(&resp);
     assert_eq!(status, 201, "{view}");
     assert_eq!(view["state"], "awake");
@@ -139,7 +131,7 @@ async fn retention_defaults_to_recoverable_when_deployed_else_temporary() {
     let world = World::start(Duration::from_secs(30)).await;
     let more = world.seed_more_kinds();
     world.register_with(&store, &more).await;
-    let function = create_fn(store.clone(), world.client());
+    let function = create_fn(store.clone(), world.client(), CreateSettings::default());
 
     let cases = [
         ("codex", None, "recoverable", world.recoverable.clone()),
@@ -196,7 +188,7 @@ async fn an_undeployed_retention_is_503_and_legacy_tools_never_get_agents() {
     let world = World::start(Duration::from_secs(30)).await;
     let more = world.seed_more_kinds();
     world.register_with(&store, &more).await;
-    let function = create_fn(store.clone(), world.client());
+    let function = create_fn(store.clone(), world.client(), CreateSettings::default());
 
     for kind in ["hermes", "openclaw"] {
         let resp = function
@@ -225,23 +217,20 @@ async fn an_undeployed_retention_is_503_and_legacy_tools_never_get_agents() {
     assert_eq!(sessions_on(&world, &more.openclaw_temporary, &id).await, 1);
 
     // No registry entry at all for a kind: 503 as well.
-    let empty = create_fn(MemoryStore::new(), world.client());
-    let resp = empty
-        .handle(create_request(
-            Who::User("alice"),
-            &body("codex", "Helper", None),
-            None,
-        ))
-        .await;
+    let empty = create_fn(
+        MemoryStore::new(),
+        world.client(),
+        CreateSettings::default(),
+    );
+    let resp = empty.handle(alices_create("Helper", None)).await;
     assert_problem(&resp, 503, "NOT_CONFIGURED");
 }
 
 #[tokio::test]
 async fn invalid_requests_are_problems_and_create_nothing() {
     let store = Arc::new(MemoryStore::new());
-    let world = World::start(Duration::from_secs(30)).await;
-    world.register(&store).await;
-    let function = create_fn(store.clone(), world.client());
+    let world = World::registered(Duration::from_secs(30), &store).await;
+    let function = create_fn(store.clone(), world.client(), CreateSettings::default());
     let alice = Who::User("alice");
     let long_name = "x".repeat(41);
     let long_key = "k".repeat(201);

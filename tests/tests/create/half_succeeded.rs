@@ -10,31 +10,20 @@ use super::*;
 #[tokio::test]
 async fn create_session_fail_with_the_session_created_is_reconciled_to_201() {
     let store = Arc::new(dynamo_store("create-half").await);
-    let world = World::start(Duration::from_secs(30)).await;
-    world.register(&store).await;
-    world
-        .sim
-        .control()
-        .inject(
-            Fault::error(Some("CreateSession"), "ErrCreateSessionFail", 500)
-                .after_apply()
-                .next(1),
-        )
-        .unwrap();
-    let function = create_fn(store.clone(), world.client());
-    let resp = function
-        .handle(create_request(
-            Who::User("alice"),
-            &body("codex", "Half", None),
-            None,
-        ))
-        .await;
+    let world = World::registered(Duration::from_secs(30), &store).await;
+    world.inject(
+        Fault::error(Some("CreateSession"), "ErrCreateSessionFail", 500)
+            .after_apply()
+            .next(1),
+    );
+    let function = create_fn(store.clone(), world.client(), CreateSettings::default());
+    let resp = function.handle(alices_create("Half", None)).await;
     let (status, view) = answer(&resp);
     assert_eq!(status, 201, "{view}");
     let id = agent_id(&view);
     assert_eq!(view["state"], "starting");
     assert_eq!(creates(&world), 1, "reconciled, not created twice");
-    assert_eq!(world.sim.control().counters().live_sessions_of(&id), 1);
+    assert_eq!(world.live_sessions_of(&id), 1);
     assert!(store
         .get(&AgentKey::new(Kind::Codex, &id))
         .await
@@ -49,22 +38,11 @@ async fn create_session_fail_with_the_session_created_is_reconciled_to_201() {
 #[tokio::test]
 async fn create_session_fail_with_nothing_shown_is_202_until_its_window_ends() {
     let store = Arc::new(dynamo_store("create-fail").await);
-    let world = World::start(Duration::from_secs(30)).await;
-    world.register(&store).await;
-    world
-        .sim
-        .control()
-        .inject(Fault::error(Some("CreateSession"), "ErrCreateSessionFail", 500).next(1))
-        .unwrap();
-    let mut function = create_fn(store.clone(), world.client());
+    let world = World::registered(Duration::from_secs(30), &store).await;
+    world.inject(Fault::error(Some("CreateSession"), "ErrCreateSessionFail", 500).next(1));
+    let mut function = create_fn(store.clone(), world.client(), CreateSettings::default());
     function.settings.unsettled_window = Duration::from_millis(1500);
-    let resp = function
-        .handle(create_request(
-            Who::User("alice"),
-            &body("codex", "Nothing", None),
-            None,
-        ))
-        .await;
+    let resp = function.handle(alices_create("Nothing", None)).await;
     let (status, view) = answer(&resp);
     assert_eq!(status, 202, "{view}");
     assert_eq!(view["state"], "starting", "{view}");
@@ -107,19 +85,12 @@ async fn create_session_fail_with_nothing_shown_is_202_until_its_window_ends() {
 #[tokio::test]
 async fn a_create_session_applied_late_is_adopted_never_sent_twice() {
     let store = Arc::new(dynamo_store("create-late").await);
-    let world = World::start(Duration::from_secs(30)).await;
-    world.register(&store).await;
+    let world = World::registered(Duration::from_secs(30), &store).await;
     let ctl = world.sim.control();
     ctl.inject(Fault::error(Some("CreateSession"), "InternalError", 500).next(1))
         .unwrap();
-    let function = create_fn(store.clone(), world.client());
-    let req = || {
-        create_request(
-            Who::User("alice"),
-            &body("codex", "Late", None),
-            Some("key-late"),
-        )
-    };
+    let function = create_fn(store.clone(), world.client(), CreateSettings::default());
+    let req = || alices_create("Late", Some("key-late"));
     let first = function.handle(req()).await;
     let (status, view) = answer(&first);
     assert_eq!(status, 202, "{view}");
@@ -177,8 +148,7 @@ async fn a_create_session_applied_late_is_adopted_never_sent_twice() {
 #[tokio::test]
 async fn a_create_session_the_simulator_applies_late_is_adopted_never_sent_twice() {
     let store = Arc::new(dynamo_store("create-late-sim").await);
-    let world = World::start(Duration::ZERO).await;
-    world.register(&store).await;
+    let world = World::registered(Duration::ZERO, &store).await;
     let ctl = world.sim.control();
     ctl.inject(
         Fault::error(Some("CreateSession"), "InternalError", 500)
@@ -186,14 +156,8 @@ async fn a_create_session_the_simulator_applies_late_is_adopted_never_sent_twice
             .apply_after(Duration::from_secs(2)),
     )
     .unwrap();
-    let function = create_fn(store.clone(), world.client());
-    let req = || {
-        create_request(
-            Who::User("alice"),
-            &body("codex", "Late", None),
-            Some("key-late-sim"),
-        )
-    };
+    let function = create_fn(store.clone(), world.client(), CreateSettings::default());
+    let req = || alices_create("Late", Some("key-late-sim"));
     let (status, view) = answer(&function.handle(req()).await);
     assert_eq!(status, 202, "{view}");
     let id = agent_id(&view);
@@ -220,21 +184,10 @@ async fn a_create_session_the_simulator_applies_late_is_adopted_never_sent_twice
 #[tokio::test]
 async fn a_throttled_create_is_429_with_retry_after() {
     let store = Arc::new(MemoryStore::new());
-    let world = World::start(Duration::from_secs(30)).await;
-    world.register(&store).await;
-    world
-        .sim
-        .control()
-        .inject(Fault::error(Some("CreateSession"), "Throttling", 429).retry_after(1))
-        .unwrap();
-    let function = create_fn(store.clone(), world.client());
-    let resp = function
-        .handle(create_request(
-            Who::User("alice"),
-            &body("codex", "Slow down", None),
-            None,
-        ))
-        .await;
+    let world = World::registered(Duration::from_secs(30), &store).await;
+    world.inject(Fault::error(Some("CreateSession"), "Throttling", 429).retry_after(1));
+    let function = create_fn(store.clone(), world.client(), CreateSettings::default());
+    let resp = function.handle(alices_create("Slow down", None)).await;
     assert_problem(&resp, 429, "PROVIDER_THROTTLED");
     assert_eq!(answer(&resp).1["retryable"], true);
     assert!(header_of(&resp, "retry-after").is_some());

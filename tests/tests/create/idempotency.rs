@@ -10,16 +10,9 @@ use super::*;
 async fn same_key_and_body_replay_one_create<S: AgentStore + snapwake::store::ScheduleStore>(
     store: S,
 ) {
-    let world = World::start(Duration::from_secs(30)).await;
-    world.register(&store).await;
-    let function = create_fn(store, world.client());
-    let req = || {
-        create_request(
-            Who::User("alice"),
-            &body("codex", "Once", None),
-            Some("key-1"),
-        )
-    };
+    let world = World::registered(Duration::from_secs(30), &store).await;
+    let function = create_fn(store, world.client(), CreateSettings::default());
+    let req = || alices_create("Once", Some("key-1"));
     // The first answer is lost on its way back to the client.
     drop(function.handle(req()).await);
     let second = function.handle(req()).await;
@@ -32,14 +25,7 @@ async fn same_key_and_body_replay_one_create<S: AgentStore + snapwake::store::Sc
         assert!(header_of(&second, h).is_some(), "{h}");
     }
     assert_eq!(second.body(), third.body(), "replayed byte for byte");
-    assert_eq!(
-        world
-            .sim
-            .control()
-            .counters()
-            .live_sessions_of(&agent_id(&view)),
-        1
-    );
+    assert_eq!(world.live_sessions_of(&agent_id(&view)), 1);
 
     // A body that differs only by an omitted default is the same request.
     let same = function
@@ -51,13 +37,7 @@ async fn same_key_and_body_replay_one_create<S: AgentStore + snapwake::store::Sc
         .await;
     assert_eq!(same.body(), second.body());
     // Another body under the same key: 422.
-    let other = function
-        .handle(create_request(
-            Who::User("alice"),
-            &body("codex", "Twice", None),
-            Some("key-1"),
-        ))
-        .await;
+    let other = function.handle(alices_create("Twice", Some("key-1"))).await;
     assert_problem(&other, 422, "INVALID_REQUEST");
     assert_eq!(creates(&world), 1);
 }
@@ -75,26 +55,15 @@ async fn same_key_and_body_replay_one_create_in_memory() {
 #[tokio::test]
 async fn a_duplicate_in_flight_gets_409_with_retry_after() {
     let store = Arc::new(dynamo_store("create-inflight").await);
-    let world = World::start(Duration::from_secs(30)).await;
-    world.register(&store).await;
-    world
-        .sim
-        .control()
-        .inject(Fault::latency(Some("CreateSession"), 1500))
-        .unwrap();
-    let function = Arc::new(create_fn(store.clone(), world.client()));
-    let req = || {
-        create_request(
-            Who::User("alice"),
-            &body("codex", "Busy", None),
-            Some("key-busy"),
-        )
-    };
-    let first = {
-        let function = function.clone();
-        let req = req();
-        tokio::spawn(async move { function.handle(req).await })
-    };
+    let world = World::registered(Duration::from_secs(30), &store).await;
+    world.inject(Fault::latency(Some("CreateSession"), 1500));
+    let function = Arc::new(create_fn(
+        store.clone(),
+        world.client(),
+        CreateSettings::default(),
+    ));
+    let req = || alices_create("Busy", Some("key-busy"));
+    let first = spawn_request(&function, req());
     tokio::time::sleep(Duration::from_millis(400)).await;
     let second = function.handle(req()).await;
     assert_problem(&second, 409, "AGENT_BUSY");
@@ -119,15 +88,10 @@ async fn a_duplicate_in_flight_gets_409_with_retry_after() {
 #[tokio::test]
 async fn a_key_is_per_owner() {
     let store = Arc::new(dynamo_store("create-owner-key").await);
-    let world = World::start(Duration::from_secs(30)).await;
-    world.register(&store).await;
-    let function = create_fn(store.clone(), world.client());
+    let world = World::registered(Duration::from_secs(30), &store).await;
+    let function = create_fn(store.clone(), world.client(), CreateSettings::default());
     let alice = function
-        .handle(create_request(
-            Who::User("alice"),
-            &body("codex", "Mine", None),
-            Some("shared-key"),
-        ))
+        .handle(alices_create("Mine", Some("shared-key")))
         .await;
     // Bob's key of the same name is his own, even with another body.
     let bob = function
@@ -152,22 +116,11 @@ async fn a_key_is_per_owner() {
 #[tokio::test]
 async fn a_retryable_failure_releases_the_key_and_the_retry_creates_the_same_agent() {
     let store = Arc::new(dynamo_store("create-release").await);
-    let world = World::start(Duration::from_secs(30)).await;
-    world.register(&store).await;
-    world
-        .sim
-        .control()
-        .inject(Fault::error(Some("CreateSession"), "ErrCreateSessionFail", 500).next(1))
-        .unwrap();
-    let mut function = create_fn(store.clone(), world.client());
+    let world = World::registered(Duration::from_secs(30), &store).await;
+    world.inject(Fault::error(Some("CreateSession"), "ErrCreateSessionFail", 500).next(1));
+    let mut function = create_fn(store.clone(), world.client(), CreateSettings::default());
     function.settings.unsettled_window = Duration::from_millis(1500);
-    let req = || {
-        create_request(
-            Who::User("alice"),
-            &body("codex", "Again", None),
-            Some("key-retry"),
-        )
-    };
+    let req = || alices_create("Again", Some("key-retry"));
     let first = function.handle(req()).await;
     assert_eq!(answer(&first).0, 202, "{}", answer(&first).1);
     let pk = "IDEM#studio-alice#key-retry";
@@ -194,7 +147,7 @@ async fn a_retryable_failure_releases_the_key_and_the_retry_creates_the_same_age
         "the retry keeps the first attempt's id"
     );
     assert_eq!(creates(&world), 2);
-    assert_eq!(world.sim.control().counters().live_sessions_of(&minted), 1);
+    assert_eq!(world.live_sessions_of(&minted), 1);
     let doc = store
         .get_document(DocumentKey { pk, sk: "IDEM" })
         .await
@@ -214,16 +167,9 @@ async fn a_first_idempotency_write_whose_answer_was_lost_goes_on() {
         |_, _| false,
         0,
     ));
-    let world = World::start(Duration::from_secs(30)).await;
-    world.register(&store).await;
-    let function = create_fn(store.clone(), world.client());
-    let req = || {
-        create_request(
-            Who::User("alice"),
-            &body("codex", "Landed", None),
-            Some("key-landed"),
-        )
-    };
+    let world = World::registered(Duration::from_secs(30), &store).await;
+    let function = create_fn(store.clone(), world.client(), CreateSettings::default());
+    let req = || alices_create("Landed", Some("key-landed"));
     store.lose_documents.store(1, Ordering::SeqCst);
     let first = function.handle(req()).await;
     let (status, view) = answer(&first);
@@ -245,16 +191,9 @@ async fn a_first_idempotency_write_lost_and_unreadable_is_503_and_the_retry_goes
         |_, _| false,
         0,
     ));
-    let world = World::start(Duration::from_secs(30)).await;
-    world.register(&store).await;
-    let function = create_fn(store.clone(), world.client());
-    let req = || {
-        create_request(
-            Who::User("alice"),
-            &body("codex", "Unreadable", None),
-            Some("key-unreadable"),
-        )
-    };
+    let world = World::registered(Duration::from_secs(30), &store).await;
+    let function = create_fn(store.clone(), world.client(), CreateSettings::default());
+    let req = || alices_create("Unreadable", Some("key-unreadable"));
     store.lose_documents.store(1, Ordering::SeqCst);
     store.fail_document_reads.store(1, Ordering::SeqCst);
     let first = function.handle(req()).await;
@@ -278,5 +217,5 @@ async fn a_first_idempotency_write_lost_and_unreadable_is_503_and_the_retry_goes
     assert_eq!(status, 201, "{view}");
     assert_eq!(agent_id(&view), minted, "the first attempt's id");
     assert_eq!(creates(&world), 1);
-    assert_eq!(world.sim.control().counters().live_sessions_of(&minted), 1);
+    assert_eq!(world.live_sessions_of(&minted), 1);
 }

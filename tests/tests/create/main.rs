@@ -2,37 +2,22 @@
 //! idempotency documents on DynamoDB Local (and the in-memory store where it is cheap),
 //! AgentKit simulated over HTTP.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
-use snapwake::agentkit::types::{metadata_value, Action, Filter, ListSessions};
-use snapwake::agentkit::{list_all, AgentKit, AgentKitClient, AgentKitError};
+use snapwake::agentkit::list_all;
+use snapwake::agentkit::types::{metadata_value, Filter, ListSessions};
 use snapwake::deadline::Deadline;
 use snapwake::domain::{AgentKey, Kind, Retention, WakeState};
 use snapwake::identity::usid;
-use snapwake::registry_cache::{RegistryCache, ToolOverrides};
 use snapwake::store::memory::MemoryStore;
 use snapwake::store::{AgentStore, DocumentKey};
-use snapwake_create::{Create, CreateSettings};
+use snapwake_create::CreateSettings;
 use snapwake_sim::Fault;
 use snapwake_tests::lost_answers::LostAnswers;
 use snapwake_tests::*;
-use tokio::sync::Notify;
-
-fn create_fn<S: AgentStore + snapwake::store::ScheduleStore, K: AgentKit>(
-    store: S,
-    agentkit: K,
-) -> Create<S, K> {
-    Create {
-        store,
-        agentkit,
-        registry: RegistryCache::new(ToolOverrides::default()),
-        identity: identity(),
-        settings: CreateSettings::default(),
-    }
-}
 
 fn body(kind: &str, name: &str, retention: Option<&str>) -> String {
     let mut v = serde_json::json!({"kind": kind, "display_name": name});
@@ -42,12 +27,21 @@ fn body(kind: &str, name: &str, retention: Option<&str>) -> String {
     v.to_string()
 }
 
+/// Alice's create of a codex agent named `name`, with `idempotency_key` if any.
+fn alices_create(name: &str, idempotency_key: Option<&str>) -> lambda_http::Request {
+    create_request(
+        Who::User("alice"),
+        &body("codex", name, None),
+        idempotency_key,
+    )
+}
+
 fn agent_id(body: &Value) -> String {
     body["agent_id"].as_str().unwrap_or_default().to_string()
 }
 
 fn creates(world: &World) -> u64 {
-    world.sim.control().counters().received("CreateSession")
+    world.received("CreateSession")
 }
 
 /// Sessions with `user_session_id` on `tool` (any status), as AgentKit lists them.
@@ -73,38 +67,6 @@ fn assert_problem(resp: &lambda_http::Response<lambda_http::Body>, status: u16, 
     );
     assert_eq!(body["code"], code, "{body}");
     assert_eq!(body["status"], status);
-}
-
-/// An AgentKit port that lets CreateSession through once, then never answers: the invocation
-/// dies right after AgentKit created the session.
-struct DieAfterCreate {
-    inner: AgentKitClient,
-    armed: AtomicBool,
-    reached: Notify,
-}
-
-impl AgentKit for DieAfterCreate {
-    async fn call<A: Action + 'static>(
-        &self,
-        region: &str,
-        request: &A,
-        deadline: Deadline,
-    ) -> Result<A::Output, AgentKitError> {
-        let out = self.inner.call(region, request, deadline).await;
-        if A::NAME == "CreateSession" && self.armed.swap(false, Ordering::SeqCst) {
-            self.reached.notify_one();
-            std::future::pending::<()>().await;
-        }
-        out
-    }
-
-    fn regions(&self) -> &[String] {
-        self.inner.regions()
-    }
-
-    fn request_timeout(&self) -> std::time::Duration {
-        self.inner.request_timeout()
-    }
 }
 
 mod creating;

@@ -3,20 +3,6 @@
 
 use super::*;
 
-/// The delete function over `store` and `agentkit` with short leases.
-fn delete_fn<S: AgentStore + snapwake::store::ScheduleStore, K: AgentKit>(
-    store: S,
-    agentkit: K,
-) -> snapwake_delete::Delete<S, K> {
-    snapwake_delete::Delete {
-        store,
-        agentkit,
-        registry: RegistryCache::new(ToolOverrides::default()),
-        identity: identity(),
-        settings: delete_settings(&quick_wake()),
-    }
-}
-
 /// The one agent record of alice's (the create under test minted its id).
 async fn alices_agent<S: AgentStore + snapwake::store::ScheduleStore>(
     store: &S,
@@ -36,76 +22,49 @@ async fn alices_agent<S: AgentStore + snapwake::store::ScheduleStore>(
 #[tokio::test]
 async fn an_agent_delete_racing_a_create_waits_for_it() {
     let store = Arc::new(dynamo_store("create-vs-delete").await);
-    let world = World::start(Duration::ZERO).await;
-    world.register(&store).await;
+    let world = World::registered(Duration::ZERO, &store).await;
     let gate = Arc::new(Gate::after(world.client(), "CreateSession"));
-    let function = Arc::new(create_fn(store.clone(), gate.clone()));
-    let c = tokio::spawn({
-        let function = function.clone();
-        async move {
-            function
-                .handle(create_request(
-                    Who::User("alice"),
-                    &body("codex", "Racy", None),
-                    Some("key-race"),
-                ))
-                .await
-        }
-    });
+    let function = Arc::new(create_fn(
+        store.clone(),
+        gate.clone(),
+        CreateSettings::default(),
+    ));
+    let c = spawn_request(&function, alices_create("Racy", Some("key-race")));
     gate.reached().await;
     let record = alices_agent(&store).await;
     assert_eq!(record.state, WakeState::Creating);
     let agent_id = record.key.agent_id.clone();
     let path = format!("/v1/agents/codex/{agent_id}");
 
-    let delete = delete_fn(store.clone(), world.client());
-    let (status, problem) = answer(
-        &delete
-            .handle(request("DELETE", &path, Who::User("alice"), None))
-            .await,
+    let delete = delete_fn(
+        store.clone(),
+        world.client(),
+        delete_settings(&quick_wake()),
     );
+    let (status, problem) = answer(&delete.handle(alices_request("DELETE", &path)).await);
     assert_eq!(
         (status, problem["code"].as_str()),
         (409, Some("AGENT_BUSY")),
         "{problem}"
     );
-    assert_eq!(
-        world.sim.control().counters().live_sessions_of(&agent_id),
-        1
-    );
+    assert_eq!(world.live_sessions_of(&agent_id), 1);
     gate.release.notify_one();
     let created = c.await.unwrap();
     assert_eq!(answer(&created).0, 201);
 
-    let (status, _) = answer(
-        &delete
-            .handle(request("DELETE", &path, Who::User("alice"), None))
-            .await,
-    );
+    let (status, _) = answer(&delete.handle(alices_request("DELETE", &path)).await);
     assert_eq!(status, 204);
-    assert_eq!(
-        world.sim.control().counters().live_sessions_of(&agent_id),
-        0
-    );
+    assert_eq!(world.live_sessions_of(&agent_id), 0);
     let api = Api::new(store.clone(), world.client(), identity());
     let (status, _) = answer(
         &api.resume
-            .handle(request(
-                "POST",
-                &format!("{path}/resume"),
-                Who::User("alice"),
-                None,
-            ))
+            .handle(alices_request("POST", &format!("{path}/resume")))
             .await,
     );
     assert_eq!(status, 410);
     // The key replays the create's own answer; nothing is created again.
     let replay = function
-        .handle(create_request(
-            Who::User("alice"),
-            &body("codex", "Racy", None),
-            Some("key-race"),
-        ))
+        .handle(alices_create("Racy", Some("key-race")))
         .await;
     assert_eq!(replay.body(), created.body());
     assert_eq!(creates(&world), 1);
@@ -117,65 +76,44 @@ async fn an_agent_delete_racing_a_create_waits_for_it() {
 #[tokio::test]
 async fn a_takeover_that_finds_the_agent_deleted_is_410_and_creates_nothing() {
     let store = Arc::new(dynamo_store("create-gone").await);
-    let world = World::start(Duration::ZERO).await;
-    world.register(&store).await;
-    let agentkit = Arc::new(DieAfterCreate {
-        inner: world.client(),
-        armed: AtomicBool::new(true),
-        reached: Notify::new(),
-    });
-    let mut function = create_fn(store.clone(), agentkit.clone());
+    let world = World::registered(Duration::ZERO, &store).await;
+    // The invocation dies right after AgentKit created the session: a gate never released.
+    let agentkit = Arc::new(Gate::after(world.client(), "CreateSession"));
+    let mut function = create_fn(store.clone(), agentkit.clone(), CreateSettings::default());
     function.settings.stale_running = Duration::from_millis(800);
     function.settings.lock = quick_lock(Duration::from_millis(300));
     let function = Arc::new(function);
-    let req = || {
-        create_request(
-            Who::User("alice"),
-            &body("codex", "Lazarus", None),
-            Some("key-gone"),
-        )
-    };
-    let first = {
-        let function = function.clone();
-        let req = req();
-        tokio::spawn(async move { function.handle(req).await })
-    };
+    let req = || alices_create("Lazarus", Some("key-gone"));
+    let first = spawn_request(&function, req());
     agentkit.reached.notified().await;
     first.abort();
     let _ = first.await;
     let agent_id = alices_agent(&store).await.key.agent_id;
-    assert_eq!(
-        world.sim.control().counters().live_sessions_of(&agent_id),
-        1
-    );
+    assert_eq!(world.live_sessions_of(&agent_id), 1);
 
     // Once the dead attempt's lease has passed, the agent is deleted (its session too).
     tokio::time::sleep(Duration::from_millis(600)).await;
-    let delete = delete_fn(store.clone(), world.client());
+    let delete = delete_fn(
+        store.clone(),
+        world.client(),
+        delete_settings(&quick_wake()),
+    );
     let (status, body) = answer(
         &delete
-            .handle(request(
+            .handle(alices_request(
                 "DELETE",
                 &format!("/v1/agents/codex/{agent_id}"),
-                Who::User("alice"),
-                None,
             ))
             .await,
     );
     assert_eq!(status, 204, "{body}");
-    assert_eq!(
-        world.sim.control().counters().live_sessions_of(&agent_id),
-        0
-    );
+    assert_eq!(world.live_sessions_of(&agent_id), 0);
 
     tokio::time::sleep(Duration::from_millis(400)).await;
     let retry = function.handle(req()).await;
     assert_problem(&retry, 410, "AGENT_GONE");
     assert_eq!(creates(&world), 1, "nothing created again");
-    assert_eq!(
-        world.sim.control().counters().live_sessions_of(&agent_id),
-        0
-    );
+    assert_eq!(world.live_sessions_of(&agent_id), 0);
     // The answer is final for the key: a further retry says the same.
     assert_problem(&function.handle(req()).await, 410, "AGENT_GONE");
 }

@@ -7,29 +7,15 @@ use super::*;
 #[tokio::test]
 async fn a_dead_attempt_is_taken_over_without_a_second_session() {
     let store = Arc::new(dynamo_store("create-takeover").await);
-    let world = World::start(Duration::from_secs(30)).await;
-    world.register(&store).await;
-    let agentkit = Arc::new(DieAfterCreate {
-        inner: world.client(),
-        armed: AtomicBool::new(true),
-        reached: Notify::new(),
-    });
-    let mut function = create_fn(store.clone(), agentkit.clone());
+    let world = World::registered(Duration::from_secs(30), &store).await;
+    // The invocation dies right after AgentKit created the session: a gate never released.
+    let agentkit = Arc::new(Gate::after(world.client(), "CreateSession"));
+    let mut function = create_fn(store.clone(), agentkit.clone(), CreateSettings::default());
     function.settings.stale_running = Duration::from_millis(800);
     function.settings.lock = quick_lock(Duration::from_millis(400));
     let function = Arc::new(function);
-    let req = || {
-        create_request(
-            Who::User("alice"),
-            &body("codex", "Phoenix", None),
-            Some("key-dead"),
-        )
-    };
-    let first = {
-        let function = function.clone();
-        let req = req();
-        tokio::spawn(async move { function.handle(req).await })
-    };
+    let req = || alices_create("Phoenix", Some("key-dead"));
+    let first = spawn_request(&function, req());
     agentkit.reached.notified().await;
     first.abort();
     assert_eq!(creates(&world), 1);
@@ -48,7 +34,7 @@ async fn a_dead_attempt_is_taken_over_without_a_second_session() {
         "the session of the dead attempt is adopted"
     );
     let id = agent_id(&view);
-    assert_eq!(world.sim.control().counters().live_sessions_of(&id), 1);
+    assert_eq!(world.live_sessions_of(&id), 1);
     assert_eq!(view["display_name"], "Phoenix");
     let again = function.handle(req()).await;
     assert_eq!(again.body(), retry.body());
@@ -75,14 +61,8 @@ async fn a_tool_in_another_region_is_found_and_its_region_recorded() {
     let mut registry = world.registry();
     registry.kinds.get_mut(&Kind::Codex).unwrap().recoverable = Some(shanghai.clone());
     store.put_registry(&registry, 0).await.unwrap();
-    let function = create_fn(store.clone(), world.client());
-    let resp = function
-        .handle(create_request(
-            Who::User("alice"),
-            &body("codex", "Far away", None),
-            None,
-        ))
-        .await;
+    let function = create_fn(store.clone(), world.client(), CreateSettings::default());
+    let resp = function.handle(alices_create("Far away", None)).await;
     let (status, view) = answer(&resp);
     assert_eq!(status, 201, "{view}");
     let record = store
@@ -108,34 +88,16 @@ async fn a_tool_in_another_region_is_found_and_its_region_recorded() {
 #[tokio::test]
 async fn an_ambiguous_5xx_after_the_session_was_created_is_reconciled() {
     let store = Arc::new(MemoryStore::new());
-    let world = World::start(Duration::from_secs(30)).await;
-    world.register(&store).await;
-    world
-        .sim
-        .control()
-        .inject(
-            Fault::error(Some("CreateSession"), "InternalError", 500)
-                .after_apply()
-                .next(1),
-        )
-        .unwrap();
-    let function = create_fn(store.clone(), world.client());
-    let resp = function
-        .handle(create_request(
-            Who::User("alice"),
-            &body("codex", "Lost answer", None),
-            None,
-        ))
-        .await;
+    let world = World::registered(Duration::from_secs(30), &store).await;
+    world.inject(
+        Fault::error(Some("CreateSession"), "InternalError", 500)
+            .after_apply()
+            .next(1),
+    );
+    let function = create_fn(store.clone(), world.client(), CreateSettings::default());
+    let resp = function.handle(alices_create("Lost answer", None)).await;
     let (status, view) = answer(&resp);
     assert_eq!(status, 201, "{view}");
     assert_eq!(creates(&world), 1);
-    assert_eq!(
-        world
-            .sim
-            .control()
-            .counters()
-            .live_sessions_of(&agent_id(&view)),
-        1
-    );
+    assert_eq!(world.live_sessions_of(&agent_id(&view)), 1);
 }

@@ -9,37 +9,29 @@ use super::*;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn agent_delete_ends_the_session_deletes_every_snapshot_and_leaves_a_tombstone() {
     let store = Arc::new(dynamo_store("agentdel").await);
-    let world = World::start(Duration::ZERO).await;
-    world.register(&store).await;
+    let world = World::registered(Duration::ZERO, &store).await;
     let (agent_id, _) = world.asleep_agent("alice", "Hoarder");
     // More than one page (100) of snapshots, and a live session.
     world.more_snapshots("alice", &agent_id, 130);
     world.live_session("alice", &agent_id);
     let (bystander, bystander_snapshot) = world.asleep_agent("alice", "Bystander");
     assert_eq!(world.snapshots_of(&agent_id).len(), 131);
-    assert_eq!(
-        world.sim.control().counters().live_sessions_of(&agent_id),
-        1
+    assert_eq!(world.live_sessions_of(&agent_id), 1);
+    let f = delete_fn(
+        store.clone(),
+        world.client(),
+        delete_settings(&WakeSettings::default()),
     );
-    let f = delete_fn(store.clone(), world.client(), WakeSettings::default());
 
     let resp = f
-        .handle(request(
-            "DELETE",
-            &agent_path(&agent_id),
-            Who::User("alice"),
-            None,
-        ))
+        .handle(alices_request("DELETE", &agent_path(&agent_id)))
         .await;
     assert_eq!(resp.status().as_u16(), 204, "{:?}", answer(&resp).1);
     assert!(
         world.snapshots_of(&agent_id).is_empty(),
         "every page deleted"
     );
-    assert_eq!(
-        world.sim.control().counters().live_sessions_of(&agent_id),
-        0
-    );
+    assert_eq!(world.live_sessions_of(&agent_id), 0);
     assert_eq!(world.snapshots_of(&bystander), vec![bystander_snapshot]);
     let record = store.get(&key(&agent_id)).await.unwrap().unwrap();
     assert_eq!(record.state, WakeState::Gone);
@@ -51,22 +43,15 @@ async fn agent_delete_ends_the_session_deletes_every_snapshot_and_leaves_a_tombs
     // Repeating it answers 204 without touching AgentKit.
     let calls_before = world.sim.control().counters();
     let resp = f
-        .handle(request(
-            "DELETE",
-            &agent_path(&agent_id),
-            Who::User("alice"),
-            None,
-        ))
+        .handle(alices_request("DELETE", &agent_path(&agent_id)))
         .await;
     assert_eq!(resp.status().as_u16(), 204);
     assert_eq!(world.sim.control().counters().actions, calls_before.actions);
     // So does deleting one of its snapshots now.
     let resp = f
-        .handle(request(
+        .handle(alices_request(
             "DELETE",
             &snapshot_path(&agent_id, "snap-x"),
-            Who::User("alice"),
-            None,
         ))
         .await;
     assert_eq!(resp.status().as_u16(), 204);
@@ -74,13 +59,8 @@ async fn agent_delete_ends_the_session_deletes_every_snapshot_and_leaves_a_tombs
     // A late resume: 410, and no session.
     let r = resume_fn(store.clone(), world.client(), quick());
     let (status, body) = answer(
-        &r.handle(request(
-            "POST",
-            &resume_path(&agent_id),
-            Who::User("alice"),
-            None,
-        ))
-        .await,
+        &r.handle(alices_request("POST", &resume_path(&agent_id)))
+            .await,
     );
     assert_eq!((status, body["code"].as_str()), (410, Some("AGENT_GONE")));
     let counters = world.sim.control().counters();
@@ -91,32 +71,20 @@ async fn agent_delete_ends_the_session_deletes_every_snapshot_and_leaves_a_tombs
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_delete_whose_holder_died_is_finished_by_the_next_one() {
     let store = Arc::new(dynamo_store("takeover").await);
-    let world = World::start(Duration::ZERO).await;
-    world.register(&store).await;
+    let world = World::registered(Duration::ZERO, &store).await;
     let (agent_id, snapshot) = world.asleep_agent("alice", "Orphaned");
     // A deleter acquired, then died: its lease has run out.
-    store
-        .update(
-            &key(&agent_id),
-            &Condition::Absent,
-            &Changes {
-                state: Some(WakeState::Deleting),
-                holder: Some(Some("dead".into())),
-                bump_fence: true,
-                lease_until_ms: Some(now_ms() - 10_000),
-                ..Changes::default()
-            },
-        )
-        .await
-        .unwrap();
-    let f = delete_fn(store.clone(), world.client(), quick());
+    hold(
+        &store,
+        &agent_id,
+        WakeState::Deleting,
+        "dead",
+        now_ms() - 10_000,
+    )
+    .await;
+    let f = delete_fn(store.clone(), world.client(), delete_settings(&quick()));
     let resp = f
-        .handle(request(
-            "DELETE",
-            &agent_path(&agent_id),
-            Who::User("alice"),
-            None,
-        ))
+        .handle(alices_request("DELETE", &agent_path(&agent_id)))
         .await;
     assert_eq!(resp.status().as_u16(), 204, "{:?}", answer(&resp).1);
     assert!(world.sim.control().snapshot(&snapshot).is_none());

@@ -9,10 +9,9 @@ use super::*;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn who_may_delete_and_what_bad_input_answers() {
     let store = Arc::new(dynamo_store("delauthz").await);
-    let world = World::start(Duration::ZERO).await;
-    world.register(&store).await;
+    let world = World::registered(Duration::ZERO, &store).await;
     let (agent_id, snapshot) = world.asleep_agent("alice", "Mine");
-    let f = delete_fn(store.clone(), world.client(), quick());
+    let f = delete_fn(store.clone(), world.client(), delete_settings(&quick()));
     let call = |method: &str, p: String, who: Who<'static>| {
         let r = request(method, &p, who, None);
         let f = &f;
@@ -54,12 +53,7 @@ async fn who_may_delete_and_what_bad_input_answers() {
         assert!(body["code"].is_string(), "problem+json for {p}");
     }
     let resp = f
-        .handle(request(
-            "GET",
-            &agent_path(&agent_id),
-            Who::User("alice"),
-            None,
-        ))
+        .handle(alices_request("GET", &agent_path(&agent_id)))
         .await;
     assert_eq!(resp.headers()["allow"], "DELETE");
 

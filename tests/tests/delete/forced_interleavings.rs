@@ -14,39 +14,21 @@ use super::*;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_snapshot_delete_while_the_holder_lists_waits_for_the_wake() {
     let store = Arc::new(dynamo_store("stale-list").await);
-    let world = World::start(Duration::ZERO).await;
-    world.register(&store).await;
+    let world = World::registered(Duration::ZERO, &store).await;
     let (agent_id, newest) = world.asleep_agent("alice", "Stale");
     let older = world.more_snapshots("alice", &agent_id, 1).remove(0);
 
     let gate = Arc::new(Gate::after(world.client(), "ListSessionSnapshots"));
     let resume = Arc::new(resume_fn(store.clone(), gate.clone(), quick()));
-    let r = tokio::spawn({
-        let resume = resume.clone();
-        let p = resume_path(&agent_id);
-        async move {
-            answer(
-                &resume
-                    .handle(request("POST", &p, Who::User("alice"), None))
-                    .await,
-            )
-        }
-    });
+    let r = spawn_request(&resume, alices_request("POST", &resume_path(&agent_id)));
     tokio::time::timeout(Duration::from_secs(10), gate.reached.notified())
         .await
         .expect("the holder listed the snapshots");
     let held = store.get(&key(&agent_id)).await.unwrap().unwrap();
     assert_eq!(held.state, WakeState::Waking, "it lists under the lock");
 
-    let delete = delete_fn(store.clone(), world.client(), quick());
-    let del = || {
-        request(
-            "DELETE",
-            &snapshot_path(&agent_id, &newest),
-            Who::User("alice"),
-            None,
-        )
-    };
+    let delete = delete_fn(store.clone(), world.client(), delete_settings(&quick()));
+    let del = || alices_request("DELETE", &snapshot_path(&agent_id, &newest));
     let (status, body) = answer(&delete.handle(del()).await);
     assert_eq!(
         (status, body["code"].as_str()),
@@ -59,7 +41,7 @@ async fn a_snapshot_delete_while_the_holder_lists_waits_for_the_wake() {
     );
     gate.release.notify_one();
 
-    let (status, body) = r.await.unwrap();
+    let (status, body) = answer(&r.await.unwrap());
     assert_eq!(status, 200, "{body}");
     let woken = body["session"]["session_id"].as_str().unwrap().to_string();
     let counters = world.sim.control().counters();
@@ -80,10 +62,7 @@ async fn a_snapshot_delete_while_the_holder_lists_waits_for_the_wake() {
         "the delete handed the agent back awake"
     );
     assert_eq!(record.session_id.as_deref(), Some(woken.as_str()));
-    assert_eq!(
-        world.sim.control().counters().live_sessions_of(&agent_id),
-        1
-    );
+    assert_eq!(world.live_sessions_of(&agent_id), 1);
 }
 
 /// AgentKit failing part-way through an agent delete: the error is answered, the lock is
@@ -91,8 +70,7 @@ async fn a_snapshot_delete_while_the_holder_lists_waits_for_the_wake() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_agent_delete_releases_the_agent_and_a_retry_finishes() {
     let store = Arc::new(dynamo_store("delfault").await);
-    let world = World::start(Duration::ZERO).await;
-    world.register(&store).await;
+    let world = World::registered(Duration::ZERO, &store).await;
     let (agent_id, _) = world.asleep_agent("alice", "Flaky");
     world.more_snapshots("alice", &agent_id, 2);
     let ctl = world.sim.control();
@@ -101,15 +79,10 @@ async fn a_failed_agent_delete_releases_the_agent_and_a_retry_finishes() {
         snapwake_sim::Fault::error(Some("DeleteSessionSnapshot"), "InternalError", 500).next(3),
     )
     .unwrap();
-    let f = delete_fn(store.clone(), world.client(), quick());
+    let f = delete_fn(store.clone(), world.client(), delete_settings(&quick()));
     let (status, body) = answer(
-        &f.handle(request(
-            "DELETE",
-            &agent_path(&agent_id),
-            Who::User("alice"),
-            None,
-        ))
-        .await,
+        &f.handle(alices_request("DELETE", &agent_path(&agent_id)))
+            .await,
     );
     assert_eq!(
         (status, body["code"].as_str()),
@@ -123,13 +96,8 @@ async fn a_failed_agent_delete_releases_the_agent_and_a_retry_finishes() {
     ctl.clear_faults();
 
     let (status, body) = answer(
-        &f.handle(request(
-            "DELETE",
-            &agent_path(&agent_id),
-            Who::User("alice"),
-            None,
-        ))
-        .await,
+        &f.handle(alices_request("DELETE", &agent_path(&agent_id)))
+            .await,
     );
     assert_eq!(status, 204, "{body}");
     assert!(world.snapshots_of(&agent_id).is_empty());
@@ -143,23 +111,16 @@ async fn a_failed_agent_delete_releases_the_agent_and_a_retry_finishes() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_resume_meeting_an_agent_delete_is_409_then_410() {
     let store = Arc::new(dynamo_store("delete-first").await);
-    let world = World::start(Duration::ZERO).await;
-    world.register(&store).await;
+    let world = World::registered(Duration::ZERO, &store).await;
     let (agent_id, _) = world.asleep_agent("alice", "Doomed");
     world.more_snapshots("alice", &agent_id, 2);
     let gate = Arc::new(Gate::after(world.client(), "DeleteSessionSnapshot"));
-    let delete = Arc::new(delete_fn(store.clone(), gate.clone(), quick()));
-    let d = tokio::spawn({
-        let delete = delete.clone();
-        let p = agent_path(&agent_id);
-        async move {
-            answer(
-                &delete
-                    .handle(request("DELETE", &p, Who::User("alice"), None))
-                    .await,
-            )
-        }
-    });
+    let delete = Arc::new(delete_fn(
+        store.clone(),
+        gate.clone(),
+        delete_settings(&quick()),
+    ));
+    let d = spawn_request(&delete, alices_request("DELETE", &agent_path(&agent_id)));
     gate.reached().await;
     assert_eq!(
         store.get(&key(&agent_id)).await.unwrap().unwrap().state,
@@ -167,7 +128,7 @@ async fn a_resume_meeting_an_agent_delete_is_409_then_410() {
     );
 
     let resume = resume_fn(store.clone(), world.client(), quick());
-    let call = || request("POST", &resume_path(&agent_id), Who::User("alice"), None);
+    let call = || alices_request("POST", &resume_path(&agent_id));
     let resp = resume.handle(call()).await;
     let (status, body) = answer(&resp);
     assert_eq!(
@@ -177,7 +138,7 @@ async fn a_resume_meeting_an_agent_delete_is_409_then_410() {
     );
     assert!(resp.headers().contains_key("retry-after"));
     gate.release.notify_one();
-    let (status, body) = d.await.unwrap();
+    let (status, body) = answer(&d.await.unwrap());
     assert_eq!(status, 204, "{body}");
 
     let (status, body) = answer(&resume.handle(call()).await);
@@ -198,30 +159,17 @@ async fn a_resume_meeting_an_agent_delete_is_409_then_410() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_agent_delete_meeting_a_wake_is_409_until_the_wake_is_done() {
     let store = Arc::new(dynamo_store("wake-first").await);
-    let world = World::start(Duration::from_millis(200)).await;
-    world.register(&store).await;
+    let world = World::registered(Duration::from_millis(200), &store).await;
     let (agent_id, snapshot_id) = world.asleep_agent("alice", "Busy");
     let gate = Arc::new(Gate::after(world.client(), "ResumeSessionFromSnapshot"));
     let resume = Arc::new(resume_fn(store.clone(), gate.clone(), quick()));
-    let r = tokio::spawn({
-        let resume = resume.clone();
-        let p = resume_path(&agent_id);
-        // Held until awake (`Prefer: wait`): the delete meets a wake whose caller waits.
-        async move {
-            answer(
-                &resume
-                    .handle(prefer_wait(
-                        request("POST", &p, Who::User("alice"), None),
-                        5,
-                    ))
-                    .await,
-            )
-        }
-    });
+    // Held until awake (`Prefer: wait`): the delete meets a wake whose caller waits.
+    let wake = alices_request("POST", &resume_path(&agent_id));
+    let r = spawn_request(&resume, prefer_wait(wake, 5));
     gate.reached().await;
 
-    let delete = delete_fn(store.clone(), world.client(), quick());
-    let call = || request("DELETE", &agent_path(&agent_id), Who::User("alice"), None);
+    let delete = delete_fn(store.clone(), world.client(), delete_settings(&quick()));
+    let call = || alices_request("DELETE", &agent_path(&agent_id));
     let (status, body) = answer(&delete.handle(call()).await);
     assert_eq!(
         (status, body["code"].as_str()),
@@ -235,7 +183,7 @@ async fn an_agent_delete_meeting_a_wake_is_409_until_the_wake_is_done() {
     );
     assert_eq!(ctl.counters().live_sessions_of(&agent_id), 1);
     gate.release.notify_one();
-    let (status, body) = r.await.unwrap();
+    let (status, body) = answer(&r.await.unwrap());
     assert_eq!(status, 200, "{body}");
 
     let (status, body) = answer(&delete.handle(call()).await);
@@ -248,12 +196,7 @@ async fn an_agent_delete_meeting_a_wake_is_409_until_the_wake_is_done() {
     assert!(world.snapshots_of(&agent_id).is_empty());
     let (status, _) = answer(
         &resume
-            .handle(request(
-                "POST",
-                &resume_path(&agent_id),
-                Who::User("alice"),
-                None,
-            ))
+            .handle(alices_request("POST", &resume_path(&agent_id)))
             .await,
     );
     assert_eq!(status, 410);
@@ -266,20 +209,11 @@ async fn an_agent_delete_meeting_a_wake_is_409_until_the_wake_is_done() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_agent_delete_after_a_dead_wake_ends_the_session_nobody_recorded() {
     let store = Arc::new(dynamo_store("dead-wake").await);
-    let world = World::start(Duration::ZERO).await;
-    world.register(&store).await;
+    let world = World::registered(Duration::ZERO, &store).await;
     let (agent_id, _) = world.asleep_agent("alice", "Orphan");
     let gate = Arc::new(Gate::after(world.client(), "ResumeSessionFromSnapshot"));
     let resume = Arc::new(resume_fn(store.clone(), gate.clone(), quick()));
-    let r = tokio::spawn({
-        let resume = resume.clone();
-        let p = resume_path(&agent_id);
-        async move {
-            resume
-                .handle(request("POST", &p, Who::User("alice"), None))
-                .await
-        }
-    });
+    let r = spawn_request(&resume, alices_request("POST", &resume_path(&agent_id)));
     gate.reached().await;
     r.abort();
     let _ = r.await;
@@ -289,8 +223,8 @@ async fn an_agent_delete_after_a_dead_wake_ends_the_session_nobody_recorded() {
     let ctl = world.sim.control();
     assert_eq!(ctl.counters().live_sessions_of(&agent_id), 1);
 
-    let delete = delete_fn(store.clone(), world.client(), quick());
-    let call = || request("DELETE", &agent_path(&agent_id), Who::User("alice"), None);
+    let delete = delete_fn(store.clone(), world.client(), delete_settings(&quick()));
+    let call = || alices_request("DELETE", &agent_path(&agent_id));
     let (status, _) = answer(&delete.handle(call()).await);
     assert_eq!(status, 409, "the dead holder's lease still holds");
     let wait_ms = held.lease_until_ms.saturating_sub(now_ms()) + 400;

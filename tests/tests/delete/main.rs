@@ -5,44 +5,12 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use snapwake::agentkit::AgentKit;
 use snapwake::domain::{AgentKey, Kind, WakeState};
-use snapwake::registry_cache::{RegistryCache, ToolOverrides};
 use snapwake::store::memory::MemoryStore;
-use snapwake::store::{AgentStore, Changes, Condition};
+use snapwake::store::AgentStore;
 use snapwake::timestamp::{now_ms, now_s};
 use snapwake::wake::WakeSettings;
-use snapwake_delete::Delete;
-use snapwake_resume::Resume;
 use snapwake_tests::*;
-
-fn delete_fn<S: AgentStore + snapwake::store::ScheduleStore, K: AgentKit>(
-    store: S,
-    agentkit: K,
-    wake: WakeSettings,
-) -> Delete<S, K> {
-    Delete {
-        store,
-        agentkit,
-        registry: RegistryCache::new(ToolOverrides::default()),
-        identity: identity(),
-        settings: delete_settings(&wake),
-    }
-}
-
-fn resume_fn<S: AgentStore + snapwake::store::ScheduleStore, K: AgentKit>(
-    store: S,
-    agentkit: K,
-    wake: WakeSettings,
-) -> Resume<S, K> {
-    Resume {
-        store,
-        agentkit,
-        registry: RegistryCache::new(ToolOverrides::default()),
-        identity: identity(),
-        wake,
-    }
-}
 
 /// Short polls and leases that still cover a delete's work.
 fn quick() -> WakeSettings {
@@ -67,20 +35,14 @@ fn key(agent_id: &str) -> AgentKey {
 
 /// Hold `agent_id` as a live wake would (no AgentKit involved).
 async fn hold_as_waking<S: AgentStore + snapwake::store::ScheduleStore>(store: &S, agent_id: &str) {
-    store
-        .update(
-            &key(agent_id),
-            &Condition::Absent,
-            &Changes {
-                state: Some(WakeState::Waking),
-                holder: Some(Some("waker".into())),
-                bump_fence: true,
-                lease_until_ms: Some(now_ms() + 60_000),
-                ..Changes::default()
-            },
-        )
-        .await
-        .unwrap();
+    hold(
+        store,
+        agent_id,
+        WakeState::Waking,
+        "waker",
+        now_ms() + 60_000,
+    )
+    .await;
 }
 
 mod snapshot_delete;

@@ -1,6 +1,8 @@
 //! Races, many rounds on DynamoDB Local: a resume racing an agent delete never leaves a live
 //! session after a 204, and a resume racing a snapshot delete never resumes a deleted snapshot.
 
+use snapwake::store::dynamo::DynamoStore;
+
 use super::*;
 
 // ---------------------------------------------------------------------------------------------
@@ -8,44 +10,36 @@ use super::*;
 
 const ROUNDS: usize = 20;
 
+/// AgentKit behind a jitter, so that the racers interleave differently every round.
+type Jittery = Hooked<snapwake::agentkit::AgentKitClient, Jitter>;
+
+/// A race's contenders over a fresh table named `table` (sessions Ready after 30 ms): the
+/// resume and delete functions, each calling AgentKit behind a jitter of 0..15 ms.
+async fn contenders(
+    table: &str,
+) -> (
+    World,
+    Arc<snapwake_resume::Resume<Arc<DynamoStore>, Jittery>>,
+    Arc<snapwake_delete::Delete<Arc<DynamoStore>, Jittery>>,
+) {
+    let store = Arc::new(dynamo_store(table).await);
+    let world = World::registered(Duration::from_millis(30), &store).await;
+    let jitter = || Jitter::before(world.client(), 15);
+    let resume = Arc::new(resume_fn(store.clone(), jitter(), quick()));
+    let delete = delete_fn(store.clone(), jitter(), delete_settings(&quick()));
+    (world, resume, Arc::new(delete))
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn resume_racing_agent_delete_never_leaves_a_live_session_after_a_204() {
-    let store = Arc::new(dynamo_store("race-agent").await);
-    let world = World::start(Duration::from_millis(30)).await;
-    world.register(&store).await;
-    let jitter = || Jitter {
-        inner: world.client(),
-        max_ms: 15,
-    };
-    let resume = Arc::new(resume_fn(store.clone(), jitter(), quick()));
-    let delete = Arc::new(delete_fn(store.clone(), jitter(), quick()));
+    let (world, resume, delete) = contenders("race-agent").await;
     let mut outcomes = std::collections::BTreeMap::<(u16, u16), usize>::new();
 
     for round in 0..ROUNDS {
         let (agent_id, _) = world.asleep_agent("alice", &format!("Race {round}"));
-        let r = tokio::spawn({
-            let resume = resume.clone();
-            let p = resume_path(&agent_id);
-            async move {
-                answer(
-                    &resume
-                        .handle(request("POST", &p, Who::User("alice"), None))
-                        .await,
-                )
-            }
-        });
-        let d = tokio::spawn({
-            let delete = delete.clone();
-            let p = agent_path(&agent_id);
-            async move {
-                answer(
-                    &delete
-                        .handle(request("DELETE", &p, Who::User("alice"), None))
-                        .await,
-                )
-            }
-        });
-        let (resumed, deleted) = (r.await.unwrap(), d.await.unwrap());
+        let r = spawn_request(&resume, alices_request("POST", &resume_path(&agent_id)));
+        let d = spawn_request(&delete, alices_request("DELETE", &agent_path(&agent_id)));
+        let (resumed, deleted) = (answer(&r.await.unwrap()), answer(&d.await.unwrap()));
         *outcomes.entry((resumed.0, deleted.0)).or_default() += 1;
         assert!(
             [200, 202, 409, 410].contains(&resumed.0),
@@ -88,12 +82,7 @@ async fn resume_racing_agent_delete_never_leaves_a_live_session_after_a_204() {
             tokio::time::sleep(Duration::from_millis(100)).await;
             status = answer(
                 &delete
-                    .handle(request(
-                        "DELETE",
-                        &agent_path(&agent_id),
-                        Who::User("alice"),
-                        None,
-                    ))
+                    .handle(alices_request("DELETE", &agent_path(&agent_id)))
                     .await,
             )
             .0;
@@ -109,19 +98,11 @@ async fn resume_racing_agent_delete_never_leaves_a_live_session_after_a_204() {
 
         let (late, body) = answer(
             &resume
-                .handle(request(
-                    "POST",
-                    &resume_path(&agent_id),
-                    Who::User("alice"),
-                    None,
-                ))
+                .handle(alices_request("POST", &resume_path(&agent_id)))
                 .await,
         );
         assert_eq!(late, 410, "round {round}: {body}");
-        assert_eq!(
-            world.sim.control().counters().live_sessions_of(&agent_id),
-            0
-        );
+        assert_eq!(world.live_sessions_of(&agent_id), 0);
     }
     // Every round answered one of the pairs the protocol allows (asserted per round above);
     // the tally says which interleavings this run met.
@@ -131,15 +112,7 @@ async fn resume_racing_agent_delete_never_leaves_a_live_session_after_a_204() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn resume_racing_snapshot_delete_never_resumes_a_deleted_snapshot() {
-    let store = Arc::new(dynamo_store("race-snap").await);
-    let world = World::start(Duration::from_millis(30)).await;
-    world.register(&store).await;
-    let jitter = || Jitter {
-        inner: world.client(),
-        max_ms: 15,
-    };
-    let resume = Arc::new(resume_fn(store.clone(), jitter(), quick()));
-    let delete = Arc::new(delete_fn(store.clone(), jitter(), quick()));
+    let (world, resume, delete) = contenders("race-snap").await;
     let mut outcomes = std::collections::BTreeMap::<(u16, u16), usize>::new();
 
     for round in 0..ROUNDS {
@@ -150,29 +123,12 @@ async fn resume_racing_snapshot_delete_never_resumes_a_deleted_snapshot() {
         } else {
             None
         };
-        let r = tokio::spawn({
-            let resume = resume.clone();
-            let p = resume_path(&agent_id);
-            async move {
-                answer(
-                    &resume
-                        .handle(request("POST", &p, Who::User("alice"), None))
-                        .await,
-                )
-            }
-        });
-        let d = tokio::spawn({
-            let delete = delete.clone();
-            let p = snapshot_path(&agent_id, &newest);
-            async move {
-                answer(
-                    &delete
-                        .handle(request("DELETE", &p, Who::User("alice"), None))
-                        .await,
-                )
-            }
-        });
-        let (resumed, deleted) = (r.await.unwrap(), d.await.unwrap());
+        let r = spawn_request(&resume, alices_request("POST", &resume_path(&agent_id)));
+        let d = spawn_request(
+            &delete,
+            alices_request("DELETE", &snapshot_path(&agent_id, &newest)),
+        );
+        let (resumed, deleted) = (answer(&r.await.unwrap()), answer(&d.await.unwrap()));
         *outcomes.entry((resumed.0, deleted.0)).or_default() += 1;
 
         let ctl = world.sim.control();

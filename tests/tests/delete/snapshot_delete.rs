@@ -9,19 +9,13 @@ use super::*;
 async fn snapshot_delete_is_idempotent<S: AgentStore + snapwake::store::ScheduleStore + Clone>(
     store: S,
 ) {
-    let world = World::start(Duration::ZERO).await;
-    world.register(&store).await;
+    let world = World::registered(Duration::ZERO, &store).await;
     let (agent_id, newest) = world.asleep_agent("alice", "Two snaps");
     let older = world.more_snapshots("alice", &agent_id, 1).remove(0);
-    let f = delete_fn(store.clone(), world.client(), quick());
+    let f = delete_fn(store.clone(), world.client(), delete_settings(&quick()));
 
     let resp = f
-        .handle(request(
-            "DELETE",
-            &snapshot_path(&agent_id, &newest),
-            Who::User("alice"),
-            None,
-        ))
+        .handle(alices_request("DELETE", &snapshot_path(&agent_id, &newest)))
         .await;
     assert_eq!(resp.status().as_u16(), 204, "{:?}", answer(&resp).1);
     assert!(
@@ -39,12 +33,7 @@ async fn snapshot_delete_is_idempotent<S: AgentStore + snapwake::store::Schedule
 
     // Again: already gone is success, and nothing else is touched.
     let resp = f
-        .handle(request(
-            "DELETE",
-            &snapshot_path(&agent_id, &newest),
-            Who::User("alice"),
-            None,
-        ))
+        .handle(alices_request("DELETE", &snapshot_path(&agent_id, &newest)))
         .await;
     assert_eq!(resp.status().as_u16(), 204, "{:?}", answer(&resp).1);
     assert!(world.sim.control().snapshot(&older).is_some());
@@ -72,19 +61,13 @@ async fn snapshot_delete_answers_204_then_204_again_in_memory() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn snapshot_delete_honours_if_match() {
     let store = Arc::new(dynamo_store("ifmatch").await);
-    let world = World::start(Duration::ZERO).await;
-    world.register(&store).await;
+    let world = World::registered(Duration::ZERO, &store).await;
     let (agent_id, newest) = world.asleep_agent("alice", "Versioned");
     let older = world.more_snapshots("alice", &agent_id, 1).remove(0);
-    let f = delete_fn(store.clone(), world.client(), quick());
+    let f = delete_fn(store.clone(), world.client(), delete_settings(&quick()));
     let del = |snapshot: &str, etag: &str| {
         with_header(
-            request(
-                "DELETE",
-                &snapshot_path(&agent_id, snapshot),
-                Who::User("alice"),
-                None,
-            ),
+            alices_request("DELETE", &snapshot_path(&agent_id, snapshot)),
             "if-match",
             etag,
         )
@@ -119,22 +102,16 @@ async fn snapshot_delete_honours_if_match() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn another_agents_snapshot_is_not_found_and_kept() {
     let store = Arc::new(dynamo_store("foreign-snap").await);
-    let world = World::start(Duration::ZERO).await;
-    world.register(&store).await;
+    let world = World::registered(Duration::ZERO, &store).await;
     let (mine, _) = world.asleep_agent("alice", "Mine");
     let (also_mine, its_snapshot) = world.asleep_agent("alice", "Also mine");
     let (_, bobs_snapshot) = world.asleep_agent("bob", "Bob's");
-    let f = delete_fn(store.clone(), world.client(), quick());
+    let f = delete_fn(store.clone(), world.client(), delete_settings(&quick()));
 
     for foreign in [&its_snapshot, &bobs_snapshot] {
         let (status, body) = answer(
-            &f.handle(request(
-                "DELETE",
-                &snapshot_path(&mine, foreign),
-                Who::User("alice"),
-                None,
-            ))
-            .await,
+            &f.handle(alices_request("DELETE", &snapshot_path(&mine, foreign)))
+                .await,
         );
         assert_eq!(
             (status, body["code"].as_str()),
@@ -155,11 +132,9 @@ async fn another_agents_snapshot_is_not_found_and_kept() {
     );
     assert_eq!(status, 404);
     let (status, _) = answer(
-        &f.handle(request(
+        &f.handle(alices_request(
             "DELETE",
             &snapshot_path(&mine, "snap-never-was"),
-            Who::User("alice"),
-            None,
         ))
         .await,
     );
@@ -170,16 +145,13 @@ async fn another_agents_snapshot_is_not_found_and_kept() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn snapshot_delete_during_a_live_wake_is_409_and_keeps_the_snapshot() {
     let store = Arc::new(dynamo_store("snapbusy").await);
-    let world = World::start(Duration::ZERO).await;
-    world.register(&store).await;
+    let world = World::registered(Duration::ZERO, &store).await;
     let (agent_id, snapshot) = world.asleep_agent("alice", "Waking");
     hold_as_waking(&store, &agent_id).await;
-    let f = delete_fn(store.clone(), world.client(), quick());
+    let f = delete_fn(store.clone(), world.client(), delete_settings(&quick()));
 
     for path in [snapshot_path(&agent_id, &snapshot), agent_path(&agent_id)] {
-        let resp = f
-            .handle(request("DELETE", &path, Who::User("alice"), None))
-            .await;
+        let resp = f.handle(alices_request("DELETE", &path)).await;
         let (status, body) = answer(&resp);
         assert_eq!(
             (status, body["code"].as_str()),
@@ -194,14 +166,7 @@ async fn snapshot_delete_during_a_live_wake_is_409_and_keeps_the_snapshot() {
         assert!((1..=5).contains(&retry_after));
     }
     assert!(world.sim.control().snapshot(&snapshot).is_some(), "kept");
-    assert_eq!(
-        world
-            .sim
-            .control()
-            .counters()
-            .received("DeleteSessionSnapshot"),
-        0
-    );
+    assert_eq!(world.received("DeleteSessionSnapshot"), 0);
     let record = store.get(&key(&agent_id)).await.unwrap().unwrap();
     assert_eq!(
         (record.state, record.holder.as_deref()),

@@ -10,14 +10,15 @@ use super::*;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_change_over_http_publishes_one_event() {
     let (store, bus) = announcing("events-http").await;
-    let world = World::start(Duration::from_millis(200)).await;
-    world.register(&store).await;
+    let world = World::registered(Duration::from_millis(200), &store).await;
     let api = Arc::new(Api::new(store.clone(), world.client(), identity()));
     let (agent_id, snapshot_id) = world.asleep_agent("alice", "Announced");
 
     // 20 callers at once: one wake, one event.
-    let answers =
-        futures::future::join_all((0..20).map(|_| settle(&api, &agent_id, "resume"))).await;
+    let answers = futures::future::join_all(
+        (0..20).map(|_| settle_alices(&*api, &agent_id, "resume", Duration::from_secs(30))),
+    )
+    .await;
     assert!(
         answers
             .iter()
@@ -42,10 +43,7 @@ async fn each_change_over_http_publishes_one_event() {
     assert!(detail["snapshot_id"].is_null() && detail["error_code"].is_null());
     assert!(version_of(&awake[0]) <= record.version);
     assert!(snapwake::timestamp::epoch_ms(detail["at"].as_str().unwrap()).is_some());
-    assert_eq!(
-        world.sim.control().counters().live_sessions_of(&agent_id),
-        1
-    );
+    assert_eq!(world.live_sessions_of(&agent_id), 1);
 
     // Sleep: one `asleep`, naming the snapshot the sleep kept.
     settle_to(&api, &agent_id, "sleep", "asleep").await;
@@ -114,8 +112,7 @@ async fn each_change_over_http_publishes_one_event() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_wake_publishes_wake_failed_with_its_code() {
     let (store, bus) = announcing("events-failed").await;
-    let world = World::start(Duration::ZERO).await;
-    world.register(&store).await;
+    let world = World::registered(Duration::ZERO, &store).await;
     let api = Api::new(store.clone(), world.client(), identity());
     let (agent_id, snapshot_id) = world.asleep_agent("alice", "Vanishing");
     let ctl = world.sim.control();

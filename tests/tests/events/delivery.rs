@@ -8,8 +8,7 @@ use super::*;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_publish_is_retried_with_the_same_change_id() {
     let (store, bus) = announcing("events-retry").await;
-    let world = World::start(Duration::ZERO).await;
-    world.register(&store).await;
+    let world = World::registered(Duration::ZERO, &store).await;
     let api = Api::new(store.clone(), world.client(), identity());
     let (agent_id, _) = world.asleep_agent("alice", "Retried");
     bus.fail_next(&[BusFault::ServerError, BusFault::FailedEntry]);
@@ -39,17 +38,13 @@ async fn a_failed_publish_is_retried_with_the_same_change_id() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_bus_down_never_changes_the_answer() {
     let (store, bus) = announcing("events-down").await;
-    let world = World::start(Duration::from_millis(200)).await;
-    world.register(&store).await;
+    let world = World::registered(Duration::from_millis(200), &store).await;
     let api = Api::new(store.clone(), world.client(), identity());
     let (agent_id, _) = world.asleep_agent("alice", "Unheard");
 
     bus.fail_next(&[BusFault::Slow; 3]);
     settle_to(&api, &agent_id, "resume", "awake").await;
-    assert_eq!(
-        world.sim.control().counters().live_sessions_of(&agent_id),
-        1
-    );
+    assert_eq!(world.live_sessions_of(&agent_id), 1);
     assert!(published_about(&bus, &agent_id).is_empty());
 
     bus.fail_next(&[BusFault::ServerError; 10]);

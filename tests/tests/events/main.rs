@@ -47,26 +47,7 @@ async fn call<S: AgentStore + ScheduleStore, K: AgentKit>(
     } else {
         format!("/v1/agents/codex/{agent_id}/{verb}")
     };
-    answer(
-        &api.handle(request(method, &path, Who::User("alice"), None))
-            .await,
-    )
-}
-
-/// POST `verb` until the answer is not 202 (at most 30 s).
-async fn settle<S: AgentStore + ScheduleStore, K: AgentKit>(
-    api: &Api<S, K>,
-    agent_id: &str,
-    verb: &str,
-) -> (u16, Value) {
-    let until = std::time::Instant::now() + Duration::from_secs(30);
-    loop {
-        let (status, body) = call(api, "POST", agent_id, verb).await;
-        if status != 202 || std::time::Instant::now() > until {
-            return (status, body);
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    answer(&api.handle(alices_request(method, &path)).await)
 }
 
 /// POST `verb` until settled, which must leave the agent `state` (200).
@@ -76,7 +57,7 @@ async fn settle_to<S: AgentStore + ScheduleStore, K: AgentKit>(
     verb: &str,
     state: &str,
 ) {
-    let (status, body) = settle(api, agent_id, verb).await;
+    let (status, body) = settle_alices(api, agent_id, verb, Duration::from_secs(30)).await;
     assert_eq!(
         (status, body["state"].as_str()),
         (200, Some(state)),

@@ -4,33 +4,18 @@
 use snapwake::deadline::Deadline;
 use snapwake::domain::WakeState;
 use snapwake::identity::usid;
-use snapwake::registry_cache::{RegistryCache, ToolOverrides};
-use snapwake_delete::{Delete, RetentionPolicy, SweepSettings};
+use snapwake_delete::{DeleteSettings, RetentionPolicy, SweepSettings};
 use snapwake_sim::SeedSnapshot;
 
 use super::*;
 
 const DAY: Duration = Duration::from_secs(24 * 3600);
 
-fn delete_fn(store: Store, world: &World, sweep: SweepSettings) -> Delete<Store, impl AgentKit> {
-    Delete {
-        store,
-        agentkit: world.client(),
-        registry: RegistryCache::new(ToolOverrides::default()),
-        identity: identity(),
-        settings: snapwake_delete::DeleteSettings {
-            sweep,
-            ..delete_settings(&quick_wake())
-        },
-    }
-}
-
 /// A wake schedule's occurrence wakes the agent: `awake` with trigger `schedule`, once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_schedule_wakes_with_trigger_schedule() {
     let (store, bus) = announcing("events-tick").await;
-    let world = World::start(Duration::from_millis(300)).await;
-    world.register(&store).await;
+    let world = World::registered(Duration::from_millis(300), &store).await;
     let api = Api::new(store.clone(), world.client(), identity());
     let (agent_id, _) = world.asleep_agent("alice", "Scheduled");
     // Known to snapwake: woken and put to sleep once over HTTP.
@@ -88,8 +73,7 @@ async fn a_schedule_wakes_with_trigger_schedule() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_sweep_and_offboarding_announce_their_deletions() {
     let (store, bus) = announcing("events-cleanup").await;
-    let world = World::start(Duration::ZERO).await;
-    world.register(&store).await;
+    let world = World::registered(Duration::ZERO, &store).await;
     let ctl = world.sim.control();
     let idle = usid::mint("carol");
     ctl.seed_snapshot(SeedSnapshot {
@@ -102,18 +86,19 @@ async fn the_sweep_and_offboarding_announce_their_deletions() {
         ..SeedSnapshot::default()
     })
     .unwrap();
-    let f = delete_fn(
-        store.clone(),
-        &world,
-        SweepSettings {
-            policy: RetentionPolicy {
-                keep: 3,
-                max_age: None,
-                max_idle: Some(60 * DAY),
-            },
-            ..SweepSettings::default()
+    let sweep = SweepSettings {
+        policy: RetentionPolicy {
+            keep: 3,
+            max_age: None,
+            max_idle: Some(60 * DAY),
         },
-    );
+        ..SweepSettings::default()
+    };
+    let settings = DeleteSettings {
+        sweep,
+        ..delete_settings(&quick_wake())
+    };
+    let f = delete_fn(store.clone(), world.client(), settings);
     let report = f
         .sweep(
             Deadline::after(Duration::from_secs(120)),

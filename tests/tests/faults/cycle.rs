@@ -13,43 +13,22 @@ pub(crate) const CYCLE_ROUNDS: usize = 4;
 /// How long the callers of one step (one wake or one sleep of one agent) may retry.
 pub(crate) const CYCLE_PATIENCE: Duration = Duration::from_secs(30);
 
-/// AgentKit that notes every DeleteSession as it is sent: the session, and the statuses of
+/// A hook that notes every DeleteSession as it is sent: the session, and the statuses of
 /// that session's snapshots at that moment (a sleep must never end a session whose snapshot
 /// is not Ready).
-pub(crate) struct Watched<K> {
-    pub(crate) inner: K,
+pub(crate) struct Watched {
     pub(crate) ctl: SimControl,
     pub(crate) ended: Mutex<Vec<(String, Vec<String>)>>,
 }
 
-impl<K: AgentKit> AgentKit for Watched<K> {
-    async fn call<A: Action + 'static>(
-        &self,
-        region: &str,
-        request: &A,
-        deadline: Deadline,
-    ) -> Result<A::Output, AgentKitError> {
+impl AgentKitHook for Watched {
+    async fn around<A: Action, C: AgentKitCall>(&self, request: &A, call: C) -> C::Output {
         if A::NAME == "DeleteSession" {
-            let sent = serde_json::to_value(request).unwrap_or_default();
-            let session = sent["SessionId"].as_str().unwrap_or_default().to_string();
-            let statuses = self
-                .ctl
-                .snapshots()
-                .into_iter()
-                .filter(|s| s.session_id.as_deref() == Some(session.as_str()))
-                .map(|s| s.status.unwrap_or_default())
-                .collect();
+            let (session, snapshots) = ending_of(&self.ctl, request);
+            let statuses = snapshots.into_iter().map(|(_, status)| status).collect();
             self.ended.lock().unwrap().push((session, statuses));
         }
-        self.inner.call(region, request, deadline).await
-    }
-
-    fn regions(&self) -> &[String] {
-        self.inner.regions()
-    }
-
-    fn request_timeout(&self) -> Duration {
-        self.inner.request_timeout()
+        call.await
     }
 }
 

@@ -11,16 +11,12 @@ const OUTAGE_CALLERS: usize = 50;
 /// Short leases, and a wait long enough that a holder slowed down by a busy machine still has
 /// a whole AgentKit request timeout (2 s) left when it gets to send its Resume.
 fn outage_settings() -> WakeSettings {
+    let (lease, ready_timeout) = (Duration::from_secs(2), Duration::from_secs(3));
     WakeSettings {
-        lock: quick_lock(Duration::from_secs(2)),
-        ready_timeout: Duration::from_secs(3),
-        wait: Duration::from_secs(6),
-        poll_min: Duration::from_millis(50),
-        poll_max: Duration::from_millis(200),
         watch_min: Duration::from_millis(50),
         watch_max: Duration::from_millis(200),
         poll_lease: Duration::from_millis(500),
-        ..WakeSettings::default()
+        ..wake_settings(lease, ready_timeout, Duration::from_secs(6))
     }
 }
 
@@ -34,8 +30,7 @@ fn dynamodb_killed_mid_storm_answers_503_in_budget_and_converges_after_restart()
         let store = DynamoStore::from_conf(&dynamo.sdk_config().await, &table);
         create_table(store.client(), &table).await.unwrap();
         // Sessions take 2 s to become Ready.
-        let world = World::start(Duration::from_secs(2)).await;
-        world.register(&store).await;
+        let world = World::registered(Duration::from_secs(2), &store).await;
         let ctl = world.sim.control();
         let agents: Vec<(&'static str, String, String)> = (0..OUTAGE_AGENTS)
             .map(|i| {

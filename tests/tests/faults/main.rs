@@ -32,10 +32,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use snapwake::agentkit::types::{Action, Snapshot};
-use snapwake::agentkit::{AgentKit, AgentKitError};
-use snapwake::deadline::Deadline;
+use snapwake::agentkit::AgentKit;
 use snapwake::domain::{AgentKey, Kind, WakeState};
-use snapwake::registry_cache::{RegistryCache, ToolOverrides};
 use snapwake::store::dynamo::{sdk_defaults, DynamoStore};
 use snapwake::store::table::create_table;
 use snapwake::store::AgentStore;
@@ -48,25 +46,7 @@ use snapwake_tests::*;
 static SERIAL: Mutex<()> = Mutex::new(());
 
 fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(4)
-        .enable_all()
-        .build()
-        .unwrap()
-}
-
-fn resume_fn<S: AgentStore + snapwake::store::ScheduleStore, K: AgentKit>(
-    store: S,
-    agentkit: K,
-    wake: WakeSettings,
-) -> Resume<S, K> {
-    Resume {
-        store,
-        agentkit,
-        registry: RegistryCache::new(ToolOverrides::default()),
-        identity: identity(),
-        wake,
-    }
+    multi_thread_runtime(4)
 }
 
 fn path(agent_id: &str) -> String {
@@ -209,16 +189,16 @@ const OWNERS: [&str; 5] = ["alice", "bob", "carol", "dave", "erin"];
 /// (0.25 s → 1 s: 400 joiners share one DynamoDB Local). The readiness timeout is shorter than
 /// the wait, as in resume.rs's `quick()`: a holder may outlive its lease.
 fn soak_settings() -> WakeSettings {
+    let ready_timeout = Duration::from_millis(2500);
     WakeSettings {
-        lock: quick_lock(Duration::from_secs(2)),
-        ready_timeout: Duration::from_millis(2500),
-        wait: Duration::from_secs(4),
-        poll_min: Duration::from_millis(50),
-        poll_max: Duration::from_millis(200),
         watch_min: Duration::from_millis(250),
         watch_max: Duration::from_secs(1),
         poll_lease: Duration::from_millis(500),
-        ..WakeSettings::default()
+        ..wake_settings(
+            Duration::from_secs(2),
+            ready_timeout,
+            Duration::from_secs(4),
+        )
     }
 }
 

@@ -11,8 +11,7 @@ fn agents_woken_and_put_to_sleep_through_503s_and_429s_never_lose_a_workspace() 
     runtime().block_on(async {
         let started = Instant::now();
         let store = dynamo_store("faults-cycle").await;
-        let world = World::start(Duration::from_millis(300)).await;
-        world.register(&store).await;
+        let world = World::registered(Duration::from_millis(300), &store).await;
         let ctl = world.sim.control();
         ctl.set_snapshot_ready_delay(Duration::from_millis(300));
         let agents: Vec<(&'static str, String, String)> = (0..CYCLE_AGENTS)
@@ -32,10 +31,12 @@ fn agents_woken_and_put_to_sleep_through_503s_and_429s_never_lose_a_workspace() 
         ctl.inject(Fault::error(None, "Throttling", 429).rate(0.125))
             .unwrap();
 
-        let kit = Watched {
+        let kit = Hooked {
             inner: world.client(),
-            ctl: ctl.clone(),
-            ended: Mutex::new(Vec::new()),
+            hook: Watched {
+                ctl: ctl.clone(),
+                ended: Mutex::new(Vec::new()),
+            },
         };
         let function = Arc::new(resume_fn(store.clone(), kit, soak_settings()));
         let live = LiveWatch::start(ctl.clone());

@@ -51,14 +51,7 @@ async fn temporary_agents_and_agents_without_a_record_are_kept_alive_too() {
     let ctl = world.sim.control();
 
     // Created temporary through the API (a record, a session on the temporary Tool).
-    let resp = call(
-        &api,
-        "POST",
-        "/v1/agents",
-        ALICE,
-        Some(r#"{"kind":"codex","display_name":"Scratch","retention":"temporary"}"#),
-    )
-    .await;
+    let resp = create_scratch(&api).await;
     let (status, body) = answer(&resp);
     assert_eq!(status, 201, "{body}");
     assert_eq!(body["retention"], "temporary", "{body}");
@@ -114,14 +107,7 @@ async fn a_deleted_agent_is_gone() {
     let (world, _store, api) = setup("keepalive-deleted").await;
     let ctl = world.sim.control();
     let (agent_id, _) = awake_agent(&world, &api).await;
-    let resp = call(
-        &api,
-        "DELETE",
-        &format!("/v1/agents/codex/{agent_id}"),
-        ALICE,
-        None,
-    )
-    .await;
+    let resp = on_agent(&api, "DELETE", &agent_id).await;
     assert_eq!(resp.status().as_u16(), 204, "{:?}", answer(&resp).1);
     let resp = post(&api, &agent_id, "keepalive", Some(r#"{"ttl_s":600}"#)).await;
     assert_problem(&resp, 410, "AGENT_GONE");

@@ -40,14 +40,7 @@ async fn keepalive_moves_the_expiry_by_the_ttl_on_agentkits_clock_each_time() {
 
     // What a reader sees afterwards is the new expiry, whether it asks the list function
     // (live) or resumes (which may answer from the record).
-    let resp = call(
-        &api,
-        "GET",
-        &format!("/v1/agents/codex/{agent_id}"),
-        ALICE,
-        None,
-    )
-    .await;
+    let resp = on_agent(&api, "GET", &agent_id).await;
     let (status, body) = answer(&resp);
     assert_eq!(status, 200, "{body}");
     assert_eq!(expire_at(&body), last, "{body}");
@@ -155,16 +148,7 @@ async fn the_answer_is_the_agent_as_a_read_shows_it() {
     // Woken through the API (a record that knows its snapshots).
     let (woken, _) = awake_agent(&world, &api).await;
     // Created temporary through the API (a record, no snapshots).
-    let (status, body) = answer(
-        &call(
-            &api,
-            "POST",
-            "/v1/agents",
-            ALICE,
-            Some(r#"{"kind":"codex","display_name":"Scratch","retention":"temporary"}"#),
-        )
-        .await,
-    );
+    let (status, body) = answer(&create_scratch(&api).await);
     assert_eq!(status, 201, "{body}");
     let created = body["agent_id"].as_str().unwrap().to_string();
     // A temporary session known only to AgentKit: no record, the Tool says temporary.
@@ -185,14 +169,7 @@ async fn the_answer_is_the_agent_as_a_read_shows_it() {
         assert_eq!(status, 200, "{what}: {kept}");
         assert_eq!(kept["ttl_s"], 900);
         kept.as_object_mut().unwrap().remove("ttl_s");
-        let resp = call(
-            &api,
-            "GET",
-            &format!("/v1/agents/codex/{agent_id}"),
-            ALICE,
-            None,
-        )
-        .await;
+        let resp = on_agent(&api, "GET", agent_id).await;
         let (status, read) = answer(&resp);
         assert_eq!(status, 200, "{what}: {read}");
         let fields: std::collections::BTreeSet<&String> = kept

@@ -45,6 +45,22 @@ async fn call(
     api.handle(request(method, path, who, body)).await
 }
 
+/// `method` on Alice's codex agent `agent_id` itself (`/v1/agents/codex/{agent_id}`).
+async fn on_agent(
+    api: &DynamoApi,
+    method: &str,
+    agent_id: &str,
+) -> lambda_http::Response<lambda_http::Body> {
+    let path = format!("/v1/agents/codex/{agent_id}");
+    call(api, method, &path, ALICE, None).await
+}
+
+/// Alice's create of a temporary codex agent, "Scratch".
+async fn create_scratch(api: &DynamoApi) -> lambda_http::Response<lambda_http::Body> {
+    let body = r#"{"kind":"codex","display_name":"Scratch","retention":"temporary"}"#;
+    call(api, "POST", "/v1/agents", ALICE, Some(body)).await
+}
+
 /// `POST …/{verb}` on Alice's codex agent `agent_id`.
 async fn post(
     api: &DynamoApi,

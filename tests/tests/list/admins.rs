@@ -10,7 +10,7 @@ async fn admins_list_one_owner_or_page_everyone_exactly_once() {
     let store = dynamo_store("list-admin").await;
     let world = World::start(Duration::from_secs(3600)).await;
     let s = seed(&store, &world).await;
-    let f = list_fn(store.clone(), world.client());
+    let f = list_fn(store.clone(), world.client(), ListSettings::default());
 
     let (status, own) = get(&f, "/v1/agents", &[], Who::User("alice")).await;
     assert_eq!(status, 200);

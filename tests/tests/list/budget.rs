@@ -8,24 +8,12 @@ use super::*;
 // budget (docs/architecture.md, "Quality bars and where they are checked"): one owner's list among
 // 20,000 snapshots of 1,000 owners.
 
-fn agentkit_calls(world: &World) -> u64 {
-    world
-        .sim
-        .control()
-        .counters()
-        .actions
-        .values()
-        .map(|a| a.received)
-        .sum()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_owner_among_20000_snapshots_costs_two_queries_and_one_call_per_tool() {
     const OWNERS: usize = 1000;
     let dynamo = dynamo_store("list-budget").await;
     let store = Arc::new(CountingStore::new(dynamo));
-    let world = World::start(Duration::ZERO).await;
-    world.register(&store).await;
+    let world = World::registered(Duration::ZERO, &store).await;
     // owner-0000: 10 agents of 2 snapshots; 999 others: 2 agents of 10 snapshots.
     let mut seeds = Vec::new();
     let mut mine = BTreeSet::new();
@@ -50,7 +38,7 @@ async fn one_owner_among_20000_snapshots_costs_two_queries_and_one_call_per_tool
     assert_eq!(seeds.len(), 20_000);
     let ctl = world.sim.control();
     ctl.seed_snapshots(seeds).unwrap();
-    let f = list_fn(store.clone(), world.client());
+    let f = list_fn(store.clone(), world.client(), ListSettings::default());
     let me = Who::User("owner-0000");
 
     // Before the sync: the reference Studio's scan of every snapshot.
@@ -62,7 +50,7 @@ async fn one_owner_among_20000_snapshots_costs_two_queries_and_one_call_per_tool
     assert!((200..=201).contains(&scan_pages), "{scan_pages} pages");
     eprintln!(
         "scan path: {} AgentKit calls ({scan_pages} snapshot pages)",
-        agentkit_calls(&world)
+        world.agentkit_calls()
     );
 
     let report = sync(&store, &world, &world.registry()).await;
@@ -84,7 +72,7 @@ async fn one_owner_among_20000_snapshots_costs_two_queries_and_one_call_per_tool
     assert_eq!(summary(&indexed), summary(&scanned));
     let dynamo_calls = store.calls.total() - before;
     let counters = ctl.counters();
-    let calls = agentkit_calls(&world);
+    let calls = world.agentkit_calls();
     eprintln!("index path: {dynamo_calls} DynamoDB calls, {calls} AgentKit calls");
     assert!(dynamo_calls <= 2, "{dynamo_calls} DynamoDB calls");
     assert_eq!(counters.received("ListSessionSnapshots"), 0);
@@ -103,8 +91,7 @@ async fn one_owner_among_20000_snapshots_costs_two_queries_and_one_call_per_tool
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_cap_of_a_list_counts_live_agents_not_tombstones() {
     let store = Arc::new(snapwake::store::memory::MemoryStore::new());
-    let world = World::start(Duration::ZERO).await;
-    world.register(&store).await;
+    let world = World::registered(Duration::ZERO, &store).await;
     let live: BTreeSet<String> = (0..3)
         .map(|i| world.asleep_agent("alice", &format!("Alive {i}")).0)
         .collect();
@@ -147,7 +134,7 @@ async fn the_cap_of_a_list_counts_live_agents_not_tombstones() {
             .await
             .unwrap();
     }
-    let f = list_fn(store.clone(), world.client());
+    let f = list_fn(store.clone(), world.client(), ListSettings::default());
     let (status, body) = get(&f, "/v1/agents", &[], Who::User("alice")).await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(ids(&body), live, "every live agent, and nothing else");

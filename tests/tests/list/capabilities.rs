@@ -7,7 +7,7 @@ use super::*;
 async fn capabilities_follow_the_registry() {
     let store = dynamo_store("list-capabilities").await;
     let world = World::start(Duration::ZERO).await;
-    let f = list_fn(store.clone(), world.client());
+    let f = list_fn(store.clone(), world.client(), ListSettings::default());
     // Nothing deployed: nothing enabled, temporary by default.
     let (status, body) = get(&f, "/v1/capabilities", &[], Who::User("alice")).await;
     assert_eq!(status, 200, "{body}");
@@ -31,7 +31,7 @@ async fn capabilities_follow_the_registry() {
         },
     );
     store.put_registry(&registry, 0).await.unwrap();
-    let f = list_fn(store.clone(), world.client());
+    let f = list_fn(store.clone(), world.client(), ListSettings::default());
     let (_, body) = get(&f, "/v1/capabilities", &[], Who::User("alice")).await;
     let kinds = body["kinds"].as_array().unwrap();
     assert_eq!(kinds.len(), 3);

@@ -13,8 +13,7 @@ async fn everyone_is_paged_from_the_index_once_full_and_current() {
     const OWNERS: usize = 100;
     const AGENTS_PER_OWNER: usize = 10;
     let store = Arc::new(dynamo_store("list-everyone").await);
-    let world = World::start(Duration::ZERO).await;
-    world.register(&store).await;
+    let world = World::registered(Duration::ZERO, &store).await;
     let base = time::OffsetDateTime::now_utc() - Duration::from_secs(48 * 3600);
     let mut seeds = Vec::new();
     let mut everyone = BTreeSet::new();
@@ -40,7 +39,7 @@ async fn everyone_is_paged_from_the_index_once_full_and_current() {
     let ctl = world.sim.control();
     ctl.seed_snapshots(seeds).unwrap();
     assert!(sync(&store, &world, &world.registry()).await.completed);
-    let f = list_fn(store.clone(), world.client());
+    let f = list_fn(store.clone(), world.client(), ListSettings::default());
     let admin = Who::Admin("root");
 
     /// Every page of everyone: (sizes of the pages, the agents by id).

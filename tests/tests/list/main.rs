@@ -15,30 +15,13 @@ use snapwake::domain::Description;
 use snapwake::domain::{AgentKey, AgentRecord, Kind, Retention, ToolRegistry, WakeState};
 use snapwake::identity::usid;
 use snapwake::index_sync::{sync_index, IndexSyncReport};
-use snapwake::registry_cache::{RegistryCache, ToolOverrides};
+
 use snapwake::store::{AgentStore, Changes, Condition};
 use snapwake::timestamp::{now_ms, now_s};
 use snapwake_list::{List, ListSettings};
 use snapwake_sim::{Fault, SeedSession, SeedSnapshot, SeedTool};
 use snapwake_tests::counting::CountingStore;
 use snapwake_tests::*;
-
-fn list_fn<S: AgentStore + snapwake::store::ScheduleStore>(
-    store: S,
-    agentkit: AgentKitClient,
-) -> List<S, AgentKitClient> {
-    List::new(
-        store,
-        agentkit,
-        RegistryCache::new(ToolOverrides::default()),
-        identity(),
-        ListSettings {
-            lock: snapwake::lock::LockSettings::default(),
-            cursor_key: None,
-            open_url: None,
-        },
-    )
-}
 
 async fn get<S: AgentStore + snapwake::store::ScheduleStore>(
     f: &List<S, AgentKitClient>,

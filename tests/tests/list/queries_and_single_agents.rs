@@ -10,7 +10,7 @@ async fn bad_queries_missing_identity_and_single_agents() {
     let store = dynamo_store("list-single").await;
     let world = World::start(Duration::from_secs(3600)).await;
     let s = seed(&store, &world).await;
-    let f = list_fn(store.clone(), world.client());
+    let f = list_fn(store.clone(), world.client(), ListSettings::default());
 
     for q in [
         vec![("kind", "Codex")],

@@ -11,7 +11,7 @@ async fn scan_before_the_sync_and_index_after_it_list_the_same_agents() {
     let world = World::start(Duration::from_secs(3600)).await;
     let s = seed(&store, &world).await;
     let ctl = world.sim.control();
-    let f = list_fn(store.clone(), world.client());
+    let f = list_fn(store.clone(), world.client(), ListSettings::default());
 
     ctl.reset_counters();
     let (status, scanned) = get(&f, "/v1/agents", &[], Who::User("alice")).await;
@@ -142,7 +142,7 @@ async fn a_failing_tool_still_answers_with_what_the_others_have() {
         ..SeedSnapshot::default()
     })
     .unwrap();
-    let f = list_fn(store.clone(), world.client());
+    let f = list_fn(store.clone(), world.client(), ListSettings::default());
 
     // The scan reads the recoverable Tool first: its listing fails (a client error, so not
     // retried), the legacy Tool's answers.

@@ -9,8 +9,7 @@ use super::*;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn who_may_resume_and_what_bad_input_answers() {
     let store = Arc::new(dynamo_store("authz").await);
-    let world = World::start(Duration::ZERO).await;
-    world.register(&store).await;
+    let world = World::registered(Duration::ZERO, &store).await;
     let (agent_id, _) = world.asleep_agent("alice", "Mine");
     let f = resume_fn(store.clone(), world.client(), quick());
     let call = |method: &str, p: String, who: Who<'static>, body: Option<&str>| {
@@ -86,23 +85,15 @@ async fn who_may_resume_and_what_bad_input_answers() {
     // A delete holding the agent: 409 with Retry-After; a tombstone: 410.
     let (other, _) = world.asleep_agent("alice", "Other");
     let key = AgentKey::new(Kind::Codex, &other);
-    store
-        .update(
-            &key,
-            &Condition::Absent,
-            &Changes {
-                state: Some(WakeState::Deleting),
-                holder: Some(Some("deleter".into())),
-                bump_fence: true,
-                lease_until_ms: Some(now_ms() + 60_000),
-                ..Changes::default()
-            },
-        )
-        .await
-        .unwrap();
-    let resp = f
-        .handle(request("POST", &path(&other), Who::User("alice"), None))
-        .await;
+    hold(
+        &store,
+        &other,
+        WakeState::Deleting,
+        "deleter",
+        now_ms() + 60_000,
+    )
+    .await;
+    let resp = f.handle(alices_request("POST", &path(&other))).await;
     assert_eq!(resp.status().as_u16(), 409);
     assert!(resp.headers().contains_key("retry-after"));
     store

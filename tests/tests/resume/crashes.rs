@@ -7,12 +7,11 @@ use super::*;
 // ---------------------------------------------------------------------------------------------
 // Crashes: a holder stopped dead at each step
 
-/// AgentKit in front of the real client that stops the caller forever at one action, before
+/// A hook in front of the real client that stops the caller forever at one action, before
 /// or after AgentKit acted — what a Lambda killed at that instant looks like. With
 /// `after_a_resume`, only a call made after a Resume went through stalls (the polls of the
 /// session it recorded, not the check of an earlier one).
 struct Stall {
-    inner: AgentKitClient,
     action: &'static str,
     after: bool,
     after_a_resume: bool,
@@ -21,34 +20,28 @@ struct Stall {
     reached: Notify,
 }
 
-impl Stall {
-    fn new(inner: AgentKitClient, at: StallAt) -> Self {
-        Stall {
-            inner,
-            action: at.action,
-            after: at.after,
-            after_a_resume: at.after_a_resume,
-            resumed: AtomicBool::new(false),
-            armed: AtomicBool::new(true),
-            reached: Notify::new(),
-        }
-    }
+/// `inner` behind a [`Stall`] at `at`.
+fn stalled(inner: AgentKitClient, at: StallAt) -> Hooked<AgentKitClient, Stall> {
+    let hook = Stall {
+        action: at.action,
+        after: at.after,
+        after_a_resume: at.after_a_resume,
+        resumed: AtomicBool::new(false),
+        armed: AtomicBool::new(true),
+        reached: Notify::new(),
+    };
+    Hooked { inner, hook }
 }
 
-impl AgentKit for Stall {
-    async fn call<A: Action + 'static>(
-        &self,
-        region: &str,
-        request: &A,
-        deadline: Deadline,
-    ) -> Result<A::Output, AgentKitError> {
+impl AgentKitHook for Stall {
+    async fn around<A: Action, C: AgentKitCall>(&self, _: &A, call: C) -> C::Output {
         let eligible = !self.after_a_resume || self.resumed.load(Ordering::SeqCst);
         let stall = A::NAME == self.action && eligible && self.armed.swap(false, Ordering::SeqCst);
         if stall && !self.after {
             self.reached.notify_one();
             std::future::pending::<()>().await;
         }
-        let out = self.inner.call(region, request, deadline).await;
+        let out = call.await;
         if A::NAME == "ResumeSessionFromSnapshot" {
             self.resumed.store(true, Ordering::SeqCst);
         }
@@ -57,14 +50,6 @@ impl AgentKit for Stall {
             std::future::pending::<()>().await;
         }
         out
-    }
-
-    fn regions(&self) -> &[String] {
-        self.inner.regions()
-    }
-
-    fn request_timeout(&self) -> std::time::Duration {
-        self.inner.request_timeout()
     }
 }
 
@@ -120,8 +105,7 @@ async fn crash_at_on<S: AgentStore + snapwake::store::ScheduleStore + 'static>(
     later: bool,
     at: StallAt,
 ) {
-    let world = World::start(Duration::from_millis(300)).await;
-    world.register(&store).await;
+    let world = World::registered(Duration::from_millis(300), &store).await;
     let subject = if snapshot_agent {
         Subject::snapshot_agent(&world)
     } else {
@@ -137,14 +121,11 @@ async fn crash_at_on<S: AgentStore + snapwake::store::ScheduleStore + 'static>(
     }
     let resumes_before = ctl.counters().received("ResumeSessionFromSnapshot");
 
-    let stall = Arc::new(Stall::new(world.client(), at));
+    let stall = Arc::new(stalled(world.client(), at));
     let doomed = Arc::new(resume_fn(store.clone(), stall.clone(), quick()));
     let p = path(&subject.agent_id);
     let who = subject.who;
-    let holder = tokio::spawn({
-        let doomed = doomed.clone();
-        async move { doomed.handle(request("POST", &p, who, None)).await }
-    });
+    let holder = spawn_request(&doomed, request("POST", &p, who, None));
     tokio::time::timeout(Duration::from_secs(10), stall.reached.notified())
         .await
         .unwrap_or_else(|_| panic!("the holder reached {at:?}"));
@@ -223,8 +204,7 @@ async fn a_holder_dead_at_any_step_is_recovered_in_memory() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fail_by_anyone_unsticks_an_agent_whose_holder_died_after_recording() {
     let store = Arc::new(dynamo_store("fail-by-anyone").await);
-    let world = World::start(Duration::from_millis(1000)).await;
-    world.register(&store).await;
+    let world = World::registered(Duration::from_millis(1000), &store).await;
     let subject = Subject::owned(&world);
     let ctl = world.sim.control();
     let settings = WakeSettings {
@@ -232,17 +212,10 @@ async fn fail_by_anyone_unsticks_an_agent_whose_holder_died_after_recording() {
         wait: Duration::from_millis(2500),
         ..quick()
     };
-    let stall = Arc::new(Stall::new(world.client(), AFTER_RECORDING));
+    let stall = Arc::new(stalled(world.client(), AFTER_RECORDING));
     let doomed = Arc::new(resume_fn(store.clone(), stall.clone(), settings.clone()));
     let p = path(&subject.agent_id);
-    let holder = tokio::spawn({
-        let doomed = doomed.clone();
-        async move {
-            doomed
-                .handle(request("POST", &p, Who::User("alice"), None))
-                .await
-        }
-    });
+    let holder = spawn_request(&doomed, alices_request("POST", &p));
     tokio::time::timeout(Duration::from_secs(10), stall.reached.notified())
         .await
         .expect("the holder recorded its session");
@@ -277,12 +250,7 @@ async fn fail_by_anyone_unsticks_an_agent_whose_holder_died_after_recording() {
     let next = resume_fn(store.clone(), world.client(), settings);
     let (status, body) = answer(
         &next
-            .handle(request(
-                "POST",
-                &path(&subject.agent_id),
-                Who::User("alice"),
-                None,
-            ))
+            .handle(alices_request("POST", &path(&subject.agent_id)))
             .await,
     );
     assert_eq!(

@@ -15,8 +15,7 @@ async fn failed_resume_keeps_the_snapshot<
 >(
     store: S,
 ) {
-    let world = World::start(Duration::ZERO).await;
-    world.register(&store).await;
+    let world = World::registered(Duration::ZERO, &store).await;
     let ctl = world.sim.control();
     let f = resume_fn(store.clone(), world.client(), quick());
     let key = |id: &str| AgentKey::new(Kind::Codex, id);
@@ -25,10 +24,7 @@ async fn failed_resume_keeps_the_snapshot<
     let (agent_id, snapshot_id) = world.asleep_agent("alice", "Refused");
     ctl.inject(Fault::error(Some("ResumeSessionFromSnapshot"), "Throttling", 429).next(3))
         .unwrap();
-    let (status, body) = answer(
-        &f.handle(request("POST", &path(&agent_id), Who::User("alice"), None))
-            .await,
-    );
+    let (status, body) = answer(&f.handle(alices_request("POST", &path(&agent_id))).await);
     assert_eq!(status, 429, "{body}");
     assert_eq!(body["code"], "PROVIDER_THROTTLED");
     assert_eq!(body["retryable"], true);
@@ -41,10 +37,7 @@ async fn failed_resume_keeps_the_snapshot<
     assert_eq!(record.state, WakeState::Failed);
     assert!(record.holder.is_none() && record.resume_sent_at_ms.is_none());
     // Throttling is a refusal to try, not how a wake ended: a retry at once is a new wake.
-    let (status, body) = answer(
-        &f.handle(request("POST", &path(&agent_id), Who::User("alice"), None))
-            .await,
-    );
+    let (status, body) = answer(&f.handle(alices_request("POST", &path(&agent_id))).await);
     assert_eq!(status, 200, "{body}");
     assert_eq!(
         (body["resumed"].as_bool(), body["state"].as_str()),
@@ -56,10 +49,7 @@ async fn failed_resume_keeps_the_snapshot<
     let (agent_id, snapshot_id) = world.asleep_agent("alice", "Vanishing");
     ctl.inject(Fault::error(Some("GetSession"), "InvalidResource.NotFound", 404).next(1))
         .unwrap();
-    let (status, body) = answer(
-        &f.handle(request("POST", &path(&agent_id), Who::User("alice"), None))
-            .await,
-    );
+    let (status, body) = answer(&f.handle(alices_request("POST", &path(&agent_id))).await);
     assert_eq!(
         (status, body["code"].as_str()),
         (502, Some("PROVIDER_ERROR")),
@@ -102,10 +92,7 @@ async fn failed_resume_keeps_the_snapshot<
     // Asked again at once (a caller polling the wake that failed): the same failure, and
     // nothing sent to AgentKit.
     let calls = agentkit_calls(&ctl);
-    let (status, body) = answer(
-        &f.handle(request("POST", &path(&agent_id), Who::User("alice"), None))
-            .await,
-    );
+    let (status, body) = answer(&f.handle(alices_request("POST", &path(&agent_id))).await);
     assert_eq!(
         (status, body["retryable"].as_bool()),
         (502, Some(true)),
@@ -116,10 +103,7 @@ async fn failed_resume_keeps_the_snapshot<
     // Still wakeable (once the failure is no longer the answer); the session AgentKit did
     // start is adopted, not doubled.
     outcome_forgotten().await;
-    let (status, body) = answer(
-        &f.handle(request("POST", &path(&agent_id), Who::User("alice"), None))
-            .await,
-    );
+    let (status, body) = answer(&f.handle(alices_request("POST", &path(&agent_id))).await);
     assert_eq!(status, 200, "{body}");
     assert_eq!(ctl.counters().resumes_of(&snapshot_id), 1);
     assert_eq!(ctl.counters().live_sessions_of(&agent_id), 1);
@@ -131,8 +115,7 @@ async fn slow_readiness_answers_202_then_200<
     store: S,
 ) {
     // Readiness takes longer than a request may wait (`SNAPWAKE_WAIT_S` 2.5 s here).
-    let world = World::start(Duration::from_millis(3500)).await;
-    world.register(&store).await;
+    let world = World::registered(Duration::from_millis(3500), &store).await;
     let (agent_id, snapshot_id) = world.asleep_agent("alice", "Sleepy");
     let settings = WakeSettings {
         wait: Duration::from_millis(2500),
@@ -143,9 +126,7 @@ async fn slow_readiness_answers_202_then_200<
     // A short request (no `Prefer`): the Resume is sent, the session recorded, and the answer
     // is a 202 at once, not after the wait.
     let started = std::time::Instant::now();
-    let resp = f
-        .handle(request("POST", &path(&agent_id), Who::User("alice"), None))
-        .await;
+    let resp = f.handle(alices_request("POST", &path(&agent_id))).await;
     let (status, body) = answer(&resp);
     assert_eq!(status, 202, "{body}");
     assert!(
@@ -165,10 +146,7 @@ async fn slow_readiness_answers_202_then_200<
     // A client that wants to be held says so; it gets what `SNAPWAKE_WAIT_S` allows (2 whole
     // seconds of the 2.5), and the boot outlasts that too.
     let resp = f
-        .handle(prefer_wait(
-            request("POST", &path(&agent_id), Who::User("alice"), None),
-            20,
-        ))
+        .handle(prefer_wait(alices_request("POST", &path(&agent_id)), 20))
         .await;
     let (status, body) = answer(&resp);
     assert_eq!(status, 202, "{body}");
@@ -176,10 +154,7 @@ async fn slow_readiness_answers_202_then_200<
     assert_eq!(body["wake"]["session_id"], waking_session.as_str());
 
     tokio::time::sleep(Duration::from_millis(1200)).await;
-    let (status, body) = answer(
-        &f.handle(request("POST", &path(&agent_id), Who::User("alice"), None))
-            .await,
-    );
+    let (status, body) = answer(&f.handle(alices_request("POST", &path(&agent_id))).await);
     assert_eq!(status, 200, "{body}");
     assert_eq!(
         session_id(&body),
@@ -195,10 +170,7 @@ async fn slow_readiness_answers_202_then_200<
         .unwrap()
         .unwrap()
         .version;
-    let (status, body) = answer(
-        &f.handle(request("POST", &path(&agent_id), Who::User("alice"), None))
-            .await,
-    );
+    let (status, body) = answer(&f.handle(alices_request("POST", &path(&agent_id))).await);
     assert_eq!((status, body["resumed"].as_bool()), (200, Some(false)));
     let after = store
         .get(&AgentKey::new(Kind::Codex, &agent_id))

@@ -12,10 +12,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use snapwake::agentkit::types::Action;
-use snapwake::agentkit::{AgentKit, AgentKitClient, AgentKitError};
+use snapwake::agentkit::{AgentKit, AgentKitClient};
 use snapwake::deadline::Deadline;
 use snapwake::domain::{AgentKey, Kind, WakeState};
-use snapwake::registry_cache::{RegistryCache, ToolOverrides};
 use snapwake::store::memory::MemoryStore;
 use snapwake::store::{AgentStore, Changes, Condition};
 use snapwake::timestamp::now_ms;
@@ -25,36 +24,16 @@ use snapwake_sim::{Fault, SeedSnapshot};
 use snapwake_tests::*;
 use tokio::sync::Notify;
 
-fn resume_fn<S: AgentStore + snapwake::store::ScheduleStore, K: AgentKit>(
-    store: S,
-    agentkit: K,
-    wake: WakeSettings,
-) -> Resume<S, K> {
-    Resume {
-        store,
-        agentkit,
-        registry: RegistryCache::new(ToolOverrides::default()),
-        identity: identity(),
-        wake,
-    }
-}
-
 fn path(agent_id: &str) -> String {
     format!("/v1/agents/codex/{agent_id}/resume")
 }
 
 /// Short leases so the crash tests do not wait a minute for an expiry.
 fn quick() -> WakeSettings {
+    let (lease, ready_timeout) = (Duration::from_millis(500), Duration::from_millis(1500));
     WakeSettings {
-        lock: quick_lock(Duration::from_millis(500)),
-        ready_timeout: Duration::from_millis(1500),
-        poll_min: Duration::from_millis(50),
-        poll_max: Duration::from_millis(200),
-        watch_min: Duration::from_millis(25),
-        watch_max: Duration::from_millis(100),
         poll_lease: Duration::from_millis(300),
-        wait: Duration::from_secs(5),
-        ..WakeSettings::default()
+        ..wake_settings(lease, ready_timeout, Duration::from_secs(5))
     }
 }
 
@@ -88,7 +67,7 @@ async fn resume_until_settled<S: AgentStore + snapwake::store::ScheduleStore, K:
     let mut waiting = 0;
     loop {
         let resp = function
-            .handle(request("POST", &path(agent_id), Who::User("alice"), None))
+            .handle(alices_request("POST", &path(agent_id)))
             .await;
         let (status, body) = answer(&resp);
         let again = ask_again_after(&resp);
@@ -141,11 +120,7 @@ fn storm_child() {
         return;
     };
     let var = |k: &str| std::env::var(k).unwrap();
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = multi_thread_runtime(2);
     rt.block_on(async {
         let store = dynamo_table(&var("STORM_TABLE"), false).await;
         let function = Arc::new(resume_fn(

@@ -14,7 +14,7 @@ async fn honouring_retry_after<S: AgentStore + snapwake::store::ScheduleStore, K
     let until = std::time::Instant::now() + Duration::from_secs(40);
     let mut sent = 0;
     loop {
-        let req = request("POST", &path(agent_id), Who::User("alice"), None);
+        let req = alices_request("POST", &path(agent_id));
         let req = match prefer {
             Some(s) => prefer_wait(req, s),
             None => req,
@@ -40,8 +40,7 @@ async fn honouring_retry_after<S: AgentStore + snapwake::store::ScheduleStore, K
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn any_wait_setting_wakes_a_storm_exactly_once() {
     let store = Arc::new(dynamo_store("short-any-wait").await);
-    let world = World::start(Duration::from_millis(1200)).await;
-    world.register(&store).await;
+    let world = World::registered(Duration::from_millis(1200), &store).await;
     for wait_s in [0u64, 1, 3, 20] {
         let (agent_id, snapshot_id) = world.asleep_agent("alice", "Stormy");
         let settings = WakeSettings {
@@ -81,8 +80,7 @@ async fn any_wait_setting_wakes_a_storm_exactly_once() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn short_requests_answer_before_the_boot_and_prefer_wait_holds_them() {
     let store = Arc::new(dynamo_store("short-answers").await);
-    let world = World::start(Duration::from_secs(3)).await;
-    world.register(&store).await;
+    let world = World::registered(Duration::from_secs(3), &store).await;
     let (agent_id, snapshot_id) = world.asleep_agent("alice", "Booting");
     let settings = WakeSettings {
         wait: Duration::from_secs(2),
@@ -92,9 +90,7 @@ async fn short_requests_answer_before_the_boot_and_prefer_wait_holds_them() {
     let ctl = world.sim.control();
 
     // The holder: Resume sent and its session recorded, then 202 while it boots.
-    let resp = f
-        .handle(request("POST", &path(&agent_id), Who::User("alice"), None))
-        .await;
+    let resp = f.handle(alices_request("POST", &path(&agent_id))).await;
     let (status, body) = answer(&resp);
     assert_eq!(status, 202, "{body}");
     let sid = body["wake"]["session_id"].as_str().unwrap().to_string();
@@ -116,10 +112,7 @@ async fn short_requests_answer_before_the_boot_and_prefer_wait_holds_them() {
     // A joiner: the same session from the record, and no AgentKit call while the poll lease
     // of the holder's question holds.
     let calls = agentkit_calls(&ctl);
-    let (status, body) = answer(
-        &f.handle(request("POST", &path(&agent_id), Who::User("alice"), None))
-            .await,
-    );
+    let (status, body) = answer(&f.handle(alices_request("POST", &path(&agent_id))).await);
     let after = agentkit_calls(&ctl);
     assert_eq!(status, 202, "{body}");
     assert_eq!(body["wake"]["session_id"], sid.as_str());
@@ -127,14 +120,11 @@ async fn short_requests_answer_before_the_boot_and_prefer_wait_holds_them() {
 
     // `Prefer: wait=20` is granted the 2 s `SNAPWAKE_WAIT_S` allows, and says so.
     let resp = f
-        .handle(prefer_wait(
-            request("POST", &path(&agent_id), Who::User("alice"), None),
-            20,
-        ))
+        .handle(prefer_wait(alices_request("POST", &path(&agent_id)), 20))
         .await;
     assert_eq!(header_of(&resp, "preference-applied"), Some("wait=2"));
     // An unreadable preference is ignored: a short request, no Preference-Applied.
-    let mut req = request("POST", &path(&agent_id), Who::User("alice"), None);
+    let mut req = alices_request("POST", &path(&agent_id));
     req.headers_mut()
         .insert("prefer", "wait=soon".parse().unwrap());
     let resp = f.handle(req).await;
@@ -147,14 +137,10 @@ async fn short_requests_answer_before_the_boot_and_prefer_wait_holds_them() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_first_ask_after_readiness_sees_200() {
     let store = Arc::new(dynamo_store("short-after-ready").await);
-    let world = World::start(Duration::from_millis(1500)).await;
-    world.register(&store).await;
+    let world = World::registered(Duration::from_millis(1500), &store).await;
     let (agent_id, _) = world.asleep_agent("alice", "Ready soon");
     let f = resume_fn(store.clone(), world.client(), WakeSettings::default());
-    let (status, body) = answer(
-        &f.handle(request("POST", &path(&agent_id), Who::User("alice"), None))
-            .await,
-    );
+    let (status, body) = answer(&f.handle(alices_request("POST", &path(&agent_id))).await);
     assert_eq!(status, 202, "{body}");
     let sid = body["wake"]["session_id"].as_str().unwrap().to_string();
     let ctl = world.sim.control();
@@ -169,10 +155,7 @@ async fn the_first_ask_after_readiness_sees_200() {
     let key = AgentKey::new(Kind::Codex, &agent_id);
     let record = store.get(&key).await.unwrap().unwrap();
     wait_until(record.poll_until_ms + 1).await;
-    let (status, body) = answer(
-        &f.handle(request("POST", &path(&agent_id), Who::User("alice"), None))
-            .await,
-    );
+    let (status, body) = answer(&f.handle(alices_request("POST", &path(&agent_id))).await);
     assert_eq!(status, 200, "{body}");
     assert_eq!(session_id(&body), sid);
     assert_eq!(body["resumed"], true);
@@ -180,10 +163,7 @@ async fn the_first_ask_after_readiness_sees_200() {
     assert_eq!(record.state, WakeState::Awake);
     // The next caller: 200 from the record, without asking AgentKit.
     let calls = ctl.counters().received("GetSession");
-    let (status, _) = answer(
-        &f.handle(request("POST", &path(&agent_id), Who::User("alice"), None))
-            .await,
-    );
+    let (status, _) = answer(&f.handle(alices_request("POST", &path(&agent_id))).await);
     assert_eq!(status, 200);
     assert_eq!(ctl.counters().received("GetSession"), calls);
 }
@@ -194,8 +174,7 @@ async fn the_first_ask_after_readiness_sees_200() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_storm_whose_wake_fails_starts_no_second_wake() {
     let store = Arc::new(dynamo_store("short-failed-storm").await);
-    let world = World::start(Duration::from_millis(1500)).await;
-    world.register(&store).await;
+    let world = World::registered(Duration::from_millis(1500), &store).await;
     let (agent_id, snapshot_id) = world.asleep_agent("alice", "Doomed");
     let ctl = world.sim.control();
     ctl.inject(Fault::error(Some("GetSession"), "InvalidResource.NotFound", 404).next(1))
@@ -213,7 +192,7 @@ async fn a_storm_whose_wake_fails_starts_no_second_wake() {
                 // Arriving over the first 400 ms.
                 tokio::time::sleep(Duration::from_millis(10 * i)).await;
                 let resp = function
-                    .handle(request("POST", &path(&agent_id), Who::User("alice"), None))
+                    .handle(alices_request("POST", &path(&agent_id)))
                     .await;
                 let (status, body) = answer(&resp);
                 if status != 202 {

@@ -92,11 +92,7 @@ fn calls_since(
 }
 
 fn storm_runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(4)
-        .enable_all()
-        .build()
-        .unwrap()
+    multi_thread_runtime(4)
 }
 
 #[test]
@@ -107,8 +103,7 @@ fn storm_of_500_resumes_over_threads_and_processes_sends_one_resume() {
     storm_runtime().block_on(async {
         let store = dynamo_store("storm").await;
         let table = store.table().to_string();
-        let world = World::start(Duration::from_millis(1500)).await;
-        world.register(&store).await;
+        let world = World::registered(Duration::from_millis(1500), &store).await;
         let (agent_id, snapshot_id) = world.asleep_agent("alice", "Storm");
         let ctl = world.sim.control();
         ctl.reset_counters();
@@ -158,8 +153,7 @@ fn every_generation_of_storms_gets_its_own_one_session_across_processes() {
     storm_runtime().block_on(async {
         let store = dynamo_store("generations").await;
         let table = store.table().to_string();
-        let world = World::start(Duration::from_millis(1500)).await;
-        world.register(&store).await;
+        let world = World::registered(Duration::from_millis(1500), &store).await;
         let (agent_id, _) = world.asleep_agent("alice", "Phoenix");
         let function = Arc::new(resume_fn(store, world.client(), WakeSettings::default()));
         generations(&world, &agent_id, |agent_id| {
@@ -179,8 +173,7 @@ fn every_generation_of_storms_gets_its_own_one_session_across_processes() {
 fn every_generation_of_storms_gets_its_own_one_session_in_memory() {
     storm_runtime().block_on(async {
         let store = Arc::new(MemoryStore::new());
-        let world = World::start(Duration::from_millis(1500)).await;
-        world.register(&store).await;
+        let world = World::registered(Duration::from_millis(1500), &store).await;
         let (agent_id, _) = world.asleep_agent("alice", "Phoenix");
         let function = Arc::new(resume_fn(store, world.client(), WakeSettings::default()));
         generations(&world, &agent_id, |agent_id| {

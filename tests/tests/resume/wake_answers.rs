@@ -13,8 +13,7 @@ use super::*;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_snapshot_agent_wakes_again_after_a_wake_that_expired_or_failed() {
     let store = Arc::new(dynamo_store("snapshot-agent").await);
-    let world = World::start(Duration::ZERO).await;
-    world.register(&store).await;
+    let world = World::registered(Duration::ZERO, &store).await;
     let ctl = world.sim.control();
     let subject = Subject::snapshot_agent(&world);
     let f = resume_fn(store.clone(), world.client(), quick());
@@ -63,8 +62,7 @@ async fn a_snapshot_agent_wakes_again_after_a_wake_that_expired_or_failed() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_temporary_agent_is_awake_until_its_session_ends_then_not_wakeable() {
     let store = Arc::new(dynamo_store("temporary").await);
-    let world = World::start(Duration::ZERO).await;
-    world.register(&store).await;
+    let world = World::registered(Duration::ZERO, &store).await;
     let api = Api::new(store.clone(), world.client(), identity());
     let created = api
         .create
@@ -79,7 +77,7 @@ async fn a_temporary_agent_is_awake_until_its_session_ends_then_not_wakeable() {
     let agent_id = body["agent_id"].as_str().unwrap().to_string();
     let (status, body) = answer(
         &api.resume
-            .handle(request("POST", &path(&agent_id), Who::User("alice"), None))
+            .handle(alices_request("POST", &path(&agent_id)))
             .await,
     );
     assert_eq!(status, 200, "{body}");
@@ -90,7 +88,7 @@ async fn a_temporary_agent_is_awake_until_its_session_ends_then_not_wakeable() {
     tokio::time::sleep(Duration::from_millis(2100)).await;
     let (status, body) = answer(
         &api.resume
-            .handle(request("POST", &path(&agent_id), Who::User("alice"), None))
+            .handle(alices_request("POST", &path(&agent_id)))
             .await,
     );
     assert_eq!(
@@ -104,14 +102,7 @@ async fn a_temporary_agent_is_awake_until_its_session_ends_then_not_wakeable() {
         .unwrap()
         .unwrap();
     assert!(record.holder.is_none(), "the lock is given back");
-    assert_eq!(
-        world
-            .sim
-            .control()
-            .counters()
-            .received("ResumeSessionFromSnapshot"),
-        0
-    );
+    assert_eq!(world.received("ResumeSessionFromSnapshot"), 0);
 }
 
 /// A snapshot that vanishes between the listing and the Resume (AgentKit answers NotFound):
@@ -119,8 +110,7 @@ async fn a_temporary_agent_is_awake_until_its_session_ends_then_not_wakeable() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_resume_answered_not_found_is_not_wakeable() {
     let store = Arc::new(dynamo_store("resume-404").await);
-    let world = World::start(Duration::ZERO).await;
-    world.register(&store).await;
+    let world = World::registered(Duration::ZERO, &store).await;
     let (agent_id, snapshot_id) = world.asleep_agent("alice", "Gone soon");
     let ctl = world.sim.control();
     ctl.inject(
@@ -133,10 +123,7 @@ async fn a_resume_answered_not_found_is_not_wakeable() {
     )
     .unwrap();
     let f = resume_fn(store.clone(), world.client(), quick());
-    let (status, body) = answer(
-        &f.handle(request("POST", &path(&agent_id), Who::User("alice"), None))
-            .await,
-    );
+    let (status, body) = answer(&f.handle(alices_request("POST", &path(&agent_id))).await);
     assert_eq!(
         (status, body["code"].as_str()),
         (422, Some("NOT_WAKEABLE")),
@@ -159,8 +146,7 @@ async fn a_resume_answered_not_found_is_not_wakeable() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn resuming_an_agent_that_does_not_exist_is_404_for_everybody_and_leaves_no_record() {
     let store = Arc::new(dynamo_store("resume-nothing").await);
-    let world = World::start(Duration::ZERO).await;
-    world.register(&store).await;
+    let world = World::registered(Duration::ZERO, &store).await;
     let agent_id = snapwake::identity::usid::mint("alice");
     let f = Arc::new(resume_fn(store.clone(), world.client(), quick()));
     let answers = storm(f.clone(), &agent_id, 20).await;
@@ -170,12 +156,5 @@ async fn resuming_an_agent_that_does_not_exist_is_404_for_everybody_and_leaves_n
         .await
         .unwrap()
         .is_none());
-    assert_eq!(
-        world
-            .sim
-            .control()
-            .counters()
-            .received("ResumeSessionFromSnapshot"),
-        0
-    );
+    assert_eq!(world.received("ResumeSessionFromSnapshot"), 0);
 }

@@ -15,21 +15,10 @@ where
     S: AgentStore + ScheduleStore,
     K: AgentKit,
 {
-    let (status, schedule) = call(
-        &api.resume,
-        "GET",
-        agent_id,
-        "schedule",
-        Who::User("alice"),
-        None,
-    )
-    .await;
+    let (status, schedule) = alices_schedule(&api.resume, "GET", agent_id, None).await;
     assert_eq!(status, 200, "{schedule}");
     let path = format!("/v1/agents/codex/{agent_id}");
-    let (status, view) = answer(
-        &api.handle(request("GET", &path, Who::User("alice"), None))
-            .await,
-    );
+    let (status, view) = answer(&api.handle(alices_request("GET", &path)).await);
     assert_eq!(status, 200, "{view}");
     (schedule, view["schedule"].clone())
 }
@@ -38,8 +27,7 @@ where
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_route_and_the_view_agree_after_a_tick_moved_the_schedule_on() {
     let store = dynamo_store("schedule-agree").await;
-    let world = World::start(Duration::ZERO).await;
-    world.register(&store).await;
+    let world = World::registered(Duration::ZERO, &store).await;
     let api = Api::new(store.clone(), world.client(), identity());
     let agent_id = asleep_agent(&world, &api.resume, "Agreeable").await;
     let set = put_schedule(
@@ -93,11 +81,7 @@ fn expression() -> impl Strategy<Value = String> {
 
 #[test]
 fn the_route_and_the_view_agree_over_zones_and_expressions() {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = multi_thread_runtime(2);
     let (world, api, agent_id) = rt.block_on(async {
         let world = World::start(Duration::ZERO).await;
         let store = std::sync::Arc::new(MemoryStore::new());
@@ -120,15 +104,8 @@ fn the_route_and_the_view_agree_over_zones_and_expressions() {
     let result = runner.run(&cases, |(zone, wake, sleep)| {
         rt.block_on(async {
             let body = json!({"timezone": zone, "wake": wake, "sleep": sleep});
-            let (status, set) = call(
-                &api.resume,
-                "PUT",
-                &agent_id,
-                "schedule",
-                Who::User("alice"),
-                Some(body.clone()),
-            )
-            .await;
+            let (status, set) =
+                alices_schedule(&api.resume, "PUT", &agent_id, Some(body.clone())).await;
             if status == 422 {
                 // An expression that never fires in the years searched: refused, named.
                 prop_assert!(set["field"].is_string(), "{set}");

@@ -73,11 +73,10 @@ async fn schedule_since<S: AgentStore + ScheduleStore, K: AgentKit>(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn berlin_and_new_york_fire_at_the_right_instants_across_dst() {
     let store = dynamo_store("tick-dst").await;
-    let world = World::start(Duration::from_millis(50)).await;
-    world.register(&store).await;
+    let world = World::registered(Duration::from_millis(50), &store).await;
     let f = resume_fn(store.clone(), world.client(), quick_wake());
     let agent_id = asleep_agent(&world, &f, "Data helper").await;
-    let (status, _) = settle(&f, &agent_id, "resume").await;
+    let (status, _) = settle_alices(&f, &agent_id, "resume", Duration::from_secs(30)).await;
     assert_eq!(
         status, 200,
         "awake: each occurrence finds it awake and leaves it so"

@@ -8,9 +8,7 @@ use serde_json::{json, Value};
 use snapwake::agentkit::AgentKit;
 use snapwake::deadline::Deadline;
 use snapwake::domain::{AgentKey, Kind};
-use snapwake::registry_cache::{RegistryCache, ToolOverrides};
 use snapwake::store::{AgentStore, ScheduleStore};
-use snapwake::wake::WakeSettings;
 use snapwake_resume::tick::TickReport;
 use snapwake_resume::Resume;
 use snapwake_sim::SimControl;
@@ -21,20 +19,6 @@ mod dst;
 mod routes;
 mod ticks;
 mod weeks;
-
-fn resume_fn<S: AgentStore + ScheduleStore, K: AgentKit>(
-    store: S,
-    agentkit: K,
-    wake: WakeSettings,
-) -> Resume<S, K> {
-    Resume {
-        store,
-        agentkit,
-        registry: RegistryCache::new(ToolOverrides::default()),
-        identity: identity(),
-        wake,
-    }
-}
 
 fn key(agent_id: &str) -> AgentKey {
     AgentKey::new(Kind::Codex, agent_id)
@@ -59,39 +43,25 @@ async fn call<S: AgentStore + ScheduleStore, K: AgentKit>(
     answer(&resp)
 }
 
+/// `method` on the schedule of alice's agent `agent_id`, as alice.
+async fn alices_schedule<S: AgentStore + ScheduleStore, K: AgentKit>(
+    f: &Resume<S, K>,
+    method: &str,
+    agent_id: &str,
+    body: Option<Value>,
+) -> (u16, Value) {
+    call(f, method, agent_id, "schedule", Who::User("alice"), body).await
+}
+
 /// PUT the schedule of alice's agent; answers the body of a 200.
 async fn put_schedule<S: AgentStore + ScheduleStore, K: AgentKit>(
     f: &Resume<S, K>,
     agent_id: &str,
     schedule: Value,
 ) -> Value {
-    let (status, body) = call(
-        f,
-        "PUT",
-        agent_id,
-        "schedule",
-        Who::User("alice"),
-        Some(schedule),
-    )
-    .await;
+    let (status, body) = alices_schedule(f, "PUT", agent_id, Some(schedule)).await;
     assert_eq!(status, 200, "{body}");
     body
-}
-
-/// POST until the answer is not 202 (at most 30 s).
-async fn settle<S: AgentStore + ScheduleStore, K: AgentKit>(
-    f: &Resume<S, K>,
-    agent_id: &str,
-    verb: &str,
-) -> (u16, Value) {
-    let until = std::time::Instant::now() + Duration::from_secs(30);
-    loop {
-        let (status, body) = call(f, "POST", agent_id, verb, Who::User("alice"), None).await;
-        if status != 202 || std::time::Instant::now() > until {
-            return (status, body);
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
 }
 
 /// An asleep agent of alice that snapwake has a record of (woken once, then put to sleep):
@@ -102,13 +72,13 @@ async fn asleep_agent<S: AgentStore + ScheduleStore, K: AgentKit>(
     name: &str,
 ) -> String {
     let (agent_id, _) = world.asleep_agent("alice", name);
-    let (status, body) = settle(f, &agent_id, "resume").await;
+    let (status, body) = settle_alices(f, &agent_id, "resume", Duration::from_secs(30)).await;
     assert_eq!(
         (status, body["state"].as_str()),
         (200, Some("awake")),
         "{body}"
     );
-    let (status, body) = settle(f, &agent_id, "sleep").await;
+    let (status, body) = settle_alices(f, &agent_id, "sleep", Duration::from_secs(30)).await;
     assert_eq!(
         (status, body["state"].as_str()),
         (200, Some("asleep")),
@@ -155,14 +125,6 @@ async fn tick_until_settled<S: AgentStore + ScheduleStore, K: AgentKit>(
 
 fn resumes(ctl: &SimControl) -> u64 {
     ctl.counters().received("ResumeSessionFromSnapshot")
-}
-
-fn live_sessions(ctl: &SimControl, agent_id: &str) -> Vec<String> {
-    ctl.sessions()
-        .into_iter()
-        .filter(|s| s.user_session_id.as_deref() == Some(agent_id) && s.is_active())
-        .filter_map(|s| s.session_id)
-        .collect()
 }
 
 fn weekdays(wake: &str, sleep: &str, zone: &str) -> Value {

@@ -8,8 +8,7 @@ use super::*;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_schedule_is_set_read_listed_and_removed() {
     let store = dynamo_store("schedule-routes").await;
-    let world = World::start(Duration::from_millis(50)).await;
-    world.register(&store).await;
+    let world = World::registered(Duration::from_millis(50), &store).await;
     let f = resume_fn(store.clone(), world.client(), quick_wake());
     let agent_id = asleep_agent(&world, &f, "Data helper").await;
 
@@ -39,7 +38,7 @@ async fn a_schedule_is_set_read_listed_and_removed() {
         "{body}"
     );
 
-    let (status, got) = call(&f, "GET", &agent_id, "schedule", Who::User("alice"), None).await;
+    let (status, got) = alices_schedule(&f, "GET", &agent_id, None).await;
     assert_eq!((status, &got), (200, &body));
     // An admin reads it too; someone else learns nothing.
     let (status, _) = call(&f, "GET", &agent_id, "schedule", Who::Admin("root"), None).await;
@@ -61,31 +60,15 @@ async fn a_schedule_is_set_read_listed_and_removed() {
     let due = store.due_schedules(now, 10, None).await.unwrap();
     assert!(due.records.is_empty(), "nothing due yet: {due:?}");
 
-    let (status, _) = call(
-        &f,
-        "DELETE",
-        &agent_id,
-        "schedule",
-        Who::User("alice"),
-        None,
-    )
-    .await;
+    let (status, _) = alices_schedule(&f, "DELETE", &agent_id, None).await;
     assert_eq!(status, 204);
-    let (status, problem) = call(&f, "GET", &agent_id, "schedule", Who::User("alice"), None).await;
+    let (status, problem) = alices_schedule(&f, "GET", &agent_id, None).await;
     assert_eq!(
         (status, problem["code"].as_str()),
         (404, Some("SCHEDULE_NOT_FOUND"))
     );
     // Removing what is not there is still a 204 (DELETE is idempotent).
-    let (status, _) = call(
-        &f,
-        "DELETE",
-        &agent_id,
-        "schedule",
-        Who::User("alice"),
-        None,
-    )
-    .await;
+    let (status, _) = alices_schedule(&f, "DELETE", &agent_id, None).await;
     assert_eq!(status, 204);
 }
 
@@ -94,54 +77,27 @@ async fn a_schedule_is_set_read_listed_and_removed() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_schedules_are_refused_naming_the_field() {
     let store = dynamo_store("schedule-refusals").await;
-    let world = World::start(Duration::from_millis(50)).await;
-    world.register(&store).await;
+    let world = World::registered(Duration::from_millis(50), &store).await;
     let f = resume_fn(store.clone(), world.client(), quick_wake());
     let agent_id = asleep_agent(&world, &f, "Data helper").await;
 
+    // A schedule in `zone` with one expression, `key`: `expression`.
+    let zoned = |zone: &str, key: &str, expression: &str| {
+        let mut body = json!({"timezone": zone});
+        body[key] = expression.into();
+        body
+    };
     let cases = [
         (json!({"wake": "0 9 * * *"}), 422, "timezone"),
-        (
-            json!({"timezone": "Mars/Olympus", "wake": "0 9 * * *"}),
-            422,
-            "timezone",
-        ),
-        (
-            json!({"timezone": "+02:00", "wake": "0 9 * * *"}),
-            422,
-            "timezone",
-        ),
-        (
-            json!({"timezone": "Europe/Berlin", "wake": "0 25 * * *"}),
-            422,
-            "wake",
-        ),
-        (
-            json!({"timezone": "Europe/Berlin", "wake": "0 9 * *"}),
-            422,
-            "wake",
-        ),
-        (
-            json!({"timezone": "Europe/Berlin", "sleep": "@daily"}),
-            422,
-            "sleep",
-        ),
-        (
-            json!({"timezone": "Europe/Berlin", "sleep": "0 0 31 2 *"}),
-            422,
-            "sleep",
-        ),
+        (zoned("Mars/Olympus", "wake", "0 9 * * *"), 422, "timezone"),
+        (zoned("+02:00", "wake", "0 9 * * *"), 422, "timezone"),
+        (zoned("Europe/Berlin", "wake", "0 25 * * *"), 422, "wake"),
+        (zoned("Europe/Berlin", "wake", "0 9 * *"), 422, "wake"),
+        (zoned("Europe/Berlin", "sleep", "@daily"), 422, "sleep"),
+        (zoned("Europe/Berlin", "sleep", "0 0 31 2 *"), 422, "sleep"),
     ];
     for (body, status, field) in cases {
-        let (got, problem) = call(
-            &f,
-            "PUT",
-            &agent_id,
-            "schedule",
-            Who::User("alice"),
-            Some(body.clone()),
-        )
-        .await;
+        let (got, problem) = alices_schedule(&f, "PUT", &agent_id, Some(body.clone())).await;
         assert_eq!(
             (got, problem["field"].as_str()),
             (status, Some(field)),
@@ -154,17 +110,15 @@ async fn bad_schedules_are_refused_naming_the_field() {
             "the detail names the field: {detail}"
         );
     }
-    let (status, problem) = call(
+    let (status, problem) = alices_schedule(
         &f,
         "PUT",
         &agent_id,
-        "schedule",
-        Who::User("alice"),
         Some(json!({"timezone": "Europe/Berlin", "wakes": "0 9 * * *"})),
     )
     .await;
     assert_eq!(status, 400, "an unknown field is refused: {problem}");
-    let (status, _) = call(&f, "GET", &agent_id, "schedule", Who::User("alice"), None).await;
+    let (status, _) = alices_schedule(&f, "GET", &agent_id, None).await;
     assert_eq!(status, 404, "nothing refused was stored");
 
     // A temporary agent: created awake on the temporary Tool through create is the real path;
@@ -186,12 +140,10 @@ async fn bad_schedules_are_refused_naming_the_field() {
         )
         .await
         .unwrap();
-    let (status, problem) = call(
+    let (status, problem) = alices_schedule(
         &f,
         "PUT",
         &temp,
-        "schedule",
-        Who::User("alice"),
         Some(json!({"timezone": "UTC", "wake": "0 9 * * *", "sleep": "0 18 * * *"})),
     )
     .await;
@@ -204,12 +156,10 @@ async fn bad_schedules_are_refused_naming_the_field() {
     put_schedule(&f, &temp, json!({"timezone": "UTC", "wake": "0 9 * * *"})).await;
 
     // No such agent: 404.
-    let (status, _) = call(
+    let (status, _) = alices_schedule(
         &f,
         "PUT",
         &snapwake::identity::usid::mint("alice"),
-        "schedule",
-        Who::User("alice"),
         Some(json!({"timezone": "UTC", "wake": "0 9 * * *"})),
     )
     .await;
@@ -221,8 +171,7 @@ async fn bad_schedules_are_refused_naming_the_field() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_list_shows_schedules_and_a_delete_takes_them_along() {
     let store = dynamo_store("schedule-list").await;
-    let world = World::start(Duration::from_millis(50)).await;
-    world.register(&store).await;
+    let world = World::registered(Duration::from_millis(50), &store).await;
     let api = Api::new(store.clone(), world.client(), identity());
     let agent_id = asleep_agent(&world, &api.resume, "Data helper").await;
     let other = asleep_agent(&world, &api.resume, "Reviewer").await;
@@ -234,21 +183,16 @@ async fn the_list_shows_schedules_and_a_delete_takes_them_along() {
     .await;
 
     let (status, one) = answer(
-        &api.handle(request(
+        &api.handle(alices_request(
             "GET",
             &format!("/v1/agents/codex/{agent_id}"),
-            Who::User("alice"),
-            None,
         ))
         .await,
     );
     assert_eq!(status, 200, "{one}");
     assert_eq!(one["schedule"]["timezone"], "Europe/Berlin", "{one}");
     assert!(one["schedule"]["next_wake_at"].is_string(), "{one}");
-    let (status, listing) = answer(
-        &api.handle(request("GET", "/v1/agents", Who::User("alice"), None))
-            .await,
-    );
+    let (status, listing) = answer(&api.handle(alices_request("GET", "/v1/agents")).await);
     assert_eq!(status, 200, "{listing}");
     let agents = listing["agents"].as_array().unwrap();
     let find = |id: &str| {
@@ -263,11 +207,9 @@ async fn the_list_shows_schedules_and_a_delete_takes_them_along() {
     assert!(find(&agent_id)["open_url"].is_null(), "asleep: no link");
 
     let (status, body) = answer(
-        &api.handle(request(
+        &api.handle(alices_request(
             "DELETE",
             &format!("/v1/agents/codex/{agent_id}"),
-            Who::User("alice"),
-            None,
         ))
         .await,
     );
@@ -276,15 +218,7 @@ async fn the_list_shows_schedules_and_a_delete_takes_them_along() {
         store.get_schedule(&key(&agent_id)).await.unwrap().is_none(),
         "the schedule went with it"
     );
-    let (status, problem) = call(
-        &api.resume,
-        "GET",
-        &agent_id,
-        "schedule",
-        Who::User("alice"),
-        None,
-    )
-    .await;
+    let (status, problem) = alices_schedule(&api.resume, "GET", &agent_id, None).await;
     assert_eq!(
         (status, problem["code"].as_str()),
         (410, Some("AGENT_GONE")),

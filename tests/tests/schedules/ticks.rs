@@ -24,8 +24,7 @@ async fn wake_schedule<S: AgentStore + ScheduleStore, K: AgentKit>(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_wake_fires_once_however_many_ticks() {
     let store = dynamo_store("tick-once").await;
-    let world = World::start(Duration::from_millis(300)).await;
-    world.register(&store).await;
+    let world = World::registered(Duration::from_millis(300), &store).await;
     let ctl = world.sim.control();
     let f = resume_fn(store.clone(), world.client(), quick_wake());
     let agent_id = asleep_agent(&world, &f, "Data helper").await;
@@ -69,15 +68,16 @@ async fn a_wake_fires_once_however_many_ticks() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_storm_of_clicks_joins_the_scheduled_wake() {
     let store = dynamo_store("tick-storm").await;
-    let world = World::start(Duration::from_millis(500)).await;
-    world.register(&store).await;
+    let world = World::registered(Duration::from_millis(500), &store).await;
     let ctl = world.sim.control();
     let f = resume_fn(store.clone(), world.client(), quick_wake());
     let agent_id = asleep_agent(&world, &f, "Data helper").await;
     let w = wake_schedule(&f, &agent_id).await;
 
     let ticks = futures::future::join_all((0..5).map(|_| tick(&f, w)));
-    let clicks = futures::future::join_all((0..10).map(|_| settle(&f, &agent_id, "resume")));
+    let clicks = futures::future::join_all(
+        (0..10).map(|_| settle_alices(&f, &agent_id, "resume", Duration::from_secs(30))),
+    );
     let (ticks, clicks) = tokio::join!(ticks, clicks);
     assert!(ticks.iter().all(|r| r.errors == 0), "{ticks:?}");
     assert_eq!(
@@ -102,8 +102,7 @@ async fn a_storm_of_clicks_joins_the_scheduled_wake() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn late_ticks_catch_up_within_fifteen_minutes_only() {
     let store = dynamo_store("tick-late").await;
-    let world = World::start(Duration::from_millis(100)).await;
-    world.register(&store).await;
+    let world = World::registered(Duration::from_millis(100), &store).await;
     let ctl = world.sim.control();
     let f = resume_fn(store.clone(), world.client(), quick_wake());
     let agent_id = asleep_agent(&world, &f, "Data helper").await;
@@ -136,13 +135,12 @@ async fn late_ticks_catch_up_within_fifteen_minutes_only() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_sleep_schedule_leaves_a_ready_snapshot_and_no_session() {
     let store = dynamo_store("tick-sleep").await;
-    let world = World::start(Duration::from_millis(100)).await;
-    world.register(&store).await;
+    let world = World::registered(Duration::from_millis(100), &store).await;
     let ctl = world.sim.control();
     ctl.set_snapshot_ready_delay(Duration::from_millis(1500));
     let f = resume_fn(store.clone(), world.client(), quick_wake());
     let agent_id = asleep_agent(&world, &f, "Data helper").await;
-    let (status, _) = settle(&f, &agent_id, "resume").await;
+    let (status, _) = settle_alices(&f, &agent_id, "resume", Duration::from_secs(30)).await;
     assert_eq!(status, 200);
     ctl.reset_counters();
     let before = world.snapshots_of(&agent_id);
@@ -175,7 +173,7 @@ async fn a_sleep_schedule_leaves_a_ready_snapshot_and_no_session() {
     let w = schedule.next_wake_ms.unwrap();
     tick_until_settled(&f, &agent_id, w, 20).await;
     assert_eq!(resumes(&ctl), 1);
-    let (status, _) = settle(&f, &agent_id, "sleep").await;
+    let (status, _) = settle_alices(&f, &agent_id, "sleep", Duration::from_secs(30)).await;
     assert_eq!(status, 200);
     for m in 1..5 {
         tick(&f, w + m * 60_000).await;
@@ -184,7 +182,7 @@ async fn a_sleep_schedule_leaves_a_ready_snapshot_and_no_session() {
     assert!(live_sessions(&ctl, &agent_id).is_empty());
 
     // An awake agent at its wake time is left alone.
-    let (status, _) = settle(&f, &agent_id, "resume").await;
+    let (status, _) = settle_alices(&f, &agent_id, "resume", Duration::from_secs(30)).await;
     assert_eq!(status, 200);
     let w = store
         .get_schedule(&key(&agent_id))
@@ -201,8 +199,7 @@ async fn a_sleep_schedule_leaves_a_ready_snapshot_and_no_session() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_deleted_agents_schedule_is_dropped_by_the_tick() {
     let store = dynamo_store("tick-gone").await;
-    let world = World::start(Duration::from_millis(50)).await;
-    world.register(&store).await;
+    let world = World::registered(Duration::from_millis(50), &store).await;
     let f = resume_fn(store.clone(), world.client(), quick_wake());
     let agent_id = asleep_agent(&world, &f, "Data helper").await;
     let w = wake_schedule(&f, &agent_id).await;

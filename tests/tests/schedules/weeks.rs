@@ -16,8 +16,7 @@ async fn two_agents_keep_office_hours_for_two_weeks() {
         dynamo_store("tick-weeks").await,
         bus.publisher(),
     ));
-    let world = World::start(Duration::from_millis(200)).await;
-    world.register(&store).await;
+    let world = World::registered(Duration::from_millis(200), &store).await;
     let ctl = world.sim.control();
     ctl.set_snapshot_ready_delay(Duration::from_millis(400));
     let f = resume_fn(store.clone(), world.client(), quick_wake());

@@ -12,8 +12,7 @@ use super::*;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sleep_then_resume_three_times_over() {
     let store = dynamo_store("sleep-cycle").await;
-    let world = World::start(Duration::from_millis(200)).await;
-    world.register(&store).await;
+    let world = World::registered(Duration::from_millis(200), &store).await;
     let ctl = world.sim.control();
     let f = resume_fn(store.clone(), world.client(), quick_wake());
     let (agent_id, _) = awake_agent(&world, &f, "Data helper").await;
@@ -55,12 +54,7 @@ async fn sleep_then_resume_three_times_over() {
             "the index knows it at once"
         );
 
-        let (status, body, _) = settle(&f, &agent_id, "resume").await;
-        assert_eq!(
-            (status, body["resumed"].as_bool()),
-            (200, Some(true)),
-            "{body}"
-        );
+        settle_and_check(&f, &agent_id, "resume", "resumed", true).await;
         assert_eq!(
             ctl.counters().resumes_of(&new[0]),
             1,
@@ -77,8 +71,7 @@ async fn sleep_then_resume_three_times_over() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn asleep_agents_stay_asleep_and_temporary_ones_do_not_sleep() {
     let store = dynamo_store("sleep-edges").await;
-    let world = World::start(Duration::ZERO).await;
-    world.register(&store).await;
+    let world = World::registered(Duration::ZERO, &store).await;
     let ctl = world.sim.control();
     let f = resume_fn(store.clone(), world.client(), quick_wake());
 

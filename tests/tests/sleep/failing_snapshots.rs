@@ -12,8 +12,7 @@ use super::*;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_snapshot_that_cannot_be_taken_leaves_the_agent_awake() {
     let store = dynamo_store("sleep-refused").await;
-    let world = World::start(Duration::ZERO).await;
-    world.register(&store).await;
+    let world = World::registered(Duration::ZERO, &store).await;
     let ctl = world.sim.control();
     let f = resume_fn(store.clone(), world.client(), quick_wake());
     let (agent_id, session) = awake_agent(&world, &f, "Stubborn").await;
@@ -35,22 +34,12 @@ async fn a_snapshot_that_cannot_be_taken_leaves_the_agent_awake() {
         assert_eq!(record.state, WakeState::Awake, "{record:?}");
         assert_eq!(record.session_id.as_deref(), Some(session.as_str()));
         // Still awake to a resume, with the same session.
-        let (status, body, _) = settle(&f, &agent_id, "resume").await;
-        assert_eq!(
-            (status, body["resumed"].as_bool()),
-            (200, Some(false)),
-            "{body}"
-        );
+        let body = settle_and_check(&f, &agent_id, "resume", "resumed", false).await;
         assert_eq!(body["session"]["session_id"], session.as_str());
     }
     ctl.clear_faults();
     outcome_forgotten().await;
-    let (status, body, _) = settle(&f, &agent_id, "sleep").await;
-    assert_eq!(
-        (status, body["slept"].as_bool()),
-        (200, Some(true)),
-        "{body}"
-    );
+    settle_and_check(&f, &agent_id, "sleep", "slept", true).await;
     assert_eq!(received(&ctl, "DeleteSession"), 1);
 }
 
@@ -59,8 +48,7 @@ async fn a_snapshot_that_cannot_be_taken_leaves_the_agent_awake() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_snapshot_that_fails_leaves_the_agent_awake_for_everyone_who_joined() {
     let store = dynamo_store("sleep-failed").await;
-    let world = World::start(Duration::ZERO).await;
-    world.register(&store).await;
+    let world = World::registered(Duration::ZERO, &store).await;
     let ctl = world.sim.control();
     let f = Arc::new(resume_fn(store.clone(), world.client(), quick_wake()));
     let (agent_id, session) = awake_agent(&world, &f, "Fragile").await;
@@ -94,12 +82,7 @@ async fn a_snapshot_that_fails_leaves_the_agent_awake_for_everyone_who_joined() 
 
     ctl.set_snapshot_outcome("Ready");
     outcome_forgotten().await;
-    let (status, body, _) = settle(&f, &agent_id, "sleep").await;
-    assert_eq!(
-        (status, body["slept"].as_bool()),
-        (200, Some(true)),
-        "{body}"
-    );
+    settle_and_check(&f, &agent_id, "sleep", "slept", true).await;
     assert_eq!(received(&ctl, "CreateSessionSnapshot"), 2);
 }
 
@@ -109,8 +92,7 @@ async fn a_snapshot_that_fails_leaves_the_agent_awake_for_everyone_who_joined() 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_snapshot_slower_than_every_budget_is_continued_by_the_next_call() {
     let store = dynamo_store("sleep-slow").await;
-    let world = World::start(Duration::ZERO).await;
-    world.register(&store).await;
+    let world = World::registered(Duration::ZERO, &store).await;
     let ctl = world.sim.control();
     let wake = WakeSettings {
         wait: Duration::from_millis(2500),
@@ -138,12 +120,7 @@ async fn a_snapshot_slower_than_every_budget_is_continued_by_the_next_call() {
     assert_eq!(received(&ctl, "DeleteSession"), 0);
 
     ctl.advance(Duration::from_secs(3601));
-    let (status, body, _) = settle(&f, &agent_id, "sleep").await;
-    assert_eq!(
-        (status, body["slept"].as_bool()),
-        (200, Some(true)),
-        "{body}"
-    );
+    settle_and_check(&f, &agent_id, "sleep", "slept", true).await;
     assert!(!ctl.session(&session).is_some_and(|s| s.is_active()));
     assert_eq!(received(&ctl, "DeleteSession"), 1);
 }

@@ -11,8 +11,7 @@ use super::*;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_sleep_that_died_after_snapshotting_is_started_over() {
     let store = Arc::new(dynamo_store("sleep-crash-snap").await);
-    let world = World::start(Duration::ZERO).await;
-    world.register(&store).await;
+    let world = World::registered(Duration::ZERO, &store).await;
     let ctl = world.sim.control();
     let wake = WakeSettings {
         lock: quick_lock(Duration::from_millis(800)),
@@ -22,15 +21,7 @@ async fn a_sleep_that_died_after_snapshotting_is_started_over() {
     let (agent_id, session) = awake_agent(&world, &f, "Crashy").await;
     let before = world.snapshots_of(&agent_id);
 
-    let gate = Arc::new(Gate::after(world.client(), "CreateSessionSnapshot"));
-    let dying = Arc::new(resume_fn(store.clone(), gate.clone(), wake.clone()));
-    let holder = tokio::spawn({
-        let agent_id = agent_id.clone();
-        async move { post(&dying, &agent_id, "sleep").await }
-    });
-    gate.reached().await;
-    holder.abort();
-    let record = store.get(&key(&agent_id)).await.unwrap().unwrap();
+    let record = sleep_dying_after(&store, &world, &wake, &agent_id, "CreateSessionSnapshot").await;
     assert_eq!(record.state, WakeState::Sleeping);
     assert_eq!(
         record.snapshot_id, None,
@@ -40,12 +31,7 @@ async fn a_sleep_that_died_after_snapshotting_is_started_over() {
     let abandoned = new_snapshots(&world, &agent_id, &before);
     assert_eq!(abandoned.len(), 1);
 
-    let (status, body, _) = settle(&f, &agent_id, "sleep").await;
-    assert_eq!(
-        (status, body["slept"].as_bool()),
-        (200, Some(true)),
-        "{body}"
-    );
+    let body = settle_and_check(&f, &agent_id, "sleep", "slept", true).await;
     assert_eq!(
         received(&ctl, "CreateSessionSnapshot"),
         2,
@@ -64,8 +50,7 @@ async fn a_sleep_that_died_after_snapshotting_is_started_over() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lapsed_sleep_starts_over_with_a_new_snapshot() {
     let store = dynamo_store("sleep-lapsed").await;
-    let world = World::start(Duration::ZERO).await;
-    world.register(&store).await;
+    let world = World::registered(Duration::ZERO, &store).await;
     let ctl = world.sim.control();
     // A short snapshot lease (it still leaves a DeleteSession of the 2 s AgentKit timeout room
     // after two 2.5 s waits), so the first sleep's lease lapses within the test.
@@ -127,12 +112,7 @@ async fn a_lapsed_sleep_starts_over_with_a_new_snapshot() {
 
     // Once the new one is Ready, the session ends on it.
     ctl.advance(Duration::from_secs(60));
-    let (status, body, _) = settle(&f, &agent_id, "sleep").await;
-    assert_eq!(
-        (status, body["slept"].as_bool()),
-        (200, Some(true)),
-        "{body}"
-    );
+    let body = settle_and_check(&f, &agent_id, "sleep", "slept", true).await;
     assert_eq!(received(&ctl, "DeleteSession"), 1);
     assert_eq!(received(&ctl, "CreateSessionSnapshot"), 2);
     assert_eq!(
@@ -149,35 +129,21 @@ async fn a_lapsed_sleep_starts_over_with_a_new_snapshot() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_sleep_that_died_after_ending_the_session_is_finished_by_a_resume() {
     let store = Arc::new(dynamo_store("sleep-crash-end").await);
-    let world = World::start(Duration::ZERO).await;
-    world.register(&store).await;
+    let world = World::registered(Duration::ZERO, &store).await;
     let ctl = world.sim.control();
     let wake = quick_wake();
     let f = resume_fn(store.clone(), world.client(), wake.clone());
     let (agent_id, _) = awake_agent(&world, &f, "Halfway").await;
     let before = world.snapshots_of(&agent_id);
 
-    let gate = Arc::new(Gate::after(world.client(), "DeleteSession"));
-    let dying = Arc::new(resume_fn(store.clone(), gate.clone(), wake.clone()));
-    let holder = tokio::spawn({
-        let agent_id = agent_id.clone();
-        async move { post(&dying, &agent_id, "sleep").await }
-    });
-    gate.reached().await;
-    holder.abort();
-    let record = store.get(&key(&agent_id)).await.unwrap().unwrap();
+    let record = sleep_dying_after(&store, &world, &wake, &agent_id, "DeleteSession").await;
     assert_eq!(record.state, WakeState::Sleeping);
     assert!(
         live_sessions(&ctl, &agent_id).is_empty(),
         "the session is ended"
     );
 
-    let (status, body, _) = settle(&f, &agent_id, "resume").await;
-    assert_eq!(
-        (status, body["resumed"].as_bool()),
-        (200, Some(true)),
-        "{body}"
-    );
+    settle_and_check(&f, &agent_id, "resume", "resumed", true).await;
     let new = new_snapshots(&world, &agent_id, &before);
     assert_eq!(new.len(), 1);
     assert_eq!(
@@ -194,8 +160,7 @@ async fn a_sleep_that_died_after_ending_the_session_is_finished_by_a_resume() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lost_snapshot_answer_is_reconciled() {
     let store = dynamo_store("sleep-lost").await;
-    let world = World::start(Duration::ZERO).await;
-    world.register(&store).await;
+    let world = World::registered(Duration::ZERO, &store).await;
     let ctl = world.sim.control();
     let f = resume_fn(store.clone(), world.client(), quick_wake());
     let (agent_id, _) = awake_agent(&world, &f, "Lossy").await;
@@ -207,12 +172,7 @@ async fn a_lost_snapshot_answer_is_reconciled() {
     )
     .unwrap();
 
-    let (status, body, _) = settle(&f, &agent_id, "sleep").await;
-    assert_eq!(
-        (status, body["slept"].as_bool()),
-        (200, Some(true)),
-        "{body}"
-    );
+    settle_and_check(&f, &agent_id, "sleep", "slept", true).await;
     assert_eq!(received(&ctl, "CreateSessionSnapshot"), 1);
     assert_eq!(new_snapshots(&world, &agent_id, &before).len(), 1);
     assert!(live_sessions(&ctl, &agent_id).is_empty());
@@ -224,8 +184,7 @@ async fn a_lost_snapshot_answer_is_reconciled() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_sleep_after_the_session_expired_takes_no_snapshot() {
     let store = dynamo_store("sleep-expired").await;
-    let world = World::start(Duration::ZERO).await;
-    world.register(&store).await;
+    let world = World::registered(Duration::ZERO, &store).await;
     let ctl = world.sim.control();
     let f = resume_fn(store.clone(), world.client(), quick_wake());
     let (agent_id, session) = awake_agent(&world, &f, "Overnight").await;
@@ -247,12 +206,7 @@ async fn a_sleep_after_the_session_expired_takes_no_snapshot() {
     let record = store.get(&key(&agent_id)).await.unwrap().unwrap();
     assert_eq!((record.state, record.session_id), (WakeState::Asleep, None));
 
-    let (status, body, _) = settle(&f, &agent_id, "resume").await;
-    assert_eq!(
-        (status, body["resumed"].as_bool()),
-        (200, Some(true)),
-        "{body}"
-    );
+    settle_and_check(&f, &agent_id, "resume", "resumed", true).await;
     assert_eq!(ctl.counters().resumes_of(&expiry[0]), 1);
 }
 
@@ -263,8 +217,7 @@ async fn a_sleep_after_the_session_expired_takes_no_snapshot() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_snapshot_request_applied_late_never_ends_the_session_first() {
     let store = dynamo_store("sleep-late").await;
-    let world = World::start(Duration::ZERO).await;
-    world.register(&store).await;
+    let world = World::registered(Duration::ZERO, &store).await;
     let ctl = world.sim.control();
     let f = resume_fn(store.clone(), world.client(), quick_wake());
     let (agent_id, session) = awake_agent(&world, &f, "Late snapshot").await;

@@ -8,27 +8,12 @@ use std::time::Duration;
 
 use serde_json::Value;
 use snapwake::agentkit::AgentKit;
-use snapwake::domain::{AgentKey, Kind, WakeState};
-use snapwake::registry_cache::{RegistryCache, ToolOverrides};
+use snapwake::domain::{AgentKey, AgentRecord, Kind, WakeState};
 use snapwake::store::AgentStore;
 use snapwake::wake::WakeSettings;
 use snapwake_resume::Resume;
 use snapwake_sim::{Fault, SimControl};
 use snapwake_tests::*;
-
-fn resume_fn<S: AgentStore + snapwake::store::ScheduleStore, K: AgentKit>(
-    store: S,
-    agentkit: K,
-    wake: WakeSettings,
-) -> Resume<S, K> {
-    Resume {
-        store,
-        agentkit,
-        registry: RegistryCache::new(ToolOverrides::default()),
-        identity: identity(),
-        wake,
-    }
-}
 
 fn key(agent_id: &str) -> AgentKey {
     AgentKey::new(Kind::Codex, agent_id)
@@ -50,7 +35,7 @@ async fn post_with<S: AgentStore + snapwake::store::ScheduleStore, K: AgentKit>(
     prefer: Option<u64>,
 ) -> (u16, Value) {
     let path = format!("/v1/agents/codex/{agent_id}/{verb}");
-    let req = request("POST", &path, Who::User("alice"), None);
+    let req = alices_request("POST", &path);
     let req = match prefer {
         Some(s) => prefer_wait(req, s),
         None => req,
@@ -81,6 +66,24 @@ async fn settle<S: AgentStore + snapwake::store::ScheduleStore, K: AgentKit>(
     settle_with(f, agent_id, verb, None).await
 }
 
+/// [`settle`] `verb` of `agent_id`, whose answer must be a 200 with `flag` (`slept` of a sleep,
+/// `resumed` of a resume) set to `expected`: its body.
+async fn settle_and_check<S: AgentStore + snapwake::store::ScheduleStore, K: AgentKit>(
+    f: &Resume<S, K>,
+    agent_id: &str,
+    verb: &str,
+    flag: &str,
+    expected: bool,
+) -> Value {
+    let (status, body, _) = settle(f, agent_id, verb).await;
+    assert_eq!(
+        (status, body[flag].as_bool()),
+        (200, Some(expected)),
+        "{body}"
+    );
+    body
+}
+
 /// [`settle`], each request saying `Prefer: wait=<s>` when `prefer` is set.
 async fn settle_with<S: AgentStore + snapwake::store::ScheduleStore, K: AgentKit>(
     f: &Resume<S, K>,
@@ -105,14 +108,6 @@ async fn settle_with<S: AgentStore + snapwake::store::ScheduleStore, K: AgentKit
         accepted += u32::from(status == 202);
         tokio::time::sleep(again).await;
     }
-}
-
-fn live_sessions(ctl: &SimControl, agent_id: &str) -> Vec<String> {
-    ctl.sessions()
-        .into_iter()
-        .filter(|s| s.user_session_id.as_deref() == Some(agent_id) && s.is_active())
-        .filter_map(|s| s.session_id)
-        .collect()
 }
 
 /// The snapshots of `agent_id` that `before` did not list.
@@ -145,6 +140,29 @@ async fn awake_agent<S: AgentStore + snapwake::store::ScheduleStore, K: AgentKit
     let live = live_sessions(&world.sim.control(), &agent_id);
     assert_eq!(live.len(), 1);
     (agent_id, live[0].clone())
+}
+
+/// A sleep of `agent_id` whose holder dies right after AgentKit answered `action` (a gate
+/// holds it there while its task is aborted): the record as the dead holder left it.
+async fn sleep_dying_after<S>(
+    store: &S,
+    world: &World,
+    wake: &WakeSettings,
+    agent_id: &str,
+    action: &'static str,
+) -> AgentRecord
+where
+    S: AgentStore + snapwake::store::ScheduleStore + Clone + 'static,
+{
+    let gate = Arc::new(Gate::after(world.client(), action));
+    let dying = Arc::new(resume_fn(store.clone(), gate.clone(), wake.clone()));
+    let holder = tokio::spawn({
+        let agent_id = agent_id.to_string();
+        async move { post(&dying, &agent_id, "sleep").await }
+    });
+    gate.reached().await;
+    holder.abort();
+    store.get(&key(agent_id)).await.unwrap().unwrap()
 }
 
 mod day_after_day;

@@ -11,8 +11,7 @@ use super::*;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fifty_sleeps_at_once_take_one_snapshot_and_end_one_session() {
     let store = dynamo_store("sleep-fifty").await;
-    let world = World::start(Duration::ZERO).await;
-    world.register(&store).await;
+    let world = World::registered(Duration::ZERO, &store).await;
     let ctl = world.sim.control();
     ctl.set_snapshot_ready_delay(Duration::from_millis(500));
     let f = Arc::new(resume_fn(store.clone(), world.client(), quick_wake()));
@@ -49,8 +48,7 @@ async fn fifty_sleeps_at_once_take_one_snapshot_and_end_one_session() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_sleep_racing_fifty_resumes_ends_awake_from_the_new_snapshot() {
     let store = dynamo_store("sleep-race").await;
-    let world = World::start(Duration::from_millis(200)).await;
-    world.register(&store).await;
+    let world = World::registered(Duration::from_millis(200), &store).await;
     let ctl = world.sim.control();
     let f = Arc::new(resume_fn(store.clone(), world.client(), quick_wake()));
     let (agent_id, _) = awake_agent(&world, &f, "Racer").await;
@@ -131,8 +129,7 @@ async fn a_sleep_racing_fifty_resumes_ends_awake_from_the_new_snapshot() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_delete_while_sleeping_is_409() {
     let store = dynamo_store("sleep-delete").await;
-    let world = World::start(Duration::ZERO).await;
-    world.register(&store).await;
+    let world = World::registered(Duration::ZERO, &store).await;
     let ctl = world.sim.control();
     // A wait just above the client's request timeout (2 s): a Resume or a snapshot is sent.
     let wake = WakeSettings {
@@ -150,16 +147,10 @@ async fn a_delete_while_sleeping_is_409() {
     );
     assert_eq!(body["wake"]["state"], "sleeping", "{body}");
     // Lists and the agent's own page say so too (and `state=sleeping` filters on it).
-    let list = snapwake_list::List::new(
+    let list = list_fn(
         store.clone(),
         world.client(),
-        RegistryCache::new(ToolOverrides::default()),
-        identity(),
-        snapwake_list::ListSettings {
-            lock: wake.lock.clone(),
-            cursor_key: None,
-            open_url: None,
-        },
+        list_settings(wake.lock.clone()),
     );
     let (status, listed) = answer(
         &list
@@ -180,30 +171,16 @@ async fn a_delete_while_sleeping_is_409() {
         .collect();
     assert_eq!(ids, std::slice::from_ref(&agent_id), "{listed}");
     let one = format!("/v1/agents/codex/{agent_id}");
-    let (status, single) = answer(
-        &list
-            .handle(request("GET", &one, Who::User("alice"), None))
-            .await,
-    );
+    let (status, single) = answer(&list.handle(alices_request("GET", &one)).await);
     assert_eq!(
         (status, single["state"].as_str()),
         (200, Some("sleeping")),
         "{single}"
     );
 
-    let delete = snapwake_delete::Delete {
-        store: store.clone(),
-        agentkit: world.client(),
-        registry: RegistryCache::new(ToolOverrides::default()),
-        identity: identity(),
-        settings: delete_settings(&wake),
-    };
+    let delete = delete_fn(store.clone(), world.client(), delete_settings(&wake));
     let path = format!("/v1/agents/codex/{agent_id}");
-    let (status, body) = answer(
-        &delete
-            .handle(request("DELETE", &path, Who::User("alice"), None))
-            .await,
-    );
+    let (status, body) = answer(&delete.handle(alices_request("DELETE", &path)).await);
     assert_eq!(
         (status, body["code"].as_str()),
         (409, Some("AGENT_BUSY")),
@@ -219,10 +196,6 @@ async fn a_delete_while_sleeping_is_409() {
         (200, Some("asleep")),
         "{body}"
     );
-    let (status, _) = answer(
-        &delete
-            .handle(request("DELETE", &path, Who::User("alice"), None))
-            .await,
-    );
+    let (status, _) = answer(&delete.handle(alices_request("DELETE", &path)).await);
     assert_eq!(status, 204);
 }
