@@ -200,3 +200,77 @@ async fn slow_readiness_answers_202_then_200_on_dynamodb() {
 async fn slow_readiness_answers_202_then_200_in_memory() {
     slow_readiness_answers_202_then_200(Arc::new(MemoryStore::new())).await;
 }
+
+/// A throttled Resume ends inside the window its marker opened. The holder writes "a Resume
+/// is on its way" and then sends it; past `sent_at + ready_timeout` the next holder takes that
+/// Resume for lost and sends its own. Here AgentKit answers the first two attempts 429 (the
+/// test client waits 1 s between attempts), so the third would land at ~2 s, after a second
+/// caller (1.7 s) has taken over: stopping the retries at the window's end leaves one Resume
+/// that acted and one live session, where retrying past it started two sandboxes.
+async fn throttled_resume_ends_inside_its_window<
+    S: AgentStore + snapwake::store::ScheduleStore + Clone + 'static,
+>(
+    store: S,
+) {
+    let world = World::registered(Duration::ZERO, &store).await;
+    let ctl = world.sim.control();
+    // A 1 s lock, readiness given up after 1.5 s (less a 200 ms skew margin: a 1.3 s window),
+    // a 1.2 s wait: the first caller's lease is gone by the time the second comes.
+    let wake = wake_settings(
+        Duration::from_secs(1),
+        Duration::from_millis(1500),
+        Duration::from_millis(1200),
+    );
+    let f = Arc::new(resume_fn(store.clone(), world.client(), wake));
+    let (agent_id, snapshot_id) = world.asleep_agent("alice", "Throttled");
+    ctl.inject(
+        Fault::error(Some("ResumeSessionFromSnapshot"), "Throttling", 429)
+            .retry_after(1)
+            .next(2),
+    )
+    .unwrap();
+
+    let callers: Vec<_> = [0u64, 1700]
+        .into_iter()
+        .map(|after| {
+            let (f, agent_id) = (f.clone(), agent_id.clone());
+            tokio::spawn(async move {
+                tokio::time::sleep(Duration::from_millis(after)).await;
+                let mut answers = Vec::new();
+                for _ in 0..40 {
+                    let resp = f.handle(alices_request("POST", &path(&agent_id))).await;
+                    let (status, body) = answer(&resp);
+                    answers.push(status);
+                    match status {
+                        200 => return (answers, body),
+                        // What a client does with a retryable answer: ask again shortly.
+                        202 | 409 | 429 | 503 => {
+                            tokio::time::sleep(Duration::from_millis(250)).await
+                        }
+                        _ => panic!("{answers:?} {body}"),
+                    }
+                }
+                panic!("never 200: {answers:?}");
+            })
+        })
+        .collect();
+    let mut sessions = Vec::new();
+    for caller in callers {
+        let (answers, body) = caller.await.unwrap();
+        eprintln!("answers {answers:?}");
+        sessions.push(session_id(&body));
+    }
+    assert_eq!(sessions[0], sessions[1], "one session for both callers");
+    assert_eq!(
+        ctl.counters().resumes_of(&snapshot_id),
+        1,
+        "one Resume acted"
+    );
+    assert_eq!(ctl.counters().live_sessions_of(&agent_id), 1);
+    assert!(ctl.snapshot(&snapshot_id).is_some(), "the snapshot is kept");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn throttled_resume_ends_inside_its_window_in_memory() {
+    throttled_resume_ends_inside_its_window(Arc::new(MemoryStore::new())).await;
+}

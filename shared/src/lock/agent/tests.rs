@@ -42,6 +42,14 @@ impl Layer for LosesAnswers {
     }
 }
 
+/// The lock of `key` taken on its absence (the agent has no record yet).
+async fn first_holder<S: AgentStore>(lock: &AgentLock<'_, S>, key: &AgentKey) -> Held {
+    match lock.acquire(key, &Condition::Absent, None, &wake()).await {
+        Ok(Acquired::Held(held)) => *held,
+        other => panic!("a first acquire is held: {other:?}"),
+    }
+}
+
 /// The lock of a test: its calls within 5 s.
 fn lock_over<'a, S: AgentStore>(store: &'a S, settings: &'a LockSettings) -> AgentLock<'a, S> {
     AgentLock::new(
@@ -72,13 +80,7 @@ async fn lost_answers_are_resolved_by_the_fields_written() {
 
     // The acquire lands, its answer is lost: the re-read shows our token.
     store.fail.store(1, Ordering::SeqCst);
-    let Acquired::Held(mut held) = lock
-        .acquire(&key, &Condition::Absent, None, &wake())
-        .await
-        .unwrap()
-    else {
-        panic!("acquired")
-    };
+    let mut held = first_holder(&lock, &key).await;
     assert_eq!(held.fence(), 1);
 
     // A fenced write that keeps the holder lands twice (re-sent): still ours, recorded.
@@ -141,13 +143,7 @@ async fn anyone_settles_only_the_wake_it_watched() {
     let settings = LockSettings::default();
     let lock = lock_over(&store, &settings);
     let key = AgentKey::new(Kind::Codex, "studio-alice-02");
-    let Acquired::Held(mut held) = lock
-        .acquire(&key, &Condition::Absent, None, &wake())
-        .await
-        .unwrap()
-    else {
-        panic!()
-    };
+    let mut held = first_holder(&lock, &key).await;
     let _ = lock
         .write(
             &mut held,
@@ -193,13 +189,7 @@ async fn one_poll_lease_per_version() {
     let settings = LockSettings::default();
     let lock = lock_over(&store, &settings);
     let key = AgentKey::new(Kind::Codex, "studio-alice-03");
-    let Acquired::Held(held) = lock
-        .acquire(&key, &Condition::Absent, None, &wake())
-        .await
-        .unwrap()
-    else {
-        panic!()
-    };
+    let held = first_holder(&lock, &key).await;
     let seen = held.record.clone();
     let first = lock.take_poll_lease(&seen, 10).await.unwrap();
     assert!(matches!(first, Written::Done(ref r) if r.poll_until_ms == 10));
@@ -216,13 +206,7 @@ async fn a_poll_lease_taken_until_the_same_instant_has_one_winner() {
     let settings = LockSettings::default();
     let lock = lock_over(&store, &settings);
     let key = AgentKey::new(Kind::Codex, "studio-alice-05");
-    let Acquired::Held(held) = lock
-        .acquire(&key, &Condition::Absent, None, &wake())
-        .await
-        .unwrap()
-    else {
-        panic!()
-    };
+    let held = first_holder(&lock, &key).await;
     let seen = held.record.clone();
     let first = lock.take_poll_lease(&seen, 10).await.unwrap();
     let second = lock.take_poll_lease(&seen, 10).await.unwrap();
@@ -243,13 +227,7 @@ async fn a_poll_lease_whose_answer_was_lost_is_still_taken() {
     let settings = LockSettings::default();
     let lock = lock_over(&store, &settings);
     let key = AgentKey::new(Kind::Codex, "studio-alice-06");
-    let Acquired::Held(held) = lock
-        .acquire(&key, &Condition::Absent, None, &wake())
-        .await
-        .unwrap()
-    else {
-        panic!()
-    };
+    let held = first_holder(&lock, &key).await;
     let seen = held.record.clone();
     store.fail.store(1, Ordering::SeqCst);
     let taken = lock.take_poll_lease(&seen, 10).await.unwrap();

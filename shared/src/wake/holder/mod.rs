@@ -10,6 +10,8 @@
 mod pick;
 mod reconcile;
 
+use std::time::Duration;
+
 use crate::agentkit::types::metadata_value;
 use crate::agentkit::types::{ResumeSessionFromSnapshot, Session, Snapshot};
 use crate::agentkit::AgentKit;
@@ -219,10 +221,17 @@ impl<S: AgentStore, K: AgentKit> Waking<'_, '_, S, K> {
             }
         }
 
-        // 7. Resume.
+        // 7. Resume, ended (retries of a throttled attempt included) inside the window the
+        // marker opened: past `sent_at + ready_timeout` another holder takes this Resume for
+        // lost and sends its own, and a late retry of this one would start a second sandbox.
         let request = ResumeSessionFromSnapshot::new(&home.tool_id, &snapshot_id);
         crate::metrics::emit(crate::metrics::Record::of("wake").count("ResumesSent", 1));
-        let answer = agents.agentkit.call(&home.region, &request, deadline).await;
+        let window =
+            (agents.settings.ready_timeout).saturating_sub(agents.settings.lock.skew_margin);
+        let window_ends = sent_at + window.as_millis() as u64;
+        let within =
+            deadline.min_after(Duration::from_millis(window_ends.saturating_sub(now_ms())));
+        let answer = agents.agentkit.call(&home.region, &request, within).await;
         let session_id = match answer {
             Ok(r) if !r.session_id.is_empty() => r.session_id,
             Ok(_) => {
