@@ -170,6 +170,16 @@ impl Error {
         }
     }
 
+    /// Too little of the request is left for one whole AgentKit request that must not be cut
+    /// short (a Resume, a CreateSession, a CreateSessionSnapshot): nothing was sent; 503,
+    /// retryable at once.
+    pub fn no_time_to(what: &str) -> Error {
+        Error::Deferred {
+            detail: format!("not enough time left in this request to {what} safely; retry"),
+            retry_after_s: 1,
+        }
+    }
+
     /// AgentKit answered `status` for a `what` (session, snapshot): counted (`UnknownStatus`)
     /// and answered 502. The status is AgentKit's text: only a short, plain rendering of it is
     /// kept (it reaches the problem's detail).

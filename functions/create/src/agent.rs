@@ -119,11 +119,7 @@ impl<S: AgentStore, K: AgentKit> Create<S, K> {
         }
         if deadline.remaining() < self.agentkit.request_timeout() {
             self.retire(&lock, &mut held).await;
-            return Err(Error::Deferred {
-                detail: "not enough time left in this request to create the agent safely; retry"
-                    .into(),
-                retry_after_s: 1,
-            });
+            return Err(Error::no_time_to("create the agent"));
         }
 
         // The attempt is in the record before CreateSession is sent.

@@ -76,11 +76,7 @@ impl<S: AgentStore, K: AgentKit> Sleeping<'_, '_, S, K> {
         // 3. Enough time for one whole AgentKit request before the request's deadline (not
         // its wait: asking for the snapshot is this caller's own step), or none is sent.
         if deadline.remaining() < agents.agentkit.request_timeout() {
-            let err = Error::Deferred {
-                detail: "not enough time left in this request to snapshot the agent safely; retry"
-                    .into(),
-                retry_after_s: 1,
-            };
+            let err = Error::no_time_to("snapshot the agent");
             return Err(self.give_back_awake(driver, &mut held, &live, err).await);
         }
         // 4. Snapshot: a new one, whatever an earlier (lapsed) attempt asked for.
@@ -203,30 +199,23 @@ impl<S: AgentStore, K: AgentKit> Sleeping<'_, '_, S, K> {
         // wait lasts (a short request asks once; giving up takes a second snapshot next time,
         // one more for the sweep).
         let mut backoff = self.agents.settings.polling();
-        loop {
-            match self
-                .taken_since(home, session_id, sent_at_ms, deadline)
-                .await
-            {
+        let why = loop {
+            let taken = self.taken_since(home, session_id, sent_at_ms, deadline);
+            match taken.await {
                 Ok(Some(s)) => return Ok(s.snapshot_id.unwrap_or_default()),
-                Ok(None) => {
-                    return Err(Error::SleepFailed(format!(
-                        "the snapshot could not be confirmed ({err}); the agent is still awake"
-                    )))
-                }
+                Ok(None) => break err.to_string(),
                 Err(e) => {
                     tracing::info!(agent = %key, error = %e, "listing the session's snapshots failed; asking again");
-                    if !backoff
-                        .wait(driver.wait(), self.agents.agentkit.request_timeout())
-                        .await
-                    {
-                        return Err(Error::SleepFailed(format!(
-                            "the snapshot could not be confirmed ({e}); the agent is still awake"
-                        )));
+                    let room = self.agents.agentkit.request_timeout();
+                    if !backoff.wait(driver.wait(), room).await {
+                        break e.to_string();
                     }
                 }
             }
-        }
+        };
+        Err(Error::SleepFailed(format!(
+            "the snapshot could not be confirmed ({why}); the agent is still awake"
+        )))
     }
 
     /// CreateSessionSnapshot refused. A session that ended meanwhile means the agent is

@@ -184,11 +184,7 @@ impl<S: AgentStore, K: AgentKit> Waking<'_, '_, S, K> {
         // deadline, not its wait: sending Resume is this caller's own step, whatever it waits.
         if deadline.remaining() < agents.agentkit.request_timeout() {
             self.give_back(driver, &mut held, &home).await;
-            return Err(Error::Deferred {
-                detail: "not enough time left in this request to wake the agent safely; retry"
-                    .into(),
-                retry_after_s: 1,
-            });
+            return Err(Error::no_time_to("wake the agent"));
         }
 
         // 6. Say a Resume is on its way before it is. The lease stays the short acquire lease
@@ -415,11 +411,7 @@ impl<S: AgentStore, K: AgentKit> Waking<'_, '_, S, K> {
     /// the record keeps at most the short acquire lease.
     async fn take_back_marker(&self, driver: &Driver<'_, S>, held: &mut Held, home: &Home) {
         for attempt in 0..3u32 {
-            match driver
-                .lock
-                .release(held, WakeState::Asleep, asleep_at(home))
-                .await
-            {
+            match release_asleep(driver, held, home).await {
                 Ok(_) => return,
                 Err(e) => {
                     tracing::warn!(agent = %held.key, error = %e, attempt, "could not take the Resume marker back");
