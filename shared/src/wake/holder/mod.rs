@@ -340,7 +340,7 @@ impl<S: AgentStore, K: AgentKit> Waking<'_, '_, S, K> {
     }
 
     /// Keep the lock, with its Resume unaccounted for, and let whoever asks next look for the
-    /// session it started (a poll lease, `watch.rs`): this caller answers 202.
+    /// session it started (a poll lease, `Driver::carry_on`): this caller answers 202.
     pub(super) async fn hand_over(
         &self,
         driver: &Driver<'_, S>,
