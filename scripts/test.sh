@@ -110,6 +110,17 @@ else
   cargo test --workspace --all-features --no-fail-fast
 fi
 
+step "the storm, soak and schedule suites again, under AgentKit's account-wide rate limits"
+# The simulator limits every action as AgentKit is assumed to (docs/agentkit.md, "Rate
+# limits"): one account's limits shared by every caller, 429 with Retry-After above them.
+if cargo nextest --version >/dev/null 2>&1; then
+  SNAPWAKE_SIM_RATE_LIMITS=agentkit cargo nextest run --workspace --all-features \
+    -E 'test(/storm/) | test(/soak/) | binary(schedules)'
+else
+  SNAPWAKE_SIM_RATE_LIMITS=agentkit cargo test -p snapwake-tests --all-features \
+    --test resume --test faults --test schedules
+fi
+
 step "the supply chain: cargo deny, the functions' bans, rust-version (docs/supply-chain.md)"
 await deps
 

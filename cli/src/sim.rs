@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use clap::Args;
 use snapwake::agentkit::Credentials;
-use snapwake_sim::{SimConfig, SimControl, Simulator};
+use snapwake_sim::{RateLimits, SimConfig, SimControl, Simulator, RATE_LIMITS_ENV};
 
 use crate::error::CliError;
 
@@ -38,17 +38,20 @@ pub struct SimArgs {
     /// How long a snapshot taken on request (CreateSessionSnapshot) is Creating, in ms.
     #[arg(long, default_value_t = 0)]
     snapshot_ready_delay_ms: u64,
-    /// Turn off AgentKit's 3-per-second throttle of CreateTool/UpdateTool.
-    #[arg(long)]
-    no_write_throttle: bool,
     #[command(flatten)]
     time: AgentKitTime,
 }
 
-/// AgentKit's own time, as a simulator started from the command line keeps it
-/// (docs/agentkit.md, "The simulator"). Shared by `snapwake sim` and `snapwake serve`.
+/// AgentKit's own time and its rate limits, as a simulator started from the command line
+/// keeps them (docs/agentkit.md, "The simulator"). Shared by `snapwake sim` and `snapwake
+/// serve`.
 #[derive(Debug, Args)]
 pub struct AgentKitTime {
+    /// AgentKit's account-wide rate limits: `tools` (CreateTool+UpdateTool 3/s, nothing
+    /// else), `agentkit` (every action, docs/agentkit.md) or `off`, then any `,Action=N` or
+    /// `,Action=off`.
+    #[arg(long, env = RATE_LIMITS_ENV, default_value = "tools")]
+    rate_limits: RateLimits,
     /// How long the snapshot of an expired session stays Creating after the session's
     /// ExpireAt, in milliseconds.
     #[arg(long, default_value_t = 3000)]
@@ -72,6 +75,7 @@ impl AgentKitTime {
         sim.set_expiry_snapshot_hidden(Duration::from_millis(self.expiry_snapshot_hidden_ms));
         sim.set_expiry_snapshot_outcome(&self.expiry_snapshot_outcome);
         sim.set_stuck_sessions(self.stuck_sessions);
+        sim.set_rate_limits(self.rate_limits.clone());
     }
 }
 
@@ -86,7 +90,6 @@ async fn serve(args: SimArgs) -> Result<(), CliError> {
         regions: args.regions,
         session_ready_delay: Duration::from_millis(args.session_ready_delay_ms),
         tool_ready_delay: Duration::from_millis(args.tool_ready_delay_ms),
-        tool_write_limit: (!args.no_write_throttle).then_some(3),
         port: args.port,
         ..SimConfig::default()
     };

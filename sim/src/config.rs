@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use crate::throttle::DEFAULT_TOOL_WRITE_LIMIT;
+use crate::limits::RateLimits;
 use snapwake::agentkit::signer::Credentials;
 
 /// How long the snapshot of an expired session stays `Creating` by default: AgentKit takes a
@@ -23,8 +23,8 @@ pub struct SimConfig {
     /// How long the snapshot of an expired session stays `Creating` after the session's
     /// ExpireAt (simulated time).
     pub expiry_snapshot_delay: Duration,
-    /// CreateTool+UpdateTool per sliding second; `None` = no throttle.
-    pub tool_write_limit: Option<u32>,
+    /// AgentKit's account-wide rate limits (default: the Tool writes only, 3 per second).
+    pub rate_limits: RateLimits,
     /// Seeds the id and fault RNGs.
     pub seed: u64,
     /// Port on 127.0.0.1; 0 = any free port.
@@ -33,7 +33,7 @@ pub struct SimConfig {
 
 impl Default for SimConfig {
     /// AK `sim-access-key` / SK `sim-secret-key`, regions `cn-beijing` and `cn-shanghai`,
-    /// session and Tool delays 0, expiry snapshots 3 s, throttle 3/s, seed 0, any port.
+    /// session and Tool delays 0, expiry snapshots 3 s, Tool writes 3/s and no other limit, seed 0, any port.
     fn default() -> Self {
         SimConfig {
             credentials: Credentials::new("sim-access-key", "sim-secret-key", None),
@@ -41,7 +41,7 @@ impl Default for SimConfig {
             session_ready_delay: Duration::ZERO,
             tool_ready_delay: Duration::ZERO,
             expiry_snapshot_delay: DEFAULT_EXPIRY_SNAPSHOT_DELAY,
-            tool_write_limit: Some(DEFAULT_TOOL_WRITE_LIMIT),
+            rate_limits: RateLimits::default(),
             seed: 0,
             port: 0,
         }

@@ -24,10 +24,14 @@ pub struct Counters {
     pub resumes: BTreeMap<String, u64>,
     /// Active, unexpired sessions per UserSessionId (only ids with at least one).
     pub live_sessions: BTreeMap<String, u64>,
-    /// The most CreateTool+UpdateTool requests the throttle accepted in any one-second window.
+    /// The most CreateTool+UpdateTool requests their limit accepted in any one-second window.
     pub max_tool_writes_per_second: u32,
-    /// Tool writes refused with 429 by the throttle (injected 429s are not counted here).
+    /// Requests refused with 429 by any rate limit (injected 429s are not counted here).
     pub throttled: u64,
+    /// Per rate limit (an action, or `ToolWrites`): its limit, what it accepted and refused,
+    /// and the most it accepted in any one second.
+    #[serde(default)]
+    pub limits: BTreeMap<String, crate::limits::LimitCounters>,
     /// Requests refused with 401 (bad, missing or expired signature, wrong security token).
     pub signature_failures: u64,
     /// Injected faults that answered an error.
@@ -51,6 +55,12 @@ impl Counters {
     /// Resumes the snapshot got (0 when none).
     pub fn resumes_of(&self, snapshot_id: &str) -> u64 {
         self.resumes.get(snapshot_id).copied().unwrap_or(0)
+    }
+
+    /// What the rate limit of `action` counted (zeros when it saw nothing).
+    pub fn limit(&self, action: &str) -> crate::limits::LimitCounters {
+        let name = crate::limits::limit_of(action);
+        self.limits.get(name).cloned().unwrap_or_default()
     }
 
     /// Live sessions of a UserSessionId (0 when none).

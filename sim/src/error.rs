@@ -10,7 +10,7 @@
 //!   region.
 //! - `InvalidResource.Status` (409): the Tool is not `Ready` (CreateSession) or the snapshot is
 //!   not `Ready` (ResumeSessionFromSnapshot).
-//! - `Throttling` (429, with `Retry-After`): the tool-write throttle.
+//! - `Throttling` (429, with `Retry-After`): a rate limit (`limits.rs`).
 //! - Authentication (401): `MissingAuthenticationToken` (no `Authorization` header),
 //!   `InvalidAuthorization` (unparsable header), `InvalidAccessKey` (unknown access key),
 //!   `SignatureExpired` (`X-Date` more than 15 minutes from wall-clock time),
@@ -72,10 +72,14 @@ impl SimError {
         )
     }
 
-    pub(crate) fn throttled(retry_after: u64) -> Self {
+    pub(crate) fn throttled(limit: &str, retry_after: u64) -> Self {
         SimError {
             retry_after: Some(retry_after.max(1)),
-            ..SimError::new(429, THROTTLED, "tool write rate exceeded, retry later")
+            ..SimError::new(
+                429,
+                THROTTLED,
+                format!("request rate exceeded for {limit}, retry later"),
+            )
         }
     }
 

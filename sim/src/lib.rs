@@ -17,7 +17,7 @@
 //! - `actions/`: one function per AgentKit action, by resource (`sessions.rs`,
 //!   `snapshots.rs`, `tools.rs`), and the dispatch table (`mod.rs`).
 //! - `state/`: the world (Tools, sessions, snapshots), its indexes and lifecycles; seeds.
-//! - `clock.rs`, `faults.rs`, `throttle.rs`, `pagination.rs`, `counters.rs`, `error.rs`.
+//! - `clock.rs`, `faults.rs`, `limits.rs`, `pagination.rs`, `counters.rs`, `error.rs`.
 //!
 //! # Transport
 //! `POST /?Action=<Action>&Version=2025-10-30`, JSON body in PascalCase (the types of
@@ -25,7 +25,7 @@
 //! Service: "agentkit", Region, Error?}, "Result": {...}}`; errors carry no `Result` and a
 //! non-200 status (see `error.rs` for every code). Checks, in order: signature (401), action
 //! (400 `InvalidAction`), version (400 `InvalidVersion`), region (400 `InvalidRegion`), then
-//! the request is counted as received, the tool-write throttle (429), faults, body and
+//! the request is counted as received, its rate limit (429), faults, body and
 //! parameters (400), objects (404/409).
 //!
 //! # Signatures
@@ -69,8 +69,10 @@
 //!   409 `InvalidResource.Status`). SetSessionTtl moves a live session's `ExpireAt` to now +
 //!   the TTL.
 //! - Tool names are not unique; duplicates are visible by listing.
-//! - Tool write throttle: 3 per sliding second, real time, shared by CreateTool and
-//!   UpdateTool; only accepted writes enter the window; 429 `Throttling` with `Retry-After`.
+//! - Rate limits (`limits.rs`): per action, account-wide, a sliding second of real time; only
+//!   accepted requests enter the window; 429 `Throttling` with `Retry-After`. By default only
+//!   the Tool writes (CreateTool and UpdateTool share 3 per second); [`RateLimits::agentkit`]
+//!   (or `SNAPWAKE_SIM_RATE_LIMITS=agentkit`) limits every action as AgentKit is assumed to.
 //! - Ids are random hex from the seeded RNG (`t-…`, `sess-…`, `snap-…`), repeatable for one
 //!   seed and one order of calls.
 //!
@@ -98,8 +100,10 @@
 //! - `GET /_sim/settings` → `{"session_ready_delay_ms": 0, "tool_ready_delay_ms": 0,
 //!   "snapshot_ready_delay_ms": 0, "snapshot_outcome": "Ready", "tool_write_limit": 3,
 //!   "expiry_snapshot_delay_ms": 3000, "expiry_snapshot_hidden_ms": 0,
-//!   "expiry_snapshot_outcome": "Ready", "stuck_sessions": 0}`; `POST /_sim/settings` with
-//!   any of those fields changes them (`"tool_write_limit": null` turns the throttle off;
+//!   "expiry_snapshot_outcome": "Ready", "stuck_sessions": 0, "rate_limits": {"ToolWrites":
+//!   3}}`; `POST /_sim/settings` with any of those fields changes them (`"tool_write_limit":
+//!   null` turns the Tool writes' limit off; `"rate_limits": {"GetSession": 50,
+//!   "ListSessions": null}` sets or turns off the limits named, an unknown action is a 400;
 //!   `"snapshot_outcome": "Failed"` makes requested snapshots fail, `"expiry_snapshot_outcome":
 //!   "Failed"` expiry snapshots; `"stuck_sessions": n` keeps the next n sessions `Starting`)
 //! - `POST /_sim/sessions/{id}/status` `{"status": "Paused"}` gives a session a status of its
@@ -126,14 +130,16 @@ mod server;
 mod shared;
 mod simulator;
 mod state;
-mod throttle;
+mod limits;
 
 pub use config::SimConfig;
 pub use control::SimControl;
 pub use counters::{ActionCounters, Counters};
 pub use error::SimError;
 pub use faults::{Fault, FaultError, Trigger};
+pub use limits::{
+    limit_of, LimitCounters, RateLimits, DEFAULT_TOOL_WRITE_LIMIT, RATE_LIMITS_ENV, TOOL_WRITES,
+};
 pub use pagination::DEFAULT_PAGE_SIZE;
 pub use simulator::{router, RunningSim, Simulator};
 pub use state::{SeedSession, SeedSnapshot, SeedTool, REASON_EXPIRED, REASON_MANUAL};
-pub use throttle::DEFAULT_TOOL_WRITE_LIMIT;

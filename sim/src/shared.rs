@@ -14,9 +14,9 @@ use crate::clock::Clock;
 use crate::config::SimConfig;
 use crate::counters::Counters;
 use crate::faults::Faults;
+use crate::limits::Limiter;
 use crate::pagination::Tokens;
 use crate::state::World;
-use crate::throttle::Throttle;
 use snapwake::agentkit::signer::Credentials;
 
 /// Everything behind one lock (never held across an `.await`).
@@ -34,7 +34,7 @@ pub(crate) struct Inner {
     pub(crate) late: Vec<Late>,
     pub(crate) faults: Faults,
     pub(crate) fault_rng: StdRng,
-    pub(crate) throttle: Throttle,
+    pub(crate) limiter: Limiter,
     /// Only the recorded parts; the derived ones are filled in when read.
     pub(crate) counters: Counters,
 }
@@ -66,7 +66,7 @@ impl Shared {
                 late: Vec::new(),
                 faults: Faults::default(),
                 fault_rng: StdRng::seed_from_u64(cfg.seed ^ 0x5eed_fa17),
-                throttle: Throttle::new(cfg.tool_write_limit),
+                limiter: Limiter::new(cfg.rate_limits.clone()),
                 counters: Counters::default(),
             }),
         }

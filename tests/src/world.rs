@@ -10,7 +10,7 @@ use snapwake::agentkit::{AgentKitConfig, CredentialsSource};
 use snapwake::domain::{Kind, KindTools, ToolRegistry};
 use snapwake::identity::usid;
 use snapwake::store::AgentStore;
-use snapwake_sim::{RunningSim, SeedSnapshot, SeedTool, SimConfig, Simulator};
+use snapwake_sim::{RateLimits, RunningSim, SeedSnapshot, SeedTool, SimConfig, Simulator};
 
 use crate::*;
 
@@ -25,6 +25,7 @@ impl World {
     pub async fn start(session_ready_delay: Duration) -> World {
         let sim = Simulator::start(SimConfig {
             session_ready_delay,
+            rate_limits: rate_limits(),
             ..SimConfig::default()
         })
         .await
@@ -47,6 +48,7 @@ impl World {
     pub fn start_apart(session_ready_delay: Duration) -> World {
         let sim = Simulator::start_apart(SimConfig {
             session_ready_delay,
+            rate_limits: rate_limits(),
             ..SimConfig::default()
         })
         .unwrap();
@@ -282,6 +284,12 @@ impl World {
     pub async fn start_with(config: SimConfig) -> World {
         World::seeded(Simulator::start(config).await.unwrap())
     }
+}
+
+/// AgentKit's rate limits in a test's simulator: as `SNAPWAKE_SIM_RATE_LIMITS` says (CI runs
+/// the storm, soak and schedule suites once more with `agentkit`), else the Tool writes only.
+pub fn rate_limits() -> RateLimits {
+    RateLimits::from_env().unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// [`client`] signing with `credentials`.

@@ -50,8 +50,8 @@ fn call<A: Action>(
 
 macro_rules! actions {
     ($($t:ty => $f:ident),* $(,)?) => {
-        /// Every action: its name and whether it is a tool write (throttled).
-        pub(crate) const ACTIONS: &[(&str, bool)] = &[$((<$t>::NAME, <$t>::IS_TOOL_WRITE)),*];
+        /// Every action's name.
+        pub(crate) const ACTIONS: &[&str] = &[$(<$t>::NAME),*];
 
         /// Run the action `name` on `body` (JSON of its request type).
         pub(crate) fn run(
@@ -85,7 +85,7 @@ actions! {
     UpdateTool => update_tool,
 }
 
-/// The action's static name and whether it is a tool write, if it is an action.
-pub(crate) fn lookup(name: &str) -> Option<(&'static str, bool)> {
-    ACTIONS.iter().copied().find(|(n, _)| *n == name)
+/// The action's static name, if it is an action.
+pub(crate) fn lookup(name: &str) -> Option<&'static str> {
+    ACTIONS.iter().copied().find(|n| *n == name)
 }

@@ -1,6 +1,7 @@
 //! The `/_sim/` control surface: the operations of [`SimControl`] as unsigned JSON endpoints
 //! (documented with examples in the crate docs, `lib.rs`). Loopback only.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use axum::body::Bytes;
@@ -162,9 +163,12 @@ struct Settings {
     expiry_snapshot_hidden_ms: Option<u64>,
     expiry_snapshot_outcome: Option<String>,
     stuck_sessions: Option<u32>,
-    /// Absent = unchanged; `null` = throttle off.
+    /// Absent = unchanged; `null` = the Tool writes' limit off.
     #[serde(deserialize_with = "present", skip_serializing_if = "Option::is_none")]
     tool_write_limit: Option<Option<u32>>,
+    /// Per action (or `ToolWrites`): requests per second, `null` = that limit off; actions
+    /// not named are unchanged.
+    rate_limits: Option<BTreeMap<String, Option<u32>>>,
 }
 
 /// A present field, even `null`, is `Some(..)`; an absent one stays `None` (the default).
@@ -185,6 +189,7 @@ fn settings_json(c: &SimControl) -> Json<Value> {
         "snapshot_ready_delay_ms": c.snapshot_ready_delay().as_millis() as u64,
         "snapshot_outcome": c.snapshot_outcome(),
         "tool_write_limit": l,
+        "rate_limits": c.rate_limits(),
     }))
 }
 
@@ -194,6 +199,12 @@ async fn settings(State(c): State<SimControl>) -> Json<Value> {
 
 async fn set_settings(State(c): State<SimControl>, body: Bytes) -> Answer {
     let s: Settings = parse(&body)?;
+    // A typo would silently limit nothing: refuse it before changing anything.
+    for action in s.rate_limits.iter().flat_map(|l| l.keys()) {
+        if action != crate::limits::TOOL_WRITES && crate::actions::lookup(action).is_none() {
+            return Err(SimError::invalid(format!("no action named {action}")).into());
+        }
+    }
     if let Some(ms) = s.session_ready_delay_ms {
         c.set_session_ready_delay(Duration::from_millis(ms));
     }
@@ -208,6 +219,9 @@ async fn set_settings(State(c): State<SimControl>, body: Bytes) -> Answer {
     }
     if let Some(l) = s.tool_write_limit {
         c.set_tool_write_limit(l);
+    }
+    for (action, per_second) in s.rate_limits.unwrap_or_default() {
+        c.set_rate_limit(&action, per_second);
     }
     if let Some(ms) = s.expiry_snapshot_delay_ms {
         c.set_expiry_snapshot_delay(Duration::from_millis(ms));

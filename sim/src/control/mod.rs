@@ -14,6 +14,7 @@ use crate::config::SimConfig;
 use crate::counters::Counters;
 use crate::error::SimError;
 use crate::faults::Fault;
+use crate::limits::RateLimits;
 use crate::shared::Shared;
 use crate::state::{SeedSession, SeedSnapshot, SeedTool};
 use snapwake::agentkit::signer::Credentials;
@@ -171,9 +172,28 @@ impl SimControl {
         self.0.with(|i, _| i.world.tool_ready_delay = d);
     }
 
-    /// Tool writes per sliding second; `None` turns the throttle off.
+    /// Tool writes per sliding second; `None` turns their limit off.
     pub fn set_tool_write_limit(&self, limit: Option<u32>) {
-        self.0.with(|i, _| i.throttle.limit = limit);
+        self.set_rate_limit(crate::limits::TOOL_WRITES, limit);
+    }
+
+    /// Requests of `action` (or of [`crate::limits::TOOL_WRITES`]) per sliding second,
+    /// account-wide; `None` turns its limit off.
+    pub fn set_rate_limit(&self, action: &str, per_second: Option<u32>) {
+        self.0.with(|i, _| {
+            let limits = std::mem::replace(&mut i.limiter.limits, RateLimits::off());
+            i.limiter.limits = limits.with(action, per_second);
+        });
+    }
+
+    /// Every rate limit in force at once.
+    pub fn set_rate_limits(&self, limits: RateLimits) {
+        self.0.with(|i, _| i.limiter.limits = limits);
+    }
+
+    /// The rate limits in force.
+    pub fn rate_limits(&self) -> RateLimits {
+        self.0.with(|i, _| i.limiter.limits.clone())
     }
 
     /// `(session ready delay, tool ready delay, tool write limit)`.
@@ -182,7 +202,7 @@ impl SimControl {
             (
                 i.world.session_ready_delay,
                 i.world.tool_ready_delay,
-                i.throttle.limit,
+                i.limiter.limits.0.get(crate::limits::TOOL_WRITES).copied(),
             )
         })
     }
@@ -216,18 +236,19 @@ impl SimControl {
             let mut c = i.counters.clone();
             c.resumes = i.world.resumes.clone();
             c.live_sessions = i.world.live_per_usid(now);
-            c.max_tool_writes_per_second = i.throttle.max_in_window;
-            c.throttled = i.throttle.throttled;
+            c.limits = i.limiter.counters();
+            c.max_tool_writes_per_second = c.limit("CreateTool").most_in_a_second;
+            c.throttled = c.limits.values().map(|l| l.refused).sum();
             c
         })
     }
 
-    /// Zero every counter (per action, resumes, throttle, signature failures, faults).
+    /// Zero every counter (per action, resumes, rate limits, signature failures, faults).
     pub fn reset_counters(&self) {
         self.0.with(|i, _| {
             i.counters = Counters::default();
             i.world.resumes.clear();
-            i.throttle.reset_counters();
+            i.limiter.reset_counters();
         });
     }
 

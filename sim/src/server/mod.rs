@@ -86,7 +86,7 @@ async fn action(
     };
     meta.region = region.clone();
 
-    let Some((name, is_tool_write)) = actions::lookup(&action_name) else {
+    let Some(name) = actions::lookup(&action_name) else {
         return respond(
             meta,
             Err(SimError::new(400, "InvalidAction", "unknown action")),
@@ -104,11 +104,9 @@ async fn action(
         if !sh.regions.contains(&region) {
             return Err(SimError::new(400, "InvalidRegion", "unknown region"));
         }
-        if is_tool_write {
-            i.throttle
-                .admit(Instant::now())
-                .map_err(SimError::throttled)?;
-        }
+        i.limiter
+            .admit(name, Instant::now())
+            .map_err(|after| SimError::throttled(crate::limits::limit_of(name), after))?;
         let v = i.faults.decide(name, &mut i.fault_rng);
         if v.error.is_some() {
             i.counters.faults_fired += 1;

@@ -94,7 +94,7 @@ async fn control_surface_over_http() {
                "snapshot_ready_delay_ms": 0, "snapshot_outcome": "Ready",
                "expiry_snapshot_delay_ms": 3000, "expiry_snapshot_hidden_ms": 0,
                "expiry_snapshot_outcome": "Ready", "stuck_sessions": 0,
-               "tool_write_limit": null})
+               "tool_write_limit": null, "rate_limits": {}})
     );
     assert_eq!(ctl.settings().2, None);
     let r: Value = post(

@@ -44,6 +44,118 @@ async fn tool_writes_above_three_per_second_are_throttled() {
     assert_eq!(counters.throttled, 0);
 }
 
+/// AgentKit's account-wide limits: each action its own sliding second, shared by every caller
+/// (two clients here), refused with 429 `Throttling` and a `Retry-After`, and counted.
+#[tokio::test]
+async fn every_action_is_limited_account_wide_when_the_agentkit_limits_are_on() {
+    let s = Simulator::start(SimConfig {
+        rate_limits: snapwake_sim::RateLimits::agentkit()
+            .with("ResumeSessionFromSnapshot", Some(4)),
+        ..SimConfig::default()
+    })
+    .await
+    .unwrap();
+    let ctl = s.control();
+    let (a, b) = (Caller::new(&s.endpoint()), Caller::new(&s.endpoint()));
+    let t = ctl.seed_tool(BJ, tool("codex", true)).unwrap();
+    let snapshot = ctl
+        .seed_snapshot(SeedSnapshot {
+            tool_id: t.clone(),
+            user_session_id: Some("u-1".into()),
+            ..Default::default()
+        })
+        .unwrap();
+    let resume =
+        json!({"ToolId": t, "SnapshotId": snapshot, "Ttl": 28800, "CreateNewInstance": false});
+    let mut answers = Vec::new();
+    for i in 0..6 {
+        let caller = if i % 2 == 0 { &a } else { &b };
+        answers.push(
+            caller
+                .call("ResumeSessionFromSnapshot", resume.clone())
+                .await,
+        );
+    }
+    let refused: Vec<_> = answers.iter().filter(|a| a.status == 429).collect();
+    assert_eq!(
+        refused.len(),
+        2,
+        "two callers share one account's limit of 4"
+    );
+    for r in &refused {
+        assert_eq!(r.code(), "Throttling");
+        let secs: u64 = r.retry_after.as_deref().unwrap().parse().unwrap();
+        assert!((1..=1).contains(&secs), "{secs}");
+    }
+    // Listing is limited by its own window (50 a second), untouched by the Resumes.
+    a.call("ListSessions", json!({"ToolId": t})).await.result();
+
+    let c = ctl.counters();
+    let resumes = c.limit("ResumeSessionFromSnapshot");
+    assert_eq!(
+        (
+            resumes.limit,
+            resumes.accepted,
+            resumes.refused,
+            resumes.most_in_a_second
+        ),
+        (Some(4), 4, 2, 4)
+    );
+    assert_eq!(c.limit("ListSessions").limit, Some(50));
+    assert_eq!(c.throttled, 2);
+    assert_eq!(
+        c.resumes_of(&snapshot),
+        4,
+        "a refused Resume started nothing"
+    );
+
+    // After the window has slid, Resume is accepted again.
+    tokio::time::sleep(Duration::from_millis(1050)).await;
+    a.call("ResumeSessionFromSnapshot", resume).await.result();
+}
+
+/// The limits can be changed on a running simulator, over the control surface too; an
+/// unknown action is refused rather than silently limiting nothing.
+#[tokio::test]
+async fn rate_limits_are_set_and_read_over_the_control_surface() {
+    let (s, ctl, c) = sim().await;
+    let post = |body: Value| {
+        let url = format!("{}/_sim/settings", s.endpoint());
+        async move {
+            reqwest::Client::new()
+                .post(url)
+                .json(&body)
+                .send()
+                .await
+                .unwrap()
+        }
+    };
+    let r = post(json!({"rate_limits": {"GetTool": 1, "ToolWrites": null}})).await;
+    assert_eq!(r.status(), 200);
+    let r: Value = r.json().await.unwrap();
+    assert_eq!(r["rate_limits"], json!({"GetTool": 1}));
+    assert_eq!(r["tool_write_limit"], Value::Null);
+    let t = ctl.seed_tool(BJ, tool("codex", false)).unwrap();
+    c.call("GetTool", json!({"ToolId": t})).await.result();
+    let second = c.call("GetTool", json!({"ToolId": t})).await;
+    assert_eq!((second.status, second.code()), (429, "Throttling"));
+    // The Tool writes are off now: five in a row pass.
+    for i in 0..5 {
+        c.call("CreateTool", create_tool_body(&format!("w{i}")))
+            .await
+            .result();
+    }
+
+    let r = post(json!({"rate_limits": {"Resume": 5}, "session_ready_delay_ms": 9000})).await;
+    assert_eq!(r.status(), 400);
+    assert_eq!(
+        ctl.settings().0,
+        Duration::ZERO,
+        "nothing changed by a refused request"
+    );
+    assert_eq!(ctl.rate_limits().0.get("GetTool"), Some(&1));
+}
+
 #[tokio::test]
 async fn faults_next_n_rate_latency_and_after_apply() {
     let (_s, ctl, c) = sim().await;

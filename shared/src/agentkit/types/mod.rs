@@ -37,8 +37,6 @@ pub const MAX_PAGE_SIZE: u32 = 100;
 pub trait Action: Serialize + DeserializeOwned + Send + Sync {
     const NAME: &'static str;
     type Output: Serialize + DeserializeOwned + Default + Send;
-    /// CreateTool and UpdateTool share a write throttle (3/s) in AgentKit.
-    const IS_TOOL_WRITE: bool = false;
     /// Whether sending the same request twice has the effect of sending it once. A request
     /// that may have reached AgentKit (a timeout after it was sent) is retried only when this
     /// holds: a second CreateSession or ResumeSessionFromSnapshot would start a second,

@@ -94,7 +94,6 @@ impl Action for CreateTool {
     const NAME: &'static str = "CreateTool";
     const IDEMPOTENT: bool = false;
     type Output = CreateToolResult;
-    const IS_TOOL_WRITE: bool = true;
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -111,5 +110,4 @@ pub struct UpdateTool {
 impl Action for UpdateTool {
     const NAME: &'static str = "UpdateTool";
     type Output = Empty;
-    const IS_TOOL_WRITE: bool = true;
 }
