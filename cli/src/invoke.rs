@@ -259,6 +259,7 @@ async fn invoke(function: Function, event: Value, budget: Duration) -> Result<Va
                 registry,
                 identity,
                 wake: config.wake.clone(),
+                schedules: config.schedules.clone(),
             };
             // The function's own dispatch: an HTTP request or the schedules' tick, typed as
             // the Lambda runtime types it.

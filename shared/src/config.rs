@@ -13,6 +13,7 @@ use crate::agentkit::{AgentKitConfig, CredentialsSource};
 use crate::http::request::{normalise_base_path, BASE_PATH_VAR};
 use crate::identity::{IdentityConfig, DEFAULT_OWNER_CLAIMS};
 use crate::registry_cache::ToolOverrides;
+use crate::schedule::ScheduleRules;
 use crate::secret::Secret;
 use crate::wake::WakeSettings;
 
@@ -59,6 +60,8 @@ pub struct Config {
     /// The EventBridge bus state-change events go to (`SNAPWAKE_EVENT_BUS`, a name or an
     /// ARN); `None`: none are published.
     pub event_bus: Option<String>,
+    /// What a schedule may ask for (`SNAPWAKE_SCHEDULE_MIN_INTERVAL_S`, default 3600).
+    pub schedules: ScheduleRules,
 }
 
 /// The one source offboarding events are accepted from unless configured otherwise.
@@ -119,6 +122,13 @@ impl Config {
             offboarding_sources: offboarding_sources(&get)?,
             open_url,
             event_bus: get("SNAPWAKE_EVENT_BUS").map(|b| b.trim().to_string()),
+            schedules: ScheduleRules {
+                min_interval: Duration::from_secs(parse_number(
+                    &get,
+                    "SNAPWAKE_SCHEDULE_MIN_INTERVAL_S",
+                    ScheduleRules::default().min_interval.as_secs(),
+                )?),
+            },
         })
     }
 }

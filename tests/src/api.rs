@@ -8,6 +8,7 @@ use std::time::Duration;
 use lambda_http::{Body, Request, Response};
 use snapwake::agentkit::AgentKit;
 use snapwake::registry_cache::{RegistryCache, ToolOverrides};
+use snapwake::schedule::ScheduleRules;
 use snapwake::store::{AgentStore, ScheduleStore};
 use snapwake::wake::WakeSettings;
 use snapwake_create::{Create, CreateSettings};
@@ -155,6 +156,7 @@ pub fn resume_fn<S, K>(store: S, agentkit: K, wake: WakeSettings) -> Resume<S, K
         registry: RegistryCache::new(ToolOverrides::default()),
         identity: identity(),
         wake,
+        schedules: ScheduleRules::default(),
     }
 }
 

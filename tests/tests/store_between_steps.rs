@@ -180,11 +180,14 @@ async fn a_tick_ends_by_its_deadline_whichever_call_of_the_table_hangs() {
         }),
     ];
     for (what, stalls) in stalled {
-        let f = resume_fn(
+        let mut f = resume_fn(
             Stalling::new(store.clone(), stalls),
             world.client(),
             quick_wake(),
         );
+        // A wake and a sleep both due within the next two minutes: more often than a
+        // deployment's floor allows, never in the same minute.
+        f.schedules.min_interval = Duration::ZERO;
         f.store.arm(false);
         let (agent_id, _) = world.asleep_agent("alice", what);
         let wake = alices_request("POST", &format!("/v1/agents/codex/{agent_id}/resume"));
@@ -193,7 +196,7 @@ async fn a_tick_ends_by_its_deadline_whichever_call_of_the_table_hangs() {
             "PUT",
             &format!("/v1/agents/codex/{agent_id}/schedule"),
             Who::User("alice"),
-            Some(r#"{"timezone": "UTC", "wake": "* * * * *", "sleep": "* * * * *"}"#),
+            Some(r#"{"timezone": "UTC", "wake": "*/2 * * * *", "sleep": "1-59/2 * * * *"}"#),
         );
         assert_eq!(answer(&f.handle(put).await).0, 200);
         let due = snapwake::timestamp::now_ms() + 120_000;

@@ -236,6 +236,7 @@ async fn run_with<S: AgentStore + ScheduleStore + 'static>(
                 open_url,
                 ..parts.config.wake.clone()
             },
+            schedules: parts.config.schedules.clone(),
         },
     });
 

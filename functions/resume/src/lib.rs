@@ -26,6 +26,7 @@ use snapwake::http::edge;
 use snapwake::http::request::{self as req, Route};
 use snapwake::identity::IdentityConfig;
 use snapwake::registry_cache::RegistryCache;
+use snapwake::schedule::ScheduleRules;
 use snapwake::store::{AgentStore, ScheduleStore};
 use snapwake::wake::WakeSettings;
 
@@ -69,6 +70,8 @@ pub struct Resume<S, K> {
     pub identity: IdentityConfig,
     /// Wake, sleep and keepalive timings.
     pub wake: WakeSettings,
+    /// What a schedule may ask for.
+    pub schedules: ScheduleRules,
 }
 
 impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {

@@ -17,6 +17,7 @@ async fn main() -> Result<(), Error> {
         registry: RegistryCache::new(config.tool_overrides.clone()),
         identity: config.identity.clone(),
         wake: config.wake.clone(),
+        schedules: config.schedules.clone(),
     };
     let resume = &resume;
     lambda_runtime::run(service_fn(

@@ -1,11 +1,14 @@
 //! `PUT|GET|DELETE /v1/agents/{kind}/{agent_id}/schedule`: when the agent should be awake and
 //! when asleep (docs/schedules.md). The ticks that act on schedules are [`crate::tick`].
 //!
-//! Owner or admin, like a wake; 404 for an agent the caller may not act on or that snapwake
-//! has no record of yet (a schedule is kept beside the agent's record); 410 once deleted, or
-//! (PUT) while its owner is being offboarded. The schedule item and the summary on the agent
-//! record are written together, and every answer shows the stored next occurrences, the same
-//! ones every view of the agent shows (`snapwake::view::schedule_view`).
+//! Owner or admin, like a wake; 404 for an agent the caller may not act on or that exists
+//! nowhere; 410 once deleted, or (PUT) while its owner is being offboarded. An agent AgentKit
+//! knows and snapwake has no record of yet (made outside snapwake, not yet indexed) is found
+//! the way a wake finds it and indexed, as the sync would, so the schedule has a record to be
+//! kept beside. A PUT keeps the rules of [`ScheduleRules`] (422 naming the field). The
+//! schedule item and the summary on the agent record are written together, and every answer
+//! shows the stored next occurrences, the same ones every view of the agent shows
+//! (`snapwake::view::schedule_view`).
 
 use lambda_http::{Body, Request, Response};
 use snapwake::agentkit::AgentKit;
@@ -13,6 +16,9 @@ use snapwake::domain::{AgentRecord, Retention, ScheduleRecord, WakeState};
 use snapwake::error::{Error, Result};
 use snapwake::http::request::{self as req, Matched};
 use snapwake::http::response;
+use snapwake::index_sync::index_located;
+use snapwake::locate::locate;
+use snapwake::locate::sessions::active_session;
 use snapwake::schedule::{Plan, ScheduleBody};
 use snapwake::store::{AgentStore, ScheduleStore, StoreError};
 use snapwake::timestamp::now_ms;
@@ -29,9 +35,10 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
     ) -> Result<Response<Body>> {
         let named = self.named(request, matched)?;
         let (addressed, _) = self.admitted(request, named).await?;
-        let agent = scheduled(addressed.record.clone())?;
         let body: ScheduleBody = req::json(request)?;
         let plan = Plan::check(&body)?;
+        plan.keeps(&self.schedules)?;
+        let agent = self.scheduled(&addressed).await?;
         let retention = agent
             .description
             .retention
@@ -58,7 +65,7 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
     ) -> Result<Response<Body>> {
         let named = self.named(request, matched)?;
         let addressed = self.address(request, named).await?;
-        scheduled(addressed.record)?;
+        self.scheduled(&addressed).await?;
         match addressed.store.get_schedule(&addressed.key).await? {
             Some(record) => Ok(response::json(200, &schedule_view(&record.summary()))),
             None => Err(Error::ScheduleNotFound),
@@ -72,9 +79,36 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
     ) -> Result<Response<Body>> {
         let named = self.named(request, matched)?;
         let addressed = self.address(request, named).await?;
-        let agent = scheduled(addressed.record.clone())?;
+        let agent = self.scheduled(&addressed).await?;
         self.set(&addressed, agent, None).await?;
         Ok(response::no_content())
+    }
+
+    /// The agent a schedule is kept beside: its record, or, when the table has none, the
+    /// agent found where a wake would find it and indexed (404: nowhere).
+    async fn scheduled(&self, addressed: &Addressed<'_, S>) -> Result<AgentRecord> {
+        if addressed.record.is_some() {
+            return scheduled(addressed.record.clone());
+        }
+        let (key, deadline) = (&addressed.key, addressed.budget.work);
+        let found = locate(&self.agentkit, &addressed.registry, key, deadline).await?;
+        let found = found.ok_or(Error::AgentNotFound)?;
+        // Found by its snapshots: whether it is awake too is one more question.
+        let mut sessions = found.sessions.clone();
+        if sessions.is_empty() {
+            let home = found.home();
+            sessions.extend(active_session(&self.agentkit, &home, key, None, deadline).await?);
+        }
+        let indexed = index_located(&addressed.store, key, &found, sessions).await;
+        tracing::info!(agent = %key, ?indexed, "schedule: indexed an agent the table did not know");
+        match addressed.store.get(key).await? {
+            Some(record) => scheduled(Some(record)),
+            // The write failed and the table answered the read: try again.
+            None => Err(Error::AgentBusy {
+                detail: "the agent could not be recorded yet; try again".into(),
+                retry_after_s: 1,
+            }),
+        }
     }
 
     /// Write `schedule` (`None`: remove it) and the summary every view of the agent reads, in

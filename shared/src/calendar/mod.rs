@@ -17,10 +17,12 @@
 //!   gap fire once together, since an occurrence is always strictly after the previous one.
 //! - An expression with no occurrence within [`HORIZON_DAYS`] never fires.
 //!
-//! Files: `cron.rs` (the expression), `zone.rs` (the zone), this (occurrences), `tests.rs`
+//! Files: `cron.rs` (the expression), `zone.rs` (the zone), this (occurrences), `spacing.rs`
+//! (how close occurrences come, for the rules a schedule keeps), `tests.rs`
 //! and `tests/` (cases worked out by hand, and a property against a minute-by-minute scan).
 
 mod cron;
+mod spacing;
 mod zone;
 
 #[cfg(test)]
@@ -31,6 +33,7 @@ use jiff::tz::AmbiguousOffset;
 use jiff::Timestamp;
 
 pub use cron::{Cron, CronError};
+pub use spacing::{shared_minute, shortest_gap};
 pub use zone::{Zone, ZoneError};
 
 /// How far ahead an occurrence is looked for, about eight years: the longest wait between

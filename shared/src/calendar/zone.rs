@@ -61,6 +61,11 @@ impl Zone {
         &self.name
     }
 
+    /// The local date at `at`.
+    pub fn date_at(&self, at: jiff::Timestamp) -> jiff::civil::Date {
+        self.tz.to_datetime(at).date()
+    }
+
     pub(super) fn tz(&self) -> &TimeZone {
         &self.tz
     }

@@ -260,3 +260,16 @@ fn snapshot_grace_and_timeout_are_read_and_ordered() {
         .to_string()
         .contains("SNAPWAKE_SNAPSHOT_TIMEOUT_S"));
 }
+
+#[test]
+fn a_schedule_fires_at_most_hourly_unless_configured() {
+    let c = config(&KEYS).unwrap();
+    assert_eq!(c.schedules.min_interval, Duration::from_secs(3600));
+    let mut vars = KEYS.to_vec();
+    vars.push(("SNAPWAKE_SCHEDULE_MIN_INTERVAL_S", "0"));
+    assert_eq!(config(&vars).unwrap().schedules.min_interval, Duration::ZERO);
+    let mut vars = KEYS.to_vec();
+    vars.push(("SNAPWAKE_SCHEDULE_MIN_INTERVAL_S", "an hour"));
+    let err = config(&vars).unwrap_err().to_string();
+    assert!(err.contains("SNAPWAKE_SCHEDULE_MIN_INTERVAL_S"), "{err}");
+}

@@ -226,3 +226,29 @@ pub async fn index_agent<S: AgentStore>(
     }
     Upsert::Failed
 }
+
+/// Index one agent found by [`crate::locate::locate`] (AgentKit knows it, the table does not
+/// yet), with `sessions` its live sessions on that Tool: the record a sync would write, so
+/// every route and the list answer for it alike.
+pub async fn index_located<S: AgentStore>(
+    store: &S,
+    key: &AgentKey,
+    found: &crate::locate::Located,
+    sessions: Vec<crate::agentkit::types::Session>,
+) -> Upsert {
+    let listing = ToolListing {
+        kind: key.kind,
+        tool_id: found.tool_id.clone(),
+        region: found.region.clone(),
+        retention: found.retention,
+        snapshots: Vec::new(),
+        sessions: Vec::new(),
+        listed_at_ms: now_ms(),
+        partial: false,
+    };
+    let seen = Seen {
+        snapshots: found.snapshots.clone(),
+        sessions,
+    };
+    index_agent(store, key, &listing, &seen).await
+}

@@ -14,4 +14,4 @@ mod carry;
 mod plan;
 
 pub use carry::{decide, AgentSeen, Step, CATCH_UP_MS};
-pub use plan::{Plan, ScheduleBody};
+pub use plan::{Plan, ScheduleBody, ScheduleRules};

@@ -1,4 +1,7 @@
-//! A schedule request's body checked into a [`Plan`], and the occurrences a plan has next.
+//! A schedule request's body checked into a [`Plan`], the rules a plan must keep
+//! ([`ScheduleRules`]), and the occurrences a plan has next.
+
+use std::time::Duration;
 
 use serde::Deserialize;
 
@@ -16,6 +19,24 @@ pub struct ScheduleBody {
     pub wake: Option<String>,
     #[serde(default)]
     pub sleep: Option<String>,
+}
+
+/// What a schedule may ask for, beyond being valid (docs/schedules.md, "What a schedule may
+/// ask"): every occurrence costs a snapshot or a Resume, so an expression may fire at most once
+/// per `min_interval`, and a wake and a sleep never in the same minute.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ScheduleRules {
+    /// The shortest time between two occurrences of one expression
+    /// (`SNAPWAKE_SCHEDULE_MIN_INTERVAL_S`, default 3600 s; 0: no floor).
+    pub min_interval: Duration,
+}
+
+impl Default for ScheduleRules {
+    fn default() -> Self {
+        ScheduleRules {
+            min_interval: Duration::from_secs(3600),
+        }
+    }
 }
 
 /// A schedule whose zone and expressions are known to be valid.
@@ -42,6 +63,40 @@ impl Plan {
         let wake = cron("wake", body.wake.as_deref(), &zone)?;
         let sleep = cron("sleep", body.sleep.as_deref(), &zone)?;
         Ok(Plan { zone, wake, sleep })
+    }
+
+    /// Refuse (422, naming the field) a plan that breaks `rules`: an expression that fires
+    /// more often than `rules.min_interval`, or a wake and a sleep that can fall in the same
+    /// local minute (an agent woken and put to sleep at once does neither well).
+    pub fn keeps(&self, rules: &ScheduleRules) -> Result<(), Error> {
+        let today = self.zone.date_at(jiff::Timestamp::now());
+        let floor_min = rules.min_interval.as_secs().div_ceil(60);
+        for (field, cron) in [("wake", &self.wake), ("sleep", &self.sleep)] {
+            let Some(cron) = cron else { continue };
+            let gap = calendar::shortest_gap(cron, today);
+            if u64::from(gap) < floor_min {
+                return Err(invalid(
+                    field,
+                    format!(
+                        "\"{cron}\" fires {gap} min apart; a schedule fires at most every {}",
+                        every(floor_min)
+                    ),
+                ));
+            }
+        }
+        if let (Some(wake), Some(sleep)) = (&self.wake, &self.sleep) {
+            if let Some(both) = calendar::shared_minute(wake, sleep, today) {
+                return Err(invalid(
+                    "sleep",
+                    format!(
+                        "\"{sleep}\" and the wake \"{wake}\" both fire at {}: a wake and a \
+                         sleep must not fall in the same minute",
+                        both.strftime("%Y-%m-%d %H:%M")
+                    ),
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// Read a stored schedule back into a plan (`None` when it no longer parses: a newer
@@ -107,6 +162,15 @@ fn cron(field: &'static str, text: Option<&str>, zone: &Zone) -> Result<Option<C
         ));
     }
     Ok(Some(cron))
+}
+
+/// `minutes` as a person says it: "hour", "2 hours", "90 min".
+fn every(minutes: u64) -> String {
+    match minutes {
+        60 => "hour".into(),
+        m if m % 60 == 0 => format!("{} hours", m / 60),
+        m => format!("{m} min"),
+    }
 }
 
 fn invalid(field: &'static str, detail: String) -> Error {

@@ -54,6 +54,7 @@ async fn wake<S: AgentStore + snapwake::store::ScheduleStore>(
         registry: RegistryCache::new(overrides),
         identity: identity(),
         wake: WakeSettings::default(),
+        schedules: Default::default(),
     };
     let resp = resume
         .handle(request(

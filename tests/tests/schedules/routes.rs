@@ -95,6 +95,25 @@ async fn bad_schedules_are_refused_naming_the_field() {
         (zoned("Europe/Berlin", "wake", "0 9 * *"), 422, "wake"),
         (zoned("Europe/Berlin", "sleep", "@daily"), 422, "sleep"),
         (zoned("Europe/Berlin", "sleep", "0 0 31 2 *"), 422, "sleep"),
+        // More often than hourly: a snapshot or a Resume each time.
+        (zoned("UTC", "wake", "*/30 * * * *"), 422, "wake"),
+        (zoned("UTC", "sleep", "0,30 18 * * *"), 422, "sleep"),
+        (
+            json!({"timezone": "UTC", "wake": "* * * * *", "sleep": "* * * * *"}),
+            422,
+            "wake",
+        ),
+        // A wake and a sleep in the same minute.
+        (
+            json!({"timezone": "UTC", "wake": "0 9 * * *", "sleep": "0 9 * * *"}),
+            422,
+            "sleep",
+        ),
+        (
+            json!({"timezone": "Europe/Berlin", "wake": "0 9 * * MON", "sleep": "0 9 1 * *"}),
+            422,
+            "sleep",
+        ),
     ];
     for (body, status, field) in cases {
         let (got, problem) = alices_schedule(&f, "PUT", &agent_id, Some(body.clone())).await;
@@ -224,4 +243,141 @@ async fn the_list_shows_schedules_and_a_delete_takes_them_along() {
         (410, Some("AGENT_GONE")),
         "{problem}"
     );
+}
+
+/// The rules a schedule keeps are the deployment's: hourly by default (on the hour is fine), a
+/// wider floor refuses what the default allows, and none at all allows every minute; a wake and
+/// a sleep at the same time of day on days that never meet are fine.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_floor_of_a_schedule_is_the_deployments() {
+    let store = dynamo_store("schedule-floor").await;
+    let world = World::registered(Duration::from_millis(50), &store).await;
+    let f = resume_fn(store.clone(), world.client(), quick_wake());
+    let agent_id = asleep_agent(&world, &f, "Floor").await;
+    let hourly = json!({"timezone": "UTC", "wake": "0 * * * *"});
+    put_schedule(&f, &agent_id, hourly.clone()).await;
+    let apart = json!({"timezone": "UTC", "wake": "0 9 * * MON", "sleep": "0 9 * * TUE"});
+    put_schedule(&f, &agent_id, apart).await;
+
+    let two_hours = Resume {
+        schedules: snapwake::schedule::ScheduleRules {
+            min_interval: Duration::from_secs(7200),
+        },
+        ..resume_fn(store.clone(), world.client(), quick_wake())
+    };
+    let (status, problem) = alices_schedule(&two_hours, "PUT", &agent_id, Some(hourly)).await;
+    assert_eq!((status, problem["field"].as_str()), (422, Some("wake")));
+    let detail = problem["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("60 min apart") && detail.contains("every 2 hours"),
+        "{detail}"
+    );
+    put_schedule(
+        &two_hours,
+        &agent_id,
+        json!({"timezone": "UTC", "wake": "0 */2 * * *"}),
+    )
+    .await;
+
+    let none = Resume {
+        schedules: snapwake::schedule::ScheduleRules {
+            min_interval: Duration::ZERO,
+        },
+        ..resume_fn(store.clone(), world.client(), quick_wake())
+    };
+    let every_minute = json!({"timezone": "UTC", "wake": "* * * * *"});
+    let set = put_schedule(&none, &agent_id, every_minute).await;
+    assert_eq!(set["wake"], "* * * * *");
+    // Without a floor, a wake and a sleep in one minute are still refused.
+    let (status, problem) = alices_schedule(
+        &none,
+        "PUT",
+        &agent_id,
+        Some(json!({"timezone": "UTC", "wake": "* * * * *", "sleep": "*/5 * * * *"})),
+    )
+    .await;
+    assert_eq!(
+        (status, problem["field"].as_str()),
+        (422, Some("sleep")),
+        "{problem}"
+    );
+}
+
+/// An agent AgentKit knows and snapwake has no record of yet (made outside snapwake, not yet
+/// indexed): the schedule routes answer for it as resume would, and the list shows it with its
+/// schedule. An agent nowhere is a 404 on every route, and nothing is written for it; someone
+/// else's agent is a 404 before AgentKit is asked anything.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_the_table_does_not_know_yet_has_a_schedule_like_any_other() {
+    let store = dynamo_store("schedule-unindexed").await;
+    let world = World::registered(Duration::from_millis(50), &store).await;
+    let api = Api::new(store.clone(), world.client(), identity());
+    let f = &api.resume;
+
+    // Asleep, known by its snapshot only.
+    let (asleep, _) = world.asleep_agent("alice", "Made elsewhere");
+    assert!(store.get(&key(&asleep)).await.unwrap().is_none());
+    let (status, problem) = alices_schedule(f, "GET", &asleep, None).await;
+    assert_eq!(
+        (status, problem["code"].as_str()),
+        (404, Some("SCHEDULE_NOT_FOUND")),
+        "the agent is found; it has no schedule: {problem}"
+    );
+    let set = put_schedule(
+        f,
+        &asleep,
+        weekdays("30 8 * * MON-FRI", "0 19 * * MON-FRI", "UTC"),
+    )
+    .await;
+    let (status, got) = alices_schedule(f, "GET", &asleep, None).await;
+    assert_eq!((status, &got), (200, &set));
+    let record = store.get(&key(&asleep)).await.unwrap().expect("indexed");
+    assert_eq!(record.description.owner.as_deref(), Some("alice"));
+    assert_eq!(
+        record.description.display_name.as_deref(),
+        Some("Made elsewhere")
+    );
+    assert_eq!(record.state, snapwake::domain::WakeState::Asleep);
+    assert_eq!(record.snapshots.len(), 1, "{record:?}");
+
+    // Awake, known by its live session only.
+    let awake = snapwake::identity::usid::mint("alice");
+    let session = world.live_session("alice", &awake);
+    let (status, _) = alices_schedule(f, "DELETE", &awake, None).await;
+    assert_eq!(status, 204, "found, and nothing to remove");
+    let record = store.get(&key(&awake)).await.unwrap().expect("indexed");
+    assert_eq!(record.state, snapwake::domain::WakeState::Awake);
+    assert_eq!(record.session_id.as_deref(), Some(session.as_str()));
+
+    // The list shows both, the first with its schedule.
+    let (status, listing) = answer(&api.handle(alices_request("GET", "/v1/agents")).await);
+    assert_eq!(status, 200, "{listing}");
+    let agents = listing["agents"].as_array().unwrap();
+    let listed = |id: &str| agents.iter().find(|a| a["agent_id"] == id).cloned();
+    let first = listed(&asleep).expect("listed");
+    assert_eq!(first["schedule"]["wake"], "30 8 * * MON-FRI", "{first}");
+    assert!(listed(&awake).is_some(), "{listing}");
+
+    // Nowhere: 404 on every route, and no record.
+    let nowhere = snapwake::identity::usid::mint("alice");
+    for (method, body) in [
+        ("GET", None),
+        ("PUT", Some(json!({"timezone": "UTC", "wake": "0 9 * * *"}))),
+        ("DELETE", None),
+    ] {
+        let (status, problem) = alices_schedule(f, method, &nowhere, body).await;
+        assert_eq!(
+            (status, problem["code"].as_str()),
+            (404, Some("AGENT_NOT_FOUND")),
+            "{method}: {problem}"
+        );
+    }
+    assert!(store.get(&key(&nowhere)).await.unwrap().is_none());
+
+    // Someone else's: 404, and AgentKit was not asked.
+    let calls = world.agentkit_calls();
+    let (mallorys, _) = world.asleep_agent("mallory", "Not alice's");
+    let (status, _) = alices_schedule(f, "GET", &mallorys, None).await;
+    assert_eq!(status, 404);
+    assert_eq!(world.agentkit_calls(), calls);
 }
