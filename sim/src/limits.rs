@@ -8,8 +8,8 @@
 //! kept also when a limit is off, so "the most in any one second" tells what a client would
 //! have done to the real service.
 //!
-//! The numbers are not published (agentkit.md, *Rate limits*); the defaults of
-//! [`RateLimits::agentkit`] are assumptions, written down in docs/agentkit.md.
+//! The numbers are not published; the defaults of [`RateLimits::agentkit`] are assumptions,
+//! written down in docs/agentkit.md, *Rate limits*.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::str::FromStr;

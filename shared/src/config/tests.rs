@@ -267,7 +267,10 @@ fn a_schedule_fires_at_most_hourly_unless_configured() {
     assert_eq!(c.schedules.min_interval, Duration::from_secs(3600));
     let mut vars = KEYS.to_vec();
     vars.push(("SNAPWAKE_SCHEDULE_MIN_INTERVAL_S", "0"));
-    assert_eq!(config(&vars).unwrap().schedules.min_interval, Duration::ZERO);
+    assert_eq!(
+        config(&vars).unwrap().schedules.min_interval,
+        Duration::ZERO
+    );
     let mut vars = KEYS.to_vec();
     vars.push(("SNAPWAKE_SCHEDULE_MIN_INTERVAL_S", "an hour"));
     let err = config(&vars).unwrap_err().to_string();

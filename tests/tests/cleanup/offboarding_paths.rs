@@ -11,7 +11,9 @@ use snapwake::store::ScheduleStore;
 async fn a_leaving_owner_gets_410_and_no_agentkit_call_on_every_path() {
     let store = dynamo_store("offboard-paths").await;
     let world = World::registered(Duration::ZERO, &store).await;
-    let api = Api::new(store.clone(), world.client(), identity());
+    let mut api = Api::new(store.clone(), world.client(), identity());
+    // A schedule due at every minute's tick: more often than a deployment allows by default.
+    api.resume.schedules.min_interval = Duration::ZERO;
     let (asleep, _) = world.asleep_agent("alice", "Asleep");
     let awake = usid::mint("alice");
     world.live_session("alice", &awake);
