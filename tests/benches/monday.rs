@@ -1,0 +1,320 @@
+//! Monday 08:30 (docs/schedules.md, "At fleet scale"): N agents whose wake schedules all come
+//! due in the same minute, ticked as production ticks them (every minute of real time, a
+//! 29 s budget each, ticks overlapping when one runs long), on DynamoDB Local and the
+//! simulated AgentKit with AgentKit's account-wide limits on (the assumed ones,
+//! docs/agentkit.md, with Resume at 50 a second), 200 ms added to every AgentKit call and
+//! sessions Ready 5 s after they start. While the burst runs, a person wakes agents of their
+//! own, one every two seconds, as the console does (`Prefer: wait`, asking again after a 202,
+//! 409, 429 or 503).
+//!
+//! Measured, per N: the share of agents Ready by the minute, their lateness (Ready − the
+//! minute: p50, p99, worst), occurrences missed (not awake within the 15-minute catch-up),
+//! AgentKit calls per wake, requests AgentKit refused (429) against those sent, agents with
+//! more than one session, and the person's wakes (p50, p99, worst).
+//!
+//! `SNAPWAKE_BENCH_MONDAY` sets the sizes (default `100,1000`); each size takes the minutes
+//! its ticks take. Run by `scripts/bench.sh`, which starts DynamoDB Local; prints Markdown.
+
+use std::collections::{BTreeMap, HashSet};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use futures::stream::{self, StreamExt};
+use snapwake::agentkit::types::MetadataEntry;
+use snapwake::deadline::Deadline;
+use snapwake::domain::{AgentKey, Description, Kind, Retention, ScheduleRecord, WakeState};
+use snapwake::identity::usid;
+use snapwake::store::dynamo::DynamoStore;
+use snapwake::store::{AgentStore, Changes, Condition, ScheduleStore};
+use snapwake::timestamp::now_ms;
+use snapwake::wake::WakeSettings;
+use snapwake_resume::Resume;
+use snapwake_sim::{Fault, RateLimits, SeedSnapshot, SimConfig};
+use snapwake_tests::*;
+
+/// How long a session takes to be Ready once started.
+const READINESS: Duration = Duration::from_secs(5);
+/// Added to every AgentKit call.
+const LATENCY_MS: u64 = 200;
+/// Resume's account-wide limit.
+const RESUMES_PER_SECOND: u32 = 50;
+/// A tick's budget, as the function's timeout leaves it.
+const TICK_BUDGET: Duration = Duration::from_secs(29);
+/// The tick's catch-up: an occurrence not acted on within it is missed.
+const CATCH_UP: Duration = Duration::from_secs(15 * 60);
+/// The person's wakes during the burst.
+const PERSON_WAKES: usize = 30;
+
+type Function = Resume<DynamoStore, snapwake::agentkit::AgentKitClient>;
+
+struct Outcome {
+    agents: usize,
+    ready_by_minute: usize,
+    lateness_ms: Vec<u64>,
+    missed: usize,
+    doubled: usize,
+    agentkit_calls: u64,
+    throttled: u64,
+    ticks: usize,
+    person_ms: Vec<u64>,
+}
+
+/// The `q` quantile of sorted `v`, in seconds.
+fn quantile_s(v: &[u64], q: f64) -> f64 {
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    let i = ((v.len() as f64 - 1.0) * q).round() as usize;
+    v[i] as f64 / 1000.0
+}
+
+/// Seed `n` asleep agents (a snapshot each, a record, a wake schedule due at `due_ms`).
+async fn seed(world: &World, store: &DynamoStore, n: usize, due_ms: u64) -> Vec<String> {
+    let owners: Vec<String> = (0..n).map(|i| format!("owner-{:03}", i % 200)).collect();
+    let ids: Vec<String> = owners.iter().map(|o| usid::mint(o)).collect();
+    let seeds = ids
+        .iter()
+        .zip(&owners)
+        .enumerate()
+        .map(|(i, (id, owner))| SeedSnapshot {
+            tool_id: world.recoverable.clone(),
+            user_session_id: Some(id.clone()),
+            session_id: Some(format!("s-{i}")),
+            session_metadata: vec![MetadataEntry::string("Username", owner)],
+            ..SeedSnapshot::default()
+        })
+        .collect();
+    world.sim.control().seed_snapshots(seeds).unwrap();
+    stream::iter(ids.iter().zip(&owners))
+        .for_each_concurrent(32, |(id, owner)| async move {
+            let key = AgentKey::new(Kind::Codex, id.clone());
+            let changes = Changes {
+                state: Some(WakeState::Asleep),
+                describe: Some(Description {
+                    owner: Some(owner.clone()),
+                    tool_id: Some(world.recoverable.clone()),
+                    region: Some(REGION.into()),
+                    retention: Some(Retention::Recoverable),
+                    ..Description::default()
+                }),
+                ..Changes::default()
+            };
+            store
+                .update(&key, &Condition::Absent, &changes)
+                .await
+                .unwrap();
+            let schedule = ScheduleRecord {
+                key: Some(key),
+                timezone: "UTC".into(),
+                wake: Some("30 8 * * MON-FRI".into()),
+                sleep: None,
+                next_wake_ms: Some(due_ms),
+                next_sleep_ms: None,
+                open: None,
+                last: None,
+                version: 0,
+                updated_at: None,
+            };
+            store.put_schedule(&schedule, 0).await.unwrap();
+        })
+        .await;
+    ids
+}
+
+/// One person's wake of their own agent, asked again as the console asks: answers the time to
+/// the 200.
+async fn person_wakes(f: &Function, agent_id: &str) -> u64 {
+    let started = Instant::now();
+    let path = format!("/v1/agents/codex/{agent_id}/resume");
+    loop {
+        let (status, body) = answer(
+            &f.handle(prefer_wait(alices_request("POST", &path), 20))
+                .await,
+        );
+        match status {
+            200 => return started.elapsed().as_millis() as u64,
+            202 | 409 | 429 | 503 => tokio::time::sleep(Duration::from_millis(500)).await,
+            other => panic!("the person's wake answered {other}: {body}"),
+        }
+        assert!(
+            started.elapsed() < CATCH_UP,
+            "the person's wake never ended"
+        );
+    }
+}
+
+async fn run(n: usize) -> Outcome {
+    let store = dynamo_store(&format!("bench-monday-{n}")).await;
+    let world = World::start_with(SimConfig {
+        session_ready_delay: READINESS,
+        rate_limits: RateLimits::agentkit()
+            .with("ResumeSessionFromSnapshot", Some(RESUMES_PER_SECOND)),
+        ..SimConfig::default()
+    })
+    .await;
+    world.register(&store).await;
+    let ctl = world.sim.control();
+    let person: Vec<String> = (0..PERSON_WAKES)
+        .map(|i| world.asleep_agent("alice", &format!("Mine {i}")).0)
+        .collect();
+
+    // The minute everything is due: the next whole minute once seeding is done, plus one.
+    let provisional = now_ms() + 10 * 60_000;
+    let ids = seed(&world, &store, n, provisional).await;
+    let minute = (now_ms() / 60_000 + 2) * 60_000;
+    stream::iter(&ids)
+        .for_each_concurrent(32, |id| {
+            let store = &store;
+            async move {
+                let key = AgentKey::new(Kind::Codex, id.clone());
+                let mut s = store.get_schedule(&key).await.unwrap().unwrap();
+                s.next_wake_ms = Some(minute);
+                store.put_schedule(&s, s.version).await.unwrap();
+            }
+        })
+        .await;
+    ctl.inject(Fault::latency(None, LATENCY_MS)).unwrap();
+    ctl.reset_counters();
+    let f: Arc<Function> = Arc::new(resume_fn(
+        store.clone(),
+        world.client(),
+        WakeSettings::default(),
+    ));
+
+    // When each scheduled agent's session was first seen Ready (epoch ms), and how many
+    // sessions each has.
+    let scheduled: HashSet<String> = ids.iter().cloned().collect();
+    let ready: Arc<Mutex<BTreeMap<String, u64>>> = Arc::default();
+    let watching = tokio::spawn({
+        let (ctl, ready, scheduled) = (ctl.clone(), ready.clone(), scheduled.clone());
+        async move {
+            loop {
+                for s in ctl.sessions() {
+                    let Some(id) = s.user_session_id.clone() else {
+                        continue;
+                    };
+                    if s.status.as_deref() == Some("Ready") && scheduled.contains(&id) {
+                        ready.lock().unwrap().entry(id).or_insert_with(now_ms);
+                    }
+                }
+                tokio::time::sleep(Duration::from_millis(250)).await;
+            }
+        }
+    });
+
+    // Ticks at every minute from the due one, as EventBridge Scheduler sends them, until every
+    // agent is Ready or the catch-up is over.
+    tokio::time::sleep(Duration::from_millis(minute.saturating_sub(now_ms()))).await;
+    let persons = tokio::spawn({
+        let (f, person) = (f.clone(), person.clone());
+        async move {
+            let mut times = Vec::new();
+            let mut running = Vec::new();
+            for id in person {
+                tokio::time::sleep(Duration::from_secs(2)).await;
+                let f = f.clone();
+                running.push(tokio::spawn(async move { person_wakes(&f, &id).await }));
+            }
+            for r in running {
+                times.push(r.await.unwrap());
+            }
+            times
+        }
+    });
+    let mut ticks = Vec::new();
+    let mut at = minute;
+    while at <= minute + CATCH_UP.as_millis() as u64 && ready.lock().unwrap().len() < n {
+        let f = f.clone();
+        ticks.push(tokio::spawn(async move {
+            f.tick(at, Deadline::after(TICK_BUDGET)).await
+        }));
+        at += 60_000;
+        tokio::time::sleep(Duration::from_millis(at.saturating_sub(now_ms()))).await;
+    }
+    let tick_count = ticks.len();
+    for t in ticks {
+        let report = t.await.unwrap();
+        assert!(report.is_ok(), "{report:?}");
+    }
+    let mut person_ms = persons.await.unwrap();
+    tokio::time::sleep(READINESS + Duration::from_secs(1)).await;
+    watching.abort();
+
+    let counters = ctl.counters();
+    let ready = ready.lock().unwrap().clone();
+    let mut lateness_ms: Vec<u64> = ready.values().map(|t| t.saturating_sub(minute)).collect();
+    lateness_ms.sort_unstable();
+    person_ms.sort_unstable();
+    let doubled = ids
+        .iter()
+        .filter(|id| counters.live_sessions_of(id) > 1)
+        .count();
+    Outcome {
+        agents: n,
+        ready_by_minute: ready.values().filter(|t| **t <= minute).count(),
+        missed: n - ready.len(),
+        lateness_ms,
+        doubled,
+        agentkit_calls: counters.actions.values().map(|a| a.received).sum(),
+        throttled: counters.throttled,
+        ticks: tick_count,
+        person_ms,
+    }
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() {
+    let sizes: Vec<usize> = std::env::var("SNAPWAKE_BENCH_MONDAY")
+        .unwrap_or_else(|_| "100,1000".into())
+        .split(',')
+        .map(|s| {
+            s.trim()
+                .parse()
+                .expect("SNAPWAKE_BENCH_MONDAY: sizes, comma separated")
+        })
+        .collect();
+    let mut rows = Vec::new();
+    for n in sizes {
+        eprintln!("Monday 08:30 with {n} agents...");
+        rows.push(run(n).await);
+    }
+    println!("## Monday 08:30: a fleet due in one minute");
+    println!();
+    println!(
+        "`cargo bench -p snapwake-tests --bench monday`: N agents whose wake schedules come due \
+         in the same minute, ticked every minute of real time ({}-s budget each) from that \
+         minute on, on DynamoDB Local and the simulator with AgentKit's assumed account-wide \
+         limits (Resume {RESUMES_PER_SECOND}/s), {LATENCY_MS} ms added to every AgentKit call and \
+         sessions Ready {} s after they start. Lateness: when an agent's session was first seen \
+         Ready, less the minute. Missed: not Ready within the 15-minute catch-up. Calls: every \
+         AgentKit request (the person's included) per scheduled agent. A person wakes {PERSON_WAKES} \
+         agents of their own during the burst, one every 2 s, each asked again until 200. One \
+         run each on a shared 2-core machine.",
+        TICK_BUDGET.as_secs(),
+        READINESS.as_secs()
+    );
+    println!();
+    println!("| agents | ticks | Ready by the minute | lateness p50 / p99 / worst | missed | AgentKit calls per wake | refused (429) | two sessions | person's wake p50 / p99 / worst |");
+    println!("|---|---|---|---|---|---|---|---|---|");
+    for o in &rows {
+        println!(
+            "| {} | {} | {:.1}% | {:.1} / {:.1} / {:.1} s | {} | {:.1} | {} of {} ({:.1}%) | {} | {:.1} / {:.1} / {:.1} s |",
+            o.agents,
+            o.ticks,
+            100.0 * o.ready_by_minute as f64 / o.agents as f64,
+            quantile_s(&o.lateness_ms, 0.5),
+            quantile_s(&o.lateness_ms, 0.99),
+            quantile_s(&o.lateness_ms, 1.0),
+            o.missed,
+            o.agentkit_calls as f64 / o.agents as f64,
+            o.throttled,
+            o.agentkit_calls,
+            100.0 * o.throttled as f64 / o.agentkit_calls.max(1) as f64,
+            o.doubled,
+            quantile_s(&o.person_ms, 0.5),
+            quantile_s(&o.person_ms, 0.99),
+            quantile_s(&o.person_ms, 1.0),
+        );
+    }
+    println!();
+}
