@@ -22,10 +22,10 @@ use std::time::{Duration, Instant};
 use futures::stream::{self, StreamExt};
 use snapwake::agentkit::types::MetadataEntry;
 use snapwake::deadline::Deadline;
-use snapwake::domain::{AgentKey, Description, Kind, Retention, ScheduleRecord, WakeState};
+use snapwake::domain::{AgentKey, Kind, ScheduleRecord};
 use snapwake::identity::usid;
 use snapwake::store::dynamo::DynamoStore;
-use snapwake::store::{AgentStore, Changes, Condition, ScheduleStore};
+use snapwake::store::{AgentStore, Condition, ScheduleStore};
 use snapwake::timestamp::now_ms;
 use snapwake::wake::WakeSettings;
 use snapwake_resume::Resume;
@@ -88,17 +88,7 @@ async fn seed(world: &World, store: &DynamoStore, n: usize, due_ms: u64) -> Vec<
     stream::iter(ids.iter().zip(&owners))
         .for_each_concurrent(32, |(id, owner)| async move {
             let key = AgentKey::new(Kind::Codex, id.clone());
-            let changes = Changes {
-                state: Some(WakeState::Asleep),
-                describe: Some(Description {
-                    owner: Some(owner.clone()),
-                    tool_id: Some(world.recoverable.clone()),
-                    region: Some(REGION.into()),
-                    retention: Some(Retention::Recoverable),
-                    ..Description::default()
-                }),
-                ..Changes::default()
-            };
+            let changes = world.asleep_record(owner);
             store
                 .update(&key, &Condition::Absent, &changes)
                 .await

@@ -16,9 +16,9 @@ use std::time::{Duration, Instant};
 use futures::stream::{self, StreamExt};
 use snapwake::agentkit::types::MetadataEntry;
 use snapwake::deadline::Deadline;
-use snapwake::domain::{AgentKey, Description, Kind, Retention, ScheduleRecord, WakeState};
+use snapwake::domain::{AgentKey, Kind, ScheduleRecord, WakeState};
 use snapwake::identity::usid;
-use snapwake::store::{AgentStore, Changes, Condition, ScheduleStore};
+use snapwake::store::{AgentStore, Condition, ScheduleStore};
 use snapwake_resume::Resume;
 use snapwake_sim::SeedSnapshot;
 use snapwake_tests::counting::CountingStore;
@@ -136,21 +136,7 @@ async fn main() {
         let key = AgentKey::new(Kind::Codex, agent_id);
         store
             .inner
-            .update(
-                &key,
-                &Condition::Absent,
-                &Changes {
-                    state: Some(WakeState::Asleep),
-                    describe: Some(Description {
-                        owner: Some(owner),
-                        tool_id: Some(world.recoverable.clone()),
-                        region: Some(REGION.into()),
-                        retention: Some(Retention::Recoverable),
-                        ..Description::default()
-                    }),
-                    ..Changes::default()
-                },
-            )
+            .update(&key, &Condition::Absent, &world.asleep_record(&owner))
             .await
             .unwrap();
         due_keys.push(key);

@@ -121,6 +121,22 @@ impl World {
             .unwrap();
         (agent_id, snapshot)
     }
+
+    /// The record of an asleep agent of `owner` on the recoverable Tool, as its first write
+    /// (under [`snapwake::store::Condition::Absent`]) makes it.
+    pub fn asleep_record(&self, owner: &str) -> snapwake::store::Changes {
+        snapwake::store::Changes {
+            state: Some(snapwake::domain::WakeState::Asleep),
+            describe: Some(snapwake::domain::Description {
+                owner: Some(owner.to_string()),
+                tool_id: Some(self.recoverable.clone()),
+                region: Some(REGION.into()),
+                retention: Some(snapwake::domain::Retention::Recoverable),
+                ..snapwake::domain::Description::default()
+            }),
+            ..snapwake::store::Changes::default()
+        }
+    }
 }
 
 /// The live sessions of `agent_id` (its UserSessionId) in the simulator of `ctl`: their ids.
