@@ -110,11 +110,15 @@ pub fn decide(record: &ScheduleRecord, plan: &Plan, now_ms: u64, agent: &AgentSe
     // Act again only if the agent has not moved since the attempt was recorded: if it has,
     // our attempt (or a person) settled it, and acting again could wake an agent its owner
     // just put to sleep. A wake or sleep in flight is driven on (joining starts nothing new).
+    // A move that is this very action left unfinished (a `waking` record for a wake, its lease
+    // lapsed: the holder died, the tick that acquired it perhaps) settled nothing: acting
+    // again takes the lapsed lock over, as any caller would, and undoes nobody's change.
     let unmoved = agent.version == open.seen_version;
+    let abandoned = !agent.in_flight && agent.state == holding(open.action);
     let again = match open.attempt {
         // Our attempt came to nothing; its version is the record's after it.
-        Attempt::Retry => unmoved,
-        Attempt::Acting | Attempt::InFlight => agent.in_flight || unmoved,
+        Attempt::Retry => unmoved || abandoned,
+        Attempt::Acting | Attempt::InFlight => agent.in_flight || unmoved || abandoned,
     };
     if !again {
         return finish("moved");
@@ -124,6 +128,14 @@ pub fn decide(record: &ScheduleRecord, plan: &Plan, now_ms: u64, agent: &AgentSe
         record: next,
         action: open.action,
         carried: true,
+    }
+}
+
+/// The state a record holds while `action` is carried out under the lock.
+fn holding(action: Action) -> WakeState {
+    match action {
+        Action::Wake => WakeState::Waking,
+        Action::Sleep => WakeState::Sleeping,
     }
 }
 

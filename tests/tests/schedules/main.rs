@@ -16,6 +16,7 @@ use snapwake_tests::*;
 
 mod agree;
 mod dst;
+mod kills;
 mod routes;
 mod ticks;
 mod weeks;

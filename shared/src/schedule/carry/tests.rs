@@ -192,6 +192,27 @@ fn a_carried_occurrence_is_acted_on_again_only_when_that_undoes_nothing() {
         );
         assert_eq!(outcome(&step), Some("moved"), "{attempt:?}");
     }
+    // The record moved, but only by this very action left unfinished (a `waking` record
+    // whose lease lapsed: the tick died after its acquire landed): acted on again. A sleep
+    // left so does not stand in a wake's way either way: it is not the wake's own.
+    for attempt in [Attempt::Acting, Attempt::InFlight, Attempt::Retry] {
+        assert!(
+            again(decide(
+                &r(attempt),
+                &plan(),
+                W + MIN,
+                &agent(WakeState::Waking, 5, false)
+            )),
+            "{attempt:?}"
+        );
+    }
+    let step = decide(
+        &r(Attempt::Acting),
+        &plan(),
+        W + MIN,
+        &agent(WakeState::Sleeping, 5, false),
+    );
+    assert_eq!(outcome(&step), Some("moved"));
     // Carried past the window: missed.
     let step = decide(
         &r(Attempt::Retry),

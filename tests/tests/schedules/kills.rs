@@ -1,0 +1,168 @@
+//! A tick killed between any two of its steps: the process frozen at a call to the table, then
+//! gone, either before that call reached the table or after it landed. The ticks that come
+//! after it lose no occurrence (the agent is woken) and repeat none (one Resume, one session).
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use snapwake::domain::WakeState;
+use snapwake::store::{Answer, Call, Layer};
+
+use super::*;
+
+/// Where a killed tick stops at its fatal call.
+#[derive(Clone, Copy, Debug)]
+enum Dies {
+    /// Before the call reaches the table.
+    Before,
+    /// After the call landed, before its answer is used.
+    After,
+}
+
+/// `inner`, until its `at`-th call (from 0): that call and every later one never answer, as
+/// in a process frozen there (the test then drops the tick, as the process is killed).
+struct Dying<S> {
+    inner: S,
+    at: usize,
+    dies: Dies,
+    calls: AtomicUsize,
+}
+
+impl<S> Dying<S> {
+    fn new(inner: S, at: usize, dies: Dies) -> Self {
+        Dying {
+            inner,
+            at,
+            dies,
+            calls: AtomicUsize::new(0),
+        }
+    }
+
+    fn calls(&self) -> usize {
+        self.calls.load(Ordering::SeqCst)
+    }
+}
+
+impl<S: Send + Sync> Layer for Dying<S> {
+    type Inner = S;
+
+    fn inner(&self) -> &S {
+        &self.inner
+    }
+
+    fn around<'a, T: Send + 'a>(&'a self, _: Call<'a>, answer: Answer<'a, T>) -> Answer<'a, T> {
+        Box::pin(async move {
+            let n = self.calls.fetch_add(1, Ordering::SeqCst);
+            if n < self.at {
+                return answer.await;
+            }
+            if n == self.at && matches!(self.dies, Dies::After) {
+                let _landed = answer.await;
+            }
+            std::future::pending().await
+        })
+    }
+}
+
+/// The lease a tick's acquire takes: short, so a dead tick's lock lapses in a second.
+const LEASE: Duration = Duration::from_secs(1);
+
+fn settings() -> snapwake::wake::WakeSettings {
+    snapwake::wake::WakeSettings {
+        lock: quick_lock(LEASE),
+        ready_timeout: Duration::from_secs(2),
+        ..quick_wake()
+    }
+}
+
+/// Healthy ticks of the occurrence `w`, at `w` plus the real time since the kill (as the
+/// Scheduler ticks once the function is back), until the occurrence is closed.
+async fn recover<S: AgentStore + ScheduleStore, K: AgentKit>(
+    f: &Resume<S, K>,
+    agent_id: &str,
+    w: u64,
+) {
+    let started = std::time::Instant::now();
+    while started.elapsed() < Duration::from_secs(40) {
+        let at = w + started.elapsed().as_millis() as u64;
+        tick(f, at).await;
+        let open = f.store.get_schedule(&key(agent_id)).await.unwrap();
+        if open.is_some_and(|s| s.open.is_none()) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    panic!("{agent_id}: the occurrence is still open 40 s after the kill");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tick_killed_at_any_step_loses_and_repeats_no_occurrence() {
+    let store = dynamo_store("tick-kills").await;
+    let world = World::registered(Duration::from_millis(300), &store).await;
+    let ctl = world.sim.control();
+    let healthy = resume_fn(store.clone(), world.client(), settings());
+    let wake_at_830 = json!({"timezone": "UTC", "wake": "30 8 * * *"});
+
+    // The table calls of one clean tick of one due wake, counted.
+    let agent_id = asleep_agent(&world, &healthy, "Counted").await;
+    let w = at(
+        put_schedule(&healthy, &agent_id, wake_at_830.clone()).await["next_wake_at"]
+            .as_str()
+            .unwrap(),
+    );
+    let counted = resume_fn(
+        Dying::new(store.clone(), usize::MAX, Dies::Before),
+        world.client(),
+        settings(),
+    );
+    assert_eq!(tick(&counted, w).await.woke, 1);
+    let steps = counted.store.calls();
+    assert!(steps >= 5, "a tick of one wake makes {steps} table calls");
+
+    let mut killed = 0;
+    for k in 0..steps {
+        for dies in [Dies::Before, Dies::After] {
+            let what = format!("killed {dies:?} call {k} of {steps}");
+            let agent_id = asleep_agent(&world, &healthy, &what).await;
+            let w = at(put_schedule(&healthy, &agent_id, wake_at_830.clone()).await
+                ["next_wake_at"]
+                .as_str()
+                .unwrap());
+            let dying = resume_fn(
+                Dying::new(store.clone(), k, dies),
+                world.client(),
+                settings(),
+            );
+            // A tick of one due wake ends well within this unless it is frozen at its fatal
+            // call; one merely slow is cut short a little later, which is a kill too.
+            let deadline = Deadline::after(Duration::from_secs(25));
+            let ran = tokio::time::timeout(Duration::from_secs(1), dying.tick(w, deadline)).await;
+            if ran.is_err() {
+                killed += 1;
+            }
+            drop(dying);
+            // The next tick comes once the dead one's acquire lease has lapsed, as a minute
+            // later it would in production (a lease covers one invocation's work).
+            let lapsed = LEASE + settings().lock.skew_margin + Duration::from_millis(100);
+            tokio::time::sleep(lapsed).await;
+
+            recover(&healthy, &agent_id, w).await;
+            let record = store.get(&key(&agent_id)).await.unwrap().unwrap();
+            let schedule = store.get_schedule(&key(&agent_id)).await.unwrap().unwrap();
+            let what = format!("{what}: record {record:?}, schedule {schedule:?}");
+            assert_eq!(resumes(&ctl), 1, "{what}: one Resume for one occurrence");
+            assert_eq!(live_sessions(&ctl, &agent_id).len(), 1, "{what}");
+            assert_eq!(record.state, WakeState::Awake, "{what}");
+            assert_eq!(
+                schedule.last.as_ref().map(|l| l.outcome.as_str()),
+                Some("reached"),
+                "{what}"
+            );
+            assert_eq!(schedule.next_wake_ms, Some(w + 86_400_000), "{what}");
+        }
+    }
+    assert!(
+        killed >= steps,
+        "only {killed} of {} ticks died before they ended",
+        2 * steps
+    );
+}
