@@ -38,6 +38,11 @@ pub fn limit_of(action: &str) -> &str {
     }
 }
 
+/// Whether `name` can be limited: an AgentKit action, or [`TOOL_WRITES`].
+pub(crate) fn is_limit(name: &str) -> bool {
+    name == TOOL_WRITES || crate::actions::lookup(name).is_some()
+}
+
 /// Requests per second per limit ([`limit_of`]); a limit not named is off.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RateLimits(pub BTreeMap<String, u32>);
@@ -93,11 +98,16 @@ impl RateLimits {
 
     /// These limits with `limit` (an action, or [`TOOL_WRITES`]) at `per_second` (`None`: off).
     pub fn with(mut self, limit: &str, per_second: Option<u32>) -> Self {
+        self.set(limit, per_second);
+        self
+    }
+
+    /// Set `limit` (an action, or [`TOOL_WRITES`]) to `per_second` (`None`: off).
+    pub fn set(&mut self, limit: &str, per_second: Option<u32>) {
         match per_second {
             Some(n) => self.0.insert(limit_of(limit).to_string(), n),
             None => self.0.remove(limit_of(limit)),
         };
-        self
     }
 
     /// The limits [`RATE_LIMITS_ENV`] names, else the default (the Tool writes only).
@@ -130,8 +140,7 @@ impl FromStr for RateLimits {
             let (action, n) = part
                 .split_once('=')
                 .ok_or_else(|| format!("{part:?} is not Action=N or Action=off"))?;
-            let known = crate::actions::lookup(action).is_some() || action == TOOL_WRITES;
-            if !known {
+            if !is_limit(action) {
                 return Err(format!("{action:?} is not an AgentKit action"));
             }
             let per_second = match n {

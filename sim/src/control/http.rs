@@ -201,7 +201,7 @@ async fn set_settings(State(c): State<SimControl>, body: Bytes) -> Answer {
     let s: Settings = parse(&body)?;
     // A typo would silently limit nothing: refuse it before changing anything.
     for action in s.rate_limits.iter().flat_map(|l| l.keys()) {
-        if action != crate::limits::TOOL_WRITES && crate::actions::lookup(action).is_none() {
+        if !crate::limits::is_limit(action) {
             return Err(SimError::invalid(format!("no action named {action}")).into());
         }
     }

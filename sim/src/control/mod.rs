@@ -180,10 +180,7 @@ impl SimControl {
     /// Requests of `action` (or of [`crate::limits::TOOL_WRITES`]) per sliding second,
     /// account-wide; `None` turns its limit off.
     pub fn set_rate_limit(&self, action: &str, per_second: Option<u32>) {
-        self.0.with(|i, _| {
-            let limits = std::mem::replace(&mut i.limiter.limits, RateLimits::off());
-            i.limiter.limits = limits.with(action, per_second);
-        });
+        self.0.with(|i, _| i.limiter.limits.set(action, per_second));
     }
 
     /// Every rate limit in force at once.
