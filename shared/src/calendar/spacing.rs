@@ -26,8 +26,7 @@ pub fn shortest_gap(cron: &Cron, from: Date) -> u32 {
     let (Some(first), Some(last)) = (times.first(), times.last()) else {
         return 2 * DAY;
     };
-    let mut days = Days::from(from);
-    let two_in_a_row = days
+    let two_in_a_row = days(from)
         .any(|d| cron.matches_date(d) && d.tomorrow().is_ok_and(|next| cron.matches_date(next)));
     let across_midnight = two_in_a_row.then_some(DAY - last + first);
     within_a_day
@@ -42,38 +41,15 @@ pub fn shortest_gap(cron: &Cron, from: Date) -> u32 {
 pub fn shared_minute(a: &Cron, b: &Cron, from: Date) -> Option<DateTime> {
     let hour = a.hours().find(|h| b.hours().any(|o| o == *h))?;
     let minute = a.minutes().find(|m| b.minutes().any(|o| o == *m))?;
-    Days::from(from)
+    days(from)
         .find(|d| a.matches_date(*d) && b.matches_date(*d))
         .map(|d| d.at(hour, minute, 0, 0))
 }
 
-/// The days of the horizon, from a date on.
-struct Days {
-    next: Option<Date>,
-    left: i32,
-}
-
-impl Days {
-    fn from(date: Date) -> Days {
-        Days {
-            next: Some(date),
-            left: HORIZON_DAYS,
-        }
-    }
-}
-
-impl Iterator for Days {
-    type Item = Date;
-
-    fn next(&mut self) -> Option<Date> {
-        if self.left <= 0 {
-            return None;
-        }
-        self.left -= 1;
-        let day = self.next?;
-        self.next = day.tomorrow().ok();
-        Some(day)
-    }
+/// The days of the horizon, from `date` on.
+fn days(date: Date) -> impl Iterator<Item = Date> {
+    date.series(jiff::ToSpan::days(1))
+        .take(HORIZON_DAYS as usize)
 }
 
 #[cfg(test)]
