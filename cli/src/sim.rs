@@ -39,14 +39,14 @@ pub struct SimArgs {
     #[arg(long, default_value_t = 0)]
     snapshot_ready_delay_ms: u64,
     #[command(flatten)]
-    time: AgentKitTime,
+    agentkit: SimulatedAgentKit,
 }
 
 /// AgentKit's own time and its rate limits, as a simulator started from the command line
 /// keeps them (docs/agentkit.md, "The simulator"). Shared by `snapwake sim` and `snapwake
 /// serve`.
 #[derive(Debug, Args)]
-pub struct AgentKitTime {
+pub struct SimulatedAgentKit {
     /// AgentKit's account-wide rate limits: `tools` (CreateTool+UpdateTool 3/s, nothing
     /// else), `agentkit` (every action, docs/agentkit.md) or `off`, then any `,Action=N` or
     /// `,Action=off`.
@@ -68,7 +68,7 @@ pub struct AgentKitTime {
     stuck_sessions: u32,
 }
 
-impl AgentKitTime {
+impl SimulatedAgentKit {
     /// Set these on a running simulator.
     pub fn apply(&self, sim: &SimControl) {
         sim.set_expiry_snapshot_delay(Duration::from_millis(self.expiry_snapshot_delay_ms));
@@ -96,7 +96,7 @@ async fn serve(args: SimArgs) -> Result<(), CliError> {
     let sim = Simulator::start(config).await?;
     sim.control()
         .set_snapshot_ready_delay(Duration::from_millis(args.snapshot_ready_delay_ms));
-    args.time.apply(&sim.control());
+    args.agentkit.apply(&sim.control());
     println!(
         "AgentKit simulator listening on {} (access key {}; control surface {}/_sim/)",
         sim.endpoint(),

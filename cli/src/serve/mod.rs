@@ -69,9 +69,9 @@ pub struct ServeArgs {
     /// demo after moving the simulator's clock. `0s` turns ticking off.
     #[arg(long, default_value = "1m", value_parser = humantime::parse_duration)]
     tick_every: Duration,
-    /// AgentKit's own time in the embedded simulator.
+    /// AgentKit's own time and rate limits in the embedded simulator.
     #[command(flatten)]
-    agentkit_time: crate::sim::AgentKitTime,
+    agentkit: crate::sim::SimulatedAgentKit,
 }
 
 /// What the server runs on, resolved from the environment.
@@ -133,7 +133,7 @@ async fn parts(args: &ServeArgs) -> Result<Parts, CliError> {
     .await?;
     sim.control()
         .set_snapshot_ready_delay(Duration::from_millis(args.snapshot_ready_delay_ms));
-    args.agentkit_time.apply(&sim.control());
+    args.agentkit.apply(&sim.control());
     // The embedded simulator's own credentials; everything else from the environment.
     let endpoint = sim.endpoint();
     let credentials = SimConfig::default().credentials;

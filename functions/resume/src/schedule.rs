@@ -38,7 +38,7 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
         let body: ScheduleBody = req::json(request)?;
         let plan = Plan::check(&body)?;
         plan.keeps(&self.schedules)?;
-        let agent = self.scheduled(&addressed).await?;
+        let agent = self.agent(&addressed).await?;
         let retention = agent
             .description
             .retention
@@ -65,7 +65,7 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
     ) -> Result<Response<Body>> {
         let named = self.named(request, matched)?;
         let addressed = self.address(request, named).await?;
-        self.scheduled(&addressed).await?;
+        self.agent(&addressed).await?;
         match addressed.store.get_schedule(&addressed.key).await? {
             Some(record) => Ok(response::json(200, &schedule_view(&record.summary()))),
             None => Err(Error::ScheduleNotFound),
@@ -79,27 +79,26 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
     ) -> Result<Response<Body>> {
         let named = self.named(request, matched)?;
         let addressed = self.address(request, named).await?;
-        let agent = self.scheduled(&addressed).await?;
+        let agent = self.agent(&addressed).await?;
         self.set(&addressed, agent, None).await?;
         Ok(response::no_content())
     }
 
     /// The agent a schedule is kept beside: its record, or, when the table has none, the
     /// agent found where a wake would find it and indexed (404: nowhere).
-    async fn scheduled(&self, addressed: &Addressed<'_, S>) -> Result<AgentRecord> {
+    async fn agent(&self, addressed: &Addressed<'_, S>) -> Result<AgentRecord> {
         if addressed.record.is_some() {
             return scheduled(addressed.record.clone());
         }
         let (key, deadline) = (&addressed.key, addressed.budget.work);
         let found = locate(&self.agentkit, &addressed.registry, key, deadline).await?;
-        let found = found.ok_or(Error::AgentNotFound)?;
+        let mut found = found.ok_or(Error::AgentNotFound)?;
         // Found by its snapshots: whether it is awake too is one more question.
-        let mut sessions = found.sessions.clone();
-        if sessions.is_empty() {
-            let home = found.home();
-            sessions.extend(active_session(&self.agentkit, &home, key, None, deadline).await?);
+        if found.sessions.is_empty() {
+            let live = active_session(&self.agentkit, &found.home(), key, None, deadline).await?;
+            found.sessions.extend(live);
         }
-        let indexed = index_located(&addressed.store, key, &found, sessions).await;
+        let indexed = index_located(&addressed.store, key, &found).await;
         tracing::info!(agent = %key, ?indexed, "schedule: indexed an agent the table did not know");
         match addressed.store.get(key).await? {
             Some(record) => scheduled(Some(record)),

@@ -228,13 +228,11 @@ pub async fn index_agent<S: AgentStore>(
 }
 
 /// Index one agent found by [`crate::locate::locate`] (AgentKit knows it, the table does not
-/// yet), with `sessions` its live sessions on that Tool: the record a sync would write, so
-/// every route and the list answer for it alike.
+/// yet): the record a sync would write, so every route and the list answer for it alike.
 pub async fn index_located<S: AgentStore>(
     store: &S,
     key: &AgentKey,
     found: &crate::locate::Located,
-    sessions: Vec<crate::agentkit::types::Session>,
 ) -> Upsert {
     let listing = ToolListing {
         kind: key.kind,
@@ -248,7 +246,7 @@ pub async fn index_located<S: AgentStore>(
     };
     let seen = Seen {
         snapshots: found.snapshots.clone(),
-        sessions,
+        sessions: found.sessions.clone(),
     };
     index_agent(store, key, &listing, &seen).await
 }
