@@ -68,8 +68,8 @@ fn quantile_s(v: &[u64], q: f64) -> f64 {
     v[i] as f64 / 1000.0
 }
 
-/// Seed `n` asleep agents (a snapshot each, a record, a wake schedule due at `due_ms`).
-async fn seed(world: &World, store: &DynamoStore, n: usize, due_ms: u64) -> Vec<String> {
+/// Seed `n` asleep agents (a snapshot each, and a record). Answers their ids.
+async fn seed(world: &World, store: &DynamoStore, n: usize) -> Vec<String> {
     let owners: Vec<String> = (0..n).map(|i| format!("owner-{:03}", i % 200)).collect();
     let ids: Vec<String> = owners.iter().map(|o| usid::mint(o)).collect();
     let seeds = ids
@@ -93,8 +93,17 @@ async fn seed(world: &World, store: &DynamoStore, n: usize, due_ms: u64) -> Vec<
                 .update(&key, &Condition::Absent, &changes)
                 .await
                 .unwrap();
+        })
+        .await;
+    ids
+}
+
+/// A wake schedule for each of `ids`, due at `due_ms`.
+async fn schedule(store: &DynamoStore, ids: &[String], due_ms: u64) {
+    stream::iter(ids)
+        .for_each_concurrent(32, |id| async move {
             let schedule = ScheduleRecord {
-                key: Some(key),
+                key: Some(AgentKey::new(Kind::Codex, id.clone())),
                 timezone: "UTC".into(),
                 wake: Some("30 8 * * MON-FRI".into()),
                 sleep: None,
@@ -108,7 +117,6 @@ async fn seed(world: &World, store: &DynamoStore, n: usize, due_ms: u64) -> Vec<
             store.put_schedule(&schedule, 0).await.unwrap();
         })
         .await;
-    ids
 }
 
 /// One person's wake of their own agent, asked again as the console asks: answers the time to
@@ -148,21 +156,15 @@ async fn run(n: usize) -> Outcome {
         .map(|i| world.asleep_agent("alice", &format!("Mine {i}")).0)
         .collect();
 
-    // The minute everything is due: the next whole minute once seeding is done, plus one.
-    let provisional = now_ms() + 10 * 60_000;
-    let ids = seed(&world, &store, n, provisional).await;
-    let minute = (now_ms() / 60_000 + 2) * 60_000;
-    stream::iter(&ids)
-        .for_each_concurrent(32, |id| {
-            let store = &store;
-            async move {
-                let key = AgentKey::new(Kind::Codex, id.clone());
-                let mut s = store.get_schedule(&key).await.unwrap().unwrap();
-                s.next_wake_ms = Some(minute);
-                store.put_schedule(&s, s.version).await.unwrap();
-            }
-        })
-        .await;
+    // The minute everything is due: far enough ahead for the schedules to be written first
+    // (about a minute per 2,000 on DynamoDB Local), and whole.
+    let ids = seed(&world, &store, n).await;
+    let minute = (now_ms() / 60_000 + 2 + n as u64 / 2_000) * 60_000;
+    schedule(&store, &ids, minute).await;
+    assert!(
+        now_ms() < minute,
+        "the schedules were written after their minute"
+    );
     ctl.inject(Fault::latency(None, LATENCY_MS)).unwrap();
     ctl.reset_counters();
     let f: Arc<Function> = Arc::new(resume_fn(

@@ -85,8 +85,8 @@ async fn recover<S: AgentStore + ScheduleStore, K: AgentKit>(
     while started.elapsed() < Duration::from_secs(40) {
         let at = w + started.elapsed().as_millis() as u64;
         tick(f, at).await;
-        let open = f.store.get_schedule(&key(agent_id)).await.unwrap();
-        if open.is_some_and(|s| s.open.is_none()) {
+        let schedule = f.store.get_schedule(&key(agent_id)).await.unwrap();
+        if schedule.is_some_and(|s| s.open.is_none()) {
             return;
         }
         tokio::time::sleep(Duration::from_millis(250)).await;
