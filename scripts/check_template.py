@@ -456,7 +456,9 @@ def quota_failures(template, functions):
 # one operation in the adapter (shared/src/store/dynamo/mod.rs):
 #   get, get_registry, get_document -> GetItem        update, put_document -> UpdateItem
 #   query_owner -> Query (by_owner)                   scan_agents -> Scan (the table)
-#   put_registry -> PutItem
+#   put_registry -> PutItem                           reserve, slow_down (the AgentKit budget
+#                                                     every function's AgentKit calls take
+#                                                     their slots from) -> UpdateItem
 # Nothing deletes an item (they expire: TTL), and nothing uses transactions, batches or
 # ConditionCheck (docs/table.md). Secrets Manager is read by the Parameters and Secrets
 # extension, on the function's role, at cold start (shared/src/agentkit/credentials.rs).
@@ -473,8 +475,9 @@ EVENT_BUS = (
     "arn:${AWS::Partition}:events:${AWS::Region}:${AWS::AccountId}:event-bus/${StateEventBusName}"
 )
 ANY = "*"
-# The only item the list function may write (docs/table.md, "The items": the list cursor key).
-CURSOR_KEY_ONLY = "ForAllValues:StringEquals dynamodb:LeadingKeys=KEY#cursor"
+# The only items the list function may write (docs/table.md, "The items"): the list cursor key
+# and the AgentKit budget's.
+LIST_WRITES = "ForAllValues:StringLike dynamodb:LeadingKeys=BUDGET#*,KEY#cursor"
 
 # AWS managed policies a role may attach, and what they allow (all on "*"). Any other is a
 # failure: its actions cannot be known offline.
@@ -521,9 +524,10 @@ EXPECTED_IAM = {
         | _grants(TABLE, "dynamodb:GetItem", "dynamodb:Scan")
         # Query: one owner's records, both owner keys (owner.rs: query_owner).
         | _grants(OWNER_INDEX, "dynamodb:Query")
-        # UpdateItem: its one write, the cursor key made on first use when CursorKey is empty
-        # (cursor.rs: put_document), on that item only.
-        | _grants(TABLE, "dynamodb:UpdateItem", condition=CURSOR_KEY_ONLY)
+        # UpdateItem: the cursor key made on first use when CursorKey is empty (cursor.rs:
+        # put_document), and the AgentKit budget's slots (budget: reserve, slow_down), on those
+        # items only.
+        | _grants(TABLE, "dynamodb:UpdateItem", condition=LIST_WRITES)
     ),
     "CreateFunction": (
         LOGS | CREDENTIALS | EVENTS

@@ -92,10 +92,11 @@ async fn delete_function() -> Result<Delete<DynamoStore, AgentKitClient>, CliErr
     let agentkit = AgentKitClient::from_config(&config.agentkit)
         .await
         .map_err(snapwake::Error::from)?;
+    let store = DynamoStore::from_env(table).await;
     let settings = DeleteSettings::from_config(&config);
     Ok(Delete {
-        store: DynamoStore::from_env(table).await,
-        agentkit,
+        agentkit: snapwake::bootstrap::within_budget(agentkit, &config, store.clone()),
+        store,
         registry: RegistryCache::new(config.tool_overrides.clone()),
         identity: config.identity.clone(),
         settings,

@@ -80,6 +80,9 @@ async fn deploy(args: DeployArgs) -> Result<(), CliError> {
     let report = match &config.table {
         Some(table) => {
             let store = DynamoStore::from_env(table.clone()).await;
+            // The deployment's AgentKit budget, as the deploy function takes it.
+            let agentkit = snapwake::bootstrap::within_budget(agentkit, &config, store.clone());
+            let writer = agentkit.clone().with_retry_policy(no_retry_policy());
             run_with(
                 &store, &agentkit, &writer, &catalogue, &bars, options, deadline,
             )

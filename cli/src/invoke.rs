@@ -219,6 +219,7 @@ async fn invoke(function: Function, event: Value, budget: Duration) -> Result<Va
     let agentkit = AgentKitClient::from_config(&config.agentkit)
         .await
         .map_err(snapwake::Error::from)?;
+    let agentkit = snapwake::bootstrap::within_budget(agentkit, &config, store.inner.clone());
     let registry = RegistryCache::new(config.tool_overrides.clone());
     let identity = config.identity.clone();
     let context = context(budget);

@@ -50,7 +50,7 @@ pub struct SimulatedAgentKit {
     /// AgentKit's account-wide rate limits: `tools` (CreateTool+UpdateTool 3/s, nothing
     /// else), `agentkit` (every action, docs/agentkit.md) or `off`, then any `,Action=N` or
     /// `,Action=off`.
-    #[arg(long, env = RATE_LIMITS_ENV, default_value = "tools")]
+    #[arg(long, env = RATE_LIMITS_ENV, default_value = "tools", value_parser = snapwake_sim::parse_limits)]
     rate_limits: RateLimits,
     /// How long the snapshot of an expired session stays Creating after the session's
     /// ExpireAt, in milliseconds.

@@ -62,6 +62,9 @@ pub struct Config {
     pub event_bus: Option<String>,
     /// What a schedule may ask for (`SNAPWAKE_SCHEDULE_MIN_INTERVAL_S`, default 3600).
     pub schedules: ScheduleRules,
+    /// The deployment's AgentKit budget (`SNAPWAKE_AGENTKIT_LIMITS`: AgentKit's limits as
+    /// assumed, `agentkit` by default; `off`: no budget).
+    pub budget: Option<crate::budget::BudgetSettings>,
 }
 
 /// The one source offboarding events are accepted from unless configured otherwise.
@@ -122,6 +125,7 @@ impl Config {
             offboarding_sources: offboarding_sources(&get)?,
             open_url,
             event_bus: get("SNAPWAKE_EVENT_BUS").map(|b| b.trim().to_string()),
+            budget: budget_settings(&get)?,
             schedules: ScheduleRules {
                 min_interval: Duration::from_secs(parse_number(
                     &get,
@@ -290,6 +294,26 @@ fn wake_settings(get: &impl Fn(&str) -> Option<String>) -> Result<WakeSettings, 
         snapshot_stuck_after: Duration::from_secs(stuck_s),
         ..defaults
     })
+}
+
+/// `SNAPWAKE_AGENTKIT_LIMITS`: `agentkit` (the default), `tools` or `off`, then any
+/// `,Action=N` or `,Action=off`, as the simulator's limits are written. `off` alone: no budget.
+fn budget_settings(
+    get: &impl Fn(&str) -> Option<String>,
+) -> Result<Option<crate::budget::BudgetSettings>, ConfigError> {
+    let var = "SNAPWAKE_AGENTKIT_LIMITS";
+    let limits: crate::agentkit::RateLimits = match get(var) {
+        None => crate::agentkit::RateLimits::agentkit(),
+        Some(text) => text
+            .parse()
+            .map_err(|reason| ConfigError::Invalid { var, reason })?,
+    };
+    Ok(
+        (!limits.0.is_empty()).then(|| crate::budget::BudgetSettings {
+            limits,
+            ..crate::budget::BudgetSettings::default()
+        }),
+    )
 }
 
 fn agentkit_config(get: &impl Fn(&str) -> Option<String>) -> Result<AgentKitConfig, ConfigError> {

@@ -15,6 +15,7 @@
 //! - [`agentkit`]: the AgentKit client (signing, envelope, retries, regions) and its wire
 //!   types; the strict simulator of the service is its own crate, `snapwake-sim`;
 //! - [`store`]: the table port (`AgentStore`) and its DynamoDB and in-memory adapters;
+//! - [`budget`]: the deployment's one AgentKit budget, kept in the table: slots, people first;
 //! - [`error`]: the one error type, mapped to problem+json in [`http::problem`];
 //! - [`events`]: state-change events: the store decorator that publishes them, EventBridge;
 //! - [`identity`]: the caller read from an API Gateway request, who may act on what, and the
@@ -46,6 +47,7 @@ pub mod calendar;
 pub mod domain;
 pub mod agentkit;
 pub mod store;
+pub mod budget;
 pub mod error;
 pub mod events;
 pub mod identity;

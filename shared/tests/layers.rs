@@ -23,6 +23,7 @@ const LAYERS: &[&str] = &[
     "domain",
     "agentkit",
     "store",
+    "budget",
     "error",
     "events",
     "identity",

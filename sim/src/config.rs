@@ -41,7 +41,7 @@ impl Default for SimConfig {
             session_ready_delay: Duration::ZERO,
             tool_ready_delay: Duration::ZERO,
             expiry_snapshot_delay: DEFAULT_EXPIRY_SNAPSHOT_DELAY,
-            rate_limits: RateLimits::default(),
+            rate_limits: RateLimits::tool_writes(),
             seed: 0,
             port: 0,
         }

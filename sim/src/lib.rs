@@ -138,7 +138,8 @@ pub use counters::{ActionCounters, Counters};
 pub use error::SimError;
 pub use faults::{Fault, FaultError, Trigger};
 pub use limits::{
-    limit_of, LimitCounters, RateLimits, DEFAULT_TOOL_WRITE_LIMIT, RATE_LIMITS_ENV, TOOL_WRITES,
+    from_env as limits_from_env, limit_of, parse as parse_limits, LimitCounters, RateLimits,
+    DEFAULT_TOOL_WRITE_LIMIT, RATE_LIMITS_ENV, TOOL_WRITES,
 };
 pub use pagination::DEFAULT_PAGE_SIZE;
 pub use simulator::{router, RunningSim, Simulator};

@@ -8,151 +8,37 @@
 //! kept also when a limit is off, so "the most in any one second" tells what a client would
 //! have done to the real service.
 //!
-//! The numbers are not published; the defaults of [`RateLimits::agentkit`] are assumptions,
-//! written down in docs/agentkit.md, *Rate limits*.
+//! Which limits there are and their assumed numbers are snapwake's own
+//! (`snapwake::agentkit::limits`): the budget that paces snapwake's calls reads the same ones.
 
 use std::collections::{BTreeMap, VecDeque};
-use std::str::FromStr;
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
+pub use snapwake::agentkit::limits::{limit_of, RateLimits, DEFAULT_TOOL_WRITE_LIMIT, TOOL_WRITES};
 
 const WINDOW: Duration = Duration::from_secs(1);
-
-/// The one limit CreateTool and UpdateTool share.
-pub const TOOL_WRITES: &str = "ToolWrites";
-
-/// Tool writes per second: observed at about 3.
-pub const DEFAULT_TOOL_WRITE_LIMIT: u32 = 3;
 
 /// The environment variable the test harness and `snapwake sim`/`serve` read a
 /// [`RateLimits`] from.
 pub const RATE_LIMITS_ENV: &str = "SNAPWAKE_SIM_RATE_LIMITS";
-
-/// The limit an action counts against: its own, or the Tool writes' for CreateTool and
-/// UpdateTool.
-pub fn limit_of(action: &str) -> &str {
-    match action {
-        "CreateTool" | "UpdateTool" => TOOL_WRITES,
-        other => other,
-    }
-}
 
 /// Whether `name` can be limited: an AgentKit action, or [`TOOL_WRITES`].
 pub(crate) fn is_limit(name: &str) -> bool {
     name == TOOL_WRITES || crate::actions::lookup(name).is_some()
 }
 
-/// Requests per second per limit ([`limit_of`]); a limit not named is off.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RateLimits(pub BTreeMap<String, u32>);
-
-impl Default for RateLimits {
-    /// Only the Tool writes: the simulator as every suite knew it before the account-wide
-    /// limits ([`RateLimits::agentkit`] turns them all on).
-    fn default() -> Self {
-        RateLimits::tool_writes()
-    }
+/// The simulator's limits: [`RateLimits::parse`] over every action it serves.
+pub fn parse(text: &str) -> Result<RateLimits, String> {
+    RateLimits::parse(text, is_limit)
 }
 
-impl RateLimits {
-    /// No limit at all.
-    pub fn off() -> Self {
-        RateLimits(BTreeMap::new())
-    }
-
-    /// Only CreateTool+UpdateTool, 3 per second.
-    pub fn tool_writes() -> Self {
-        RateLimits::off().with(TOOL_WRITES, Some(DEFAULT_TOOL_WRITE_LIMIT))
-    }
-
-    /// Every action limited as AgentKit is assumed to limit it: the session writes
-    /// (CreateSession, Resume, snapshots, DeleteSession, SetSessionTtl) 20 per second, the
-    /// reads and listings 50, the Tool writes 3.
-    pub fn agentkit() -> Self {
-        let writes = [
-            "CreateSession",
-            "ResumeSessionFromSnapshot",
-            "CreateSessionSnapshot",
-            "DeleteSession",
-            "DeleteSessionSnapshot",
-            "SetSessionTtl",
-        ];
-        let reads = [
-            "GetSession",
-            "ListSessions",
-            "ListSessionSnapshots",
-            "GetSessionSnapshot",
-            "ListTools",
-            "GetTool",
-        ];
-        let mut limits = RateLimits::tool_writes();
-        for action in writes {
-            limits = limits.with(action, Some(20));
-        }
-        for action in reads {
-            limits = limits.with(action, Some(50));
-        }
-        limits
-    }
-
-    /// These limits with `limit` (an action, or [`TOOL_WRITES`]) at `per_second` (`None`: off).
-    pub fn with(mut self, limit: &str, per_second: Option<u32>) -> Self {
-        self.set(limit, per_second);
-        self
-    }
-
-    /// Set `limit` (an action, or [`TOOL_WRITES`]) to `per_second` (`None`: off).
-    pub fn set(&mut self, limit: &str, per_second: Option<u32>) {
-        match per_second {
-            Some(n) => self.0.insert(limit_of(limit).to_string(), n),
-            None => self.0.remove(limit_of(limit)),
-        };
-    }
-
-    /// The limits [`RATE_LIMITS_ENV`] names, else the default (the Tool writes only).
-    pub fn from_env() -> Result<Self, String> {
-        match std::env::var(RATE_LIMITS_ENV) {
-            Ok(text) => text.parse().map_err(|e| format!("{RATE_LIMITS_ENV}: {e}")),
-            Err(_) => Ok(RateLimits::default()),
-        }
-    }
-}
-
-impl FromStr for RateLimits {
-    type Err = String;
-
-    /// `agentkit`, `tools` or `off`, then any number of `,Action=N` or `,Action=off`:
-    /// `agentkit,ResumeSessionFromSnapshot=50`.
-    fn from_str(text: &str) -> Result<Self, String> {
-        let mut parts = text.split(',').map(str::trim);
-        let mut limits = match parts.next().unwrap_or_default() {
-            "agentkit" => RateLimits::agentkit(),
-            "tools" | "" => RateLimits::tool_writes(),
-            "off" => RateLimits::off(),
-            other => {
-                return Err(format!(
-                    "{other:?} is not agentkit, tools or off (then Action=N, ...)"
-                ))
-            }
-        };
-        for part in parts.filter(|p| !p.is_empty()) {
-            let (action, n) = part
-                .split_once('=')
-                .ok_or_else(|| format!("{part:?} is not Action=N or Action=off"))?;
-            if !is_limit(action) {
-                return Err(format!("{action:?} is not an AgentKit action"));
-            }
-            let per_second = match n {
-                "off" => None,
-                n => Some(
-                    n.parse()
-                        .map_err(|_| format!("{n:?} is not a number of requests per second"))?,
-                ),
-            };
-            limits = limits.with(action, per_second);
-        }
-        Ok(limits)
+/// The limits [`RATE_LIMITS_ENV`] names, else the simulator's default: the Tool writes only,
+/// the simulator as every suite knew it before the account-wide limits.
+pub fn from_env() -> Result<RateLimits, String> {
+    match std::env::var(RATE_LIMITS_ENV) {
+        Ok(text) => parse(&text).map_err(|e| format!("{RATE_LIMITS_ENV}: {e}")),
+        Err(_) => Ok(RateLimits::tool_writes()),
     }
 }
 
@@ -266,7 +152,7 @@ mod tests {
 
     #[test]
     fn the_fourth_tool_write_in_a_second_is_refused_and_the_window_slides() {
-        let mut l = Limiter::new(RateLimits::default());
+        let mut l = Limiter::new(RateLimits::tool_writes());
         let t0 = Instant::now();
         for (i, action) in ["CreateTool", "UpdateTool", "CreateTool"]
             .iter()
@@ -323,28 +209,5 @@ mod tests {
         assert_eq!(l.admit("GetSession", Instant::now()), Err(1));
         let c = &l.counters()["GetSession"];
         assert_eq!((c.accepted, c.refused, c.most_in_a_second), (0, 1, 0));
-    }
-
-    #[test]
-    fn limits_read_from_text() {
-        assert_eq!("tools".parse::<RateLimits>(), Ok(RateLimits::tool_writes()));
-        assert_eq!("off".parse::<RateLimits>(), Ok(RateLimits::off()));
-        let l: RateLimits = "agentkit, ResumeSessionFromSnapshot=5, GetSession=off"
-            .parse()
-            .unwrap();
-        assert_eq!(l.0.get("ResumeSessionFromSnapshot"), Some(&5));
-        assert_eq!(l.0.get("GetSession"), None);
-        assert_eq!(l.0.get("ListSessions"), Some(&50));
-        assert_eq!(l.0.get(TOOL_WRITES), Some(&3));
-        let l: RateLimits = "off,UpdateTool=7".parse().unwrap();
-        assert_eq!(l.0.get(TOOL_WRITES), Some(&7));
-        for bad in [
-            "fast",
-            "agentkit,Resume=5",
-            "agentkit,GetSession",
-            "off,GetSession=x",
-        ] {
-            assert!(bad.parse::<RateLimits>().is_err(), "{bad}");
-        }
     }
 }

@@ -17,6 +17,8 @@ pub struct StoreCalls {
     pub documents: AtomicU64,
     /// Schedule items and the due index.
     pub schedules: AtomicU64,
+    /// The AgentKit budget's slots and slowdowns.
+    pub budget: AtomicU64,
 }
 
 impl StoreCalls {
@@ -30,6 +32,7 @@ impl StoreCalls {
             &self.registry,
             &self.documents,
             &self.schedules,
+            &self.budget,
         ]
         .iter()
         .map(|c| c.load(Ordering::Relaxed))
@@ -77,6 +80,7 @@ impl<S: Send + Sync> Layer for CountingStore<S> {
             | Call::SetSchedule(_)
             | Call::DeleteSchedule(_)
             | Call::DueSchedules => &calls.schedules,
+            Call::Budget => &calls.budget,
         };
         counter.fetch_add(1, Ordering::Relaxed);
         answer

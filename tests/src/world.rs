@@ -305,7 +305,7 @@ impl World {
 /// AgentKit's rate limits in a test's simulator: as `SNAPWAKE_SIM_RATE_LIMITS` says (CI runs
 /// the storm, soak and schedule suites once more with `agentkit`), else the Tool writes only.
 pub fn rate_limits() -> RateLimits {
-    RateLimits::from_env().unwrap_or_else(|e| panic!("{e}"))
+    snapwake_sim::limits_from_env().unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// [`client`] signing with `credentials`.

@@ -33,7 +33,7 @@ use snapwake::identity::IdentityConfig;
 use snapwake::registry_cache::RegistryCache;
 use snapwake::store::dynamo::DynamoStore;
 use snapwake::store::memory::MemoryStore;
-use snapwake::store::{AgentStore, ScheduleStore};
+use snapwake::store::{AgentStore, BudgetStore, ScheduleStore};
 use snapwake::wake::WakeSettings;
 use snapwake_create::{Create, CreateSettings};
 use snapwake_delete::{Delete, DeleteSettings};
@@ -145,13 +145,23 @@ async fn parts(args: &ServeArgs) -> Result<Parts, CliError> {
         other => std::env::var(other).ok(),
     })
     .map_err(|e| CliError::Usage(e.to_string()))?;
+    // The budget assumes the limits of the AgentKit it talks to: the embedded simulator's,
+    // unless the environment says otherwise.
+    let mut config = config;
+    if std::env::var_os("SNAPWAKE_AGENTKIT_LIMITS").is_none() {
+        let limits = sim.control().rate_limits();
+        config.budget = (!limits.0.is_empty()).then(|| snapwake::budget::BudgetSettings {
+            limits,
+            ..snapwake::budget::BudgetSettings::default()
+        });
+    }
     Ok(Parts {
         config,
         sim: Some(sim),
     })
 }
 
-async fn run_with<S: AgentStore + ScheduleStore + 'static>(
+async fn run_with<S: AgentStore + ScheduleStore + BudgetStore + 'static>(
     args: ServeArgs,
     parts: Parts,
     store: S,
@@ -159,7 +169,12 @@ async fn run_with<S: AgentStore + ScheduleStore + 'static>(
     // State-change events are printed and kept for GET /v1/events (docs/events.md).
     let events = Arc::new(Recorded::new(EVENTS_KEPT, true));
     let store = Arc::new(Announcing::new(store, events.clone()));
-    let agentkit = Arc::new(agentkit(&parts.config.agentkit).await?);
+    let agentkit = agentkit(&parts.config.agentkit).await?;
+    let agentkit = Arc::new(snapwake::bootstrap::within_budget(
+        agentkit,
+        &parts.config,
+        store.clone(),
+    ));
     let mut seeded = false;
     if let Some(sim) = &parts.sim {
         let registry = demo::seed_tools(&sim.control()).map_err(CliError::Usage)?;

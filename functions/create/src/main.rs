@@ -8,9 +8,10 @@ use snapwake_create::{Create, CreateSettings};
 async fn main() -> Result<(), Error> {
     bootstrap::init();
     let config = Config::from_env()?;
+    let store = bootstrap::announcing_store(&config).await?;
     let create = Create {
-        store: bootstrap::announcing_store(&config).await?,
-        agentkit: bootstrap::agentkit(&config).await?,
+        agentkit: bootstrap::agentkit(&config, store.inner.clone()).await?,
+        store,
         registry: RegistryCache::new(config.tool_overrides.clone()),
         identity: config.identity.clone(),
         settings: CreateSettings {

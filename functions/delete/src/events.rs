@@ -5,6 +5,7 @@
 use lambda_http::{Context, RequestExt};
 use serde_json::Value;
 use snapwake::agentkit::AgentKit;
+use snapwake::budget::in_background;
 use snapwake::deadline::Deadline;
 use snapwake::domain::Trigger;
 use snapwake::error::Error;
@@ -108,7 +109,7 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Delete<S, K> {
             progress,
         };
         // What it deletes is announced as the sweep's doing.
-        with_trigger(Trigger::Sweep, sweep.run(deadline, dry_run)).await
+        in_background(with_trigger(Trigger::Sweep, sweep.run(deadline, dry_run))).await
     }
 
     /// The index refresh: what is new on each snapshot Tool since the last one.
@@ -117,13 +118,12 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Delete<S, K> {
             .registry
             .get(&Within::new(&self.store, deadline))
             .await?;
-        Refresh {
+        let refresh = Refresh {
             store: &self.store,
             agentkit: &self.agentkit,
             registry: &registry,
-        }
-        .run(deadline)
-        .await
+        };
+        in_background(refresh.run(deadline)).await
     }
 
     /// Delete every agent of `owner`.
@@ -145,7 +145,8 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Delete<S, K> {
             lock: &self.settings.lock,
             progress,
         };
-        with_trigger(Trigger::Offboarding, offboard.run(owner, deadline, dry_run)).await
+        let run = offboard.run(owner, deadline, dry_run);
+        in_background(with_trigger(Trigger::Offboarding, run)).await
     }
 
     /// Finish what earlier offboardings left.
@@ -161,7 +162,8 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Delete<S, K> {
             lock: &self.settings.lock,
             progress: &crate::Quiet,
         };
-        with_trigger(Trigger::Offboarding, offboard.finish_pending(deadline)).await
+        let finish = offboard.finish_pending(deadline);
+        in_background(with_trigger(Trigger::Offboarding, finish)).await
     }
 }
 

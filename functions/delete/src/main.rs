@@ -12,10 +12,11 @@ use snapwake_delete::{Delete, DeleteSettings};
 async fn main() -> Result<(), Error> {
     bootstrap::init();
     let config = Config::from_env()?;
+    let store = bootstrap::announcing_store(&config).await?;
     let settings = DeleteSettings::from_config(&config);
     let delete = Delete {
-        store: bootstrap::announcing_store(&config).await?,
-        agentkit: bootstrap::agentkit(&config).await?,
+        agentkit: bootstrap::agentkit(&config, store.inner.clone()).await?,
+        store,
         registry: RegistryCache::new(config.tool_overrides.clone()),
         identity: config.identity.clone(),
         settings,

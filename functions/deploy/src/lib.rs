@@ -93,7 +93,9 @@ impl<S: AgentStore, K: AgentKit> Deploy<S, K> {
             settings: &self.settings,
             progress: &NoProgress,
         };
-        let report = deployer.run(options, deadline).await.inspect_err(|e| {
+        // Nobody waits on a deploy: its Tool calls take the budget's background lane.
+        let run = snapwake::budget::in_background(deployer.run(options, deadline));
+        let report = run.await.inspect_err(|e| {
             tracing::error!(error = %e, "deploy failed");
         })?;
         tracing::info!(

@@ -11,9 +11,10 @@ use snapwake_deploy::Deploy;
 async fn main() -> Result<(), Error> {
     bootstrap::init();
     let config = Config::from_env()?;
-    let agentkit = bootstrap::agentkit(&config).await?;
+    let store = bootstrap::dynamo_store(&config).await?;
+    let agentkit = bootstrap::agentkit(&config, store.clone()).await?;
     let deploy = Deploy {
-        store: bootstrap::dynamo_store(&config).await?,
+        store,
         writer: agentkit.clone().with_retry_policy(no_retry_policy()),
         agentkit,
         catalogue: Catalogue::from_lookup(|name| std::env::var(name).ok())?,

@@ -8,9 +8,10 @@ use snapwake_list::{List, ListSettings};
 async fn main() -> Result<(), Error> {
     bootstrap::init();
     let config = Config::from_env()?;
+    let store = bootstrap::dynamo_store(&config).await?;
     let list = List::new(
-        bootstrap::dynamo_store(&config).await?,
-        bootstrap::agentkit(&config).await?,
+        store.clone(),
+        bootstrap::agentkit(&config, store).await?,
         RegistryCache::new(config.tool_overrides.clone()),
         config.identity.clone(),
         ListSettings {

@@ -11,9 +11,10 @@ use snapwake_resume::Resume;
 async fn main() -> Result<(), Error> {
     bootstrap::init();
     let config = Config::from_env()?;
+    let store = bootstrap::announcing_store(&config).await?;
     let resume = Resume {
-        store: bootstrap::announcing_store(&config).await?,
-        agentkit: bootstrap::agentkit(&config).await?,
+        agentkit: bootstrap::agentkit(&config, store.inner.clone()).await?,
+        store,
         registry: RegistryCache::new(config.tool_overrides.clone()),
         identity: config.identity.clone(),
         wake: config.wake.clone(),

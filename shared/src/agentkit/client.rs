@@ -14,6 +14,7 @@ use reqwest::Url;
 use time::OffsetDateTime;
 
 use super::bounded::{read_bounded, Unread, MAX_ANSWER_BYTES};
+use super::call_budget::{take_slot, CallBudget};
 use super::credentials::REREAD_INTERVAL;
 use super::envelope::{self, Envelope};
 use super::error::Reread;
@@ -49,6 +50,9 @@ pub struct AgentKitClient {
     reread_interval: Duration,
     retry: RetryPolicy,
     request_timeout: Duration,
+    /// The deployment's AgentKit budget, asked before every attempt (`crate::budget`); none:
+    /// calls go out as soon as they are made.
+    budget: Option<Arc<dyn CallBudget>>,
 }
 
 impl std::fmt::Debug for AgentKitClient {
@@ -123,7 +127,14 @@ impl AgentKitClient {
             reread_interval: REREAD_INTERVAL,
             retry: RetryPolicy::default(),
             request_timeout: config.request_timeout,
+            budget: None,
         })
+    }
+
+    /// Ask `budget` before every attempt of every call (docs/agentkit.md, *Rate limits*).
+    pub fn with_budget(mut self, budget: Arc<dyn CallBudget>) -> Self {
+        self.budget = Some(budget);
+        self
     }
 
     /// Replace the retry policy (tests use shorter waits).
@@ -166,6 +177,9 @@ impl AgentKitClient {
         let mut retry = 0;
         let mut resent_after_refusal = false;
         loop {
+            if let Some(budget) = &self.budget {
+                take_slot::<A>(budget.as_ref(), self.request_timeout, deadline).await?;
+            }
             let current = self.credentials.current();
             let attempt = self.attempt::<A>(region, &body, deadline, &current.credentials);
             let failure = match attempt.await {
@@ -174,6 +188,11 @@ impl AgentKitClient {
             };
             let throttled = matches!(failure.error, AgentKitError::Throttled { .. });
             // A Tool missing from a region is an answer, not a fault.
+            if throttled {
+                if let Some(budget) = &self.budget {
+                    budget.refused(A::NAME).await;
+                }
+            }
             if throttled || !failure.error.is_not_found() {
                 let name = if throttled {
                     "AgentKitThrottles"

@@ -11,6 +11,8 @@ mod rotation;
 
 pub mod credentials;
 pub mod envelope;
+pub mod limits;
+pub mod call_budget;
 pub mod pagination;
 pub mod port;
 pub mod retry;
@@ -19,8 +21,10 @@ pub mod signer;
 pub mod types;
 
 pub use bounded::{read_bounded, Unread, MAX_ANSWER_BYTES};
+pub use call_budget::{CallBudget, NoSlot};
 pub use client::{AgentKitClient, Regional};
 pub use error::{AgentKitError, Reread};
+pub use limits::RateLimits;
 pub use pagination::{list_all, Paged, Pager};
 pub use port::AgentKit;
 pub use settings::{AgentKitConfig, CredentialsSource};

@@ -13,9 +13,13 @@ pub fn init() {
     crate::metrics::cold_start();
 }
 
+use std::sync::Arc;
+
 use crate::agentkit::{AgentKitClient, AgentKitError};
+use crate::budget::AgentKitBudget;
 use crate::config::{Config, ConfigError};
 use crate::store::dynamo::DynamoStore;
+use crate::store::BudgetStore;
 
 /// Why a function could not start: its configuration, or AgentKit's credentials. A function
 /// error at cold start (Lambda reports it and retries), never an HTTP answer.
@@ -77,7 +81,30 @@ pub async fn announcing_store(
 }
 
 /// The AgentKit client, credentials loaded now; it re-reads them when AgentKit refuses them or
-/// they are old (docs/agentkit.md, "Credentials").
-pub async fn agentkit(config: &Config) -> Result<AgentKitClient, StartError> {
-    Ok(AgentKitClient::from_config(&config.agentkit).await?)
+/// they are old (docs/agentkit.md, "Credentials"). Every call takes its slot from the
+/// deployment's AgentKit budget kept in `store` (docs/agentkit.md, *Rate limits*).
+pub async fn agentkit<S: BudgetStore + 'static>(
+    config: &Config,
+    store: S,
+) -> Result<AgentKitClient, StartError> {
+    Ok(within_budget(
+        AgentKitClient::from_config(&config.agentkit).await?,
+        config,
+        store,
+    ))
+}
+
+/// `client` taking its slots from the budget `config` sets, kept in `store` (none when the
+/// configuration turns the budget off).
+pub fn within_budget<S: BudgetStore + 'static>(
+    client: AgentKitClient,
+    config: &Config,
+    store: S,
+) -> AgentKitClient {
+    match &config.budget {
+        Some(settings) => {
+            client.with_budget(Arc::new(AgentKitBudget::new(store, settings.clone())))
+        }
+        None => client,
+    }
 }

@@ -25,6 +25,13 @@ pub const DUE_INDEX: &str = "by_due";
 pub const DUE_PK: &str = "DUE";
 /// The sort key of every schedule item.
 pub const SCHEDULE_SK: &str = "SCHEDULE";
+/// The sort key of every AgentKit budget item.
+pub const BUDGET_SK: &str = "BUDGET";
+
+/// `BUDGET#<bucket>`: one item per AgentKit limit and lane (`crate::budget`).
+pub fn budget_pk(bucket: &str) -> String {
+    format!("BUDGET#{bucket}")
+}
 
 /// What `gsi1sk` starts with when a record has no `created_at`.
 ///

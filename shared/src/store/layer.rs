@@ -1,5 +1,5 @@
 //! [`Layer`]: a decorator of the whole store port written as one method. Every call of
-//! [`AgentStore`] and [`ScheduleStore`] made through a layer passes through [`Layer::around`],
+//! [`AgentStore`], [`ScheduleStore`] and [`BudgetStore`] made through a layer passes through [`Layer::around`],
 //! which is told what the call is ([`Call`]) and holds its answer-to-be: it may bound it in
 //! time ([`super::Within`]), count it, or, in tests, fail, stall or lose it. A decorator
 //! written this way says only what it adds, and cannot forget a call the port gains.
@@ -8,8 +8,8 @@ use std::future::Future;
 use std::pin::Pin;
 
 use super::{
-    AgentPage, AgentStore, Changes, Condition, Document, DocumentKey, DueCursor, DuePage,
-    OwnerPage, ScheduleStore, StoreError,
+    AgentPage, AgentStore, BudgetStore, Changes, Condition, Document, DocumentKey, DueCursor,
+    DuePage, OwnerPage, Reserved, ScheduleStore, Slowdown, StoreError,
 };
 use crate::domain::{AgentKey, AgentRecord, Kind, ScheduleRecord, ToolRegistry};
 
@@ -31,6 +31,8 @@ pub enum Call<'c> {
     SetSchedule(&'c AgentKey),
     DeleteSchedule(&'c AgentKey),
     DueSchedules,
+    /// A slot of the AgentKit budget taken, or a slowdown put on it.
+    Budget,
 }
 
 impl Call<'_> {
@@ -44,6 +46,7 @@ impl Call<'_> {
                 | Call::PutSchedule(_)
                 | Call::SetSchedule(_)
                 | Call::DeleteSchedule(_)
+                | Call::Budget
         )
     }
 }
@@ -204,5 +207,31 @@ where
     ) -> Result<DuePage, StoreError> {
         let answer = self.inner().due_schedules(until_ms, limit, after);
         self.around(Call::DueSchedules, Box::pin(answer)).await
+    }
+}
+
+impl<L: Layer> BudgetStore for L
+where
+    L::Inner: BudgetStore,
+{
+    async fn reserve(
+        &self,
+        bucket: &str,
+        now_ms: u64,
+        interval_ms: u64,
+        latest_ms: u64,
+    ) -> Result<Reserved, StoreError> {
+        let answer = self.inner().reserve(bucket, now_ms, interval_ms, latest_ms);
+        self.around(Call::Budget, Box::pin(answer)).await
+    }
+
+    async fn slow_down(
+        &self,
+        bucket: &str,
+        slowdown: Slowdown,
+        min_gap_ms: u64,
+    ) -> Result<(), StoreError> {
+        let answer = self.inner().slow_down(bucket, slowdown, min_gap_ms);
+        self.around(Call::Budget, Box::pin(answer)).await
     }
 }

@@ -10,6 +10,7 @@
 //! `.await`, and lets it go, so a write's check and apply are one atomic step, as a
 //! conditional `UpdateItem` is.
 
+mod budget;
 mod schedule;
 
 use std::collections::HashMap;
@@ -29,6 +30,7 @@ struct Tables {
     registry: Option<ToolRegistry>,
     documents: HashMap<(String, String), Document>,
     schedules: HashMap<AgentKey, ScheduleRecord>,
+    budget: HashMap<String, budget::Bucket>,
 }
 
 /// The in-memory store. Cheap to create; each instance is its own empty table.

@@ -23,6 +23,7 @@ use crate::domain::{
     AgentKey, AgentRecord, Description, Kind, SnapshotView, ToolRegistry, WakeState,
 };
 
+pub mod budget;
 pub mod dynamo;
 pub mod keys;
 pub mod schedule;
@@ -32,6 +33,7 @@ pub mod table;
 pub mod layer;
 pub mod within;
 
+pub use budget::{BudgetStore, Reserved, Slowdown};
 pub use layer::{Answer, Call, Layer};
 pub use schedule::{DueCursor, DuePage, ScheduleStore};
 pub use within::{Within, STORE_GRACE};

@@ -71,3 +71,4 @@ fn metadata(owner: &str, name: &str) -> Vec<MetadataEntry> {
 mod actions;
 mod errors_and_retries;
 mod regions_and_limits;
+mod budget;

@@ -98,9 +98,11 @@ mod owner_index;
 mod documents_and_registry;
 mod races;
 mod schedules;
+mod budget;
 mod dynamodb_failures;
 
 // The contract's checks, by name, for `contract!` below.
+use budget::*;
 use conditions::*;
 use documents_and_registry::*;
 use owner_index::*;
@@ -189,4 +191,6 @@ contract!(
     concurrent_version_acquires_one_winner,
     schedules_cas_round_trip_and_delete,
     due_index_reads_only_the_due_in_order,
+    budget_slots_are_taken_once_in_order,
+    budget_slowdowns_are_kept_once_a_gap,
 );

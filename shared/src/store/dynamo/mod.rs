@@ -17,6 +17,7 @@
 //! Files: `mod.rs` (this: the adapter), `expression.rs` (conditions and changes as DynamoDB
 //! expressions), `item.rs` (the items' attributes, read back into records and documents).
 
+mod budget;
 mod expression;
 mod item;
 mod schedule;

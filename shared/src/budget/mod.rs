@@ -1,0 +1,284 @@
+//! The deployment's AgentKit budget (docs/agentkit.md, *Rate limits*). AgentKit limits requests
+//! per account and action, and every function of a deployment, every instance of each, shares
+//! the account: instances retrying on their own each think they have the whole limit. So every
+//! call takes a slot from one budget per limit, kept in the table ([`BudgetStore`]), before it
+//! is sent.
+//!
+//! - **Slots, not polls.** A limit's slots are spaced `1 / rate` apart; a caller takes the
+//!   earliest free one with one conditional write and sleeps until it. A lane of `r` slots a
+//!   second never puts more than `r` calls in any one second, wherever the callers run.
+//! - **People first.** Each limit is split in two lanes: a person's (an HTTP request's) and the
+//!   background's (the tick, the sweep, the refresh, deploys). A person's call takes a free
+//!   slot of their lane, else a background slot free right now, else waits for their lane:
+//!   background work never takes a person's slot, so a wake clicked during the 08:30 burst is
+//!   never queued behind the fleet.
+//! - **Headroom.** The lanes together use [`BudgetSettings::headroom_permille`] of the assumed
+//!   limit: calls leave on their slots but reach AgentKit a little early or late.
+//! - **Adaptive.** AgentKit answering 429 means the limit is lower than assumed, or someone
+//!   else shares the account: the lanes' rate halves (at most once a second, never below a
+//!   tenth) and climbs back over [`RECOVERY`].
+//! - **Fail open.** A budget the table cannot answer does not stop AgentKit calls: they go out,
+//!   and meet AgentKit's own 429s and the client's backoff.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use crate::agentkit::call_budget::BudgetFuture;
+use crate::agentkit::limits::limit_of;
+use crate::agentkit::{CallBudget, NoSlot, RateLimits};
+use crate::deadline::Deadline;
+use crate::metrics::{self, Record};
+use crate::store::{BudgetStore, Reserved, Slowdown};
+use crate::timestamp::now_ms;
+
+/// How long a slowdown takes to climb back to the whole rate.
+pub const RECOVERY: Duration = Duration::from_secs(30);
+/// Never slower than a tenth of the rate.
+const SLOWEST_PERMILLE: u32 = 100;
+/// Many calls refused in one burst slow the budget down once.
+const SLOWDOWN_GAP_MS: u64 = 1000;
+/// The longest one budget write may take before the call goes out without it.
+const STORE_WAIT: Duration = Duration::from_secs(2);
+
+/// Whose call it is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Priority {
+    /// A person waiting on an HTTP answer: wake, sleep, list, create, delete.
+    People,
+    /// Work nobody waits on: the tick, the sweep, the refresh, deploys.
+    Background,
+}
+
+tokio::task_local! {
+    static PRIORITY: Priority;
+}
+
+/// Run `work` as background work: its AgentKit calls take the background lane.
+pub async fn in_background<F: Future>(work: F) -> F::Output {
+    PRIORITY.scope(Priority::Background, work).await
+}
+
+/// The priority of the current task: a person's unless [`in_background`] said otherwise.
+pub fn priority() -> Priority {
+    PRIORITY.try_with(|p| *p).unwrap_or(Priority::People)
+}
+
+/// The budget's settings (`SNAPWAKE_AGENTKIT_LIMITS`, docs/agentkit.md).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BudgetSettings {
+    /// AgentKit's limits as assumed; a limit off is not budgeted.
+    pub limits: RateLimits,
+    /// The people's lane's share of each limit.
+    pub people_share_permille: u32,
+    /// The share of each limit the two lanes use together.
+    pub headroom_permille: u32,
+}
+
+impl Default for BudgetSettings {
+    fn default() -> Self {
+        BudgetSettings {
+            limits: RateLimits::agentkit(),
+            people_share_permille: 200,
+            headroom_permille: 900,
+        }
+    }
+}
+
+/// A limit's two lanes, in slots a second (whole numbers: a lane of `r` spaced `1000 / r` ms
+/// apart holds at most `r` in any second).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Lanes {
+    pub people: u32,
+    pub background: u32,
+}
+
+impl BudgetSettings {
+    /// The lanes of `action`'s limit, `None` when it is not limited. A limit too small to
+    /// split is all background, and people take its free slots first as everywhere.
+    pub fn lanes(&self, action: &str) -> Option<Lanes> {
+        let limit = self.limits.per_second(action)?;
+        let total = (limit * self.headroom_permille / 1000).max(1);
+        let people = if total >= 2 {
+            ((total * self.people_share_permille + 500) / 1000).clamp(1, total - 1)
+        } else {
+            0
+        };
+        Some(Lanes {
+            people,
+            background: total - people,
+        })
+    }
+}
+
+/// The budget of one deployment over the table `store`.
+pub struct AgentKitBudget<S> {
+    store: S,
+    settings: BudgetSettings,
+    /// The slowdown each bucket carried when last seen, so the next slot is spaced by it.
+    slowdowns: Mutex<HashMap<String, Slowdown>>,
+}
+
+impl<S: BudgetStore> AgentKitBudget<S> {
+    pub fn new(store: S, settings: BudgetSettings) -> Self {
+        AgentKitBudget {
+            store,
+            settings,
+            slowdowns: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn bucket(action: &str, lane: Priority) -> String {
+        let lane = match lane {
+            Priority::People => "people",
+            Priority::Background => "background",
+        };
+        format!("{}#{lane}", limit_of(action))
+    }
+
+    fn slowdowns(&self) -> std::sync::MutexGuard<'_, HashMap<String, Slowdown>> {
+        self.slowdowns.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The slot spacing of a lane of `per_second`, slowed down as last seen.
+    fn interval_ms(&self, bucket: &str, per_second: u32, now: u64) -> u64 {
+        let factor = factor_at(self.slowdowns().get(bucket).copied(), now) as u64;
+        1_000_000u64.div_ceil(per_second as u64 * factor.max(1))
+    }
+
+    /// One try of one lane; `None` when the table could not answer (fail open).
+    async fn try_lane(
+        &self,
+        action: &str,
+        lane: Priority,
+        per_second: u32,
+        latest_ms: u64,
+    ) -> Option<Reserved> {
+        let bucket = Self::bucket(action, lane);
+        let now = now_ms();
+        let interval = self.interval_ms(&bucket, per_second, now);
+        let asked = self
+            .store
+            .reserve(&bucket, now, interval, latest_ms.max(now));
+        match tokio::time::timeout(STORE_WAIT, asked).await {
+            Ok(Ok(reserved)) => {
+                if let Some(s) = reserved.slowdown() {
+                    self.slowdowns().insert(bucket, s);
+                }
+                Some(reserved)
+            }
+            Ok(Err(e)) => {
+                tracing::warn!(action, error = %e, "the AgentKit budget could not be read; the call goes out");
+                metrics::emit(Record::of("budget").count("BudgetUnavailable", 1));
+                None
+            }
+            Err(_) => {
+                tracing::warn!(
+                    action,
+                    "the AgentKit budget did not answer in time; the call goes out"
+                );
+                metrics::emit(Record::of("budget").count("BudgetUnavailable", 1));
+                None
+            }
+        }
+    }
+
+    /// Take a slot of `action` no later than `latest`: what [`CallBudget::reserve`] does.
+    pub async fn take(&self, action: &'static str, latest: Deadline) -> Result<(), NoSlot> {
+        let Some(lanes) = self.settings.lanes(action) else {
+            return Ok(());
+        };
+        let latest_ms = latest.epoch_ms();
+        // A person: their lane if free now, else a background slot free now, else wait for
+        // their lane. Background work: its own lane only.
+        let tries: &[(Priority, bool)] = match priority() {
+            Priority::People if lanes.people > 0 => &[
+                (Priority::People, true),
+                (Priority::Background, true),
+                (Priority::People, false),
+            ],
+            _ => &[(Priority::Background, false)],
+        };
+        let mut free_at_ms = None;
+        for &(lane, only_now) in tries {
+            let per_second = match lane {
+                Priority::People => lanes.people,
+                Priority::Background => lanes.background,
+            };
+            let until = if only_now { now_ms() } else { latest_ms };
+            match self.try_lane(action, lane, per_second, until).await {
+                None => return Ok(()),
+                Some(Reserved::At { at_ms, .. }) => {
+                    let wait = at_ms.saturating_sub(now_ms());
+                    if wait > 0 {
+                        tokio::time::sleep(Duration::from_millis(wait)).await;
+                    }
+                    return Ok(());
+                }
+                Some(Reserved::Full { free_at_ms: at, .. }) => free_at_ms = Some(at),
+            }
+        }
+        metrics::emit(
+            Record::of("budget")
+                .dimension("Action", action)
+                .rolled_up_by(&["Component"])
+                .count("BudgetRefusals", 1),
+        );
+        Err(NoSlot {
+            free_in: Duration::from_millis(free_at_ms.unwrap_or_default().saturating_sub(now_ms())),
+        })
+    }
+
+    /// AgentKit refused `action` as throttled: halve both lanes' rate from where it stands.
+    pub async fn slow_down(&self, action: &'static str) {
+        if self.settings.lanes(action).is_none() {
+            return;
+        }
+        let now = now_ms();
+        for lane in [Priority::People, Priority::Background] {
+            let bucket = Self::bucket(action, lane);
+            let current = factor_at(self.slowdowns().get(&bucket).copied(), now);
+            let slowdown = Slowdown {
+                factor_permille: (current / 2).max(SLOWEST_PERMILLE),
+                since_ms: now,
+            };
+            let written = self.store.slow_down(&bucket, slowdown, SLOWDOWN_GAP_MS);
+            match tokio::time::timeout(STORE_WAIT, written).await {
+                Ok(Ok(())) => {
+                    self.slowdowns().insert(bucket, slowdown);
+                }
+                _ => tracing::warn!(action, "a slowdown of the AgentKit budget was not written"),
+            }
+        }
+    }
+}
+
+/// The rate factor (permille) a slowdown leaves at `now_ms`: climbing linearly back to the
+/// whole rate over [`RECOVERY`].
+pub fn factor_at(slowdown: Option<Slowdown>, now_ms: u64) -> u32 {
+    let Some(s) = slowdown else {
+        return 1000;
+    };
+    let recovery = RECOVERY.as_millis() as u64;
+    let elapsed = now_ms.saturating_sub(s.since_ms).min(recovery);
+    let low = s.factor_permille.min(1000) as u64;
+    (low + (1000 - low) * elapsed / recovery) as u32
+}
+
+impl<S: BudgetStore + 'static> CallBudget for AgentKitBudget<S> {
+    fn reserve(
+        &self,
+        action: &'static str,
+        latest: Deadline,
+    ) -> BudgetFuture<'_, Result<(), NoSlot>> {
+        Box::pin(self.take(action, latest))
+    }
+
+    fn refused(&self, action: &'static str) -> BudgetFuture<'_, ()> {
+        Box::pin(self.slow_down(action))
+    }
+}
+
+#[cfg(test)]
+mod tests;
