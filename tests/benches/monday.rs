@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 
 use futures::stream::{self, StreamExt};
 use snapwake::agentkit::types::MetadataEntry;
+use snapwake::budget::{AgentKitBudget, BudgetSettings};
 use snapwake::deadline::Deadline;
 use snapwake::domain::{AgentKey, Kind, ScheduleRecord};
 use snapwake::identity::usid;
@@ -167,9 +168,17 @@ async fn run(n: usize) -> Outcome {
     );
     ctl.inject(Fault::latency(None, LATENCY_MS)).unwrap();
     ctl.reset_counters();
+    // The deployment's AgentKit budget, kept in the same table, assuming the simulator's limits.
+    let budget = AgentKitBudget::new(
+        store.clone(),
+        BudgetSettings {
+            limits: ctl.rate_limits(),
+            ..BudgetSettings::default()
+        },
+    );
     let f: Arc<Function> = Arc::new(resume_fn(
         store.clone(),
-        world.client(),
+        world.client().with_budget(Arc::new(budget)),
         WakeSettings::default(),
     ));
 

@@ -38,9 +38,10 @@ use snapwake::wake::{WakeOutcome, WakeTarget};
 
 use crate::Resume;
 
-/// Schedules worked on at once: a tick with many due (everyone's 08:30) finishes in a few
-/// rounds without a burst of AgentKit calls beyond what its rate limits absorb.
-const AT_ONCE: usize = 8;
+/// Schedules worked on at once. What AgentKit can take is the deployment's budget's to pace
+/// (`snapwake::budget`: the tick's calls wait for background slots, behind nobody's wake),
+/// so this bounds only the work in flight in one invocation.
+const AT_ONCE: usize = 32;
 /// Due schedules read per index query.
 const PAGE: u32 = 100;
 /// How long one scheduled wake or sleep may work beyond one whole AgentKit request (which the
@@ -89,9 +90,12 @@ enum Handled {
 
 impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
     /// One tick at `time_ms` (the event's time), working until `deadline`. What it changes is
-    /// announced as the schedule's doing.
+    /// announced as the schedule's doing; what it asks of AgentKit goes after people's calls.
     pub async fn tick(&self, time_ms: u64, deadline: Deadline) -> Result<TickReport, Error> {
-        snapwake::events::with_trigger(Trigger::Schedule, self.tick_at(time_ms, deadline)).await
+        let tick =
+            snapwake::events::with_trigger(Trigger::Schedule, self.tick_at(time_ms, deadline));
+        // Nobody waits on a tick: its AgentKit calls take the budget's background lane.
+        snapwake::budget::in_background(tick).await
     }
 
     async fn tick_at(&self, time_ms: u64, deadline: Deadline) -> Result<TickReport, Error> {
