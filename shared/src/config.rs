@@ -109,6 +109,15 @@ impl Config {
                 var: "SNAPWAKE_OPEN_URL",
                 reason,
             })?;
+        let budget = budget_settings(&get)?;
+        // A scheduled wake starts early enough for the Resumes the budget's background lane
+        // lets out a second (docs/schedules.md, "Ready at the minute").
+        let wakes_per_second = budget
+            .as_ref()
+            .and_then(|b| b.lanes("ResumeSessionFromSnapshot"))
+            .map_or(crate::schedule::plan::DEFAULT_WAKES_PER_SECOND, |l| {
+                l.background.max(1)
+            });
         Ok(Config {
             identity: identity_config(&get)?,
             agentkit: agentkit_config(&get)?,
@@ -125,13 +134,14 @@ impl Config {
             offboarding_sources: offboarding_sources(&get)?,
             open_url,
             event_bus: get("SNAPWAKE_EVENT_BUS").map(|b| b.trim().to_string()),
-            budget: budget_settings(&get)?,
+            budget: budget.clone(),
             schedules: ScheduleRules {
                 min_interval: Duration::from_secs(parse_number(
                     &get,
                     "SNAPWAKE_SCHEDULE_MIN_INTERVAL_S",
                     ScheduleRules::default().min_interval.as_secs(),
                 )?),
+                wakes_per_second,
             },
         })
     }

@@ -45,6 +45,11 @@ const TICK_BUDGET: Duration = Duration::from_secs(29);
 const CATCH_UP: Duration = Duration::from_secs(15 * 60);
 /// The person's wakes during the burst.
 const PERSON_WAKES: usize = 30;
+/// Agents due before the fleet, whose wakes the ticks measure readiness from.
+const WARM_UP_AGENTS: usize = 10;
+/// How many minutes before the fleet they are due: far enough for the ticks to have measured
+/// them before the fleet's first start (the mornings before, in production).
+const WARM_UP_MINUTES: u64 = 5;
 
 type Function = Resume<DynamoStore, snapwake::agentkit::AgentKitClient>;
 
@@ -58,6 +63,8 @@ struct Outcome {
     throttled: u64,
     ticks: usize,
     person_ms: Vec<u64>,
+    /// How long before the minute each agent Ready by it was (ms), sorted.
+    early_ms: Vec<u64>,
 }
 
 /// The `q` quantile of sorted `v`, in seconds.
@@ -70,7 +77,7 @@ fn quantile_s(v: &[u64], q: f64) -> f64 {
 }
 
 /// Seed `n` asleep agents (a snapshot each, and a record). Answers their ids.
-async fn seed(world: &World, store: &DynamoStore, n: usize) -> Vec<String> {
+async fn seed(world: &World, store: &DynamoStore, n: usize, first: usize) -> Vec<String> {
     let owners: Vec<String> = (0..n).map(|i| format!("owner-{:03}", i % 200)).collect();
     let ids: Vec<String> = owners.iter().map(|o| usid::mint(o)).collect();
     let seeds = ids
@@ -80,7 +87,7 @@ async fn seed(world: &World, store: &DynamoStore, n: usize) -> Vec<String> {
         .map(|(i, (id, owner))| SeedSnapshot {
             tool_id: world.recoverable.clone(),
             user_session_id: Some(id.clone()),
-            session_id: Some(format!("s-{i}")),
+            session_id: Some(format!("s-{}", first + i)),
             session_metadata: vec![MetadataEntry::string("Username", owner)],
             ..SeedSnapshot::default()
         })
@@ -158,9 +165,14 @@ async fn run(n: usize) -> Outcome {
         .collect();
 
     // The minute everything is due: far enough ahead for the schedules to be written first
-    // (about a minute per 2,000 on DynamoDB Local), and whole.
-    let ids = seed(&world, &store, n).await;
-    let minute = (now_ms() / 60_000 + 2 + n as u64 / 2_000) * 60_000;
+    // (about a minute per 2,000 on DynamoDB Local), and whole. Before it, a few agents of the
+    // same kind come due WARM_UP earlier (the mornings before, in short): the ticks measure
+    // how long the kind takes to be Ready from them, which is what the fleet's lead is made of.
+    let ids = seed(&world, &store, n, 0).await;
+    let earlier = seed(&world, &store, WARM_UP_AGENTS, n).await;
+    let minute = (now_ms() / 60_000 + 2 + WARM_UP_MINUTES + n as u64 / 2_000) * 60_000;
+    let first_tick = minute - WARM_UP_MINUTES * 60_000;
+    schedule(&store, &earlier, first_tick).await;
     schedule(&store, &ids, minute).await;
     assert!(
         now_ms() < minute,
@@ -168,19 +180,23 @@ async fn run(n: usize) -> Outcome {
     );
     ctl.inject(Fault::latency(None, LATENCY_MS)).unwrap();
     ctl.reset_counters();
-    // The deployment's AgentKit budget, kept in the same table, assuming the simulator's limits.
-    let budget = AgentKitBudget::new(
-        store.clone(),
-        BudgetSettings {
-            limits: ctl.rate_limits(),
-            ..BudgetSettings::default()
-        },
-    );
-    let f: Arc<Function> = Arc::new(resume_fn(
+    // The deployment's AgentKit budget, kept in the same table, assuming the simulator's
+    // limits; the ticks' leads allow for its background Resumes, as the configuration does.
+    let settings = BudgetSettings {
+        limits: ctl.rate_limits(),
+        ..BudgetSettings::default()
+    };
+    let lanes = settings.lanes("ResumeSessionFromSnapshot");
+    let budget = AgentKitBudget::new(store.clone(), settings);
+    let mut function = resume_fn(
         store.clone(),
         world.client().with_budget(Arc::new(budget)),
         WakeSettings::default(),
-    ));
+    );
+    if let Some(lanes) = lanes {
+        function.schedules.wakes_per_second = lanes.background;
+    }
+    let f: Arc<Function> = Arc::new(function);
 
     // When each scheduled agent's session was first seen Ready (epoch ms), and how many
     // sessions each has.
@@ -203,14 +219,15 @@ async fn run(n: usize) -> Outcome {
         }
     });
 
-    // Ticks at every minute from the due one, as EventBridge Scheduler sends them, until every
-    // agent is Ready or the catch-up is over.
-    tokio::time::sleep(Duration::from_millis(minute.saturating_sub(now_ms()))).await;
+    // Ticks at every minute from the warm-up's, as EventBridge Scheduler sends them, until
+    // every agent is Ready or the catch-up is over; the person starts at the minute.
+    tokio::time::sleep(Duration::from_millis(first_tick.saturating_sub(now_ms()))).await;
     let persons = tokio::spawn({
         let (f, person) = (f.clone(), person.clone());
         async move {
             let mut times = Vec::new();
             let mut running = Vec::new();
+            tokio::time::sleep(Duration::from_millis(minute.saturating_sub(now_ms()))).await;
             for id in person {
                 tokio::time::sleep(Duration::from_secs(2)).await;
                 let f = f.clone();
@@ -223,7 +240,7 @@ async fn run(n: usize) -> Outcome {
         }
     });
     let mut ticks = Vec::new();
-    let mut at = minute;
+    let mut at = first_tick;
     while at <= minute + CATCH_UP.as_millis() as u64 && ready.lock().unwrap().len() < n {
         let f = f.clone();
         ticks.push(tokio::spawn(async move {
@@ -245,6 +262,12 @@ async fn run(n: usize) -> Outcome {
     let ready = ready.lock().unwrap().clone();
     let mut lateness_ms: Vec<u64> = ready.values().map(|t| t.saturating_sub(minute)).collect();
     lateness_ms.sort_unstable();
+    let mut early_ms: Vec<u64> = ready
+        .values()
+        .filter(|t| **t <= minute)
+        .map(|t| minute - t)
+        .collect();
+    early_ms.sort_unstable();
     person_ms.sort_unstable();
     let doubled = ids
         .iter()
@@ -260,6 +283,7 @@ async fn run(n: usize) -> Outcome {
         throttled: counters.throttled,
         ticks: tick_count,
         person_ms,
+        early_ms,
     }
 }
 
@@ -283,8 +307,9 @@ async fn main() {
     println!();
     println!(
         "`cargo bench -p snapwake-tests --bench monday`: N agents whose wake schedules come due \
-         in the same minute, ticked every minute of real time ({}-s budget each) from that \
-         minute on, on DynamoDB Local and the simulator with AgentKit's assumed account-wide \
+         in the same minute, ticked every minute of real time ({}-s budget each) from {WARM_UP_MINUTES} \
+         minutes before it ({WARM_UP_AGENTS} agents of the same kind due then, from whose wakes \
+         the ticks measure readiness), on DynamoDB Local and the simulator with AgentKit's assumed account-wide \
          limits (Resume {RESUMES_PER_SECOND}/s), {LATENCY_MS} ms added to every AgentKit call and \
          sessions Ready {} s after they start. Lateness: when an agent's session was first seen \
          Ready, less the minute. Missed: not Ready within the 15-minute catch-up. Calls: every \
@@ -295,14 +320,16 @@ async fn main() {
         READINESS.as_secs()
     );
     println!();
-    println!("| agents | ticks | Ready by the minute | lateness p50 / p99 / worst | missed | AgentKit calls per wake | refused (429) | two sessions | person's wake p50 / p99 / worst |");
-    println!("|---|---|---|---|---|---|---|---|---|");
+    println!("| agents | ticks | Ready by the minute | Ready ahead of it p50 / most | lateness p50 / p99 / worst | missed | AgentKit calls per wake | refused (429) | two sessions | person's wake p50 / p99 / worst |");
+    println!("|---|---|---|---|---|---|---|---|---|---|");
     for o in &rows {
         println!(
-            "| {} | {} | {:.1}% | {:.1} / {:.1} / {:.1} s | {} | {:.1} | {} of {} ({:.1}%) | {} | {:.1} / {:.1} / {:.1} s |",
+            "| {} | {} | {:.1}% | {:.1} / {:.1} s | {:.1} / {:.1} / {:.1} s | {} | {:.1} | {} of {} ({:.1}%) | {} | {:.1} / {:.1} / {:.1} s |",
             o.agents,
             o.ticks,
             100.0 * o.ready_by_minute as f64 / o.agents as f64,
+            quantile_s(&o.early_ms, 0.5),
+            quantile_s(&o.early_ms, 1.0),
             quantile_s(&o.lateness_ms, 0.5),
             quantile_s(&o.lateness_ms, 0.99),
             quantile_s(&o.lateness_ms, 1.0),

@@ -49,6 +49,11 @@ pub struct Occurrence {
     /// The agent record's version when the attempt was recorded (0: no record); for a
     /// `Retry`, after the attempt.
     pub seen_version: u64,
+    /// The tick time it was first acted on (epoch ms): before `at_ms` when a wake starts early
+    /// to be Ready by it (docs/schedules.md, "Ready at the minute"); `None` in items written
+    /// before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_ms: Option<u64>,
 }
 
 /// A schedule as the table keeps it: `SCHEDULE#<kind>#<agent_id>` (docs/table.md).
@@ -101,6 +106,30 @@ impl ScheduleRecord {
 
     /// When the ticks next have work on it: the occurrence being carried is due at once,
     /// otherwise the earlier next occurrence. `None`: never (the sparse index leaves it out).
+    /// When a tick should next act on this schedule, a wake counting as due `wake_lead_ms`
+    /// before its minute (docs/schedules.md, "Ready at the minute"): the carried occurrence's
+    /// start, else the earlier of the next wake's start and the next sleep.
+    pub fn starts_at_ms(&self, wake_lead_ms: u64) -> Option<u64> {
+        if let Some(open) = &self.open {
+            return Some(open.started_ms.unwrap_or(open.at_ms));
+        }
+        match (self.wake_starts_at_ms(wake_lead_ms), self.next_sleep_ms) {
+            (Some(w), Some(s)) => Some(w.min(s)),
+            (w, s) => w.or(s),
+        }
+    }
+
+    /// When the next wake starts, `wake_lead_ms` before its minute, but never before a sleep
+    /// due ahead of that minute: a wake started before it would be put to sleep by it.
+    pub fn wake_starts_at_ms(&self, wake_lead_ms: u64) -> Option<u64> {
+        let wake = self.next_wake_ms?;
+        let early = wake.saturating_sub(wake_lead_ms);
+        Some(match self.next_sleep_ms {
+            Some(sleep) if sleep < wake && sleep >= early => sleep + 1,
+            _ => early,
+        })
+    }
+
     pub fn due_at_ms(&self) -> Option<u64> {
         if let Some(open) = &self.open {
             return Some(open.at_ms);

@@ -53,19 +53,39 @@ pub enum Step {
     },
 }
 
-/// Decide for `record` at tick time `now_ms`.
+/// Decide for `record` at tick time `now_ms`, every occurrence at its minute.
 pub fn decide(record: &ScheduleRecord, plan: &Plan, now_ms: u64, agent: &AgentSeen) -> Step {
+    decide_early(record, plan, now_ms, agent, 0)
+}
+
+/// [`decide`], a wake counting as due `wake_lead_ms` before its minute (so that it is Ready by
+/// it; docs/schedules.md, "Ready at the minute"). A sleep is due at its minute.
+pub fn decide_early(
+    record: &ScheduleRecord,
+    plan: &Plan,
+    now_ms: u64,
+    agent: &AgentSeen,
+    wake_lead_ms: u64,
+) -> Step {
     let mut next = record.clone();
     // New occurrences first: the newest one due wins, older ones (and an occurrence still
     // carried) are superseded — the owner's latest intent is what counts.
-    let due = |at: Option<u64>| at.filter(|at| *at <= now_ms);
-    let wake = due(record.next_wake_ms).map(|at| (Action::Wake, at));
-    let sleep = due(record.next_sleep_ms).map(|at| (Action::Sleep, at));
-    if wake.is_some() {
-        next.next_wake_ms = plan.next(Action::Wake, now_ms);
+    let wake_starts = record.wake_starts_at_ms(wake_lead_ms);
+    let wake = record
+        .next_wake_ms
+        .filter(|_| wake_starts.is_some_and(|starts| starts <= now_ms))
+        .map(|at| (Action::Wake, at));
+    let sleep = record
+        .next_sleep_ms
+        .filter(|at| *at <= now_ms)
+        .map(|at| (Action::Sleep, at));
+    // The next occurrence after the one taken: after its minute, which an early wake is
+    // still before.
+    if let Some((_, at)) = wake {
+        next.next_wake_ms = plan.next(Action::Wake, now_ms.max(at));
     }
-    if sleep.is_some() {
-        next.next_sleep_ms = plan.next(Action::Sleep, now_ms);
+    if let Some((_, at)) = sleep {
+        next.next_sleep_ms = plan.next(Action::Sleep, now_ms.max(at));
     }
     let newest = match (wake, sleep) {
         (Some(w), Some(s)) => Some(if s.1 > w.1 { s } else { w }),
@@ -80,7 +100,7 @@ pub fn decide(record: &ScheduleRecord, plan: &Plan, now_ms: u64, agent: &AgentSe
             next.last = Some(settled(action, at_ms, "missed"));
             return Step::Write(next);
         }
-        next.open = Some(acting(action, at_ms, agent));
+        next.open = Some(acting(action, at_ms, agent, now_ms));
         return Step::Act {
             record: next,
             action,
@@ -91,8 +111,8 @@ pub fn decide(record: &ScheduleRecord, plan: &Plan, now_ms: u64, agent: &AgentSe
     let Some(open) = &record.open else {
         return Step::Idle;
     };
-    if open.at_ms > now_ms {
-        // A tick older than the occurrence (repeated late): nothing to do at its time.
+    if open.started_ms.unwrap_or(open.at_ms) > now_ms {
+        // A tick older than the occurrence's start (repeated late): nothing to do at its time.
         return Step::Idle;
     }
     let finish = |outcome: &str| {
@@ -123,7 +143,12 @@ pub fn decide(record: &ScheduleRecord, plan: &Plan, now_ms: u64, agent: &AgentSe
     if !again {
         return finish("moved");
     }
-    next.open = Some(acting(open.action, open.at_ms, agent));
+    next.open = Some(acting(
+        open.action,
+        open.at_ms,
+        agent,
+        open.started_ms.unwrap_or(now_ms),
+    ));
     Step::Act {
         record: next,
         action: open.action,
@@ -139,12 +164,13 @@ fn holding(action: Action) -> WakeState {
     }
 }
 
-fn acting(action: Action, at_ms: u64, agent: &AgentSeen) -> Occurrence {
+fn acting(action: Action, at_ms: u64, agent: &AgentSeen, started_ms: u64) -> Occurrence {
     Occurrence {
         action,
         at_ms,
         attempt: Attempt::Acting,
         seen_version: agent.version,
+        started_ms: Some(started_ms),
     }
 }
 

@@ -8,10 +8,13 @@
 //! every view of the agent: `crate::view::schedule_view`.
 //!
 //! Files: `plan.rs` (a body checked into a [`Plan`], next occurrences), `carry.rs` (what a tick
-//! does with one due schedule: a pure decision).
+//! does with one due schedule: a pure decision), `readiness.rs` (each kind's measured
+//! readiness, and how early a wake starts to be Ready at its minute).
 
 mod carry;
-mod plan;
+pub mod plan;
+pub mod readiness;
 
-pub use carry::{decide, AgentSeen, Step, CATCH_UP_MS};
+pub use carry::{decide, decide_early, AgentSeen, Step, CATCH_UP_MS};
 pub use plan::{Plan, ScheduleBody, ScheduleRules};
+pub use readiness::{wake_lead_ms, Readiness};

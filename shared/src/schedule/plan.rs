@@ -29,12 +29,21 @@ pub struct ScheduleRules {
     /// The shortest time between two occurrences of one expression
     /// (`SNAPWAKE_SCHEDULE_MIN_INTERVAL_S`, default 3600 s; 0: no floor).
     pub min_interval: Duration,
+    /// The scheduled wakes the deployment starts a second: its AgentKit budget's background
+    /// Resumes (`crate::budget`), which a wake's lead allows for (docs/schedules.md, "Ready at
+    /// the minute").
+    pub wakes_per_second: u32,
 }
+
+/// The background lane of AgentKit's assumed Resume limit (20 a second: 90% of it, less the
+/// people's fifth).
+pub const DEFAULT_WAKES_PER_SECOND: u32 = 14;
 
 impl Default for ScheduleRules {
     fn default() -> Self {
         ScheduleRules {
             min_interval: Duration::from_secs(3600),
+            wakes_per_second: DEFAULT_WAKES_PER_SECOND,
         }
     }
 }

@@ -17,6 +17,7 @@ use snapwake_tests::*;
 mod agree;
 mod dst;
 mod kills;
+mod ready_at_the_minute;
 mod routes;
 mod ticks;
 mod weeks;

@@ -262,6 +262,7 @@ async fn the_floor_of_a_schedule_is_the_deployments() {
     let two_hours = Resume {
         schedules: snapwake::schedule::ScheduleRules {
             min_interval: Duration::from_secs(7200),
+            ..Default::default()
         },
         ..resume_fn(store.clone(), world.client(), quick_wake())
     };
@@ -282,6 +283,7 @@ async fn the_floor_of_a_schedule_is_the_deployments() {
     let none = Resume {
         schedules: snapwake::schedule::ScheduleRules {
             min_interval: Duration::ZERO,
+            ..Default::default()
         },
         ..resume_fn(store.clone(), world.client(), quick_wake())
     };

@@ -32,6 +32,7 @@ pub(crate) async fn schedules_cas_round_trip_and_delete<S: AgentStore + Schedule
         at_ms: 1_000,
         attempt: Attempt::InFlight,
         seen_version: 7,
+        started_ms: None,
     });
     let first = store.put_schedule(&s, 0).await.unwrap();
     assert_eq!(first.version, 1);
@@ -76,6 +77,7 @@ pub(crate) async fn due_index_reads_only_the_due_in_order<S: AgentStore + Schedu
         at_ms: 9_000,
         attempt: Attempt::Retry,
         seen_version: 0,
+        started_ms: None,
     });
     store.put_schedule(&open, 0).await.unwrap();
 

@@ -50,6 +50,7 @@ fn open(attempt: Attempt, seen_version: u64) -> Option<Occurrence> {
         at_ms: W,
         attempt,
         seen_version,
+        started_ms: None,
     })
 }
 
@@ -83,7 +84,11 @@ fn a_due_wake_is_acted_on_and_the_next_one_computed() {
         Some(W + 210 * MIN),
         "the sleep is untouched"
     );
-    assert_eq!(record.open, open(Attempt::Acting, 9));
+    let started = open(Attempt::Acting, 9).map(|o| Occurrence {
+        started_ms: Some(W),
+        ..o
+    });
+    assert_eq!(record.open, started, "started at the tick's time");
 }
 
 #[test]
@@ -231,4 +236,107 @@ fn a_carried_occurrence_is_acted_on_again_only_when_that_undoes_nothing() {
         ),
         Step::Idle
     );
+}
+
+#[test]
+fn a_wake_with_a_lead_is_due_that_much_before_its_minute() {
+    let r = record(Some(W), Some(W + 210 * MIN), None);
+    let asleep = agent(WakeState::Asleep, 9, false);
+    let lead = 3 * MIN;
+    assert_eq!(
+        decide_early(&r, &plan(), W - lead - 1, &asleep, lead),
+        Step::Idle
+    );
+    let Step::Act { record, action, .. } = decide_early(&r, &plan(), W - lead, &asleep, lead)
+    else {
+        panic!("due at its start")
+    };
+    assert_eq!(action, Action::Wake);
+    let open = record.open.clone().unwrap();
+    // The occurrence is still the owner's minute; it started three minutes before.
+    assert_eq!((open.at_ms, open.started_ms), (W, Some(W - lead)));
+    // The next wake is the one after the minute, not the minute again.
+    assert_eq!(record.next_wake_ms, Some(W + 86_400_000));
+    // A sleep counts no lead: not due three minutes before its minute, due at it.
+    let mut reached = record.clone();
+    reached.open = None;
+    let awake = agent(WakeState::Awake, 12, false);
+    let sleep = W + 210 * MIN;
+    assert_eq!(
+        decide_early(&reached, &plan(), sleep - lead, &awake, lead),
+        Step::Idle
+    );
+    assert!(matches!(
+        decide_early(&reached, &plan(), sleep, &awake, lead),
+        Step::Act {
+            action: Action::Sleep,
+            ..
+        }
+    ));
+}
+
+#[test]
+fn an_occurrence_started_early_is_carried_before_its_minute() {
+    let lead = 2 * MIN;
+    let started = Some(Occurrence {
+        action: Action::Wake,
+        at_ms: W,
+        attempt: Attempt::InFlight,
+        seen_version: 4,
+        started_ms: Some(W - lead),
+    });
+    let r = record(Some(W + 86_400_000), None, started);
+    // A minute later, still before the minute: driven on, not idle.
+    let step = decide_early(
+        &r,
+        &plan(),
+        W - MIN,
+        &agent(WakeState::Waking, 5, true),
+        lead,
+    );
+    assert!(matches!(step, Step::Act { carried: true, .. }), "{step:?}");
+    // Reached before the minute: finished.
+    let step = decide_early(
+        &r,
+        &plan(),
+        W - MIN,
+        &agent(WakeState::Awake, 6, false),
+        lead,
+    );
+    assert_eq!(outcome(&step), Some("reached"));
+    // A repeated tick older than the start does nothing.
+    assert_eq!(
+        decide_early(
+            &r,
+            &plan(),
+            W - 3 * MIN,
+            &agent(WakeState::Waking, 5, true),
+            lead
+        ),
+        Step::Idle
+    );
+}
+
+#[test]
+fn an_early_wake_never_starts_before_a_sleep_due_ahead_of_it() {
+    // A sleep at 08:00 and a wake at 08:30 with a 45-minute lead: the wake starts just after
+    // the sleep, not before it (where the sleep would undo it).
+    let sleep = W - 30 * MIN;
+    let r = record(Some(W), Some(sleep), None);
+    let lead = 45 * MIN;
+    assert_eq!(r.wake_starts_at_ms(lead), Some(sleep + 1));
+    let awake = agent(WakeState::Awake, 3, false);
+    let Step::Act { action, .. } = decide_early(&r, &plan(), sleep, &awake, lead) else {
+        panic!("the sleep is due")
+    };
+    assert_eq!(action, Action::Sleep);
+    let asleep = agent(WakeState::Asleep, 5, false);
+    let after = record(Some(W), Some(W + 210 * MIN), None);
+    assert!(matches!(
+        decide_early(&after, &plan(), sleep + MIN, &asleep, lead),
+        Step::Act {
+            action: Action::Wake,
+            ..
+        }
+    ));
 }

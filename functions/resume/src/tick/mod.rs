@@ -15,6 +15,7 @@
 //! write that moves a schedule's next occurrences moves the summary on the agent record with
 //! it, in one transaction (`ScheduleStore::set_schedule`).
 
+use std::collections::HashMap;
 use std::time::Duration;
 
 use futures::stream::{self, StreamExt};
@@ -22,7 +23,7 @@ use serde::Serialize;
 use snapwake::agentkit::AgentKit;
 use snapwake::deadline::{Budget, Deadline};
 use snapwake::domain::{
-    Action, AgentKey, AgentRecord, Attempt, ScheduleRecord, Settled, ToolRegistry, Trigger,
+    Action, AgentKey, AgentRecord, Attempt, Kind, ScheduleRecord, Settled, ToolRegistry, Trigger,
     WakeState,
 };
 use snapwake::error::Error;
@@ -30,13 +31,17 @@ use snapwake::locate::home_of;
 use snapwake::lock::Agents;
 use snapwake::metrics::{self, Record};
 use snapwake::offboarding::{admit, Admitted};
-use snapwake::schedule::{decide, AgentSeen, Plan, Step};
+use snapwake::schedule::readiness::LONGEST_LEAD_MS;
+use snapwake::schedule::{decide_early, AgentSeen, Plan, Readiness, Step};
 use snapwake::sleep::{SleepOutcome, SleepTarget};
 use snapwake::store::{AgentStore, DueCursor, ScheduleStore, StoreError, Within};
 use snapwake::timestamp::now_ms;
 use snapwake::wake::{WakeOutcome, WakeTarget};
 
 use crate::Resume;
+use lead::readiness_shown;
+
+mod lead;
 
 /// Schedules worked on at once. What AgentKit can take is the deployment's budget's to pace
 /// (`snapwake::budget`: the tick's calls wait for background slots, behind nobody's wake),
@@ -81,9 +86,17 @@ enum Acted {
 /// What the tick did with one schedule.
 enum Handled {
     Idle,
-    Settled,
+    /// Finished with an occurrence; a wake it started and saw reached tells how long its kind
+    /// took to be Ready.
+    Settled {
+        ready: Option<(Kind, u64)>,
+    },
     Acted(Action),
-    Carried,
+    /// Carried on an occurrence an earlier tick started; a wake reached now tells how long its
+    /// kind took to be Ready.
+    Carried {
+        ready: Option<(Kind, u64)>,
+    },
     Contended,
     Gone,
 }
@@ -105,32 +118,63 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
             time_ms,
             ..TickReport::default()
         };
+        // Everything due within the longest lead, read first: how many wakes a minute holds
+        // decides how early they start.
+        let mut ahead = Vec::new();
         let mut after: Option<DueCursor> = None;
         loop {
-            let page = store.due_schedules(time_ms, PAGE, after.as_ref()).await?;
-            report.due += page.records.len();
-            let handled: Vec<Result<Handled, Error>> = stream::iter(page.records)
-                .map(|record| self.handle_due(store, record, time_ms, &registry))
-                .buffer_unordered(AT_ONCE)
-                .collect()
-                .await;
-            for h in handled {
-                match h {
-                    Ok(Handled::Acted(Action::Wake)) => report.woke += 1,
-                    Ok(Handled::Acted(Action::Sleep)) => report.slept += 1,
-                    Ok(Handled::Settled | Handled::Gone) => report.settled += 1,
-                    Ok(Handled::Contended) => report.contended += 1,
-                    Ok(Handled::Carried) => report.carried += 1,
-                    Ok(Handled::Idle) => {}
-                    Err(e) => {
-                        tracing::warn!(error = %e, "a due schedule could not be handled");
-                        report.errors += 1;
-                    }
-                }
-            }
+            let until = time_ms + LONGEST_LEAD_MS;
+            let page = store.due_schedules(until, PAGE, after.as_ref()).await?;
+            ahead.extend(page.records);
             match page.next {
                 Some(next) if !deadline.is_past() => after = Some(next),
                 _ => break,
+            }
+        }
+        let leads = self.leads(store, &ahead).await;
+        let due: Vec<(ScheduleRecord, u64)> = ahead
+            .into_iter()
+            .filter_map(|record| {
+                let lead = leads.of(&record);
+                let starts = record.starts_at_ms(lead)?;
+                (starts <= time_ms).then_some((record, lead))
+            })
+            .collect();
+        report.due = due.len();
+        let handled: Vec<Result<Handled, Error>> = stream::iter(due)
+            .map(|(record, lead)| self.handle_due(store, record, time_ms, lead, &registry))
+            .buffer_unordered(AT_ONCE)
+            .collect()
+            .await;
+        let mut measured: HashMap<Kind, Vec<u64>> = HashMap::new();
+        for h in handled {
+            match h {
+                Ok(Handled::Acted(Action::Wake)) => report.woke += 1,
+                Ok(Handled::Acted(Action::Sleep)) => report.slept += 1,
+                Ok(Handled::Settled { ready }) => {
+                    report.settled += 1;
+                    if let Some((kind, ms)) = ready {
+                        measured.entry(kind).or_default().push(ms);
+                    }
+                }
+                Ok(Handled::Gone) => report.settled += 1,
+                Ok(Handled::Contended) => report.contended += 1,
+                Ok(Handled::Carried { ready }) => {
+                    report.carried += 1;
+                    if let Some((kind, ms)) = ready {
+                        measured.entry(kind).or_default().push(ms);
+                    }
+                }
+                Ok(Handled::Idle) => {}
+                Err(e) => {
+                    tracing::warn!(error = %e, "a due schedule could not be handled");
+                    report.errors += 1;
+                }
+            }
+        }
+        for (kind, samples) in measured {
+            if let Err(e) = Readiness::record(&store, kind, &samples).await {
+                tracing::info!(error = %e, %kind, "measured readiness not kept this time");
             }
         }
         metrics::emit(
@@ -159,6 +203,7 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
         store: Within<'_, S>,
         mut schedule: ScheduleRecord,
         time_ms: u64,
+        wake_lead_ms: u64,
         registry: &ToolRegistry,
     ) -> Result<Handled, Error> {
         let Some(key) = schedule.key.clone() else {
@@ -180,7 +225,9 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
                 }
             };
             let seen = self.seen(&agent);
-            let (mut next, mut action, carried) = match decide(&schedule, &plan, time_ms, &seen) {
+            let step = decide_early(&schedule, &plan, time_ms, &seen, wake_lead_ms);
+            let ready = readiness_shown(&schedule, &step, &agent);
+            let (mut next, mut action, carried) = match step {
                 Step::Idle => return Ok(Handled::Idle),
                 Step::Write(next) => (next, None, false),
                 Step::Act {
@@ -244,14 +291,20 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
                 }
             };
             let (Some(action), Some(admitted)) = (action, admitted) else {
-                return Ok(Handled::Settled);
+                return Ok(Handled::Settled { ready });
             };
+            // A wake an earlier tick started, reached now: what it took is measured.
+            let started = written.open.as_ref().and_then(|o| o.started_ms);
             let acted = self
                 .act(store, action, &key, agent, registry, admitted)
                 .await;
+            let reached = matches!(acted, Acted::Reached);
             self.record_outcome(store, &key, written, acted).await;
             return Ok(if carried {
-                Handled::Carried
+                let ready = started
+                    .filter(|_| reached && action == Action::Wake)
+                    .map(|started| (key.kind, now_ms().saturating_sub(started)));
+                Handled::Carried { ready }
             } else {
                 Handled::Acted(action)
             });

@@ -1,0 +1,83 @@
+//! How early the tick starts each wake within the longest lead (docs/schedules.md, "Ready at
+//! the minute"), and what a wake it started tells of its kind's readiness.
+
+use std::collections::hash_map::Entry;
+use std::collections::HashMap;
+
+use snapwake::agentkit::AgentKit;
+use snapwake::domain::{Action, AgentRecord, Kind, ScheduleRecord};
+use snapwake::schedule::{wake_lead_ms, Readiness, Step};
+use snapwake::store::{AgentStore, ScheduleStore, Within};
+use snapwake::timestamp;
+
+use crate::Resume;
+
+impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
+    /// How early each wake within the longest lead starts: its kind's measured readiness
+    /// (read once a tick; a kind that cannot be read starts at the minute) and how many wakes
+    /// its minute holds.
+    pub(super) async fn leads(&self, store: Within<'_, S>, ahead: &[ScheduleRecord]) -> Leads {
+        let mut leads = Leads {
+            readiness: HashMap::new(),
+            per_minute: HashMap::new(),
+            wakes_per_second: self.schedules.wakes_per_second,
+        };
+        for record in ahead {
+            let (Some(key), Some(wake)) = (&record.key, record.next_wake_ms) else {
+                continue;
+            };
+            *leads.per_minute.entry(wake / 60_000).or_default() += 1;
+            if let Entry::Vacant(unread) = leads.readiness.entry(key.kind) {
+                unread.insert(match Readiness::read(&store, key.kind).await {
+                    Ok(readiness) => readiness.p95(),
+                    Err(e) => {
+                        tracing::info!(error = %e, kind = %key.kind, "readiness unread: wakes start at their minute");
+                        None
+                    }
+                });
+            }
+        }
+        leads
+    }
+}
+
+/// How early the wakes within the longest lead start ([`wake_lead_ms`]).
+pub(super) struct Leads {
+    /// Each kind's measured readiness (95th percentile), `None`: not measured yet.
+    readiness: HashMap<Kind, Option<u64>>,
+    /// Wakes due in each minute (epoch minutes).
+    per_minute: HashMap<u64, usize>,
+    wakes_per_second: u32,
+}
+
+impl Leads {
+    pub(super) fn of(&self, record: &ScheduleRecord) -> u64 {
+        let (Some(key), Some(wake)) = (&record.key, record.next_wake_ms) else {
+            return 0;
+        };
+        let readiness = self.readiness.get(&key.kind).copied().flatten();
+        let due = self.per_minute.get(&(wake / 60_000)).copied().unwrap_or(0);
+        wake_lead_ms(readiness, due, self.wakes_per_second)
+    }
+}
+
+/// When `step` finishes the wake the tick started as reached: how long the agent took to be
+/// Ready, from the occurrence's start to the write that recorded it awake.
+pub(super) fn readiness_shown(
+    schedule: &ScheduleRecord,
+    step: &Step,
+    agent: &AgentRecord,
+) -> Option<(Kind, u64)> {
+    let Step::Write(next) = step else {
+        return None;
+    };
+    let open = schedule.open.as_ref()?;
+    let last = next.last.as_ref()?;
+    let finished = open.action == Action::Wake
+        && last.action == Action::Wake
+        && last.at_ms == open.at_ms
+        && last.outcome == "reached";
+    let started = open.started_ms.filter(|_| finished)?;
+    let awake = agent.updated_at.as_deref().and_then(timestamp::epoch_ms)?;
+    Some((agent.key.kind, awake.saturating_sub(started)))
+}

@@ -1,0 +1,163 @@
+//! How long a kind's sandbox takes to be Ready once the tick starts its wake, as the ticks have
+//! measured it, and the lead a scheduled wake starts by (docs/schedules.md, "Ready at the
+//! minute").
+//!
+//! Measured, not guessed: a kind with no measurement yet starts its wakes at their minute, as
+//! before; from its first reached occurrence on, the tick starts them early by the 95th
+//! percentile of the last [`SAMPLES_KEPT`] readinesses, plus the time the deployment's
+//! AgentKit budget needs for every wake due in that minute, plus a margin, rounded to the tick
+//! before.
+
+use serde::{Deserialize, Serialize};
+
+use crate::domain::Kind;
+use crate::store::{AgentStore, DocumentKey, StoreError};
+
+/// The most recent readinesses kept per kind.
+pub const SAMPLES_KEPT: usize = 64;
+/// A wake that took longer than this is not a readiness to plan by (a stuck session, a wake
+/// retried a tick later).
+pub const LONGEST_SAMPLE_MS: u64 = 10 * 60_000;
+/// Beyond the readiness and the budget's time: the tick's own reads and writes, the poll that
+/// sees the session Ready.
+pub const MARGIN_MS: u64 = 5_000;
+/// The ticks come a minute apart: a wake that should start between two starts at the first.
+pub const TICK_PERIOD_MS: u64 = 60_000;
+/// The longest lead: how far ahead of its time the tick reads the schedules.
+pub const LONGEST_LEAD_MS: u64 = 15 * 60_000;
+/// The part of its minute one tick spends starting wakes: the resume function's 29 s, less
+/// reading what is due and writing what it did. More wakes than a tick starts in this long
+/// take the next tick too.
+pub const TICK_WORK_MS: u64 = 25_000;
+
+const SK: &str = "READINESS";
+
+/// A kind's measured readinesses, oldest first (`READY#<kind>` / `READINESS`, a document).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Readiness {
+    pub samples_ms: Vec<u64>,
+}
+
+fn pk(kind: Kind) -> String {
+    format!("READY#{kind}")
+}
+
+impl Readiness {
+    /// The 95th percentile, `None` with nothing measured.
+    pub fn p95(&self) -> Option<u64> {
+        let mut sorted = self.samples_ms.clone();
+        sorted.sort_unstable();
+        let at = (sorted.len() * 95).div_ceil(100).checked_sub(1)?;
+        sorted.get(at).copied()
+    }
+
+    /// These readinesses with `samples` added, only the last [`SAMPLES_KEPT`] kept.
+    pub fn with(mut self, samples: &[u64]) -> Self {
+        self.samples_ms
+            .extend(samples.iter().map(|s| (*s).min(LONGEST_SAMPLE_MS)));
+        let over = self.samples_ms.len().saturating_sub(SAMPLES_KEPT);
+        self.samples_ms.drain(..over);
+        self
+    }
+
+    /// The readinesses measured for `kind`.
+    pub async fn read<S: AgentStore>(store: &S, kind: Kind) -> Result<Readiness, StoreError> {
+        let pk = pk(kind);
+        let doc = store.get_document(DocumentKey { pk: &pk, sk: SK }).await?;
+        Ok(doc
+            .and_then(|d| serde_json::from_value(d.value).ok())
+            .unwrap_or_default())
+    }
+
+    /// Add `samples` to what is kept for `kind` (a compare-and-set, tried again on a race).
+    pub async fn record<S: AgentStore>(
+        store: &S,
+        kind: Kind,
+        samples: &[u64],
+    ) -> Result<(), StoreError> {
+        let pk = pk(kind);
+        let key = DocumentKey { pk: &pk, sk: SK };
+        for _ in 0..3 {
+            let doc = store.get_document(key).await?;
+            let version = doc.as_ref().map_or(0, |d| d.version);
+            let kept: Readiness = doc
+                .and_then(|d| serde_json::from_value(d.value).ok())
+                .unwrap_or_default();
+            let value = serde_json::to_value(kept.with(samples))
+                .map_err(|e| StoreError::Corrupt(format!("readiness: {e}")))?;
+            match store.put_document(key, &value, version, None).await {
+                Ok(_) => return Ok(()),
+                Err(StoreError::DocumentConflict { .. }) => continue,
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+}
+
+/// How long before its minute a wake starts: nothing measured, none (at the minute); else the
+/// readiness, the time `due_that_minute` wakes take at `wakes_per_second` (a whole tick period
+/// for every [`TICK_WORK_MS`] of them: one tick starts no more), and the margin, rounded up by
+/// a tick period less a millisecond (so that the tick before the start starts it, not the one
+/// after), at most [`LONGEST_LEAD_MS`].
+pub fn wake_lead_ms(
+    readiness_ms: Option<u64>,
+    due_that_minute: usize,
+    wakes_per_second: u32,
+) -> u64 {
+    let Some(readiness) = readiness_ms else {
+        return 0;
+    };
+    let per_second = u64::from(wakes_per_second.max(1));
+    let per_tick = (per_second * TICK_WORK_MS / 1000).max(1);
+    let due = due_that_minute as u64;
+    let budget = (due / per_tick) * TICK_PERIOD_MS + ((due % per_tick) * 1000).div_ceil(per_second);
+    (readiness + budget + MARGIN_MS + TICK_PERIOD_MS - 1).min(LONGEST_LEAD_MS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_95th_percentile_of_the_last_samples() {
+        assert_eq!(Readiness::default().p95(), None);
+        let one = Readiness::default().with(&[4_000]);
+        assert_eq!(one.p95(), Some(4_000));
+        let many = Readiness::default().with(&(1..=100).map(|i| i * 100).collect::<Vec<_>>());
+        // Only the last 64 (3,700 … 10,000) are kept; their 95th percentile is the 61st.
+        assert_eq!(many.samples_ms.len(), SAMPLES_KEPT);
+        assert_eq!(many.samples_ms[0], 3_700);
+        assert_eq!(many.p95(), Some(9_700));
+        // A stuck session counts as the longest readiness planned for, not an hour.
+        let stuck = Readiness::default().with(&[3_600_000]);
+        assert_eq!(stuck.p95(), Some(LONGEST_SAMPLE_MS));
+    }
+
+    #[test]
+    fn the_lead_covers_readiness_the_budget_and_the_tick_before() {
+        assert_eq!(
+            wake_lead_ms(None, 10_000, 36),
+            0,
+            "nothing measured: at the minute"
+        );
+        // 5 s readiness, 100 wakes at 20 a second (5 s), 5 s margin, a tick period less 1 ms.
+        assert_eq!(wake_lead_ms(Some(5_000), 100, 20), 15_000 + 59_999);
+        // 1,000 at 36 a second: one tick starts 900 (25 s), the next the other 100 (2.8 s).
+        assert_eq!(
+            wake_lead_ms(Some(6_000), 1_000, 36),
+            6_000 + 60_000 + 2_778 + 5_000 + 59_999
+        );
+        // 10,000: eleven ticks of 900, and 100 more.
+        assert_eq!(
+            wake_lead_ms(Some(6_000), 10_000, 36),
+            6_000 + 11 * 60_000 + 2_778 + 5_000 + 59_999
+        );
+        // Past 15 minutes: capped.
+        assert_eq!(wake_lead_ms(Some(6_000), 20_000, 36), LONGEST_LEAD_MS);
+        assert_eq!(
+            wake_lead_ms(Some(6_000), 9_000, 40),
+            6_000 + 9 * 60_000 + 5_000 + 59_999
+        );
+    }
+}

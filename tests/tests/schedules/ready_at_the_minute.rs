@@ -1,0 +1,104 @@
+//! Ready at the minute (docs/schedules.md): a kind whose readiness the ticks have measured
+//! starts its wakes early enough to be Ready by their minute; a kind with none measured starts
+//! them at it; what a started wake took is measured again.
+
+use snapwake::schedule::Readiness;
+
+use super::*;
+
+/// The occurrence a fresh wake schedule will fire first.
+async fn wake_schedule<S: AgentStore + ScheduleStore, K: AgentKit>(
+    f: &Resume<S, K>,
+    agent_id: &str,
+) -> u64 {
+    let body = put_schedule(
+        f,
+        agent_id,
+        json!({"timezone": "UTC", "wake": "30 8 * * *"}),
+    )
+    .await;
+    at(body["next_wake_at"].as_str().unwrap())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_measured_readiness_starts_the_wake_on_the_tick_before_its_minute() {
+    let store = dynamo_store("tick-lead").await;
+    let world = World::registered(Duration::from_millis(300), &store).await;
+    let ctl = world.sim.control();
+    let f = resume_fn(store.clone(), world.client(), quick_wake());
+    let agent_id = asleep_agent(&world, &f, "Data helper").await;
+    let w = wake_schedule(&f, &agent_id).await;
+
+    // Nothing measured yet: the minute before is too early.
+    let unmeasured = tick(&f, w - 60_000).await;
+    assert_eq!((unmeasured.due, unmeasured.woke, resumes(&ctl)), (0, 0, 0));
+
+    // As if earlier mornings had measured codex sandboxes Ready in 20 s: 20 s, the budget's
+    // time for one wake and the 5 s margin start it at 08:29:35, so on the 08:29 tick, not on
+    // the 08:28 one.
+    Readiness::record(&store, Kind::Codex, &[20_000; 10])
+        .await
+        .unwrap();
+    let two_before = tick(&f, w - 120_000).await;
+    assert_eq!((two_before.due, two_before.woke, resumes(&ctl)), (0, 0, 0));
+    let before = tick(&f, w - 60_000).await;
+    assert_eq!((before.due, before.woke), (1, 1), "{before:?}");
+    assert_eq!(resumes(&ctl), 1);
+    let started = store.get_schedule(&key(&agent_id)).await.unwrap().unwrap();
+    let open = started.open.expect("the occurrence is carried");
+    assert_eq!(
+        (open.at_ms, open.started_ms),
+        (w, Some(w - 60_000)),
+        "the owner's minute, started a minute before"
+    );
+    assert_eq!(started.next_wake_ms, Some(w + 86_400_000));
+
+    // The ticks carry it to its end as ever: once, the agent awake, a day later next.
+    tick_until_settled(&f, &agent_id, w - 30_000, 10).await;
+    tick(&f, w).await;
+    assert_eq!(resumes(&ctl), 1, "one Resume for one occurrence");
+    assert_eq!(live_sessions(&ctl, &agent_id).len(), 1);
+    let done = store.get_schedule(&key(&agent_id)).await.unwrap().unwrap();
+    let last = done.last.expect("finished");
+    assert_eq!((last.at_ms, last.outcome.as_str()), (w, "reached"));
+    // What it took was measured: one more sample.
+    let kept = Readiness::read(&store, Kind::Codex).await.unwrap();
+    assert_eq!(kept.samples_ms.len(), 11, "{kept:?}");
+}
+
+/// A crowded minute starts earlier than a quiet one: the budget needs time for every wake due
+/// in it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crowded_minute_starts_earlier() {
+    let store = dynamo_store("tick-lead-crowd").await;
+    let world = World::registered(Duration::from_millis(100), &store).await;
+    let ctl = world.sim.control();
+    let mut f = resume_fn(store.clone(), world.client(), quick_wake());
+    // Two scheduled wakes a second, so that a crowd of 200 takes 100 s.
+    f.schedules.wakes_per_second = 2;
+    let agent_id = asleep_agent(&world, &f, "Data helper").await;
+    let w = wake_schedule(&f, &agent_id).await;
+    Readiness::record(&store, Kind::Codex, &[20_000])
+        .await
+        .unwrap();
+    // 200 more wakes due that minute, of a kind nothing has measured (they wait for their
+    // minute themselves, but count for the budget's time).
+    let mine = store.get_schedule(&key(&agent_id)).await.unwrap().unwrap();
+    for i in 0..200 {
+        let mut other = mine.clone();
+        other.key = Some(AgentKey::new(Kind::Hermes, format!("crowd-{i:03}")));
+        store.put_schedule(&other, 0).await.unwrap();
+    }
+    // 20 s + 201 wakes at 2 a second (50 a tick: four ticks, and 0.5 s for the last) + 5 s:
+    // 265.5 s, from 08:25:34.5, so on the 08:25 tick and not the 08:24 one. Alone it would be
+    // the 08:29 tick (above).
+    let early = tick(&f, w - 360_000).await;
+    assert_eq!(
+        (early.due, early.woke, resumes(&ctl)),
+        (0, 0, 0),
+        "{early:?}"
+    );
+    let on_time = tick(&f, w - 300_000).await;
+    assert_eq!((on_time.due, on_time.woke), (1, 1), "{on_time:?}");
+    assert_eq!(resumes(&ctl), 1);
+}
