@@ -2,8 +2,10 @@
 //! invokes the function with `{"action": "tick", "time": "<aws.scheduler.scheduled-time>"}`.
 //!
 //! The tick works from the event's `time`, never this machine's clock, so a late or repeated
-//! tick does what the on-time one did. It reads the due schedules from the sparse `by_due`
-//! index (never a scan), decides for each one ([`snapwake::schedule::decide`]), records the
+//! tick does what the on-time one did. It reads the schedules due within the next 15 minutes
+//! from the sparse `by_due` index (never a scan), works out how early each wake starts to be
+//! Ready at its minute (`lead.rs`), decides for each one due now
+//! ([`snapwake::schedule::decide_early`]), records the
 //! decision on the schedule item with a conditional write *before* acting — of two ticks on
 //! one item only the one whose write lands acts — and then wakes or puts the agent to sleep
 //! exactly as the HTTP routes do, through the per-agent lock: a person clicking Wake at the
@@ -59,7 +61,7 @@ const PER_AGENT_MARGIN: Duration = Duration::from_secs(5);
 pub struct TickReport {
     /// The tick's time (epoch ms), from its event.
     pub time_ms: u64,
-    /// Schedules the index gave as due.
+    /// Schedules due at this tick (a wake starting early to be Ready at its minute included).
     pub due: usize,
     /// Occurrences that came due and were acted on: wakes and sleeps started (or joined).
     pub woke: usize,
