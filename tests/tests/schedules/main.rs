@@ -125,6 +125,20 @@ async fn tick_until_settled<S: AgentStore + ScheduleStore, K: AgentKit>(
     panic!("{agent_id}: the occurrence is still open after {minutes} ticks");
 }
 
+/// The occurrence a fresh daily 08:30 UTC wake schedule will fire first.
+async fn wake_schedule<S: AgentStore + ScheduleStore, K: AgentKit>(
+    f: &Resume<S, K>,
+    agent_id: &str,
+) -> u64 {
+    let body = put_schedule(
+        f,
+        agent_id,
+        json!({"timezone": "UTC", "wake": "30 8 * * *"}),
+    )
+    .await;
+    at(body["next_wake_at"].as_str().unwrap())
+}
+
 fn resumes(ctl: &SimControl) -> u64 {
     ctl.counters().received("ResumeSessionFromSnapshot")
 }

@@ -6,20 +6,6 @@ use snapwake::schedule::Readiness;
 
 use super::*;
 
-/// The occurrence a fresh wake schedule will fire first.
-async fn wake_schedule<S: AgentStore + ScheduleStore, K: AgentKit>(
-    f: &Resume<S, K>,
-    agent_id: &str,
-) -> u64 {
-    let body = put_schedule(
-        f,
-        agent_id,
-        json!({"timezone": "UTC", "wake": "30 8 * * *"}),
-    )
-    .await;
-    at(body["next_wake_at"].as_str().unwrap())
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_measured_readiness_starts_the_wake_on_the_tick_before_its_minute() {
     let store = dynamo_store("tick-lead").await;

@@ -5,20 +5,6 @@ use snapwake::store::Condition;
 
 use super::*;
 
-/// The occurrence a fresh wake schedule will fire first.
-async fn wake_schedule<S: AgentStore + ScheduleStore, K: AgentKit>(
-    f: &Resume<S, K>,
-    agent_id: &str,
-) -> u64 {
-    let body = put_schedule(
-        f,
-        agent_id,
-        json!({"timezone": "UTC", "wake": "30 8 * * *"}),
-    )
-    .await;
-    at(body["next_wake_at"].as_str().unwrap())
-}
-
 /// Ticks before, at, again at, concurrently with, and late after one wake occurrence: one
 /// Resume, the agent awake, the next occurrence a day later.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
