@@ -300,6 +300,9 @@ function scheduleLine(agent, key, busy) {
       next
         ? [` — next ${next.action} `, h("time", { datetime: next.at, title: when(next.at) }, shortIn(next.at, s.timezone))]
         : null,
+      next && next.starts
+        ? [" (waking starts ", h("time", { class: "starts", datetime: next.starts, title: when(next.starts) }, shortIn(next.starts, s.timezone)), " to be ready by then)"]
+        : null,
     ),
     button(s ? "Edit schedule" : "Set a schedule", "schedule", key, {
       class: "link",

@@ -69,12 +69,19 @@ export function shortIn(iso, zone, now = Date.now()) {
   }
 }
 
-/** The sooner of the schedule's next wake and next sleep: {action, at} or null. */
+/**
+ * The sooner of the schedule's next wake and next sleep: {action, at, starts} or null. `starts`:
+ * for a wake that snapwake starts early so that the agent is Ready at `at`, when it starts.
+ */
 export function nextEvent(schedule) {
   const events = [["wake", schedule.next_wake_at], ["sleep", schedule.next_sleep_at]]
     .filter(([, at]) => at && !Number.isNaN(Date.parse(at)))
     .sort((a, b) => Date.parse(a[1]) - Date.parse(b[1]));
-  return events.length ? { action: events[0][0], at: events[0][1] } : null;
+  if (!events.length) return null;
+  const [action, at] = events[0];
+  const starts = schedule.wake_starts_at;
+  const early = action === "wake" && starts && Date.parse(starts) < Date.parse(at);
+  return { action, at, starts: early ? starts : null };
 }
 
 /** An expression with its whitespace made single spaces ("" for none). */

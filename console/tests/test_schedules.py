@@ -242,3 +242,39 @@ def test_the_editor_in_dark_mode_with_the_keyboard(watched, server):
     w.shot("41-schedule-dialog-dark")
     page.keyboard.press("Escape")
     expect(dialog).to_be_hidden()
+
+
+def test_the_card_says_when_waking_starts(watched, server):
+    """A kind whose readiness snapwake has measured wakes early so as to be Ready at the
+    owner's minute: the card says when waking starts. (What the server answers is tested in the
+    Rust suites; serve --demo has nothing measured, so the listing's `wake_starts_at` is set
+    here two minutes before the wake.)"""
+    status, _, saved = server.api("PUT", SCHEDULE, body={"timezone": "UTC", "wake": "30 8 * * *"})
+    assert status == 200 and saved["wake_starts_at"] == saved["next_wake_at"], saved
+    wake = saved["next_wake_at"]
+    starts = datetime.fromtimestamp(datetime.fromisoformat(wake.replace("Z", "+00:00")).timestamp() - 120,
+                                    tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    w = watched()
+    page = w.page
+
+    def early(route):
+        res = route.fetch()
+        body = res.json()
+        for agent in body.get("agents", []):
+            if agent["agent_id"] == DATA_HELPER:
+                agent["schedule"]["wake_starts_at"] = starts
+        route.fulfill(response=res, body=json.dumps(body))
+
+    page.route(re.compile(r".*/v1/agents(\?.*)?$"), early)
+    page.goto(server.url + "/")
+    helper = card(page, "Data helper")
+    expect(helper.locator(".schedule time").first).to_have_attribute("datetime", wake)
+    starts_at = helper.locator(".schedule time.starts")
+    expect(starts_at).to_have_attribute("datetime", starts)
+    expect(starts_at).to_contain_text("08:28")
+    expect(helper).to_contain_text(re.compile(r"next wake .*08:30 \(waking starts .*08:28 to be ready by then\)"))
+    w.shot("42-card-waking-starts")
+    # Nothing measured (as served): no early start is claimed.
+    page.unroute(re.compile(r".*/v1/agents(\?.*)?$"))
+    page.reload()
+    expect(card(page, "Data helper").locator(".schedule time.starts")).to_have_count(0)

@@ -19,7 +19,7 @@ use snapwake::http::response;
 use snapwake::index_sync::index_located;
 use snapwake::locate::locate;
 use snapwake::locate::sessions::active_session;
-use snapwake::schedule::{Plan, ScheduleBody};
+use snapwake::schedule::{wake_lead_ms, Plan, Readiness, ScheduleBody};
 use snapwake::store::{AgentStore, ScheduleStore, StoreError};
 use snapwake::timestamp::now_ms;
 use snapwake::view::schedule_view;
@@ -52,10 +52,29 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
         // that wrote in between (the occurrence it carried belonged to the old schedule).
         let mut schedule: ScheduleRecord = plan.record(now_ms());
         schedule.key = Some(addressed.key.clone());
+        if schedule.next_wake_ms.is_some() {
+            schedule.next_wake_lead_ms = self.lead_alone(&addressed).await;
+        }
         let written = self.set(&addressed, agent, Some(&schedule)).await?;
         let written =
             written.ok_or_else(|| Error::Internal("the schedule was not written".into()))?;
         Ok(response::json(200, &schedule_view(&written.summary())))
+    }
+
+    /// The lead a new wake occurrence of this agent's kind keeps: its kind's measured
+    /// readiness and the margin (docs/schedules.md, "Ready at the minute"). Unread, none: the
+    /// tick still starts it early once it has read the readiness.
+    async fn lead_alone(&self, addressed: &Addressed<'_, S>) -> Option<u64> {
+        match Readiness::read(&addressed.store, addressed.key.kind).await {
+            Ok(readiness) => {
+                let p95 = readiness.p95()?;
+                Some(wake_lead_ms(Some(p95), 1, self.schedules.wakes_per_second))
+            }
+            Err(e) => {
+                tracing::info!(error = %e, "readiness unread: the schedule shows no early start");
+                None
+            }
+        }
     }
 
     pub(crate) async fn get_schedule(

@@ -68,6 +68,11 @@ pub struct ScheduleRecord {
     /// The next occurrence of each action not yet taken (epoch ms).
     pub next_wake_ms: Option<u64>,
     pub next_sleep_ms: Option<u64>,
+    /// How early the next wake starts at the latest, as its kind's readiness stood when the
+    /// occurrence was set (docs/schedules.md, "Ready at the minute"); a crowded minute starts
+    /// earlier. `None`: nothing measured then, or an item written before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_wake_lead_ms: Option<u64>,
     /// The occurrence being carried, if any.
     #[serde(default)]
     pub open: Option<Occurrence>,
@@ -101,6 +106,7 @@ impl ScheduleRecord {
             sleep: self.sleep.clone(),
             next_wake_ms: self.next_wake_ms,
             next_sleep_ms: self.next_sleep_ms,
+            next_wake_lead_ms: self.next_wake_lead_ms,
         }
     }
 
@@ -122,12 +128,11 @@ impl ScheduleRecord {
     /// When the next wake starts, `wake_lead_ms` before its minute, but never before a sleep
     /// due ahead of that minute: a wake started before it would be put to sleep by it.
     pub fn wake_starts_at_ms(&self, wake_lead_ms: u64) -> Option<u64> {
-        let wake = self.next_wake_ms?;
-        let early = wake.saturating_sub(wake_lead_ms);
-        Some(match self.next_sleep_ms {
-            Some(sleep) if sleep < wake && sleep >= early => sleep + 1,
-            _ => early,
-        })
+        Some(wake_starts_at_ms(
+            self.next_wake_ms?,
+            self.next_sleep_ms,
+            wake_lead_ms,
+        ))
     }
 
     pub fn due_at_ms(&self) -> Option<u64> {
@@ -155,6 +160,34 @@ pub struct ScheduleSummary {
     pub next_wake_ms: Option<u64>,
     #[serde(default)]
     pub next_sleep_ms: Option<u64>,
+    /// The item's [`ScheduleRecord::next_wake_lead_ms`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_wake_lead_ms: Option<u64>,
+}
+
+impl ScheduleSummary {
+    /// The minute whose tick starts waking for the next wake at the latest (the owner's minute
+    /// while nothing is measured): the ticks come on whole minutes, the first at or after the
+    /// start starts it.
+    pub fn wake_starts_at_ms(&self) -> Option<u64> {
+        let wake = self.next_wake_ms?;
+        let starts = wake_starts_at_ms(
+            wake,
+            self.next_sleep_ms,
+            self.next_wake_lead_ms.unwrap_or(0),
+        );
+        Some((starts.div_ceil(60_000) * 60_000).min(wake))
+    }
+}
+
+/// A wake at `wake` started `lead` early, but never before a sleep due ahead of it: a wake
+/// started before that sleep would be put to sleep by it.
+fn wake_starts_at_ms(wake: u64, sleep: Option<u64>, lead: u64) -> u64 {
+    let early = wake.saturating_sub(lead);
+    match sleep {
+        Some(sleep) if sleep < wake && sleep >= early => sleep + 1,
+        _ => early,
+    }
 }
 
 /// `{"timezone", "wake", "sleep", "next_wake_at", "next_sleep_at"}` (RFC 3339 UTC instants).
@@ -164,5 +197,10 @@ pub struct ScheduleView {
     pub wake: Option<String>,
     pub sleep: Option<String>,
     pub next_wake_at: Option<String>,
+    /// When snapwake starts waking the agent for `next_wake_at` at the latest, so that it is
+    /// Ready by then: earlier by its kind's measured readiness, the same as `next_wake_at`
+    /// while nothing is measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wake_starts_at: Option<String>,
     pub next_sleep_at: Option<String>,
 }

@@ -150,6 +150,7 @@ impl Plan {
             sleep: self.sleep.as_ref().map(|c| c.to_string()),
             next_wake_ms: self.next(Action::Wake, now_ms),
             next_sleep_ms: self.next(Action::Sleep, now_ms),
+            next_wake_lead_ms: None,
             open: None,
             last: None,
             version: 0,

@@ -12,6 +12,7 @@ pub fn schedule_view(summary: &ScheduleSummary) -> ScheduleView {
         wake: summary.wake.clone(),
         sleep: summary.sleep.clone(),
         next_wake_at: summary.next_wake_ms.map(format_ms),
+        wake_starts_at: summary.wake_starts_at_ms().map(format_ms),
         next_sleep_at: summary.next_sleep_ms.map(format_ms),
     }
 }

@@ -88,3 +88,71 @@ async fn a_crowded_minute_starts_earlier() {
     assert_eq!((on_time.due, on_time.woke), (1, 1), "{on_time:?}");
     assert_eq!(resumes(&ctl), 1);
 }
+
+/// The schedule and every view of the agent say when waking starts, and the tick keeps it:
+/// at the owner's minute while nothing is measured; once measured, the minute of the tick that
+/// starts it, kept with each new occurrence, and never later, even when the readiness
+/// measured since would start it later.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_schedule_says_when_waking_starts_and_the_tick_keeps_it() {
+    let store = dynamo_store("tick-lead-shown").await;
+    let world = World::registered(Duration::from_millis(300), &store).await;
+    let api = Api::new(store.clone(), world.client(), identity());
+    let ctl = world.sim.control();
+    let agent_id = asleep_agent(&world, &api.resume, "Data helper").await;
+
+    let unmeasured = put_schedule(
+        &api.resume,
+        &agent_id,
+        json!({"timezone": "UTC", "wake": "30 8 * * *"}),
+    )
+    .await;
+    assert_eq!(
+        unmeasured["wake_starts_at"], unmeasured["next_wake_at"],
+        "nothing measured: waking starts at the owner's minute: {unmeasured}"
+    );
+
+    // Measured at 80 s: 80 s + one wake's budget time + 5 s margin start it at 08:28:34, so
+    // the 08:29 tick starts it (not the 08:28 one, which is earlier than needed).
+    Readiness::record(&store, Kind::Codex, &[80_000; 4])
+        .await
+        .unwrap();
+    let set = put_schedule(
+        &api.resume,
+        &agent_id,
+        json!({"timezone": "UTC", "wake": "30 8 * * *"}),
+    )
+    .await;
+    let w = at(set["next_wake_at"].as_str().unwrap());
+    let starts = at(set["wake_starts_at"].as_str().unwrap());
+    assert_eq!(starts, w - 120_000, "{set}");
+    // Every view of the agent shows the same.
+    let path = format!("/v1/agents/codex/{agent_id}");
+    let (status, view) = answer(&api.handle(alices_request("GET", &path)).await);
+    assert_eq!(status, 200, "{view}");
+    assert_eq!(view["schedule"], set, "the view and the route disagree");
+
+    // Measured faster since (20 s would start it on the 08:29 tick): the tick keeps the time
+    // the owner was shown.
+    Readiness::record(&store, Kind::Codex, &[20_000; 64])
+        .await
+        .unwrap();
+    let before = tick(&api.resume, starts - 60_000).await;
+    assert_eq!((before.woke, resumes(&ctl)), (0, 0), "{before:?}");
+    let at_start = tick(&api.resume, starts).await;
+    assert_eq!((at_start.woke, resumes(&ctl)), (1, 1), "{at_start:?}");
+
+    // The next occurrence keeps the lead of today's readiness (20 s: the 08:29 tick), and the
+    // route and the view show it.
+    let (status, next) = alices_schedule(&api.resume, "GET", &agent_id, None).await;
+    assert_eq!(status, 200, "{next}");
+    let next_wake = at(next["next_wake_at"].as_str().unwrap());
+    assert_eq!(next_wake, w + 86_400_000, "{next}");
+    assert_eq!(
+        at(next["wake_starts_at"].as_str().unwrap()),
+        next_wake - 60_000,
+        "{next}"
+    );
+    let (_, view) = answer(&api.handle(alices_request("GET", &path)).await);
+    assert_eq!(view["schedule"], next, "the view and the route disagree");
+}

@@ -6,6 +6,7 @@ use std::collections::HashMap;
 
 use snapwake::agentkit::AgentKit;
 use snapwake::domain::{Action, AgentRecord, Kind, ScheduleRecord};
+use snapwake::schedule::readiness::LONGEST_LEAD_MS;
 use snapwake::schedule::{wake_lead_ms, Readiness, Step};
 use snapwake::store::{AgentStore, ScheduleStore, Within};
 use snapwake::timestamp;
@@ -26,7 +27,7 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
             let (Some(key), Some(wake)) = (&record.key, record.next_wake_ms) else {
                 continue;
             };
-            *leads.per_minute.entry(wake / 60_000).or_default() += 1;
+            *leads.per_minute.entry(minute(wake)).or_default() += 1;
             if let Entry::Vacant(unread) = leads.readiness.entry(key.kind) {
                 unread.insert(match Readiness::read(&store, key.kind).await {
                     Ok(readiness) => readiness.p95(),
@@ -51,14 +52,30 @@ pub(super) struct Leads {
 }
 
 impl Leads {
+    /// The lead of `record`'s next wake: for its kind and its minute's crowd now, but never
+    /// less than the lead kept with the occurrence, which its views promised the owner.
     pub(super) fn of(&self, record: &ScheduleRecord) -> u64 {
         let (Some(key), Some(wake)) = (&record.key, record.next_wake_ms) else {
             return 0;
         };
         let readiness = self.readiness.get(&key.kind).copied().flatten();
-        let due = self.per_minute.get(&(wake / 60_000)).copied().unwrap_or(0);
-        wake_lead_ms(readiness, due, self.wakes_per_second)
+        let due = self.per_minute.get(&minute(wake)).copied().unwrap_or(0);
+        let now = wake_lead_ms(readiness, due, self.wakes_per_second);
+        now.max(record.next_wake_lead_ms.unwrap_or(0))
+            .min(LONGEST_LEAD_MS)
     }
+
+    /// The lead kept with a wake occurrence of `kind` when it is set: its kind's readiness and
+    /// the margin alone, as if nothing else were due in its minute (`None`: not measured).
+    pub(super) fn alone(&self, kind: Kind) -> Option<u64> {
+        let readiness = self.readiness.get(&kind).copied().flatten()?;
+        Some(wake_lead_ms(Some(readiness), 1, self.wakes_per_second))
+    }
+}
+
+/// The epoch minute of `at_ms`: the wakes of one minute share the budget's time.
+fn minute(at_ms: u64) -> u64 {
+    at_ms / 60_000
 }
 
 /// When `step` finishes the wake the tick started as reached: how long the agent took to be

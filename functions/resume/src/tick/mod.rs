@@ -41,7 +41,7 @@ use snapwake::timestamp::now_ms;
 use snapwake::wake::{WakeOutcome, WakeTarget};
 
 use crate::Resume;
-use lead::readiness_shown;
+use lead::{readiness_shown, Leads};
 
 mod lead;
 
@@ -134,17 +134,17 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
             }
         }
         let leads = self.leads(store, &ahead).await;
-        let due: Vec<(ScheduleRecord, u64)> = ahead
+        let due: Vec<ScheduleRecord> = ahead
             .into_iter()
-            .filter_map(|record| {
-                let lead = leads.of(&record);
-                let starts = record.starts_at_ms(lead)?;
-                (starts <= time_ms).then_some((record, lead))
+            .filter(|record| {
+                record
+                    .starts_at_ms(leads.of(record))
+                    .is_some_and(|starts| starts <= time_ms)
             })
             .collect();
         report.due = due.len();
         let handled: Vec<Result<Handled, Error>> = stream::iter(due)
-            .map(|(record, lead)| self.handle_due(store, record, time_ms, lead, &registry))
+            .map(|record| self.handle_due(store, record, time_ms, &leads, &registry))
             .buffer_unordered(AT_ONCE)
             .collect()
             .await;
@@ -205,7 +205,7 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
         store: Within<'_, S>,
         mut schedule: ScheduleRecord,
         time_ms: u64,
-        wake_lead_ms: u64,
+        leads: &Leads,
         registry: &ToolRegistry,
     ) -> Result<Handled, Error> {
         let Some(key) = schedule.key.clone() else {
@@ -227,7 +227,7 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
                 }
             };
             let seen = self.seen(&agent);
-            let step = decide_early(&schedule, &plan, time_ms, &seen, wake_lead_ms);
+            let step = decide_early(&schedule, &plan, time_ms, &seen, leads.of(&schedule));
             let ready = readiness_shown(&schedule, &step, &agent);
             let (mut next, mut action, carried) = match step {
                 Step::Idle => return Ok(Handled::Idle),
@@ -244,6 +244,10 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
                 None => None,
             };
             action = action.filter(|_| admitted.is_some());
+            if next.next_wake_ms != schedule.next_wake_ms {
+                // The new occurrence keeps the lead its views show the owner.
+                next.next_wake_lead_ms = leads.alone(key.kind);
+            }
             let moves = next.next_wake_ms != schedule.next_wake_ms
                 || next.next_sleep_ms != schedule.next_sleep_ms;
             let written = if moves {

@@ -29,6 +29,7 @@ fn record(
         sleep: Some("0 12 * * MON-FRI".into()),
         next_wake_ms: next_wake,
         next_sleep_ms: next_sleep,
+        next_wake_lead_ms: None,
         open,
         last: None,
         version: 3,
