@@ -111,12 +111,13 @@ impl Config {
             })?;
         let budget = budget_settings(&get)?;
         // A scheduled wake starts early enough for the Resumes the budget's background lane
-        // lets out a second (docs/schedules.md, "Ready at the minute").
+        // lets out a second, slowed as far as AgentKit's 429s can slow it: a burst is when
+        // they come (docs/schedules.md, "Ready at the minute").
         let wakes_per_second = budget
             .as_ref()
             .and_then(|b| b.lanes("ResumeSessionFromSnapshot"))
             .map_or(crate::schedule::plan::DEFAULT_WAKES_PER_SECOND, |l| {
-                l.background.max(1)
+                crate::budget::at_slowest(l.background).max(1)
             });
         Ok(Config {
             identity: identity_config(&get)?,

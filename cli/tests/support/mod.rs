@@ -28,14 +28,26 @@ impl Drop for Serving {
 /// Start `snapwake <args>` without the variables in `cleared`, and wait for the first line it
 /// prints: the one that names its `http://127.0.0.1:<port>` address.
 pub fn serving(args: &[&str], cleared: &[&str]) -> Serving {
+    serving_with(args, cleared, &[])
+}
+
+/// [`serving`], with the variables in `set` set for it.
+pub fn serving_with(args: &[&str], cleared: &[&str], set: &[(&str, &str)]) -> Serving {
     let mut command = Command::new(env!("CARGO_BIN_EXE_snapwake"));
     command.args(args);
     for var in cleared {
         command.env_remove(var);
     }
+    command.envs(set.iter().copied());
     let mut child = command
         .stdout(Stdio::piped())
-        .stderr(Stdio::null())
+        .stderr(match std::env::var_os("SNAPWAKE_TEST_SERVE_LOG") {
+            // What the server logs, to a file, when a test needs looking into.
+            Some(path) => std::fs::File::create(path)
+                .map(Stdio::from)
+                .unwrap_or_else(|_| Stdio::null()),
+            None => Stdio::null(),
+        })
         .spawn()
         .unwrap_or_else(|e| panic!("start snapwake {args:?}: {e}"));
     let mut line = String::new();

@@ -15,8 +15,12 @@
 //! - **Headroom.** The lanes together use [`BudgetSettings::headroom_permille`] of the assumed
 //!   limit: calls leave on their slots but reach AgentKit a little early or late.
 //! - **Adaptive.** AgentKit answering 429 means the limit is lower than assumed, or someone
-//!   else shares the account: the lanes' rate halves (at most once a second, never below a
-//!   tenth) and climbs back over [`RECOVERY`].
+//!   else shares the account: the lanes' rate drops by a quarter (at most once a second, never
+//!   below half) and climbs back over [`RECOVERY`]. Gently, and not to nothing: a 429 does not
+//!   say how much lower the limit is, and AgentKit that throttles a share of calls whatever
+//!   the rate (30% of Resumes in `cli/tests/fleet_serve.rs`) would otherwise drive the budget
+//!   to its floor and the fleet past its minute; below half, AgentKit's own 429s and the
+//!   client's retries (which its window does not count) carry the rest.
 //! - **Fail open.** A budget the table cannot answer does not stop AgentKit calls: they go out,
 //!   and meet AgentKit's own 429s and the client's backoff.
 
@@ -35,8 +39,10 @@ use crate::timestamp::now_ms;
 
 /// How long a slowdown takes to climb back to the whole rate.
 pub const RECOVERY: Duration = Duration::from_secs(30);
-/// Never slower than a tenth of the rate.
-const SLOWEST_PERMILLE: u32 = 100;
+/// Never slower than half the rate.
+const SLOWEST_PERMILLE: u32 = 500;
+/// Each slowdown keeps three quarters of the rate as it stands.
+const SLOWED_PERMILLE: u32 = 750;
 /// Many calls refused in one burst slow the budget down once.
 const SLOWDOWN_GAP_MS: u64 = 1000;
 /// The longest one budget write may take before the call goes out without it.
@@ -219,6 +225,12 @@ impl<S: BudgetStore> AgentKitBudget<S> {
                 Some(Reserved::Full { free_at_ms: at, .. }) => free_at_ms = Some(at),
             }
         }
+        tracing::debug!(
+            action,
+            latest_in_ms = latest_ms.saturating_sub(now_ms()),
+            free_in_ms = free_at_ms.unwrap_or_default().saturating_sub(now_ms()),
+            "no AgentKit budget slot in time"
+        );
         metrics::emit(
             Record::of("budget")
                 .dimension("Action", action)
@@ -230,7 +242,7 @@ impl<S: BudgetStore> AgentKitBudget<S> {
         })
     }
 
-    /// AgentKit refused `action` as throttled: halve both lanes' rate from where it stands.
+    /// AgentKit refused `action` as throttled: slow both lanes down from where they stand.
     pub async fn slow_down(&self, action: &'static str) {
         if self.settings.lanes(action).is_none() {
             return;
@@ -240,7 +252,7 @@ impl<S: BudgetStore> AgentKitBudget<S> {
             let bucket = Self::bucket(action, lane);
             let current = factor_at(self.slowdowns().get(&bucket).copied(), now);
             let slowdown = Slowdown {
-                factor_permille: (current / 2).max(SLOWEST_PERMILLE),
+                factor_permille: slowed(current),
                 since_ms: now,
             };
             let written = self.store.slow_down(&bucket, slowdown, SLOWDOWN_GAP_MS);
@@ -252,6 +264,17 @@ impl<S: BudgetStore> AgentKitBudget<S> {
             }
         }
     }
+}
+
+/// What a lane of `per_second` lets out at the slowest AgentKit's 429s can make it: what to
+/// plan by when the calls come in a burst, which is when AgentKit throttles.
+pub fn at_slowest(per_second: u32) -> u32 {
+    per_second * SLOWEST_PERMILLE / 1000
+}
+
+/// The rate factor (permille) after one more slowdown from `current`.
+pub fn slowed(current: u32) -> u32 {
+    (current * SLOWED_PERMILLE / 1000).max(SLOWEST_PERMILLE)
 }
 
 /// The rate factor (permille) a slowdown leaves at `now_ms`: climbing linearly back to the

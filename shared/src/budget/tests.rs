@@ -121,7 +121,7 @@ async fn unlimited_actions_take_nothing() {
 }
 
 #[tokio::test]
-async fn throttling_halves_the_rate_once_a_second_and_it_recovers() {
+async fn throttling_slows_the_rate_once_a_second_never_below_half_and_it_recovers() {
     let store = Arc::new(MemoryStore::new());
     let b = budget(store.clone(), "off,ResumeSessionFromSnapshot=50");
     let bucket = "ResumeSessionFromSnapshot#background";
@@ -133,15 +133,19 @@ async fn throttling_halves_the_rate_once_a_second_and_it_recovers() {
     in_background(other.take(RESUME, Deadline::after(Duration::from_secs(1))))
         .await
         .unwrap();
-    assert_eq!(other.interval_ms(bucket, 36, now), 56);
-    // A second 429 in the same burst does not halve it again in the table.
+    assert_eq!(other.interval_ms(bucket, 36, now), 38);
+    // A second 429 in the same burst does not slow it again in the table.
     b.slow_down(RESUME).await;
     let seen = store
         .reserve(bucket, now_ms(), 1, 0)
         .await
         .unwrap()
         .slowdown();
-    assert_eq!(seen.map(|s| s.factor_permille), Some(500));
+    assert_eq!(seen.map(|s| s.factor_permille), Some(750));
+    // Burst after burst: three quarters each time, never below half.
+    assert_eq!(slowed(750), 562);
+    assert_eq!(slowed(562), 500);
+    assert_eq!(slowed(500), 500);
     // Recovery: linear back to the whole rate over RECOVERY.
     let s = Some(Slowdown {
         factor_permille: 500,

@@ -36,8 +36,8 @@ pub struct ScheduleRules {
 }
 
 /// The background lane of AgentKit's assumed Resume limit (20 a second: 90% of it, less the
-/// people's fifth).
-pub const DEFAULT_WAKES_PER_SECOND: u32 = 14;
+/// people's fifth: 14), slowed to half as AgentKit's 429s can slow it (`crate::budget`).
+pub const DEFAULT_WAKES_PER_SECOND: u32 = 7;
 
 impl Default for ScheduleRules {
     fn default() -> Self {

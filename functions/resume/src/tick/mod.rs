@@ -53,8 +53,13 @@ const AT_ONCE: usize = 32;
 const PAGE: u32 = 100;
 /// How long one scheduled wake or sleep may work beyond one whole AgentKit request (which the
 /// engines insist on having before they send one) before the tick moves on; the next tick
-/// carries it on (a wake's holder sends its Resume and answers, without waiting).
-const PER_AGENT_MARGIN: Duration = Duration::from_secs(5);
+/// carries it on (a wake's holder sends its Resume and answers, without waiting). Most of it
+/// is waiting for budget slots: with [`AT_ONCE`] wakes in flight and AgentKit's 429s slowing
+/// the background lane to half (15 Resumes a second become 7), each call waits up to ~5 s for
+/// its slot, and a wake makes two or three. With 5 s, a third of a 300-wake minute was refused
+/// by the budget before it was sent and tried again only on the next tick, past its minute
+/// (`cli/tests/fleet_serve.rs`).
+const PER_AGENT_MARGIN: Duration = Duration::from_secs(20);
 
 /// What one tick did.
 #[derive(Debug, Default, Serialize, PartialEq, Eq)]
