@@ -21,10 +21,12 @@ use std::time::{Duration, Instant};
 
 use futures::stream::{self, StreamExt};
 use snapwake::agentkit::types::MetadataEntry;
-use snapwake::budget::{AgentKitBudget, BudgetSettings};
+use snapwake::budget::{at_slowest, AgentKitBudget, BudgetSettings};
 use snapwake::deadline::Deadline;
 use snapwake::domain::{AgentKey, Kind, ScheduleRecord};
 use snapwake::identity::usid;
+use snapwake::schedule::plan::DEFAULT_WAKES_PER_SECOND;
+use snapwake::schedule::wake_lead_ms;
 use snapwake::store::dynamo::DynamoStore;
 use snapwake::store::{AgentStore, Condition, ScheduleStore};
 use snapwake::timestamp::now_ms;
@@ -47,9 +49,17 @@ const CATCH_UP: Duration = Duration::from_secs(15 * 60);
 const PERSON_WAKES: usize = 30;
 /// Agents due before the fleet, whose wakes the ticks measure readiness from.
 const WARM_UP_AGENTS: usize = 10;
-/// How many minutes before the fleet they are due: far enough for the ticks to have measured
-/// them before the fleet's first start (the mornings before, in production).
-const WARM_UP_MINUTES: u64 = 5;
+/// The readiness the ticks measure from the warm-up: a tick sees a wake it started Ready on
+/// the tick after (docs/schedules.md, "Ready at the minute").
+const MEASURED_READINESS_MS: u64 = 60_000;
+
+/// How many minutes before the fleet the warm-up is due: far enough for the ticks to have
+/// measured it before the fleet's first start (the mornings before, in production), which is
+/// the lead `n` wakes in one minute take.
+fn warm_up_minutes(n: usize, wakes_per_second: u32) -> u64 {
+    let lead = wake_lead_ms(Some(MEASURED_READINESS_MS), n, wakes_per_second);
+    lead.div_ceil(60_000) + 2
+}
 
 type Function = Resume<DynamoStore, snapwake::agentkit::AgentKitClient>;
 
@@ -171,8 +181,20 @@ async fn run(n: usize) -> Outcome {
     // how long the kind takes to be Ready from them, which is what the fleet's lead is made of.
     let ids = seed(&world, &store, n, 0).await;
     let earlier = seed(&world, &store, WARM_UP_AGENTS, n).await;
-    let minute = (now_ms() / 60_000 + 2 + WARM_UP_MINUTES + n as u64 / 2_000) * 60_000;
-    let first_tick = minute - WARM_UP_MINUTES * 60_000;
+    // The ticks' leads allow for the budget's background Resumes at their slowest, as the
+    // configuration does.
+    let settings = BudgetSettings {
+        limits: ctl.rate_limits(),
+        ..BudgetSettings::default()
+    };
+    let wakes_per_second = settings
+        .lanes("ResumeSessionFromSnapshot")
+        .map_or(DEFAULT_WAKES_PER_SECOND, |l| {
+            at_slowest(l.background).max(1)
+        });
+    let warm_up = warm_up_minutes(n, wakes_per_second);
+    let minute = (now_ms() / 60_000 + 2 + warm_up + n as u64 / 2_000) * 60_000;
+    let first_tick = minute - warm_up * 60_000;
     schedule(&store, &earlier, first_tick).await;
     schedule(&store, &ids, minute).await;
     assert!(
@@ -182,21 +204,14 @@ async fn run(n: usize) -> Outcome {
     ctl.inject(Fault::latency(None, LATENCY_MS)).unwrap();
     ctl.reset_counters();
     // The deployment's AgentKit budget, kept in the same table, assuming the simulator's
-    // limits; the ticks' leads allow for its background Resumes, as the configuration does.
-    let settings = BudgetSettings {
-        limits: ctl.rate_limits(),
-        ..BudgetSettings::default()
-    };
-    let lanes = settings.lanes("ResumeSessionFromSnapshot");
+    // limits.
     let budget = AgentKitBudget::new(store.clone(), settings);
     let mut function = resume_fn(
         store.clone(),
         world.client().with_budget(Arc::new(budget)),
         WakeSettings::default(),
     );
-    if let Some(lanes) = lanes {
-        function.schedules.wakes_per_second = lanes.background;
-    }
+    function.schedules.wakes_per_second = wakes_per_second;
     let f: Arc<Function> = Arc::new(function);
 
     // When each scheduled agent's session was first seen Ready (epoch ms), and how many
@@ -308,8 +323,8 @@ async fn main() {
     println!();
     println!(
         "`cargo bench -p snapwake-tests --bench monday`: N agents whose wake schedules come due \
-         in the same minute, ticked every minute of real time ({}-s budget each) from {WARM_UP_MINUTES} \
-         minutes before it ({WARM_UP_AGENTS} agents of the same kind due then, from whose wakes \
+         in the same minute, ticked every minute of real time ({}-s budget each) from as many \
+         minutes before it as its lead takes, plus two ({WARM_UP_AGENTS} agents of the same kind due then, from whose wakes \
          the ticks measure readiness), on DynamoDB Local and the simulator with AgentKit's assumed account-wide \
          limits (Resume {RESUMES_PER_SECOND}/s), {LATENCY_MS} ms added to every AgentKit call and \
          sessions Ready {} s after they start. Lateness: when an agent's session was first seen \
