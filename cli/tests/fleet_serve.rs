@@ -190,14 +190,7 @@ async fn three_hundred_agents_due_in_one_minute_are_awake_by_it_with_one_resume_
         ],
         &[("SNAPWAKE_TABLE", &table)],
     );
-    let sim = server
-        .banner
-        .split("simulator at ")
-        .nth(1)
-        .and_then(|rest| rest.split([';', ',', ')']).next())
-        .expect("the banner names the simulator")
-        .trim()
-        .to_string();
+    let sim = server.simulator();
     let http = reqwest::Client::builder()
         .timeout(Duration::from_secs(60))
         .build()

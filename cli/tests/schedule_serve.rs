@@ -64,14 +64,7 @@ fn agent(url: &str) -> Value {
 fn serve_ticks_a_wake_schedule_when_the_simulated_clock_gets_there() {
     let server = demo_server();
     let url = server.endpoint.clone();
-    let sim = server
-        .banner
-        .split("simulator at ")
-        .nth(1)
-        .and_then(|rest| rest.split([';', ',', ')']).next())
-        .expect("the banner names the simulator")
-        .trim()
-        .to_string();
+    let sim = server.simulator();
     assert_eq!(agent(&url)["state"], "asleep");
 
     let (set, out) = schedule(

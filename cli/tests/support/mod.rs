@@ -18,6 +18,19 @@ pub struct Serving {
 /// A `snapwake sim`.
 pub type Sim = Serving;
 
+impl Serving {
+    /// The embedded simulator's address, as `serve`'s banner names it.
+    pub fn simulator(&self) -> String {
+        self.banner
+            .split("simulator at ")
+            .nth(1)
+            .and_then(|rest| rest.split([';', ',', ')']).next())
+            .expect("the banner names the simulator")
+            .trim()
+            .to_string()
+    }
+}
+
 impl Drop for Serving {
     fn drop(&mut self) {
         self.child.kill().ok();
