@@ -1,20 +1,16 @@
-//! Amazon EventBridge `PutEvents` (the JSON 1.1 protocol), signed with SigV4 by the AWS SDK's
-//! own `aws-sigv4` and sent with the `reqwest` client the AgentKit client uses: no EventBridge
-//! SDK crate, whose client would cost the 6 MiB budget more than this file.
+//! Amazon EventBridge `PutEvents` (the JSON 1.1 protocol), a signed call of
+//! [`crate::aws_json`].
 //!
 //! One entry per call (`source: snapwake`); an answer with `FailedEntryCount > 0` is a failure
 //! (EventBridge answers 200 with the entry failed, e.g. throttled), retried by the caller.
 
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use aws_config::SdkConfig;
-use aws_credential_types::provider::{ProvideCredentials, SharedCredentialsProvider};
-use aws_sigv4::http_request::{sign, SignableBody, SignableRequest, SigningSettings};
-use aws_sigv4::sign::v4;
-use aws_smithy_runtime_api::client::identity::Identity;
-use serde_json::{json, Value};
+use serde_json::json;
 
 use super::{EventError, EventSink};
+use crate::aws_json::{AwsJson, AwsJsonError};
 use crate::domain::StateEvent;
 
 /// The `source` of every event snapwake publishes.
@@ -23,11 +19,17 @@ pub const SOURCE: &str = "snapwake";
 const CALL_TIMEOUT: Duration = Duration::from_millis(1000);
 
 pub struct EventBridge {
-    http: reqwest::Client,
-    endpoint: String,
-    region: String,
+    events: AwsJson,
     bus: String,
-    credentials: SharedCredentialsProvider,
+}
+
+impl From<AwsJsonError> for EventError {
+    fn from(e: AwsJsonError) -> Self {
+        match e {
+            AwsJsonError::Credentials(e) => EventError::Credentials(e),
+            AwsJsonError::Failed(e) => EventError::Failed(e),
+        }
+    }
 }
 
 impl EventBridge {
@@ -47,24 +49,15 @@ impl EventBridge {
         bus: impl Into<String>,
         endpoint: Option<String>,
     ) -> Result<EventBridge, EventError> {
-        let region = config
-            .region()
-            .map(|r| r.to_string())
-            .ok_or_else(|| EventError::Credentials("no AWS region".into()))?;
-        let credentials = config
-            .credentials_provider()
-            .ok_or_else(|| EventError::Credentials("no credentials provider".into()))?;
-        let endpoint = endpoint.unwrap_or_else(|| format!("https://events.{region}.amazonaws.com"));
-        let http = reqwest::Client::builder()
-            .timeout(CALL_TIMEOUT)
-            .build()
-            .map_err(|e| EventError::Failed(format!("HTTP client: {e}")))?;
         Ok(EventBridge {
-            http,
-            endpoint: endpoint.trim_end_matches('/').to_string() + "/",
-            region,
+            events: AwsJson::new(
+                config,
+                "events",
+                "application/x-amz-json-1.1",
+                endpoint,
+                CALL_TIMEOUT,
+            )?,
             bus: bus.into(),
-            credentials,
         })
     }
 
@@ -85,66 +78,8 @@ impl EventBridge {
 impl EventSink for EventBridge {
     async fn publish(&self, event: &StateEvent) -> Result<(), EventError> {
         let body = self.body(event)?;
-        let credentials = self
-            .credentials
-            .provide_credentials()
-            .await
-            .map_err(|e| EventError::Credentials(e.to_string()))?;
-        let identity: Identity = credentials.into();
-        let host = reqwest::Url::parse(&self.endpoint)
-            .ok()
-            .and_then(|u| {
-                u.host_str()
-                    .map(|h| u.port().map_or(h.to_string(), |p| format!("{h}:{p}")))
-            })
-            .ok_or_else(|| EventError::Failed("the endpoint has no host".into()))?;
-        let headers = [
-            ("host", host.as_str()),
-            ("content-type", "application/x-amz-json-1.1"),
-            ("x-amz-target", "AWSEvents.PutEvents"),
-        ];
-        let params = v4::SigningParams::builder()
-            .identity(&identity)
-            .region(&self.region)
-            .name("events")
-            .time(SystemTime::now())
-            .settings(SigningSettings::default())
-            .build()
-            .map_err(|e| EventError::Failed(format!("signing: {e}")))?
-            .into();
-        let signable = SignableRequest::new(
-            "POST",
-            &self.endpoint,
-            headers.iter().copied(),
-            SignableBody::Bytes(&body),
-        )
-        .map_err(|e| EventError::Failed(format!("signing: {e}")))?;
-        let (instructions, _signature) = sign(signable, &params)
-            .map_err(|e| EventError::Failed(format!("signing: {e}")))?
-            .into_parts();
-        let mut request = http::Request::builder()
-            .method("POST")
-            .uri(&self.endpoint)
-            .body(body)
-            .map_err(|e| EventError::Failed(format!("request: {e}")))?;
-        for (name, value) in headers {
-            if let Ok(v) = http::HeaderValue::from_str(value) {
-                if let Ok(n) = http::HeaderName::from_bytes(name.as_bytes()) {
-                    request.headers_mut().insert(n, v);
-                }
-            }
-        }
-        instructions.apply_to_request_http1x(&mut request);
-        let request = reqwest::Request::try_from(request)
-            .map_err(|e| EventError::Failed(format!("request: {e}")))?;
-        let response = self
-            .http
-            .execute(request)
-            .await
-            .map_err(|e| EventError::Failed(format!("PutEvents: {}", e.without_url())))?;
-        let status = response.status();
-        let answer: Value = response.json().await.unwrap_or(Value::Null);
-        if !status.is_success() {
+        let (status, answer) = self.events.call("AWSEvents.PutEvents", body).await?;
+        if !(200..300).contains(&status) {
             let code = answer["__type"].as_str().unwrap_or("no error code");
             return Err(EventError::Failed(format!(
                 "PutEvents answered {status}: {code}"

@@ -1,0 +1,140 @@
+//! One call to an AWS service's JSON protocol (EventBridge `PutEvents`, SQS
+//! `SendMessageBatch`), signed with SigV4 by the AWS SDK's own `aws-sigv4` and sent with the
+//! `reqwest` client the AgentKit client uses: no service SDK crate, whose client would cost a
+//! function's 6 MiB budget more than this file.
+
+use std::time::{Duration, SystemTime};
+
+use aws_config::SdkConfig;
+use aws_credential_types::provider::{ProvideCredentials, SharedCredentialsProvider};
+use aws_sigv4::http_request::{sign, SignableBody, SignableRequest, SigningSettings};
+use aws_sigv4::sign::v4;
+use aws_smithy_runtime_api::client::identity::Identity;
+use serde_json::Value;
+
+/// Why a call did not get an answer. The text names the step, never a credential or a
+/// signature.
+#[derive(Debug, thiserror::Error)]
+pub enum AwsJsonError {
+    /// No region or credentials to sign with.
+    #[error("no AWS credentials: {0}")]
+    Credentials(String),
+    /// The request could not be built or sent, or timed out.
+    #[error("{0}")]
+    Failed(String),
+}
+
+/// A service endpoint calls are signed for.
+pub struct AwsJson {
+    http: reqwest::Client,
+    endpoint: String,
+    host: String,
+    region: String,
+    /// The signing name (`events`, `sqs`).
+    service: &'static str,
+    /// `application/x-amz-json-1.0` or `-1.1`, as the service speaks.
+    content_type: &'static str,
+    credentials: SharedCredentialsProvider,
+}
+
+impl AwsJson {
+    /// A caller of `service` with `config`'s region and credentials, at `endpoint` or, unset,
+    /// the service's endpoint of the region; each call bounded by `timeout`.
+    pub fn new(
+        config: &SdkConfig,
+        service: &'static str,
+        content_type: &'static str,
+        endpoint: Option<String>,
+        timeout: Duration,
+    ) -> Result<AwsJson, AwsJsonError> {
+        let region = config
+            .region()
+            .map(|r| r.to_string())
+            .ok_or_else(|| AwsJsonError::Credentials("no AWS region".into()))?;
+        let credentials = config
+            .credentials_provider()
+            .ok_or_else(|| AwsJsonError::Credentials("no credentials provider".into()))?;
+        let endpoint =
+            endpoint.unwrap_or_else(|| format!("https://{service}.{region}.amazonaws.com"));
+        let endpoint = endpoint.trim_end_matches('/').to_string() + "/";
+        let host = reqwest::Url::parse(&endpoint)
+            .ok()
+            .and_then(|u| {
+                u.host_str()
+                    .map(|h| u.port().map_or(h.to_string(), |p| format!("{h}:{p}")))
+            })
+            .ok_or_else(|| AwsJsonError::Failed("the endpoint has no host".into()))?;
+        let http = reqwest::Client::builder()
+            .timeout(timeout)
+            .build()
+            .map_err(|e| AwsJsonError::Failed(format!("HTTP client: {e}")))?;
+        Ok(AwsJson {
+            http,
+            endpoint,
+            host,
+            region,
+            service,
+            content_type,
+            credentials,
+        })
+    }
+
+    /// POST `body` as `target` (`AWSEvents.PutEvents`): the answer's status and its JSON
+    /// (`Null` when it had none).
+    pub async fn call(&self, target: &str, body: Vec<u8>) -> Result<(u16, Value), AwsJsonError> {
+        let credentials = self
+            .credentials
+            .provide_credentials()
+            .await
+            .map_err(|e| AwsJsonError::Credentials(e.to_string()))?;
+        let identity: Identity = credentials.into();
+        let headers = [
+            ("host", self.host.as_str()),
+            ("content-type", self.content_type),
+            ("x-amz-target", target),
+        ];
+        let signing = |e: String| AwsJsonError::Failed(format!("signing: {e}"));
+        let params = v4::SigningParams::builder()
+            .identity(&identity)
+            .region(&self.region)
+            .name(self.service)
+            .time(SystemTime::now())
+            .settings(SigningSettings::default())
+            .build()
+            .map_err(|e| signing(e.to_string()))?
+            .into();
+        let signable = SignableRequest::new(
+            "POST",
+            &self.endpoint,
+            headers.iter().copied(),
+            SignableBody::Bytes(&body),
+        )
+        .map_err(|e| signing(e.to_string()))?;
+        let (instructions, _signature) = sign(signable, &params)
+            .map_err(|e| signing(e.to_string()))?
+            .into_parts();
+        let mut request = http::Request::builder()
+            .method("POST")
+            .uri(&self.endpoint)
+            .body(body)
+            .map_err(|e| AwsJsonError::Failed(format!("request: {e}")))?;
+        for (name, value) in headers {
+            if let Ok(v) = http::HeaderValue::from_str(value) {
+                if let Ok(n) = http::HeaderName::from_bytes(name.as_bytes()) {
+                    request.headers_mut().insert(n, v);
+                }
+            }
+        }
+        instructions.apply_to_request_http1x(&mut request);
+        let request = reqwest::Request::try_from(request)
+            .map_err(|e| AwsJsonError::Failed(format!("request: {e}")))?;
+        let response = self
+            .http
+            .execute(request)
+            .await
+            .map_err(|e| AwsJsonError::Failed(format!("{target}: {}", e.without_url())))?;
+        let status = response.status().as_u16();
+        let answer: Value = response.json().await.unwrap_or(Value::Null);
+        Ok((status, answer))
+    }
+}
