@@ -8,7 +8,7 @@ retry policy went missing; this can.
   queue's policy lets EventBridge send to it from that rule alone (aws:SourceArn).
 - Every function with such an event, or another asynchronous one (SNS, S3, CloudWatchLogs,
   IoTRule), has an EventInvokeConfig whose OnFailure destination is a declared SQS queue.
-- Every SQS event source polls a declared queue whose RedrivePolicy has a maxReceiveCount (its
+- Every SQS event source (a function's SQS event or an AWS::Lambda::EventSourceMapping) polls a declared queue whose RedrivePolicy has a maxReceiveCount (its
   retries) and sends to a declared dead-letter queue (alarmed as below; the polled queue itself
   is not alarmed at one message). Any other kind of event source than these and the HTTP API's
   is a failure until this check says what keeps its failed events.
@@ -246,7 +246,7 @@ def check(template):
                     f"Destination !GetAtt <Queue>.Arn of a declared queue, not {on_failure!r}"
                 )
 
-    sources = polled_queues(functions)
+    sources = polled_queues(template, functions)
     failures.extend(event_source_failures(functions, queues, sources))
     for qname, queue in queues.items():
         p = props(queue)
@@ -330,13 +330,19 @@ def check(template):
     return failures
 
 
-def polled_queues(functions):
-    """The declared queues an SQS event source polls (by logical id)."""
-    return {
+def polled_queues(template, functions):
+    """The declared queues an SQS event source polls (by logical id): a function's SQS event,
+    or an AWS::Lambda::EventSourceMapping (which lets the role's own grant name the queue,
+    where SAM's SQS event attaches a managed policy allowing every queue)."""
+    mapped = {
+        getatt(props(mapping).get("EventSourceArn"), "Arn")
+        for mapping in resources(template, "AWS::Lambda::EventSourceMapping").values()
+    }
+    return ({
         getatt(props(event).get("Queue"), "Arn")
         for function in functions.values()
         for _, event in events_of(function, ("SQS",))
-    } - {None}
+    } | mapped) - {None}
 
 
 def event_source_failures(functions, queues, sources):
@@ -551,8 +557,15 @@ EXPECTED_IAM = {
         | _grants(TABLE, "dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem")
         # Query: the due schedules (tick.rs: due_schedules).
         | _grants(DUE_INDEX, "dynamodb:Query")
-        # SendMessage: a tick that failed goes to the on-failure queue (EventInvokeConfig).
+        # SendMessage: a tick that failed goes to the on-failure queue (EventInvokeConfig);
+        # the tick hands due occurrences to the fan-out queue (fanout/sqs.rs:
+        # SendMessageBatch).
         | _grants("ResumeOnFailureQueue", "sqs:SendMessage")
+        | _grants("DueQueue", "sqs:SendMessage")
+        # Receive, Delete, ChangeMessageVisibility, GetQueueAttributes: Lambda polls the
+        # fan-out queue on the function's role (DueQueueMapping), and on this queue only.
+        | _grants("DueQueue", "sqs:ReceiveMessage", "sqs:DeleteMessage",
+                  "sqs:ChangeMessageVisibility", "sqs:GetQueueAttributes")
     ),
     "DeleteFunction": (
         LOGS | CREDENTIALS | EVENTS
@@ -1119,6 +1132,13 @@ def _sqs_source(redrive):
     return go
 
 
+def _mapped_queue_without_redrive(t):
+    mapping = next(iter(resources(t, "AWS::Lambda::EventSourceMapping").values()))
+    qname = getatt(props(mapping).get("EventSourceArn"), "Arn")
+    props(t["Resources"][qname]).pop("RedrivePolicy", None)
+    return f"{qname}: polled by an SQS event source"
+
+
 def _sns_without_invoke_config(t):
     props(t["Resources"]["CreateFunction"])["Events"]["Notice"] = {
         "Type": "SNS", "Properties": {"Topic": "arn:aws:sns:us-east-1:123456789012:notices"},
@@ -1206,6 +1226,8 @@ MUTATIONS = [
     ("an SQS event source whose dead-letter queue is not declared",
      _sqs_source({"deadLetterTargetArn": "arn:aws:sqs:us-east-1:123456789012:elsewhere",
                   "maxReceiveCount": 5})),
+    ("a queue an event source mapping polls, without a redrive policy",
+     _mapped_queue_without_redrive),
     ("an SNS event on a function without EventInvokeConfig", _sns_without_invoke_config),
     ("a Kinesis event source (no check knows it)", _stream_source),
     ("X-Ray granted in a function's Policies (so with Tracing off too)", _xray_policy),

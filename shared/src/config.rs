@@ -60,6 +60,9 @@ pub struct Config {
     /// The EventBridge bus state-change events go to (`SNAPWAKE_EVENT_BUS`, a name or an
     /// ARN); `None`: none are published.
     pub event_bus: Option<String>,
+    /// The SQS FIFO queue the tick hands due occurrences to (`SNAPWAKE_DUE_QUEUE_URL`, its
+    /// URL); `None`: the tick acts on them itself (docs/schedules.md, "Fan-out").
+    pub due_queue: Option<String>,
     /// What a schedule may ask for (`SNAPWAKE_SCHEDULE_MIN_INTERVAL_S`, default 3600).
     pub schedules: ScheduleRules,
     /// The deployment's AgentKit budget (`SNAPWAKE_AGENTKIT_LIMITS`: AgentKit's limits as
@@ -135,6 +138,7 @@ impl Config {
             offboarding_sources: offboarding_sources(&get)?,
             open_url,
             event_bus: get("SNAPWAKE_EVENT_BUS").map(|b| b.trim().to_string()),
+            due_queue: get("SNAPWAKE_DUE_QUEUE_URL").map(|q| q.trim().to_string()),
             budget: budget.clone(),
             schedules: ScheduleRules {
                 min_interval: Duration::from_secs(parse_number(

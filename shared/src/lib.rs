@@ -30,6 +30,7 @@
 //! - [`offboarding`]: an owner's offboarding progress and the unfinished ones (documents);
 //! - [`index_sync`]: keeping the owner index in step with AgentKit;
 //! - [`schedule`]: per-agent schedules: a body checked into a plan, a tick's decision;
+//! - [`fanout`]: the queue the tick hands each due occurrence to: SQS, or one in process;
 //! - [`sleep`]: sleep now over the lock: snapshot, wait until Ready, end the session;
 //! - [`wake`]: the wake protocol over the lock (docs/wake-protocol.md);
 //! - [`deploy`]: the reconcile of the AgentKit Tools;
@@ -61,6 +62,7 @@ pub mod view;
 pub mod offboarding;
 pub mod index_sync;
 pub mod schedule;
+pub mod fanout;
 pub mod sleep;
 pub mod wake;
 pub mod deploy;

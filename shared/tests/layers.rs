@@ -36,6 +36,7 @@ const LAYERS: &[&str] = &[
     "offboarding",
     "index_sync",
     "schedule",
+    "fanout",
     "sleep",
     "wake",
     "deploy",

@@ -24,9 +24,10 @@ use snapwake::agentkit::types::MetadataEntry;
 use snapwake::budget::{at_slowest, AgentKitBudget, BudgetSettings};
 use snapwake::deadline::Deadline;
 use snapwake::domain::{AgentKey, Kind, ScheduleRecord};
+use snapwake::fanout::{Fanout, LocalQueue, QueueSettings};
 use snapwake::identity::usid;
 use snapwake::schedule::plan::DEFAULT_WAKES_PER_SECOND;
-use snapwake::schedule::wake_lead_ms;
+use snapwake::schedule::{wake_lead_ms, Starting};
 use snapwake::store::dynamo::DynamoStore;
 use snapwake::store::{AgentStore, Condition, ScheduleStore};
 use snapwake::timestamp::now_ms;
@@ -57,7 +58,12 @@ const MEASURED_READINESS_MS: u64 = 60_000;
 /// measured it before the fleet's first start (the mornings before, in production), which is
 /// the lead `n` wakes in one minute take.
 fn warm_up_minutes(n: usize, wakes_per_second: u32) -> u64 {
-    let lead = wake_lead_ms(Some(MEASURED_READINESS_MS), n, wakes_per_second);
+    let lead = wake_lead_ms(
+        Some(MEASURED_READINESS_MS),
+        n,
+        wakes_per_second,
+        Starting::Queued,
+    );
     lead.div_ceil(60_000) + 2
 }
 
@@ -212,7 +218,22 @@ async fn run(n: usize) -> Outcome {
         WakeSettings::default(),
     );
     function.schedules.wakes_per_second = wakes_per_second;
+    // Deployed, the tick hands each due occurrence to the queue, which the resume function
+    // consumes at the event source mapping's concurrency.
+    let queue = LocalQueue::new(QueueSettings::default());
+    function.fanout = Fanout::Local(queue.clone());
     let f: Arc<Function> = Arc::new(function);
+    let consumer = tokio::spawn({
+        let (f, queue) = (f.clone(), queue.clone());
+        async move {
+            queue
+                .consume(|due| {
+                    let f = f.clone();
+                    async move { f.due(&due, Deadline::after(TICK_BUDGET)).await.is_ok() }
+                })
+                .await;
+        }
+    });
 
     // When each scheduled agent's session was first seen Ready (epoch ms), and how many
     // sessions each has.
@@ -273,6 +294,9 @@ async fn run(n: usize) -> Outcome {
     let mut person_ms = persons.await.unwrap();
     tokio::time::sleep(READINESS + Duration::from_secs(1)).await;
     watching.abort();
+    consumer.abort();
+    let queued = queue.stats();
+    assert_eq!(queued.dead_lettered, 0, "{queued:?}");
 
     let counters = ctl.counters();
     let ready = ready.lock().unwrap().clone();

@@ -15,6 +15,7 @@ mod description;
 mod events;
 mod local_only;
 
+use snapwake::fanout::{Fanout, LocalQueue, QueueSettings};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -93,6 +94,8 @@ const EVENTS_KEPT: usize = 100;
 
 /// The longest one tick of the local server works (a deployed tick has its Lambda's time).
 const TICK_BUDGET: Duration = Duration::from_secs(50);
+/// How long one due occurrence of the queue may work: the deployed resume function's timeout.
+const DUE_BUDGET: Duration = Duration::from_secs(29);
 
 /// The longest one sweep of the local server runs before it checkpoints.
 const SWEEP_BUDGET: Duration = Duration::from_secs(120);
@@ -252,6 +255,10 @@ async fn run_with<S: AgentStore + ScheduleStore + BudgetStore + 'static>(
                 ..parts.config.wake.clone()
             },
             schedules: parts.config.schedules.clone(),
+            // The deployed path, in process: the tick hands due occurrences to a queue that
+            // the consumer below works (docs/schedules.md, "Fan-out").
+            fanout: Fanout::Local(LocalQueue::new(QueueSettings::default())),
+            measured: Default::default(),
         },
     });
 
@@ -309,6 +316,27 @@ async fn run_with<S: AgentStore + ScheduleStore + BudgetStore + 'static>(
                     tracing::warn!(error = %e, "index refresh failed");
                 }
             }
+        });
+    }
+
+    // The fan-out queue's consumer, as the event source mapping is deployed: each due
+    // occurrence worked by the resume function, a bounded number at once.
+    if let Fanout::Local(queue) = &app.resume.fanout {
+        let queue = queue.clone();
+        let consumer = app.clone();
+        tokio::spawn(async move {
+            queue
+                .consume(|due| {
+                    let consumer = consumer.clone();
+                    async move {
+                        consumer
+                            .resume
+                            .due(&due, Deadline::after(DUE_BUDGET))
+                            .await
+                            .is_ok()
+                    }
+                })
+                .await;
         });
     }
 

@@ -5,7 +5,9 @@
 //!   routes;
 //! - the schedules' tick: `{"action": "tick", "time": "<RFC 3339>"}`, the input the
 //!   EventBridge Scheduler schedule gives with `<aws.scheduler.scheduled-time>`
-//!   (docs/schedules.md).
+//!   (docs/schedules.md);
+//! - a batch of the fan-out queue's due occurrences, from its SQS event source mapping,
+//!   answered with the messages to deliver again (`batchItemFailures`).
 //!
 //! One function serves both, rather than the tick in a function of its own: a tick wakes and
 //! puts agents to sleep through exactly the code, permissions and settings of the HTTP routes
@@ -24,19 +26,21 @@ use snapwake::invocation::begin_event;
 use snapwake::store::{AgentStore, ScheduleStore};
 use tracing::Instrument;
 
-use crate::tick::TickReport;
+use crate::tick::{BatchResponse, QueueBatch, TickReport};
 use crate::Resume;
 
 /// What an invocation asks for. Untagged: the tick comes first, since it is recognised by its
-/// exact fields, and an API Gateway request never has them.
+/// exact fields, and an API Gateway request never has them; then an SQS batch (`Records`,
+/// each from `aws:sqs`).
 #[derive(Debug, Deserialize)]
 #[serde(
     untagged,
-    expecting = "an API Gateway HTTP API request, or a tick: \
+    expecting = "an API Gateway HTTP API request, an SQS batch, or a tick: \
     {\"action\": \"tick\", \"time\": \"<RFC 3339>\"}"
 )]
 pub enum Invocation {
     Tick(TickEvent),
+    Queue(QueueBatch),
     Http(Box<HttpEvent>),
 }
 
@@ -74,12 +78,14 @@ impl TryFrom<ApiGatewayV2httpRequest> for HttpEvent {
     }
 }
 
-/// What the function answers: API Gateway's response, or a tick's report.
+/// What the function answers: API Gateway's response, a tick's report, or a batch's
+/// messages to deliver again.
 #[derive(Debug, Serialize)]
 #[serde(untagged)]
 pub enum Answer {
     Http(Box<ApiGatewayV2httpResponse>),
     Tick(TickReport),
+    Queue(BatchResponse),
 }
 
 fn rfc3339_ms<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
@@ -110,6 +116,10 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
             Invocation::Tick(tick) => {
                 let deadline = Deadline::for_invocation(context.deadline);
                 Ok(Answer::Tick(self.tick(tick.time, deadline).await?))
+            }
+            Invocation::Queue(batch) => {
+                let deadline = Deadline::for_invocation(context.deadline);
+                Ok(Answer::Queue(self.due_batch(batch, deadline).await))
             }
         }
     }

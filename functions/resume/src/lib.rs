@@ -4,7 +4,8 @@
 //! - `POST …/sleep` ([`sleep`]): snapshot the agent, then end its session;
 //! - `POST …/keepalive` ([`keepalive`]): make the live session last longer;
 //! - `PUT|GET|DELETE …/schedule` ([`schedule`]): when the agent wakes and sleeps by itself;
-//! - the schedules' tick ([`tick`]), a scheduled invocation ([`invocation`] tells them apart).
+//! - the schedules' tick ([`tick`]), a scheduled invocation, and the fan-out queue's batches
+//!   of due occurrences it hands over ([`invocation`] tells them apart).
 //!
 //! Each authorises the caller and reads the agent's record the same way ([`addressed`]); the
 //! exactly-once guarantees live in [`snapwake::wake`] and [`snapwake::sleep`], under the one
@@ -22,11 +23,12 @@ pub mod tick;
 use lambda_http::{Body, Request, Response};
 use snapwake::agentkit::AgentKit;
 use snapwake::error::{Error, Result};
+use snapwake::fanout::Fanout;
 use snapwake::http::edge;
 use snapwake::http::request::{self as req, Route};
 use snapwake::identity::IdentityConfig;
 use snapwake::registry_cache::RegistryCache;
-use snapwake::schedule::ScheduleRules;
+use snapwake::schedule::{Measured, ScheduleRules};
 use snapwake::store::{AgentStore, ScheduleStore};
 use snapwake::wake::WakeSettings;
 
@@ -72,6 +74,10 @@ pub struct Resume<S, K> {
     pub wake: WakeSettings,
     /// What a schedule may ask for.
     pub schedules: ScheduleRules,
+    /// Where the tick hands due occurrences.
+    pub fanout: Fanout,
+    /// Readinesses this container's consumers measured, not yet kept.
+    pub measured: Measured,
 }
 
 impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {

@@ -1,5 +1,6 @@
 //! The resume Lambda: configuration and clients built once, then every invocation — an API
-//! Gateway request or the schedules' tick — to [`Resume::invoke`].
+//! Gateway request, the schedules' tick or a batch of its due occurrences — to
+//! [`Resume::invoke`].
 
 use lambda_http::lambda_runtime::{self, service_fn, LambdaEvent};
 use lambda_http::Error;
@@ -19,6 +20,8 @@ async fn main() -> Result<(), Error> {
         identity: config.identity.clone(),
         wake: config.wake.clone(),
         schedules: config.schedules.clone(),
+        fanout: bootstrap::fanout(&config)?,
+        measured: Default::default(),
     };
     let resume = &resume;
     lambda_runtime::run(service_fn(

@@ -68,7 +68,12 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
         match Readiness::read(&addressed.store, addressed.key.kind).await {
             Ok(readiness) => {
                 let p95 = readiness.p95()?;
-                Some(wake_lead_ms(Some(p95), 1, self.schedules.wakes_per_second))
+                Some(wake_lead_ms(
+                    Some(p95),
+                    1,
+                    self.schedules.wakes_per_second,
+                    self.fanout.starting(),
+                ))
             }
             Err(e) => {
                 tracing::info!(error = %e, "readiness unread: the schedule shows no early start");

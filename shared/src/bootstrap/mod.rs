@@ -80,6 +80,23 @@ pub async fn announcing_store(
     ))
 }
 
+/// Where the tick hands due occurrences (docs/schedules.md, "Fan-out"): the SQS queue
+/// `SNAPWAKE_DUE_QUEUE_URL` names, else none (the tick acts on them itself).
+pub fn fanout(config: &Config) -> Result<crate::fanout::Fanout, StartError> {
+    use crate::fanout::{Fanout, SqsQueue};
+    match &config.due_queue {
+        None => Ok(Fanout::Inline),
+        Some(url) => SqsQueue::new(&aws::lambda_sdk_config(), url.clone())
+            .map(Fanout::Sqs)
+            .map_err(|e| {
+                StartError::Config(ConfigError::Invalid {
+                    var: "SNAPWAKE_DUE_QUEUE_URL",
+                    reason: e.to_string(),
+                })
+            }),
+    }
+}
+
 /// The AgentKit client, credentials loaded now; it re-reads them when AgentKit refuses them or
 /// they are old (docs/agentkit.md, "Credentials"). Every call takes its slot from the
 /// deployment's AgentKit budget kept in `store` (docs/agentkit.md, *Rate limits*).

@@ -21,6 +21,11 @@ pub const LONGEST_SAMPLE_MS: u64 = 10 * 60_000;
 /// Beyond the readiness and the budget's time: the tick's own reads and writes, the poll that
 /// sees the session Ready.
 pub const MARGIN_MS: u64 = 5_000;
+/// Resumes sent per wake, as planned: AgentKit may refuse (429) some of a burst's Resumes
+/// whatever the budget's pace, and each refused one is sent again within the same budget.
+/// Planned for a third refused: with 30% of Resumes throttled, 300 wakes planned at one send
+/// each started 40 s too late to be Ready by their minute (`cli/tests/fleet_serve.rs`).
+pub const SENDS_PER_WAKE: (u64, u64) = (3, 2);
 /// The ticks come a minute apart: a wake that should start between two starts at the first.
 pub const TICK_PERIOD_MS: u64 = 60_000;
 /// The longest lead: how far ahead of its time the tick reads the schedules.
@@ -95,24 +100,100 @@ impl Readiness {
     }
 }
 
+/// Readinesses measured in this process and not yet kept: the queue's consumers each see a
+/// few wakes reached, and a write per wake to the kind's one document would have a hundred
+/// consumers racing for it. They keep what they saw at most every [`Self::EVERY`].
+#[derive(Debug, Default)]
+pub struct Measured {
+    held: std::sync::Mutex<Held>,
+}
+
+/// Samples per kind, and when they were last written.
+#[derive(Debug, Default)]
+struct Held {
+    samples: std::collections::HashMap<Kind, Vec<u64>>,
+    written: Option<std::time::Instant>,
+}
+
+impl Measured {
+    /// How often one process writes what it measured.
+    pub const EVERY: std::time::Duration = std::time::Duration::from_secs(10);
+
+    pub fn add(&self, kind: Kind, ms: u64) {
+        let mut held = self.held.lock().unwrap_or_else(|p| p.into_inner());
+        held.samples.entry(kind).or_default().push(ms);
+    }
+
+    /// What to keep now: everything held, if the last write was [`Self::EVERY`] ago.
+    pub fn take_due(&self) -> Vec<(Kind, Vec<u64>)> {
+        let mut held = self.held.lock().unwrap_or_else(|p| p.into_inner());
+        if held.samples.is_empty() || held.written.is_some_and(|at| at.elapsed() < Self::EVERY) {
+            return Vec::new();
+        }
+        held.written = Some(std::time::Instant::now());
+        held.samples.drain().collect()
+    }
+}
+
+/// Who starts the wakes a tick finds due, which decides how many one minute can start.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Starting {
+    /// The tick itself, inside its invocation: [`TICK_WORK_MS`] of each minute.
+    ByTick,
+    /// The fan-out queue's consumers, the whole minute through (docs/schedules.md, "Fan-out").
+    Queued,
+}
+
 /// How long before its minute a wake starts: nothing measured, none (at the minute); else the
-/// readiness, the time `due_that_minute` wakes take at `wakes_per_second` (a whole tick period
-/// for every [`TICK_WORK_MS`] of them: one tick starts no more), and the margin, rounded up by
-/// a tick period less a millisecond (so that the tick before the start starts it, not the one
-/// after), at most [`LONGEST_LEAD_MS`].
+/// readiness, the time `due_that_minute` wakes take at `wakes_per_second`, each sent
+/// [`SENDS_PER_WAKE`] times (started by the
+/// tick, a whole tick period for every [`TICK_WORK_MS`] of them: one tick starts no more;
+/// queued, the consumers work every minute through), and the margin, rounded up by a tick
+/// period less a millisecond (so that the tick before the start starts it, not the one after),
+/// at most [`LONGEST_LEAD_MS`].
 pub fn wake_lead_ms(
     readiness_ms: Option<u64>,
     due_that_minute: usize,
     wakes_per_second: u32,
+    starting: Starting,
 ) -> u64 {
     let Some(readiness) = readiness_ms else {
         return 0;
     };
     let per_second = u64::from(wakes_per_second.max(1));
-    let per_tick = (per_second * TICK_WORK_MS / 1000).max(1);
-    let due = due_that_minute as u64;
+    let work_ms = match starting {
+        Starting::ByTick => TICK_WORK_MS,
+        Starting::Queued => TICK_PERIOD_MS,
+    };
+    let per_tick = (per_second * work_ms / 1000).max(1);
+    let (sends, per_wake) = SENDS_PER_WAKE;
+    let due = (due_that_minute as u64 * sends).div_ceil(per_wake);
     let budget = (due / per_tick) * TICK_PERIOD_MS + ((due % per_tick) * 1000).div_ceil(per_second);
     (readiness + budget + MARGIN_MS + TICK_PERIOD_MS - 1).min(LONGEST_LEAD_MS)
+}
+
+/// The lead of one schedule's next wake, as the tick that found it due worked it out: carried
+/// with the occurrence to whoever acts on it (the tick itself, or the queue's consumer).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DueLead {
+    /// For its kind's readiness and its minute's crowd at the tick.
+    pub now_ms: u64,
+    /// What a new occurrence of its kind is set with: its readiness and the margin alone
+    /// (`None`: not measured).
+    pub alone_ms: Option<u64>,
+}
+
+impl DueLead {
+    /// The lead of `record`'s next wake: never less than the lead kept with the occurrence,
+    /// which its views promised the owner.
+    pub fn of(&self, record: &crate::domain::ScheduleRecord) -> u64 {
+        if record.next_wake_ms.is_none() {
+            return 0;
+        }
+        self.now_ms
+            .max(record.next_wake_lead_ms.unwrap_or(0))
+            .min(LONGEST_LEAD_MS)
+    }
 }
 
 #[cfg(test)]
@@ -137,27 +218,89 @@ mod tests {
     #[test]
     fn the_lead_covers_readiness_the_budget_and_the_tick_before() {
         assert_eq!(
-            wake_lead_ms(None, 10_000, 36),
+            wake_lead_ms(None, 10_000, 36, Starting::ByTick),
             0,
             "nothing measured: at the minute"
         );
-        // 5 s readiness, 100 wakes at 20 a second (5 s), 5 s margin, a tick period less 1 ms.
-        assert_eq!(wake_lead_ms(Some(5_000), 100, 20), 15_000 + 59_999);
-        // 1,000 at 36 a second: one tick starts 900 (25 s), the next the other 100 (2.8 s).
+        // 5 s readiness, 100 wakes (150 sends) at 20 a second (7.5 s), 5 s margin, a tick
+        // period less 1 ms.
         assert_eq!(
-            wake_lead_ms(Some(6_000), 1_000, 36),
-            6_000 + 60_000 + 2_778 + 5_000 + 59_999
+            wake_lead_ms(Some(5_000), 100, 20, Starting::ByTick),
+            5_000 + 7_500 + 5_000 + 59_999
         );
-        // 10,000: eleven ticks of 900, and 100 more.
+        // 1,000 (1,500 sends) at 36 a second: one tick sends 900 (25 s), the next the other
+        // 600 (16.7 s).
         assert_eq!(
-            wake_lead_ms(Some(6_000), 10_000, 36),
-            6_000 + 11 * 60_000 + 2_778 + 5_000 + 59_999
+            wake_lead_ms(Some(6_000), 1_000, 36, Starting::ByTick),
+            6_000 + 60_000 + 16_667 + 5_000 + 59_999
+        );
+        // 5,000 (7,500 sends): eight ticks of 900, and 300 more.
+        assert_eq!(
+            wake_lead_ms(Some(6_000), 5_000, 36, Starting::ByTick),
+            6_000 + 8 * 60_000 + 8_334 + 5_000 + 59_999
         );
         // Past 15 minutes: capped.
-        assert_eq!(wake_lead_ms(Some(6_000), 20_000, 36), LONGEST_LEAD_MS);
         assert_eq!(
-            wake_lead_ms(Some(6_000), 9_000, 40),
+            wake_lead_ms(Some(6_000), 10_000, 36, Starting::ByTick),
+            LONGEST_LEAD_MS
+        );
+        assert_eq!(
+            wake_lead_ms(Some(6_000), 6_000, 40, Starting::ByTick),
             6_000 + 9 * 60_000 + 5_000 + 59_999
         );
+    }
+
+    #[test]
+    fn queued_wakes_take_the_whole_minute() {
+        // 10,000 (15,000 sends) at 20 a second through the queue: 750 s, not 15,000 / 500
+        // tick windows of 25 s.
+        assert_eq!(
+            wake_lead_ms(Some(6_000), 10_000, 20, Starting::Queued),
+            6_000 + 750_000 + 5_000 + 59_999
+        );
+        // Started by the tick, the same fleet takes the longest lead.
+        assert_eq!(
+            wake_lead_ms(Some(6_000), 10_000, 20, Starting::ByTick),
+            LONGEST_LEAD_MS
+        );
+    }
+
+    #[test]
+    fn a_due_lead_never_undercuts_the_lead_kept_with_the_occurrence() {
+        let lead = DueLead {
+            now_ms: 60_000,
+            alone_ms: Some(70_000),
+        };
+        let mut record = crate::domain::ScheduleRecord {
+            key: None,
+            timezone: "UTC".into(),
+            wake: Some("30 8 * * *".into()),
+            sleep: None,
+            next_wake_ms: None,
+            next_sleep_ms: None,
+            next_wake_lead_ms: None,
+            open: None,
+            last: None,
+            version: 1,
+            updated_at: None,
+        };
+        assert_eq!(lead.of(&record), 0, "no wake: no lead");
+        record.next_wake_ms = Some(1);
+        assert_eq!(lead.of(&record), 60_000);
+        record.next_wake_lead_ms = Some(120_000);
+        assert_eq!(lead.of(&record), 120_000);
+        record.next_wake_lead_ms = Some(LONGEST_LEAD_MS * 2);
+        assert_eq!(lead.of(&record), LONGEST_LEAD_MS);
+    }
+
+    #[test]
+    fn measured_samples_are_kept_at_most_every_ten_seconds() {
+        let measured = Measured::default();
+        assert!(measured.take_due().is_empty(), "nothing measured");
+        measured.add(Kind::Codex, 4_000);
+        measured.add(Kind::Codex, 5_000);
+        assert_eq!(measured.take_due(), vec![(Kind::Codex, vec![4_000, 5_000])]);
+        measured.add(Kind::Codex, 6_000);
+        assert!(measured.take_due().is_empty(), "written a moment ago");
     }
 }

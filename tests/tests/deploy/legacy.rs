@@ -55,6 +55,8 @@ async fn wake<S: AgentStore + snapwake::store::ScheduleStore>(
         identity: identity(),
         wake: WakeSettings::default(),
         schedules: Default::default(),
+        fanout: snapwake::fanout::Fanout::Inline,
+        measured: Default::default(),
     };
     let resp = resume
         .handle(request(

@@ -1,10 +1,12 @@
-//! A tick killed between any two of its steps: the process frozen at a call to the table, then
-//! gone, either before that call reached the table or after it landed. The ticks that come
-//! after it lose no occurrence (the agent is woken) and repeat none (one Resume, one session).
+//! A tick, or a consumer of the fan-out queue, killed between any two of its steps: the process
+//! frozen at a call to the table, then gone, either before that call reached the table or after
+//! it landed. What comes after it (the message delivered again, the next ticks) loses no
+//! occurrence (the agent is woken) and repeats none (one Resume, one session).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use snapwake::domain::WakeState;
+use snapwake::fanout::{Fanout, LocalQueue, QueueSettings};
 use snapwake::store::{Answer, Call, Layer};
 
 use super::*;
@@ -165,4 +167,129 @@ async fn a_tick_killed_at_any_step_loses_and_repeats_no_occurrence() {
         "only {killed} of {} ticks died before they ended",
         2 * steps
     );
+}
+
+/// How long a message a consumer did not acknowledge stays invisible: past the killed
+/// consumer's second, so that only the recovery sees it again.
+const VISIBILITY: Duration = Duration::from_secs(2);
+
+/// A queue as deployed, but quick to deliver again.
+fn queue() -> LocalQueue {
+    LocalQueue::new(QueueSettings {
+        visibility: VISIBILITY,
+        ..QueueSettings::default()
+    })
+}
+
+/// Healthy consumers of what the queue holds (a message the dead one left comes again), then
+/// healthy ticks through the queue, until the occurrence `w` is closed.
+async fn recover_queued<S: AgentStore + ScheduleStore, K: AgentKit>(
+    queue: &LocalQueue,
+    f: &Resume<S, K>,
+    agent_id: &str,
+    w: u64,
+) {
+    // A minute apart, as the Scheduler ticks: the queue drops a second message of one
+    // occurrence in the same minute.
+    for minute in 1..=10 {
+        drain(queue, f).await;
+        let schedule = f.store.get_schedule(&key(agent_id)).await.unwrap();
+        if schedule.is_some_and(|s| s.open.is_none()) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        tick(f, w + minute * 60_000).await;
+    }
+    panic!("{agent_id}: the occurrence is still open ten ticks after the kill");
+}
+
+/// The resume function over `store`, its tick handing occurrences to `queue`.
+fn queued<S, K>(store: S, agentkit: K, queue: &LocalQueue) -> Resume<S, K> {
+    Resume {
+        fanout: Fanout::Local(queue.clone()),
+        ..resume_fn(store, agentkit, settings())
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_queue_consumer_killed_at_any_step_loses_and_repeats_no_occurrence() {
+    let store = dynamo_store("consumer-kills").await;
+    let world = World::registered(Duration::from_millis(300), &store).await;
+    let ctl = world.sim.control();
+    let queue = queue();
+    let healthy = queued(store.clone(), world.client(), &queue);
+    let wake_at_830 = json!({"timezone": "UTC", "wake": "30 8 * * *"});
+
+    // The table calls of one clean consumer of one due wake, counted.
+    let agent_id = asleep_agent(&world, &healthy, "Counted").await;
+    let w = at(
+        put_schedule(&healthy, &agent_id, wake_at_830.clone()).await["next_wake_at"]
+            .as_str()
+            .unwrap(),
+    );
+    let report = tick(&healthy, w).await;
+    assert_eq!(
+        (report.due, report.queued, report.woke),
+        (1, 1, 0),
+        "{report:?}"
+    );
+    // The same tick again (the Scheduler delivers at least once): nothing new is queued.
+    tick(&healthy, w).await;
+    assert_eq!(queue.stats().deduplicated, 1, "{:?}", queue.stats());
+    let counted = queued(
+        Dying::new(store.clone(), usize::MAX, Dies::Before),
+        world.client(),
+        &queue,
+    );
+    drain(&queue, &counted).await;
+    let steps = counted.store.calls();
+    assert!(
+        steps >= 5,
+        "a consumer of one wake makes {steps} table calls"
+    );
+    assert_eq!(resumes(&ctl), 1);
+    recover_queued(&queue, &healthy, &agent_id, w).await;
+
+    let mut killed = 0;
+    for k in 0..steps {
+        for dies in [Dies::Before, Dies::After] {
+            let what = format!("consumer killed {dies:?} call {k} of {steps}");
+            let agent_id = asleep_agent(&world, &healthy, &what).await;
+            let w = at(put_schedule(&healthy, &agent_id, wake_at_830.clone()).await
+                ["next_wake_at"]
+                .as_str()
+                .unwrap());
+            assert_eq!(tick(&healthy, w).await.queued, 1, "{what}");
+            let dying = queued(Dying::new(store.clone(), k, dies), world.client(), &queue);
+            // The consumer gets the message and is killed a second in: frozen at its fatal
+            // call, or cut short a little later, which is a kill too.
+            let ran = tokio::time::timeout(Duration::from_secs(1), drain(&queue, &dying)).await;
+            if ran.is_err() {
+                killed += 1;
+            }
+            drop(dying);
+            let lapsed = LEASE + settings().lock.skew_margin + Duration::from_millis(100);
+            tokio::time::sleep(lapsed).await;
+
+            recover_queued(&queue, &healthy, &agent_id, w).await;
+            let record = store.get(&key(&agent_id)).await.unwrap().unwrap();
+            let schedule = store.get_schedule(&key(&agent_id)).await.unwrap().unwrap();
+            let what = format!("{what}: record {record:?}, schedule {schedule:?}");
+            assert_eq!(resumes(&ctl), 1, "{what}: one Resume for one occurrence");
+            assert_eq!(live_sessions(&ctl, &agent_id).len(), 1, "{what}");
+            assert_eq!(record.state, WakeState::Awake, "{what}");
+            assert_eq!(
+                schedule.last.as_ref().map(|l| l.outcome.as_str()),
+                Some("reached"),
+                "{what}"
+            );
+            assert_eq!(schedule.next_wake_ms, Some(w + 86_400_000), "{what}");
+        }
+    }
+    assert!(
+        killed >= steps,
+        "only {killed} of {} consumers died before they ended",
+        2 * steps
+    );
+    assert_eq!(queue.stats().dead_lettered, 0, "{:?}", queue.stats());
 }

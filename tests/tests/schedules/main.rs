@@ -16,6 +16,7 @@ use snapwake_tests::*;
 
 mod agree;
 mod dst;
+mod fanout;
 mod kills;
 mod ready_at_the_minute;
 mod routes;
@@ -98,6 +99,20 @@ async fn tick<S: AgentStore + ScheduleStore, K: AgentKit>(
     f.tick(time_ms, Deadline::after(Duration::from_secs(25)))
         .await
         .expect("a tick")
+}
+
+/// Work the fan-out queue with `f`, as its consumer, until it is idle.
+async fn drain<S: AgentStore + ScheduleStore, K: AgentKit>(
+    queue: &snapwake::fanout::LocalQueue,
+    f: &Resume<S, K>,
+) {
+    queue
+        .drain(|due| async move {
+            f.due(&due, Deadline::after(Duration::from_secs(25)))
+                .await
+                .is_ok()
+        })
+        .await;
 }
 
 /// Tick at `time_ms`, then keep ticking (a minute later each time, as the Scheduler would)

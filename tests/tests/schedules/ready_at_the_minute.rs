@@ -60,7 +60,8 @@ async fn a_crowded_minute_starts_earlier() {
     let world = World::registered(Duration::from_millis(100), &store).await;
     let ctl = world.sim.control();
     let mut f = resume_fn(store.clone(), world.client(), quick_wake());
-    // Two scheduled wakes a second, so that a crowd of 200 takes 100 s.
+    // Two scheduled wakes a second, so that a crowd of 200 (300 Resumes, planned for a third
+    // refused) takes 150 s.
     f.schedules.wakes_per_second = 2;
     let agent_id = asleep_agent(&world, &f, "Data helper").await;
     let w = wake_schedule(&f, &agent_id).await;
@@ -75,16 +76,16 @@ async fn a_crowded_minute_starts_earlier() {
         other.key = Some(AgentKey::new(Kind::Hermes, format!("crowd-{i:03}")));
         store.put_schedule(&other, 0).await.unwrap();
     }
-    // 20 s + 201 wakes at 2 a second (50 a tick: four ticks, and 0.5 s for the last) + 5 s:
-    // 265.5 s, from 08:25:34.5, so on the 08:25 tick and not the 08:24 one. Alone it would be
-    // the 08:29 tick (above).
-    let early = tick(&f, w - 360_000).await;
+    // 20 s + 201 wakes (302 Resumes) at 2 a second (50 a tick: six ticks, and 1 s for the
+    // last two) + 5 s + a tick period less 1 ms: 445.999 s, from 08:22:34, so on the 08:23
+    // tick and not the 08:22 one. Alone it would be the 08:29 tick (above).
+    let early = tick(&f, w - 480_000).await;
     assert_eq!(
         (early.due, early.woke, resumes(&ctl)),
         (0, 0, 0),
         "{early:?}"
     );
-    let on_time = tick(&f, w - 300_000).await;
+    let on_time = tick(&f, w - 420_000).await;
     assert_eq!((on_time.due, on_time.woke), (1, 1), "{on_time:?}");
     assert_eq!(resumes(&ctl), 1);
 }

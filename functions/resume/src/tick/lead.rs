@@ -6,8 +6,7 @@ use std::collections::HashMap;
 
 use snapwake::agentkit::AgentKit;
 use snapwake::domain::{Action, AgentRecord, Kind, ScheduleRecord};
-use snapwake::schedule::readiness::LONGEST_LEAD_MS;
-use snapwake::schedule::{wake_lead_ms, Readiness, Step};
+use snapwake::schedule::{wake_lead_ms, DueLead, Readiness, Starting, Step};
 use snapwake::store::{AgentStore, ScheduleStore, Within};
 use snapwake::timestamp;
 
@@ -22,6 +21,7 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
             readiness: HashMap::new(),
             per_minute: HashMap::new(),
             wakes_per_second: self.schedules.wakes_per_second,
+            starting: self.fanout.starting(),
         };
         for record in ahead {
             let (Some(key), Some(wake)) = (&record.key, record.next_wake_ms) else {
@@ -49,27 +49,42 @@ pub(super) struct Leads {
     /// Wakes due in each minute (epoch minutes).
     per_minute: HashMap<u64, usize>,
     wakes_per_second: u32,
+    starting: Starting,
 }
 
 impl Leads {
     /// The lead of `record`'s next wake: for its kind and its minute's crowd now, but never
     /// less than the lead kept with the occurrence, which its views promised the owner.
     pub(super) fn of(&self, record: &ScheduleRecord) -> u64 {
-        let (Some(key), Some(wake)) = (&record.key, record.next_wake_ms) else {
-            return 0;
+        self.for_record(record).of(record)
+    }
+
+    /// What the tick carries with `record`'s occurrence to whoever acts on it.
+    pub(super) fn for_record(&self, record: &ScheduleRecord) -> DueLead {
+        let Some(key) = &record.key else {
+            return DueLead::default();
         };
-        let readiness = self.readiness.get(&key.kind).copied().flatten();
-        let due = self.per_minute.get(&minute(wake)).copied().unwrap_or(0);
-        let now = wake_lead_ms(readiness, due, self.wakes_per_second);
-        now.max(record.next_wake_lead_ms.unwrap_or(0))
-            .min(LONGEST_LEAD_MS)
+        let now_ms = record.next_wake_ms.map_or(0, |wake| {
+            let readiness = self.readiness.get(&key.kind).copied().flatten();
+            let due = self.per_minute.get(&minute(wake)).copied().unwrap_or(0);
+            wake_lead_ms(readiness, due, self.wakes_per_second, self.starting)
+        });
+        DueLead {
+            now_ms,
+            alone_ms: self.alone(key.kind),
+        }
     }
 
     /// The lead kept with a wake occurrence of `kind` when it is set: its kind's readiness and
     /// the margin alone, as if nothing else were due in its minute (`None`: not measured).
-    pub(super) fn alone(&self, kind: Kind) -> Option<u64> {
+    fn alone(&self, kind: Kind) -> Option<u64> {
         let readiness = self.readiness.get(&kind).copied().flatten()?;
-        Some(wake_lead_ms(Some(readiness), 1, self.wakes_per_second))
+        Some(wake_lead_ms(
+            Some(readiness),
+            1,
+            self.wakes_per_second,
+            self.starting,
+        ))
     }
 }
 

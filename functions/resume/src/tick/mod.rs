@@ -12,6 +12,11 @@
 //! same minute joins the scheduled wake, and vice versa. An occurrence of an agent whose owner
 //! is being offboarded is settled `refused`, with nothing asked of AgentKit.
 //!
+//! Deployed, the tick only finds what is due and hands each occurrence to the fan-out queue
+//! (`snapwake::fanout`, docs/schedules.md, "Fan-out"), whose consumer (`due.rs`) decides and
+//! acts on it exactly as below, many at once across invocations; with no queue configured the
+//! tick acts on them itself.
+//!
 //! Every call to the table goes through one store bounded by the tick's deadline (each agent's
 //! wake or sleep by its own, shorter one), so a table that hangs ends the tick in time. A
 //! write that moves a schedule's next occurrences moves the summary on the agent record with
@@ -29,21 +34,25 @@ use snapwake::domain::{
     WakeState,
 };
 use snapwake::error::Error;
+use snapwake::fanout::{DueOccurrence, Fanout};
 use snapwake::locate::home_of;
 use snapwake::lock::Agents;
 use snapwake::metrics::{self, Record};
 use snapwake::offboarding::{admit, Admitted};
 use snapwake::schedule::readiness::LONGEST_LEAD_MS;
-use snapwake::schedule::{decide_early, AgentSeen, Plan, Readiness, Step};
+use snapwake::schedule::{decide_early, AgentSeen, DueLead, Plan, Readiness, Step};
 use snapwake::sleep::{SleepOutcome, SleepTarget};
 use snapwake::store::{AgentStore, DueCursor, ScheduleStore, StoreError, Within};
 use snapwake::timestamp::now_ms;
 use snapwake::wake::{WakeOutcome, WakeTarget};
 
 use crate::Resume;
-use lead::{readiness_shown, Leads};
+use lead::readiness_shown;
 
+mod due;
 mod lead;
+
+pub use due::{BatchResponse, ItemFailure, QueueBatch, QueueMessage};
 
 /// Schedules worked on at once. What AgentKit can take is the deployment's budget's to pace
 /// (`snapwake::budget`: the tick's calls wait for background slots, behind nobody's wake),
@@ -68,6 +77,8 @@ pub struct TickReport {
     pub time_ms: u64,
     /// Schedules due at this tick (a wake starting early to be Ready at its minute included).
     pub due: usize,
+    /// Of those, handed to the fan-out queue (the rest of the report is then the consumers').
+    pub queued: usize,
     /// Occurrences that came due and were acted on: wakes and sleeps started (or joined).
     pub woke: usize,
     pub slept: usize,
@@ -91,7 +102,7 @@ enum Acted {
 }
 
 /// What the tick did with one schedule.
-enum Handled {
+pub(crate) enum Handled {
     Idle,
     /// Finished with an occurrence; a wake it started and saw reached tells how long its kind
     /// took to be Ready.
@@ -148,8 +159,38 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
             })
             .collect();
         report.due = due.len();
+        if !matches!(self.fanout, Fanout::Inline) {
+            let messages: Vec<DueOccurrence> = due
+                .iter()
+                .filter_map(|record| DueOccurrence::of(record, time_ms, leads.for_record(record)))
+                .collect();
+            // Not handed over: the tick fails, and the next one (or the Scheduler's retry)
+            // finds the same occurrences due and sends them again.
+            self.fanout
+                .send(&messages)
+                .await
+                .map_err(|e| Error::Internal(e.to_string()))?;
+            report.queued = messages.len();
+            metrics::emit(
+                Record::of("tick")
+                    .count("SchedulesDue", report.due as u64)
+                    .count("OccurrencesQueued", report.queued as u64),
+            );
+            tracing::info!(time_ms, due = report.due, queued = report.queued, "tick");
+            return Ok(report);
+        }
         let handled: Vec<Result<Handled, Error>> = stream::iter(due)
-            .map(|record| self.handle_due(store, record, time_ms, &leads, &registry))
+            .map(|record| {
+                let lead = leads.for_record(&record);
+                self.handle_due(
+                    store,
+                    record,
+                    time_ms,
+                    lead,
+                    &registry,
+                    Some(PER_AGENT_MARGIN),
+                )
+            })
             .buffer_unordered(AT_ONCE)
             .collect()
             .await;
@@ -210,8 +251,9 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
         store: Within<'_, S>,
         mut schedule: ScheduleRecord,
         time_ms: u64,
-        leads: &Leads,
+        lead: DueLead,
         registry: &ToolRegistry,
+        per_agent: Option<Duration>,
     ) -> Result<Handled, Error> {
         let Some(key) = schedule.key.clone() else {
             return Ok(Handled::Idle);
@@ -232,7 +274,7 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
                 }
             };
             let seen = self.seen(&agent);
-            let step = decide_early(&schedule, &plan, time_ms, &seen, leads.of(&schedule));
+            let step = decide_early(&schedule, &plan, time_ms, &seen, lead.of(&schedule));
             let ready = readiness_shown(&schedule, &step, &agent);
             let (mut next, mut action, carried) = match step {
                 Step::Idle => return Ok(Handled::Idle),
@@ -251,7 +293,7 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
             action = action.filter(|_| admitted.is_some());
             if next.next_wake_ms != schedule.next_wake_ms {
                 // The new occurrence keeps the lead its views show the owner.
-                next.next_wake_lead_ms = leads.alone(key.kind);
+                next.next_wake_lead_ms = lead.alone_ms;
             }
             let moves = next.next_wake_ms != schedule.next_wake_ms
                 || next.next_sleep_ms != schedule.next_sleep_ms;
@@ -307,7 +349,7 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
             // A wake an earlier tick started, reached now: what it took is measured.
             let started = written.open.as_ref().and_then(|o| o.started_ms);
             let acted = self
-                .act(store, action, &key, agent, registry, admitted)
+                .act(store, action, &key, agent, registry, admitted, per_agent)
                 .await;
             let reached = matches!(acted, Acted::Reached);
             self.record_outcome(store, &key, written, acted).await;
@@ -332,7 +374,9 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
     }
 
     /// Wake or put the agent to sleep exactly as the HTTP routes do (no wait: the holder
-    /// sends its call and the next tick looks again).
+    /// sends its call and the next tick looks again), within `per_agent` beyond one AgentKit
+    /// request (`None`: the store's whole deadline, for a consumer of one occurrence).
+    #[allow(clippy::too_many_arguments)]
     async fn act(
         &self,
         store: Within<'_, S>,
@@ -341,11 +385,17 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
         record: AgentRecord,
         registry: &ToolRegistry,
         admitted: Admitted,
+        per_agent: Option<Duration>,
     ) -> Acted {
         let home = home_of(registry, &record);
         let describe = record.description.clone();
-        let per_agent = self.agentkit.request_timeout() + PER_AGENT_MARGIN;
-        let budget = Budget::new(store.deadline().min_after(per_agent), Duration::ZERO);
+        let by = match per_agent {
+            Some(margin) => store
+                .deadline()
+                .min_after(self.agentkit.request_timeout() + margin),
+            None => store.deadline(),
+        };
+        let budget = Budget::new(by, Duration::ZERO);
         let store = store.until(budget.work);
         match action {
             Action::Wake => {

@@ -1,0 +1,143 @@
+//! The fan-out queue's consumer (docs/schedules.md, "Fan-out"): each message is one due
+//! occurrence a tick found, decided and acted on exactly as the tick acts on it inline
+//! (`handle_due`), as of the tick's time and with the lead the tick worked out.
+//!
+//! Deployed, the resume function gets the messages in batches from an SQS event source
+//! mapping; a batch's messages are worked at once, and those that could not be handled are
+//! reported (`batchItemFailures`) for SQS to deliver again, after its visibility timeout, up
+//! to the queue's receive count, then to the dead-letter queue. A message delivered twice, or
+//! one whose occurrence a later tick's message already moved on, finds the schedule item's
+//! conditional write already made and does nothing twice.
+
+use futures::stream::{self, StreamExt};
+use serde::{Deserialize, Serialize};
+use snapwake::agentkit::AgentKit;
+use snapwake::deadline::Deadline;
+use snapwake::domain::Trigger;
+use snapwake::error::Error;
+use snapwake::fanout::DueOccurrence;
+use snapwake::metrics::{self, Record};
+use snapwake::schedule::Readiness;
+use snapwake::store::{AgentStore, ScheduleStore, Within};
+
+use super::Handled;
+use crate::Resume;
+
+/// An SQS event source mapping's batch (the fields read of it).
+#[derive(Debug, Deserialize)]
+#[serde(try_from = "QueueBatchFields")]
+pub struct QueueBatch {
+    pub records: Vec<QueueMessage>,
+}
+
+#[derive(Debug, Deserialize)]
+struct QueueBatchFields {
+    #[serde(rename = "Records")]
+    records: Vec<QueueMessage>,
+}
+
+impl TryFrom<QueueBatchFields> for QueueBatch {
+    type Error = &'static str;
+
+    fn try_from(batch: QueueBatchFields) -> Result<Self, Self::Error> {
+        if batch.records.iter().any(|r| r.event_source != "aws:sqs") {
+            return Err("not an SQS batch: a record's eventSource is not aws:sqs");
+        }
+        Ok(QueueBatch {
+            records: batch.records,
+        })
+    }
+}
+
+/// One SQS message of a batch.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct QueueMessage {
+    pub message_id: String,
+    pub body: String,
+    pub event_source: String,
+}
+
+/// The answer an event source mapping with `ReportBatchItemFailures` reads.
+#[derive(Debug, Default, Serialize, PartialEq, Eq)]
+pub struct BatchResponse {
+    #[serde(rename = "batchItemFailures")]
+    pub failures: Vec<ItemFailure>,
+}
+
+#[derive(Debug, Serialize, PartialEq, Eq)]
+pub struct ItemFailure {
+    #[serde(rename = "itemIdentifier")]
+    pub id: String,
+}
+
+/// Messages of one batch worked at once; the budget paces what they ask of AgentKit.
+const AT_ONCE: usize = 10;
+
+impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
+    /// One batch from the queue, until `deadline`: the messages not handled are reported.
+    /// A body that is not a due occurrence can never be handled: it is logged and dropped
+    /// rather than delivered again until it is dead-lettered.
+    pub async fn due_batch(&self, batch: QueueBatch, deadline: Deadline) -> BatchResponse {
+        let worked: Vec<(String, bool)> = stream::iter(batch.records)
+            .map(|message| async move {
+                let handled = match serde_json::from_str::<DueOccurrence>(&message.body) {
+                    Ok(due) => self.due(&due, deadline).await.is_ok(),
+                    Err(e) => {
+                        tracing::warn!(error = %e, "a queue message that is no due occurrence, dropped");
+                        true
+                    }
+                };
+                (message.message_id, handled)
+            })
+            .buffer_unordered(AT_ONCE)
+            .collect()
+            .await;
+        let failures: Vec<ItemFailure> = worked
+            .into_iter()
+            .filter(|(_, handled)| !handled)
+            .map(|(id, _)| ItemFailure { id })
+            .collect();
+        metrics::emit(Record::of("due").count("DueFailed", failures.len() as u64));
+        BatchResponse { failures }
+    }
+
+    /// Decide and act on one due occurrence as its tick would have. `Err`: not handled
+    /// (deliver it again); an occurrence left for the next tick on purpose (the agent busy, a
+    /// budget slot not found in time) is handled.
+    pub async fn due(&self, due: &DueOccurrence, deadline: Deadline) -> Result<(), Error> {
+        let work = snapwake::events::with_trigger(Trigger::Schedule, self.due_at(due, deadline));
+        // Nobody waits on it: its AgentKit calls take the budget's background lane.
+        snapwake::budget::in_background(work).await
+    }
+
+    async fn due_at(&self, due: &DueOccurrence, deadline: Deadline) -> Result<(), Error> {
+        let store = Within::new(&self.store, deadline);
+        let registry = self.registry.get(&store).await?;
+        let Some(schedule) = store.get_schedule(&due.agent).await? else {
+            // Deleted since the tick: nothing is due.
+            return Ok(());
+        };
+        let handled = self
+            // One occurrence: it may wait the whole invocation for its budget slots, which a
+            // tick of many could not afford (and would leave to the next minute).
+            .handle_due(store, schedule, due.tick_ms, due.lead, &registry, None)
+            .await
+            .inspect_err(|e| tracing::warn!(agent = %due.agent, error = %e, "a due occurrence could not be handled"))?;
+        if let Handled::Settled {
+            ready: Some((kind, ms)),
+        }
+        | Handled::Carried {
+            ready: Some((kind, ms)),
+        } = handled
+        {
+            self.measured.add(kind, ms);
+        }
+        for (kind, samples) in self.measured.take_due() {
+            if let Err(e) = Readiness::record(&store, kind, &samples).await {
+                tracing::info!(error = %e, %kind, "measured readiness not kept this time");
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,210 @@
+//! The deployed fan-out queue: SQS `SendMessageBatch` (the JSON 1.0 protocol), a signed call
+//! of [`crate::aws_json`], to a FIFO queue: ten messages a call, each with its agent's group
+//! and its occurrence's deduplication id ([`super::DueOccurrence`]).
+//!
+//! SQS answers 200 with some entries failed; those SQS did not blame on the sender are sent
+//! again (twice at most), then the tick fails and the next one sends them again.
+
+use std::time::Duration;
+
+use aws_config::SdkConfig;
+use serde_json::{json, Value};
+
+use super::{DueOccurrence, FanoutError};
+use crate::aws_json::AwsJson;
+
+/// SQS's most entries in one `SendMessageBatch`.
+const BATCH: usize = 10;
+/// Rounds of sending what SQS failed without blaming the sender.
+const ROUNDS: usize = 3;
+const CALL_TIMEOUT: Duration = Duration::from_secs(3);
+
+pub struct SqsQueue {
+    sqs: AwsJson,
+    url: String,
+}
+
+impl SqsQueue {
+    /// The queue at `url` with `config`'s region and credentials. The endpoint is SQS's of
+    /// the region, or `AWS_ENDPOINT_URL_SQS` when set (tests, a VPC endpoint).
+    pub fn new(config: &SdkConfig, url: impl Into<String>) -> Result<SqsQueue, FanoutError> {
+        let endpoint = std::env::var("AWS_ENDPOINT_URL_SQS")
+            .ok()
+            .filter(|e| !e.is_empty());
+        let sqs = AwsJson::new(
+            config,
+            "sqs",
+            "application/x-amz-json-1.0",
+            endpoint,
+            CALL_TIMEOUT,
+        )
+        .map_err(|e| FanoutError::Unreachable(e.to_string()))?;
+        Ok(SqsQueue {
+            sqs,
+            url: url.into(),
+        })
+    }
+
+    pub async fn send(&self, due: &[DueOccurrence]) -> Result<(), FanoutError> {
+        for batch in due.chunks(BATCH) {
+            let mut left: Vec<&DueOccurrence> = batch.iter().collect();
+            let mut reason = String::new();
+            for _ in 0..ROUNDS {
+                let body = batch_body(&self.url, &left)?;
+                let (status, answer) = self
+                    .sqs
+                    .call("AmazonSQS.SendMessageBatch", body)
+                    .await
+                    .map_err(|e| FanoutError::Unreachable(e.to_string()))?;
+                if !(200..300).contains(&status) {
+                    let code = answer["__type"].as_str().unwrap_or("no error code");
+                    return Err(FanoutError::Unreachable(format!(
+                        "SendMessageBatch answered {status}: {code}"
+                    )));
+                }
+                let failed = failed_entries(&answer);
+                if let Some((code, _)) = failed.iter().find(|(_, sender)| *sender) {
+                    return Err(FanoutError::Refused {
+                        refused: failed.len(),
+                        sent: left.len(),
+                        reason: code.to_string(),
+                    });
+                }
+                reason = failed
+                    .first()
+                    .map(|(code, _)| code.clone())
+                    .unwrap_or_default();
+                let again: Vec<&DueOccurrence> = failed_ids(&answer)
+                    .into_iter()
+                    .filter_map(|id| left.get(id).copied())
+                    .collect();
+                if again.is_empty() {
+                    break;
+                }
+                left = again;
+            }
+            if !reason.is_empty() {
+                return Err(FanoutError::Refused {
+                    refused: left.len(),
+                    sent: batch.len(),
+                    reason,
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The `SendMessageBatch` body for `due` (entry ids are their positions).
+fn batch_body(url: &str, due: &[&DueOccurrence]) -> Result<Vec<u8>, FanoutError> {
+    let entries = due
+        .iter()
+        .enumerate()
+        .map(|(i, d)| {
+            let body = serde_json::to_string(d).map_err(|e| FanoutError::Refused {
+                refused: 1,
+                sent: due.len(),
+                reason: e.to_string(),
+            })?;
+            Ok(json!({
+                "Id": i.to_string(),
+                "MessageBody": body,
+                "MessageGroupId": d.group_id(),
+                "MessageDeduplicationId": d.dedup_id(),
+            }))
+        })
+        .collect::<Result<Vec<Value>, FanoutError>>()?;
+    serde_json::to_vec(&json!({"QueueUrl": url, "Entries": entries})).map_err(|e| {
+        FanoutError::Refused {
+            refused: due.len(),
+            sent: due.len(),
+            reason: e.to_string(),
+        }
+    })
+}
+
+/// The failed entries' codes, and whether SQS blamed the sender.
+fn failed_entries(answer: &Value) -> Vec<(String, bool)> {
+    answer["Failed"]
+        .as_array()
+        .map(|failed| {
+            failed
+                .iter()
+                .map(|f| {
+                    (
+                        f["Code"].as_str().unwrap_or("unknown").to_string(),
+                        f["SenderFault"].as_bool().unwrap_or(false),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn failed_ids(answer: &Value) -> Vec<usize> {
+    answer["Failed"]
+        .as_array()
+        .map(|failed| {
+            failed
+                .iter()
+                .filter_map(|f| f["Id"].as_str()?.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::{AgentKey, Kind};
+    use crate::schedule::DueLead;
+
+    #[test]
+    fn a_batch_names_each_message_group_and_deduplication_id() {
+        let due = DueOccurrence {
+            agent: AgentKey::new(Kind::Hermes, "h-1"),
+            tick_ms: 120_000,
+            wake_ms: Some(150_000),
+            sleep_ms: None,
+            version: 3,
+            lead: DueLead {
+                now_ms: 65_000,
+                alone_ms: Some(65_000),
+            },
+        };
+        let body = batch_body("https://sqs.example/1/due.fifo", &[&due, &due]).unwrap();
+        let body: Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(body["QueueUrl"], "https://sqs.example/1/due.fifo");
+        let entries = body["Entries"].as_array().unwrap();
+        assert_eq!(entries.len(), 2);
+        assert_eq!(entries[1]["Id"], "1");
+        assert_eq!(entries[0]["MessageGroupId"], due.group_id().as_str());
+        assert_eq!(
+            entries[0]["MessageDeduplicationId"],
+            due.dedup_id().as_str()
+        );
+        let sent: DueOccurrence =
+            serde_json::from_str(entries[0]["MessageBody"].as_str().unwrap()).unwrap();
+        assert_eq!(sent, due);
+    }
+
+    #[test]
+    fn failed_entries_are_read_with_whom_sqs_blamed() {
+        let answer = json!({
+            "Successful": [{"Id": "0"}],
+            "Failed": [
+                {"Id": "1", "Code": "InternalError", "SenderFault": false},
+                {"Id": "2", "Code": "InvalidParameterValue", "SenderFault": true}
+            ]
+        });
+        assert_eq!(failed_ids(&answer), vec![1, 2]);
+        assert_eq!(
+            failed_entries(&answer),
+            vec![
+                ("InternalError".to_string(), false),
+                ("InvalidParameterValue".to_string(), true)
+            ]
+        );
+        assert!(failed_entries(&json!({"Successful": []})).is_empty());
+    }
+}

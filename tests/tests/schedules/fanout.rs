@@ -1,0 +1,165 @@
+//! The fan-out path (docs/schedules.md, "Fan-out"): the tick hands what is due to the queue,
+//! and the resume function consumes it as the SQS event source mapping delivers it.
+
+use snapwake::domain::WakeState;
+use snapwake::fanout::{DueOccurrence, Fanout, LocalQueue, QueueSettings};
+use snapwake::schedule::DueLead;
+use snapwake::store::{Answer, Call, Layer, StoreError};
+use snapwake_resume::invocation::{Answer as Answered, Invocation};
+
+use super::*;
+
+/// `inner`, but the table cannot be reached for one agent's schedule.
+struct UnreachableFor<S> {
+    inner: S,
+    agent: AgentKey,
+}
+
+impl<S: Send + Sync> Layer for UnreachableFor<S> {
+    type Inner = S;
+
+    fn inner(&self) -> &S {
+        &self.inner
+    }
+
+    fn around<'a, T: Send + 'a>(&'a self, call: Call<'a>, answer: Answer<'a, T>) -> Answer<'a, T> {
+        let refused = matches!(call, Call::GetSchedule(key) if *key == self.agent);
+        Box::pin(async move {
+            if refused {
+                return Err(StoreError::Unavailable("injected: unreachable".into()));
+            }
+            answer.await
+        })
+    }
+}
+
+/// The SQS batch fixture (a real event's shape) carrying `bodies`.
+fn batch(bodies: &[String]) -> Value {
+    let fixture: Value =
+        serde_json::from_str(include_str!("../../fixtures/eventbridge/sqs-batch.json")).unwrap();
+    let record = fixture["Records"][0].clone();
+    let records: Vec<Value> = bodies
+        .iter()
+        .enumerate()
+        .map(|(i, body)| {
+            let mut r = record.clone();
+            r["messageId"] = json!(format!("m-{i}"));
+            r["body"] = json!(body);
+            r
+        })
+        .collect();
+    json!({ "Records": records })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_tick_queues_what_is_due_and_the_consumers_wake_each_agent_once() {
+    let store = dynamo_store("fanout-wakes").await;
+    let world = World::registered(Duration::from_millis(300), &store).await;
+    let ctl = world.sim.control();
+    let queue = LocalQueue::new(QueueSettings::default());
+    let f = Resume {
+        fanout: Fanout::Local(queue.clone()),
+        ..resume_fn(store.clone(), world.client(), quick_wake())
+    };
+    let mut agents = Vec::new();
+    for i in 0..6 {
+        agents.push(asleep_agent(&world, &f, &format!("Queued {i}")).await);
+    }
+    ctl.reset_counters();
+    let body = json!({"timezone": "UTC", "wake": "30 8 * * *"});
+    let mut w = 0;
+    for agent_id in &agents {
+        w = at(
+            put_schedule(&f, agent_id, body.clone()).await["next_wake_at"]
+                .as_str()
+                .unwrap(),
+        );
+    }
+    // The tick acts on nothing itself; twice (a repeated delivery), it queues each once.
+    for _ in 0..2 {
+        let report = tick(&f, w).await;
+        assert_eq!(
+            (report.due, report.queued, report.woke, report.carried),
+            (6, 6, 0, 0),
+            "{report:?}"
+        );
+    }
+    assert_eq!(resumes(&ctl), 0, "nothing sent by the tick itself");
+    drain(&queue, &f).await;
+    // Carried to the end a minute apart, as the Scheduler ticks.
+    for minute in 1..=5 {
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        tick(&f, w + minute * 60_000).await;
+        drain(&queue, &f).await;
+    }
+    let stats = queue.stats();
+    assert_eq!(stats.deduplicated, 6, "{stats:?}");
+    assert_eq!((stats.failed, stats.dead_lettered), (0, 0), "{stats:?}");
+    assert_eq!(resumes(&ctl), 6, "one Resume per agent");
+    for agent_id in &agents {
+        let record = store.get(&key(agent_id)).await.unwrap().unwrap();
+        assert_eq!(record.state, WakeState::Awake, "{agent_id}");
+        let schedule = store.get_schedule(&key(agent_id)).await.unwrap().unwrap();
+        assert_eq!(
+            schedule.last.map(|l| l.outcome),
+            Some("reached".to_string()),
+            "{agent_id}"
+        );
+        assert_eq!(live_sessions(&ctl, agent_id).len(), 1, "{agent_id}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_reports_only_the_messages_it_could_not_handle() {
+    let store = dynamo_store("fanout-batch").await;
+    let world = World::registered(Duration::from_millis(300), &store).await;
+    let ctl = world.sim.control();
+    let healthy = resume_fn(store.clone(), world.client(), quick_wake());
+    let fine = asleep_agent(&world, &healthy, "Fine").await;
+    let broken = asleep_agent(&world, &healthy, "Broken").await;
+    let body = json!({"timezone": "UTC", "wake": "30 8 * * *"});
+    let w = at(
+        put_schedule(&healthy, &fine, body.clone()).await["next_wake_at"]
+            .as_str()
+            .unwrap(),
+    );
+    put_schedule(&healthy, &broken, body).await;
+    ctl.reset_counters();
+    let f = resume_fn(
+        UnreachableFor {
+            inner: store.clone(),
+            agent: key(&broken),
+        },
+        world.client(),
+        quick_wake(),
+    );
+    let due = |agent_id: &str| {
+        serde_json::to_string(&DueOccurrence {
+            agent: key(agent_id),
+            tick_ms: w,
+            wake_ms: Some(w),
+            sleep_ms: None,
+            version: 1,
+            lead: DueLead::default(),
+        })
+        .unwrap()
+    };
+    let event = batch(&[due(&fine), "not a due occurrence".into(), due(&broken)]);
+    let invocation: Invocation = serde_json::from_value(event).expect("an SQS batch");
+    let mut context = lambda_http::Context::default();
+    context.deadline = snapwake::timestamp::now_ms() + 29_000;
+    let answered = f.invoke(invocation, context).await.unwrap();
+    let Answered::Queue(response) = answered else {
+        panic!("not a batch's answer: {answered:?}");
+    };
+    let answer = serde_json::to_value(&response).unwrap();
+    // The unreadable body is dropped (delivering it again cannot help); the one the table
+    // could not be reached for is delivered again.
+    assert_eq!(
+        answer,
+        json!({"batchItemFailures": [{"itemIdentifier": "m-2"}]})
+    );
+    assert_eq!(resumes(&ctl), 1, "the fine one was woken");
+    let record = store.get(&key(&broken)).await.unwrap().unwrap();
+    assert_eq!(record.state, WakeState::Asleep);
+}
