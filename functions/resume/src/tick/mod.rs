@@ -8,9 +8,9 @@
 //! ([`snapwake::schedule::decide_early`]), records the
 //! decision on the schedule item with a conditional write *before* acting — of two ticks on
 //! one item only the one whose write lands acts — and then wakes or puts the agent to sleep
-//! exactly as the HTTP routes do, through the per-agent lock: a person clicking Wake at the
-//! same minute joins the scheduled wake, and vice versa. An occurrence of an agent whose owner
-//! is being offboarded is settled `refused`, with nothing asked of AgentKit.
+//! exactly as the HTTP routes do (`act.rs`), through the per-agent lock: a person clicking
+//! Wake at the same minute joins the scheduled wake, and vice versa. An occurrence of an agent
+//! whose owner is being offboarded is settled `refused`, with nothing asked of AgentKit.
 //!
 //! Deployed, the tick only finds what is due and hands each occurrence to the fan-out queue
 //! (`snapwake::fanout`, docs/schedules.md, "Fan-out"), whose consumer (`due.rs`) decides and
@@ -28,27 +28,24 @@ use std::time::Duration;
 use futures::stream::{self, StreamExt};
 use serde::Serialize;
 use snapwake::agentkit::AgentKit;
-use snapwake::deadline::{Budget, Deadline};
+use snapwake::deadline::Deadline;
 use snapwake::domain::{
-    Action, AgentKey, AgentRecord, Attempt, Kind, ScheduleRecord, Settled, ToolRegistry, Trigger,
-    WakeState,
+    Action, AgentRecord, Kind, ScheduleRecord, Settled, ToolRegistry, Trigger, WakeState,
 };
 use snapwake::error::Error;
 use snapwake::fanout::{DueOccurrence, Fanout};
-use snapwake::locate::home_of;
-use snapwake::lock::Agents;
 use snapwake::metrics::{self, Record};
 use snapwake::offboarding::{admit, Admitted};
 use snapwake::schedule::readiness::LONGEST_LEAD_MS;
 use snapwake::schedule::{decide_early, AgentSeen, DueLead, Plan, Readiness, Step};
-use snapwake::sleep::{SleepOutcome, SleepTarget};
 use snapwake::store::{AgentStore, DueCursor, ScheduleStore, StoreError, Within};
 use snapwake::timestamp::now_ms;
-use snapwake::wake::{WakeOutcome, WakeTarget};
 
 use crate::Resume;
+use act::Acted;
 use lead::readiness_shown;
 
+mod act;
 mod due;
 mod lead;
 
@@ -91,14 +88,6 @@ pub struct TickReport {
     pub contended: usize,
     /// Schedules that could not be handled this time (the next tick tries again).
     pub errors: usize,
-}
-
-/// What one act on an agent came to.
-enum Acted {
-    Reached,
-    InFlight { version: u64 },
-    Retry,
-    Failed,
 }
 
 /// What the tick did with one schedule.
@@ -372,117 +361,6 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
             in_flight: agent.state.is_held() && self.wake.lock.lease_is_live(agent, now_ms()),
         }
     }
-
-    /// Wake or put the agent to sleep exactly as the HTTP routes do (no wait: the holder
-    /// sends its call and the next tick looks again), within `per_agent` beyond one AgentKit
-    /// request (`None`: the store's whole deadline, for a consumer of one occurrence).
-    #[allow(clippy::too_many_arguments)]
-    async fn act(
-        &self,
-        store: Within<'_, S>,
-        action: Action,
-        key: &AgentKey,
-        record: AgentRecord,
-        registry: &ToolRegistry,
-        admitted: Admitted,
-        per_agent: Option<Duration>,
-    ) -> Acted {
-        let home = home_of(registry, &record);
-        let describe = record.description.clone();
-        let by = match per_agent {
-            Some(margin) => store
-                .deadline()
-                .min_after(self.agentkit.request_timeout() + margin),
-            None => store.deadline(),
-        };
-        let budget = Budget::new(by, Duration::ZERO);
-        let store = store.until(budget.work);
-        match action {
-            Action::Wake => {
-                let target = WakeTarget {
-                    key: key.clone(),
-                    home,
-                    snapshot_id: None,
-                    describe,
-                    admitted,
-                };
-                let agents = Agents::new(store, &self.agentkit, registry, &self.wake);
-                match agents.wake(&target, Some(record), budget).await {
-                    Ok(WakeOutcome::Awake { .. }) => Acted::Reached,
-                    Ok(WakeOutcome::Waking { record }) => Acted::InFlight {
-                        version: record.version,
-                    },
-                    Err(e) => failed_or_retry(key, action, e),
-                }
-            }
-            Action::Sleep => {
-                let target = SleepTarget {
-                    key: key.clone(),
-                    home,
-                    describe,
-                    admitted,
-                };
-                let agents = Agents::new(store, &self.agentkit, registry, &self.wake);
-                match agents.sleep(&target, Some(record), budget).await {
-                    Ok(SleepOutcome::Asleep { .. }) => Acted::Reached,
-                    Ok(SleepOutcome::Sleeping { record }) => Acted::InFlight {
-                        version: record.version,
-                    },
-                    // Nothing to put to sleep: the agent is where the schedule wants it.
-                    Err(Error::NotAwake(_)) => Acted::Reached,
-                    Err(e) => failed_or_retry(key, action, e),
-                }
-            }
-        }
-    }
-
-    /// Write what the act came to on the schedule item. A conflict is left to the next tick
-    /// (which sees the agent as it is, and decides from that).
-    async fn record_outcome(
-        &self,
-        store: Within<'_, S>,
-        key: &AgentKey,
-        mut written: ScheduleRecord,
-        acted: Acted,
-    ) {
-        let Some(mut open) = written.open.take() else {
-            return;
-        };
-        let expected = written.version;
-        match acted {
-            Acted::Reached | Acted::Failed => {
-                let outcome = if matches!(acted, Acted::Reached) {
-                    "reached"
-                } else {
-                    "failed"
-                };
-                written.last = Some(Settled {
-                    action: open.action,
-                    at_ms: open.at_ms,
-                    outcome: outcome.into(),
-                });
-            }
-            Acted::InFlight { version } => {
-                open.attempt = Attempt::InFlight;
-                open.seen_version = version;
-                written.open = Some(open);
-            }
-            Acted::Retry => {
-                // The record as our attempt left it (it may have taken and given back the
-                // lock): the next tick tries again only if nobody moves the agent meanwhile.
-                // Unread, the version before the attempt stands, and the next tick, seeing
-                // our own writes as a move, gives up rather than risk undoing someone's.
-                if let Ok(Some(agent)) = store.get(key).await {
-                    open.seen_version = agent.version;
-                }
-                open.attempt = Attempt::Retry;
-                written.open = Some(open);
-            }
-        }
-        if let Err(e) = store.put_schedule(&written, expected).await {
-            tracing::info!(error = %e, "a scheduled occurrence's outcome is left to the next tick");
-        }
-    }
 }
 
 /// The admission of an occurrence's act: `None` when the owner is being offboarded, and then
@@ -504,21 +382,5 @@ fn refused_if_leaving(
             Ok(None)
         }
         Err(e) => Err(e),
-    }
-}
-
-/// Whether a refused wake or sleep is worth trying again at the next tick (the agent was busy,
-/// or AgentKit or the store could not be reached) or is final for this occurrence (the wake
-/// failed: it is announced and shown; a person may try again).
-fn failed_or_retry(key: &AgentKey, action: Action, e: Error) -> Acted {
-    let again = matches!(
-        e,
-        Error::AgentBusy { .. } | Error::Deferred { .. } | Error::Store(_)
-    ) || matches!(&e, Error::AgentKit(k) if k.is_retryable());
-    tracing::info!(agent = %key, action = action.as_str(), error = %e, again, "scheduled action refused");
-    if again {
-        Acted::Retry
-    } else {
-        Acted::Failed
     }
 }
