@@ -17,7 +17,8 @@ retry policy went missing; this can.
   dimension is that queue's name.
 - The Offboarding rule matches only `source: !Ref OffboardingSources`, and the delete function
   gets the same list as SNAPWAKE_OFFBOARDING_SOURCES (`!Join [",", !Ref OffboardingSources]`).
-- The delete function's Sweep and Refresh schedules exist with their inputs.
+- The delete function's Sweep and Refresh schedules exist with their inputs; the Sweep fires at
+  least once per function timeout, with `every_min` no shorter than its period.
 - Every function has an AWS/Lambda Errors and a Throttles alarm whose FunctionName dimension
   names it (an alarm without it watches the whole account's functions), and no alarm on a
   metric snapwake publishes lacks dimensions (CloudWatch matches the exact set; which sets the
@@ -45,6 +46,7 @@ translates the template with `load_template` and `translate` from here.
 """
 import copy
 import json
+import re
 import sys
 
 import yaml
@@ -322,12 +324,49 @@ def check(template):
                 f"{delete_events}.{ename}: Input must be {{\"action\": \"{action}\"}}, "
                 f"not {props(event).get('Input')!r}"
             )
+    failures.extend(sweep_cadence_failures(props(delete), events.get("Sweep") or {}))
     failures.extend(quota_failures(template, functions))
     failures.extend(alarm_failures(template, functions))
     failures.extend(output_failures(template))
     failures.extend(tracing_failures(template, functions))
     failures.extend(iam_failures(template, functions))
     return failures
+
+
+def rate_seconds(expression):
+    """The period of `rate(N unit)` in seconds, or None."""
+    m = re.fullmatch(r"rate\((\d+) (minute|minutes|hour|hours|day|days)\)", expression or "")
+    if not m:
+        return None
+    return int(m.group(1)) * {"minute": 60, "hour": 3600, "day": 86400}[m.group(2).rstrip("s")]
+
+
+def sweep_cadence_failures(delete_props, sweep_event):
+    """A pass longer than one invocation goes on at the next run: the Sweep schedule fires at
+    least once per function timeout, and its `every_min` (how often a pass begins) is no
+    shorter than that period (docs/operations.md, "At a million snapshots")."""
+    out = []
+    event_props = sweep_event.get("Properties") or {}
+    period = rate_seconds(event_props.get("Schedule"))
+    timeout = delete_props.get("Timeout")
+    try:
+        every = json.loads(event_props.get("Input") or "null").get("every_min")
+    except (ValueError, AttributeError):
+        every = None
+    if period is None:
+        out.append(f"{DELETE_FUNCTION}.Events.Sweep: Schedule must be rate(N minutes|hours)")
+        return out
+    if isinstance(timeout, int) and period > max(timeout, 900):
+        out.append(
+            f"{DELETE_FUNCTION}.Events.Sweep: fires every {period} s, longer than an invocation "
+            f"({timeout} s): a pass that outlasts one would wait that long to go on"
+        )
+    if not isinstance(every, int) or every * 60 < period:
+        out.append(
+            f"{DELETE_FUNCTION}.Events.Sweep: Input needs every_min (minutes between passes) "
+            f"of at least the schedule's period, not {every!r}"
+        )
+    return out
 
 
 def polled_queues(template, functions):

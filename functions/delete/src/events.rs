@@ -2,6 +2,8 @@
 //! answer, the sweep's report (with the pending offboardings it finished), the refresh's, the
 //! offboarding's — or its refusal, for an event from a source not configured.
 
+use std::time::Duration;
+
 use lambda_http::{Context, RequestExt};
 use serde_json::Value;
 use snapwake::agentkit::AgentKit;
@@ -47,8 +49,13 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Delete<S, K> {
                         .unwrap_or(serde_json::Value::Null),
                 )
             }
-            Invocation::Sweep => {
+            Invocation::Sweep { every } => {
                 let deadline = Deadline::for_invocation(deadline_ms);
+                if let Some(every) = every {
+                    if !self.sweep_due(every, deadline).await? {
+                        return Ok(serde_json::json!({"due": false}));
+                    }
+                }
                 let report = self.sweep(deadline, false, &crate::Quiet).await?;
                 let counts = &report.counts;
                 metrics::emit(
@@ -112,6 +119,23 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Delete<S, K> {
         in_background(with_trigger(Trigger::Sweep, sweep.run(deadline, dry_run))).await
     }
 
+    /// Whether a scheduled sweep beginning a pass every `every` has work now.
+    pub async fn sweep_due(&self, every: Duration, deadline: Deadline) -> Result<bool, Error> {
+        let registry = self
+            .registry
+            .get(&Within::new(&self.store, deadline))
+            .await?;
+        let sweep = Sweep {
+            store: &self.store,
+            agentkit: &self.agentkit,
+            registry: &registry,
+            lock: &self.settings.lock,
+            settings: &self.settings.sweep,
+            progress: &crate::Quiet,
+        };
+        sweep.is_due(every).await
+    }
+
     /// The index refresh: what is new on each snapshot Tool since the last one.
     pub async fn refresh(&self, deadline: Deadline) -> Result<RefreshReport, Error> {
         let registry = self
@@ -122,6 +146,7 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Delete<S, K> {
             store: &self.store,
             agentkit: &self.agentkit,
             registry: &registry,
+            slices: self.settings.sweep.slices,
         };
         in_background(refresh.run(deadline)).await
     }

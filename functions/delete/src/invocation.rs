@@ -2,7 +2,8 @@
 //! "Events"); [`crate::events`] serves each:
 //!
 //! - an API Gateway HTTP API request (payload 2.0): the DELETE routes;
-//! - the retention sweep's schedule: the rule's constant input `{"action": "sweep"}`, or an
+//! - the retention sweep's schedule: the rule's constant input `{"action": "sweep"}` (with
+//!   `"every_min"`: a pass begins that often, the runs between continue it), or an
 //!   EventBridge `Scheduled Event` envelope (with `{"action": "sweep"}` as its detail, or an
 //!   empty one: this function has no other schedule);
 //! - the index refresh's schedule: `{"action": "refresh"}` (every minute);
@@ -24,7 +25,12 @@ pub const SCHEDULED: &str = "Scheduled Event";
 #[derive(Debug)]
 pub enum Invocation {
     Http(Box<lambda_http::Request>),
-    Sweep,
+    /// `every`: the schedule fires more often than passes begin; a run continues a pass in
+    /// progress, and begins one only `every` after the last began (`"every_min"` in the
+    /// input). None: a pass, now.
+    Sweep {
+        every: Option<std::time::Duration>,
+    },
     Refresh,
     Offboard {
         owner: String,
@@ -46,7 +52,7 @@ pub fn classify(event: &Value) -> Result<Invocation, Error> {
         return Ok(Invocation::Http(Box::new(request)));
     }
     match object.get("action").and_then(Value::as_str) {
-        Some("sweep") => return Ok(Invocation::Sweep),
+        Some("sweep") => return Ok(sweep(event)),
         Some("refresh") => return Ok(Invocation::Refresh),
         _ => {}
     }
@@ -55,9 +61,9 @@ pub fn classify(event: &Value) -> Result<Invocation, Error> {
             let detail = object.get("detail");
             let empty = detail.is_none_or(|d| d.as_object().is_some_and(|o| o.is_empty()));
             match detail.and_then(|d| d.get("action")).and_then(Value::as_str) {
-                Some("sweep") => Ok(Invocation::Sweep),
+                Some("sweep") => Ok(sweep(detail.unwrap_or(event))),
                 Some("refresh") => Ok(Invocation::Refresh),
-                _ if empty => Ok(Invocation::Sweep),
+                _ if empty => Ok(Invocation::Sweep { every: None }),
                 _ => Err(unknown(event)),
             }
         }
@@ -83,6 +89,16 @@ pub fn classify(event: &Value) -> Result<Invocation, Error> {
         }
         _ => Err(unknown(event)),
     }
+}
+
+/// A sweep, with the interval of its passes when the input names one (`"every_min"`).
+fn sweep(input: &Value) -> Invocation {
+    let every = input
+        .get("every_min")
+        .and_then(Value::as_u64)
+        .filter(|m| *m > 0)
+        .map(|m| std::time::Duration::from_secs(m * 60));
+    Invocation::Sweep { every }
 }
 
 /// The error for a payload this function does not handle: what it was, never its values.

@@ -38,7 +38,7 @@ pub use offboard::{FinishReport, OffboardProgress, OffboardReport, OffboardSetti
 pub use retention::RetentionPolicy;
 pub use settings::DeleteSettings;
 pub use sweep::refresh::RefreshReport;
-pub use sweep::{SweepProgress, SweepReport, SweepSettings, CHECKPOINT};
+pub use sweep::{SweepProgress, SweepReport, SweepSettings, CHECKPOINT, LAST_PASS};
 
 /// Progress that reports nothing (a Lambda logs its report at the end instead).
 pub struct Quiet;

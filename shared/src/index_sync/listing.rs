@@ -41,26 +41,31 @@ pub fn tools(registry: &ToolRegistry) -> Vec<(Kind, String, Retention)> {
     out
 }
 
-/// List one Tool to its end: its snapshots (when it is a snapshot Tool) and its sessions, in
-/// the first region that knows it. `InvalidResource.NotFound` in every region is an error the
+/// List one Tool to its end: its snapshots (when it is a snapshot Tool, read in time slices
+/// side by side: [`snapshots_between`]) and its sessions, in the first region that knows it. `InvalidResource.NotFound` in every region is an error the
 /// caller may read as "no such Tool".
 pub async fn list_tool<K: AgentKit>(
     agentkit: &K,
     registry: &ToolRegistry,
     (kind, tool, retention): (Kind, &str, Retention),
+    slices: SliceSettings,
     deadline: Deadline,
 ) -> Result<ToolListing, AgentKitError> {
     let mut last = None;
     let listed_at_ms = now_ms();
     for region in regions(registry, agentkit) {
         let snapshots = if retention == Retention::Recoverable {
-            let request = ListSessionSnapshots {
-                tool_id: tool.to_string(),
-                max_results: Some(MAX_PAGE_SIZE),
-                ..ListSessionSnapshots::default()
-            };
-            match all_pages(agentkit, region, request, deadline).await {
-                Ok(s) => s,
+            let read = snapshots_between(
+                agentkit,
+                region,
+                tool,
+                (None, horizon_s()),
+                slices,
+                deadline,
+            )
+            .await;
+            match read {
+                Ok(read) => read.snapshots,
                 Err(e) if e.is_not_found() => {
                     last = Some(e);
                     continue;

@@ -25,10 +25,12 @@
 
 mod freshness;
 mod listing;
+mod slices;
 mod upsert;
 
 pub use freshness::{freshness, save_freshness, Freshness, ToolMark, REFRESH_DOCUMENT};
 pub use listing::{agent_of, agents_of, list_tool, tools, Seen, ToolListing};
+pub use slices::{horizon_s, snapshots_between, SliceSettings, SlicedRead, ORIGIN_S};
 pub use upsert::{index_agent, index_located, Upsert};
 
 use std::collections::BTreeMap;
@@ -36,9 +38,7 @@ use std::collections::BTreeMap;
 use futures::StreamExt;
 use serde::{Deserialize, Serialize};
 
-use crate::agentkit::types::{
-    metadata_value, ListSessionSnapshots, ListSessions, Session, Snapshot, MAX_PAGE_SIZE,
-};
+use crate::agentkit::types::{metadata_value, ListSessions, Session, Snapshot, MAX_PAGE_SIZE};
 use crate::agentkit::{AgentKit, AgentKitError, Pager};
 use crate::deadline::Deadline;
 use crate::domain::Description;
@@ -127,7 +127,16 @@ pub async fn sync_index<S: AgentStore, K: AgentKit>(
     let mut complete = true;
     let mut work: Vec<(AgentKey, Seen, ToolListing)> = Vec::new();
     for (kind, tool, retention) in tools(registry) {
-        match list_tool(agentkit, registry, (kind, &tool, retention), deadline).await {
+        let slices = SliceSettings::default();
+        match list_tool(
+            agentkit,
+            registry,
+            (kind, &tool, retention),
+            slices,
+            deadline,
+        )
+        .await
+        {
             Ok(listing) => {
                 for (key, seen) in agents_of(&listing) {
                     work.push((key, seen, listing.clone_empty()));

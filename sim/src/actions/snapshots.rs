@@ -10,9 +10,9 @@ use crate::state::{SnapRec, World, REASON_MANUAL};
 use snapwake::agentkit::types::*;
 
 /// Snapshots of a Tool, oldest first, with optional exact `UserSessionId` and `SessionId`
-/// filters (an empty string counts as absent) and `CreateTimeAfter` (RFC 3339, exclusive; a
-/// malformed one is refused). The UserSessionId filter walks an index. The order is the
-/// simulator's: AgentKit documents none, so callers never rely on it.
+/// filters (an empty string counts as absent) and `CreateTimeAfter` / `CreateTimeBefore` (RFC
+/// 3339, both exclusive; a malformed one is refused). The UserSessionId filter walks an index.
+/// The order is the simulator's: AgentKit documents none, so callers never rely on it.
 pub(super) fn list_session_snapshots(
     w: &mut World,
     cx: &Ctx<'_>,
@@ -22,17 +22,13 @@ pub(super) fn list_session_snapshots(
     let size = pagination::page_size(r.max_results)?;
     let usid = r.user_session_id.filter(|u| !u.is_empty());
     let session_id = r.session_id.filter(|s| !s.is_empty());
-    let after = match r.create_time_after.as_deref().filter(|a| !a.is_empty()) {
-        None => None,
-        Some(a) => Some(
-            time::OffsetDateTime::parse(a, &time::format_description::well_known::Rfc3339)
-                .map_err(|_| SimError::invalid(format!("CreateTimeAfter {a:?} is not RFC 3339")))?,
-        ),
-    };
+    let after = instant("CreateTimeAfter", r.create_time_after.as_deref())?;
+    let before = instant("CreateTimeBefore", r.create_time_before.as_deref())?;
     let u = format!("u:{}", usid.as_deref().unwrap_or(""));
     let s = format!("s:{}", session_id.as_deref().unwrap_or(""));
     let c = format!("c:{}", r.create_time_after.as_deref().unwrap_or(""));
-    let scope = pagination::scope(&["ListSessionSnapshots", cx.region, &tool_id, &u, &s, &c]);
+    let b = format!("b:{}", r.create_time_before.as_deref().unwrap_or(""));
+    let scope = pagination::scope(&["ListSessionSnapshots", cx.region, &tool_id, &u, &s, &c, &b]);
     let from = cursor(cx, &scope, r.next_token.as_deref())?;
     let index = match &usid {
         Some(u) => w.snapshots_by_usid.get(u),
@@ -43,6 +39,7 @@ pub(super) fn list_session_snapshots(
         .filter(|(_, s)| s.tool_id == tool_id)
         .filter(|(_, s)| session_id.is_none() || s.session_id == session_id)
         .filter(|(_, s)| after.is_none_or(|a| s.created_at > a))
+        .filter(|(_, s)| before.is_none_or(|b| s.created_at < b))
         .filter(|(_, s)| s.is_visible(cx.now))
         .map(|(k, s)| (k.clone(), s.view(cx.now)));
     let (snapshots, next_token) = pagination::paginate(cx.tokens, &scope, size, items);
@@ -50,6 +47,17 @@ pub(super) fn list_session_snapshots(
         snapshots,
         next_token,
     })
+}
+
+/// An optional RFC 3339 time filter (an empty string counts as absent; a malformed one is
+/// refused).
+fn instant(name: &str, value: Option<&str>) -> Result<Option<time::OffsetDateTime>, SimError> {
+    match value.filter(|v| !v.is_empty()) {
+        None => Ok(None),
+        Some(v) => time::OffsetDateTime::parse(v, &time::format_description::well_known::Rfc3339)
+            .map(Some)
+            .map_err(|_| SimError::invalid(format!("{name} {v:?} is not RFC 3339"))),
+    }
 }
 
 /// A NEW session from a `Ready` snapshot, every time (no de-duplication), with the snapshot's

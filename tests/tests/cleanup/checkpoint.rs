@@ -7,10 +7,11 @@ pub(crate) async fn a_sweep_out_of_time_checkpoints_and_the_next_runs_finish_the
     let store = Arc::new(dynamo_store("cleanup-checkpoint").await);
     let world = World::registered(Duration::ZERO, &store).await;
     let fleet = seed_fleet(&world, &["ann", "ben", "cat", "dan", "eve"], 4, 6);
-    // Every snapshot delete takes a while: a run has time for a few agents only.
-    world.inject(Fault::latency(Some("DeleteSessionSnapshot"), 100));
+    // Every snapshot delete takes a while: a run has time for a few agents only, four at a
+    // time (so each run is cut off with agents in flight).
+    world.inject(Fault::latency(Some("DeleteSessionSnapshot"), 300));
     let margin = Duration::from_millis(1000);
-    let f = cleanup_fn(store.clone(), world.client(), sweep_with_margin(margin));
+    let f = cleanup_fn(store.clone(), world.client(), sweep_with_margin(margin, 4));
 
     let started = std::time::Instant::now();
     let reports = sweep_until_complete(&f, margin * 2 + Duration::from_millis(1500), 40).await;
@@ -73,7 +74,7 @@ pub(crate) async fn an_agent_cut_off_by_the_deadline_is_pruned_by_the_continuing
     ctl.inject(Fault::latency(Some("DeleteSessionSnapshot"), 300))
         .unwrap();
     let margin = Duration::from_millis(200);
-    let f = cleanup_fn(store.clone(), world.client(), sweep_with_margin(margin));
+    let f = cleanup_fn(store.clone(), world.client(), sweep_with_margin(margin, 2));
 
     let reports = sweep_until_complete(&f, margin + Duration::from_millis(500), 100).await;
     let last = reports.last().unwrap();
@@ -147,7 +148,9 @@ pub(crate) async fn a_deletion_cut_off_after_agentkit_acted_is_counted_by_the_ne
     )
     .unwrap();
     let margin = Duration::from_millis(200);
-    let f = cleanup_fn(store.clone(), world.client(), sweep_with_margin(margin));
+    // One agent at a time: the point is the one deletion cut off, and agents side by side
+    // could have a second cut by the same deadline (the test above counts those).
+    let f = cleanup_fn(store.clone(), world.client(), sweep_with_margin(margin, 1));
 
     let reports = sweep_until_complete(&f, margin + Duration::from_millis(500), 20).await;
     let last = reports.last().unwrap();

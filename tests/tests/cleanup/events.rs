@@ -6,11 +6,11 @@ use super::*;
 pub(crate) fn eventbridge_fixtures_are_told_apart() {
     assert!(matches!(
         classify(&fixture("scheduled-sweep-input.json")),
-        Ok(Invocation::Sweep)
+        Ok(Invocation::Sweep { every: None })
     ));
     assert!(matches!(
         classify(&fixture("scheduled-event.json")),
-        Ok(Invocation::Sweep)
+        Ok(Invocation::Sweep { every: None })
     ));
     match classify(&fixture("owner-offboarded.json")) {
         Ok(Invocation::Offboard { owner, .. }) => assert_eq!(owner, "alice"),
@@ -145,4 +145,57 @@ pub(crate) async fn invoke_serves_http_the_sweep_and_offboarding_and_refuses_the
     for (agent_id, seeded) in &fleet {
         assert_eq!(held(&world, agent_id), seeded.newest(3), "carol untouched");
     }
+}
+
+/// The deployed schedule fires every 15 minutes with `"every_min": 60`: a run begins a pass
+/// only an hour after the last began, and continues one in progress whenever it comes, so a
+/// pass longer than one invocation still ends within its hour.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+pub(crate) async fn a_scheduled_sweep_begins_a_pass_an_hour_apart_and_continues_one_at_every_run() {
+    let store = Arc::new(dynamo_store("cleanup-every").await);
+    let world = World::registered(Duration::ZERO, &store).await;
+    seed_fleet(&world, &["ann", "ben", "cat"], 4, 6);
+    let scheduled = serde_json::json!({"action": "sweep", "every_min": 60});
+    match classify(&scheduled) {
+        Ok(Invocation::Sweep { every }) => assert_eq!(every, Some(Duration::from_secs(3600))),
+        other => panic!("{other:?}"),
+    }
+    // Deletions slow enough that the first run ends out of time, its pass in progress.
+    world.inject(Fault::latency(Some("DeleteSessionSnapshot"), 300));
+    let margin = Duration::from_millis(1000);
+    let f = cleanup_fn(store.clone(), world.client(), sweep_with_margin(margin, 2));
+    let first = f.invoke(scheduled.clone(), context(2_500)).await.unwrap();
+    assert_eq!(first["completed"], false, "{first}");
+    // A run a quarter of an hour later (here: at once) continues it, and so on to its end.
+    let mut runs = 1;
+    loop {
+        let run = f.invoke(scheduled.clone(), context(20_000)).await.unwrap();
+        runs += 1;
+        assert_ne!(run["due"], false, "a pass in progress is always due: {run}");
+        assert_eq!(run["resumed"], true, "{run}");
+        if run["completed"] == true {
+            break;
+        }
+        assert!(runs < 20, "the pass never ended: {run}");
+    }
+    let last = store
+        .get_document(snapwake_delete::LAST_PASS)
+        .await
+        .unwrap();
+    assert!(last.is_some(), "the completed pass is recorded");
+    // Within the hour of that pass's beginning, a run has nothing to do, and lists nothing.
+    world.sim.control().reset_counters();
+    let early = f.invoke(scheduled.clone(), context(20_000)).await.unwrap();
+    assert_eq!(early, serde_json::json!({"due": false}));
+    assert_eq!(world.agentkit_calls(), 0);
+    // Without `every_min` (an operator's `snapwake sweep`, an old rule): a pass, now.
+    let now = f
+        .invoke(serde_json::json!({"action": "sweep"}), context(20_000))
+        .await
+        .unwrap();
+    assert_eq!(
+        (&now["completed"], &now["resumed"]),
+        (&Value::from(true), &Value::from(false)),
+        "{now}"
+    );
 }

@@ -41,6 +41,7 @@ mod owner_index;
 mod racing;
 mod regions_and_claims;
 mod retention;
+mod slices;
 mod way_back;
 
 // Helpers shared by the modules below.
@@ -86,10 +87,12 @@ pub(crate) fn sweep_under(policy: RetentionPolicy) -> SweepSettings {
     }
 }
 
-/// The default sweep, starting an agent or a deletion only with `margin` left.
-pub(crate) fn sweep_with_margin(margin: Duration) -> SweepSettings {
+/// The default sweep, starting an agent or a deletion only with `margin` left, `concurrency`
+/// agents at once.
+pub(crate) fn sweep_with_margin(margin: Duration, concurrency: usize) -> SweepSettings {
     SweepSettings {
         margin,
+        concurrency,
         ..SweepSettings::default()
     }
 }

@@ -10,7 +10,7 @@ use snapwake::domain::AgentKey;
 use snapwake::error::Error;
 use snapwake::identity::user_session_id;
 use snapwake::identity::{belongs_to, owner_keys};
-use snapwake::index_sync::{agents_of, list_tool, tools};
+use snapwake::index_sync::{agents_of, list_tool, tools, SliceSettings};
 use snapwake::store::{AgentStore, ScheduleStore};
 
 use super::{Found, Offboard};
@@ -53,6 +53,7 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Offboard<'_, S, K> {
                 self.agentkit,
                 self.registry,
                 (kind, &tool, retention),
+                SliceSettings::default(),
                 deadline,
             )
             .await

@@ -13,6 +13,17 @@ pub const CHECKPOINT: DocumentKey<'static> = DocumentKey {
     sk: "CURSOR",
 };
 
+/// When the last pass that completed began and ended: a scheduled run starts a new pass only
+/// a pass's interval after the last one began (docs/operations.md, *At a million snapshots*).
+pub const LAST_PASS: DocumentKey<'static> = DocumentKey {
+    pk: "SWEEP",
+    sk: "LAST",
+};
+
+/// A scheduled run within this much of the interval counts as on time: EventBridge fires a
+/// little early or late, and a pass begun at 10:00:01 is due again at the 11:00 run.
+const SCHEDULE_SLACK_MS: u64 = 120_000;
+
 /// One sweep at a time.
 pub const SWEEP_LOCK: DocumentKey<'static> = DocumentKey {
     pk: "LOCK#sweep",
@@ -88,6 +99,13 @@ pub(super) struct Checkpoint {
     pub(super) unconfirmed: Vec<Unconfirmed>,
 }
 
+/// The [`LAST_PASS`] document.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub(super) struct LastPass {
+    pub(super) started_at_ms: u64,
+    pub(super) completed_at_ms: u64,
+}
+
 /// A deletion whose answer a run's deadline cut off.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub(super) struct Unconfirmed {
@@ -126,4 +144,38 @@ pub(super) async fn save<S: AgentStore + ScheduleStore>(
         }
         Err(e) => Err(e.into()),
     }
+}
+
+/// Record the pass that just completed. A failure is logged: at worst the next scheduled run
+/// starts a pass early.
+pub(super) async fn save_last<S: AgentStore + ScheduleStore>(store: &S, last: &LastPass) {
+    let written = async {
+        let value = serde_json::to_value(last).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        let version = store
+            .get_document(LAST_PASS)
+            .await?
+            .map_or(0, |d| d.version);
+        store.put_document(LAST_PASS, &value, version, None).await
+    };
+    if let Err(e) = written.await {
+        tracing::warn!(error = %e, "sweep: cannot record the pass that completed");
+    }
+}
+
+/// Whether a scheduled run has work at `now_ms`: a pass in progress to continue, or no pass
+/// begun within `every` (less the schedule's slack).
+pub(super) async fn due<S: AgentStore + ScheduleStore>(
+    store: &S,
+    every: std::time::Duration,
+    now_ms: u64,
+) -> Result<bool, Error> {
+    if load(store).await?.0.is_some() {
+        return Ok(true);
+    }
+    let last = store
+        .get_document(LAST_PASS)
+        .await?
+        .and_then(|d| serde_json::from_value::<LastPass>(d.value).ok());
+    let every_ms = every.as_millis() as u64;
+    Ok(last.is_none_or(|l| now_ms + SCHEDULE_SLACK_MS >= l.started_at_ms.saturating_add(every_ms)))
 }

@@ -23,11 +23,13 @@
 
 use std::time::Duration;
 
+use futures::StreamExt;
 use snapwake::agentkit::AgentKit;
 use snapwake::deadline::Deadline;
 use snapwake::domain::{AgentKey, Retention, ToolRegistry};
 use snapwake::error::Error;
 use snapwake::index_sync::{agents_of, index_agent, list_tool, record_completion, tools, Upsert};
+use snapwake::index_sync::{Seen, SliceSettings, ToolListing};
 use snapwake::lock::{DocumentAcquired, DocumentLock, LockSettings};
 use snapwake::store::{AgentStore, ScheduleStore};
 use snapwake::timestamp::now_ms;
@@ -38,8 +40,8 @@ mod checkpoint;
 mod prune;
 pub mod refresh;
 
-use checkpoint::{load, save, Checkpoint, Unconfirmed};
-pub use checkpoint::{SweepCounts, SweepReport, CHECKPOINT, SWEEP_LOCK};
+use checkpoint::{load, save, save_last, Checkpoint, LastPass, Unconfirmed};
+pub use checkpoint::{SweepCounts, SweepReport, CHECKPOINT, LAST_PASS, SWEEP_LOCK};
 use prune::Listed;
 
 /// What a sweep reports as it goes (the CLI draws progress bars; Lambda logs).
@@ -58,6 +60,11 @@ pub struct SweepSettings {
     /// agent or a deletion is only started with this much left, a Tool with twice this. It
     /// should exceed one AgentKit call, so that the last deletion started finishes.
     pub margin: Duration,
+    /// Agents indexed and pruned at once (each under its own lock; the AgentKit budget paces
+    /// their calls whatever the number).
+    pub concurrency: usize,
+    /// How a Tool is listed: in time slices side by side.
+    pub slices: SliceSettings,
 }
 
 impl Default for SweepSettings {
@@ -65,6 +72,8 @@ impl Default for SweepSettings {
         SweepSettings {
             policy: RetentionPolicy::default(),
             margin: Duration::from_secs(5),
+            concurrency: 16,
+            slices: SliceSettings::default(),
         }
     }
 }
@@ -79,12 +88,21 @@ pub struct Sweep<'a, S, K> {
     pub progress: &'a dyn SweepProgress,
 }
 
+#[derive(Default)]
 enum Stop {
+    #[default]
     Finished,
     OutOfTime,
 }
 
 impl<S: AgentStore + ScheduleStore, K: AgentKit> Sweep<'_, S, K> {
+    /// Whether a scheduled run that starts a pass every `every` has work now: a pass to
+    /// continue, or none begun within `every`. The schedule fires more often than passes
+    /// begin, so that a pass longer than one invocation goes on within its hour.
+    pub async fn is_due(&self, every: Duration) -> Result<bool, Error> {
+        checkpoint::due(self.store, every, now_ms()).await
+    }
+
     /// Run until the pass is done or `deadline` (less the margin) comes.
     pub async fn run(&self, deadline: Deadline, dry_run: bool) -> Result<SweepReport, Error> {
         let started = std::time::Instant::now();
@@ -181,6 +199,11 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Sweep<'_, S, K> {
                 }
                 // The next run starts a new pass.
                 save(self.store, None, version).await?;
+                let last = LastPass {
+                    started_at_ms: cp.started_at_ms,
+                    completed_at_ms: now_ms(),
+                };
+                save_last(self.store, &last).await;
             } else {
                 save(self.store, Some(&cp), version).await?;
             }
@@ -210,6 +233,7 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Sweep<'_, S, K> {
             self.agentkit,
             self.registry,
             (kind, tool, retention),
+            self.settings.slices,
             deadline,
         )
         .await
@@ -242,69 +266,133 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Sweep<'_, S, K> {
         let agents = agents_of(&listing);
         self.progress.tool(tool, agents.len());
         let now = now_ms();
-        for (key, seen) in agents {
-            if resume_after.as_ref().is_some_and(|after| key <= *after) {
-                continue;
-            }
-            if deadline.remaining() < self.settings.margin {
-                return Stop::OutOfTime;
-            }
-            if !dry_run {
-                match index_agent(self.store, &key, &listing, &seen).await {
-                    Upsert::Written => counts.indexed += 1,
-                    Upsert::Unchanged => {}
-                    Upsert::Failed | Upsert::OutOfTime => {
-                        counts.errors += 1;
-                        cp.index_complete = false;
-                    }
-                }
-            }
-            if retention == Retention::Recoverable {
-                let listed = Listed {
-                    tool_id: &listing.tool_id,
-                    region: &listing.region,
-                };
-                let policy = &self.settings.policy;
-                // The carried-over deletions of this agent: they only need an answer. Until
-                // they have one they stay in the checkpoint (`prune` puts back what it did not
-                // get to).
+        // Each agent takes its own carried-over deletions along.
+        let work: Vec<(AgentKey, Seen, Vec<String>)> = agents
+            .into_iter()
+            .filter(|(key, _)| resume_after.as_ref().is_none_or(|after| key > after))
+            .map(|(key, seen)| {
                 let (mine, others): (Vec<Unconfirmed>, Vec<Unconfirmed>) =
                     std::mem::take(&mut cp.unconfirmed)
                         .into_iter()
                         .partition(|u| u.agent == key);
                 cp.unconfirmed = others;
-                let carried: Vec<String> = mine.into_iter().map(|u| u.snapshot_id).collect();
-                let idle = policy.is_idle(&seen.snapshots, !seen.sessions.is_empty(), now);
-                let doomed = policy.to_prune(&seen.snapshots, now).len();
-                let stop = if dry_run {
-                    counts.pruned += (doomed + carried.len()) as u64;
-                    counts.idle_deleted += u64::from(idle);
-                    Stop::Finished
-                } else if idle {
-                    self.delete_idle(&key, &listed, counts, deadline).await
-                } else if doomed > 0 || !carried.is_empty() {
-                    self.prune(
-                        &key,
-                        &listed,
-                        carried,
-                        counts,
-                        &mut cp.unconfirmed,
-                        deadline,
-                    )
-                    .await
-                } else {
-                    Stop::Finished
-                };
-                if let Stop::OutOfTime = stop {
-                    // The agent is not done: the next run lists it again and prunes what is
-                    // left of it (what was deleted is no longer listed).
-                    return Stop::OutOfTime;
+                let carried = mine.into_iter().map(|u| u.snapshot_id).collect();
+                (key, seen, carried)
+            })
+            .collect();
+        let listing = &listing;
+        // Agents side by side, their outcomes taken in key order: the checkpoint moves past
+        // an agent only once every agent before it is done, so a run cut off anywhere
+        // leaves none behind it unfinished. Once time runs short, the agents not yet begun
+        // answer at once without doing anything.
+        let mut outcomes = futures::stream::iter(work)
+            .map(|(key, seen, carried)| async move {
+                let done = self
+                    .agent(&key, &seen, listing, carried, now, deadline, dry_run)
+                    .await;
+                (key, done)
+            })
+            .buffered(self.settings.concurrency.max(1));
+        let mut stop = Stop::Finished;
+        while let Some((key, done)) = outcomes.next().await {
+            counts.add(&done.counts);
+            cp.unconfirmed.extend(done.unconfirmed);
+            if done.index_incomplete {
+                cp.index_complete = false;
+            }
+            match (&stop, done.stop) {
+                (Stop::Finished, Stop::Finished) => {
+                    counts.seen += 1;
+                    cp.after = Some(key.clone());
+                    self.progress.agent(&key);
+                }
+                // The agent is not done: the next run lists it again and prunes what is
+                // left of it (what was deleted is no longer listed).
+                _ => stop = Stop::OutOfTime,
+            }
+        }
+        stop
+    }
+
+    /// Index one agent and prune it.
+    #[allow(clippy::too_many_arguments)]
+    async fn agent(
+        &self,
+        key: &AgentKey,
+        seen: &Seen,
+        listing: &ToolListing,
+        carried: Vec<String>,
+        now: u64,
+        deadline: Deadline,
+        dry_run: bool,
+    ) -> AgentDone {
+        let mut done = AgentDone::default();
+        if deadline.remaining() < self.settings.margin {
+            done.unconfirmed = unconfirmed(key, carried);
+            done.stop = Stop::OutOfTime;
+            return done;
+        }
+        let counts = &mut done.counts;
+        if !dry_run {
+            match index_agent(self.store, key, listing, seen).await {
+                Upsert::Written => counts.indexed += 1,
+                Upsert::Unchanged => {}
+                Upsert::Failed | Upsert::OutOfTime => {
+                    counts.errors += 1;
+                    done.index_incomplete = true;
                 }
             }
-            counts.seen += 1;
-            cp.after = Some(key.clone());
-            self.progress.agent(&key);
         }
-        Stop::Finished
+        if listing.retention != Retention::Recoverable {
+            return done;
+        }
+        let listed = Listed {
+            tool_id: &listing.tool_id,
+            region: &listing.region,
+        };
+        let policy = &self.settings.policy;
+        let idle = policy.is_idle(&seen.snapshots, !seen.sessions.is_empty(), now);
+        let doomed = policy.to_prune(&seen.snapshots, now).len();
+        done.stop = if dry_run {
+            counts.pruned += (doomed + carried.len()) as u64;
+            counts.idle_deleted += u64::from(idle);
+            Stop::Finished
+        } else if idle {
+            self.delete_idle(key, &listed, counts, deadline).await
+        } else if doomed > 0 || !carried.is_empty() {
+            self.prune(
+                key,
+                &listed,
+                carried,
+                counts,
+                &mut done.unconfirmed,
+                deadline,
+            )
+            .await
+        } else {
+            Stop::Finished
+        };
+        done
     }
+}
+
+/// What one agent's turn in the sweep came to.
+#[derive(Default)]
+struct AgentDone {
+    counts: SweepCounts,
+    /// Deletions whose answer the run's end cut off: the next run confirms them.
+    unconfirmed: Vec<Unconfirmed>,
+    /// Its record could not be written: the pass does not complete the index.
+    index_incomplete: bool,
+    stop: Stop,
+}
+
+fn unconfirmed(key: &AgentKey, carried: Vec<String>) -> Vec<Unconfirmed> {
+    carried
+        .into_iter()
+        .map(|snapshot_id| Unconfirmed {
+            agent: key.clone(),
+            snapshot_id,
+        })
+        .collect()
 }

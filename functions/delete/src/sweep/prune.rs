@@ -143,10 +143,7 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Sweep<'_, S, K> {
             }
         };
         if let Stop::OutOfTime = stop {
-            unconfirmed.extend(carried.into_iter().map(|snapshot_id| Unconfirmed {
-                agent: key.clone(),
-                snapshot_id,
-            }));
+            unconfirmed.extend(super::unconfirmed(key, carried));
         }
         stop
     }

@@ -15,13 +15,15 @@
 
 use std::time::Duration;
 
+use futures::StreamExt;
 use serde::Serialize;
-use snapwake::agentkit::types::{ListSessionSnapshots, Snapshot, MAX_PAGE_SIZE};
-use snapwake::agentkit::{AgentKit, Pager};
+use snapwake::agentkit::types::Snapshot;
+use snapwake::agentkit::AgentKit;
 use snapwake::deadline::Deadline;
 use snapwake::domain::{Retention, SnapshotPhase, ToolRegistry};
 use snapwake::error::Error;
 use snapwake::index_sync::{agents_of, freshness, index_agent, save_freshness, tools};
+use snapwake::index_sync::{horizon_s, snapshots_between, SliceSettings};
 use snapwake::index_sync::{ToolListing, ToolMark, Upsert};
 use snapwake::locate::regions;
 use snapwake::lock::{DocumentAcquired, DocumentLock, LockSettings};
@@ -30,8 +32,10 @@ use snapwake::timestamp::{epoch_ms, format_ms, now_ms};
 
 /// How far before the last read began the next one starts.
 pub const OVERLAP: Duration = Duration::from_secs(300);
-/// Most pages one Tool's refresh reads (a first read is a whole Tool).
-const MAX_PAGES: usize = 10_000;
+
+/// Records read and written at once: after a burst (a team's sessions expiring together)
+/// the overlap reads thousands of agents again each minute.
+const INDEX_CONCURRENCY: usize = 16;
 
 /// One refresh at a time.
 pub const REFRESH_LOCK: DocumentKey<'static> = DocumentKey {
@@ -63,6 +67,8 @@ pub struct Refresh<'a, S, K> {
     pub store: &'a S,
     pub agentkit: &'a K,
     pub registry: &'a ToolRegistry,
+    /// How a Tool with much that is new (a first read, a burst) is read side by side.
+    pub slices: SliceSettings,
 }
 
 impl<S: AgentStore + ScheduleStore, K: AgentKit> Refresh<'_, S, K> {
@@ -128,8 +134,17 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Refresh<'_, S, K> {
                 partial: true,
             };
             let mut complete = true;
-            for (key, seen) in agents_of(&listing) {
-                match index_agent(self.store, &key, &listing, &seen).await {
+            let listing = &listing;
+            let outcomes: Vec<Upsert> =
+                futures::stream::iter(agents_of(listing))
+                    .map(|(key, seen)| async move {
+                        index_agent(self.store, &key, listing, &seen).await
+                    })
+                    .buffer_unordered(INDEX_CONCURRENCY)
+                    .collect()
+                    .await;
+            for outcome in outcomes {
+                match outcome {
                     Upsert::Written => report.indexed += 1,
                     Upsert::Unchanged => {}
                     Upsert::Failed | Upsert::OutOfTime => complete = false,
@@ -168,28 +183,27 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Refresh<'_, S, K> {
         report: &mut RefreshReport,
         deadline: Deadline,
     ) -> Result<Option<(String, Vec<Snapshot>)>, snapwake::agentkit::AgentKitError> {
-        'regions: for region in regions(self.registry, self.agentkit) {
-            let request = ListSessionSnapshots {
-                tool_id: tool.to_string(),
-                max_results: Some(MAX_PAGE_SIZE),
-                create_time_after: mark.after.clone(),
-                ..ListSessionSnapshots::default()
-            };
-            let mut pager = Pager::new(self.agentkit, region, request, MAX_PAGES);
-            let mut all = Vec::new();
-            loop {
-                match pager.next_page(deadline).await {
-                    Ok(Some(page)) => {
-                        report.calls += 1;
-                        all.extend(page);
-                    }
-                    Ok(None) => return Ok(Some((region.to_string(), all))),
-                    Err(e) if e.is_not_found() && all.is_empty() => {
-                        report.calls += 1;
-                        continue 'regions;
-                    }
-                    Err(e) => return Err(e),
+        let after_s = mark.after.as_deref().and_then(epoch_ms).map(|ms| ms / 1000);
+        for region in regions(self.registry, self.agentkit) {
+            let read = snapshots_between(
+                self.agentkit,
+                region,
+                tool,
+                (after_s, horizon_s()),
+                self.slices,
+                deadline,
+            )
+            .await;
+            match read {
+                Ok(read) => {
+                    report.calls += read.calls;
+                    return Ok(Some((region.to_string(), read.snapshots)));
                 }
+                Err(e) if e.is_not_found() => {
+                    report.calls += 1;
+                    continue;
+                }
+                Err(e) => return Err(e),
             }
         }
         Ok(None)

@@ -26,6 +26,10 @@ pub struct ListSessionSnapshots {
     /// no word on whether the bound is inclusive: callers overlap and de-duplicate.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub create_time_after: Option<String>,
+    /// Only snapshots created before this instant (RFC 3339), the same caveat: the sweep reads
+    /// a big Tool in time slices with it (`index_sync::slices`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub create_time_before: Option<String>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
