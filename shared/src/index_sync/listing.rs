@@ -55,15 +55,8 @@ pub async fn list_tool<K: AgentKit>(
     let listed_at_ms = now_ms();
     for region in regions(registry, agentkit) {
         let snapshots = if retention == Retention::Recoverable {
-            let read = snapshots_between(
-                agentkit,
-                region,
-                tool,
-                (None, horizon_s()),
-                slices,
-                deadline,
-            )
-            .await;
+            let read =
+                snapshots_between(agentkit, region, tool, (None, None), slices, deadline).await;
             match read {
                 Ok(read) => read.snapshots,
                 Err(e) if e.is_not_found() => {

@@ -30,7 +30,7 @@ mod upsert;
 
 pub use freshness::{freshness, save_freshness, Freshness, ToolMark, REFRESH_DOCUMENT};
 pub use listing::{agent_of, agents_of, list_tool, tools, Seen, ToolListing};
-pub use slices::{horizon_s, snapshots_between, SliceSettings, SlicedRead, ORIGIN_S};
+pub use slices::{snapshots_between, SliceSettings, SlicedRead, ORIGIN_S};
 pub use upsert::{index_agent, index_located, Upsert};
 
 use std::collections::BTreeMap;

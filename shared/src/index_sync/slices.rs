@@ -7,8 +7,9 @@
 //! the budget allows).
 //!
 //! Where the snapshots lie in time is not known beforehand (an old deployment, a burst last
-//! night), so the slices are found by **bisection**: a slice whose first page says there is
-//! more, and that is still wider than [`NARROWEST_S`], is cut in two and both halves are read;
+//! night). A wide range starts cut where they tend to be (the last hour, the two before, the
+//! four before those...: [`first_slices`]); then the slices are found by **bisection**: a slice whose first page says there is
+//! more, and that is still wider than [`NARROWEST_S`], is cut in four and the pieces are read;
 //! one that is not, is paged through. Dense stretches end up cut fine and empty ones cost one
 //! call each; the first page of a cut slice is one call spent to learn where to cut. Once
 //! [`SliceSettings::max_slices`] are made, slices are paged through whatever their size.
@@ -33,15 +34,6 @@ pub const NARROWEST_S: u64 = 4;
 /// The earliest time a listing with no lower bound reads from (before AgentKit existed).
 pub const ORIGIN_S: u64 = 1_577_836_800; // 2020-01-01T00:00:00Z
 
-/// How far ahead of this machine's clock a listing reads: AgentKit's clock (the simulator's
-/// in tests, weeks ahead) may date a snapshot later than this machine's `now`.
-const HORIZON: u64 = 10 * 365 * 24 * 3600;
-
-/// The upper bound of a read "up to now": [`HORIZON`] past this machine's clock.
-pub fn horizon_s() -> u64 {
-    crate::timestamp::now_ms() / 1000 + HORIZON
-}
-
 /// How a Tool is read in slices.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SliceSettings {
@@ -58,7 +50,7 @@ impl Default for SliceSettings {
     fn default() -> Self {
         SliceSettings {
             concurrency: 8,
-            max_slices: 256,
+            max_slices: 64,
             // A million snapshots, with room for the cuts.
             max_pages: 12_000,
         }
@@ -76,12 +68,20 @@ pub struct SlicedRead {
     pub slices: usize,
 }
 
-/// A stretch of creation time, `(after, up_to]` in epoch seconds.
-#[derive(Clone, Copy, Debug)]
+/// A stretch of creation time, `(after, up_to]` in epoch seconds; [`OPEN`]: no upper bound.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Slice {
     after: u64,
     up_to: u64,
 }
+
+/// A slice with no upper bound: AgentKit's clock may be ahead of this machine's (the
+/// simulator's, in tests, by weeks), so "up to now" would miss what it dates later.
+const OPEN: u64 = u64::MAX;
+
+/// A slice that has more than a page is cut in this many: fewer rounds one after the other
+/// than halving, for a few more calls on stretches that turn out empty.
+const PIECES: u64 = 4;
 
 impl Slice {
     fn request(&self, tool_id: &str, next_token: Option<String>) -> ListSessionSnapshots {
@@ -91,28 +91,85 @@ impl Slice {
             next_token,
             // A second of overlap each way: the bounds' inclusiveness is undocumented.
             create_time_after: Some(format_ms(self.after.saturating_sub(1) * 1000)),
-            create_time_before: Some(format_ms((self.up_to + 1) * 1000)),
+            create_time_before: (self.up_to != OPEN).then(|| format_ms((self.up_to + 1) * 1000)),
             ..ListSessionSnapshots::default()
         }
     }
 
-    fn halves(&self) -> Option<(Slice, Slice)> {
+    /// The slice cut in [`PIECES`], or `None` when it is as narrow as slices go. An open
+    /// slice is first cut an hour past `now` (or past its start): what lies beyond is one
+    /// open slice, what lies before is cut in pieces.
+    fn pieces(&self, now: u64) -> Option<Vec<Slice>> {
+        if self.up_to == OPEN {
+            let cut = self.after.max(now) + 3600;
+            let mut out = Slice {
+                after: self.after,
+                up_to: cut,
+            }
+            .pieces(now)
+            .unwrap_or_else(|| {
+                vec![Slice {
+                    after: self.after,
+                    up_to: cut,
+                }]
+            });
+            out.push(Slice {
+                after: cut,
+                up_to: OPEN,
+            });
+            return Some(out);
+        }
         let width = self.up_to.saturating_sub(self.after);
         (width >= NARROWEST_S).then(|| {
-            let mid = self.after + width / 2;
-            (
-                Slice {
-                    after: self.after,
-                    up_to: mid,
-                },
-                Slice {
-                    after: mid,
-                    up_to: self.up_to,
-                },
-            )
+            let step = width.div_ceil(PIECES);
+            (0..PIECES)
+                .map(|i| Slice {
+                    after: self.after + i * step,
+                    up_to: (self.after + (i + 1) * step).min(self.up_to),
+                })
+                .filter(|s| s.up_to > s.after)
+                .collect()
         })
     }
 }
+
+/// The slices a read starts from. A range reaching back a few days or less is one slice (a
+/// quiet refresh: one call). A wider one is cut where snapshots tend to be: the last hour, the two
+/// before it, the four before those, and so on back to its start, and what lies after `now`
+/// (AgentKit's clock may be ahead). Halving a range of years down to where a deployment's
+/// snapshots lie would take some twenty rounds one after the other; these slices are all
+/// asked at once, and only those with more than a page are cut further.
+fn first_slices(whole: Slice, now: u64) -> Vec<Slice> {
+    const HOUR: u64 = 3600;
+    if now.saturating_sub(whole.after) <= GEOMETRIC_FROM_S {
+        return vec![whole];
+    }
+    let mut cuts = vec![now.min(whole.up_to)];
+    let mut back = HOUR;
+    while now.saturating_sub(back) > whole.after {
+        cuts.push(now - back);
+        back *= 2;
+    }
+    cuts.push(whole.after);
+    cuts.reverse();
+    let mut slices: Vec<Slice> = cuts
+        .windows(2)
+        .map(|w| Slice {
+            after: w[0],
+            up_to: w[1],
+        })
+        .collect();
+    if whole.up_to > now {
+        slices.push(Slice {
+            after: now,
+            up_to: whole.up_to,
+        });
+    }
+    slices
+}
+
+/// Ranges reaching further back than this start from [`first_slices`]' cuts.
+const GEOMETRIC_FROM_S: u64 = 3 * 24 * 3600;
 
 /// One page to ask for: a slice's first (it may be cut after it) or a later one.
 struct Ask {
@@ -121,27 +178,33 @@ struct Ask {
 }
 
 /// Every snapshot of `tool_id` in `region` created after `after_s` (none: since
-/// [`ORIGIN_S`]) and up to `up_to_s` (epoch seconds), read in slices side by side.
+/// [`ORIGIN_S`]) and up to `up_to_s` (epoch seconds; none: whenever), read in slices side by
+/// side.
 pub async fn snapshots_between<K: AgentKit>(
     agentkit: &K,
     region: &str,
     tool_id: &str,
-    (after_s, up_to_s): (Option<u64>, u64),
+    (after_s, up_to_s): (Option<u64>, Option<u64>),
     settings: SliceSettings,
     deadline: Deadline,
 ) -> Result<SlicedRead, AgentKitError> {
     let whole = Slice {
         after: after_s.unwrap_or(ORIGIN_S),
-        up_to: up_to_s,
+        up_to: up_to_s.unwrap_or(OPEN),
     };
-    let mut asks = VecDeque::from([Ask {
-        slice: whole,
-        next_token: None,
-    }]);
+    let now = crate::timestamp::now_ms() / 1000;
+    let first = first_slices(whole, now);
+    let mut asks: VecDeque<Ask> = first
+        .iter()
+        .map(|&slice| Ask {
+            slice,
+            next_token: None,
+        })
+        .collect();
     let mut in_flight = FuturesUnordered::new();
     let mut seen: HashSet<String> = HashSet::new();
     let mut read = SlicedRead {
-        slices: 1,
+        slices: first.len(),
         ..SlicedRead::default()
     };
     let concurrency = settings.concurrency.max(1);
@@ -184,19 +247,15 @@ pub async fn snapshots_between<K: AgentKit>(
             });
         }
         let first_page = ask.next_token.is_none();
-        match ask.slice.halves() {
-            Some((older, newer)) if first_page && read.slices < settings.max_slices => {
-                // Cut: the page just read is kept (the halves read it again, and the ids
+        match ask.slice.pieces(now) {
+            Some(pieces) if first_page && read.slices < settings.max_slices => {
+                // Cut: the page just read is kept (the pieces read it again, and the ids
                 // de-duplicate), its token dropped.
-                read.slices += 1;
-                asks.push_back(Ask {
-                    slice: older,
+                read.slices += pieces.len() - 1;
+                asks.extend(pieces.into_iter().map(|slice| Ask {
+                    slice,
                     next_token: None,
-                });
-                asks.push_back(Ask {
-                    slice: newer,
-                    next_token: None,
-                });
+                }));
             }
             _ => asks.push_back(Ask {
                 slice: ask.slice,
@@ -205,4 +264,48 @@ pub async fn snapshots_between<K: AgentKit>(
         }
     }
     Ok(read)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_wide_range_starts_cut_back_from_now_and_a_narrow_one_whole() {
+        let now = 1_800_000_000;
+        let narrow = Slice {
+            after: now - 600,
+            up_to: OPEN,
+        };
+        assert_eq!(first_slices(narrow, now), vec![narrow]);
+        // Cut: before an hour past now in four, the rest open.
+        let pieces = narrow.pieces(now).unwrap();
+        assert_eq!(pieces.len(), 5, "{pieces:?}");
+        assert_eq!(
+            pieces[4],
+            Slice {
+                after: now + 3600,
+                up_to: OPEN
+            }
+        );
+        for w in pieces.windows(2) {
+            assert_eq!(w[0].up_to, w[1].after);
+        }
+        let wide = Slice {
+            after: ORIGIN_S,
+            up_to: OPEN,
+        };
+        let slices = first_slices(wide, now);
+        // Contiguous, covering the range, the last hour one slice, the future one more.
+        assert_eq!(slices[0].after, wide.after);
+        assert_eq!(slices[slices.len() - 1].up_to, wide.up_to);
+        for w in slices.windows(2) {
+            assert_eq!(w[0].up_to, w[1].after);
+        }
+        assert!(slices.contains(&Slice {
+            after: now - 3600,
+            up_to: now
+        }));
+        assert!(slices.len() < 20, "{}", slices.len());
+    }
 }

@@ -5,7 +5,7 @@
 
 use super::*;
 use snapwake::budget::{in_background, AgentKitBudget, BudgetSettings};
-use snapwake::index_sync::{horizon_s, snapshots_between, SliceSettings, SlicedRead};
+use snapwake::index_sync::{snapshots_between, SliceSettings, SlicedRead};
 
 /// `n` Ready snapshots of one agent each at `at(i)`: their ids.
 fn seed_at(world: &World, n: usize, at: impl Fn(usize) -> OffsetDateTime) -> Vec<String> {
@@ -15,7 +15,11 @@ fn seed_at(world: &World, n: usize, at: impl Fn(usize) -> OffsetDateTime) -> Vec
     world.sim.control().seed_snapshots(seeds).unwrap()
 }
 
-async fn read_all(world: &World, settings: SliceSettings, range: (Option<u64>, u64)) -> SlicedRead {
+async fn read_all(
+    world: &World,
+    settings: SliceSettings,
+    range: (Option<u64>, Option<u64>),
+) -> SlicedRead {
     snapshots_between(
         &world.client(),
         REGION,
@@ -61,7 +65,7 @@ async fn every_snapshot_of_a_lopsided_tool_is_read_once_by_slices() {
             concurrency: 1,
             ..SliceSettings::default()
         },
-        (None, horizon_s()),
+        (None, None),
     )
     .await;
     assert_eq!(
@@ -71,7 +75,7 @@ async fn every_snapshot_of_a_lopsided_tool_is_read_once_by_slices() {
     );
 
     world.sim.control().reset_counters();
-    let side_by_side = read_all(&world, SliceSettings::default(), (None, horizon_s())).await;
+    let side_by_side = read_all(&world, SliceSettings::default(), (None, None)).await;
     assert_eq!(
         ids(&side_by_side),
         want,
@@ -114,7 +118,7 @@ async fn a_range_is_read_to_its_bounds_and_a_boundary_second_is_never_missed() {
             concurrency: 4,
             ..SliceSettings::default()
         },
-        (Some(after), up_to),
+        (Some(after), Some(up_to)),
     )
     .await;
     // Seconds 101..=300 are in; a second either side may be (the bounds' inclusiveness is
@@ -171,7 +175,7 @@ async fn slices_side_by_side_keep_within_the_accounts_limit_through_the_budget()
         &client,
         REGION,
         &world.recoverable,
-        (None, horizon_s()),
+        (None, None),
         settings,
         Deadline::after(Duration::from_secs(60)),
     ))

@@ -281,37 +281,43 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Sweep<'_, S, K> {
             })
             .collect();
         let listing = &listing;
-        // Agents side by side, their outcomes taken in key order: the checkpoint moves past
-        // an agent only once every agent before it is done, so a run cut off anywhere
-        // leaves none behind it unfinished. Once time runs short, the agents not yet begun
-        // answer at once without doing anything.
-        let mut outcomes = futures::stream::iter(work)
-            .map(|(key, seen, carried)| async move {
+        let keys: Vec<AgentKey> = work.iter().map(|(key, _, _)| key.clone()).collect();
+        // Agents side by side, in any order (one slow prune must not hold up the fast ones
+        // behind it), but the checkpoint moves past an agent only once every agent before it
+        // is done, so a run cut off anywhere leaves none behind it unfinished. Once time runs
+        // short, the agents not yet begun answer at once without doing anything.
+        let mut outcomes = futures::stream::iter(work.into_iter().enumerate())
+            .map(|(i, (key, seen, carried))| async move {
                 let done = self
                     .agent(&key, &seen, listing, carried, now, deadline, dry_run)
                     .await;
-                (key, done)
+                (i, done)
             })
-            .buffered(self.settings.concurrency.max(1));
-        let mut stop = Stop::Finished;
-        while let Some((key, done)) = outcomes.next().await {
+            .buffer_unordered(self.settings.concurrency.max(1));
+        // Per agent: finished (true), cut off (false), or still going.
+        let mut ended: Vec<Option<bool>> = vec![None; keys.len()];
+        let mut next = 0;
+        while let Some((i, done)) = outcomes.next().await {
             counts.add(&done.counts);
             cp.unconfirmed.extend(done.unconfirmed);
             if done.index_incomplete {
                 cp.index_complete = false;
             }
-            match (&stop, done.stop) {
-                (Stop::Finished, Stop::Finished) => {
-                    counts.seen += 1;
-                    cp.after = Some(key.clone());
-                    self.progress.agent(&key);
-                }
-                // The agent is not done: the next run lists it again and prunes what is
-                // left of it (what was deleted is no longer listed).
-                _ => stop = Stop::OutOfTime,
+            ended[i] = Some(matches!(done.stop, Stop::Finished));
+            // The watermark: past every agent finished in key order, and no further than
+            // the first one cut off (the next run lists it again and prunes what is left).
+            while let Some(Some(true)) = ended.get(next) {
+                counts.seen += 1;
+                cp.after = Some(keys[next].clone());
+                self.progress.agent(&keys[next]);
+                next += 1;
             }
         }
-        stop
+        if next == keys.len() {
+            Stop::Finished
+        } else {
+            Stop::OutOfTime
+        }
     }
 
     /// Index one agent and prune it.

@@ -23,7 +23,7 @@ use snapwake::deadline::Deadline;
 use snapwake::domain::{Retention, SnapshotPhase, ToolRegistry};
 use snapwake::error::Error;
 use snapwake::index_sync::{agents_of, freshness, index_agent, save_freshness, tools};
-use snapwake::index_sync::{horizon_s, snapshots_between, SliceSettings};
+use snapwake::index_sync::{snapshots_between, SliceSettings};
 use snapwake::index_sync::{ToolListing, ToolMark, Upsert};
 use snapwake::locate::regions;
 use snapwake::lock::{DocumentAcquired, DocumentLock, LockSettings};
@@ -189,7 +189,7 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Refresh<'_, S, K> {
                 self.agentkit,
                 region,
                 tool,
-                (after_s, horizon_s()),
+                (after_s, None),
                 self.slices,
                 deadline,
             )
