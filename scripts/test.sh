@@ -127,11 +127,12 @@ await deps
 step "infra/: sam-translator and cfn-lint on the template"
 await infra
 
-step "conformance: schemathesis against snapwake serve --demo"
-scripts/conformance.sh
-
-step "the My Agents page in headless Chromium"
+step "conformance (schemathesis against snapwake serve --demo), and beside it the My Agents page in headless Chromium"
+# Each starts its own `snapwake serve --demo` on a free port: side by side they take the time
+# of the longer one, not of both.
 await console
-scripts/console-test.sh
+background page scripts/console-test.sh
+scripts/conformance.sh
+await page
 
 summary
