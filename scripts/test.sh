@@ -127,12 +127,11 @@ await deps
 step "infra/: sam-translator and cfn-lint on the template"
 await infra
 
-step "conformance (schemathesis against snapwake serve --demo), and beside it the My Agents page in headless Chromium"
-# Each starts its own `snapwake serve --demo` on a free port: side by side they take the time
-# of the longer one, not of both.
-await console
-background page scripts/console-test.sh
+step "conformance: schemathesis against snapwake serve --demo"
 scripts/conformance.sh
-await page
+
+step "the My Agents page in headless Chromium"
+await console
+scripts/console-test.sh
 
 summary

@@ -119,21 +119,10 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Delete<S, K> {
         in_background(with_trigger(Trigger::Sweep, sweep.run(deadline, dry_run))).await
     }
 
-    /// Whether a scheduled sweep beginning a pass every `every` has work now.
+    /// Whether a scheduled sweep beginning a pass every `every` has work now (the table
+    /// alone says: a pass in progress, or when the last began).
     pub async fn sweep_due(&self, every: Duration, deadline: Deadline) -> Result<bool, Error> {
-        let registry = self
-            .registry
-            .get(&Within::new(&self.store, deadline))
-            .await?;
-        let sweep = Sweep {
-            store: &self.store,
-            agentkit: &self.agentkit,
-            registry: &registry,
-            lock: &self.settings.lock,
-            settings: &self.settings.sweep,
-            progress: &crate::Quiet,
-        };
-        sweep.is_due(every).await
+        crate::sweep::is_due(&Within::new(&self.store, deadline), every).await
     }
 
     /// The index refresh: what is new on each snapshot Tool since the last one.

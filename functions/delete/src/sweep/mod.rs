@@ -78,6 +78,16 @@ impl Default for SweepSettings {
     }
 }
 
+/// Whether a scheduled run that starts a pass every `every` has work now: a pass to continue,
+/// or none begun within `every`. The schedule fires more often than passes begin, so that a
+/// pass longer than one invocation goes on within its hour.
+pub async fn is_due<S: AgentStore + ScheduleStore>(
+    store: &S,
+    every: Duration,
+) -> Result<bool, Error> {
+    checkpoint::due(store, every, now_ms()).await
+}
+
 /// One run of the sweep.
 pub struct Sweep<'a, S, K> {
     pub store: &'a S,
@@ -96,13 +106,6 @@ enum Stop {
 }
 
 impl<S: AgentStore + ScheduleStore, K: AgentKit> Sweep<'_, S, K> {
-    /// Whether a scheduled run that starts a pass every `every` has work now: a pass to
-    /// continue, or none begun within `every`. The schedule fires more often than passes
-    /// begin, so that a pass longer than one invocation goes on within its hour.
-    pub async fn is_due(&self, every: Duration) -> Result<bool, Error> {
-        checkpoint::due(self.store, every, now_ms()).await
-    }
-
     /// Run until the pass is done or `deadline` (less the margin) comes.
     pub async fn run(&self, deadline: Deadline, dry_run: bool) -> Result<SweepReport, Error> {
         let started = std::time::Instant::now();
