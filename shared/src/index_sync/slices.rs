@@ -147,7 +147,10 @@ fn first_slices(whole: Slice, now: u64) -> Vec<Slice> {
     let mut cuts = vec![now.min(whole.up_to)];
     let mut back = HOUR;
     while now.saturating_sub(back) > whole.after {
-        cuts.push(now - back);
+        // A range that ends before now is cut only within itself.
+        if now - back < whole.up_to {
+            cuts.push(now - back);
+        }
         back *= 2;
     }
     cuts.push(whole.after);
@@ -307,5 +310,18 @@ mod tests {
             up_to: now
         }));
         assert!(slices.len() < 20, "{}", slices.len());
+
+        // A range that ended days ago: cut only within itself, never past its end.
+        let past = Slice {
+            after: now - 40 * 24 * 3600,
+            up_to: now - 5 * 24 * 3600,
+        };
+        let slices = first_slices(past, now);
+        assert_eq!(slices[0].after, past.after);
+        assert_eq!(slices[slices.len() - 1].up_to, past.up_to);
+        for w in slices.windows(2) {
+            assert_eq!(w[0].up_to, w[1].after);
+        }
+        assert!(slices.iter().all(|s| s.after < s.up_to), "{slices:?}");
     }
 }
