@@ -15,7 +15,7 @@ use snapwake::config::Config;
 use snapwake::deploy::{no_retry_policy, Catalogue, DeploySettings};
 use snapwake::events::eventbridge::EventBridge;
 use snapwake::events::{Announcing, Publisher};
-use snapwake::http::response::api_gateway_v2;
+use snapwake::http::edge::api_gateway_v2;
 use snapwake::registry_cache::RegistryCache;
 use snapwake::store::dynamo::DynamoStore;
 use snapwake::timestamp::now_ms;

@@ -1,5 +1,5 @@
 //! The one error type of the crate. Every failure a handler can meet is a variant here, and
-//! [`crate::http::problem`] maps each to exactly one problem+json response.
+//! [`crate::http::edge`] maps each to exactly one problem+json response.
 
 use crate::agentkit::AgentKitError;
 use crate::domain::WakeState;

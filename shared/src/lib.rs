@@ -17,7 +17,7 @@
 //!   types; the strict simulator of the service is its own crate, `snapwake-sim`;
 //! - [`store`]: the table port (`AgentStore`) and its DynamoDB and in-memory adapters;
 //! - [`budget`]: the deployment's one AgentKit budget, kept in the table: slots, people first;
-//! - [`error`]: the one error type, mapped to problem+json in [`http::problem`];
+//! - [`error`]: the one error type, mapped to problem+json in [`http::edge`];
 //! - [`events`]: state-change events: the store decorator that publishes them, EventBridge;
 //! - [`identity`]: the caller read from an API Gateway request, who may act on what, and the
 //!   UserSessionId codec;

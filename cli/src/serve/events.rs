@@ -24,7 +24,7 @@ pub async fn last(
         .and_then(|request| Caller::from_request(&request, &identity))
     {
         Ok(caller) if caller.is_admin => {
-            snapwake::http::response::json(200, &serde_json::json!({ "events": events.events() }))
+            snapwake::http::edge::json(200, &serde_json::json!({ "events": events.events() }))
         }
         Ok(_) => snapwake::Error::RouteNotFound.into_response(Some(&request_id)),
         Err(e) => e.into_response(Some(&request_id)),

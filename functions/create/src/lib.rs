@@ -60,7 +60,6 @@ use snapwake::domain::OpenUrl;
 use snapwake::error::Result;
 use snapwake::http::edge;
 use snapwake::http::request::{self as req, Route};
-use snapwake::http::response;
 use snapwake::identity::{usid, Caller, IdentityConfig};
 use snapwake::lock::LockSettings;
 use snapwake::registry_cache::RegistryCache;
@@ -177,10 +176,10 @@ impl<S: AgentStore, K: AgentKit> Create<S, K> {
                 );
                 // Being created: no session shows yet, and none is ruled out.
                 view.state = AgentState::Starting;
-                let mut resp = response::with_etag(response::json(202, &view), record);
+                let mut resp = edge::with_etag(edge::json(202, &view), record);
                 resp.headers_mut()
                     .insert(header::RETRY_AFTER, UNSETTLED_RETRY_AFTER_S.into());
-                response::with_location(resp, &plan.prefix, &record.key)
+                edge::with_location(resp, &plan.prefix, &record.key)
             }
         }
     }
@@ -200,7 +199,7 @@ impl<S: AgentStore, K: AgentKit> Create<S, K> {
             now_ms(),
             &self.settings.lock,
         );
-        let resp = response::with_etag(response::json(201, &view), record);
-        response::with_location(resp, &plan.prefix, &record.key)
+        let resp = edge::with_etag(edge::json(201, &view), record);
+        edge::with_location(resp, &plan.prefix, &record.key)
     }
 }

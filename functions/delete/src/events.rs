@@ -12,7 +12,7 @@ use snapwake::deadline::Deadline;
 use snapwake::domain::Trigger;
 use snapwake::error::Error;
 use snapwake::events::with_trigger;
-use snapwake::http::response;
+use snapwake::http::edge;
 use snapwake::invocation::begin_event;
 use snapwake::metrics::{self, Record};
 use snapwake::store::{AgentStore, ScheduleStore, Within};
@@ -45,7 +45,7 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Delete<S, K> {
             Invocation::Http(request) => {
                 let request = request.with_lambda_context(context);
                 Ok(
-                    serde_json::to_value(response::api_gateway_v2(self.handle(request).await))
+                    serde_json::to_value(edge::api_gateway_v2(self.handle(request).await))
                         .unwrap_or(serde_json::Value::Null),
                 )
             }

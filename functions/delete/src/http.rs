@@ -23,7 +23,6 @@ use snapwake::domain::{AgentKey, AgentRecord, Retention, ToolRegistry};
 use snapwake::error::{Error, Result};
 use snapwake::http::edge;
 use snapwake::http::request::{self as req, Route};
-use snapwake::http::response;
 use snapwake::identity::{describe, may_act, Caller, Place};
 use snapwake::identity::{user_session_id, SNAPSHOT_AGENT_PREFIX};
 use snapwake::locate;
@@ -92,7 +91,7 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Delete<S, K> {
         }
         // Cheap refusals first (a tombstone, a stale If-Match, a lease), before AgentKit.
         if decide(&self.settings.lock, record.as_ref(), if_match)? == Decision::Gone {
-            return Ok(response::no_content());
+            return Ok(edge::no_content());
         }
         match snapshot_id {
             Some(snapshot_id) => {
@@ -112,7 +111,7 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Delete<S, K> {
                     .await?
             }
         }
-        Ok(response::no_content())
+        Ok(edge::no_content())
     }
 
     #[allow(clippy::too_many_arguments)]

@@ -7,7 +7,7 @@ use snapwake::agentkit::AgentKit;
 use snapwake::deadline::Deadline;
 use snapwake::domain::{AgentState, AgentView, Kind, ToolRegistry};
 use snapwake::error::{Error, Result};
-use snapwake::http::response;
+use snapwake::http::edge;
 use snapwake::identity::Caller;
 use snapwake::index_sync::{index_status, IndexStatus};
 use snapwake::store::{AgentStore, Within};
@@ -87,7 +87,7 @@ impl<S: AgentStore, K: AgentKit> List<S, K> {
             partial = collected.missing.len(),
             "listed"
         );
-        Ok(response::json(
+        Ok(edge::json(
             200,
             &Listing {
                 agents,
@@ -132,7 +132,7 @@ impl<S: AgentStore, K: AgentKit> List<S, K> {
         }
         .page(q.cursor.as_deref())
         .await?;
-        Ok(response::json(
+        Ok(edge::json(
             200,
             &Listing {
                 truncated: page.next_cursor.is_some(),

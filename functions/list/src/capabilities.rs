@@ -5,7 +5,7 @@ use lambda_http::{Body, Response};
 use snapwake::agentkit::AgentKit;
 use snapwake::domain::{Kind, Retention, ToolRegistry};
 use snapwake::error::Result;
-use snapwake::http::response;
+use snapwake::http::edge;
 use snapwake::store::{AgentStore, Within};
 
 use crate::List;
@@ -13,7 +13,7 @@ use crate::List;
 impl<S: AgentStore, K: AgentKit> List<S, K> {
     pub(crate) async fn capabilities(&self, store: &Within<'_, S>) -> Result<Response<Body>> {
         let registry = self.registry.get(store).await?;
-        Ok(response::json(200, &document(&registry)))
+        Ok(edge::json(200, &document(&registry)))
     }
 }
 

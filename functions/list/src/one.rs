@@ -7,7 +7,7 @@ use snapwake::agentkit::AgentKit;
 use snapwake::deadline::Deadline;
 use snapwake::domain::{AgentKey, AgentRecord, Retention, ToolRegistry, WakeState};
 use snapwake::error::{Error, Result};
-use snapwake::http::response;
+use snapwake::http::edge;
 use snapwake::identity::{may_act, user_session_id, Caller};
 use snapwake::locate::{self, regions};
 use snapwake::store::{AgentStore, Within};
@@ -52,9 +52,9 @@ impl<S: AgentStore, K: AgentKit> List<S, K> {
             open_url: self.open_url.as_ref(),
         };
         let view = view_of(&facts, now_ms(), &self.lock).ok_or(Error::AgentNotFound)?;
-        let resp = response::json(200, &view);
+        let resp = edge::json(200, &view);
         Ok(match &record {
-            Some(record) => response::with_etag(resp, record),
+            Some(record) => edge::with_etag(resp, record),
             None => resp,
         })
     }

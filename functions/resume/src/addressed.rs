@@ -2,23 +2,30 @@
 //! store (bounded by its deadline, built once here and passed down), the agent's record (a
 //! consistent read), the Tool registry and where the record says the agent lives. An agent
 //! the caller may not act on is a 404, exactly like one that does not exist; one whose owner
-//! is being offboarded, a 410 for the routes that would change it.
+//! is being offboarded, a 410 for the routes that would change it. And what every route
+//! answers with: the agent's view, its `ETag`, a 202's `Retry-After` and `Location`.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use lambda_http::Request;
+use lambda_http::http::header;
+use lambda_http::{Body, Request, Response};
+use serde::Serialize;
+use snapwake::agentkit::types::{Session, Snapshot};
 use snapwake::agentkit::AgentKit;
-use snapwake::deadline::Budget;
-use snapwake::domain::Description;
-use snapwake::domain::{AgentKey, AgentRecord, ToolRegistry};
+use snapwake::deadline::{Budget, Deadline, Pace};
+use snapwake::domain::{AgentKey, AgentRecord, AgentView, Description, Retention, ToolRegistry};
 use snapwake::error::{Error, Result};
-use snapwake::http::prefer;
+use snapwake::http::edge;
 use snapwake::http::request::{self as req, Matched};
 use snapwake::identity::{describe, may_act, Caller, Place};
+use snapwake::locate::sessions::snapshots;
 use snapwake::locate::{home_of, Home};
 use snapwake::offboarding::{admit, Admitted};
 use snapwake::store::{AgentStore, Within};
+use snapwake::timestamp::now_ms;
+use snapwake::view::{agent_view, record_snapshots, AgentFacts};
+use snapwake::wake::WakeSettings;
 
 use crate::Resume;
 
@@ -105,7 +112,7 @@ impl<S: AgentStore, K: AgentKit> Resume<S, K> {
         admitting: bool,
     ) -> Result<(Addressed<'_, S>, Option<Admitted>)> {
         let Named { caller, key } = named;
-        let asked = prefer::wait(request.headers());
+        let asked = req::preferred_wait(request.headers());
         let wait = self.wake.wait_for(asked);
         let budget = Budget::for_request(request, wait);
         let applied_wait = asked.map(|_| wait.min(budget.work.remaining()));
@@ -136,5 +143,102 @@ impl<S: AgentStore, K: AgentKit> Resume<S, K> {
             store,
         };
         Ok((addressed, admitted))
+    }
+}
+
+// ---- How the function's routes answer: the agent view, its `ETag`, and a 202 that says to ask
+// again.
+
+/// The view of the agent from its record and what this request saw of AgentKit.
+pub(crate) fn view(
+    key: &AgentKey,
+    record: &AgentRecord,
+    sessions: &[Session],
+    snapshots: &[Snapshot],
+    settings: &WakeSettings,
+) -> AgentView {
+    agent_view(
+        &AgentFacts {
+            key,
+            record: Some(record),
+            sessions,
+            snapshots,
+            retention: record
+                .description
+                .retention
+                .unwrap_or(Retention::Recoverable),
+            open_url: settings.open_url.as_ref(),
+        },
+        now_ms(),
+        &settings.lock,
+    )
+}
+
+/// `status` with `body`, and the record's version as the `ETag`.
+pub(crate) fn with_etag<T: Serialize>(
+    status: u16,
+    body: &T,
+    record: &AgentRecord,
+) -> Response<Body> {
+    edge::with_etag(edge::json(status, body), record)
+}
+
+/// A 202: still at work; ask again after `Retry-After`, or read the agent at `Location`.
+/// `Retry-After` is the pause a poller keeps between two questions to AgentKit about this
+/// work (one second at first, longer once it has taken a while): a client that honours it
+/// sees the 200 within about one pause of the work being done (docs/wake-protocol.md, "Short
+/// requests").
+pub(crate) fn accepted<T: Serialize>(
+    body: &T,
+    record: &AgentRecord,
+    request: &Request,
+    pace: Pace,
+) -> Response<Body> {
+    let mut resp = edge::with_location(
+        with_etag(202, body, record),
+        &req::prefix(request),
+        &record.key,
+    );
+    let retry_after_s = pace.retry_after_s(record.awaited_since_ms, now_ms());
+    resp.headers_mut()
+        .insert(header::RETRY_AFTER, retry_after_s.into());
+    resp
+}
+
+/// `response` saying which `Prefer: wait` it applied, when the request asked for one.
+pub(crate) fn with_preference(
+    mut response: Response<Body>,
+    applied_wait: Option<Duration>,
+) -> Response<Body> {
+    if let Some(wait) = applied_wait {
+        if let Ok(value) = req::preference_applied(wait).parse() {
+            response.headers_mut().insert("preference-applied", value);
+        }
+    }
+    response
+}
+
+impl<S: AgentStore, K: AgentKit> Resume<S, K> {
+    /// The agent's snapshots for a single caller's answer (a keepalive): the record's
+    /// summaries (kept current by every wake, sleep and sweep), or when it has none yet, a
+    /// listing of the agent's Tool. Never for the answers of a storm's joiners.
+    pub(crate) async fn snapshots_for(
+        &self,
+        record: &AgentRecord,
+        home: Option<&Home>,
+        deadline: Deadline,
+    ) -> Vec<Snapshot> {
+        if !record.snapshots.is_empty() {
+            return record_snapshots(record);
+        }
+        let Some(home) = home else {
+            return Vec::new();
+        };
+        snapshots(&self.agentkit, home, &record.key, deadline)
+            .await
+            .unwrap_or_else(|e| {
+                tracing::info!(agent = %record.key, error = %e, "could not list the agent's snapshots for the answer");
+                Vec::new()
+            })
     }
 }

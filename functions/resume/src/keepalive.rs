@@ -26,7 +26,7 @@ use snapwake::store::{AgentStore, Changes, Within};
 use snapwake::timestamp::now_ms;
 use snapwake::wake::MIN_TTL;
 
-use crate::answer::{view, with_etag};
+use crate::addressed::{view, with_etag};
 use crate::Resume;
 
 #[derive(Debug, Deserialize)]

@@ -1,36 +1,47 @@
 //! The resume function: the routes that change whether an agent is awake.
 //!
-//! - `POST /v1/agents/{kind}/{agent_id}/resume` ([`resume`]): a convergent "ensure awake";
+//! - `POST /v1/agents/{kind}/{agent_id}/resume` ([`Resume::resume`], below): a convergent
+//!   "ensure awake";
 //! - `POST …/sleep` ([`sleep`]): snapshot the agent, then end its session;
 //! - `POST …/keepalive` ([`keepalive`]): make the live session last longer;
 //! - `PUT|GET|DELETE …/schedule` ([`schedule`]): when the agent wakes and sleeps by itself;
 //! - the schedules' tick ([`tick`]), a scheduled invocation, and the fan-out queue's batches
-//!   of due occurrences it hands over ([`invocation`] tells them apart).
+//!   of due occurrences it hands over ([`Invocation`] tells them apart, below).
 //!
 //! Each authorises the caller and reads the agent's record the same way ([`addressed`]); the
 //! exactly-once guarantees live in [`snapwake::wake`] and [`snapwake::sleep`], under the one
 //! per-agent lock. Every failure becomes a problem+json response here, in [`Resume::handle`].
 
 mod addressed;
-mod answer;
-pub mod invocation;
 mod keepalive;
-mod resume;
 mod schedule;
 mod sleep;
 pub mod tick;
 
-use lambda_http::{Body, Request, Response};
+use lambda_http::aws_lambda_events::apigw::{ApiGatewayV2httpRequest, ApiGatewayV2httpResponse};
+use lambda_http::request::LambdaRequest;
+use lambda_http::{Body, Context, Request, RequestExt, Response};
+use serde::{Deserialize, Serialize};
 use snapwake::agentkit::AgentKit;
+use snapwake::deadline::Deadline;
+use snapwake::domain::{AgentState, AgentView};
 use snapwake::error::{Error, Result};
 use snapwake::fanout::Fanout;
 use snapwake::http::edge;
-use snapwake::http::request::{self as req, Route};
+use snapwake::http::request::{self as req, Matched, Route};
 use snapwake::identity::IdentityConfig;
+use snapwake::invocation::begin_event;
+use snapwake::lock::Agents;
+use snapwake::metrics::{self, Record};
 use snapwake::registry_cache::RegistryCache;
 use snapwake::schedule::{Measured, ScheduleRules};
 use snapwake::store::{AgentStore, ScheduleStore};
-use snapwake::wake::WakeSettings;
+use snapwake::view::record_snapshots;
+use snapwake::wake::{WakeOutcome, WakeSettings, WakeTarget};
+use tracing::Instrument;
+
+use crate::addressed::{accepted, view, with_etag, with_preference};
+use crate::tick::{BatchResponse, QueueBatch, TickReport};
 
 const RESUME: &str = "/v1/agents/{kind}/{agent_id}/resume";
 const SLEEP: &str = "/v1/agents/{kind}/{agent_id}/sleep";
@@ -101,4 +112,238 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
             _ => Err(Error::RouteNotFound),
         }
     }
+}
+
+// ---- Everything that can invoke the resume function, typed as the Lambda runtime hands it over
+// (never re-read from JSON text):
+//
+// - an API Gateway HTTP API request (payload 2.0): the wake, sleep, keepalive and schedule
+//   routes;
+// - the schedules' tick: `{"action": "tick", "time": "<RFC 3339>"}`, the input the
+//   EventBridge Scheduler schedule gives with `<aws.scheduler.scheduled-time>`
+//   (docs/schedules.md);
+// - a batch of the fan-out queue's due occurrences, from its SQS event source mapping,
+//   answered with the messages to deliver again (`batchItemFailures`).
+//
+// One function serves both, rather than the tick in a function of its own: a tick wakes and
+// puts agents to sleep through exactly the code, permissions and settings of the HTTP routes
+// (docs/architecture.md, "One way in per binary"). Anything else is refused by the runtime's
+// deserialisation: a function error naming what it expected.
+
+/// What an invocation asks for. Untagged: the tick comes first, since it is recognised by its
+/// exact fields, and an API Gateway request never has them; then an SQS batch (`Records`,
+/// each from `aws:sqs`).
+#[derive(Debug, Deserialize)]
+#[serde(
+    untagged,
+    expecting = "an API Gateway HTTP API request, an SQS batch, or a tick: \
+    {\"action\": \"tick\", \"time\": \"<RFC 3339>\"}"
+)]
+pub enum Invocation {
+    Tick(TickEvent),
+    Queue(QueueBatch),
+    Http(Box<HttpEvent>),
+}
+
+/// The schedules' tick at `time`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TickEvent {
+    #[allow(dead_code)] // recognises the event: `"action": "tick"`
+    action: TickAction,
+    /// The instant the Scheduler meant (epoch ms), never this machine's clock.
+    #[serde(deserialize_with = "rfc3339_ms")]
+    pub time: u64,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum TickAction {
+    Tick,
+}
+
+/// An API Gateway HTTP API request: one that names its route or its path (every field of the
+/// payload is optional to its type, so an event that names neither is not taken for one).
+#[derive(Debug, Deserialize)]
+#[serde(try_from = "ApiGatewayV2httpRequest")]
+pub struct HttpEvent(ApiGatewayV2httpRequest);
+
+impl TryFrom<ApiGatewayV2httpRequest> for HttpEvent {
+    type Error = &'static str;
+
+    fn try_from(request: ApiGatewayV2httpRequest) -> Result<Self, Self::Error> {
+        match (&request.route_key, &request.raw_path) {
+            (None, None) => Err("not an API Gateway request: no routeKey, no rawPath"),
+            _ => Ok(HttpEvent(request)),
+        }
+    }
+}
+
+/// What the function answers: API Gateway's response, a tick's report, or a batch's
+/// messages to deliver again.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+pub enum Answer {
+    Http(Box<ApiGatewayV2httpResponse>),
+    Tick(TickReport),
+    Queue(BatchResponse),
+}
+
+fn rfc3339_ms<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+    let time = String::deserialize(d)?;
+    snapwake::timestamp::epoch_ms(&time)
+        .ok_or_else(|| serde::de::Error::custom("the tick's time is not an RFC 3339 instant"))
+}
+
+impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
+    /// Serve one invocation: an HTTP request's answer, or a tick's report. In the invocation's
+    /// span, so every line logged for it carries Lambda's request id.
+    pub async fn invoke(&self, event: Invocation, context: Context) -> Result<Answer, Error> {
+        let span = begin_event(&context);
+        Box::pin(self.serve_invocation(event, context))
+            .instrument(span)
+            .await
+    }
+
+    async fn serve_invocation(&self, event: Invocation, context: Context) -> Result<Answer, Error> {
+        match event {
+            Invocation::Http(http) => {
+                let HttpEvent(request) = *http;
+                let request = lambda_http::Request::from(LambdaRequest::ApiGatewayV2(request))
+                    .with_lambda_context(context);
+                let answered = edge::api_gateway_v2(self.handle(request).await);
+                Ok(Answer::Http(Box::new(answered)))
+            }
+            Invocation::Tick(tick) => {
+                let deadline = Deadline::for_invocation(context.deadline);
+                Ok(Answer::Tick(self.tick(tick.time, deadline).await?))
+            }
+            Invocation::Queue(batch) => {
+                let deadline = Deadline::for_invocation(context.deadline);
+                Ok(Answer::Queue(self.due_batch(batch, deadline).await))
+            }
+        }
+    }
+}
+
+// ---- `POST /v1/agents/{kind}/{agent_id}/resume`: a convergent "ensure awake".
+//
+// 200 with the agent when it is awake (`"resumed": true` when this call or a concurrent one
+// woke it, `false` when it already was); 202 with `Retry-After` and `Location` when it is still
+// waking at the end of this request's wait (none unless it says `Prefer: wait=<s>`; or a
+// sleep in flight has not settled yet); 404
+// when the agent does not exist or is not the caller's; 409 while a delete holds it; 410 once
+// deleted, or while its owner is being offboarded (docs/operations.md, "Offboarding"); 422
+// when nothing can be woken. The caller that wins the lock locates an agent the
+// table does not place yet.
+
+/// Unknown fields are refused (400) rather than ignored: a misspelt `snapshotid` must not
+/// quietly wake the newest snapshot instead of the one named.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ResumeBody {
+    #[serde(default)]
+    snapshot_id: Option<String>,
+}
+
+/// The answer body: the agent view plus whether it was woken.
+#[derive(Serialize)]
+struct Resumed<'a> {
+    #[serde(flatten)]
+    agent: &'a AgentView,
+    resumed: bool,
+}
+
+impl<S: AgentStore, K: AgentKit> Resume<S, K> {
+    pub(crate) async fn resume(
+        &self,
+        request: &Request,
+        matched: &Matched,
+    ) -> Result<Response<Body>> {
+        let named = self.named(request, matched)?;
+        let body: ResumeBody = req::optional_json(request)?.unwrap_or_default();
+        let snapshot_id = body.snapshot_id.as_deref().map(req::parse_id).transpose()?;
+        // An owner being offboarded gets nothing woken: their agents are on the way out.
+        let (addressed, admitted) = self.admitted(request, named).await?;
+        let target = WakeTarget {
+            describe: addressed.describe(),
+            key: addressed.key.clone(),
+            home: addressed.home.clone(),
+            snapshot_id,
+            admitted,
+        };
+        let key = &addressed.key;
+        let agents = Agents::new(
+            addressed.store,
+            &self.agentkit,
+            &addressed.registry,
+            &self.wake,
+        );
+        let started = std::time::Instant::now();
+        let applied_wait = addressed.applied_wait;
+        let outcome = agents
+            .wake(&target, addressed.record, addressed.budget)
+            .await;
+        metrics::emit(wake_record(&outcome, started.elapsed()));
+        let response = match outcome? {
+            WakeOutcome::Awake {
+                session,
+                resumed,
+                record,
+                snapshots,
+            } => {
+                tracing::info!(agent = %key, resumed, "awake");
+                // A joiner saw no listing: the record's summaries stand in (never a listing
+                // per caller: a storm's AgentKit calls must not grow with its callers).
+                let snapshots = if snapshots.is_empty() {
+                    record_snapshots(&record)
+                } else {
+                    snapshots
+                };
+                let view = view(
+                    key,
+                    &record,
+                    std::slice::from_ref(&session),
+                    &snapshots,
+                    &self.wake,
+                );
+                let body = Resumed {
+                    agent: &view,
+                    resumed,
+                };
+                with_etag(200, &body, &record)
+            }
+            WakeOutcome::Waking { record } => {
+                tracing::info!(agent = %key, "still waking");
+                // A 202 says "still waking", whatever the record's lease says by the time it
+                // is built (a wake whose Resume is unaccounted for, a lease about to lapse).
+                let mut view = view(key, &record, &[], &[], &self.wake);
+                view.state = AgentState::Waking;
+                view.wake = Some(snapwake::view::waking_view(&record));
+                let body = Resumed {
+                    agent: &view,
+                    resumed: false,
+                };
+                accepted(&body, &record, request, self.wake.pace())
+            }
+        };
+        Ok(with_preference(response, applied_wait))
+    }
+}
+
+/// What one resume came to, for the metrics: completed (this call or a concurrent one woke
+/// the agent), already awake, still waking (202), failed (a 5xx: the sandbox did not start,
+/// AgentKit or the table failed), or refused (a 4xx: not found, busy, gone, nothing to wake,
+/// throttled: the caller's or the moment's, not a failure to alarm on); and how long it took.
+fn wake_record(outcome: &Result<WakeOutcome>, took: std::time::Duration) -> Record {
+    let name = match outcome {
+        Ok(WakeOutcome::Awake { resumed: true, .. }) => "WakesCompleted",
+        Ok(WakeOutcome::Awake { resumed: false, .. }) => "AlreadyAwake",
+        Ok(WakeOutcome::Waking { .. }) => "WakesInProgress",
+        Err(e) if e.status() >= 500 => "WakesFailed",
+        Err(_) => "WakesRefused",
+    };
+    Record::of("resume")
+        .count(name, 1)
+        .millis("WakeLatency", took.as_millis() as u64)
 }

@@ -14,8 +14,8 @@ use lambda_http::{Body, Request, Response};
 use snapwake::agentkit::AgentKit;
 use snapwake::domain::{AgentRecord, Retention, ScheduleRecord, WakeState};
 use snapwake::error::{Error, Result};
+use snapwake::http::edge;
 use snapwake::http::request::{self as req, Matched};
-use snapwake::http::response;
 use snapwake::index_sync::index_located;
 use snapwake::locate::locate;
 use snapwake::locate::sessions::active_session;
@@ -58,7 +58,7 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
         let written = self.set(&addressed, agent, Some(&schedule)).await?;
         let written =
             written.ok_or_else(|| Error::Internal("the schedule was not written".into()))?;
-        Ok(response::json(200, &schedule_view(&written.summary())))
+        Ok(edge::json(200, &schedule_view(&written.summary())))
     }
 
     /// The lead a new wake occurrence of this agent's kind keeps: its kind's measured
@@ -91,7 +91,7 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
         let addressed = self.address(request, named).await?;
         self.agent(&addressed).await?;
         match addressed.store.get_schedule(&addressed.key).await? {
-            Some(record) => Ok(response::json(200, &schedule_view(&record.summary()))),
+            Some(record) => Ok(edge::json(200, &schedule_view(&record.summary()))),
             None => Err(Error::ScheduleNotFound),
         }
     }
@@ -105,7 +105,7 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
         let addressed = self.address(request, named).await?;
         let agent = self.agent(&addressed).await?;
         self.set(&addressed, agent, None).await?;
-        Ok(response::no_content())
+        Ok(edge::no_content())
     }
 
     /// The agent a schedule is kept beside: its record, or, when the table has none, the

@@ -19,7 +19,7 @@ use snapwake::sleep::{SleepOutcome, SleepTarget};
 use snapwake::store::AgentStore;
 use snapwake::view::record_snapshots;
 
-use crate::answer::{accepted, view, with_etag, with_preference};
+use crate::addressed::{accepted, view, with_etag, with_preference};
 use crate::Resume;
 
 /// No fields yet; anything sent is refused (400) rather than silently ignored.

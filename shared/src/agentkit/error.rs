@@ -1,6 +1,6 @@
 //! How an AgentKit call can fail, classified so callers can act on it (docs/agentkit.md, "Errors
 //! and what they recognise"). Messages from the provider are kept for logs only;
-//! [`crate::http::problem`] never shows them to callers.
+//! [`crate::http::edge`] never shows them to callers.
 
 use std::time::Duration;
 

@@ -3,9 +3,6 @@
 //! wait` preference.
 
 pub mod edge;
-pub mod prefer;
-pub mod problem;
 pub mod request;
-pub mod response;
 
-pub use problem::Problem;
+pub use edge::Problem;

@@ -4,14 +4,21 @@
 //! ([`Caller::from_request`], [`Caller::from_request_context`]); headers are never read there.
 //! The local server builds callers with [`Caller::local`] from its own development headers.
 
-use lambda_http::aws_lambda_events::apigw::ApiGatewayV2httpRequestContext;
+use std::collections::BTreeMap;
+
+use lambda_http::aws_lambda_events::apigw::{
+    ApiGatewayRequestAuthorizer, ApiGatewayV2httpRequestContext,
+};
 use lambda_http::request::RequestContext;
 use lambda_http::RequestExt;
+use serde_json::Value;
 
-use super::claims::Claims;
 use super::usid;
+use crate::agentkit::types::{metadata_value, Snapshot};
+use crate::domain::{AgentKey, AgentRecord, Description, Retention};
 use crate::error::{Error, Result};
-use crate::identity::IdentityConfig;
+use crate::identity::names::METADATA_DISPLAY_NAME_KEY;
+use crate::identity::{user_session_id, IdentityConfig};
 
 /// Claims tried in order for the display name (docs/identity.md).
 pub const DISPLAY_NAME_CLAIMS: [&str; 5] =
@@ -122,112 +129,225 @@ fn is_admin(claims: &Claims, owner_claim: &str, config: &IdentityConfig) -> bool
     by_identifier || by_group
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
+// ---- Verified claims, normalised from whichever authorizer API Gateway ran.
+//
+// A JWT authorizer hands every claim over as a string (API Gateway flattens an array claim into
+// `"[a b]"`); a Lambda authorizer hands over whatever JSON its context held (strings, numbers,
+// booleans, arrays). [`Claims`] turns both into one shape so the rules of docs/identity.md are
+// written once: scalars become text (`42` → `"42"`, `true` → `"true"`), arrays become lists of
+// text, and `null` or nested objects are dropped (they identify nobody).
 
-    fn config(admins: &[&str], groups: &[&str]) -> IdentityConfig {
-        let mut config = IdentityConfig {
-            admin_groups: groups.iter().map(|g| g.to_string()).collect(),
-            ..IdentityConfig::default()
-        };
-        config.admins = config.parse_admins(&admins.join(","));
-        config
-    }
+/// One claim's value after normalisation.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ClaimValue {
+    /// A scalar claim, as text.
+    Text(String),
+    /// An array claim (Lambda authorizer only: JWT arrays arrive flattened into [`Self::Text`]).
+    List(Vec<String>),
+}
 
-    fn jwt(claims: &[(&str, &str)]) -> Claims {
-        Claims::from_jwt(claims.iter().copied())
-    }
+/// The verified claims of one request, by claim name.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Claims {
+    values: BTreeMap<String, ClaimValue>,
+}
 
-    #[test]
-    fn owner_is_the_first_non_blank_owner_claim() {
-        let c = Caller::from_claims(
-            &jwt(&[("sub", ""), ("user_id", "u-1"), ("email", "a@x.io")]),
-            &config(&[], &[]),
-        )
-        .unwrap();
-        assert_eq!(c.owner, "u-1");
-        assert_eq!(c.display_name, "a@x.io");
-        assert!(!c.is_admin);
-    }
-
-    #[test]
-    fn display_name_falls_back_to_the_owner() {
-        let c = Caller::from_claims(&jwt(&[("sub", "abc")]), &config(&[], &[])).unwrap();
-        assert_eq!(c.display_name, "abc");
-        let c = Caller::from_claims(
-            &jwt(&[("sub", "abc"), ("name", "Ann"), ("login", "ann")]),
-            &config(&[], &[]),
-        )
-        .unwrap();
-        assert_eq!(c.display_name, "ann");
-    }
-
-    #[test]
-    fn no_owner_claim_is_unauthenticated() {
-        for claims in [jwt(&[]), jwt(&[("name", "Ann")]), jwt(&[("sub", " ")])] {
-            assert!(matches!(
-                Caller::from_claims(&claims, &IdentityConfig::default()),
-                Err(Error::Unauthenticated)
-            ));
+impl Claims {
+    /// The claims a request was authorised with: the JWT authorizer's claims when present,
+    /// otherwise the Lambda authorizer's context. An IAM authorizer identifies an AWS
+    /// principal, not a person, so it yields no claims (and the caller is unauthenticated).
+    pub fn from_authorizer(authorizer: &ApiGatewayRequestAuthorizer) -> Claims {
+        match &authorizer.jwt {
+            Some(jwt) if !jwt.claims.is_empty() => Claims::from_jwt(
+                jwt.claims
+                    .iter()
+                    .map(|(name, value)| (name.as_str(), value.as_str())),
+            ),
+            _ => Claims::from_lambda(
+                authorizer
+                    .fields
+                    .iter()
+                    .map(|(name, value)| (name.as_str(), value)),
+            ),
         }
     }
 
-    #[test]
-    fn admin_by_identifier_in_its_claim_and_by_group_exact() {
-        let claims = jwt(&[
-            ("sub", "s-1"),
-            ("email", "Boss@Example.com"),
-            ("email_verified", "true"),
-            ("cognito:groups", "[Admins devs]"),
-        ]);
-        let is_admin = |admins: &[&str], groups: &[&str]| {
-            Caller::from_claims(&claims, &config(admins, groups))
-                .unwrap()
-                .is_admin
-        };
-        assert!(!is_admin(&[], &[]), "nobody is admin by default");
-        assert!(is_admin(&["email:boss@example.com"], &[]));
-        // A bare value is looked for in the owner claim (`sub` here) only.
-        assert!(!is_admin(&["boss@example.com"], &[]));
-        assert!(is_admin(&["s-1"], &[]));
-        assert!(is_admin(&["sub:S-1"], &[]));
-        assert!(!is_admin(&["user_id:s-1"], &[]));
-        assert!(is_admin(&[], &["devs"]));
-        assert!(is_admin(&[], &["Admins"]));
-        assert!(!is_admin(&[], &["admins"]));
-        assert!(!is_admin(&["someone@else"], &["ops"]));
+    /// Claims of a JWT authorizer: every value is already a string.
+    pub fn from_jwt<'a>(claims: impl IntoIterator<Item = (&'a str, &'a str)>) -> Claims {
+        let values = claims
+            .into_iter()
+            .map(|(name, value)| (name.to_string(), ClaimValue::Text(value.to_string())))
+            .collect();
+        Claims { values }
     }
 
-    #[test]
-    fn lambda_number_claims_identify_and_array_groups_count() {
-        let fields = json!({"user_id": 42, "groups": ["ops", "admins"]});
-        let map = fields.as_object().unwrap();
-        let claims = Claims::from_lambda(map.iter().map(|(k, v)| (k.as_str(), v)));
-        let c = Caller::from_claims(&claims, &config(&["42"], &[])).unwrap();
-        assert_eq!((c.owner.as_str(), c.is_admin), ("42", true));
-        assert!(
-            Caller::from_claims(&claims, &config(&[], &["admins"]))
-                .unwrap()
-                .is_admin
-        );
+    /// Claims of a Lambda authorizer's context: any JSON value.
+    pub fn from_lambda<'a>(fields: impl IntoIterator<Item = (&'a str, &'a Value)>) -> Claims {
+        let values = fields
+            .into_iter()
+            .filter_map(|(name, value)| {
+                let value = match value {
+                    Value::Array(items) => {
+                        ClaimValue::List(items.iter().filter_map(scalar_text).collect())
+                    }
+                    other => ClaimValue::Text(scalar_text(other)?),
+                };
+                Some((name.to_string(), value))
+            })
+            .collect();
+        Claims { values }
     }
 
-    #[test]
-    fn local_callers_and_access() {
-        let alice = Caller::local("alice", false);
-        assert_eq!(alice.display_name, "alice");
-        assert!(alice.may_access(Some("studio-alice-0123")));
-        assert!(!alice.may_access(Some("studio-bob-0123")));
-        assert!(!alice.may_access(None));
-        assert!(Caller::local("root", true).may_access(None));
-        assert_eq!(
-            alice.owner_keys(),
-            [
-                "studio-alice".to_string(),
-                "studio2-2bd806c97f0e00af".into()
-            ]
-        );
+    pub fn is_empty(&self) -> bool {
+        self.values.is_empty()
+    }
+
+    pub fn get(&self, name: &str) -> Option<&ClaimValue> {
+        self.values.get(name)
+    }
+
+    /// A scalar claim, when present and not blank. The value is returned as sent: an owner id
+    /// is compared byte for byte, so it is not trimmed; a blank value counts as absent.
+    pub fn text(&self, name: &str) -> Option<&str> {
+        match self.values.get(name)? {
+            ClaimValue::Text(t) if !t.trim().is_empty() => Some(t),
+            _ => None,
+        }
+    }
+
+    /// Every value of a claim: a scalar is one value, an array each of its items.
+    pub fn values(&self, name: &str) -> Vec<&str> {
+        match self.values.get(name) {
+            Some(ClaimValue::Text(t)) => vec![t.as_str()],
+            Some(ClaimValue::List(items)) => items.iter().map(String::as_str).collect(),
+            None => Vec::new(),
+        }
+    }
+
+    /// A group-like claim as a list of names, whichever form it arrived in (see
+    /// [`parse_group_list`]).
+    pub fn groups(&self, name: &str) -> Vec<String> {
+        match self.values.get(name) {
+            Some(ClaimValue::Text(t)) => parse_group_list(t),
+            Some(ClaimValue::List(items)) => items
+                .iter()
+                .map(|g| g.trim())
+                .filter(|g| !g.is_empty())
+                .map(str::to_string)
+                .collect(),
+            None => Vec::new(),
+        }
     }
 }
+
+/// A JSON scalar as text; `null`, objects and arrays have no text form.
+fn scalar_text(value: &Value) -> Option<String> {
+    match value {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        Value::Bool(b) => Some(b.to_string()),
+        Value::Null | Value::Array(_) | Value::Object(_) => None,
+    }
+}
+
+/// The group names in a group claim that arrived as a string. Accepted forms:
+///
+/// - API Gateway's flattening of an array claim: `[admins devs]` (space separated);
+/// - a JSON array in a string: `["admins","devs"]` (some Lambda authorizers stringify);
+/// - a comma list `admins, devs`, or a single name `admins`.
+///
+/// Inside brackets, commas and whitespace both separate names; outside brackets only commas do,
+/// so a plain single value is taken whole. Blank names are dropped.
+pub fn parse_group_list(raw: &str) -> Vec<String> {
+    let trimmed = raw.trim();
+    let names: Vec<&str> = match trimmed
+        .strip_prefix('[')
+        .and_then(|rest| rest.strip_suffix(']'))
+    {
+        Some(inner) => {
+            if let Ok(items) = serde_json::from_str::<Vec<Value>>(trimmed) {
+                return items
+                    .iter()
+                    .filter_map(scalar_text)
+                    .map(|g| g.trim().to_string())
+                    .filter(|g| !g.is_empty())
+                    .collect();
+            }
+            inner
+                .split(|c: char| c == ',' || c.is_whitespace())
+                .collect()
+        }
+        None => trimmed.split(',').collect(),
+    };
+    names
+        .into_iter()
+        .map(str::trim)
+        .filter(|g| !g.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+// ---- Who may act on an agent, and whom a first write of its record names as its owner: the
+// rules every function that reads or changes one agent (resume, delete, list) shares.
+
+/// Whether `caller` may see and act on `key`: admins always; others when the record names
+/// them, or when the UserSessionId is theirs. `snapshot-<id>` agents are admin-only.
+pub fn may_act(caller: &Caller, key: &AgentKey, record: Option<&AgentRecord>) -> bool {
+    if caller.is_admin {
+        return true;
+    }
+    if record.and_then(|r| r.description.owner.as_deref()) == Some(caller.owner.as_str()) {
+        return true;
+    }
+    user_session_id(&key.agent_id).is_some_and(|id| usid::belongs_to(id, &caller.owner))
+}
+
+/// Where an agent lives, as a record describes it: its Tool, the Tool's region and retention.
+#[derive(Clone, Copy, Debug)]
+pub struct Place<'a> {
+    pub tool_id: &'a str,
+    pub region: &'a str,
+    pub retention: Retention,
+}
+
+/// What the first write of an agent's record should say about it: the record's own fields
+/// first, then what the UserSessionId and the snapshots' metadata tell. `place`, when known,
+/// adds the Tool (a wake that has not located the agent yet writes it later).
+pub fn describe(
+    caller: &Caller,
+    key: &AgentKey,
+    record: Option<&AgentRecord>,
+    place: Option<Place<'_>>,
+    snapshots: Option<&[Snapshot]>,
+) -> Description {
+    let usid = user_session_id(&key.agent_id);
+    // The raw owner is known only when it is the caller's own agent (an admin acting on
+    // someone else's agent must not be recorded as its owner).
+    let owner = record
+        .and_then(|r| r.description.owner.clone())
+        .or_else(|| {
+            usid.filter(|id| usid::belongs_to(id, &caller.owner))
+                .map(|_| caller.owner.clone())
+        });
+    let metadata_name = snapshots.and_then(|s| {
+        s.iter().find_map(|s| {
+            metadata_value(&s.session_metadata, METADATA_DISPLAY_NAME_KEY).map(str::to_string)
+        })
+    });
+    Description {
+        owner,
+        owner_key: usid.and_then(|id| usid::UserSessionId::parse(id).owner_key()),
+        display_name: record
+            .and_then(|r| r.description.display_name.clone())
+            .or(metadata_name),
+        tool_id: place.map(|p| p.tool_id.to_string()),
+        region: place.map(|p| p.region.to_string()),
+        retention: record
+            .and_then(|r| r.description.retention)
+            .or(place.map(|p| p.retention)),
+        ..Description::default()
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -31,12 +31,10 @@ pub mod schedule;
 pub mod memory;
 pub mod table;
 pub mod layer;
-pub mod within;
 
 pub use budget::{BudgetStore, Reserved, Slowdown};
-pub use layer::{Answer, Call, Layer};
+pub use layer::{Answer, Call, Layer, Within, STORE_GRACE};
 pub use schedule::{DueCursor, DuePage, ScheduleStore};
-pub use within::{Within, STORE_GRACE};
 
 /// When a write may happen.
 ///

@@ -5,7 +5,7 @@ use snapwake::domain::WakeState;
 use snapwake::fanout::{DueOccurrence, Fanout, LocalQueue, QueueSettings};
 use snapwake::schedule::DueLead;
 use snapwake::store::{Answer, Call, Layer, StoreError};
-use snapwake_resume::invocation::{Answer as Answered, Invocation};
+use snapwake_resume::{Answer as Answered, Invocation};
 
 use super::*;
 

@@ -5,10 +5,9 @@
 //! caller can finish from without a second Resume.
 //!
 //! Files: `mod.rs` (this: the steps, the session recorded and polled or a Resume's outcome
-//! unknown, letting the lock go), `reconcile.rs` (step 2), `pick.rs` (step 4).
+//! unknown, letting the lock go), `before_resume.rs` (steps 2 and 4).
 
-mod pick;
-mod reconcile;
+mod before_resume;
 
 use std::time::Duration;
 
@@ -31,8 +30,7 @@ use crate::view::METADATA_CREATOR_KEY;
 
 use super::{failed, WakeOutcome, Waking};
 
-use pick::Picked;
-use reconcile::snapshot_metadata;
+use before_resume::{snapshot_metadata, Picked};
 
 /// What the holder knows when it starts polling a recorded session.
 pub(super) struct Recorded {
