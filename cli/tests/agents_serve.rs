@@ -6,7 +6,7 @@ mod support;
 
 use std::process::{Command, Output};
 
-use support::{serving, Serving};
+use support::{demo, serving, Serving};
 
 /// The exit code, and what stderr says.
 fn check(out: &Output, code: i32, says: &[&str]) {
@@ -21,21 +21,13 @@ const DATA_HELPER: &str = "studio-alice-0d5e1f0a0b0c0d0e0f10111213141516";
 
 /// `snapwake serve --demo` on a port it picks itself, with short simulated boots and no sweep.
 fn demo_server() -> Serving {
-    serving(
-        &[
-            "serve",
-            "--demo",
-            "--port",
-            "0",
-            "--sweep-every",
-            "0s",
-            "--session-ready-delay-ms",
-            "300",
-            "--snapshot-ready-delay-ms",
-            "300",
-        ],
-        &["AGENTKIT_ENDPOINT", "SNAPWAKE_TABLE"],
-    )
+    let args = demo(&[
+        "--session-ready-delay-ms",
+        "300",
+        "--snapshot-ready-delay-ms",
+        "300",
+    ]);
+    serving(&args, &["AGENTKIT_ENDPOINT", "SNAPWAKE_TABLE"])
 }
 
 fn local(url: &str, args: &[&str]) -> (serde_json::Value, Output) {

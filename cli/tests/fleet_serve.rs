@@ -18,7 +18,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::{json, Value};
-use support::serving_with;
+use support::{demo, serving_with};
 use tokio::sync::Semaphore;
 
 const OWNERS: [&str; 4] = ["alice", "bob", "carol", "dave"];
@@ -168,20 +168,14 @@ async fn three_hundred_agents_due_in_one_minute_are_awake_by_it_with_one_resume_
     );
     let table = format!("snapwake-fleet-{}", uuid::Uuid::new_v4().simple());
     let server = serving_with(
-        &[
-            "serve",
-            "--demo",
-            "--port",
-            "0",
-            "--sweep-every",
-            "0s",
+        &demo(&[
             "--tick-every",
             "1s",
             "--session-ready-delay-ms",
             &READINESS_MS.to_string(),
             "--rate-limits",
             "agentkit",
-        ],
+        ]),
         &[
             "AGENTKIT_ENDPOINT",
             "SNAPWAKE_OPEN_URL",

@@ -9,26 +9,14 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use support::{serving, Serving};
+use support::{demo, serving, Serving};
 
 const DATA_HELPER: &str = "studio-alice-0d5e1f0a0b0c0d0e0f10111213141516";
 
 fn demo_server() -> Serving {
-    serving(
-        &[
-            "serve",
-            "--demo",
-            "--port",
-            "0",
-            "--sweep-every",
-            "0s",
-            "--tick-every",
-            "1s",
-            "--session-ready-delay-ms",
-            "300",
-        ],
-        &["AGENTKIT_ENDPOINT", "SNAPWAKE_TABLE", "SNAPWAKE_OPEN_URL"],
-    )
+    let args = demo(&["--tick-every", "1s", "--session-ready-delay-ms", "300"]);
+    let cleared = ["AGENTKIT_ENDPOINT", "SNAPWAKE_TABLE", "SNAPWAKE_OPEN_URL"];
+    serving(&args, &cleared)
 }
 
 fn schedule(url: &str, args: &[&str]) -> (Value, std::process::Output) {

@@ -58,12 +58,7 @@ impl World {
     /// `sim` with one recoverable and one temporary codex Tool.
     fn seeded(sim: RunningSim) -> World {
         let ctl = sim.control();
-        let tool = |name: &str, snapshots: bool| SeedTool {
-            name: name.into(),
-            tool_type: "CodeEnv".into(),
-            enable_snapshot: snapshots,
-            ..SeedTool::default()
-        };
+        let tool = |name: &str, snapshots: bool| SeedTool::code_env(name, snapshots);
         let recoverable = ctl.seed_tool(REGION, tool("chat-snapshot", true)).unwrap();
         let temporary = ctl
             .seed_tool(REGION, tool("chat-temporary", false))

@@ -142,15 +142,7 @@ impl Warm {
         }
         let tool = sim
             .control()
-            .seed_tool(
-                BEIJING,
-                SeedTool {
-                    name: "codex".into(),
-                    tool_type: "CodeEnv".into(),
-                    enable_snapshot: true,
-                    ..SeedTool::default()
-                },
-            )
+            .seed_tool(BEIJING, SeedTool::code_env("codex", true))
             .unwrap();
         let warm = Warm {
             sim,

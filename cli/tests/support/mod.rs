@@ -44,6 +44,13 @@ pub fn serving(args: &[&str], cleared: &[&str]) -> Serving {
     serving_with(args, cleared, &[])
 }
 
+/// `snapwake serve --demo` on a port it picks itself and with no sweep, then `extra`.
+pub fn demo<'a>(extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec!["serve", "--demo", "--port", "0", "--sweep-every", "0s"];
+    args.extend_from_slice(extra);
+    args
+}
+
 /// [`serving`], with the variables in `set` set for it.
 pub fn serving_with(args: &[&str], cleared: &[&str], set: &[(&str, &str)]) -> Serving {
     let mut command = Command::new(env!("CARGO_BIN_EXE_snapwake"));

@@ -217,11 +217,7 @@ impl<'a, S: AgentStore> AgentLock<'a, S> {
     ) -> Result<Written, StoreError> {
         let changes = Changes {
             state: Some(state),
-            holder: Some(None),
-            lease_until_ms: Some(0),
-            poll_until_ms: Some(0),
-            poller: Some(None),
-            ..changes
+            ..let_go(changes)
         };
         self.write(held, changes).await
     }
@@ -359,6 +355,18 @@ impl<'a, S: AgentStore> AgentLock<'a, S> {
             current if condition.holds(current.as_ref()) => Err(StoreError::Unavailable(why)),
             other => Ok(Written::Lost(other)),
         }
+    }
+}
+
+/// `changes` with the lock let go: no holder, no lease, no poller. What giving the lock back
+/// and settling a change (by its holder or by anyone) write alike.
+pub(crate) fn let_go(changes: Changes) -> Changes {
+    Changes {
+        holder: Some(None),
+        lease_until_ms: Some(0),
+        poll_until_ms: Some(0),
+        poller: Some(None),
+        ..changes
     }
 }
 

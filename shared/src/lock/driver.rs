@@ -34,7 +34,7 @@ use crate::deadline::{Budget, Deadline};
 use crate::domain::failure::OUTCOME_KEPT;
 use crate::domain::{AgentKey, AgentRecord, Description, ToolRegistry, WakeState};
 use crate::error::Error;
-use crate::locate::{home_of, Home};
+use crate::locate::{home_of, home_or_locate, Home, Whereabouts};
 use crate::store::{AgentStore, Changes, Condition, StoreError, Within};
 use crate::timestamp::now_ms;
 
@@ -226,9 +226,28 @@ impl<'a, S: AgentStore> Driver<'a, S> {
         Some(self.home.get_or_init(|| home).clone())
     }
 
-    /// Where the agent lives, found by the holder (the record did not say).
-    pub fn found_home(&self, home: &Home) {
-        let _ = self.home.set(home.clone());
+    /// Where the agent lives, for its holder: as known or recorded, else located (and known
+    /// from then on). `None`: nothing of it exists anywhere, and the lock is given back.
+    pub async fn locate<K: AgentKit>(
+        &self,
+        agentkit: &K,
+        held: &mut Held,
+    ) -> Result<Option<Whereabouts>, Error> {
+        let (known, deadline) = (self.known_home(), self.deadline());
+        let found = home_or_locate(
+            agentkit,
+            self.registry,
+            self.key,
+            Some(&held.record),
+            known,
+            deadline,
+        );
+        let found = Box::pin(found).await?;
+        match &found {
+            Some(w) => _ = self.home.set(w.home.clone()),
+            None => self.lock.give_back_unknown(held).await,
+        }
+        Ok(found)
     }
 
     /// The known home, without looking at a record.
@@ -462,7 +481,8 @@ impl<'a, S: AgentStore> Driver<'a, S> {
         Ok(Carried::Pending(self.hand_poll_on(&record).await))
     }
 
-    /// Write the end of `record`'s change: fenced for its holder, by anyone for the rest. The
+    /// Write the end of `record`'s change, the lock let go: fenced for its holder, by anyone
+    /// for the rest. The
     /// record as written; a write somebody else made alike first is as good. A write that
     /// could not be confirmed (the table is away, or the lock was lost) leaves the change done
     /// all the same: the answer shows what this caller saw, without a version (no `ETag`: the
@@ -474,6 +494,7 @@ impl<'a, S: AgentStore> Driver<'a, S> {
         record: &AgentRecord,
         changes: Changes,
     ) -> AgentRecord {
+        let changes = super::agent::let_go(changes);
         let written = match settler {
             Settler::Holder(held) => self.lock.write(held, changes.clone()).await,
             Settler::Anyone => {

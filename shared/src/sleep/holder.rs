@@ -30,23 +30,11 @@ impl<S: AgentStore, K: AgentKit> Sleeping<'_, '_, S, K> {
         let agents = self.agents;
 
         // 1. Where the agent lives.
-        let found = crate::locate::home_or_locate(
-            agents.agentkit,
-            agents.registry,
-            key,
-            Some(&held.record),
-            driver.known_home(),
-            deadline,
-        );
-        let home = match Box::pin(found).await {
+        let home = match driver.locate(agents.agentkit, &mut held).await {
             Ok(Some(w)) => w.home,
-            Ok(None) => {
-                driver.lock.give_back_unknown(&mut held).await;
-                return Err(Error::AgentNotFound);
-            }
+            Ok(None) => return Err(Error::AgentNotFound),
             Err(e) => return Err(self.give_back(driver, &mut held, e).await),
         };
-        driver.found_home(&home);
         if home.retention == Retention::Temporary {
             let err = Error::NotSleepable(
                 "a temporary agent keeps no snapshot: it cannot be put to sleep, only deleted"

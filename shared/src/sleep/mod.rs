@@ -197,9 +197,6 @@ impl<S: AgentStore, K: AgentKit> Change<S> for Sleeping<'_, '_, S, K> {
         Look::Failed {
             changes: Changes {
                 state: Some(WakeState::Awake),
-                holder: Some(None),
-                lease_until_ms: Some(0),
-                poll_until_ms: Some(0),
                 error: Some(Some(reason.clone())),
                 ..Changes::default()
             },
@@ -255,9 +252,6 @@ impl<S: AgentStore, K: AgentKit> Sleeping<'_, '_, S, K> {
         let changes = Changes {
             state: Some(WakeState::Asleep),
             announce: Some(Announce::Asleep),
-            holder: Some(None),
-            lease_until_ms: Some(0),
-            poll_until_ms: Some(0),
             session_id: Some(None),
             session_expire_at: Some(None),
             verified_at_ms: Some(0),

@@ -200,9 +200,6 @@ impl<S: AgentStore, K: AgentKit> Change<S> for Waking<'_, '_, S, K> {
                 let changes = Changes {
                     state: Some(WakeState::Awake),
                     announce: Some(Announce::Awake),
-                    holder: Some(None),
-                    lease_until_ms: Some(0),
-                    poll_until_ms: Some(0),
                     error: Some(None),
                     resume_sent_at_ms: Some(None),
                     session_expire_at: Some(s.expire_at.clone()),
@@ -376,10 +373,6 @@ fn failed(code: &str, error: &Error, session_id: Option<&str>) -> Changes {
     Changes {
         state: Some(WakeState::Failed),
         announce: Some(Announce::WakeFailed),
-        holder: Some(None),
-        lease_until_ms: Some(0),
-        poll_until_ms: Some(0),
-        poller: Some(None),
         error: Some(Some(recorded_failure(code, &error.to_string()))),
         resume_sent_at_ms: Some(None),
         session_id: session_id.map(|s| Some(s.to_string())),

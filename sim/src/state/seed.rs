@@ -29,6 +29,18 @@ pub struct SeedTool {
     pub envs: Vec<EnvVar>,
 }
 
+impl SeedTool {
+    /// A `CodeEnv` Tool named `name`, recoverable when `enable_snapshot`, the rest default.
+    pub fn code_env(name: impl Into<String>, enable_snapshot: bool) -> SeedTool {
+        SeedTool {
+            name: name.into(),
+            tool_type: "CodeEnv".into(),
+            enable_snapshot,
+            ..SeedTool::default()
+        }
+    }
+}
+
 /// A session to seed on an existing Tool.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 #[serde(default)]

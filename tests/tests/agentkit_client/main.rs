@@ -48,16 +48,8 @@ fn soon() -> Deadline {
 }
 
 fn seed_tool(ctl: &SimControl, region: &str, name: &str, snapshots: bool) -> String {
-    ctl.seed_tool(
-        region,
-        SeedTool {
-            name: name.into(),
-            tool_type: "CodeEnv".into(),
-            enable_snapshot: snapshots,
-            ..SeedTool::default()
-        },
-    )
-    .unwrap()
+    ctl.seed_tool(region, SeedTool::code_env(name, snapshots))
+        .unwrap()
 }
 
 fn metadata(owner: &str, name: &str) -> Vec<MetadataEntry> {

@@ -274,10 +274,7 @@ pub(crate) async fn sleep_flow(
     with: &(dyn Fn(&[u16]) -> Vec<u16> + Sync),
 ) {
     let ctl = env.world.sim.control();
-    let (agent, _) = asleep_since(&env.world, ctl.now() - AN_HOUR);
-    let woke = env.until(&Op::Resume(agent.clone()), 200, &[202]).await;
-    let session = session_of(&woke);
-    let before = env.world.snapshots_of(&agent);
+    let (agent, session, before) = woken_for_a_sleep(env).await;
     ctl.set_snapshot_ready_delay(if site.flow == Flow::SleepSlow {
         SLOW_SNAPSHOT
     } else {
@@ -335,6 +332,17 @@ pub(crate) async fn sleep_flow(
     );
 }
 
+/// An agent asleep for an hour, then woken: its id, its session and its snapshots before
+/// whatever sleep comes next.
+pub(crate) async fn woken_for_a_sleep(env: &Env) -> (String, String, Vec<String>) {
+    let ctl = env.world.sim.control();
+    let (agent, _) = asleep_since(&env.world, ctl.now() - AN_HOUR);
+    let woke = env.until(&Op::Resume(agent.clone()), 200, &[202]).await;
+    let session = session_of(&woke);
+    let before = env.world.snapshots_of(&agent);
+    (agent, session, before)
+}
+
 /// [`Flow::SleepFailing`]: wake, a sleep whose snapshot fails with the site armed (502, awake),
 /// then a sleep that goes through, then wake again.
 pub(crate) async fn failing_sleep_flow(
@@ -344,10 +352,7 @@ pub(crate) async fn failing_sleep_flow(
     with: &(dyn Fn(&[u16]) -> Vec<u16> + Sync),
 ) {
     let ctl = env.world.sim.control();
-    let (agent, _) = asleep_since(&env.world, ctl.now() - AN_HOUR);
-    let woke = env.until(&Op::Resume(agent.clone()), 200, &[202]).await;
-    let session = session_of(&woke);
-    let before = env.world.snapshots_of(&agent);
+    let (agent, session, before) = woken_for_a_sleep(env).await;
     ctl.set_snapshot_ready_delay(QUICK_SNAPSHOT);
     ctl.set_snapshot_outcome("Failed");
     let op = Op::Sleep(agent.clone());

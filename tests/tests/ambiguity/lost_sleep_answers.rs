@@ -44,10 +44,7 @@ async fn sleep_losing(action: &'static str, lost: Lost) {
         done: false,
     };
     let ctl = env.world.sim.control();
-    let (agent, _) = asleep_since(&env.world, ctl.now() - AN_HOUR);
-    let woke = env.until(&Op::Resume(agent.clone()), 200, &[202]).await;
-    let session = session_of(&woke);
-    let before = env.world.snapshots_of(&agent);
+    let (agent, session, before) = woken_for_a_sleep(&env).await;
     ctl.set_snapshot_ready_delay(QUICK_SNAPSHOT);
     let fired = ctl.counters().faults_fired;
     ctl.inject(lost_answer(action, lost)).unwrap();
@@ -199,10 +196,7 @@ async fn a_sleep_long_after_an_unconfirmed_snapshot_takes_a_fresh_one() {
         done: false,
     };
     let ctl = env.world.sim.control();
-    let (agent, _) = asleep_since(&env.world, ctl.now() - AN_HOUR);
-    let woke = env.until(&Op::Resume(agent.clone()), 200, &[202]).await;
-    let session = session_of(&woke);
-    let before = env.world.snapshots_of(&agent);
+    let (agent, session, before) = woken_for_a_sleep(&env).await;
     ctl.set_snapshot_ready_delay(QUICK_SNAPSHOT);
     ctl.inject(
         Fault::bare(Some("CreateSessionSnapshot"), 503)

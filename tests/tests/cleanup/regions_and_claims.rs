@@ -14,12 +14,7 @@ async fn an_agent_delete_reaches_every_region_its_tools_live_in() {
     let elsewhere = ctl
         .seed_tool(
             "cn-shanghai",
-            SeedTool {
-                name: "chat-temporary-sh".into(),
-                tool_type: "CodeEnv".into(),
-                enable_snapshot: false,
-                ..SeedTool::default()
-            },
+            SeedTool::code_env("chat-temporary-sh", false),
         )
         .unwrap();
     let mut registry = world.registry();

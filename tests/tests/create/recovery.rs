@@ -49,12 +49,7 @@ async fn a_tool_in_another_region_is_found_and_its_region_recorded() {
         .control()
         .seed_tool(
             "cn-shanghai",
-            snapwake_sim::SeedTool {
-                name: "chat-snapshot-sh".into(),
-                tool_type: "CodeEnv".into(),
-                enable_snapshot: true,
-                ..Default::default()
-            },
+            snapwake_sim::SeedTool::code_env("chat-snapshot-sh", true),
         )
         .unwrap();
     // The registry says cn-beijing, but the recoverable Tool lives in cn-shanghai.

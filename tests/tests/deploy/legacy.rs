@@ -10,15 +10,7 @@ use super::*;
 /// A legacy codex Tool (snapshots switched on by hand) with one asleep agent of `owner`.
 fn legacy_tool(ctl: &SimControl, owner: &str) -> (String, String) {
     let tool = ctl
-        .seed_tool(
-            REGION,
-            SeedTool {
-                name: "studio-codex".into(),
-                tool_type: "CodeEnv".into(),
-                enable_snapshot: true,
-                ..SeedTool::default()
-            },
-        )
+        .seed_tool(REGION, SeedTool::code_env("studio-codex", true))
         .unwrap();
     let agent = asleep_on(ctl, &tool, owner);
     (tool, agent)

@@ -212,15 +212,7 @@ async fn a_tool_named_like_the_reference_studios_is_adopted_not_duplicated() {
     let name = tool_name(APP, "chat-snapshot");
     assert!(name.starts_with("veadk-studio-acme-studio-chat-snapshot-"));
     let studio = ctl
-        .seed_tool(
-            REGION,
-            SeedTool {
-                name: name.clone(),
-                tool_type: "CodeEnv".into(),
-                enable_snapshot: true,
-                ..SeedTool::default()
-            },
-        )
+        .seed_tool(REGION, SeedTool::code_env(name.clone(), true))
         .unwrap();
     let store = dynamo_store("deploy_adopt").await;
     let cat = catalogue(&[]);

@@ -32,13 +32,7 @@ fn dynamodb_killed_mid_storm_answers_503_in_budget_and_converges_after_restart()
         // Sessions take 2 s to become Ready.
         let world = World::registered(Duration::from_secs(2), &store).await;
         let ctl = world.sim.control();
-        let agents: Vec<(&'static str, String, String)> = (0..OUTAGE_AGENTS)
-            .map(|i| {
-                let owner = OWNERS[i % OWNERS.len()];
-                let (agent_id, snapshot_id) = world.asleep_agent(owner, &format!("Outage {i}"));
-                (owner, agent_id, snapshot_id)
-            })
-            .collect();
+        let agents = asleep_fleet(&world, OUTAGE_AGENTS, "Outage");
         let snapshots_before = ctl.snapshots().len();
         let settings = outage_settings();
         let budget = settings.wait + Duration::from_secs(3);

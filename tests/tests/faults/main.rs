@@ -183,6 +183,18 @@ impl LiveWatch {
 /// The owners of the agents, in turn.
 const OWNERS: [&str; 5] = ["alice", "bob", "carol", "dave", "erin"];
 
+/// `count` agents asleep in `world`, owned by [`OWNERS`] in turn and named `<name> <i>`:
+/// (owner, agent id, snapshot id).
+fn asleep_fleet(world: &World, count: usize, name: &str) -> Vec<(&'static str, String, String)> {
+    (0..count)
+        .map(|i| {
+            let owner = OWNERS[i % OWNERS.len()];
+            let (agent_id, snapshot_id) = world.asleep_agent(owner, &format!("{name} {i}"));
+            (owner, agent_id, snapshot_id)
+        })
+        .collect()
+}
+
 /// Short settings: a Resume whose outcome is unknown holds its agent only 2.5 s (the
 /// readiness timeout), a wait leaves room for one whole AgentKit request timeout (2 s) after
 /// locating and reconciling, and joiners re-read the record at the specification's pace

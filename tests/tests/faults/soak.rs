@@ -90,13 +90,7 @@ fn two_hundred_agents_wake_through_503s_and_429s_with_one_session_each() {
         let world = World::start_apart(Duration::from_millis(300));
         world.register(&store).await;
         let ctl = world.sim.control();
-        let agents: Vec<(&'static str, String, String)> = (0..AGENTS)
-            .map(|i| {
-                let owner = OWNERS[i % OWNERS.len()];
-                let (agent_id, snapshot_id) = world.asleep_agent(owner, &format!("Soak {i}"));
-                (owner, agent_id, snapshot_id)
-            })
-            .collect();
+        let agents = asleep_fleet(&world, AGENTS, "Soak");
         let snapshots_before = ctl.snapshots().len();
         ctl.reset_counters();
 

@@ -14,13 +14,7 @@ fn agents_woken_and_put_to_sleep_through_503s_and_429s_never_lose_a_workspace() 
         let world = World::registered(Duration::from_millis(300), &store).await;
         let ctl = world.sim.control();
         ctl.set_snapshot_ready_delay(Duration::from_millis(300));
-        let agents: Vec<(&'static str, String, String)> = (0..CYCLE_AGENTS)
-            .map(|i| {
-                let owner = OWNERS[i % OWNERS.len()];
-                let (agent_id, snapshot_id) = world.asleep_agent(owner, &format!("Cycle {i}"));
-                (owner, agent_id, snapshot_id)
-            })
-            .collect();
+        let agents = asleep_fleet(&world, CYCLE_AGENTS, "Cycle");
         ctl.reset_counters();
 
         // 20% of every AgentKit call answers a bare 503 after acting (a snapshot or a Resume

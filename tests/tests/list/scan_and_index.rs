@@ -116,15 +116,7 @@ async fn a_failing_tool_still_answers_with_what_the_others_have() {
     let world = World::start(Duration::ZERO).await;
     let ctl = world.sim.control();
     let legacy_tool = ctl
-        .seed_tool(
-            REGION,
-            SeedTool {
-                name: "old-snapshots".into(),
-                tool_type: "CodeEnv".into(),
-                enable_snapshot: true,
-                ..SeedTool::default()
-            },
-        )
+        .seed_tool(REGION, SeedTool::code_env("old-snapshots", true))
         .unwrap();
     let mut registry = world.registry();
     registry

@@ -9,7 +9,7 @@ use crate::agentkit::types::{DeleteSession, MetadataEntry, Session, Snapshot};
 use crate::agentkit::AgentKit;
 use crate::deadline::Deadline;
 use crate::domain::failure::{recorded_failure, SNAPSHOT_IN_PROGRESS};
-use crate::domain::{AgentRecord, SessionPhase};
+use crate::domain::{AgentRecord, SessionPhase, WakeState};
 use crate::error::Error;
 use crate::locate::sessions::{choose, live_session, session, snapshots, Choice, Expected};
 use crate::locate::Home;
@@ -19,7 +19,7 @@ use crate::store::{AgentStore, Changes};
 use crate::timestamp::now_ms;
 use crate::wake::{WakeOutcome, Waking};
 
-use super::release_asleep;
+use super::asleep_at;
 
 impl<S: AgentStore, K: AgentKit> Waking<'_, '_, S, K> {
     /// A session this wake's earlier holders started: by UserSessionId, or for an agent
@@ -171,7 +171,8 @@ impl<S: AgentStore, K: AgentKit> Waking<'_, '_, S, K> {
                 Choice::Wake { .. }
                     if waited && deadline.remaining() < agents.agentkit.request_timeout() =>
                 {
-                    return match release_asleep(driver, held, home).await? {
+                    let asleep = asleep_at(home);
+                    return match driver.lock.release(held, WakeState::Asleep, asleep).await? {
                         Written::Done(r) => Ok(Picked::Waiting(r)),
                         Written::Lost(r) => Ok(Picked::Lost(r)),
                     };

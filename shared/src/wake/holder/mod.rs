@@ -24,7 +24,7 @@ use crate::locate::Home;
 use crate::lock::driver::Driver;
 use crate::lock::driver::{Carried, Settler, Watched};
 use crate::lock::{Held, Written};
-use crate::store::{AgentStore, Changes, StoreError};
+use crate::store::{AgentStore, Changes};
 use crate::timestamp::now_ms;
 use crate::view::METADATA_CREATOR_KEY;
 
@@ -56,23 +56,11 @@ impl<S: AgentStore, K: AgentKit> Waking<'_, '_, S, K> {
         let agents = self.agents;
 
         // 1. Where the agent lives.
-        let found = crate::locate::home_or_locate(
-            agents.agentkit,
-            agents.registry,
-            key,
-            Some(&held.record),
-            driver.known_home(),
-            deadline,
-        );
-        let (home, mut listed) = match Box::pin(found).await {
+        let (home, mut listed) = match driver.locate(agents.agentkit, &mut held).await {
             Ok(Some(w)) => (w.home, w.snapshots),
-            Ok(None) => {
-                driver.lock.give_back_unknown(&mut held).await;
-                return Err(Error::AgentNotFound);
-            }
+            Ok(None) => return Err(Error::AgentNotFound),
             Err(e) => return Err(self.fail(driver, &mut held, e, None).await),
         };
-        driver.found_home(&home);
 
         // 2. Reconcile before resuming.
         let before = held.before.clone();
@@ -409,7 +397,8 @@ impl<S: AgentStore, K: AgentKit> Waking<'_, '_, S, K> {
     /// the record keeps at most the short acquire lease.
     async fn take_back_marker(&self, driver: &Driver<'_, S>, held: &mut Held, home: &Home) {
         for attempt in 0..3u32 {
-            match release_asleep(driver, held, home).await {
+            let asleep = asleep_at(home);
+            match driver.lock.release(held, WakeState::Asleep, asleep).await {
                 Ok(_) => return,
                 Err(e) => {
                     tracing::warn!(agent = %held.key, error = %e, attempt, "could not take the Resume marker back");
@@ -425,25 +414,13 @@ impl<S: AgentStore, K: AgentKit> Waking<'_, '_, S, K> {
 }
 
 /// What a lock given back with nothing woken writes: no Resume on its way, and where the
-/// agent lives.
+/// agent lives (it rests asleep there).
 fn asleep_at(home: &Home) -> Changes {
     Changes {
         resume_sent_at_ms: Some(None),
         describe: Some(home.description()),
         ..Changes::default()
     }
-}
-
-/// Give the lock back with nothing woken: the agent rests asleep where `home` says it lives.
-async fn release_asleep<S: AgentStore>(
-    driver: &Driver<'_, S>,
-    held: &mut Held,
-    home: &Home,
-) -> Result<Written, StoreError> {
-    driver
-        .lock
-        .release(held, WakeState::Asleep, asleep_at(home))
-        .await
 }
 
 /// Where the agent lives, and the names its snapshot carries when the record has none yet (an
