@@ -497,15 +497,15 @@ def quota_failures(template, functions):
 # index's ARN, and only that index is queried), SECRET is `!Ref AgentKitCredentialsSecretArn`, a
 # queue is its logical id (`!GetAtt <Queue>.Arn`), ANY is "*".
 #
-# Every DynamoDB call is one of the store port's eight methods (shared/src/store/mod.rs), each
-# one operation in the adapter (shared/src/store/dynamo/mod.rs):
+# Every DynamoDB call is one of the store port's methods (shared/src/store/mod.rs), each one
+# operation in the adapter (shared/src/store/dynamo/mod.rs):
 #   get, get_registry, get_document -> GetItem        update, put_document -> UpdateItem
+#   get_many -> BatchGetItem (the refresh)
 #   query_owner -> Query (by_owner)                   scan_agents -> Scan (the table)
 #   put_registry -> PutItem                           reserve, slow_down (the AgentKit budget
 #                                                     every function's AgentKit calls take
 #                                                     their slots from) -> UpdateItem
-# Nothing deletes an item (they expire: TTL), and nothing uses transactions, batches or
-# ConditionCheck (docs/table.md). Secrets Manager is read by the Parameters and Secrets
+# The one batch is that read; no write is batched (docs/table.md). Secrets Manager is read by the Parameters and Secrets
 # extension, on the function's role, at cold start (shared/src/agentkit/credentials.rs).
 # Metrics are embedded in the logs (EMF, shared/src/metrics.rs): no cloudwatch:PutMetricData.
 # No function calls SQS, EventBridge or X-Ray itself (no X-Ray SDK: with Tracing=Active, Lambda
@@ -608,13 +608,15 @@ EXPECTED_IAM = {
     ),
     "DeleteFunction": (
         LOGS | CREDENTIALS | EVENTS
+        # BatchGetItem: the records the minute refresh lists (index_many: get_many).
         # GetItem: records (deletion, the sweep's index_agent: get), the registry, the sweep's
         # checkpoint and locks, the index and refresh documents, deleted-snapshot markers,
         # offboarding progress (get_document).
         # UpdateItem: records (tombstones, the index sync: update) and those documents
         # (put_document). DeleteItem: a deleted agent's schedule (deletion/agent.rs:
         # delete_schedule).
-        | _grants(TABLE, "dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem")
+        | _grants(TABLE, "dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:UpdateItem",
+                  "dynamodb:DeleteItem")
         # Query: an offboarded owner's agents (offboard/find.rs: query_owner).
         | _grants(OWNER_INDEX, "dynamodb:Query")
         # SendMessage: Lambda sends an invocation that failed every retry to the on-failure

@@ -10,6 +10,8 @@ use snapwake::store::{Answer, Call, Layer};
 #[derive(Debug, Default)]
 pub struct StoreCalls {
     pub gets: AtomicU64,
+    /// `get_many`: one `BatchGetItem` for up to 100 records.
+    pub batch_gets: AtomicU64,
     pub updates: AtomicU64,
     pub queries: AtomicU64,
     pub scans: AtomicU64,
@@ -26,6 +28,7 @@ impl StoreCalls {
     pub fn total(&self) -> u64 {
         [
             &self.gets,
+            &self.batch_gets,
             &self.updates,
             &self.queries,
             &self.scans,
@@ -70,6 +73,14 @@ impl<S: Send + Sync> Layer for CountingStore<S> {
         let calls = &self.calls;
         let counter = match call {
             Call::Get(_) => &calls.gets,
+            Call::GetMany(keys) => {
+                // One request per hundred keys, as the DynamoDB adapter sends them.
+                let requests = keys.len().div_ceil(snapwake::store::GET_MANY_KEYS).max(1);
+                calls
+                    .batch_gets
+                    .fetch_add(requests as u64 - 1, Ordering::Relaxed);
+                &calls.batch_gets
+            }
             Call::Update(..) => &calls.updates,
             Call::QueryOwner => &calls.queries,
             Call::ScanAgents => &calls.scans,

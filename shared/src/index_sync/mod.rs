@@ -31,9 +31,9 @@ mod upsert;
 pub use freshness::{freshness, save_freshness, Freshness, ToolMark, REFRESH_DOCUMENT};
 pub use listing::{agent_of, agents_of, list_tool, tools, Seen, ToolListing};
 pub use slices::{snapshots_between, SliceSettings, SlicedRead, ORIGIN_S};
-pub use upsert::{index_agent, index_located, Upsert};
+pub use upsert::{index_agent, index_located, index_many, Upsert};
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use futures::StreamExt;
 use serde::{Deserialize, Serialize};
@@ -48,7 +48,7 @@ use crate::identity::{belongs_to, UserSessionId};
 use crate::identity::{user_session_id, SNAPSHOT_AGENT_PREFIX};
 use crate::locate::regions;
 use crate::lock::LockSettings;
-use crate::store::{AgentStore, Changes, Condition, DocumentKey, StoreError};
+use crate::store::{AgentStore, Changes, Condition, DocumentKey, StoreError, GET_MANY_KEYS};
 use crate::timestamp::now_ms;
 use crate::timestamp::sort_key;
 use crate::view::{snapshot_views, METADATA_OWNER_KEY};
@@ -125,7 +125,7 @@ pub async fn sync_index<S: AgentStore, K: AgentKit>(
     let mut report = IndexSyncReport::default();
     let mut synced = Vec::new();
     let mut complete = true;
-    let mut work: Vec<(AgentKey, Seen, ToolListing)> = Vec::new();
+    let mut work: Vec<(ToolListing, Vec<(AgentKey, Seen)>)> = Vec::new();
     for (kind, tool, retention) in tools(registry) {
         let slices = SliceSettings::default();
         match list_tool(
@@ -138,9 +138,8 @@ pub async fn sync_index<S: AgentStore, K: AgentKit>(
         .await
         {
             Ok(listing) => {
-                for (key, seen) in agents_of(&listing) {
-                    work.push((key, seen, listing.clone_empty()));
-                }
+                let agents = agents_of(&listing).into_iter().collect();
+                work.push((listing.clone_empty(), agents));
                 synced.push(tool);
             }
             // A Tool no region knows holds no agent.
@@ -155,19 +154,15 @@ pub async fn sync_index<S: AgentStore, K: AgentKit>(
     // One agent lives on one Tool; should it show up on two, the first (a snapshot Tool)
     // describes it.
     let mut keys = std::collections::BTreeSet::new();
-    work.retain(|(key, _, _)| keys.insert(key.clone()));
-    report.seen = work.len() as u64;
+    for (_, agents) in &mut work {
+        agents.retain(|(key, _)| keys.insert(key.clone()));
+    }
+    report.seen = keys.len() as u64;
 
-    let outcomes: Vec<Upsert> = futures::stream::iter(work)
-        .map(|(key, seen, listing)| async move {
-            if deadline.is_past() {
-                return Upsert::OutOfTime;
-            }
-            index_agent(store, &key, &listing, &seen).await
-        })
-        .buffer_unordered(WRITE_CONCURRENCY)
-        .collect()
-        .await;
+    let mut outcomes = Vec::new();
+    for (listing, agents) in &work {
+        outcomes.extend(index_many(store, listing, agents, deadline).await);
+    }
     for outcome in outcomes {
         match outcome {
             Upsert::Written => report.indexed += 1,

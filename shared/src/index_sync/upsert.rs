@@ -199,14 +199,65 @@ pub async fn index_agent<S: AgentStore>(
     listing: &ToolListing,
     seen: &Seen,
 ) -> Upsert {
-    let lock = LockSettings::default();
-    let mut current = match store.get(key).await {
-        Ok(r) => r,
+    match store.get(key).await {
+        Ok(current) => index_from(store, key, listing, seen, current).await,
         Err(e) => {
             tracing::warn!(agent = %key, error = %e, "index sync: cannot read record");
-            return Upsert::Failed;
+            Upsert::Failed
         }
-    };
+    }
+}
+
+/// Bring the records of `agents`, all on `listing`'s Tool, up to what it says of them: the
+/// records read [`GET_MANY_KEYS`] a request, then only those with something to write
+/// written, [`WRITE_CONCURRENCY`] at once. A quiet refresh reads a hundred records a request
+/// and writes nothing (docs/operations.md, "At a million snapshots"). The outcomes come in no
+/// particular order; past `deadline` the rest are [`Upsert::OutOfTime`].
+pub async fn index_many<S: AgentStore>(
+    store: &S,
+    listing: &ToolListing,
+    agents: &[(AgentKey, Seen)],
+    deadline: Deadline,
+) -> Vec<Upsert> {
+    let mut outcomes = Vec::with_capacity(agents.len());
+    for chunk in agents.chunks(GET_MANY_KEYS) {
+        if deadline.is_past() {
+            outcomes.extend(chunk.iter().map(|_| Upsert::OutOfTime));
+            continue;
+        }
+        let keys: Vec<AgentKey> = chunk.iter().map(|(key, _)| key.clone()).collect();
+        let mut current: HashMap<AgentKey, AgentRecord> = match store.get_many(&keys).await {
+            Ok(records) => records.into_iter().map(|r| (r.key.clone(), r)).collect(),
+            Err(e) => {
+                tracing::warn!(agents = keys.len(), error = %e, "index sync: cannot read records");
+                outcomes.extend(chunk.iter().map(|_| Upsert::Failed));
+                continue;
+            }
+        };
+        // The futures made first, then run: a closure in the stream would make the compiler
+        // lose that the whole is `Send` (for every lifetime of the tuples it borrows).
+        let mut pending = Vec::with_capacity(chunk.len());
+        for (key, seen) in chunk {
+            pending.push(index_from(store, key, listing, seen, current.remove(key)));
+        }
+        let indexed: Vec<Upsert> = futures::stream::iter(pending)
+            .buffer_unordered(WRITE_CONCURRENCY)
+            .collect()
+            .await;
+        outcomes.extend(indexed);
+    }
+    outcomes
+}
+
+/// [`index_agent`] from `current`, the record as just read.
+async fn index_from<S: AgentStore>(
+    store: &S,
+    key: &AgentKey,
+    listing: &ToolListing,
+    seen: &Seen,
+    mut current: Option<AgentRecord>,
+) -> Upsert {
+    let lock = LockSettings::default();
     for _ in 0..MAX_ROUNDS {
         let Some(changes) = changes_for(current.as_ref(), key, listing, seen, &lock) else {
             return Upsert::Unchanged;

@@ -369,6 +369,3 @@ pub(crate) fn let_go(changes: Changes) -> Changes {
         ..changes
     }
 }
-
-#[cfg(all(test, feature = "memory"))]
-mod tests;

@@ -21,6 +21,7 @@ use crate::domain::{AgentKey, AgentRecord, Kind, ScheduleRecord, ToolRegistry};
 #[derive(Clone, Copy, Debug)]
 pub enum Call<'c> {
     Get(&'c AgentKey),
+    GetMany(&'c [AgentKey]),
     Update(&'c AgentKey, &'c Condition, &'c Changes),
     QueryOwner,
     ScanAgents,
@@ -90,6 +91,11 @@ where
     async fn get(&self, key: &AgentKey) -> Result<Option<AgentRecord>, StoreError> {
         self.around(Call::Get(key), Box::pin(self.inner().get(key)))
             .await
+    }
+
+    async fn get_many(&self, keys: &[AgentKey]) -> Result<Vec<AgentRecord>, StoreError> {
+        let answer = Box::pin(self.inner().get_many(keys));
+        self.around(Call::GetMany(keys), answer).await
     }
 
     async fn update(

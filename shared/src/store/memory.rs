@@ -62,6 +62,17 @@ impl AgentStore for MemoryStore {
             .cloned())
     }
 
+    async fn get_many(&self, keys: &[AgentKey]) -> Result<Vec<AgentRecord>, StoreError> {
+        let now = now_s();
+        let tables = self.lock();
+        Ok(keys
+            .iter()
+            .filter_map(|k| tables.agents.get(k))
+            .filter(|r| !r.is_expired(now))
+            .cloned()
+            .collect())
+    }
+
     async fn update(
         &self,
         key: &AgentKey,

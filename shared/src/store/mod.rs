@@ -237,12 +237,24 @@ pub struct AgentPage {
 }
 
 /// The store port.
+/// How many records one [`AgentStore::get_many`] request reads: DynamoDB's `BatchGetItem`
+/// limit.
+pub const GET_MANY_KEYS: usize = 100;
+
 pub trait AgentStore: Send + Sync {
     /// The live record of `key` (strongly consistent; expired → `None`).
     fn get(
         &self,
         key: &AgentKey,
     ) -> impl Future<Output = Result<Option<AgentRecord>, StoreError>> + Send;
+
+    /// The live records of `keys` (strongly consistent; expired and missing ones left out), in
+    /// no particular order: [`GET_MANY_KEYS`] a request. For the refresh and the index sync,
+    /// which read many records to write a few.
+    fn get_many(
+        &self,
+        keys: &[AgentKey],
+    ) -> impl Future<Output = Result<Vec<AgentRecord>, StoreError>> + Send;
 
     /// Apply `changes` to `key` if `condition` holds; answers the record as written.
     ///
@@ -316,6 +328,13 @@ impl<T: AgentStore> AgentStore for std::sync::Arc<T> {
         key: &AgentKey,
     ) -> impl Future<Output = Result<Option<AgentRecord>, StoreError>> + Send {
         (**self).get(key)
+    }
+
+    fn get_many(
+        &self,
+        keys: &[AgentKey],
+    ) -> impl Future<Output = Result<Vec<AgentRecord>, StoreError>> + Send {
+        (**self).get_many(keys)
     }
 
     fn update(

@@ -102,6 +102,55 @@ async fn a_snapshot_made_outside_snapwake_is_listed_after_the_next_refresh() {
     assert_eq!(quiet["indexed"], 0, "{quiet}");
 }
 
+/// A burst (a team's sessions expiring in one minute) made outside snapwake: the refresh
+/// reads the records of what it lists a hundred a request, writes each new one once, and the
+/// minutes after it (which list the burst again, inside the overlap) read as few and write
+/// nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_burst_is_read_a_hundred_records_a_request() {
+    const BURST: usize = 250;
+    let store = Arc::new(CountingStore::new(dynamo_store("index-burst").await));
+    let world = World::registered(Duration::ZERO, &store).await;
+    let f = cleanup_fn(store.clone(), world.client(), SweepSettings::default());
+    assert!(sweep(&f, Duration::from_secs(60)).await.completed);
+    let first = refresh(&f).await;
+    assert_eq!(first["errors"], 0, "{first}");
+    for i in 0..BURST {
+        let owner = ["alice", "bob", "carol"][i % 3];
+        world.asleep_agent(owner, &format!("Burst {i}"));
+    }
+    let calls = store.calls.clone();
+    let counted = |c: &std::sync::atomic::AtomicU64| calls.get(c);
+    let (gets, batches, updates) = (
+        counted(&calls.gets),
+        counted(&calls.batch_gets),
+        counted(&calls.updates),
+    );
+    let burst = refresh(&f).await;
+    assert_eq!(burst["indexed"], BURST, "{burst}");
+    assert_eq!(
+        counted(&calls.gets) - gets,
+        0,
+        "no record read one by one: {burst}"
+    );
+    assert_eq!(
+        counted(&calls.batch_gets) - batches,
+        3,
+        "250 records, 100 a request: {burst}"
+    );
+    assert_eq!(counted(&calls.updates) - updates, BURST as u64, "{burst}");
+
+    let (batches, updates) = (counted(&calls.batch_gets), counted(&calls.updates));
+    let quiet = refresh(&f).await;
+    assert_eq!(
+        quiet["listed"], BURST,
+        "the overlap lists the burst again: {quiet}"
+    );
+    assert_eq!(quiet["indexed"], 0, "{quiet}");
+    assert_eq!(counted(&calls.batch_gets) - batches, 3, "{quiet}");
+    assert_eq!(counted(&calls.updates) - updates, 0, "{quiet}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_snapshot_being_made_is_read_again_until_it_settles() {
     let store = dynamo_store("index-freshness-settle").await;

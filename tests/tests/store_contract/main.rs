@@ -100,11 +100,13 @@ mod races;
 mod schedules;
 mod budget;
 mod dynamodb_failures;
+mod lock;
 
 // The contract's checks, by name, for `contract!` below.
 use budget::*;
 use conditions::*;
 use documents_and_registry::*;
+use lock::*;
 use owner_index::*;
 use races::*;
 use records::*;
@@ -181,6 +183,7 @@ contract!(
     wake_fields_round_trip_and_clear_on_create,
     expired_reads_absent_and_is_reacquired,
     describe_fields_round_trip,
+    get_many_reads_the_live_records_asked_for,
     owner_index_newest_first_with_pages,
     owner_index_skips_expired_and_ownerless,
     owner_index_pages_past_many_tombstones,
@@ -193,4 +196,9 @@ contract!(
     due_index_reads_only_the_due_in_order,
     budget_slots_are_taken_once_in_order,
     budget_slowdowns_are_kept_once_a_gap,
+    lost_answers_are_resolved_by_the_fields_written,
+    anyone_settles_only_the_wake_it_watched,
+    one_poll_lease_per_version,
+    a_poll_lease_taken_until_the_same_instant_has_one_winner,
+    a_poll_lease_whose_answer_was_lost_is_still_taken,
 );

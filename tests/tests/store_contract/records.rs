@@ -266,3 +266,43 @@ pub(crate) async fn describe_fields_round_trip<S: AgentStore + snapwake::store::
     let page = store.query_owner("studio-alice", 10, None).await.unwrap();
     assert_eq!(page.records, vec![renamed]);
 }
+
+/// `get_many` reads exactly the live records among the keys it is given: a missing key and an
+/// expired record are left out, and more keys than one `BatchGetItem` takes (100) are all read.
+pub(crate) async fn get_many_reads_the_live_records_asked_for<
+    S: AgentStore + snapwake::store::ScheduleStore,
+>(
+    store: Arc<S>,
+) {
+    let mut keys = Vec::new();
+    let mut live = Vec::new();
+    for i in 0..130 {
+        let k = key(&format!("many-{i:03}"));
+        keys.push(k.clone());
+        if i % 3 == 0 {
+            continue; // never written
+        }
+        let r = store
+            .update(&k, &Condition::Absent, &acquire("h1"))
+            .await
+            .unwrap();
+        if i % 10 == 1 {
+            let expired = Changes {
+                expires_at: Some(Some(now_s() - 10)),
+                ..Default::default()
+            };
+            store
+                .update(&k, &held("h1", r.fence), &expired)
+                .await
+                .unwrap();
+            continue;
+        }
+        live.push(r);
+    }
+    let mut read = store.get_many(&keys).await.unwrap();
+    read.sort_by(|a, b| a.key.cmp(&b.key));
+    live.sort_by(|a, b| a.key.cmp(&b.key));
+    assert_eq!(read.len(), live.len());
+    assert_eq!(read, live, "each live record as `get` reads it, no other");
+    assert!(store.get_many(&[]).await.unwrap().is_empty());
+}

@@ -15,14 +15,13 @@
 
 use std::time::Duration;
 
-use futures::StreamExt;
 use serde::Serialize;
 use snapwake::agentkit::types::Snapshot;
 use snapwake::agentkit::AgentKit;
 use snapwake::deadline::Deadline;
 use snapwake::domain::{Retention, SnapshotPhase, ToolRegistry};
 use snapwake::error::Error;
-use snapwake::index_sync::{agents_of, freshness, index_agent, save_freshness, tools};
+use snapwake::index_sync::{agents_of, freshness, index_many, save_freshness, tools};
 use snapwake::index_sync::{snapshots_between, SliceSettings};
 use snapwake::index_sync::{ToolListing, ToolMark, Upsert};
 use snapwake::locate::regions;
@@ -32,10 +31,6 @@ use snapwake::timestamp::{epoch_ms, format_ms, now_ms};
 
 /// How far before the last read began the next one starts.
 pub const OVERLAP: Duration = Duration::from_secs(300);
-
-/// Records read and written at once: after a burst (a team's sessions expiring together)
-/// the overlap reads thousands of agents again each minute.
-const INDEX_CONCURRENCY: usize = 16;
 
 /// One refresh at a time.
 pub const REFRESH_LOCK: DocumentKey<'static> = DocumentKey {
@@ -135,14 +130,8 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Refresh<'_, S, K> {
             };
             let mut complete = true;
             let listing = &listing;
-            let outcomes: Vec<Upsert> =
-                futures::stream::iter(agents_of(listing))
-                    .map(|(key, seen)| async move {
-                        index_agent(self.store, &key, listing, &seen).await
-                    })
-                    .buffer_unordered(INDEX_CONCURRENCY)
-                    .collect()
-                    .await;
+            let agents: Vec<_> = agents_of(listing).into_iter().collect();
+            let outcomes = index_many(self.store, listing, &agents, deadline).await;
             for outcome in outcomes {
                 match outcome {
                     Upsert::Written => report.indexed += 1,

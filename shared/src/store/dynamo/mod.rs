@@ -15,8 +15,10 @@
 //! treated exactly like a missing one.
 //!
 //! Files: `mod.rs` (this: the adapter), `expression.rs` (conditions and changes as DynamoDB
-//! expressions), `item.rs` (the items' attributes, read back into records and documents).
+//! expressions), `item.rs` (the items' attributes, read back into records and documents),
+//! `batch.rs` (many records read at once: `BatchGetItem`).
 
+mod batch;
 mod budget;
 mod expression;
 mod item;
@@ -141,6 +143,10 @@ impl AgentStore for DynamoStore {
             Some(item) => live_record(item, now_s()),
             None => Ok(None),
         }
+    }
+
+    async fn get_many(&self, keys: &[AgentKey]) -> Result<Vec<AgentRecord>, StoreError> {
+        batch::get_many(self, keys).await
     }
 
     async fn update(

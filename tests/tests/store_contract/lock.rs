@@ -1,9 +1,16 @@
-//! Unit tests of `agent`, over the in-memory store.
+//! The per-agent lock (`snapwake::lock::AgentLock`) on each adapter: its ambiguous writes
+//! decided by the fields they set, settling by anyone only the change watched, one poll lease
+//! per version. On DynamoDB Local a lost answer is a landed write whose answer a layer throws
+//! away, as the network would.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+use snapwake::deadline::Deadline;
+use snapwake::lock::{Acquire, Acquired, AgentLock, Generation, Held, LockSettings, Written};
+use snapwake::store::{Answer, Call, Layer, ScheduleStore, Within};
 
 use super::*;
-use crate::domain::Kind;
-use crate::store::memory::MemoryStore;
-use crate::store::{Answer, Call, Layer};
 
 /// The condition of completing, by anyone, the wake of `session_id` at `fence`.
 fn waking(fence: u64, session_id: &str) -> Condition {
@@ -12,18 +19,16 @@ fn waking(fence: u64, session_id: &str) -> Condition {
         session_id: session_id.into(),
     }
 }
-use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::Arc;
 
 /// A store whose next `fail` updates land but lose their answer.
-struct LosesAnswers {
-    inner: MemoryStore,
+struct LosesAnswers<S> {
+    inner: Arc<S>,
     fail: AtomicU32,
 }
 
-impl Layer for LosesAnswers {
-    type Inner = MemoryStore;
-    fn inner(&self) -> &MemoryStore {
+impl<S: Send + Sync> Layer for LosesAnswers<S> {
+    type Inner = Arc<S>;
+    fn inner(&self) -> &Arc<S> {
         &self.inner
     }
     fn around<'a, T: Send + 'a>(&'a self, call: Call<'a>, answer: Answer<'a, T>) -> Answer<'a, T> {
@@ -68,14 +73,17 @@ fn wake() -> Acquire {
     }
 }
 
-#[tokio::test]
-async fn lost_answers_are_resolved_by_the_fields_written() {
-    let store = Arc::new(LosesAnswers {
-        inner: MemoryStore::new(),
+pub(crate) async fn lost_answers_are_resolved_by_the_fields_written<
+    S: AgentStore + ScheduleStore + 'static,
+>(
+    store: Arc<S>,
+) {
+    let store = LosesAnswers {
+        inner: store,
         fail: AtomicU32::new(0),
-    });
+    };
     let settings = LockSettings::default();
-    let lock = lock_over(store.as_ref(), &settings);
+    let lock = lock_over(&store, &settings);
     let key = AgentKey::new(Kind::Codex, "studio-alice-01");
 
     // The acquire lands, its answer is lost: the re-read shows our token.
@@ -137,11 +145,13 @@ async fn lost_answers_are_resolved_by_the_fields_written() {
     assert!(matches!(ok, Written::Done(_)));
 }
 
-#[tokio::test]
-async fn anyone_settles_only_the_wake_it_watched() {
-    let store = MemoryStore::new();
+pub(crate) async fn anyone_settles_only_the_wake_it_watched<
+    S: AgentStore + ScheduleStore + 'static,
+>(
+    store: Arc<S>,
+) {
     let settings = LockSettings::default();
-    let lock = lock_over(&store, &settings);
+    let lock = lock_over(store.as_ref(), &settings);
     let key = AgentKey::new(Kind::Codex, "studio-alice-02");
     let mut held = first_holder(&lock, &key).await;
     let _ = lock
@@ -183,11 +193,11 @@ async fn anyone_settles_only_the_wake_it_watched() {
     assert!(matches!(again, Written::Done(_)));
 }
 
-#[tokio::test]
-async fn one_poll_lease_per_version() {
-    let store = MemoryStore::new();
+pub(crate) async fn one_poll_lease_per_version<S: AgentStore + ScheduleStore + 'static>(
+    store: Arc<S>,
+) {
     let settings = LockSettings::default();
-    let lock = lock_over(&store, &settings);
+    let lock = lock_over(store.as_ref(), &settings);
     let key = AgentKey::new(Kind::Codex, "studio-alice-03");
     let held = first_holder(&lock, &key).await;
     let seen = held.record.clone();
@@ -200,11 +210,13 @@ async fn one_poll_lease_per_version() {
 /// Two callers taking the poll lease of one version until the same millisecond (a storm's
 /// tasks woken together compute the same `now + lease`): one wins, the other is told it lost.
 /// Before the `poller` token the loser read the winner's write as its own and both polled.
-#[tokio::test]
-async fn a_poll_lease_taken_until_the_same_instant_has_one_winner() {
-    let store = MemoryStore::new();
+pub(crate) async fn a_poll_lease_taken_until_the_same_instant_has_one_winner<
+    S: AgentStore + ScheduleStore + 'static,
+>(
+    store: Arc<S>,
+) {
     let settings = LockSettings::default();
-    let lock = lock_over(&store, &settings);
+    let lock = lock_over(store.as_ref(), &settings);
     let key = AgentKey::new(Kind::Codex, "studio-alice-05");
     let held = first_holder(&lock, &key).await;
     let seen = held.record.clone();
@@ -218,10 +230,13 @@ async fn a_poll_lease_taken_until_the_same_instant_has_one_winner() {
 }
 
 /// A take whose answer was lost is still recognised as its own (the record names its token).
-#[tokio::test]
-async fn a_poll_lease_whose_answer_was_lost_is_still_taken() {
+pub(crate) async fn a_poll_lease_whose_answer_was_lost_is_still_taken<
+    S: AgentStore + ScheduleStore + 'static,
+>(
+    store: Arc<S>,
+) {
     let store = LosesAnswers {
-        inner: MemoryStore::new(),
+        inner: store,
         fail: AtomicU32::new(0),
     };
     let settings = LockSettings::default();
