@@ -8,13 +8,8 @@
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
-use aws_credential_types::provider::SharedCredentialsProvider;
-use aws_credential_types::Credentials;
-use aws_sigv4::http_request::{sign, SignableBody, SignableRequest, SigningSettings};
-use aws_sigv4::sign::v4;
-use aws_smithy_runtime_api::client::identity::Identity;
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
@@ -22,10 +17,18 @@ use axum::routing::post;
 use serde_json::{json, Value};
 use snapwake::events::eventbridge::EventBridge;
 
+use crate::sigv4::{lock, refuse, refused, serve_double, signing_config, SigningKey};
+
 /// The credentials publishers sign with, and the double verifies with.
 pub const BUS_ACCESS_KEY: &str = "AKIDEVENTSTEST";
 pub const BUS_SECRET_KEY: &str = "events-test-secret-do-not-log";
 pub const BUS_REGION: &str = "eu-west-1";
+const BUS_KEY: SigningKey = SigningKey {
+    access_key: BUS_ACCESS_KEY,
+    secret_key: BUS_SECRET_KEY,
+    region: BUS_REGION,
+    service: "events",
+};
 /// The bus the publishers name.
 pub const BUS_NAME: &str = "snapwake-test-bus";
 
@@ -71,13 +74,8 @@ impl EventBusDouble {
         let app = axum::Router::new()
             .route("/", post(put_events))
             .with_state(shared.clone());
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind the EventBridge double");
-        let addr = listener.local_addr().expect("its address");
-        tokio::spawn(async move { axum::serve(listener, app).await });
         EventBusDouble {
-            endpoint: format!("http://{addr}/"),
+            endpoint: serve_double(app).await,
             shared,
         }
     }
@@ -90,17 +88,7 @@ impl EventBusDouble {
     /// A publisher pointed here that signs with `secret` (the double refuses any but
     /// [`BUS_SECRET_KEY`]).
     pub fn publisher_signing_with(&self, secret: &str) -> EventBridge {
-        let config = aws_config::SdkConfig::builder()
-            .region(aws_config::Region::new(BUS_REGION))
-            .credentials_provider(SharedCredentialsProvider::new(Credentials::new(
-                BUS_ACCESS_KEY,
-                secret,
-                None,
-                None,
-                "event-bus-double",
-            )))
-            .behavior_version(aws_config::BehaviorVersion::latest())
-            .build();
+        let config = signing_config(&BUS_KEY, secret);
         EventBridge::with_endpoint(&config, BUS_NAME, Some(self.endpoint.clone()))
             .expect("a publisher")
     }
@@ -134,44 +122,18 @@ impl EventBusDouble {
     }
 }
 
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-fn refuse(status: StatusCode, kind: &str, message: &str) -> (StatusCode, String) {
-    (
-        status,
-        json!({"__type": kind, "message": message}).to_string(),
-    )
-}
-
 async fn put_events(
     State(shared): State<Arc<Shared>>,
     headers: HeaderMap,
     body: Bytes,
 ) -> (StatusCode, String) {
-    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
-    if header("x-amz-target") != Some("AWSEvents.PutEvents") {
-        return refuse(
-            StatusCode::BAD_REQUEST,
-            "UnknownOperationException",
-            "target",
-        );
-    }
-    if header("content-type") != Some("application/x-amz-json-1.1") {
-        return refuse(
-            StatusCode::BAD_REQUEST,
-            "SerializationException",
-            "content-type",
-        );
-    }
-    if !signature_holds(&headers, &body) {
-        shared.bad_signatures.fetch_add(1, Ordering::SeqCst);
-        return refuse(
-            StatusCode::FORBIDDEN,
-            "InvalidSignatureException",
-            "The request signature we calculated does not match the signature you provided.",
-        );
+    let call = (
+        "AWSEvents.PutEvents",
+        "application/x-amz-json-1.1",
+        &BUS_KEY,
+    );
+    if let Some(refusal) = refused(call, &headers, &body, &shared.bad_signatures) {
+        return refusal;
     }
     let text = String::from_utf8_lossy(&body).to_string();
     let request: Value = match serde_json::from_str(&text) {
@@ -243,68 +205,4 @@ async fn put_events(
             refuse(StatusCode::INTERNAL_SERVER_ERROR, "InternalException", "too late")
         }
     }
-}
-
-/// Whether the request's `Authorization` is the SigV4 signature of what arrived, with the
-/// test credentials, at the time its `X-Amz-Date` says.
-fn signature_holds(headers: &HeaderMap, body: &[u8]) -> bool {
-    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
-    let (Some(given), Some(date), Some(host)) = (
-        header("authorization"),
-        header("x-amz-date"),
-        header("host"),
-    ) else {
-        return false;
-    };
-    let Some(time) = amz_date(date) else {
-        return false;
-    };
-    let identity: Identity =
-        Credentials::new(BUS_ACCESS_KEY, BUS_SECRET_KEY, None, None, "double").into();
-    let Ok(params) = v4::SigningParams::builder()
-        .identity(&identity)
-        .region(BUS_REGION)
-        .name("events")
-        .time(time)
-        .settings(SigningSettings::default())
-        .build()
-    else {
-        return false;
-    };
-    let signed = [
-        ("host", host),
-        ("content-type", header("content-type").unwrap_or_default()),
-        ("x-amz-target", header("x-amz-target").unwrap_or_default()),
-    ];
-    let uri = format!("http://{host}/");
-    let Ok(signable) = SignableRequest::new(
-        "POST",
-        &uri,
-        signed.iter().copied(),
-        SignableBody::Bytes(body),
-    ) else {
-        return false;
-    };
-    let Ok(output) = sign(signable, &params.into()) else {
-        return false;
-    };
-    let (instructions, _) = output.into_parts();
-    let mut expected = http::Request::builder()
-        .method("POST")
-        .uri(&uri)
-        .body(())
-        .expect("a request");
-    instructions.apply_to_request_http1x(&mut expected);
-    expected
-        .headers()
-        .get("authorization")
-        .and_then(|v| v.to_str().ok())
-        == Some(given)
-}
-
-/// `20261204T144343Z` as a time.
-fn amz_date(text: &str) -> Option<SystemTime> {
-    let format = time::macros::format_description!("[year][month][day]T[hour][minute][second]Z");
-    let at = time::PrimitiveDateTime::parse(text, &format).ok()?;
-    Some(at.assume_utc().into())
 }

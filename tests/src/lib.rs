@@ -17,6 +17,8 @@ mod requests;
 mod runtime;
 pub mod stalling;
 pub mod runtime_api;
+pub mod sigv4;
+pub mod sqs_queue;
 mod store;
 pub mod wire;
 mod world;

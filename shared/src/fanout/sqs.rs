@@ -31,6 +31,15 @@ impl SqsQueue {
         let endpoint = std::env::var("AWS_ENDPOINT_URL_SQS")
             .ok()
             .filter(|e| !e.is_empty());
+        SqsQueue::with_endpoint(config, url, endpoint)
+    }
+
+    /// The queue at `url`, called at `endpoint` (`None`: SQS's of the region).
+    pub fn with_endpoint(
+        config: &SdkConfig,
+        url: impl Into<String>,
+        endpoint: Option<String>,
+    ) -> Result<SqsQueue, FanoutError> {
         let sqs = AwsJson::new(
             config,
             "sqs",

@@ -20,6 +20,7 @@ mod fanout;
 mod kills;
 mod ready_at_the_minute;
 mod routes;
+mod sqs_wire;
 mod ticks;
 mod weeks;
 

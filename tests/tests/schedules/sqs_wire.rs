@@ -1,0 +1,78 @@
+//! The deployed fan-out queue on the wire (`snapwake::fanout::SqsQueue`): the tick's due
+//! occurrences reach an SQS FIFO queue double that checks SigV4 and the batch as SQS does, ten
+//! a call, each in its agent's group with its occurrence's deduplication id; entries SQS fails
+//! without blaming the sender are sent again, a sender's fault and a bad signature are errors.
+
+use snapwake::fanout::{DueOccurrence, FanoutError};
+use snapwake::schedule::DueLead;
+use snapwake_tests::sqs_queue::{EntryFault, SqsDouble};
+
+use super::*;
+
+/// `count` occurrences, of as many agents, due at 08:30 of one day.
+fn due_at_0830(count: usize) -> Vec<DueOccurrence> {
+    let at: u64 = 1_800_000_000_000; // a whole minute
+    (0..count)
+        .map(|i| DueOccurrence {
+            agent: AgentKey::new(Kind::Codex, format!("studio-alice-{i:03}")),
+            tick_ms: at,
+            wake_ms: Some(at),
+            sleep_ms: None,
+            version: 1,
+            lead: DueLead::default(),
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn occurrences_reach_the_queue_signed_ten_a_call_each_in_its_agents_group() {
+    let sqs = SqsDouble::start().await;
+    let due = due_at_0830(25);
+    sqs.sender().send(&due).await.expect("sent");
+    assert_eq!(sqs.bad_signatures(), 0);
+    assert_eq!(sqs.calls(), 3, "25 messages, 10 a call");
+    let messages = sqs.messages();
+    assert_eq!(messages.len(), 25);
+    for (message, occurrence) in messages.iter().zip(&due) {
+        assert_eq!(message.group_id, occurrence.group_id());
+        assert_eq!(message.dedup_id, occurrence.dedup_id());
+        let body: DueOccurrence = serde_json::from_str(&message.body).expect("a due occurrence");
+        assert_eq!(&body, occurrence);
+    }
+    // A second tick handing over the same occurrences (an invocation retried) adds nothing.
+    sqs.sender().send(&due).await.expect("sent again");
+    assert_eq!(sqs.messages().len(), 25, "deduplicated by occurrence");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn entries_sqs_fails_are_sent_again_and_a_senders_fault_is_an_error() {
+    let sqs = SqsDouble::start().await;
+    let due = due_at_0830(10);
+    sqs.fail_next(&[EntryFault::Internal, EntryFault::Internal]);
+    sqs.sender()
+        .send(&due)
+        .await
+        .expect("sent, two of them twice");
+    assert_eq!(sqs.calls(), 2);
+    assert_eq!(sqs.messages().len(), 10, "every occurrence once");
+
+    let more = &due_at_0830(12)[10..];
+    sqs.fail_next(&[EntryFault::Invalid]);
+    let refused = sqs.sender().send(more).await;
+    assert!(
+        matches!(refused, Err(FanoutError::Refused { ref reason, .. }) if reason == "InvalidParameterValue"),
+        "{refused:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wrong_signature_is_refused_and_nothing_is_queued() {
+    let sqs = SqsDouble::start().await;
+    let sent = sqs
+        .sender_signing_with("not-the-secret")
+        .send(&due_at_0830(3))
+        .await;
+    assert!(matches!(sent, Err(FanoutError::Unreachable(_))), "{sent:?}");
+    assert_eq!(sqs.bad_signatures(), 1);
+    assert!(sqs.messages().is_empty());
+}
