@@ -482,11 +482,10 @@ impl<'a, S: AgentStore> Driver<'a, S> {
     }
 
     /// Write the end of `record`'s change, the lock let go: fenced for its holder, by anyone
-    /// for the rest. The
-    /// record as written; a write somebody else made alike first is as good. A write that
-    /// could not be confirmed (the table is away, or the lock was lost) leaves the change done
-    /// all the same: the answer shows what this caller saw, without a version (no `ETag`: the
-    /// table's is not known), and the next caller settles the record.
+    /// for the rest. The record as written; a write somebody else made alike first is as
+    /// good. A write that could not be confirmed (the table is away, or the lock was lost)
+    /// leaves the change done all the same: the answer shows what this caller saw, without a
+    /// version (no `ETag`: the table's is not known), and the next caller settles the record.
     pub async fn settle<C: Change<S>>(
         &self,
         change: &C,

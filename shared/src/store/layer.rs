@@ -246,8 +246,7 @@ where
     }
 }
 
-// ------------------------------------------------------------------------------------------------
-// A store bounded by a request's deadline: every call gets the time left (plus a short grace,
+// ---- A store bounded by a request's deadline: every call gets the time left (plus a short grace,
 // [`STORE_GRACE`]) and, past it, is abandoned and answers [`StoreError::Unavailable`] — for a
 // write, ambiguous, as any unanswered write is. A handler wraps its store in one of these per
 // request, so a table that hangs or has gone away becomes a 503 inside API Gateway's 30 s,

@@ -1,14 +1,15 @@
 //! The per-agent lock (`snapwake::lock::AgentLock`) on each adapter: its ambiguous writes
 //! decided by the fields they set, settling by anyone only the change watched, one poll lease
-//! per version. On DynamoDB Local a lost answer is a landed write whose answer a layer throws
-//! away, as the network would.
+//! per version. A lost answer is a landed write whose answer a layer throws away
+//! (`snapwake_tests::lost_answers`), as the network would.
 
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use snapwake::deadline::Deadline;
 use snapwake::lock::{Acquire, Acquired, AgentLock, Generation, Held, LockSettings, Written};
-use snapwake::store::{Answer, Call, Layer, ScheduleStore, Within};
+use snapwake::store::{ScheduleStore, Within};
+use snapwake_tests::lost_answers::LostAnswers;
 
 use super::*;
 
@@ -17,33 +18,6 @@ fn waking(fence: u64, session_id: &str) -> Condition {
     Condition::WakingWith {
         fence,
         session_id: session_id.into(),
-    }
-}
-
-/// A store whose next `fail` updates land but lose their answer.
-struct LosesAnswers<S> {
-    inner: Arc<S>,
-    fail: AtomicU32,
-}
-
-impl<S: Send + Sync> Layer for LosesAnswers<S> {
-    type Inner = Arc<S>;
-    fn inner(&self) -> &Arc<S> {
-        &self.inner
-    }
-    fn around<'a, T: Send + 'a>(&'a self, call: Call<'a>, answer: Answer<'a, T>) -> Answer<'a, T> {
-        Box::pin(async move {
-            let out = answer.await;
-            let lose = matches!(call, Call::Update(..))
-                && self
-                    .fail
-                    .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
-                    .is_ok();
-            match out {
-                Ok(_) if lose => Err(StoreError::Unavailable("answer lost".into())),
-                other => other,
-            }
-        })
     }
 }
 
@@ -78,21 +52,19 @@ pub(crate) async fn lost_answers_are_resolved_by_the_fields_written<
 >(
     store: Arc<S>,
 ) {
-    let store = LosesAnswers {
-        inner: store,
-        fail: AtomicU32::new(0),
-    };
+    // Every agent write the test arms (`lose_updates`) lands, then loses its answer.
+    let store = LostAnswers::new(store, |_, _| true, 0);
     let settings = LockSettings::default();
     let lock = lock_over(&store, &settings);
     let key = AgentKey::new(Kind::Codex, "studio-alice-01");
 
     // The acquire lands, its answer is lost: the re-read shows our token.
-    store.fail.store(1, Ordering::SeqCst);
+    store.lose_updates.store(1, Ordering::SeqCst);
     let mut held = first_holder(&lock, &key).await;
     assert_eq!(held.fence(), 1);
 
     // A fenced write that keeps the holder lands twice (re-sent): still ours, recorded.
-    store.fail.store(1, Ordering::SeqCst);
+    store.lose_updates.store(1, Ordering::SeqCst);
     let record = Changes {
         session_id: Some(Some("s-1".into())),
         ..Changes::default()
@@ -104,7 +76,7 @@ pub(crate) async fn lost_answers_are_resolved_by_the_fields_written<
 
     // A release whose answer is lost: the re-send fails its condition, and the record
     // shows the release, so it is done, not lost.
-    store.fail.store(1, Ordering::SeqCst);
+    store.lose_updates.store(1, Ordering::SeqCst);
     let done = lock
         .release(&mut held, WakeState::Asleep, Changes::default())
         .await
@@ -235,16 +207,14 @@ pub(crate) async fn a_poll_lease_whose_answer_was_lost_is_still_taken<
 >(
     store: Arc<S>,
 ) {
-    let store = LosesAnswers {
-        inner: store,
-        fail: AtomicU32::new(0),
-    };
+    // Every agent write the test arms (`lose_updates`) lands, then loses its answer.
+    let store = LostAnswers::new(store, |_, _| true, 0);
     let settings = LockSettings::default();
     let lock = lock_over(&store, &settings);
     let key = AgentKey::new(Kind::Codex, "studio-alice-06");
     let held = first_holder(&lock, &key).await;
     let seen = held.record.clone();
-    store.fail.store(1, Ordering::SeqCst);
+    store.lose_updates.store(1, Ordering::SeqCst);
     let taken = lock.take_poll_lease(&seen, 10).await.unwrap();
     assert!(
         matches!(taken, Written::Done(ref r) if r.poll_until_ms == 10 && r.poller.is_some()),

@@ -107,21 +107,7 @@ impl<S: AgentStore, K: AgentKit> Waking<'_, '_, S, K> {
         tracing::warn!(agent = %held.key, error = %err, "reconcile failed; an earlier Resume is still unaccounted for, handing polling over");
         Box::pin(self.hand_over(driver, held)).await
     }
-}
 
-/// The metadata of the snapshot a Resume was sent for (to recognise its session later).
-pub(super) fn snapshot_metadata(
-    listing: &[Snapshot],
-    snapshot_id: Option<&str>,
-) -> Vec<MetadataEntry> {
-    listing
-        .iter()
-        .find(|s| s.snapshot_id.as_deref() == snapshot_id && snapshot_id.is_some())
-        .map(|s| s.session_metadata.clone())
-        .unwrap_or_default()
-}
-
-impl<S: AgentStore, K: AgentKit> Waking<'_, '_, S, K> {
     /// Step 4: the snapshot to wake from (docs/wake-protocol.md, "AgentKit keeps its own
     /// time"). A newer snapshot still being made is waited for while a Resume could still be
     /// sent after it, then the agent is left `waking` (`SNAPSHOT_IN_PROGRESS`) for the next
@@ -275,6 +261,18 @@ impl<S: AgentStore, K: AgentKit> Waking<'_, '_, S, K> {
         // Only a session that ended by expiring: one ended early (deleted, stopped) leaves none.
         (expired <= now + skew && now < expired + grace).then_some(Expected { session_id })
     }
+}
+
+/// The metadata of the snapshot a Resume was sent for (to recognise its session later).
+pub(super) fn snapshot_metadata(
+    listing: &[Snapshot],
+    snapshot_id: Option<&str>,
+) -> Vec<MetadataEntry> {
+    listing
+        .iter()
+        .find(|s| s.snapshot_id.as_deref() == snapshot_id && snapshot_id.is_some())
+        .map(|s| s.session_metadata.clone())
+        .unwrap_or_default()
 }
 
 /// What step 4 came to.
