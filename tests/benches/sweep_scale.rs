@@ -14,7 +14,10 @@
 //!
 //! `SNAPWAKE_BENCH_SWEEP` sets the sizes (default `10000,30000,100000`);
 //! `SNAPWAKE_BENCH_SWEEP_BEFORE` the size also swept one agent and one page at a time, as
-//! before the sweep went side by side (default `10000`; empty: none). Run by
+//! before the sweep went side by side (default `10000`; empty: none);
+//! `SNAPWAKE_BENCH_SWEEP_NEW_ONE_IN` how many agents per new snapshot (default 8: 1 gives a
+//! burst of what a million snapshots make on a smaller Tool); `SNAPWAKE_BENCH_SWEEP_PASS=0` measures the burst's refresh alone (no pass, no quiet
+//! refresh: for trying a change to the refresh in minutes rather than a quarter hour). Run by
 //! `scripts/bench.sh`, which starts DynamoDB Local; prints Markdown.
 
 use std::collections::BTreeMap;
@@ -37,8 +40,16 @@ use time::OffsetDateTime;
 const LATENCY_MS: u64 = 200;
 /// Snapshots retention keeps per agent.
 const KEEP: usize = 3;
-/// One agent in this many has just gone to sleep.
+/// One agent in this many has just gone to sleep (`SNAPWAKE_BENCH_SWEEP_NEW_ONE_IN`).
 const NEW_ONE_IN: usize = 8;
+
+fn new_one_in() -> usize {
+    std::env::var("SNAPWAKE_BENCH_SWEEP_NEW_ONE_IN")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|&n| n > 0)
+        .unwrap_or(NEW_ONE_IN)
+}
 /// One invocation of the delete function.
 const INVOCATION: Duration = Duration::from_secs(900);
 /// Snapshots seeded per control call.
@@ -84,8 +95,9 @@ struct Row {
     agents: usize,
     concurrency: usize,
     burst: (Cost, RefreshReport),
-    pass: (Cost, SweepReport, Duration, usize),
-    quiet: (Cost, RefreshReport),
+    /// `None`: not measured (`SNAPWAKE_BENCH_SWEEP_PASS=0`).
+    pass: Option<(Cost, SweepReport, Duration, usize)>,
+    quiet: Option<(Cost, RefreshReport)>,
 }
 
 fn seed(agent_id: &str, owner: &str, tool: &str, at: OffsetDateTime) -> SeedSnapshot {
@@ -126,7 +138,7 @@ async fn measured<T>(
 }
 
 async fn run(snapshots: usize, concurrency: usize) -> Row {
-    let agents = snapshots * NEW_ONE_IN / (KEEP * NEW_ONE_IN + 1);
+    let agents = snapshots * new_one_in() / (KEEP * new_one_in() + 1);
     let store: Store = Arc::new(CountingStore::new(
         dynamo_store(&format!("bench-sweep-{snapshots}-{concurrency}")).await,
     ));
@@ -192,7 +204,7 @@ async fn run(snapshots: usize, concurrency: usize) -> Row {
     let now = OffsetDateTime::now_utc();
     let new: Vec<SeedSnapshot> = ids
         .iter()
-        .step_by(NEW_ONE_IN)
+        .step_by(new_one_in())
         .enumerate()
         .map(|(i, (id, owner))| {
             let ago = Duration::from_secs(1 + i as u64 % 60);
@@ -228,6 +240,16 @@ async fn run(snapshots: usize, concurrency: usize) -> Row {
         }),
     )
     .await;
+    if std::env::var("SNAPWAKE_BENCH_SWEEP_PASS").as_deref() == Ok("0") {
+        return Row {
+            snapshots: total,
+            agents,
+            concurrency,
+            burst,
+            pass: None,
+            quiet: None,
+        };
+    }
 
     // The pass, in invocations of 15 minutes until it completes.
     let phases = Phases::default();
@@ -274,8 +296,8 @@ async fn run(snapshots: usize, concurrency: usize) -> Row {
         agents,
         concurrency,
         burst,
-        pass: (cost, report, listed, runs),
-        quiet,
+        pass: Some((cost, report, listed, runs)),
+        quiet: Some(quiet),
     }
 }
 
@@ -338,7 +360,7 @@ async fn main() {
     println!(
         "`cargo bench -p snapwake-tests --bench sweep_scale`: a deployment at rest (every agent \
          with the {KEEP} snapshots retention keeps, indexed, 100 owners) in which one agent in \
-         {NEW_ONE_IN} has just gone to sleep (a snapshot in the last minute, spread over its \
+         {} has just gone to sleep (a snapshot in the last minute, spread over its \
          seconds: one old one to prune). DynamoDB Local and the simulator with AgentKit's assumed account-wide limits \
          (session writes 20/s, reads 50/s), {LATENCY_MS} ms added to every call, every call \
          through the deployment's budget in its background lane (72% of each limit). *Refresh, \
@@ -347,21 +369,33 @@ async fn main() {
          are still inside its five minutes of overlap). Side by side: {concurrency} agents and \
          8 listing slices at once; one at a time: 1 and 1, as before. One run each on a shared \
          2-core machine.",
+        new_one_in(),
         INVOCATION.as_secs()
     );
     println!();
-    println!("| snapshots | agents | at once | refresh, burst | pass: listing / whole | pass: invocations | pass: AgentKit calls | pass: refused (429) | pass: DynamoDB calls | pass: pruned | refresh, quiet |");
+    println!("| snapshots | agents | at once | refresh, burst: whole (listing) | pass: listing / whole | pass: invocations | pass: AgentKit calls | pass: refused (429) | pass: DynamoDB calls | pass: pruned | refresh, quiet |");
     println!("|---|---|---|---|---|---|---|---|---|---|---|");
     for r in &rows {
-        let (cost, report, listed, runs) = &r.pass;
+        let burst = format!(
+            "{} ({}; {} calls, {} refused, {} written)",
+            s(r.burst.0.took),
+            s(Duration::from_millis(r.burst.1.listing_ms)),
+            r.burst.0.calls(),
+            r.burst.0.refused,
+            r.burst.1.indexed,
+        );
+        let (Some((cost, report, listed, runs)), Some(quiet)) = (&r.pass, &r.quiet) else {
+            println!(
+                "| {} | {} | {} | {burst} | – | – | – | – | – | – | – |",
+                r.snapshots, r.agents, r.concurrency
+            );
+            continue;
+        };
         println!(
-            "| {} | {} | {} | {} ({} calls, {} written) | {} / {} | {} | {} | {} | {} | {} | {} ({} calls) |",
+            "| {} | {} | {} | {burst} | {} / {} | {} | {} | {} | {} | {} | {} ({} calls) |",
             r.snapshots,
             r.agents,
             r.concurrency,
-            s(r.burst.0.took),
-            r.burst.0.calls(),
-            r.burst.1.indexed,
             s(*listed),
             s(cost.took),
             runs,
@@ -369,14 +403,17 @@ async fn main() {
             cost.refused,
             cost.dynamo,
             report.pass.pruned,
-            s(r.quiet.0.took),
-            r.quiet.0.calls(),
+            s(quiet.0.took),
+            quiet.0.calls(),
         );
     }
     println!();
 
-    // The curve: side-by-side rows only.
-    let side: Vec<&Row> = rows.iter().filter(|r| r.concurrency > 1).collect();
+    // The curve: side-by-side rows with every step measured.
+    let side: Vec<&Row> = rows
+        .iter()
+        .filter(|r| r.concurrency > 1 && r.pass.is_some())
+        .collect();
     if side.len() >= 2 {
         let million = 1_000_000.0;
         let fit = |f: &dyn Fn(&Row) -> f64| -> (f64, f64, f64) {
@@ -384,11 +421,13 @@ async fn main() {
             let (a, b) = line(&points);
             (a, b, a + b * million)
         };
-        let pass = fit(&|r| r.pass.0.took.as_secs_f64());
-        let listing = fit(&|r| r.pass.2.as_secs_f64());
+        let pass_of = |r: &Row| r.pass.clone().unwrap_or_default();
+        let pass = fit(&|r| pass_of(r).0.took.as_secs_f64());
+        let listing = fit(&|r| pass_of(r).2.as_secs_f64());
         let burst = fit(&|r| r.burst.0.took.as_secs_f64());
-        let quiet = fit(&|r| r.quiet.0.took.as_secs_f64());
-        let action = |name: &str| fit(&|r| *r.pass.0.agentkit.get(name).unwrap_or(&0) as f64).2;
+        let burst_listing = fit(&|r| r.burst.1.listing_ms as f64 / 1000.0);
+        let quiet = fit(&|r| r.quiet.clone().unwrap_or_default().0.took.as_secs_f64());
+        let action = |name: &str| fit(&|r| *pass_of(r).0.agentkit.get(name).unwrap_or(&0) as f64).2;
         let lists = action("ListSessionSnapshots") + action("ListSessions");
         let deletes = action("DeleteSessionSnapshot");
         let floor =
@@ -424,6 +463,7 @@ async fn main() {
             ),
         );
         row("refresh, burst", burst, "its minute (60 s)");
+        row("refresh, burst: its listing", burst_listing, "");
         row("refresh, quiet", quiet, "its minute (60 s)");
         println!();
     }

@@ -14,9 +14,14 @@
 //! call each; the first page of a cut slice is one call spent to learn where to cut. Once
 //! [`SliceSettings::max_slices`] are made, slices are paged through whatever their size.
 //!
-//! Whether the bounds are inclusive is not documented, so each request reaches a second past
-//! its slice on both sides and the snapshots are de-duplicated by id: a snapshot on a boundary
-//! is read twice, never missed. Times are whole seconds, as AgentKit writes `CreatedAt`.
+//! Whether the bounds are inclusive is not documented. A slice `(after, up_to]` (whole seconds,
+//! as AgentKit writes `CreatedAt`) is asked for with `CreateTimeAfter = after` and
+//! `CreateTimeBefore = up_to + 1 s`, which reads the whole slice under either reading: read as
+//! exclusive, exactly its seconds; read as inclusive, a second more on each side. A snapshot
+//! whose `CreatedAt` hides a fraction of a second (shown `:05`, made at `:05.3`) is read by
+//! both slices that touch second 5, never by neither. The snapshots are de-duplicated by id.
+//! An earlier version reached a second further back as well: slices cut down to a second then
+//! read each second twice (docs/operations.md).
 
 use std::collections::{HashSet, VecDeque};
 
@@ -79,6 +84,11 @@ struct Slice {
 /// simulator's, in tests, by weeks), so "up to now" would miss what it dates later.
 const OPEN: u64 = u64::MAX;
 
+/// How far past the newest snapshot seen an open slice is cut. Snapshots being made now are
+/// dated within seconds of it; a wide margin would spend the first cuts on empty future (an
+/// hour of it once made a minute's burst four levels of cutting deep).
+const AHEAD_S: u64 = 60;
+
 /// A slice that has more than a page is cut in this many: fewer rounds one after the other
 /// than halving, for a few more calls on stretches that turn out empty.
 const PIECES: u64 = 4;
@@ -89,24 +99,26 @@ impl Slice {
             tool_id: tool_id.to_string(),
             max_results: Some(MAX_PAGE_SIZE),
             next_token,
-            // A second of overlap each way: the bounds' inclusiveness is undocumented.
-            create_time_after: Some(format_ms(self.after.saturating_sub(1) * 1000)),
+            // Whole under either reading of the bounds (the module's comment).
+            create_time_after: Some(format_ms(self.after * 1000)),
             create_time_before: (self.up_to != OPEN).then(|| format_ms((self.up_to + 1) * 1000)),
             ..ListSessionSnapshots::default()
         }
     }
 
     /// The slice cut in [`PIECES`], or `None` when it is as narrow as slices go. An open
-    /// slice is first cut an hour past `now` (or past its start): what lies beyond is one
-    /// open slice, what lies before is cut in pieces.
-    fn pieces(&self, now: u64) -> Option<Vec<Slice>> {
+    /// slice is first cut [`AHEAD_S`] past `newest` (the later of this machine's now and the
+    /// newest snapshot its first page showed, so an AgentKit clock ahead of ours is followed,
+    /// not cut an hour at a time): what lies beyond is one open slice, what lies before is
+    /// cut in pieces.
+    fn pieces(&self, newest: u64) -> Option<Vec<Slice>> {
         if self.up_to == OPEN {
-            let cut = self.after.max(now) + 3600;
+            let cut = self.after.max(newest) + AHEAD_S;
             let mut out = Slice {
                 after: self.after,
                 up_to: cut,
             }
-            .pieces(now)
+            .pieces(newest)
             .unwrap_or_else(|| {
                 vec![Slice {
                     after: self.after,
@@ -231,6 +243,12 @@ pub async fn snapshots_between<K: AgentKit>(
             break;
         };
         let page = page?;
+        let newest = page
+            .snapshots
+            .iter()
+            .filter_map(|s| s.created_at.as_deref().and_then(crate::timestamp::epoch_ms))
+            .max()
+            .map_or(now, |ms| now.max(ms / 1000));
         for snapshot in page.snapshots {
             let fresh = match snapshot.snapshot_id.as_deref() {
                 Some(id) => seen.insert(id.to_string()),
@@ -250,7 +268,7 @@ pub async fn snapshots_between<K: AgentKit>(
             });
         }
         let first_page = ask.next_token.is_none();
-        match ask.slice.pieces(now) {
+        match ask.slice.pieces(newest) {
             Some(pieces) if first_page && read.slices < settings.max_slices => {
                 // Cut: the page just read is kept (the pieces read it again, and the ids
                 // de-duplicate), its token dropped.
@@ -281,13 +299,13 @@ mod tests {
             up_to: OPEN,
         };
         assert_eq!(first_slices(narrow, now), vec![narrow]);
-        // Cut: before an hour past now in four, the rest open.
+        // Cut: up to a minute past now in four, the rest open.
         let pieces = narrow.pieces(now).unwrap();
         assert_eq!(pieces.len(), 5, "{pieces:?}");
         assert_eq!(
             pieces[4],
             Slice {
-                after: now + 3600,
+                after: now + AHEAD_S,
                 up_to: OPEN
             }
         );

@@ -11,7 +11,7 @@ use snapwake::agentkit::types::*;
 
 /// Snapshots of a Tool, oldest first, with optional exact `UserSessionId` and `SessionId`
 /// filters (an empty string counts as absent) and `CreateTimeAfter` / `CreateTimeBefore` (RFC
-/// 3339, both exclusive; a malformed one is refused). The UserSessionId filter walks an index.
+/// 3339, both exclusive unless the control says inclusive; a malformed one is refused). The UserSessionId filter walks an index.
 /// The order is the simulator's: AgentKit documents none, so callers never rely on it.
 pub(super) fn list_session_snapshots(
     w: &mut World,
@@ -24,6 +24,7 @@ pub(super) fn list_session_snapshots(
     let session_id = r.session_id.filter(|s| !s.is_empty());
     let after = instant("CreateTimeAfter", r.create_time_after.as_deref())?;
     let before = instant("CreateTimeBefore", r.create_time_before.as_deref())?;
+    let inclusive = w.inclusive_time_filters;
     let u = format!("u:{}", usid.as_deref().unwrap_or(""));
     let s = format!("s:{}", session_id.as_deref().unwrap_or(""));
     let c = format!("c:{}", r.create_time_after.as_deref().unwrap_or(""));
@@ -38,8 +39,8 @@ pub(super) fn list_session_snapshots(
         .filter_map(|k| w.snapshots.get(&k.1).map(|s| (k, s)))
         .filter(|(_, s)| s.tool_id == tool_id)
         .filter(|(_, s)| session_id.is_none() || s.session_id == session_id)
-        .filter(|(_, s)| after.is_none_or(|a| s.created_at > a))
-        .filter(|(_, s)| before.is_none_or(|b| s.created_at < b))
+        .filter(|(_, s)| after.is_none_or(|a| s.created_at > a || inclusive && s.created_at == a))
+        .filter(|(_, s)| before.is_none_or(|b| s.created_at < b || inclusive && s.created_at == b))
         .filter(|(_, s)| s.is_visible(cx.now))
         .map(|(k, s)| (k.clone(), s.view(cx.now)));
     let (snapshots, next_token) = pagination::paginate(cx.tokens, &scope, size, items);

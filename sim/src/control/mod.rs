@@ -133,6 +133,14 @@ impl SimControl {
         self.0.with(|i, _| i.world.expiry_snapshot_outcome = status);
     }
 
+    /// Whether the listings' `CreateTimeAfter` / `CreateTimeBefore` include their bound
+    /// (default: exclusive). AgentKit does not say, so a reader of time slices is tried with
+    /// both.
+    pub fn set_inclusive_time_filters(&self, inclusive: bool) {
+        self.0
+            .with(|i, _| i.world.inclusive_time_filters = inclusive);
+    }
+
     /// The next `n` sessions started (CreateSession, Resume) stay `Starting` forever.
     pub fn set_stuck_sessions(&self, n: u32) {
         self.0.with(|i, _| i.world.stuck_sessions = n);

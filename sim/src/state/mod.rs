@@ -84,6 +84,9 @@ pub(crate) struct World {
     pub(crate) expiry_snapshot_outcome: String,
     /// How many of the next sessions started stay `Starting` forever.
     pub(crate) stuck_sessions: u32,
+    /// Whether `CreateTimeAfter` / `CreateTimeBefore` include their bound (AgentKit does not
+    /// document it; exclusive unless a test asks for the other reading).
+    pub(crate) inclusive_time_filters: bool,
     /// Resumes per snapshot id (kept after the snapshot is deleted).
     pub(crate) resumes: BTreeMap<String, u64>,
     ids: StdRng,
@@ -112,6 +115,7 @@ impl World {
             expiry_snapshot_hidden: Duration::ZERO,
             expiry_snapshot_outcome: "Ready".into(),
             stuck_sessions: 0,
+            inclusive_time_filters: false,
             resumes: BTreeMap::new(),
             ids: StdRng::seed_from_u64(seed),
         }

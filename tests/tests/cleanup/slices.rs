@@ -103,45 +103,68 @@ async fn every_snapshot_of_a_lopsided_tool_is_read_once_by_slices() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_range_is_read_to_its_bounds_and_a_boundary_second_is_never_missed() {
-    let world = World::start(Duration::ZERO).await;
-    let t0 = OffsetDateTime::now_utc().replace_nanosecond(0).unwrap() - DAY;
-    // One snapshot every second for 400 s, several on each second: whatever second a cut
-    // falls on holds snapshots.
-    let all = seed_at(&world, 1200, |i| t0 + Duration::from_secs((i / 3) as u64));
-    let (after, up_to) = (
-        t0.unix_timestamp() as u64 + 100,
-        t0.unix_timestamp() as u64 + 300,
-    );
-    let read = read_all(
-        &world,
-        SliceSettings {
-            concurrency: 4,
-            ..SliceSettings::default()
-        },
-        (Some(after), Some(up_to)),
-    )
-    .await;
-    // Seconds 101..=300 are in; a second either side may be (the bounds' inclusiveness is
-    // AgentKit's to decide); nothing further out.
-    let got = ids(&read);
-    let by_second = |s: std::ops::RangeInclusive<usize>| -> Vec<String> {
-        let mut v: Vec<String> = all
-            .iter()
-            .enumerate()
-            .filter(|(i, _)| s.contains(&(i / 3)))
-            .map(|(_, id)| id.clone())
-            .collect();
-        v.sort();
-        v
-    };
-    for id in by_second(101..=300) {
-        assert!(got.contains(&id), "{id} of the range was missed");
+    // AgentKit does not say whether its time filters include their bound: the same range is
+    // read whole under either reading.
+    for inclusive in [false, true] {
+        let world = World::start(Duration::ZERO).await;
+        world.sim.control().set_inclusive_time_filters(inclusive);
+        let t0 = OffsetDateTime::now_utc().replace_nanosecond(0).unwrap() - DAY;
+        // Several snapshots on each second for 400 s, one of them half a second in (its
+        // `CreatedAt` shows the whole second, its filtering sees the half): whatever second a
+        // cut falls on holds snapshots of both kinds.
+        let all = seed_at(&world, 1200, |i| {
+            t0 + Duration::from_secs((i / 3) as u64)
+                + Duration::from_millis(500 * (i % 3 == 2) as u64)
+        });
+        let (after, up_to) = (
+            t0.unix_timestamp() as u64 + 100,
+            t0.unix_timestamp() as u64 + 300,
+        );
+        let read = read_all(
+            &world,
+            SliceSettings {
+                concurrency: 4,
+                ..SliceSettings::default()
+            },
+            (Some(after), Some(up_to)),
+        )
+        .await;
+        // Seconds 101..=300 are in; a second either side may be (the bounds' inclusiveness is
+        // AgentKit's to decide); nothing further out.
+        let got = ids(&read);
+        let by_second = |s: std::ops::RangeInclusive<usize>| -> Vec<String> {
+            let mut v: Vec<String> = all
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| s.contains(&(i / 3)))
+                .map(|(_, id)| id.clone())
+                .collect();
+            v.sort();
+            v
+        };
+        for id in by_second(101..=300) {
+            assert!(
+                got.contains(&id),
+                "{id} of the range was missed (inclusive: {inclusive})"
+            );
+        }
+        let around = by_second(100..=301);
+        for id in &got {
+            assert!(
+                around.contains(id),
+                "{id} is outside the range (inclusive: {inclusive})"
+            );
+        }
+        assert!(read.slices > 1, "cut: {}", read.slices);
+        // Each second is read by one slice, or two where a cut falls on it: 600 snapshots
+        // (six pages) cost their pages and the cuts' first pages, not a second page per slice.
+        assert!(
+            read.calls <= 6 + 2 * read.slices as u64,
+            "{} calls for 6 pages and {} slices (inclusive: {inclusive})",
+            read.calls,
+            read.slices
+        );
     }
-    let around = by_second(100..=301);
-    for id in &got {
-        assert!(around.contains(id), "{id} is outside the range");
-    }
-    assert!(read.slices > 1, "cut: {}", read.slices);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -45,6 +45,9 @@ pub struct RefreshReport {
     pub tools: usize,
     /// AgentKit calls made.
     pub calls: u64,
+    /// Time spent listing, summed over the Tools (the rest of `duration_ms` is the table's:
+    /// reading the listed agents' records and writing what is new).
+    pub listing_ms: u64,
     /// Snapshots listed (new ones, and the overlap).
     pub listed: u64,
     /// Records created or brought up to date.
@@ -90,6 +93,7 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Refresh<'_, S, K> {
             tools = report.tools,
             calls = report.calls,
             listed = report.listed,
+            listing_ms = report.listing_ms,
             indexed = report.indexed,
             errors = report.errors,
             "refresh"
@@ -107,7 +111,10 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Refresh<'_, S, K> {
             report.tools += 1;
             let mark = marks.tools.get(&tool).cloned().unwrap_or_default();
             let listed_at_ms = now_ms();
-            let (region, snapshots) = match self.read(&tool, &mark, &mut report, deadline).await {
+            let listing_started = std::time::Instant::now();
+            let read = self.read(&tool, &mark, &mut report, deadline).await;
+            report.listing_ms += listing_started.elapsed().as_millis() as u64;
+            let (region, snapshots) = match read {
                 Ok(Some(read)) => read,
                 // No region knows the Tool: nothing to index.
                 Ok(None) => continue,
