@@ -13,8 +13,6 @@ use serde_json::Value;
 use snapwake::agentkit::AgentKitClient;
 use snapwake::config::Config;
 use snapwake::deploy::{no_retry_policy, Catalogue, DeploySettings};
-use snapwake::events::eventbridge::EventBridge;
-use snapwake::events::{Announcing, Publisher};
 use snapwake::http::edge::api_gateway_v2;
 use snapwake::registry_cache::RegistryCache;
 use snapwake::store::dynamo::DynamoStore;
@@ -191,18 +189,6 @@ fn context(budget: Duration) -> Context {
     context
 }
 
-/// The state-change publisher `SNAPWAKE_EVENT_BUS` names (none when unset), signing with the
-/// CLI's whole AWS credential chain.
-async fn publisher(config: &Config) -> Result<Publisher, CliError> {
-    let Some(bus) = &config.event_bus else {
-        return Ok(Publisher::Off);
-    };
-    let sdk = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
-    EventBridge::new(&sdk, bus.clone())
-        .map(Publisher::EventBridge)
-        .map_err(|e| CliError::Usage(format!("SNAPWAKE_EVENT_BUS: {e}")))
-}
-
 async fn invoke(function: Function, event: Value, budget: Duration) -> Result<Value, CliError> {
     let config = Config::from_env().map_err(|e| CliError::Usage(e.to_string()))?;
     let table = config.table.clone().ok_or_else(|| {
@@ -210,16 +196,14 @@ async fn invoke(function: Function, event: Value, budget: Duration) -> Result<Va
             "SNAPWAKE_TABLE is not set: a function acts on the agents of a table".into(),
         )
     })?;
-    // As the deployed functions are: the views' open link (in the configuration), and the
-    // state changes announced to the configured bus (docs/events.md).
-    let store = Announcing::new(
-        DynamoStore::from_env(table).await,
-        publisher(&config).await?,
-    );
+    // As the deployed functions are: the views' open link (in the configuration). Their state
+    // changes reach the bus from the table's stream, through the deployed announce function
+    // (docs/events.md), as any other writer's do.
+    let store = DynamoStore::from_env(table).await;
     let agentkit = AgentKitClient::from_config(&config.agentkit)
         .await
         .map_err(snapwake::Error::from)?;
-    let agentkit = snapwake::bootstrap::within_budget(agentkit, &config, store.inner.clone());
+    let agentkit = snapwake::bootstrap::within_budget(agentkit, &config, store.clone());
     let registry = RegistryCache::new(config.tool_overrides.clone());
     let identity = config.identity.clone();
     let context = context(budget);

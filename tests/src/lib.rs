@@ -13,6 +13,7 @@ pub mod captured_log;
 pub mod counting;
 pub mod event_bus;
 pub mod lost_answers;
+pub mod relay;
 mod requests;
 mod runtime;
 pub mod stalling;

@@ -2,7 +2,7 @@
 
 use snapwake::domain::{AgentKey, Kind, WakeState};
 use snapwake::store::dynamo::DynamoStore;
-use snapwake::store::table::create_table;
+use snapwake::store::table::{create_table, create_table_without_stream};
 use snapwake::store::{AgentStore, Changes, Condition};
 
 pub const REGION: &str = "cn-beijing";
@@ -10,24 +10,40 @@ pub const REGION: &str = "cn-beijing";
 /// A fresh table on DynamoDB Local. Without `AWS_ENDPOINT_URL` this fails loudly: the
 /// DynamoDB-backed tests must not pass by not running (scripts/test.sh starts it).
 pub async fn dynamo_store(test: &str) -> DynamoStore {
+    dynamo_table(&table_name(test), true).await
+}
+
+/// [`dynamo_store`] whose table keeps a stream of its changes, as deployed: for the tests that
+/// read the state-change events (`crate::relay`). The others go without, since DynamoDB Local
+/// slows down as stream records pile up (`create_table_without_stream`).
+pub async fn dynamo_store_streamed(test: &str) -> DynamoStore {
+    let table = table_name(test);
+    let store = DynamoStore::from_env(&table).await;
+    create_table(store.client(), &table)
+        .await
+        .unwrap_or_else(|e| panic!("cannot create table {table}: {e}"));
+    store
+}
+
+/// A fresh table's name for `test`.
+fn table_name(test: &str) -> String {
     assert!(
         std::env::var_os("AWS_ENDPOINT_URL").is_some(),
         "AWS_ENDPOINT_URL is not set: start DynamoDB Local with \
          `eval \"$(scripts/start-dynamodb-local.sh)\"` or run scripts/test.sh"
     );
-    let table = format!(
+    format!(
         "{}-{}",
         test.replace('_', "-"),
         uuid::Uuid::new_v4().simple()
-    );
-    dynamo_table(&table, true).await
+    )
 }
 
-/// The store over `table`, creating it when asked.
+/// The store over `table`, creating it (without a stream) when asked.
 pub async fn dynamo_table(table: &str, create: bool) -> DynamoStore {
     let store = DynamoStore::from_env(table).await;
     if create {
-        create_table(store.client(), table)
+        create_table_without_stream(store.client(), table)
             .await
             .unwrap_or_else(|e| panic!("cannot create table {table}: {e}"));
     }

@@ -165,18 +165,19 @@ async fn wakes_joins_and_throttles_leave_valid_emf_records() {
     assert_eq!(total(&lines, "WakesFailed"), 1.0, "a 404 is no failed wake");
     assert!(total(&lines, "WakesRefused") >= 1.0);
 
-    // A state change whose event the bus refuses every time: the change stands, the event
-    // is counted as failed (one per change, not per try).
+    // A state change whose event the bus refuses every time: the relay counts it failed
+    // (one per change, not per try) and stops there; handed over again, it is published.
     let bus = snapwake_tests::event_bus::EventBusDouble::start().await;
     bus.fail_next(&[snapwake_tests::event_bus::BusFault::ServerError; 3]);
-    let announcing = snapwake::events::Announcing::new(store.clone(), bus.publisher());
     let key = snapwake::domain::AgentKey::new(snapwake::domain::Kind::Codex, &agent);
     let before = store.get(&key).await.unwrap().unwrap();
     let changes = snapwake::store::Changes {
-        announce: Some(snapwake::domain::Announce::Awake),
+        announce: Some(snapwake::events::announcement(
+            snapwake::domain::Announce::Awake,
+        )),
         ..Default::default()
     };
-    let written = announcing
+    let written = store
         .update(
             &key,
             &snapwake::store::Condition::Version(before.version),
@@ -184,18 +185,17 @@ async fn wakes_joins_and_throttles_leave_valid_emf_records() {
         )
         .await
         .expect("the write stands");
-    assert_eq!(written.version, before.version + 1);
+    let change = [snapwake::store::RecordChange {
+        sequence: "1".into(),
+        old: Some(before),
+        new: Some(written),
+    }];
+    let relayed = snapwake::events::announce(&change, &bus.publisher()).await;
+    assert_eq!(relayed.failed_at.as_deref(), Some("1"));
     assert_eq!(total(&lines, "EventsFailed"), 1.0);
     assert_eq!(total(&lines, "EventsPublished"), 0.0);
-    let published = announcing
-        .update(
-            &key,
-            &snapwake::store::Condition::Version(written.version),
-            &changes,
-        )
-        .await
-        .expect("the write stands");
-    assert_eq!(published.version, written.version + 1);
+    let relayed = snapwake::events::announce(&change, &bus.publisher()).await;
+    assert_eq!((relayed.published, relayed.failed_at), (1, None));
     assert_eq!(total(&lines, "EventsPublished"), 1.0);
 
     // Every line is EMF, in the configured namespace.

@@ -12,6 +12,7 @@ mod app;
 mod console;
 mod demo;
 mod description;
+mod changes;
 mod events;
 mod local_only;
 
@@ -29,12 +30,10 @@ use snapwake::agentkit::{AgentKitConfig, CredentialsSource};
 use snapwake::config::Config;
 use snapwake::deadline::Deadline;
 use snapwake::events::recorded::Recorded;
-use snapwake::events::Announcing;
 use snapwake::identity::IdentityConfig;
 use snapwake::registry_cache::RegistryCache;
-use snapwake::store::dynamo::DynamoStore;
-use snapwake::store::memory::MemoryStore;
-use snapwake::store::{AgentStore, BudgetStore, ScheduleStore};
+use snapwake::store::memory::{FeedReader, MemoryStore};
+use snapwake::store::{AgentStore, BudgetStore, ChangeSource, ScheduleStore};
 use snapwake::wake::WakeSettings;
 use snapwake_create::{Create, CreateSettings};
 use snapwake_delete::{Delete, DeleteSettings};
@@ -91,6 +90,9 @@ const DEMO_OPEN_URL: &str = "https://studio.example/agents/{kind}/{agent_id}?ses
 
 /// How many state-change events `GET /v1/events` shows.
 const EVENTS_KEPT: usize = 100;
+/// How often the table's changes are read (a Lambda event source mapping polls a stream's
+/// shards about four times a second).
+const STREAM_POLL: Duration = Duration::from_millis(250);
 
 /// The longest one tick of the local server works (a deployed tick has its Lambda's time).
 const TICK_BUDGET: Duration = Duration::from_secs(50);
@@ -110,17 +112,15 @@ async fn serve(args: ServeArgs) -> Result<(), CliError> {
     let parts = parts(&args).await?;
     match parts.config.table.clone() {
         Some(table) => {
-            let store = DynamoStore::from_env(&table).await;
-            if std::env::var_os("AWS_ENDPOINT_URL").is_some() {
-                // A local engine: make the table if it is not there yet. Production's table
-                // comes from infra, and this never runs against AWS itself.
-                snapwake::store::table::create_table(store.client(), &table)
-                    .await
-                    .map_err(|e| CliError::Usage(format!("cannot create table {table}: {e}")))?;
-            }
-            run_with(args, parts, store).await
+            let (store, stream) = changes::dynamo(&table).await?;
+            run_with(args, parts, Arc::new(store), stream).await
         }
-        None => run_with(args, parts, MemoryStore::new()).await,
+        None => {
+            // The memory store's change feed stands in for the stream.
+            let store = Arc::new(MemoryStore::new());
+            let feed = FeedReader::new(store.clone());
+            run_with(args, parts, store, feed).await
+        }
     }
 }
 
@@ -167,11 +167,17 @@ async fn parts(args: &ServeArgs) -> Result<Parts, CliError> {
 async fn run_with<S: AgentStore + ScheduleStore + BudgetStore + 'static>(
     args: ServeArgs,
     parts: Parts,
-    store: S,
+    store: Arc<S>,
+    changes: impl ChangeSource + 'static,
 ) -> Result<(), CliError> {
-    // State-change events are printed and kept for GET /v1/events (docs/events.md).
+    // State-change events, derived from the table's changes as the deployed announce function
+    // derives them, are printed and kept for GET /v1/events (docs/events.md).
     let events = Arc::new(Recorded::new(EVENTS_KEPT, true));
-    let store = Arc::new(Announcing::new(store, events.clone()));
+    tokio::spawn(snapwake::events::follow(
+        changes,
+        events.clone(),
+        STREAM_POLL,
+    ));
     let agentkit = agentkit(&parts.config.agentkit).await?;
     let agentkit = Arc::new(snapwake::bootstrap::within_budget(
         agentkit,
@@ -388,7 +394,7 @@ async fn run_with<S: AgentStore + ScheduleStore + BudgetStore + 'static>(
                 }
             }),
         )
-        .fallback(handle::<Announcing<S, Arc<Recorded>>, AgentKitClient>)
+        .fallback(handle::<S, AgentKitClient>)
         .with_state(app)
         .layer(axum::middleware::from_fn(local_only::loopback_host_only));
     println!(

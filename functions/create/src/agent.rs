@@ -323,7 +323,9 @@ impl<S: AgentStore, K: AgentKit> Create<S, K> {
         region: &str,
     ) -> Result<Outcome> {
         let mut changes = created_changes(&session, region);
-        changes.announce = Some(snapwake::domain::Announce::Created);
+        changes.announce = Some(snapwake::events::announcement(
+            snapwake::domain::Announce::Created,
+        ));
         match lock.release(&mut held, WakeState::Awake, changes).await? {
             Written::Done(record) => Ok(Outcome::Created(Created { record, session })),
             // Our lease ran out and somebody else (a delete) took the agent over.

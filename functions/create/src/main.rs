@@ -8,9 +8,9 @@ use snapwake_create::{Create, CreateSettings};
 async fn main() -> Result<(), Error> {
     bootstrap::init();
     let config = Config::from_env()?;
-    let store = bootstrap::announcing_store(&config).await?;
+    let store = bootstrap::dynamo_store(&config).await?;
     let create = Create {
-        agentkit: bootstrap::agentkit(&config, store.inner.clone()).await?,
+        agentkit: bootstrap::agentkit(&config, store.clone()).await?,
         store,
         registry: RegistryCache::new(config.tool_overrides.clone()),
         identity: config.identity.clone(),

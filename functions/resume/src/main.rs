@@ -12,9 +12,9 @@ use snapwake_resume::Resume;
 async fn main() -> Result<(), Error> {
     bootstrap::init();
     let config = Config::from_env()?;
-    let store = bootstrap::announcing_store(&config).await?;
+    let store = bootstrap::dynamo_store(&config).await?;
     let resume = Resume {
-        agentkit: bootstrap::agentkit(&config, store.inner.clone()).await?,
+        agentkit: bootstrap::agentkit(&config, store.clone()).await?,
         store,
         registry: RegistryCache::new(config.tool_overrides.clone()),
         identity: config.identity.clone(),

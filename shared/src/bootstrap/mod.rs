@@ -34,30 +34,21 @@ pub enum StartError {
 /// The DynamoDB store of a deployed function (credentials from its environment, [`aws`]):
 /// `SNAPWAKE_TABLE` is required there.
 pub async fn dynamo_store(config: &Config) -> Result<DynamoStore, StartError> {
-    dynamo_store_on(config, &aws::lambda_sdk_config())
-}
-
-fn dynamo_store_on(
-    config: &Config,
-    sdk: &aws_config::SdkConfig,
-) -> Result<DynamoStore, StartError> {
+    let sdk = aws::lambda_sdk_config();
     let table = config.table.clone().ok_or(ConfigError::Missing {
         var: "SNAPWAKE_TABLE",
     })?;
-    Ok(DynamoStore::from_conf(sdk, table))
+    Ok(DynamoStore::from_conf(&sdk, table))
 }
 
-/// The state-change event publisher (docs/events.md): EventBridge when `SNAPWAKE_EVENT_BUS`
-/// names a bus (credentials and region from `sdk`, as the store's), else none. A bus that
-/// cannot be set up is a cold-start error, not silence.
-fn events(
-    config: &Config,
-    sdk: &aws_config::SdkConfig,
-) -> Result<crate::events::Publisher, StartError> {
+/// The state-change event publisher of the announce function (docs/events.md): EventBridge
+/// when `SNAPWAKE_EVENT_BUS` names a bus, else none. A bus that cannot be set up is a
+/// cold-start error, not silence.
+pub fn publisher(config: &Config) -> Result<crate::events::Publisher, StartError> {
     use crate::events::{eventbridge::EventBridge, Publisher};
     match &config.event_bus {
         None => Ok(Publisher::Off),
-        Some(bus) => EventBridge::new(sdk, bus.clone())
+        Some(bus) => EventBridge::new(&aws::lambda_sdk_config(), bus.clone())
             .map(Publisher::EventBridge)
             .map_err(|e| {
                 StartError::Config(ConfigError::Invalid {
@@ -66,18 +57,6 @@ fn events(
                 })
             }),
     }
-}
-
-/// The store of a deployed function, announcing state changes (docs/events.md): one SDK
-/// configuration (and so one HTTPS client) for the store and the publisher's credentials.
-pub async fn announcing_store(
-    config: &Config,
-) -> Result<crate::events::Announcing<DynamoStore, crate::events::Publisher>, StartError> {
-    let sdk = aws::lambda_sdk_config();
-    Ok(crate::events::Announcing::new(
-        dynamo_store_on(config, &sdk)?,
-        events(config, &sdk)?,
-    ))
 }
 
 /// Where the tick hands due occurrences (docs/schedules.md, "Fan-out"): the SQS queue

@@ -1,5 +1,5 @@
 //! State-change events (docs/events.md): what a write that changes an agent's state means, and
-//! what set the change off. Pure vocabulary; publishing is `crate::events`.
+//! what set the change off. Pure vocabulary; deriving and publishing is `crate::events`.
 
 use serde::{Deserialize, Serialize};
 
@@ -14,6 +14,17 @@ pub enum Announce {
 }
 
 impl Announce {
+    /// How the record stores it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Announce::Awake => "awake",
+            Announce::Asleep => "asleep",
+            Announce::WakeFailed => "wake_failed",
+            Announce::Deleted => "deleted",
+            Announce::Created => "created",
+        }
+    }
+
     /// The EventBridge `detail-type`.
     pub fn detail_type(self) -> &'static str {
         match self {
@@ -39,6 +50,65 @@ pub enum Trigger {
     Sweep,
     /// An owner's offboarding.
     Offboarding,
+    /// AgentKit itself: a session its clock ended, once snapwake records it.
+    Agentkit,
+}
+
+impl Trigger {
+    /// How the record stores it (and the event's `trigger`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Trigger::Http => "http",
+            Trigger::Schedule => "schedule",
+            Trigger::Sweep => "sweep",
+            Trigger::Offboarding => "offboarding",
+            Trigger::Agentkit => "agentkit",
+        }
+    }
+}
+
+/// The one of `all` whose stored name is `s`.
+fn named<T: Copy>(all: &[T], name: fn(T) -> &'static str, s: &str) -> Result<T, String> {
+    all.iter()
+        .copied()
+        .find(|v| name(*v) == s)
+        .ok_or_else(|| format!("unknown name {s:?}"))
+}
+
+impl std::str::FromStr for Announce {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        use Announce::*;
+        named(
+            &[Awake, Asleep, WakeFailed, Deleted, Created],
+            Announce::as_str,
+            s,
+        )
+    }
+}
+
+impl std::str::FromStr for Trigger {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        use Trigger::*;
+        named(
+            &[Http, Schedule, Sweep, Offboarding, Agentkit],
+            Trigger::as_str,
+            s,
+        )
+    }
+}
+
+/// The state change a write is, and what set it off: written on the record by that write
+/// (and removed by the next that announces nothing), so the table's change stream says which
+/// versions are state changes and the events are derived from the table alone
+/// (docs/events.md).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Announcement {
+    pub what: Announce,
+    pub trigger: Trigger,
 }
 
 /// The event's `detail`. Never an endpoint, a credential or a signature: it is built from the

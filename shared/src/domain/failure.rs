@@ -16,11 +16,15 @@ pub const SESSION_STUCK: &str = "SESSION_STUCK";
 /// record while it waits; not a failure).
 pub const SNAPSHOT_IN_PROGRESS: &str = "SNAPSHOT_IN_PROGRESS";
 
+/// The code of an agent whose session AgentKit ended at its expiry without saving it (its
+/// expiry snapshot failed): recorded by the sweep or the refresh, not by a wake.
+pub const SESSION_EXPIRED: &str = "SESSION_EXPIRED";
+
 /// The code shown for a failure recorded without one.
 pub const WAKE_FAILED: &str = "WAKE_FAILED";
 
 /// Each code a failed wake may record, and the words a view shows for it.
-const WORDS: [(&str, &str); 9] = [
+const WORDS: [(&str, &str); 10] = [
     (
         SESSION_STUCK,
         "the sandbox did not become ready in time; wake it again to end it and start afresh from the snapshot, which is intact",
@@ -40,6 +44,10 @@ const WORDS: [(&str, &str); 9] = [
     (
         SESSION_ENDED,
         "the sandbox stopped before it was ready; the snapshot is intact, wake it again",
+    ),
+    (
+        SESSION_EXPIRED,
+        "the sandbox reached the end of its session and AgentKit could not save it; wake an earlier snapshot, if it has one",
     ),
     (
         "NOT_CONFIGURED",

@@ -12,7 +12,7 @@ mod tool_registry;
 mod session;
 
 pub use agent::{AgentState, AgentView, SessionView, SnapshotView, WakeView};
-pub use event::{Announce, EventDetail, StateEvent, Trigger};
+pub use event::{Announce, Announcement, EventDetail, StateEvent, Trigger};
 pub use kind::{Kind, ParseKindError, ParseRetentionError, Retention};
 pub use open_url::OpenUrl;
 pub use record::{AgentKey, AgentRecord, Description, WakeState};
@@ -21,6 +21,6 @@ pub use schedule::{
 };
 pub use session::{
     is_session_active, is_session_usable, is_snapshot_in_progress, is_snapshot_wakeable,
-    SessionPhase, SnapshotPhase,
+    SessionPhase, SnapshotPhase, REASON_EXPIRED,
 };
 pub use tool_registry::{KindTools, ToolRegistry};

@@ -200,6 +200,9 @@ pub struct AgentRecord {
     pub updated_at: Option<String>,
     /// Epoch seconds after which the record reads as absent (tombstones, TTL).
     pub expires_at: Option<i64>,
+    /// The state change the last write was, if it was one (`crate::store::Changes::announce`):
+    /// what the change stream's consumer announces for this version.
+    pub announced: Option<super::Announcement>,
 }
 
 impl AgentRecord {
@@ -227,6 +230,7 @@ impl AgentRecord {
             version: 0,
             updated_at: None,
             expires_at: None,
+            announced: None,
         }
     }
 

@@ -74,6 +74,10 @@ pub fn is_session_usable(status: Option<&str>, has_endpoint: bool) -> bool {
     SessionPhase::of(status, has_endpoint) == SessionPhase::Usable
 }
 
+/// The `Reason` AgentKit gives the snapshot it keeps of a session its clock ended (compared
+/// without case).
+pub const REASON_EXPIRED: &str = "Expired";
+
 /// What a snapshot's status says about it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SnapshotPhase {

@@ -15,7 +15,7 @@ use crate::domain::StateEvent;
 
 /// The `source` of every event snapwake publishes.
 pub const SOURCE: &str = "snapwake";
-/// One call's limit: part of [`super::announcing::PUBLISH_BUDGET`].
+/// One call's limit: part of [`super::relay::PUBLISH_BUDGET`].
 const CALL_TIMEOUT: Duration = Duration::from_millis(1000);
 
 pub struct EventBridge {

@@ -1,27 +1,33 @@
-//! State-change events (docs/events.md): the port a publisher implements ([`EventSink`]), the
-//! store decorator that publishes one event per state-changing write ([`Announcing`]), and the
-//! adapters: EventBridge ([`eventbridge`]), none, and (feature `memory`) a recording one for
-//! local runs and tests ([`recorded`]).
+//! State-change events (docs/events.md): what a write records of the change it is
+//! ([`announcement`]), the event derived from the table's change stream ([`derive`]), handing
+//! them to the bus in order ([`relay`]), the port a publisher implements ([`EventSink`]) and
+//! its adapters: EventBridge ([`eventbridge`]), none, and (feature `memory`) a recording one
+//! for local runs and tests ([`recorded`]).
 //!
-//! Why a store decorator: every state change of an agent is one conditional write that the
-//! code making it marks with what it means (`Changes::announce`): the wake's completion, a
-//! failure's record, a sleep's end, a create, a delete's tombstone. Only the writer whose
-//! write lands publishes, so a storm of 500 callers that ends in one completion publishes one
-//! event, and the event's `change_id` is that write's version.
+//! Why from the stream: a state change is one conditional write, and the write itself carries
+//! what it means (`Changes::announce`, stored on the record). The table's stream delivers
+//! every landed write at least once, whatever becomes of the function that made it (killed
+//! after the write, its answer lost, its deadline passed), so the consumer that derives the
+//! events from it announces each change exactly when it happened. The request path never
+//! waits on the bus. A storm of 500 callers that ends in one completion is one write, so one
+//! event, whose `change_id` is that write's version.
 //!
 //! What set the change off (`trigger`) is the invocation's: HTTP unless an entry point says
-//! otherwise with [`with_trigger`] (the tick, the sweep, an offboarding).
+//! otherwise with [`with_trigger`] (the tick, the sweep, an offboarding), or AgentKit for what
+//! snapwake learns of its clock.
 
-mod announcing;
+mod derive;
 pub mod eventbridge;
 #[cfg(feature = "memory")]
 pub mod recorded;
+pub mod relay;
 
 use std::future::Future;
 
-use crate::domain::{StateEvent, Trigger};
+use crate::domain::{Announce, Announcement, StateEvent, Trigger};
 
-pub use announcing::{event_of, Announcing};
+pub use derive::{derive, event_of};
+pub use relay::{announce, follow, Relayed};
 
 tokio::task_local! {
     static TRIGGER: Trigger;
@@ -35,6 +41,14 @@ pub async fn with_trigger<F: Future>(trigger: Trigger, work: F) -> F::Output {
 /// The trigger of the current task (HTTP unless [`with_trigger`] said otherwise).
 pub fn current_trigger() -> Trigger {
     TRIGGER.try_with(|t| *t).unwrap_or_default()
+}
+
+/// What a write that is the state change `what` records, set off by the current task.
+pub fn announcement(what: Announce) -> Announcement {
+    Announcement {
+        what,
+        trigger: current_trigger(),
+    }
 }
 
 #[derive(Debug, Clone, thiserror::Error)]

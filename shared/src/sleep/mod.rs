@@ -251,7 +251,7 @@ impl<S: AgentStore, K: AgentKit> Sleeping<'_, '_, S, K> {
         );
         let changes = Changes {
             state: Some(WakeState::Asleep),
-            announce: Some(Announce::Asleep),
+            announce: Some(crate::events::announcement(Announce::Asleep)),
             session_id: Some(None),
             session_expire_at: Some(None),
             verified_at_ms: Some(0),

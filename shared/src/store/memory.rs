@@ -6,11 +6,15 @@
 //! condition (DynamoDB's `ALL_OLD`), expired records kept (as DynamoDB Local keeps them) but
 //! read as absent, and the owner index ordered and paged by the same `gsi1sk` and cursor.
 //!
+//! Its change feed stands in for the table's stream (`MemoryStore::changes_after`): every
+//! write to an agent record, old and new, in the order they were made.
+//!
 //! One `std::sync::Mutex` guards everything. Every method takes it, does its work without an
 //! `.await`, and lets it go, so a write's check and apply are one atomic step, as a
 //! conditional `UpdateItem` is.
 
 mod budget;
+mod feed;
 mod schedule;
 
 use std::collections::HashMap;
@@ -23,6 +27,8 @@ use super::{
 use crate::domain::{AgentKey, AgentRecord, Kind, ScheduleRecord, ToolRegistry};
 use crate::timestamp::now_s;
 
+pub use feed::{FeedReader, FEED_KEEP};
+
 #[derive(Default)]
 struct Tables {
     /// Expired records stay here (their fence and version carry on into a re-creation).
@@ -31,6 +37,8 @@ struct Tables {
     documents: HashMap<(String, String), Document>,
     schedules: HashMap<AgentKey, ScheduleRecord>,
     budget: HashMap<String, budget::Bucket>,
+    /// Every write to an agent record, as DynamoDB's stream would carry it.
+    feed: feed::Feed,
 }
 
 /// The in-memory store. Cheap to create; each instance is its own empty table.
@@ -102,7 +110,8 @@ impl AgentStore for MemoryStore {
                 .unwrap_or_else(|| AgentRecord::absent(key.clone()))
         };
         let written = changes.write(base);
-        tables.agents.insert(key.clone(), written.clone());
+        let old = tables.agents.insert(key.clone(), written.clone());
+        tables.feed.push(old, &written);
         Ok(written)
     }
 

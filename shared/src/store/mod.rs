@@ -27,6 +27,7 @@ pub mod budget;
 pub mod dynamo;
 pub mod keys;
 pub mod schedule;
+pub mod stream;
 #[cfg(feature = "memory")]
 pub mod memory;
 pub mod table;
@@ -35,6 +36,7 @@ pub mod layer;
 pub use budget::{BudgetStore, Reserved, Slowdown};
 pub use layer::{Answer, Call, Layer, Within, STORE_GRACE};
 pub use schedule::{DueCursor, DuePage, ScheduleStore};
+pub use stream::{ChangeSource, RecordChange};
 
 /// When a write may happen.
 ///
@@ -113,9 +115,10 @@ pub struct Changes {
     pub expires_at: Option<Option<i64>>,
     /// Descriptive fields to set; each `Some` field of it overwrites.
     pub describe: Option<Description>,
-    /// The state change this write is, when it succeeds (an event is published for it:
-    /// `crate::events::Announcing`). Not stored.
-    pub announce: Option<crate::domain::Announce>,
+    /// The state change this write is, when it is one: stored on the record (and removed by
+    /// any write that is none), where the change stream's consumer finds it
+    /// (`crate::events::derive`, docs/events.md).
+    pub announce: Option<crate::domain::Announcement>,
 }
 
 impl Changes {
@@ -146,6 +149,8 @@ impl Changes {
         if let Some(d) = &self.describe {
             r.description.overlay(d);
         }
+        // Every write says whether it is a state change: one that is none clears the last's.
+        r.announced = self.announce;
         r
     }
 

@@ -7,8 +7,8 @@ use std::time::{Duration, Instant};
 use aws_sdk_dynamodb::error::{DisplayErrorContext, ProvideErrorMetadata};
 use aws_sdk_dynamodb::types::{
     AttributeDefinition, BillingMode, GlobalSecondaryIndex, IndexStatus, KeySchemaElement, KeyType,
-    Projection, ProjectionType, ScalarAttributeType, TableStatus, TimeToLiveSpecification,
-    TimeToLiveStatus,
+    Projection, ProjectionType, ScalarAttributeType, StreamSpecification, StreamViewType,
+    TableDescription, TableStatus, TimeToLiveSpecification, TimeToLiveStatus,
 };
 use aws_sdk_dynamodb::Client;
 
@@ -47,34 +47,28 @@ fn attr_of(name: &str, kind: ScalarAttributeType) -> Result<AttributeDefinition,
 }
 
 /// Create table `name` (keys `pk`/`sk`, GSI `by_owner` on `gsi1pk`/`gsi1sk` and the sparse
-/// `by_due` on `due_pk`/`due_at`, both projecting everything, on-demand billing, TTL on `expires_at`) and wait until it and its index are
-/// ACTIVE. Idempotent: an existing table is waited for, and TTL is only turned on if it is off.
+/// `by_due` on `due_pk`/`due_at`, both projecting everything, on-demand billing, TTL on
+/// `expires_at`, a stream of new and old images: the state-change events' source) and wait
+/// until it and its index are ACTIVE. Idempotent: an existing table is waited for, and TTL and
+/// the stream are only turned on if they are off.
 pub async fn create_table(client: &Client, name: &str) -> Result<(), StoreError> {
-    let index = GlobalSecondaryIndex::builder()
-        .index_name(OWNER_INDEX)
-        .key_schema(key("gsi1pk", KeyType::Hash)?)
-        .key_schema(key("gsi1sk", KeyType::Range)?)
-        // ALL: a listing answers from the index alone, with no GetItem per agent.
-        .projection(
-            Projection::builder()
-                .projection_type(ProjectionType::All)
-                .build(),
-        )
-        .build()
-        .map_err(|e| failed("GlobalSecondaryIndex", e))?;
+    create(client, name, true).await
+}
+
+/// [`create_table`] without the stream: for tests that read no events. DynamoDB Local keeps
+/// every stream record of every table in one store, and its writes slow down as they pile up
+/// (20,000 writes took 4 s on a fresh engine, the next 20,000 73 s, the next 204 s, on 2 cores:
+/// docs/testing.md), so a test suite's tables stream only where a test reads the stream.
+pub async fn create_table_without_stream(client: &Client, name: &str) -> Result<(), StoreError> {
+    create(client, name, false).await
+}
+
+async fn create(client: &Client, name: &str, streamed: bool) -> Result<(), StoreError> {
+    // ALL: a listing answers from the index alone, with no GetItem per agent.
+    let index = all_projected(OWNER_INDEX, "gsi1pk", "gsi1sk")?;
     // Sparse: only schedule items with something due carry `due_pk`/`due_at`, so the tick's
     // query reads the due ones and nothing else (docs/table.md, "Schedules").
-    let due = GlobalSecondaryIndex::builder()
-        .index_name(DUE_INDEX)
-        .key_schema(key("due_pk", KeyType::Hash)?)
-        .key_schema(key("due_at", KeyType::Range)?)
-        .projection(
-            Projection::builder()
-                .projection_type(ProjectionType::All)
-                .build(),
-        )
-        .build()
-        .map_err(|e| failed("GlobalSecondaryIndex", e))?;
+    let due = all_projected(DUE_INDEX, "due_pk", "due_at")?;
     let created = client
         .create_table()
         .table_name(name)
@@ -89,6 +83,7 @@ pub async fn create_table(client: &Client, name: &str) -> Result<(), StoreError>
         .global_secondary_indexes(index)
         .global_secondary_indexes(due)
         .billing_mode(BillingMode::PayPerRequest)
+        .set_stream_specification(streamed.then(stream).transpose()?)
         .send()
         .await;
     if let Err(err) = created {
@@ -98,7 +93,23 @@ pub async fn create_table(client: &Client, name: &str) -> Result<(), StoreError>
         }
     }
 
-    wait_active(client, name).await?;
+    let described = wait_active(client, name).await?;
+
+    // A table made before the events came from its stream (a local engine's, kept between
+    // runs) gains one.
+    let streaming = described
+        .stream_specification()
+        .is_some_and(|s| s.stream_enabled());
+    if streamed && !streaming {
+        client
+            .update_table()
+            .table_name(name)
+            .stream_specification(stream()?)
+            .send()
+            .await
+            .map_err(|e| failed("UpdateTable", DisplayErrorContext(&e)))?;
+        wait_active(client, name).await?;
+    }
 
     let ttl = client
         .describe_time_to_live()
@@ -130,7 +141,30 @@ pub async fn create_table(client: &Client, name: &str) -> Result<(), StoreError>
     Ok(())
 }
 
-async fn wait_active(client: &Client, name: &str) -> Result<(), StoreError> {
+/// A global secondary index on `hash`/`range` that projects every attribute.
+fn all_projected(name: &str, hash: &str, range: &str) -> Result<GlobalSecondaryIndex, StoreError> {
+    GlobalSecondaryIndex::builder()
+        .index_name(name)
+        .key_schema(key(hash, KeyType::Hash)?)
+        .key_schema(key(range, KeyType::Range)?)
+        .projection(
+            Projection::builder()
+                .projection_type(ProjectionType::All)
+                .build(),
+        )
+        .build()
+        .map_err(|e| failed("GlobalSecondaryIndex", e))
+}
+
+fn stream() -> Result<StreamSpecification, StoreError> {
+    StreamSpecification::builder()
+        .stream_enabled(true)
+        .stream_view_type(StreamViewType::NewAndOldImages)
+        .build()
+        .map_err(|e| failed("StreamSpecification", e))
+}
+
+async fn wait_active(client: &Client, name: &str) -> Result<TableDescription, StoreError> {
     let started = Instant::now();
     loop {
         let out = client
@@ -139,14 +173,14 @@ async fn wait_active(client: &Client, name: &str) -> Result<(), StoreError> {
             .send()
             .await
             .map_err(|e| failed("DescribeTable", DisplayErrorContext(&e)))?;
-        let ready = out.table().is_some_and(|t| {
+        let ready = out.table().filter(|t| {
             t.table_status() == Some(&TableStatus::Active)
                 && t.global_secondary_indexes()
                     .iter()
                     .all(|i| i.index_status() == Some(&IndexStatus::Active))
         });
-        if ready {
-            return Ok(());
+        if let Some(table) = ready {
+            return Ok(table.clone());
         }
         if started.elapsed() > ACTIVE_WITHIN {
             return Err(failed(

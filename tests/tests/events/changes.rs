@@ -9,7 +9,7 @@ use super::*;
 /// `created`, one `deleted`, each naming the record version its write made.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_change_over_http_publishes_one_event() {
-    let (store, bus) = announcing("events-http").await;
+    let (store, bus, relay) = announcing("events-http").await;
     let world = World::registered(Duration::from_millis(200), &store).await;
     let api = Arc::new(Api::new(store.clone(), world.client(), identity()));
     let (agent_id, snapshot_id) = world.asleep_agent("alice", "Announced");
@@ -26,7 +26,7 @@ async fn each_change_over_http_publishes_one_event() {
         "{answers:?}"
     );
     let record = store.get(&key(&agent_id)).await.unwrap().unwrap();
-    let events = published_about(&bus, &agent_id);
+    let events = published_about(&relay, &bus, &agent_id).await;
     let awake = &events["snapwake.agent.awake"];
     assert_eq!(awake.len(), 1, "{events:#?}");
     assert_eq!(events.len(), 1, "nothing but the wake: {events:#?}");
@@ -48,7 +48,7 @@ async fn each_change_over_http_publishes_one_event() {
     // Sleep: one `asleep`, naming the snapshot the sleep kept.
     settle_to(&api, &agent_id, "sleep", "asleep").await;
     let record = store.get(&key(&agent_id)).await.unwrap().unwrap();
-    let events = published_about(&bus, &agent_id);
+    let events = published_about(&relay, &bus, &agent_id).await;
     let asleep = &events["snapwake.agent.asleep"];
     assert_eq!(asleep.len(), 1, "{events:#?}");
     let kept = asleep[0].detail["snapshot_id"]
@@ -76,7 +76,7 @@ async fn each_change_over_http_publishes_one_event() {
     let (status, view) = answer(&resp);
     assert_eq!(status, 201, "{view}");
     let created_id = view["agent_id"].as_str().unwrap().to_string();
-    let events = published_about(&bus, &created_id);
+    let events = published_about(&relay, &bus, &created_id).await;
     assert_eq!(events.len(), 1, "{events:#?}");
     let created = &events["snapwake.agent.created"];
     assert_eq!(created.len(), 1);
@@ -88,7 +88,7 @@ async fn each_change_over_http_publishes_one_event() {
     // Delete the first agent: one `deleted`, and nothing more about it.
     let (status, body) = call(&api, "DELETE", &agent_id, "").await;
     assert_eq!(status, 204, "{body}");
-    let events = published_about(&bus, &agent_id);
+    let events = published_about(&relay, &bus, &agent_id).await;
     let counts: Vec<(&str, usize)> = events.iter().map(|(t, d)| (t.as_str(), d.len())).collect();
     assert_eq!(
         counts,
@@ -111,7 +111,7 @@ async fn each_change_over_http_publishes_one_event() {
 /// keeps, the snapshot untouched; the retry that wakes it publishes `awake`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_wake_publishes_wake_failed_with_its_code() {
-    let (store, bus) = announcing("events-failed").await;
+    let (store, bus, relay) = announcing("events-failed").await;
     let world = World::registered(Duration::ZERO, &store).await;
     let api = Api::new(store.clone(), world.client(), identity());
     let (agent_id, snapshot_id) = world.asleep_agent("alice", "Vanishing");
@@ -128,7 +128,7 @@ async fn a_failed_wake_publishes_wake_failed_with_its_code() {
     assert!(ctl.snapshot(&snapshot_id).is_some(), "the snapshot is kept");
     let record = store.get(&key(&agent_id)).await.unwrap().unwrap();
     assert_eq!(record.state, WakeState::Failed);
-    let events = published_about(&bus, &agent_id);
+    let events = published_about(&relay, &bus, &agent_id).await;
     assert_eq!(events.len(), 1, "{events:#?}");
     let failed = &events["snapwake.agent.wake_failed"];
     assert_eq!(failed.len(), 1);
@@ -145,7 +145,7 @@ async fn a_failed_wake_publishes_wake_failed_with_its_code() {
 
     outcome_forgotten().await;
     settle_to(&api, &agent_id, "resume", "awake").await;
-    let events = published_about(&bus, &agent_id);
+    let events = published_about(&relay, &bus, &agent_id).await;
     assert_eq!(events["snapwake.agent.awake"].len(), 1, "{events:#?}");
     assert_eq!(events["snapwake.agent.wake_failed"].len(), 1, "{events:#?}");
     assert_well_formed(&bus, &world);

@@ -1,8 +1,9 @@
-//! State-change events end to end (docs/events.md): every function's store announcing through
+//! State-change events end to end (docs/events.md): every function writing to DynamoDB Local,
+//! the table's own stream relayed as the deployed announce function relays it, through
 //! snapwake's real EventBridge publisher (SigV4, `PutEvents`) to a recording EventBridge double
-//! over HTTP, with the agents on DynamoDB Local and AgentKit simulated. One event per change,
-//! counted; the same `change_id` on every delivery of one change; a failing or slow bus never
-//! changes the answer of the change it reports; never an endpoint or a secret in a body.
+//! over HTTP, AgentKit simulated. One event per change, counted; the same `change_id` on every
+//! delivery of one change; a failing or slow bus never changes the answer of the change it
+//! reports, and loses nothing; never an endpoint or a secret in a body.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -11,24 +12,26 @@ use std::time::Duration;
 use serde_json::Value;
 use snapwake::agentkit::AgentKit;
 use snapwake::domain::{AgentKey, Kind};
-use snapwake::events::eventbridge::EventBridge;
-use snapwake::events::Announcing;
 use snapwake::store::dynamo::DynamoStore;
 use snapwake::store::{AgentStore, ScheduleStore};
 use snapwake_tests::event_bus::*;
+use snapwake_tests::relay::Relay;
 use snapwake_tests::*;
 
 mod changes;
 mod delivery;
+mod kills;
+mod learned;
 mod triggers;
 
-type Store = Arc<Announcing<DynamoStore, EventBridge>>;
+type Store = Arc<DynamoStore>;
 
-/// A fresh table whose writes announce to a fresh bus double.
-async fn announcing(test: &str) -> (Store, EventBusDouble) {
+/// A fresh table whose stream is relayed to a fresh bus double.
+async fn announcing(test: &str) -> (Store, EventBusDouble, Relay) {
     let bus = EventBusDouble::start().await;
-    let store = Arc::new(Announcing::new(dynamo_store(test).await, bus.publisher()));
-    (store, bus)
+    let store = Arc::new(dynamo_store_streamed(test).await);
+    let relay = Relay::of_table(&store, bus.publisher()).await;
+    (store, bus, relay)
 }
 
 fn key(agent_id: &str) -> AgentKey {
@@ -65,8 +68,14 @@ async fn settle_to<S: AgentStore + ScheduleStore, K: AgentKit>(
     );
 }
 
-/// The accepted events about `agent_id`, by detail-type.
-fn published_about(bus: &EventBusDouble, agent_id: &str) -> BTreeMap<String, Vec<Delivery>> {
+/// The accepted events about `agent_id`, by detail-type, once the relay has handed over every
+/// change written so far.
+async fn published_about(
+    relay: &Relay,
+    bus: &EventBusDouble,
+    agent_id: &str,
+) -> BTreeMap<String, Vec<Delivery>> {
+    relay.caught_up().await;
     let mut by_type: BTreeMap<String, Vec<Delivery>> = BTreeMap::new();
     for d in bus.published() {
         if d.detail["agent_id"] == agent_id {
@@ -125,6 +134,24 @@ fn assert_well_formed(bus: &EventBusDouble, world: &World) {
             assert!(!d.body.contains(secret), "{secret:?} in {}", d.body);
         }
     }
+}
+
+/// One whole sweep pass of `f`, as its schedule runs it.
+async fn sweep<S, K>(f: &snapwake_delete::Delete<S, K>) -> snapwake_delete::SweepReport
+where
+    S: AgentStore + ScheduleStore,
+    K: AgentKit,
+{
+    let report = f
+        .sweep(
+            snapwake::deadline::Deadline::after(Duration::from_secs(120)),
+            false,
+            &snapwake_delete::Quiet,
+        )
+        .await
+        .expect("a sweep");
+    assert!(report.completed, "{report:?}");
+    report
 }
 
 /// The record version a `change_id` names.

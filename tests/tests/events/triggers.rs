@@ -14,7 +14,7 @@ const DAY: Duration = Duration::from_secs(24 * 3600);
 /// A wake schedule's occurrence wakes the agent: `awake` with trigger `schedule`, once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_schedule_wakes_with_trigger_schedule() {
-    let (store, bus) = announcing("events-tick").await;
+    let (store, bus, relay) = announcing("events-tick").await;
     let world = World::registered(Duration::from_millis(300), &store).await;
     let api = Api::new(store.clone(), world.client(), identity());
     let (agent_id, _) = world.asleep_agent("alice", "Scheduled");
@@ -52,7 +52,7 @@ async fn a_schedule_wakes_with_trigger_schedule() {
         }
         tokio::time::sleep(Duration::from_millis(300)).await;
     }
-    let events = published_about(&bus, &agent_id);
+    let events = published_about(&relay, &bus, &agent_id).await;
     let awake = &events["snapwake.agent.awake"];
     assert_eq!(
         awake.len(),
@@ -72,7 +72,7 @@ async fn a_schedule_wakes_with_trigger_schedule() {
 /// deletes theirs (`deleted`, trigger `offboarding`), one event each.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_sweep_and_offboarding_announce_their_deletions() {
-    let (store, bus) = announcing("events-cleanup").await;
+    let (store, bus, relay) = announcing("events-cleanup").await;
     let world = World::registered(Duration::ZERO, &store).await;
     let ctl = world.sim.control();
     let idle = usid::mint("carol");
@@ -86,7 +86,7 @@ async fn the_sweep_and_offboarding_announce_their_deletions() {
         ..SeedSnapshot::default()
     })
     .unwrap();
-    let sweep = SweepSettings {
+    let idle_sweep = SweepSettings {
         policy: RetentionPolicy {
             keep: 3,
             max_age: None,
@@ -95,20 +95,13 @@ async fn the_sweep_and_offboarding_announce_their_deletions() {
         ..SweepSettings::default()
     };
     let settings = DeleteSettings {
-        sweep,
+        sweep: idle_sweep,
         ..delete_settings(&quick_wake())
     };
     let f = delete_fn(store.clone(), world.client(), settings);
-    let report = f
-        .sweep(
-            Deadline::after(Duration::from_secs(120)),
-            false,
-            &snapwake_delete::Quiet,
-        )
-        .await
-        .unwrap();
+    let report = sweep(&f).await;
     assert_eq!(report.counts.idle_deleted, 1, "{report:?}");
-    let events = published_about(&bus, &idle);
+    let events = published_about(&relay, &bus, &idle).await;
     let deleted = &events["snapwake.agent.deleted"];
     assert_eq!((events.len(), deleted.len()), (1, 1), "{events:#?}");
     assert_eq!(deleted[0].detail["trigger"], "sweep");
@@ -127,7 +120,7 @@ async fn the_sweep_and_offboarding_announce_their_deletions() {
         .await
         .unwrap();
     assert!(report.failed == 0 && report.deleted >= 1, "{report:?}");
-    let events = published_about(&bus, &agent_id);
+    let events = published_about(&relay, &bus, &agent_id).await;
     let deleted = &events["snapwake.agent.deleted"];
     assert_eq!(deleted.len(), 1, "{events:#?}");
     assert_eq!(deleted[0].detail["trigger"], "offboarding");

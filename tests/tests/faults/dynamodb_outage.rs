@@ -28,7 +28,9 @@ fn dynamodb_killed_mid_storm_answers_503_in_budget_and_converges_after_restart()
         let mut dynamo = OwnDynamo::start().await;
         let table = format!("faults-outage-{}", uuid::Uuid::new_v4().simple());
         let store = DynamoStore::from_conf(&dynamo.sdk_config().await, &table);
-        create_table(store.client(), &table).await.unwrap();
+        create_table_without_stream(store.client(), &table)
+            .await
+            .unwrap();
         // Sessions take 2 s to become Ready.
         let world = World::registered(Duration::from_secs(2), &store).await;
         let ctl = world.sim.control();

@@ -35,7 +35,7 @@ use snapwake::agentkit::types::{Action, Snapshot};
 use snapwake::agentkit::AgentKit;
 use snapwake::domain::{AgentKey, Kind, WakeState};
 use snapwake::store::dynamo::{sdk_defaults, DynamoStore};
-use snapwake::store::table::create_table;
+use snapwake::store::table::create_table_without_stream;
 use snapwake::store::AgentStore;
 use snapwake::wake::WakeSettings;
 use snapwake_resume::Resume;

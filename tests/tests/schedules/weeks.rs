@@ -12,10 +12,9 @@ use super::*;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_agents_keep_office_hours_for_two_weeks() {
     let bus = EventBusDouble::start().await;
-    let store = std::sync::Arc::new(snapwake::events::Announcing::new(
-        dynamo_store("tick-weeks").await,
-        bus.publisher(),
-    ));
+    let store = std::sync::Arc::new(dynamo_store_streamed("tick-weeks").await);
+    // The table's stream relayed to the bus, as the deployed announce function does.
+    let relay = snapwake_tests::relay::Relay::of_table(&store, bus.publisher()).await;
     let world = World::registered(Duration::from_millis(200), &store).await;
     let ctl = world.sim.control();
     ctl.set_snapshot_ready_delay(Duration::from_millis(400));
@@ -105,6 +104,7 @@ async fn two_agents_keep_office_hours_for_two_weeks() {
     );
     // One event per change, each from the schedule: ten `awake` and ten `asleep` per agent
     // (a throttled wake may add a `wake_failed` before its retry), no change announced twice.
+    relay.caught_up().await;
     let events = bus.published();
     for agent in &agents {
         let scheduled = |kind: &str| {

@@ -16,7 +16,7 @@ use snapwake::domain::{
 };
 use snapwake::store::dynamo::{sdk_defaults, DynamoStore};
 use snapwake::store::memory::MemoryStore;
-use snapwake::store::table::create_table;
+use snapwake::store::table::{create_table, create_table_without_stream};
 use snapwake::store::{AgentStore, Changes, Condition, StoreError};
 use snapwake::timestamp::{now_ms, now_s};
 
@@ -138,7 +138,7 @@ async fn dynamo_store(test: &str) -> Option<Arc<DynamoStore>> {
         uuid::Uuid::new_v4().simple()
     );
     let store = DynamoStore::from_env(&table).await;
-    create_table(store.client(), &table)
+    create_table_without_stream(store.client(), &table)
         .await
         .unwrap_or_else(|e| {
             panic!(

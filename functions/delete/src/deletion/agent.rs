@@ -84,7 +84,9 @@ impl<'a, S: AgentStore + ScheduleStore, K: AgentKit> Deleter<'a, S, K> {
             resume_sent_at_ms: Some(None),
             snapshots: Some(Vec::new()),
             expires_at: Some(Some(now_s() + TOMBSTONE_TTL_S)),
-            announce: Some(snapwake::domain::Announce::Deleted),
+            announce: Some(snapwake::events::announcement(
+                snapwake::domain::Announce::Deleted,
+            )),
             ..Changes::default()
         };
         match lock

@@ -250,6 +250,17 @@ pub(super) fn update_expression(expr: &mut Expr, key: &AgentKey, creates: bool, 
         Some(None) => expr.remove(attr::EXPIRES_AT),
         None => {}
     }
+    // Every write says whether it is a state change (`Changes::apply`).
+    match changes.announce {
+        Some(a) => {
+            expr.set(attr::ANNOUNCE, s(a.what.as_str()));
+            expr.set(attr::TRIGGER, s(a.trigger.as_str()));
+        }
+        None => {
+            expr.remove(attr::ANNOUNCE);
+            expr.remove(attr::TRIGGER);
+        }
+    }
 
     let describe = changes.describe.clone().unwrap_or_default();
     for (name, value) in [

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 
 use aws_sdk_dynamodb::types::AttributeValue;
 
-use crate::domain::{AgentRecord, Description, Retention, ToolRegistry, WakeState};
+use crate::domain::{AgentRecord, Announcement, Description, Retention, ToolRegistry, WakeState};
 use crate::store::{keys, Document, StoreError};
 
 /// Attribute names of the agent record item.
@@ -45,6 +45,12 @@ pub(super) mod attr {
     pub const VERSION: &str = "version";
     pub const UPDATED_AT: &str = "updated_at";
     pub const EXPIRES_AT: &str = "expires_at";
+    /// The state change the last write was (`Announce::as_str`), absent when it was none: the
+    /// change stream's consumer announces the versions that carry it (its mapping's filter
+    /// lets only those through).
+    pub const ANNOUNCE: &str = "announce";
+    /// What set that change off (`Trigger::as_str`).
+    pub const TRIGGER: &str = "trigger";
     /// The registry item's JSON.
     pub const REGISTRY: &str = "registry";
     /// A document item's JSON.
@@ -133,6 +139,17 @@ pub(super) fn record_from_item(item: &Item) -> Result<AgentRecord, StoreError> {
         version: get_n(item, attr::VERSION)?.unwrap_or(0),
         updated_at: get_s(item, attr::UPDATED_AT)?,
         expires_at: get_n(item, attr::EXPIRES_AT)?,
+        announced: match get_s(item, attr::ANNOUNCE)? {
+            Some(what) => Some(Announcement {
+                what: what.parse().map_err(corrupt)?,
+                trigger: get_s(item, attr::TRIGGER)?
+                    .map(|t| t.parse())
+                    .transpose()
+                    .map_err(corrupt)?
+                    .unwrap_or_default(),
+            }),
+            None => None,
+        },
     })
 }
 

@@ -24,6 +24,7 @@ mod expression;
 mod item;
 mod schedule;
 mod sdk;
+pub mod stream;
 
 pub use sdk::{https_client, sdk_defaults, timeouts};
 

@@ -57,7 +57,8 @@ impl ScheduleStore for MemoryStore {
             ..Changes::default()
         };
         let written_agent = changes.write(live.cloned().unwrap_or_else(|| agent.clone()));
-        tables.agents.insert(key.clone(), written_agent);
+        let old = tables.agents.insert(key.clone(), written_agent.clone());
+        tables.feed.push(old, &written_agent);
         let Some(schedule) = schedule else {
             tables.schedules.remove(key);
             return Ok(None);

@@ -1,0 +1,21 @@
+//! The announce Lambda: the publisher built once, then every batch of the table's stream that
+//! its event source mapping hands over to [`Announce::handle`].
+
+use lambda_runtime::{service_fn, Error, LambdaEvent};
+use serde_json::Value;
+use snapwake::{bootstrap, config::Config};
+use snapwake_announce::Announce;
+
+#[tokio::main]
+async fn main() -> Result<(), Error> {
+    bootstrap::init();
+    let config = Config::from_env()?;
+    let announce = Announce {
+        sink: bootstrap::publisher(&config)?,
+    };
+    let announce = &announce;
+    lambda_runtime::run(service_fn(move |event: LambdaEvent<Value>| async move {
+        Ok::<_, Error>(announce.handle(&event.payload).await)
+    }))
+    .await
+}

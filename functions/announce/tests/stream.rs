@@ -1,0 +1,125 @@
+//! The announce function from a DynamoDB stream batch as Lambda hands it over
+//! (`fixtures/stream-batch.json`): an agent created, a lock write, the agent asleep because
+//! AgentKit's clock ended its session, a schedule item, a tombstone removed by TTL.
+
+use std::sync::Mutex;
+
+use serde_json::Value;
+use snapwake::domain::StateEvent;
+use snapwake::events::recorded::Recorded;
+use snapwake::events::{EventError, EventSink};
+use snapwake_announce::Announce;
+
+fn batch() -> Value {
+    serde_json::from_str(include_str!("fixtures/stream-batch.json")).expect("the fixture")
+}
+
+#[tokio::test]
+async fn a_batch_announces_its_state_changes_in_order_and_nothing_else() {
+    let announce = Announce {
+        sink: Recorded::new(100, false),
+    };
+    let answer = announce.handle(&batch()).await;
+    assert_eq!(answer, serde_json::json!({"batchItemFailures": []}));
+    let events = announce.sink.events();
+    let seen: Vec<(&str, &str, &str)> = events
+        .iter()
+        .map(|e| {
+            (
+                e.detail_type.as_str(),
+                e.detail.trigger.as_str(),
+                e.detail.change_id.as_str(),
+            )
+        })
+        .collect();
+    // The lock's write, the schedule item and the TTL's removal announce nothing.
+    assert_eq!(
+        seen,
+        vec![
+            (
+                "snapwake.agent.created",
+                "http",
+                "codex/studio-alice-7f3a/1"
+            ),
+            (
+                "snapwake.agent.asleep",
+                "agentkit",
+                "codex/studio-alice-7f3a/3"
+            ),
+        ]
+    );
+    assert_eq!(events[0].detail.session_id.as_deref(), Some("s-001"));
+    assert_eq!(events[0].detail.owner.as_deref(), Some("alice"));
+    assert_eq!(events[1].detail.snapshot_id.as_deref(), Some("snap-42"));
+    assert_eq!(events[1].detail.session_id, None);
+    assert_eq!(events[1].detail.at, "2026-12-05T16:00:05Z");
+}
+
+/// A bus that takes events until one of `refused` comes.
+struct Refusing {
+    refused: &'static str,
+    taken: Mutex<Vec<String>>,
+}
+
+/// The function over a bus that refuses `detail_type`.
+fn refusing(detail_type: &'static str) -> Announce<Refusing> {
+    Announce {
+        sink: Refusing {
+            refused: detail_type,
+            taken: Mutex::new(Vec::new()),
+        },
+    }
+}
+
+impl EventSink for Refusing {
+    async fn publish(&self, event: &StateEvent) -> Result<(), EventError> {
+        if event.detail_type == self.refused {
+            return Err(EventError::Failed("500 InternalException".into()));
+        }
+        self.taken
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(event.detail.change_id.clone());
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn the_first_event_the_bus_refuses_is_the_batchs_first_failure() {
+    // The second change is refused: the first stands published, the answer names the second
+    // record, and nothing after it goes out (the mapping hands it over again from there).
+    let announce = refusing("snapwake.agent.asleep");
+    let answer = announce.handle(&batch()).await;
+    assert_eq!(
+        answer,
+        serde_json::json!({"batchItemFailures": [{"itemIdentifier": "100000000000000000003"}]})
+    );
+    assert_eq!(
+        *announce.sink.taken.lock().unwrap(),
+        vec!["codex/studio-alice-7f3a/1".to_string()]
+    );
+
+    // Refused from the first: the whole batch is handed over again.
+    let announce = refusing("snapwake.agent.created");
+    let answer = announce.handle(&batch()).await;
+    assert_eq!(
+        answer["batchItemFailures"][0]["itemIdentifier"],
+        "100000000000000000001"
+    );
+    assert!(announce.sink.taken.lock().unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn an_unreadable_record_is_skipped_not_held_against_the_rest() {
+    let mut batch = batch();
+    // An image DynamoDB would never write: skipped (logged), the rest announced.
+    batch["Records"][0]["dynamodb"]["NewImage"]["version"] = serde_json::json!({"N": "one"});
+    let announce = Announce {
+        sink: Recorded::new(100, false),
+    };
+    let answer = announce.handle(&batch).await;
+    assert_eq!(answer["batchItemFailures"], serde_json::json!([]));
+    let events = announce.sink.events();
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert_eq!(events[0].detail_type, "snapwake.agent.asleep");
+}
