@@ -30,7 +30,7 @@ size() { wc -c <"$1" | tr -d ' '; }
 trap 'scripts/stop-dynamodb-local.sh' EXIT
 fresh_dynamodb
 
-functions=(resume list create delete deploy)
+functions=(resume list create delete deploy announce)
 target="${CARGO_TARGET_DIR:-target}"
 echo "building the function binaries in release (LTO: this takes minutes)..." >&2
 cargo build -q --release $(printf -- '-p snapwake-%s ' "${functions[@]}") >&2

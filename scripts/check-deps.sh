@@ -64,7 +64,7 @@ echo "check-deps: cargo deny check (workspace)" >&2
 
 # The functions' own bans, per Lambda architecture: the workspace's graph also holds the CLI
 # and the tests, which may carry what a function must not.
-for fn in list create resume delete deploy; do
+for fn in list create resume delete deploy announce; do
   for target in aarch64-unknown-linux-gnu x86_64-unknown-linux-gnu; do
     if ! "$deny" --offline --locked --log-level error --config supply-chain/functions.deny.toml \
       --manifest-path "functions/$fn/Cargo.toml" --exclude-dev --target "$target" \

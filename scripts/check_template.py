@@ -10,8 +10,14 @@ retry policy went missing; this can.
   IoTRule), has an EventInvokeConfig whose OnFailure destination is a declared SQS queue.
 - Every SQS event source (a function's SQS event or an AWS::Lambda::EventSourceMapping) polls a declared queue whose RedrivePolicy has a maxReceiveCount (its
   retries) and sends to a declared dead-letter queue (alarmed as below; the polled queue itself
-  is not alarmed at one message). Any other kind of event source than these and the HTTP API's
-  is a failure until this check says what keeps its failed events.
+  is not alarmed at one message).
+- Every DynamoDB stream event (the announce function's: docs/events.md) reads the stream of a
+  declared table that keeps new and old images, from TRIM_HORIZON, reports a batch's first
+  failure (ReportBatchItemFailures) and bisects a failing batch, bounds its retries and the age
+  of a record within the stream's 24 hours, sends what it gives up on to a declared queue
+  (alarmed as below), and its function has an AWS/Lambda IteratorAge alarm naming it. Any
+  other kind of event source than these and the HTTP API's is a failure until this check says
+  what keeps its failed events.
 - Every queue the template declares is encrypted, keeps messages 14 days, and (unless an SQS
   event source polls it) has an alarm on ApproximateNumberOfMessagesVisible whose QueueName
   dimension is that queue's name.
@@ -62,6 +68,11 @@ RULE_EVENTS = ("Schedule", "ScheduleV2", "EventBridgeRule")
 ASYNC_EVENTS = ("SNS", "S3", "CloudWatchLogs", "IoTRule")
 # Sources whose caller sees a failure and retries itself (the HTTP API answers 5xx).
 SYNC_EVENTS = ("HttpApi", "Api")
+# A table's stream read by an event source mapping: its own retries, bisection, partial batch
+# failures and on-failure destination keep a failed record (stream_event_failures).
+STREAM_EVENTS = ("DynamoDB",)
+# How long a DynamoDB stream keeps a record.
+STREAM_RETENTION = 24 * 3600
 FOURTEEN_DAYS = 14 * 24 * 3600
 # The delete function's schedules and the action each one's input must name.
 SCHEDULES = {"Sweep": "sweep", "Refresh": "refresh"}
@@ -250,6 +261,7 @@ def check(template):
 
     sources = polled_queues(template, functions)
     failures.extend(event_source_failures(functions, queues, sources))
+    failures.extend(stream_event_failures(template, functions, queues))
     for qname, queue in queues.items():
         p = props(queue)
         if p.get("SqsManagedSseEnabled") is not True and not p.get("KmsMasterKeyId"):
@@ -387,7 +399,7 @@ def polled_queues(template, functions):
 def event_source_failures(functions, queues, sources):
     """Event sources whose failed events nothing keeps (see the module's docs)."""
     found = []
-    known = RULE_EVENTS + ASYNC_EVENTS + SYNC_EVENTS + ("SQS",)
+    known = RULE_EVENTS + ASYNC_EVENTS + SYNC_EVENTS + STREAM_EVENTS + ("SQS",)
     for fname, function in functions.items():
         for ename, event in (props(function).get("Events") or {}).items():
             kind = event.get("Type") if isinstance(event, dict) else None
@@ -414,6 +426,67 @@ def event_source_failures(functions, queues, sources):
             )
         elif target in sources:
             found.append(f"{qname}: its dead-letter queue {target} is itself a polled queue")
+    return found
+
+
+def stream_event_failures(template, functions, queues):
+    """DynamoDB stream events that could lose a record, or fall behind unseen (see the
+    module's docs)."""
+    found = []
+    tables = resources(template, "AWS::DynamoDB::Table")
+    for fname, function in functions.items():
+        for ename, event in events_of(function, STREAM_EVENTS):
+            where = f"{fname}.Events.{ename} (DynamoDB)"
+            p = props(event)
+            table = getatt(p.get("Stream"), "StreamArn")
+            view = ((props(tables[table]).get("StreamSpecification") or {}).get("StreamViewType")
+                    if table in tables else None)
+            if view != "NEW_AND_OLD_IMAGES":
+                found.append(
+                    f"{where}: Stream must be !GetAtt <Table>.StreamArn of a declared table whose "
+                    f"StreamSpecification keeps NEW_AND_OLD_IMAGES (the events are derived from "
+                    f"both), not {p.get('Stream')!r} ({view!r})"
+                )
+            if p.get("StartingPosition") != "TRIM_HORIZON":
+                found.append(f"{where}: StartingPosition must be TRIM_HORIZON (LATEST skips records)")
+            if "ReportBatchItemFailures" not in (p.get("FunctionResponseTypes") or []):
+                found.append(
+                    f"{where}: FunctionResponseTypes must include ReportBatchItemFailures (a "
+                    "batch resumes at its first unpublished record, in order)"
+                )
+            if p.get("BisectBatchOnFunctionError") is not True:
+                found.append(f"{where}: BisectBatchOnFunctionError must be true")
+            retries = p.get("MaximumRetryAttempts")
+            age = p.get("MaximumRecordAgeInSeconds")
+            if not isinstance(retries, int) or retries < 0:
+                found.append(f"{where}: MaximumRetryAttempts must be a bound (0 or more)")
+            if not isinstance(age, int) or not 60 <= age < STREAM_RETENTION:
+                found.append(
+                    f"{where}: MaximumRecordAgeInSeconds must be at least 60 and under the "
+                    f"stream's {STREAM_RETENTION} s (a record given up on must still be readable)"
+                )
+            on_failure = ((p.get("DestinationConfig") or {}).get("OnFailure")) or {}
+            if (
+                on_failure.get("Type") != "SQS"
+                or getatt(on_failure.get("Destination"), "Arn") not in queues
+            ):
+                found.append(
+                    f"{where}: DestinationConfig.OnFailure must be Type SQS with Destination "
+                    f"!GetAtt <Queue>.Arn of a declared queue, not {on_failure!r}"
+                )
+            if not any(
+                props(a).get("Namespace") == "AWS/Lambda"
+                and props(a).get("MetricName") == "IteratorAge"
+                and any(
+                    d.get("Name") == "FunctionName" and d.get("Value") == {"Ref": fname}
+                    for d in props(a).get("Dimensions") or [] if isinstance(d, dict)
+                )
+                for a in resources(template, "AWS::CloudWatch::Alarm").values()
+            ):
+                found.append(
+                    f"{fname}: reads a stream but no AWS/Lambda IteratorAge alarm names it "
+                    "(events falling behind would go unseen)"
+                )
     return found
 
 
@@ -508,8 +581,9 @@ def quota_failures(template, functions):
 # The one batch is that read; no write is batched (docs/table.md). Secrets Manager is read by the Parameters and Secrets
 # extension, on the function's role, at cold start (shared/src/agentkit/credentials.rs).
 # Metrics are embedded in the logs (EMF, shared/src/metrics.rs): no cloudwatch:PutMetricData.
-# No function calls SQS, EventBridge or X-Ray itself (no X-Ray SDK: with Tracing=Active, Lambda
-# records each invocation's segments; see XRAY).
+# The tick sends to SQS (the fan-out queue) and the announce function to EventBridge (the
+# state-change events); no function calls X-Ray itself (no X-Ray SDK: with Tracing=Active,
+# Lambda records each invocation's segments; see XRAY).
 
 TABLE = "Table"
 OWNER_INDEX = "Table/index/by_owner"
@@ -537,6 +611,13 @@ MANAGED_POLICIES = {
         "xray:PutTraceSegments", "xray:PutTelemetryRecords", "xray:GetSamplingRules",
         "xray:GetSamplingTargets", "xray:GetSamplingStatisticSummaries",
     ),
+    # SAM attaches it to a function with a DynamoDB stream event: Lambda reads the stream for
+    # the mapping with it (and writes the function's logs).
+    "service-role/AWSLambdaDynamoDBExecutionRole": (
+        "dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator",
+        "dynamodb:ListStreams", "logs:CreateLogGroup", "logs:CreateLogStream",
+        "logs:PutLogEvents",
+    ),
     "AWSXRayDaemonWriteAccess": (
         "xray:PutTraceSegments", "xray:PutTelemetryRecords", "xray:GetSamplingRules",
         "xray:GetSamplingTargets", "xray:GetSamplingStatisticSummaries",
@@ -553,9 +634,15 @@ LOGS = _grants(ANY, *MANAGED_POLICIES["service-role/AWSLambdaBasicExecutionRole"
 # With Tracing=Active, on every function (AWSXrayWriteOnlyAccess, which SAM adds), on top of
 # EXPECTED_IAM.
 XRAY = _grants(ANY, *MANAGED_POLICIES["AWSXrayWriteOnlyAccess"])
+# What AWSLambdaDynamoDBExecutionRole allows (on "*"): Lambda reading a stream for a mapping.
+STREAM_READ = _grants(
+    ANY, "dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator",
+    "dynamodb:ListStreams",
+)
 # Every function loads the AgentKit credentials at cold start (bootstrap::agentkit).
 CREDENTIALS = _grants(SECRET, "secretsmanager:GetSecretValue")
-# The functions whose writes change an agent's state publish it (events::Announcing).
+# The announce function publishes the state-change events it derives from the table's stream
+# (docs/events.md); no other function publishes.
 EVENTS = _grants(EVENT_BUS, "events:PutEvents")
 
 # The expected IAM of each function, exactly: an action beyond it fails, and so does one missing.
@@ -575,7 +662,7 @@ EXPECTED_IAM = {
         | _grants(TABLE, "dynamodb:UpdateItem", condition=LIST_WRITES)
     ),
     "CreateFunction": (
-        LOGS | CREDENTIALS | EVENTS
+        LOGS | CREDENTIALS
         # GetItem: the record under the agent lock (lock::AgentLock: get), the registry, the
         # idempotency document after an ambiguous write (idempotency/mod.rs: get_document).
         # UpdateItem: the record (the lock's acquire, write and release: update) and the
@@ -583,7 +670,7 @@ EXPECTED_IAM = {
         | _grants(TABLE, "dynamodb:GetItem", "dynamodb:UpdateItem")
     ),
     "ResumeFunction": (
-        LOGS | CREDENTIALS | EVENTS
+        LOGS | CREDENTIALS
         # GetItem: the record (wake, sleep, keepalive under the lock: get), the registry, the
         # owner's offboarding progress (offboarding::admit) and session claims
         # (locate/claims.rs: get_document).
@@ -607,7 +694,7 @@ EXPECTED_IAM = {
                   "sqs:ChangeMessageVisibility", "sqs:GetQueueAttributes")
     ),
     "DeleteFunction": (
-        LOGS | CREDENTIALS | EVENTS
+        LOGS | CREDENTIALS
         # BatchGetItem: the records the minute refresh lists (index_many: get_many).
         # GetItem: records (deletion, the sweep's index_agent: get), the registry, the sweep's
         # checkpoint and locks, the index and refresh documents, deleted-snapshot markers,
@@ -622,6 +709,15 @@ EXPECTED_IAM = {
         # SendMessage: Lambda sends an invocation that failed every retry to the on-failure
         # queue with the function's role (EventInvokeConfig; SAM adds the grant).
         | _grants("DeleteOnFailureQueue", "sqs:SendMessage")
+    ),
+    "AnnounceFunction": (
+        LOGS | EVENTS
+        # Lambda reads the table's stream for the function's mapping on its role (SAM adds
+        # AWSLambdaDynamoDBExecutionRole for a DynamoDB event), and sends the records it gives
+        # up on to the on-failure queue with it (SAM adds the grant). The function itself calls
+        # nothing of AWS but EventBridge: it holds no AgentKit credentials and no table access.
+        | STREAM_READ
+        | _grants("AnnounceOnFailureQueue", "sqs:SendMessage")
     ),
     "DeployFunction": (
         LOGS | CREDENTIALS
@@ -1198,6 +1294,27 @@ def _stream_source(t):
     return "DeployFunction.Events.Stream (Kinesis): an event source this check does not know"
 
 
+def _announce_stream(key, value):
+    def mutate(t):
+        p = props(t["Resources"]["AnnounceFunction"])["Events"]["Stream"]["Properties"]
+        if value is None:
+            p.pop(key)
+        else:
+            p[key] = value
+        return "AnnounceFunction.Events.Stream (DynamoDB)"
+    return mutate
+
+
+def _table_without_stream(t):
+    props(t["Resources"]["Table"]).pop("StreamSpecification")
+    return "keeps NEW_AND_OLD_IMAGES"
+
+
+def _drop_iterator_age_alarm(t):
+    t["Resources"].pop("AnnounceIteratorAgeAlarm")
+    return "AnnounceFunction: reads a stream but no AWS/Lambda IteratorAge alarm"
+
+
 def _unlisted_function(t):
     extra = copy.deepcopy(t["Resources"]["CreateFunction"])
     props(extra).pop("Events")
@@ -1271,6 +1388,19 @@ MUTATIONS = [
      _mapped_queue_without_redrive),
     ("an SNS event on a function without EventInvokeConfig", _sns_without_invoke_config),
     ("a Kinesis event source (no check knows it)", _stream_source),
+    ("the announce stream without an on-failure queue",
+     _announce_stream("DestinationConfig", None)),
+    ("the announce stream without partial batch failures",
+     _announce_stream("FunctionResponseTypes", [])),
+    ("the announce stream without bisection", _announce_stream("BisectBatchOnFunctionError", None)),
+    ("the announce stream keeping records past the stream's retention",
+     _announce_stream("MaximumRecordAgeInSeconds", -1)),
+    ("the announce stream retrying forever", _announce_stream("MaximumRetryAttempts", -1)),
+    ("the announce stream from LATEST", _announce_stream("StartingPosition", "LATEST")),
+    ("a table without its stream", _table_without_stream),
+    ("the announce function without its IteratorAge alarm", _drop_iterator_age_alarm),
+    ("events:PutEvents back on the resume function",
+     _allow("ResumeFunction", "events:PutEvents", EVENT_BUS)),
     ("X-Ray granted in a function's Policies (so with Tracing off too)", _xray_policy),
     ("every function traced whatever the parameter (Tracing: Active)", _tracing("Active")),
     ("no Tracing in Globals (the parameter sets nothing)", _no_tracing),

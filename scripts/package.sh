@@ -24,7 +24,7 @@ fi
 export PATH="$PWD/$venv/bin:$PATH"
 rustup target list --installed | grep -qx "$target" || rustup target add "$target"
 
-functions=(list create resume delete deploy)
+functions=(list create resume delete deploy announce)
 cargo lambda build --release "$flag" $(printf -- '-p snapwake-%s ' "${functions[@]}") --output-format zip
 
 for f in "${functions[@]}"; do

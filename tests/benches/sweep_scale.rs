@@ -231,6 +231,19 @@ async fn run(snapshots: usize, concurrency: usize) -> Row {
         world.client().with_budget(Arc::new(budget)),
         settings,
     );
+    // A refresh a second after the last, measured.
+    let quiet_refresh = || {
+        measured(
+            &world,
+            &store,
+            in_background(async {
+                tokio::time::sleep(Duration::from_millis(1100)).await;
+                f.refresh(Deadline::after(INVOCATION))
+                    .await
+                    .expect("refresh")
+            }),
+        )
+    };
     let burst = measured(
         &world,
         &store,
@@ -243,17 +256,7 @@ async fn run(snapshots: usize, concurrency: usize) -> Row {
     .await;
     if std::env::var("SNAPWAKE_BENCH_SWEEP_PASS").as_deref() == Ok("0") {
         // The minute after, with no pass between: the burst is still inside the overlap.
-        let quiet = measured(
-            &world,
-            &store,
-            in_background(async {
-                tokio::time::sleep(Duration::from_millis(1100)).await;
-                f.refresh(Deadline::after(INVOCATION))
-                    .await
-                    .expect("refresh")
-            }),
-        )
-        .await;
+        let quiet = quiet_refresh().await;
         return Row {
             snapshots: total,
             agents,
@@ -293,17 +296,7 @@ async fn run(snapshots: usize, concurrency: usize) -> Row {
         .first()
         .copied()
         .unwrap_or_default();
-    let quiet = measured(
-        &world,
-        &store,
-        in_background(async {
-            tokio::time::sleep(Duration::from_millis(1100)).await;
-            f.refresh(Deadline::after(INVOCATION))
-                .await
-                .expect("refresh")
-        }),
-    )
-    .await;
+    let quiet = quiet_refresh().await;
     Row {
         snapshots: total,
         agents,

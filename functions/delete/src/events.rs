@@ -9,7 +9,7 @@ use serde_json::Value;
 use snapwake::agentkit::AgentKit;
 use snapwake::budget::in_background;
 use snapwake::deadline::Deadline;
-use snapwake::domain::Trigger;
+use snapwake::domain::{ToolRegistry, Trigger};
 use snapwake::error::Error;
 use snapwake::events::with_trigger;
 use snapwake::http::edge;
@@ -152,15 +152,24 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Delete<S, K> {
             .registry
             .get(&Within::new(&self.store, deadline))
             .await?;
-        let offboard = Offboard {
-            store: &self.store,
-            agentkit: &self.agentkit,
-            registry: &registry,
-            lock: &self.settings.lock,
-            progress,
-        };
+        let offboard = self.offboarding(&registry, progress);
         let run = offboard.run(owner, deadline, dry_run);
         in_background(with_trigger(Trigger::Offboarding, run)).await
+    }
+
+    /// An offboarding over this function's store and AgentKit.
+    fn offboarding<'a>(
+        &'a self,
+        registry: &'a ToolRegistry,
+        progress: &'a dyn OffboardProgress,
+    ) -> Offboard<'a, S, K> {
+        Offboard {
+            store: &self.store,
+            agentkit: &self.agentkit,
+            registry,
+            lock: &self.settings.lock,
+            progress,
+        }
     }
 
     /// Finish what earlier offboardings left.
@@ -169,13 +178,7 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Delete<S, K> {
             .registry
             .get(&Within::new(&self.store, deadline))
             .await?;
-        let offboard = Offboard {
-            store: &self.store,
-            agentkit: &self.agentkit,
-            registry: &registry,
-            lock: &self.settings.lock,
-            progress: &crate::Quiet,
-        };
+        let offboard = self.offboarding(&registry, &crate::Quiet);
         let finish = offboard.finish_pending(deadline);
         in_background(with_trigger(Trigger::Offboarding, finish)).await
     }

@@ -142,8 +142,18 @@ pub(super) fn changes_for(
     if newer {
         return (changes != Changes::default()).then_some(changes);
     }
+    let live = crate::agentkit::types::newest_session(seen.sessions.iter().cloned());
+    // The session the record says is awake, ended by AgentKit's clock: what AgentKit kept of it
+    // is the agent's state now, announced as AgentKit's doing.
+    if let Some(kept) = current
+        .filter(|_| live.is_none())
+        .and_then(|r| ended_session(r, listing, seen))
+    {
+        learned_end(&mut changes, kept);
+        return Some(changes);
+    }
     // A live session of an agent at rest: the index says it is awake.
-    if let Some(live) = crate::agentkit::types::newest_session(seen.sessions.iter().cloned()) {
+    if let Some(live) = live {
         let at_rest = current.is_none_or(|r| {
             matches!(
                 r.state,
@@ -159,6 +169,79 @@ pub(super) fn changes_for(
         }
     }
     (changes != Changes::default()).then_some(changes)
+}
+
+/// What AgentKit kept of the session `record` says is awake, once the listing shows that
+/// session over (docs/events.md, "What snapwake learns"): its snapshot, `Ready` (the agent is
+/// asleep) or `Failed` (nothing was kept). `None` while it may still run, while its snapshot is
+/// still being made, and on a Tool that keeps no snapshots. The sweep lists the Tool's active
+/// sessions, so a session not among them is over; the refresh lists snapshots alone, and then
+/// only AgentKit's own snapshot of an expiry (reason `Expired`) says so: a snapshot someone
+/// took of a running session does not end it.
+fn ended_session<'a>(
+    record: &AgentRecord,
+    listing: &ToolListing,
+    seen: &'a Seen,
+) -> Option<&'a crate::agentkit::types::Snapshot> {
+    if record.state != WakeState::Awake || listing.retention != Retention::Recoverable {
+        return None;
+    }
+    let session = record.session_id.as_deref()?;
+    let kept = seen
+        .snapshots
+        .iter()
+        .filter(|s| s.session_id.as_deref() == Some(session))
+        .max_by_key(|s| sort_key(s.created_at.as_deref()))?;
+    let over = if listing.partial {
+        kept.reason
+            .as_deref()
+            .is_some_and(|r| r.eq_ignore_ascii_case(crate::domain::REASON_EXPIRED))
+    } else {
+        !seen
+            .sessions
+            .iter()
+            .any(|s| s.session_id.as_deref() == Some(session))
+    };
+    let settled = matches!(
+        crate::domain::SnapshotPhase::of(kept.status.as_deref()),
+        crate::domain::SnapshotPhase::Ready | crate::domain::SnapshotPhase::Failed
+    );
+    (over && settled).then_some(kept)
+}
+
+/// The record of an agent whose session AgentKit ended, keeping `kept`: asleep, or its wake
+/// failed when AgentKit could not save the workspace; either announced with trigger
+/// `agentkit`.
+fn learned_end(changes: &mut Changes, kept: &crate::agentkit::types::Snapshot) {
+    use crate::domain::{failure, Announce, Announcement, SnapshotPhase, Trigger};
+    let saved = SnapshotPhase::of(kept.status.as_deref()) == SnapshotPhase::Ready;
+    changes.state = Some(if saved {
+        WakeState::Asleep
+    } else {
+        WakeState::Failed
+    });
+    changes.session_id = Some(None);
+    changes.session_expire_at = Some(None);
+    changes.verified_at_ms = Some(0);
+    if !saved {
+        changes.snapshot_id = Some(None);
+        changes.error = Some(Some(failure::recorded_failure(
+            failure::SESSION_EXPIRED,
+            &format!(
+                "AgentKit ended session {} at its expiry and its snapshot {} failed",
+                kept.session_id.as_deref().unwrap_or("?"),
+                kept.snapshot_id.as_deref().unwrap_or("?")
+            ),
+        )));
+    }
+    changes.announce = Some(Announcement {
+        what: if saved {
+            Announce::Asleep
+        } else {
+            Announce::WakeFailed
+        },
+        trigger: Trigger::Agentkit,
+    });
 }
 
 /// A partial listing's snapshots laid over what `current` summarises: a snapshot listed
