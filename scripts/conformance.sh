@@ -9,13 +9,19 @@ cd "$(dirname "$0")/.."
 venv=target/infra-venv
 [[ -x "$venv/bin/schemathesis" ]] || scripts/lint-infra.sh
 
-cargo build -q -p snapwake-cli
+# SNAPWAKE_BIN: a snapwake already built (scripts/test.sh passes the one its test compile
+# made, which a `cargo build -p snapwake-cli` with other features would compile again).
+bin="${SNAPWAKE_BIN:-}"
+if [[ -z "$bin" ]]; then
+  cargo build -q -p snapwake-cli
+  bin="${CARGO_TARGET_DIR:-target}/debug/snapwake"
+fi
 # Port 0: the server binds a free port itself and says which ("snapwake serving on
 # http://127.0.0.1:PORT ..."); SNAPWAKE_CONFORMANCE_PORT picks one instead.
 mkdir -p target
 log=target/conformance-serve.log
 : >"$log" # now, not in the background: the port is read from it
-"${CARGO_TARGET_DIR:-target}/debug/snapwake" serve --demo --port "${SNAPWAKE_CONFORMANCE_PORT:-0}" >"$log" 2>&1 &
+"$bin" serve --demo --port "${SNAPWAKE_CONFORMANCE_PORT:-0}" >"$log" 2>&1 &
 serve=$!
 trap 'kill "$serve" 2>/dev/null || true' EXIT
 

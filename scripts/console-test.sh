@@ -29,12 +29,16 @@ if [[ "${1:-}" == "--prepare" ]]; then
   exit 0
 fi
 
-cargo build -q -p snapwake-cli
+# SNAPWAKE_BIN: a snapwake already built (as scripts/conformance.sh), else built here.
+if [[ -z "${SNAPWAKE_BIN:-}" ]]; then
+  cargo build -q -p snapwake-cli
+  SNAPWAKE_BIN="$(cd "${CARGO_TARGET_DIR:-target}" && pwd)/debug/snapwake"
+fi
 
 shots=target/console-screenshots
 rm -rf "$shots"
 mkdir -p "$shots"
-export SNAPWAKE_BIN="$(cd "${CARGO_TARGET_DIR:-target}" && pwd)/debug/snapwake" CHROMIUM \
+export SNAPWAKE_BIN CHROMIUM \
   CONSOLE_SCREENSHOTS="$PWD/$shots"
 # Every server a test starts is its own process, stopped by the test's fixture (and, on Linux,
 # told to stop by the kernel if pytest dies first: PR_SET_PDEATHSIG).

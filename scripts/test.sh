@@ -97,6 +97,12 @@ step "one compile for clippy (-D warnings) and the tests"
 export RUSTC_WORKSPACE_WRAPPER="${RUSTC_WORKSPACE_WRAPPER:-$(rustup which clippy-driver)}"
 export CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__"
 cargo test --workspace --all-features --all-targets --no-run
+# The snapwake binary that compile made (the CLI's integration tests run it) serves the
+# conformance and page steps: a `cargo build -p snapwake-cli` would compile the shared crate
+# and the CLI again for the features of that one package (over a minute on two cores).
+SNAPWAKE_BIN="$(cd "${CARGO_TARGET_DIR:-target}" && pwd)/debug/snapwake"
+[[ -x "$SNAPWAKE_BIN" ]] || { echo "the test compile made no $SNAPWAKE_BIN" >&2; exit 1; }
+export SNAPWAKE_BIN
 
 step "cargo test, and in the background: the supply chain"
 # cargo-deny is built by `cargo install`, which must not take clippy for its compiler.
