@@ -105,6 +105,10 @@ SNAPWAKE_BIN="$(cd "${CARGO_TARGET_DIR:-target}" && pwd)/debug/snapwake"
 export SNAPWAKE_BIN
 
 step "cargo test, and in the background: the supply chain"
+# Every AWS call a function makes in the suites is recorded here, for the IAM step below
+# (snapwake::aws_calls; tests/tests/iam.rs).
+export SNAPWAKE_AWS_CALLS="$PWD/target/aws-calls"
+rm -rf "$SNAPWAKE_AWS_CALLS"
 # cargo-deny is built by `cargo install`, which must not take clippy for its compiler.
 background deps env -u RUSTC_WORKSPACE_WRAPPER -u CLIPPY_ARGS scripts/check-deps.sh
 if cargo nextest --version >/dev/null 2>&1; then
@@ -125,6 +129,13 @@ if cargo nextest --version >/dev/null 2>&1; then
 else
   SNAPWAKE_SIM_RATE_LIMITS=agentkit cargo test -p snapwake-tests --all-features \
     --test resume --test faults --test schedules
+fi
+
+step "IAM: every AWS call the suites recorded, against its function's policy in the template"
+if cargo nextest --version >/dev/null 2>&1; then
+  cargo nextest run -p snapwake-tests --all-features --test iam --run-ignored only --no-capture
+else
+  cargo test -p snapwake-tests --all-features --test iam -- --ignored --nocapture
 fi
 
 step "the supply chain: cargo deny, the functions' bans, rust-version (docs/supply-chain.md)"

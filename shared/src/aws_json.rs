@@ -35,6 +35,9 @@ pub struct AwsJson {
     /// `application/x-amz-json-1.0` or `-1.1`, as the service speaks.
     content_type: &'static str,
     credentials: SharedCredentialsProvider,
+    /// What its calls address, as the IAM check reads it (`crate::aws_calls`): the variable
+    /// the function was configured with.
+    resource: &'static str,
 }
 
 impl AwsJson {
@@ -76,12 +79,30 @@ impl AwsJson {
             service,
             content_type,
             credentials,
+            resource: service,
         })
+    }
+
+    /// This caller addresses what `resource` names (`env:SNAPWAKE_DUE_QUEUE_URL`), as its
+    /// recorded calls say.
+    pub fn addressing(mut self, resource: &'static str) -> AwsJson {
+        self.resource = resource;
+        self
     }
 
     /// POST `body` as `target` (`AWSEvents.PutEvents`): the answer's status and its JSON
     /// (`Null` when it had none).
     pub async fn call(&self, target: &str, body: Vec<u8>) -> Result<(u16, Value), AwsJsonError> {
+        crate::aws_calls::record(crate::aws_calls::AwsCall {
+            function: None,
+            service: self.service.to_string(),
+            operation: target
+                .split_once('.')
+                .map_or(target, |(_, op)| op)
+                .to_string(),
+            resource: self.resource.to_string(),
+            leading_key: None,
+        });
         let credentials = self
             .credentials
             .provide_credentials()

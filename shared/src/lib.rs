@@ -10,6 +10,8 @@
 //! - [`invocation`]: where an invocation begins: its span (the ids every log line of it
 //!   carries) and the cold-start mark;
 //! - [`deadline`]: the point by which an operation must answer;
+//! - [`aws_calls`]: which function makes each AWS call, and the record of them the IAM check
+//!   reads;
 //! - [`aws_json`]: one signed call to an AWS service's JSON protocol (EventBridge, SQS);
 //! - [`calendar`]: five-field cron in IANA time zones, and the instants it fires at;
 //! - [`domain`]: kinds, retention, the agent record, its views, the Tool registry (no I/O);
@@ -45,6 +47,7 @@ pub mod secret;
 pub mod metrics;
 pub mod invocation;
 pub mod deadline;
+pub mod aws_calls;
 pub mod aws_json;
 pub mod calendar;
 pub mod domain;

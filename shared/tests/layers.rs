@@ -19,6 +19,7 @@ const LAYERS: &[&str] = &[
     "metrics",
     "invocation",
     "deadline",
+    "aws_calls",
     "aws_json",
     "calendar",
     "domain",

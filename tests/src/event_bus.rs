@@ -43,6 +43,8 @@ pub struct Delivery {
     pub body: String,
     /// Whether the double answered it as published.
     pub accepted: bool,
+    /// When it arrived (epoch ms).
+    pub received_ms: u64,
 }
 
 /// How the next calls fail.
@@ -173,6 +175,7 @@ async fn put_events(
                 .to_string(),
             body: text.clone(),
             accepted: false,
+            received_ms: snapwake::timestamp::now_ms(),
         });
     }
     let fault = {

@@ -12,6 +12,7 @@ mod api;
 pub mod captured_log;
 pub mod counting;
 pub mod event_bus;
+pub mod iam;
 pub mod lost_answers;
 pub mod relay;
 mod requests;
@@ -21,6 +22,7 @@ pub mod runtime_api;
 pub mod sigv4;
 pub mod sqs_queue;
 mod store;
+pub mod template;
 pub mod wire;
 mod world;
 

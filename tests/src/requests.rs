@@ -82,15 +82,15 @@ pub fn header_of<'r>(
     resp.headers().get(name).and_then(|v| v.to_str().ok())
 }
 
-/// Whether a client asks again after `resp`, and after how long: the `Retry-After` of a
-/// retryable answer (a 202 still at work, a 503 of a table that could not keep up, a 429),
-/// as clients honouring it do; `None`: the answer is final.
+/// Whether a client asks again after `resp`, and after how long: the `Retry-After` of a 202
+/// still at work, or of any problem that says `"retryable": true` (a 503 of a table that
+/// could not keep up, a 429, a 409 of an agent too contended to decide this round), as clients
+/// honouring them do; `None`: the answer is final.
 pub fn ask_again_after(
     resp: &lambda_http::Response<lambda_http::Body>,
 ) -> Option<std::time::Duration> {
     let status = resp.status().as_u16();
-    let retryable =
-        status == 202 || (matches!(status, 429 | 503) && answer(resp).1["retryable"] == true);
+    let retryable = status == 202 || answer(resp).1["retryable"] == true;
     let seconds = header_of(resp, "retry-after").and_then(|s| s.parse().ok());
     retryable.then(|| std::time::Duration::from_secs(seconds.unwrap_or(1)))
 }

@@ -19,6 +19,10 @@ use serde_json::{json, Value};
 use snapwake::events::{announce, EventSink};
 use snapwake::store::dynamo::stream::changes_of;
 
+/// The function's logical id in `infra/template.yaml`: its AWS calls are checked against that
+/// function's policy (`snapwake::aws_calls`).
+pub const FUNCTION: &str = "AnnounceFunction";
+
 /// The announce function: the stream's batches to `sink`.
 pub struct Announce<E> {
     pub sink: E,
@@ -30,7 +34,7 @@ impl<E: EventSink> Announce<E> {
     pub async fn handle(&self, event: &Value) -> Value {
         let records = event["Records"].as_array().cloned().unwrap_or_default();
         let changes = changes_of(&records);
-        let relayed = announce(&changes, &self.sink).await;
+        let relayed = snapwake::aws_calls::within(FUNCTION, announce(&changes, &self.sink)).await;
         tracing::info!(
             records = records.len(),
             changes = changes.len(),

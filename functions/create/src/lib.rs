@@ -70,6 +70,10 @@ use snapwake::view::{agent_view, AgentFacts};
 use agent::{Created, Outcome};
 use plan::Plan;
 
+/// The function's logical id in `infra/template.yaml`: its AWS calls are checked against that
+/// function's policy (`snapwake::aws_calls`).
+pub const FUNCTION: &str = "CreateFunction";
+
 pub const ROUTES: [Route; 1] = [Route {
     method: "POST",
     pattern: "/v1/agents",
@@ -133,7 +137,8 @@ impl<S: AgentStore, K: AgentKit> Create<S, K> {
     /// response.
     pub async fn handle(&self, request: Request) -> Response<Body> {
         let request_id = req::request_id(&request);
-        edge::serve(&request, self.create(&request, request_id.as_deref())).await
+        let served = edge::serve(&request, self.create(&request, request_id.as_deref()));
+        snapwake::aws_calls::within(FUNCTION, served).await
     }
 
     async fn create(&self, request: &Request, request_id: Option<&str>) -> Result<Response<Body>> {

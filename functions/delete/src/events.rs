@@ -31,12 +31,15 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Delete<S, K> {
     /// the invocation's span, so every line logged for it carries Lambda's request id (an
     /// HTTP request's lines API Gateway's as well: [`Delete::handle`] opens its own inside).
     pub async fn invoke(&self, event: Value, context: Context) -> Result<Value, Error> {
-        let span = begin_event(&context);
-        // Boxed: the future of every entry point nested in one more layer was deeper than
-        // rustc's layout query allows (`queries overflow the depth limit` in `main`).
-        Box::pin(self.serve_invocation(event, context))
-            .instrument(span)
-            .await
+        snapwake::aws_calls::within(crate::FUNCTION, async {
+            let span = begin_event(&context);
+            // Boxed: the future of every entry point nested in one more layer was deeper than
+            // rustc's layout query allows (`queries overflow the depth limit` in `main`).
+            Box::pin(self.serve_invocation(event, context))
+                .instrument(span)
+                .await
+        })
+        .await
     }
 
     async fn serve_invocation(&self, event: Value, context: Context) -> Result<Value, Error> {
@@ -103,41 +106,50 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Delete<S, K> {
         dry_run: bool,
         progress: &dyn SweepProgress,
     ) -> Result<SweepReport, Error> {
-        let registry = self
-            .registry
-            .get(&Within::new(&self.store, deadline))
-            .await?;
-        let sweep = Sweep {
-            store: &self.store,
-            agentkit: &self.agentkit,
-            registry: &registry,
-            lock: &self.settings.lock,
-            settings: &self.settings.sweep,
-            progress,
-        };
-        // What it deletes is announced as the sweep's doing.
-        in_background(with_trigger(Trigger::Sweep, sweep.run(deadline, dry_run))).await
+        snapwake::aws_calls::within(crate::FUNCTION, async {
+            let registry = self
+                .registry
+                .get(&Within::new(&self.store, deadline))
+                .await?;
+            let sweep = Sweep {
+                store: &self.store,
+                agentkit: &self.agentkit,
+                registry: &registry,
+                lock: &self.settings.lock,
+                settings: &self.settings.sweep,
+                progress,
+            };
+            // What it deletes is announced as the sweep's doing.
+            in_background(with_trigger(Trigger::Sweep, sweep.run(deadline, dry_run))).await
+        })
+        .await
     }
 
     /// Whether a scheduled sweep beginning a pass every `every` has work now (the table
     /// alone says: a pass in progress, or when the last began).
     pub async fn sweep_due(&self, every: Duration, deadline: Deadline) -> Result<bool, Error> {
-        crate::sweep::is_due(&Within::new(&self.store, deadline), every).await
+        snapwake::aws_calls::within(crate::FUNCTION, async {
+            crate::sweep::is_due(&Within::new(&self.store, deadline), every).await
+        })
+        .await
     }
 
     /// The index refresh: what is new on each snapshot Tool since the last one.
     pub async fn refresh(&self, deadline: Deadline) -> Result<RefreshReport, Error> {
-        let registry = self
-            .registry
-            .get(&Within::new(&self.store, deadline))
-            .await?;
-        let refresh = Refresh {
-            store: &self.store,
-            agentkit: &self.agentkit,
-            registry: &registry,
-            slices: self.settings.sweep.slices,
-        };
-        in_background(refresh.run(deadline)).await
+        snapwake::aws_calls::within(crate::FUNCTION, async {
+            let registry = self
+                .registry
+                .get(&Within::new(&self.store, deadline))
+                .await?;
+            let refresh = Refresh {
+                store: &self.store,
+                agentkit: &self.agentkit,
+                registry: &registry,
+                slices: self.settings.sweep.slices,
+            };
+            in_background(refresh.run(deadline)).await
+        })
+        .await
     }
 
     /// Delete every agent of `owner`.
@@ -148,13 +160,16 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Delete<S, K> {
         dry_run: bool,
         progress: &dyn OffboardProgress,
     ) -> Result<OffboardReport, Error> {
-        let registry = self
-            .registry
-            .get(&Within::new(&self.store, deadline))
-            .await?;
-        let offboard = self.offboarding(&registry, progress);
-        let run = offboard.run(owner, deadline, dry_run);
-        in_background(with_trigger(Trigger::Offboarding, run)).await
+        snapwake::aws_calls::within(crate::FUNCTION, async {
+            let registry = self
+                .registry
+                .get(&Within::new(&self.store, deadline))
+                .await?;
+            let offboard = self.offboarding(&registry, progress);
+            let run = offboard.run(owner, deadline, dry_run);
+            in_background(with_trigger(Trigger::Offboarding, run)).await
+        })
+        .await
     }
 
     /// An offboarding over this function's store and AgentKit.
@@ -174,13 +189,16 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Delete<S, K> {
 
     /// Finish what earlier offboardings left.
     pub async fn finish_offboardings(&self, deadline: Deadline) -> Result<FinishReport, Error> {
-        let registry = self
-            .registry
-            .get(&Within::new(&self.store, deadline))
-            .await?;
-        let offboard = self.offboarding(&registry, &crate::Quiet);
-        let finish = offboard.finish_pending(deadline);
-        in_background(with_trigger(Trigger::Offboarding, finish)).await
+        snapwake::aws_calls::within(crate::FUNCTION, async {
+            let registry = self
+                .registry
+                .get(&Within::new(&self.store, deadline))
+                .await?;
+            let offboard = self.offboarding(&registry, &crate::Quiet);
+            let finish = offboard.finish_pending(deadline);
+            in_background(with_trigger(Trigger::Offboarding, finish)).await
+        })
+        .await
     }
 }
 

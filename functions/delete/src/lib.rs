@@ -46,6 +46,10 @@ impl SweepProgress for Quiet {}
 impl OffboardProgress for Quiet {}
 
 /// The delete function's context: ports and settings built once per container.
+/// The function's logical id in `infra/template.yaml`: its AWS calls are checked against that
+/// function's policy (`snapwake::aws_calls`).
+pub const FUNCTION: &str = "DeleteFunction";
+
 pub struct Delete<S, K> {
     pub store: S,
     pub agentkit: K,

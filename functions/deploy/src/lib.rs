@@ -19,6 +19,10 @@ use snapwake::store::AgentStore;
 use tracing::Instrument;
 
 /// The deploy function's context: ports and desired state built once per container.
+/// The function's logical id in `infra/template.yaml`: its AWS calls are checked against that
+/// function's policy (`snapwake::aws_calls`).
+pub const FUNCTION: &str = "DeployFunction";
+
 pub struct Deploy<S, K> {
     pub store: S,
     /// Reads, with the client's retries.
@@ -95,9 +99,11 @@ impl<S: AgentStore, K: AgentKit> Deploy<S, K> {
         };
         // Nobody waits on a deploy: its Tool calls take the budget's background lane.
         let run = snapwake::budget::in_background(deployer.run(options, deadline));
-        let report = run.await.inspect_err(|e| {
-            tracing::error!(error = %e, "deploy failed");
-        })?;
+        let report = snapwake::aws_calls::within(FUNCTION, run)
+            .await
+            .inspect_err(|e| {
+                tracing::error!(error = %e, "deploy failed");
+            })?;
         tracing::info!(
             report = %serde_json::to_string(&report).unwrap_or_default(),
             "deploy report"

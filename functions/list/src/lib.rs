@@ -59,6 +59,10 @@ use snapwake::store::{AgentStore, Within};
 
 use crate::cursor::CursorKeys;
 
+/// The function's logical id in `infra/template.yaml`: its AWS calls are checked against that
+/// function's policy (`snapwake::aws_calls`).
+pub const FUNCTION: &str = "ListFunction";
+
 pub const ROUTES: [Route; 3] = [
     Route {
         method: "GET",
@@ -129,7 +133,7 @@ impl<S: AgentStore, K: AgentKit> List<S, K> {
     /// Serve one request, in its invocation's span; every failure becomes a problem+json
     /// response.
     pub async fn handle(&self, request: Request) -> Response<Body> {
-        edge::serve(&request, self.route(&request)).await
+        snapwake::aws_calls::within(FUNCTION, edge::serve(&request, self.route(&request))).await
     }
 
     async fn route(&self, request: &Request) -> Result<Response<Body>> {

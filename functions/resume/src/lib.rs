@@ -23,6 +23,7 @@ use lambda_http::request::LambdaRequest;
 use lambda_http::{Body, Context, Request, RequestExt, Response};
 use serde::{Deserialize, Serialize};
 use snapwake::agentkit::AgentKit;
+use snapwake::aws_calls;
 use snapwake::deadline::Deadline;
 use snapwake::domain::{AgentState, AgentView};
 use snapwake::error::{Error, Result};
@@ -47,6 +48,10 @@ const RESUME: &str = "/v1/agents/{kind}/{agent_id}/resume";
 const SLEEP: &str = "/v1/agents/{kind}/{agent_id}/sleep";
 const KEEPALIVE: &str = "/v1/agents/{kind}/{agent_id}/keepalive";
 const SCHEDULE: &str = "/v1/agents/{kind}/{agent_id}/schedule";
+
+/// The function's logical id in `infra/template.yaml`: its AWS calls are checked against that
+/// function's policy (`snapwake::aws_calls`).
+pub const FUNCTION: &str = "ResumeFunction";
 
 pub const ROUTES: [Route; 6] = [
     Route {
@@ -95,7 +100,7 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
     /// Serve one request, in its invocation's span; every failure becomes a problem+json
     /// response.
     pub async fn handle(&self, request: Request) -> Response<Body> {
-        edge::serve(&request, self.serve(&request)).await
+        aws_calls::within(FUNCTION, edge::serve(&request, self.serve(&request))).await
     }
 
     async fn serve(&self, request: &Request) -> Result<Response<Body>> {
@@ -200,9 +205,8 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
     /// span, so every line logged for it carries Lambda's request id.
     pub async fn invoke(&self, event: Invocation, context: Context) -> Result<Answer, Error> {
         let span = begin_event(&context);
-        Box::pin(self.serve_invocation(event, context))
-            .instrument(span)
-            .await
+        let served = Box::pin(self.serve_invocation(event, context)).instrument(span);
+        aws_calls::within(FUNCTION, served).await
     }
 
     async fn serve_invocation(&self, event: Invocation, context: Context) -> Result<Answer, Error> {

@@ -56,7 +56,9 @@ impl EventBridge {
                 "application/x-amz-json-1.1",
                 endpoint,
                 CALL_TIMEOUT,
-            )?,
+            )?
+            // The one bus snapwake publishes to: the state-change bus its configuration names.
+            .addressing("env:SNAPWAKE_EVENT_BUS"),
             bus: bus.into(),
         })
     }

@@ -47,7 +47,9 @@ impl SqsQueue {
             endpoint,
             CALL_TIMEOUT,
         )
-        .map_err(|e| FanoutError::Unreachable(e.to_string()))?;
+        .map_err(|e| FanoutError::Unreachable(e.to_string()))?
+        // The one queue snapwake sends to: the fan-out queue its configuration names.
+        .addressing("env:SNAPWAKE_DUE_QUEUE_URL");
         Ok(SqsQueue {
             sqs,
             url: url.into(),

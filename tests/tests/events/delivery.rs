@@ -116,3 +116,25 @@ async fn a_request_signed_with_another_secret_is_refused() {
     bus.publisher().publish(&event).await.expect("published");
     assert_eq!(bus.published().len(), 1);
 }
+
+/// The announce function as deployed: a stream batch as Lambda hands it over (the announce
+/// crate's fixture) through snapwake's real EventBridge publisher to the bus on the wire. Its
+/// `PutEvents` is the one call the function's policy must allow (tests/tests/iam.rs).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_announce_function_publishes_a_stream_batch_over_the_wire() {
+    let bus = EventBusDouble::start().await;
+    let announce = snapwake_announce::Announce {
+        sink: bus.publisher(),
+    };
+    let batch: Value = serde_json::from_str(include_str!(
+        "../../../functions/announce/tests/fixtures/stream-batch.json"
+    ))
+    .expect("the announce function's fixture");
+    let answer = announce.handle(&batch).await;
+    assert_eq!(answer, serde_json::json!({"batchItemFailures": []}));
+    let published: Vec<String> = bus.published().into_iter().map(|d| d.detail_type).collect();
+    assert_eq!(
+        published,
+        ["snapwake.agent.created", "snapwake.agent.asleep"]
+    );
+}

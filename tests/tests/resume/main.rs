@@ -53,9 +53,9 @@ fn session_id(body: &serde_json::Value) -> String {
 // The storms' callers, here at the crate root with the child mode, which runs them too: the
 // storms re-run this test binary as `storm_child --exact`, so that test keeps its name.
 
-/// One caller: resume until the answer is final, as a client does: a 202, or a retryable 503
-/// or 429 (a table or an AgentKit that could not keep up), is asked again after its
-/// `Retry-After`; for at most `patience`. Answers the final (status, session id) and how many
+/// One caller: resume until the answer is final, as a client does: a 202, or any problem that
+/// says it is retryable (a 503 or 429 of a table or an AgentKit that could not keep up, a 409 of
+/// an agent too contended to decide in one request), is asked again after its `Retry-After`; for at most `patience`. Answers the final (status, session id) and how many
 /// 202s came first. (Callers once asked again 200 ms after a 202, five times what the server
 /// asks: 500 of them were a load no client makes, and on a busy machine DynamoDB Local fell
 /// so far behind that a storm outlived its callers' patience.)

@@ -76,3 +76,52 @@ async fn a_wrong_signature_is_refused_and_nothing_is_queued() {
     assert_eq!(sqs.bad_signatures(), 1);
     assert!(sqs.messages().is_empty());
 }
+
+/// The resume function's tick with the deployed fan-out (`Fanout::Sqs`), its schedules on
+/// DynamoDB Local: what comes due goes to the queue on the wire, one message per agent, and the
+/// tick starts nothing itself. Its `SendMessageBatch` is a call the function's policy must allow
+/// (tests/tests/iam.rs).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_tick_hands_what_is_due_to_the_queue_on_the_wire() {
+    let sqs = SqsDouble::start().await;
+    let store = dynamo_store("sqs-tick").await;
+    let world = World::registered(Duration::from_millis(300), &store).await;
+    let f = Resume {
+        fanout: snapwake::fanout::Fanout::Sqs(sqs.sender()),
+        ..resume_fn(store.clone(), world.client(), quick_wake())
+    };
+    let mut agents = Vec::new();
+    let mut due = 0;
+    for i in 0..3 {
+        let agent_id = asleep_agent(&world, &f, &format!("Wired {i}")).await;
+        let body = json!({"timezone": "UTC", "wake": "30 8 * * *"});
+        due = at(put_schedule(&f, &agent_id, body).await["next_wake_at"]
+            .as_str()
+            .unwrap());
+        agents.push(agent_id);
+    }
+    world.sim.control().reset_counters();
+    let report = tick(&f, due).await;
+    assert_eq!(
+        (report.due, report.queued, report.woke),
+        (3, 3, 0),
+        "{report:?}"
+    );
+    assert_eq!(
+        resumes(&world.sim.control()),
+        0,
+        "the consumers wake, not the tick"
+    );
+    let mut queued: Vec<String> = sqs
+        .messages()
+        .iter()
+        .map(|m| {
+            let due: DueOccurrence = serde_json::from_str(&m.body).expect("a due occurrence");
+            due.agent.agent_id
+        })
+        .collect();
+    queued.sort();
+    agents.sort();
+    assert_eq!(queued, agents);
+    assert_eq!(sqs.bad_signatures(), 0);
+}

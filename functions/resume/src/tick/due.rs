@@ -79,6 +79,10 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
     /// A body that is not a due occurrence can never be handled: it is logged and dropped
     /// rather than delivered again until it is dead-lettered.
     pub async fn due_batch(&self, batch: QueueBatch, deadline: Deadline) -> BatchResponse {
+        snapwake::aws_calls::within(crate::FUNCTION, self.due_batch_of(batch, deadline)).await
+    }
+
+    async fn due_batch_of(&self, batch: QueueBatch, deadline: Deadline) -> BatchResponse {
         let worked: Vec<(String, bool)> = stream::iter(batch.records)
             .map(|message| async move {
                 let handled = match serde_json::from_str::<DueOccurrence>(&message.body) {
@@ -108,7 +112,8 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
     pub async fn due(&self, due: &DueOccurrence, deadline: Deadline) -> Result<(), Error> {
         let work = snapwake::events::with_trigger(Trigger::Schedule, self.due_at(due, deadline));
         // Nobody waits on it: its AgentKit calls take the budget's background lane.
-        snapwake::budget::in_background(work).await
+        let work = snapwake::budget::in_background(work);
+        snapwake::aws_calls::within(crate::FUNCTION, work).await
     }
 
     async fn due_at(&self, due: &DueOccurrence, deadline: Deadline) -> Result<(), Error> {

@@ -115,7 +115,8 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
         let tick =
             snapwake::events::with_trigger(Trigger::Schedule, self.tick_at(time_ms, deadline));
         // Nobody waits on a tick: its AgentKit calls take the budget's background lane.
-        snapwake::budget::in_background(tick).await
+        let tick = snapwake::budget::in_background(tick);
+        snapwake::aws_calls::within(crate::FUNCTION, tick).await
     }
 
     async fn tick_at(&self, time_ms: u64, deadline: Deadline) -> Result<TickReport, Error> {

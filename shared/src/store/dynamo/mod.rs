@@ -66,8 +66,15 @@ impl DynamoStore {
 
     /// A store over `table` with a client from `config` (load it once per cold start and share
     /// it between clients).
+    /// With `SNAPWAKE_AWS_CALLS` set, the client records each call (`crate::aws_calls`).
     pub fn from_conf(config: &aws_config::SdkConfig, table: impl Into<String>) -> Self {
-        Self::new(Client::new(config), table)
+        if !crate::aws_calls::recording_on() {
+            return Self::new(Client::new(config), table);
+        }
+        let config = aws_sdk_dynamodb::config::Builder::from(config)
+            .interceptor(crate::aws_calls::dynamodb::CallRecorder)
+            .build();
+        Self::new(Client::from_conf(config), table)
     }
 
     /// A store over `table` with the SDK's default credential, region and endpoint chain

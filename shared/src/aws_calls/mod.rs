@@ -1,0 +1,114 @@
+//! Which function makes each AWS call, and, when asked, a record of every call: the evidence
+//! the IAM check (`tests/tests/iam`) holds against each function's policy in
+//! `infra/template.yaml` (docs/security.md, "What each function may do").
+//!
+//! Every function's entry points run [`within`] their template name (`ResumeFunction`), a
+//! task-local that costs nothing when nobody records. With `SNAPWAKE_AWS_CALLS=<dir>` set, the
+//! DynamoDB client ([`dynamodb::CallRecorder`]) and the SQS and EventBridge callers
+//! (`aws_json`) write each distinct call once to `<dir>/calls-<pid>.jsonl`: the function, the
+//! API operation, the resource and, for DynamoDB, the partition key it leads with. A call
+//! outside any function (a test's own setup, `serve`'s stream reader) is recorded without one.
+//!
+//! Recording happens on the wire, after the SDK has built the request: what is recorded is
+//! what AWS would authorise, whichever store method or retry sent it.
+
+pub mod dynamodb;
+
+use std::collections::HashSet;
+use std::fs::{File, OpenOptions};
+use std::future::Future;
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::{Mutex, OnceLock};
+
+use serde::{Deserialize, Serialize};
+
+/// The variable that turns recording on: the directory the recordings go to.
+pub const RECORD_VAR: &str = "SNAPWAKE_AWS_CALLS";
+
+tokio::task_local! {
+    static FUNCTION: &'static str;
+}
+
+/// Run `work` as the function `function` (its logical id in the template): every AWS call it
+/// makes is that function's. Boxed: an entry point's future is large (a sweep's, unoptimised,
+/// overflowed a test thread's stack once one more layer held it by value).
+pub async fn within<F: Future>(function: &'static str, work: F) -> F::Output {
+    FUNCTION.scope(function, Box::pin(work)).await
+}
+
+/// The function the current task runs as, if any.
+pub fn current_function() -> Option<&'static str> {
+    FUNCTION.try_with(|f| *f).ok()
+}
+
+/// One AWS call as IAM sees it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct AwsCall {
+    /// The template's logical id of the function that made it; none outside every function.
+    pub function: Option<String>,
+    /// `dynamodb`, `sqs`, `events`.
+    pub service: String,
+    /// The API operation (`UpdateItem`, `SendMessageBatch`); a transaction is recorded as
+    /// each of its items' operations, as IAM authorises it.
+    pub operation: String,
+    /// What it addresses: `table` or `index/<name>` for DynamoDB; for the others, the
+    /// environment variable the function was configured with (`env:SNAPWAKE_DUE_QUEUE_URL`).
+    pub resource: String,
+    /// The partition key the call leads with (`dynamodb:LeadingKeys`), when it has one.
+    pub leading_key: Option<String>,
+}
+
+/// Where the calls of this process go, once opened; `None` when nobody records.
+struct Recording {
+    file: Mutex<File>,
+    seen: Mutex<HashSet<AwsCall>>,
+}
+
+fn recording() -> Option<&'static Recording> {
+    static RECORDING: OnceLock<Option<Recording>> = OnceLock::new();
+    RECORDING
+        .get_or_init(|| {
+            let dir = PathBuf::from(std::env::var_os(RECORD_VAR)?);
+            std::fs::create_dir_all(&dir).ok()?;
+            let path = dir.join(format!("calls-{}.jsonl", std::process::id()));
+            let file = OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+                .ok()?;
+            Some(Recording {
+                file: Mutex::new(file),
+                seen: Mutex::new(HashSet::new()),
+            })
+        })
+        .as_ref()
+}
+
+/// Whether this process records its calls.
+pub fn recording_on() -> bool {
+    recording().is_some()
+}
+
+/// Record `call` (by the current function) once. Each line is written whole and at once, so a
+/// process killed mid-test leaves every line before it.
+pub fn record(mut call: AwsCall) {
+    let Some(recording) = recording() else {
+        return;
+    };
+    if call.function.is_none() {
+        call.function = current_function().map(str::to_string);
+    }
+    let fresh = recording
+        .seen
+        .lock()
+        .map(|mut seen| seen.insert(call.clone()))
+        .unwrap_or(false);
+    if !fresh {
+        return;
+    }
+    if let (Ok(mut line), Ok(mut file)) = (serde_json::to_vec(&call), recording.file.lock()) {
+        line.push(b'\n');
+        let _ = file.write_all(&line);
+    }
+}
