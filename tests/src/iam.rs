@@ -425,21 +425,19 @@ fn used_by_lambda(function: &Function, grant: &Grant) -> bool {
         (Resource::Arn(queue), action) if POLLING.contains(&action) => {
             function.polled.contains(queue)
         }
-        (_, "secretsmanager:GetSecretValue") => function.reads_credentials,
+        // One secret named by reference, not every secret (`*`).
+        (Resource::Ref(_), "secretsmanager:GetSecretValue") => function.reads_credentials,
         _ => false,
     }
 }
 
 fn describe(call: &AwsCall) -> String {
-    let key = call
-        .leading_key
-        .as_deref()
-        .map(|k| format!(" with key {k}"))
-        .unwrap_or_default();
-    format!(
-        "{} {} on {}{key}",
-        call.service, call.operation, call.resource
-    )
+    let mut said = format!("{} {} on {}", call.service, call.operation, call.resource);
+    if let Some(key) = &call.leading_key {
+        said.push_str(" with key ");
+        said.push_str(key);
+    }
+    said
 }
 
 /// The calls recorded under `dir` (each `*.jsonl` a process wrote), distinct; and how many

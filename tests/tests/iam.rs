@@ -128,30 +128,44 @@ fn lines(set: &std::collections::BTreeSet<String>) -> String {
         .join("\n")
 }
 
+/// A DynamoDB call by `function`.
+fn dynamo(function: &str, operation: &str, resource: &str, key: Option<&str>) -> AwsCall {
+    call(function, "dynamodb", operation, resource, key)
+}
+
+/// `function` sending to the fan-out queue.
+fn queue_send(function: &str) -> AwsCall {
+    call(
+        function,
+        "sqs",
+        "SendMessageBatch",
+        "env:SNAPWAKE_DUE_QUEUE_URL",
+        None,
+    )
+}
+
+/// `function` publishing to the state-change bus.
+fn bus_put(function: &str) -> AwsCall {
+    call(
+        function,
+        "events",
+        "PutEvents",
+        "env:SNAPWAKE_EVENT_BUS",
+        None,
+    )
+}
+
+/// The list function's write of the item `key` leads with.
+fn list_write(key: &str) -> AwsCall {
+    dynamo("ListFunction", "UpdateItem", "table", Some(key))
+}
+
 #[test]
 fn the_list_functions_writes_are_the_budgets_and_the_cursor_keys_only() {
     let p = policies();
-    let budget = call(
-        "ListFunction",
-        "dynamodb",
-        "UpdateItem",
-        "table",
-        Some("BUDGET#Resume#1"),
-    );
-    let cursor = call(
-        "ListFunction",
-        "dynamodb",
-        "UpdateItem",
-        "table",
-        Some("KEY#cursor"),
-    );
-    let record = call(
-        "ListFunction",
-        "dynamodb",
-        "UpdateItem",
-        "table",
-        Some("AGENT#codex#a"),
-    );
+    let budget = list_write("BUDGET#Resume#1");
+    let cursor = list_write("KEY#cursor");
+    let record = list_write("AGENT#codex#a");
     assert_eq!(p.refusal(&budget), None);
     assert_eq!(p.refusal(&cursor), None);
     let refused = p.refusal(&record).expect("a record write refused");
@@ -163,13 +177,7 @@ fn the_list_functions_writes_are_the_budgets_and_the_cursor_keys_only() {
     );
     // Reads lead with any key.
     assert_eq!(
-        p.refusal(&call(
-            "ListFunction",
-            "dynamodb",
-            "GetItem",
-            "table",
-            Some("AGENT#x")
-        )),
+        p.refusal(&dynamo("ListFunction", "GetItem", "table", Some("AGENT#x"))),
         None
     );
 }
@@ -177,13 +185,7 @@ fn the_list_functions_writes_are_the_budgets_and_the_cursor_keys_only() {
 #[test]
 fn a_dropped_action_or_a_narrowed_condition_refuses_the_call_it_allowed() {
     let p = policies();
-    let budget = call(
-        "ListFunction",
-        "dynamodb",
-        "UpdateItem",
-        "table",
-        Some("BUDGET#Resume#1"),
-    );
+    let budget = list_write("BUDGET#Resume#1");
     let list = &p.functions["ListFunction"];
     let write = list
         .grants
@@ -207,74 +209,26 @@ fn a_dropped_action_or_a_narrowed_condition_refuses_the_call_it_allowed() {
 fn each_function_reaches_only_its_own_resources() {
     let p = policies();
     let allowed = [
-        call(
-            "ResumeFunction",
-            "dynamodb",
-            "Query",
-            "index/by_due",
-            Some("DUE#0"),
-        ),
-        call(
-            "ResumeFunction",
-            "sqs",
-            "SendMessageBatch",
-            "env:SNAPWAKE_DUE_QUEUE_URL",
-            None,
-        ),
-        call(
-            "AnnounceFunction",
-            "events",
-            "PutEvents",
-            "env:SNAPWAKE_EVENT_BUS",
-            None,
-        ),
-        call(
-            "DeleteFunction",
-            "dynamodb",
-            "BatchGetItem",
-            "table",
-            Some("AGENT#x"),
-        ),
-        call(
-            "DeployFunction",
-            "dynamodb",
-            "PutItem",
-            "table",
-            Some("REGISTRY"),
-        ),
+        dynamo("ResumeFunction", "Query", "index/by_due", Some("DUE#0")),
+        queue_send("ResumeFunction"),
+        bus_put("AnnounceFunction"),
+        dynamo("DeleteFunction", "BatchGetItem", "table", Some("AGENT#x")),
+        dynamo("DeployFunction", "PutItem", "table", Some("REGISTRY")),
     ];
     for c in &allowed {
         assert_eq!(p.refusal(c), None, "{c:?}");
     }
     let refused = [
         // The owner index is the list's and the delete's, not create's.
-        call(
-            "CreateFunction",
-            "dynamodb",
-            "Query",
-            "index/by_owner",
-            Some("alice"),
-        ),
+        dynamo("CreateFunction", "Query", "index/by_owner", Some("alice")),
         // Only the announce function publishes.
-        call(
-            "ResumeFunction",
-            "events",
-            "PutEvents",
-            "env:SNAPWAKE_EVENT_BUS",
-            None,
-        ),
+        bus_put("ResumeFunction"),
         // The announce function holds no table access.
-        call(
-            "AnnounceFunction",
-            "dynamodb",
-            "GetItem",
-            "table",
-            Some("AGENT#x"),
-        ),
+        dynamo("AnnounceFunction", "GetItem", "table", Some("AGENT#x")),
         // No function scans but the list.
-        call("DeleteFunction", "dynamodb", "Scan", "table", None),
+        dynamo("DeleteFunction", "Scan", "table", None),
         // A function the template does not have.
-        call("GhostFunction", "dynamodb", "GetItem", "table", None),
+        dynamo("GhostFunction", "GetItem", "table", None),
     ];
     for c in &refused {
         assert!(p.refusal(c).is_some(), "{c:?} allowed");
@@ -283,7 +237,7 @@ fn each_function_reaches_only_its_own_resources() {
 
 #[test]
 fn calls_outside_every_function_are_not_a_functions() {
-    let mut setup = call("ListFunction", "dynamodb", "CreateTable", "table", None);
+    let mut setup = dynamo("ListFunction", "CreateTable", "table", None);
     setup.function = None;
     assert_eq!(
         policies().refusal(&setup),
@@ -296,20 +250,8 @@ fn calls_outside_every_function_are_not_a_functions() {
 fn a_grant_no_call_uses_is_reported_unless_lambda_uses_it() {
     let p = policies();
     let calls = [
-        call(
-            "ResumeFunction",
-            "dynamodb",
-            "GetItem",
-            "table",
-            Some("AGENT#x"),
-        ),
-        call(
-            "ResumeFunction",
-            "sqs",
-            "SendMessageBatch",
-            "env:SNAPWAKE_DUE_QUEUE_URL",
-            None,
-        ),
+        dynamo("ResumeFunction", "GetItem", "table", Some("AGENT#x")),
+        queue_send("ResumeFunction"),
     ];
     let calls: Vec<&AwsCall> = calls.iter().collect();
     let unused: Vec<String> = p

@@ -107,10 +107,7 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Delete<S, K> {
         progress: &dyn SweepProgress,
     ) -> Result<SweepReport, Error> {
         snapwake::aws_calls::within(crate::FUNCTION, async {
-            let registry = self
-                .registry
-                .get(&Within::new(&self.store, deadline))
-                .await?;
+            let registry = self.registry(deadline).await?;
             let sweep = Sweep {
                 store: &self.store,
                 agentkit: &self.agentkit,
@@ -137,10 +134,7 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Delete<S, K> {
     /// The index refresh: what is new on each snapshot Tool since the last one.
     pub async fn refresh(&self, deadline: Deadline) -> Result<RefreshReport, Error> {
         snapwake::aws_calls::within(crate::FUNCTION, async {
-            let registry = self
-                .registry
-                .get(&Within::new(&self.store, deadline))
-                .await?;
+            let registry = self.registry(deadline).await?;
             let refresh = Refresh {
                 store: &self.store,
                 agentkit: &self.agentkit,
@@ -161,15 +155,17 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Delete<S, K> {
         progress: &dyn OffboardProgress,
     ) -> Result<OffboardReport, Error> {
         snapwake::aws_calls::within(crate::FUNCTION, async {
-            let registry = self
-                .registry
-                .get(&Within::new(&self.store, deadline))
-                .await?;
+            let registry = self.registry(deadline).await?;
             let offboard = self.offboarding(&registry, progress);
             let run = offboard.run(owner, deadline, dry_run);
             in_background(with_trigger(Trigger::Offboarding, run)).await
         })
         .await
+    }
+
+    /// The deployed Tools, read within `deadline`.
+    async fn registry(&self, deadline: Deadline) -> Result<std::sync::Arc<ToolRegistry>, Error> {
+        self.registry.get(&Within::new(&self.store, deadline)).await
     }
 
     /// An offboarding over this function's store and AgentKit.
@@ -190,10 +186,7 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Delete<S, K> {
     /// Finish what earlier offboardings left.
     pub async fn finish_offboardings(&self, deadline: Deadline) -> Result<FinishReport, Error> {
         snapwake::aws_calls::within(crate::FUNCTION, async {
-            let registry = self
-                .registry
-                .get(&Within::new(&self.store, deadline))
-                .await?;
+            let registry = self.registry(deadline).await?;
             let offboard = self.offboarding(&registry, &crate::Quiet);
             let finish = offboard.finish_pending(deadline);
             in_background(with_trigger(Trigger::Offboarding, finish)).await
