@@ -121,14 +121,35 @@ fn serve_ticks_a_wake_schedule_when_the_simulated_clock_gets_there() {
     let (after, _) = schedule(&url, &["show", "codex", DATA_HELPER]);
     assert_ne!(after["next_wake_at"], set["next_wake_at"], "{after}");
 
-    // The wake was announced, set off by the schedule; admins see it, nobody else does.
-    let events = curl(&[
-        "-H",
-        "X-Snapwake-User: root",
-        "-H",
-        "X-Snapwake-Admin: 1",
-        &format!("{url}/v1/events"),
-    ]);
+    // The wake was announced, set off by the schedule; admins see it, nobody else does. Events
+    // come from the store's change feed, which serve reads every 250 ms: the event may follow
+    // the write that made the agent awake by one read, so it is waited for.
+    let admin_events = || {
+        curl(&[
+            "-H",
+            "X-Snapwake-User: root",
+            "-H",
+            "X-Snapwake-Admin: 1",
+            &format!("{url}/v1/events"),
+        ])
+    };
+    let about = |events: &Value| -> usize {
+        events["events"]
+            .as_array()
+            .expect("events")
+            .iter()
+            .filter(|e| e["detail"]["agent_id"] == DATA_HELPER)
+            .count()
+    };
+    let until = Instant::now() + Duration::from_secs(10);
+    let mut events = admin_events();
+    while about(&events) == 0 && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(100));
+        events = admin_events();
+    }
+    // A repeat would have been relayed by now too.
+    std::thread::sleep(Duration::from_millis(600));
+    events = admin_events();
     let woken: Vec<&Value> = events["events"]
         .as_array()
         .expect("events")
