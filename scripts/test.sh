@@ -132,10 +132,12 @@ else
 fi
 
 step "IAM: every AWS call the suites recorded, against its function's policy in the template"
+# --workspace, as the runs above: one package's own feature set would compile the shared crate
+# again (a minute on two cores).
 if cargo nextest --version >/dev/null 2>&1; then
-  cargo nextest run -p snapwake-tests --all-features --test iam --run-ignored only --no-capture
+  cargo nextest run --workspace --all-features -E 'binary(iam)' --run-ignored only --no-capture
 else
-  cargo test -p snapwake-tests --all-features --test iam -- --ignored --nocapture
+  cargo test --workspace --all-features --test iam -- --ignored --nocapture
 fi
 
 step "the supply chain: cargo deny, the functions' bans, rust-version (docs/supply-chain.md)"
