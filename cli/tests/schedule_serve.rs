@@ -133,29 +133,25 @@ fn serve_ticks_a_wake_schedule_when_the_simulated_clock_gets_there() {
             &format!("{url}/v1/events"),
         ])
     };
-    let about = |events: &Value| -> usize {
+    let about = |events: &Value| -> Vec<Value> {
         events["events"]
             .as_array()
             .expect("events")
             .iter()
             .filter(|e| e["detail"]["agent_id"] == DATA_HELPER)
-            .count()
+            .cloned()
+            .collect()
     };
     let until = Instant::now() + Duration::from_secs(10);
     let mut events = admin_events();
-    while about(&events) == 0 && Instant::now() < until {
+    while about(&events).is_empty() && Instant::now() < until {
         std::thread::sleep(Duration::from_millis(100));
         events = admin_events();
     }
     // A repeat would have been relayed by now too.
     std::thread::sleep(Duration::from_millis(600));
     events = admin_events();
-    let woken: Vec<&Value> = events["events"]
-        .as_array()
-        .expect("events")
-        .iter()
-        .filter(|e| e["detail"]["agent_id"] == DATA_HELPER)
-        .collect();
+    let woken = about(&events);
     assert_eq!(woken.len(), 1, "{events}");
     assert_eq!(woken[0]["detail_type"], "snapwake.agent.awake");
     assert_eq!(woken[0]["detail"]["trigger"], "schedule");

@@ -93,16 +93,18 @@ impl AwsJson {
     /// POST `body` as `target` (`AWSEvents.PutEvents`): the answer's status and its JSON
     /// (`Null` when it had none).
     pub async fn call(&self, target: &str, body: Vec<u8>) -> Result<(u16, Value), AwsJsonError> {
-        crate::aws_calls::record(crate::aws_calls::AwsCall {
-            function: None,
-            service: self.service.to_string(),
-            operation: target
-                .split_once('.')
-                .map_or(target, |(_, op)| op)
-                .to_string(),
-            resource: self.resource.to_string(),
-            leading_key: None,
-        });
+        if crate::aws_calls::recording_on() {
+            crate::aws_calls::record(crate::aws_calls::AwsCall {
+                function: None,
+                service: self.service.to_string(),
+                operation: target
+                    .split_once('.')
+                    .map_or(target, |(_, op)| op)
+                    .to_string(),
+                resource: self.resource.to_string(),
+                leading_key: None,
+            });
+        }
         let credentials = self
             .credentials
             .provide_credentials()

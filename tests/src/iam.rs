@@ -348,7 +348,7 @@ impl Policies {
                             .resource_of(function, call)
                             .is_some_and(|r| allows(grant, &iam_action(call), &r, call))
                 });
-                if !used && !used_by_lambda(function, grant) {
+                if !used && !function.used_by_lambda(grant) {
                     unused.push((name.clone(), grant.clone()));
                 }
             }
@@ -410,24 +410,20 @@ pub fn iam_action(call: &AwsCall) -> String {
 impl Function {
     /// Whether Lambda, not the code, uses `grant` on this function's role.
     pub fn used_by_lambda(&self, grant: &Grant) -> bool {
-        used_by_lambda(self, grant)
-    }
-}
-
-fn used_by_lambda(function: &Function, grant: &Grant) -> bool {
-    const POLLING: [&str; 4] = [
-        "sqs:ReceiveMessage",
-        "sqs:DeleteMessage",
-        "sqs:ChangeMessageVisibility",
-        "sqs:GetQueueAttributes",
-    ];
-    match (&grant.resource, grant.action.as_str()) {
-        (Resource::Arn(queue), action) if POLLING.contains(&action) => {
-            function.polled.contains(queue)
+        const POLLING: [&str; 4] = [
+            "sqs:ReceiveMessage",
+            "sqs:DeleteMessage",
+            "sqs:ChangeMessageVisibility",
+            "sqs:GetQueueAttributes",
+        ];
+        match (&grant.resource, grant.action.as_str()) {
+            (Resource::Arn(queue), action) if POLLING.contains(&action) => {
+                self.polled.contains(queue)
+            }
+            // One secret named by reference, not every secret (`*`).
+            (Resource::Ref(_), "secretsmanager:GetSecretValue") => self.reads_credentials,
+            _ => false,
         }
-        // One secret named by reference, not every secret (`*`).
-        (Resource::Ref(_), "secretsmanager:GetSecretValue") => function.reads_credentials,
-        _ => false,
     }
 }
 
@@ -443,7 +439,7 @@ fn describe(call: &AwsCall) -> String {
 /// The calls recorded under `dir` (each `*.jsonl` a process wrote), distinct; and how many
 /// lines could not be read (a process killed mid-line).
 pub fn recorded(dir: &Path) -> (Vec<AwsCall>, usize) {
-    let mut calls = BTreeSet::new();
+    let mut calls = std::collections::HashSet::new();
     let mut unreadable = 0;
     for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
         let path = entry.path();
@@ -453,15 +449,11 @@ pub fn recorded(dir: &Path) -> (Vec<AwsCall>, usize) {
         for line in std::fs::read_to_string(&path).unwrap_or_default().lines() {
             match serde_json::from_str::<AwsCall>(line) {
                 Ok(call) => {
-                    calls.insert(serde_json::to_string(&call).unwrap_or_default());
+                    calls.insert(call);
                 }
                 Err(_) => unreadable += 1,
             }
         }
     }
-    let calls = calls
-        .iter()
-        .filter_map(|c| serde_json::from_str(c).ok())
-        .collect();
-    (calls, unreadable)
+    (calls.into_iter().collect(), unreadable)
 }

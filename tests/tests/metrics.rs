@@ -7,7 +7,6 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use saphyr::{LoadableYamlNode, SafelyIndex, YamlOwned};
 use serde_json::Value;
 use snapwake::metrics::{capture_into, NAMESPACE_VAR};
 use snapwake::store::dynamo::DynamoStore;
@@ -255,52 +254,26 @@ type Alarm = (String, String, Vec<(String, String)>);
 
 /// The template's alarms in snapwake's own namespace.
 fn custom_alarms() -> Vec<Alarm> {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../infra/template.yaml");
-    let text = std::fs::read_to_string(path).expect("infra/template.yaml");
-    let documents = YamlOwned::load_from_str(&text).expect("YAML");
-    let template = documents.first().expect("one YAML document");
-    // CloudFormation's short forms (`!Ref MetricsNamespace`) are tagged nodes: the tag is the
-    // function, the node its argument.
-    fn untag(v: Option<&YamlOwned>) -> Option<&YamlOwned> {
-        v.map(|v| v.get_tagged_node().unwrap_or(v))
-    }
-    fn text_of(v: Option<&YamlOwned>) -> &str {
-        v.and_then(YamlOwned::as_str).unwrap_or_default()
-    }
-    let mut found = Vec::new();
-    let Some(resources) = template
-        .as_mapping_get("Resources")
-        .and_then(YamlOwned::as_mapping)
-    else {
-        return found;
+    let template = snapwake_tests::template::load();
+    let text = |v: &Value| v.as_str().unwrap_or_default().to_string();
+    let Some(resources) = template["Resources"].as_object() else {
+        return Vec::new();
     };
-    for (name, resource) in resources {
-        if text_of(resource.get("Type")) != "AWS::CloudWatch::Alarm" {
-            continue;
-        }
-        let props = resource.get("Properties");
-        if text_of(untag(props.get("Namespace"))) != "MetricsNamespace" {
-            continue;
-        }
-        let dimensions = props
-            .get("Dimensions")
-            .and_then(YamlOwned::as_sequence)
-            .map(|ds| {
-                ds.iter()
-                    .map(|d| {
-                        let s = |k: &str| text_of(d.get(k)).to_string();
-                        (s("Name"), s("Value"))
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
-        found.push((
-            text_of(Some(name)).to_string(),
-            text_of(props.get("MetricName")).to_string(),
-            dimensions,
-        ));
-    }
-    found
+    resources
+        .iter()
+        .filter(|(_, r)| r["Type"] == "AWS::CloudWatch::Alarm")
+        .filter(|(_, r)| r["Properties"]["Namespace"]["Ref"] == "MetricsNamespace")
+        .map(|(name, r)| {
+            let props = &r["Properties"];
+            let dimensions = props["Dimensions"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|d| (text(&d["Name"]), text(&d["Value"])))
+                .collect();
+            (name.clone(), text(&props["MetricName"]), dimensions)
+        })
+        .collect()
 }
 
 #[test]
