@@ -1,5 +1,5 @@
 //! Which function makes each AWS call, and, when asked, a record of every call: the evidence
-//! the IAM check (`tests/tests/iam`) holds against each function's policy in
+//! the IAM check (`tests/tests/iam.rs`) holds against each function's policy in
 //! `infra/template.yaml` (docs/security.md, "What each function may do").
 //!
 //! Every function's entry points run [`within`] their template name (`ResumeFunction`), a

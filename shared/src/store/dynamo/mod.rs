@@ -66,6 +66,7 @@ impl DynamoStore {
 
     /// A store over `table` with a client from `config` (load it once per cold start and share
     /// it between clients).
+    ///
     /// With `SNAPWAKE_AWS_CALLS` set, the client records each call (`crate::aws_calls`).
     pub fn from_conf(config: &aws_config::SdkConfig, table: impl Into<String>) -> Self {
         if !crate::aws_calls::recording_on() {
