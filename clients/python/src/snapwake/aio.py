@@ -1,0 +1,232 @@
+"""`AsyncClient`: snapwake from asyncio code, on httpx.AsyncClient. The same calls, with the
+same semantics, as `Client` (both run the flows of `snapwake.protocol`)."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from typing import Any, TypeVar, cast
+
+import httpx
+
+from . import protocol, wire
+from .errors import Unreachable
+from .protocol import Deadline, Flow, Pause, Reply, Send
+from .schema import (
+    Agent,
+    AgentState,
+    Capabilities,
+    KeepAgentAliveResponse,
+    Kind,
+    Listing,
+    Retention,
+    ResumeAgentResponse,
+    Schedule,
+    SleepAgentResponse,
+)
+
+T = TypeVar("T")
+
+#: A bearer token, or a function (plain or async) that returns a current one (called again
+#: once after a 401).
+AsyncToken = str | Callable[[], str | Awaitable[str]] | None
+
+
+class AsyncClient:
+    """snapwake's API for asyncio code: see `snapwake.Client`, whose calls these are."""
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        token: AsyncToken = None,
+        user: str | None = None,
+        admin: bool = False,
+        timeout: float = 30.0,
+        wait_timeout: float = 120.0,
+        headers: Mapping[str, str] | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
+        limits: httpx.Limits | None = None,
+    ) -> None:
+        self._http = httpx.AsyncClient(
+            base_url=base_url.rstrip("/"),
+            headers=wire.base_headers(user, admin, headers),
+            transport=transport,
+            limits=limits or httpx.Limits(max_connections=100),
+        )
+        self._token = token
+        self._current: str | None = token if isinstance(token, str) else None
+        self._refreshing = asyncio.Lock()
+        self.timeout = timeout
+        self.wait_timeout = wait_timeout
+
+    async def __aenter__(self) -> AsyncClient:
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    # The API.
+
+    async def capabilities(self, *, timeout: float | None = None) -> Capabilities:
+        return await self._run(protocol.capabilities(self._deadline(timeout)))
+
+    async def get(self, kind: Kind, agent_id: str, *, timeout: float | None = None) -> Agent:
+        return await self._run(protocol.get_agent(kind, agent_id, self._deadline(timeout)))
+
+    async def pages(
+        self,
+        *,
+        kind: Kind | None = None,
+        state: AgentState | None = None,
+        owner: str | None = None,
+        limit: int | None = None,
+        timeout: float | None = None,
+    ) -> AsyncIterator[Listing]:
+        query = protocol.list_query(kind, state, owner, limit)
+        cursor: str | None = None
+        while True:
+            page = await self._run(protocol.listing(query, cursor, self._deadline(timeout)))
+            yield page
+            cursor = page.get("next_cursor")
+            if not cursor:
+                return
+
+    async def list(
+        self,
+        *,
+        kind: Kind | None = None,
+        state: AgentState | None = None,
+        owner: str | None = None,
+        limit: int | None = None,
+        timeout: float | None = None,
+    ) -> AsyncIterator[Agent]:
+        pages = self.pages(kind=kind, state=state, owner=owner, limit=limit, timeout=timeout)
+        async for page in pages:
+            for agent in page["agents"]:
+                yield agent
+
+    async def create(
+        self,
+        kind: Kind,
+        display_name: str,
+        *,
+        retention: Retention | None = None,
+        idempotency_key: str | None = None,
+        timeout: float | None = None,
+    ) -> Agent:
+        body = protocol.create_body(kind, display_name, retention)
+        key = idempotency_key or uuid.uuid4().hex
+        return await self._run(protocol.create(body, key, self._deadline(timeout)))
+
+    async def wake(
+        self,
+        kind: Kind,
+        agent_id: str,
+        *,
+        snapshot_id: str | None = None,
+        wait: bool = True,
+        timeout: float | None = None,
+    ) -> ResumeAgentResponse:
+        flow = protocol.wake(kind, agent_id, snapshot_id, wait, self._deadline(timeout, wait))
+        return await self._run(flow)
+
+    async def sleep(
+        self, kind: Kind, agent_id: str, *, wait: bool = True, timeout: float | None = None
+    ) -> SleepAgentResponse:
+        flow = protocol.sleep(kind, agent_id, wait, self._deadline(timeout, wait))
+        return await self._run(flow)
+
+    async def keepalive(
+        self, kind: Kind, agent_id: str, ttl_s: int, *, timeout: float | None = None
+    ) -> KeepAgentAliveResponse:
+        flow = protocol.keepalive(kind, agent_id, ttl_s, self._deadline(timeout))
+        return await self._run(flow)
+
+    async def delete(
+        self,
+        kind: Kind,
+        agent_id: str,
+        *,
+        snapshot_id: str | None = None,
+        if_match: str | None = None,
+        timeout: float | None = None,
+    ) -> None:
+        path = protocol.delete_path(kind, agent_id, snapshot_id)
+        await self._run(protocol.delete(path, if_match, self._deadline(timeout)))
+
+    async def get_schedule(
+        self, kind: Kind, agent_id: str, *, timeout: float | None = None
+    ) -> Schedule | None:
+        return await self._run(protocol.get_schedule(kind, agent_id, self._deadline(timeout)))
+
+    async def set_schedule(
+        self,
+        kind: Kind,
+        agent_id: str,
+        *,
+        timezone: str,
+        wake: str | None = None,
+        sleep: str | None = None,
+        timeout: float | None = None,
+    ) -> Schedule:
+        body = protocol.schedule_body(timezone, wake, sleep)
+        flow = protocol.put_schedule(kind, agent_id, body, self._deadline(timeout))
+        return await self._run(flow)
+
+    async def delete_schedule(
+        self, kind: Kind, agent_id: str, *, timeout: float | None = None
+    ) -> None:
+        path = f"{protocol.agent_path(kind, agent_id)}/schedule"
+        await self._run(protocol.delete(path, None, self._deadline(timeout)))
+
+    async def request(
+        self, method: str, path: str, *, json: Any = None, timeout: float | None = None
+    ) -> Any:
+        return await self._run(protocol.raw(method, path, json, self._deadline(timeout)))
+
+    # Running a flow.
+
+    def _deadline(self, timeout: float | None, waits: bool = False) -> Deadline:
+        return Deadline(timeout or (self.wait_timeout if waits else self.timeout))
+
+    async def _run(self, flow: Flow[T]) -> T:
+        try:
+            step = next(flow)
+            while True:
+                if isinstance(step, Pause):
+                    await asyncio.sleep(step.seconds)
+                    step = flow.send(None)
+                else:
+                    step = flow.send(await self._send(step))
+        except StopIteration as done:
+            return cast(T, done.value)
+
+    async def _send(self, send: Send) -> Reply | Unreachable:
+        try:
+            used = await self._token_now()
+            response = await self._http.send(wire.request(self._http, send, used))
+            if response.status_code == 401 and callable(self._token):
+                # The token may have expired since it was fetched: one fresh one, once.
+                await response.aclose()
+                fresh = await self._token_now(stale=used)
+                response = await self._http.send(wire.request(self._http, send, fresh))
+            return wire.reply(response)
+        except httpx.TransportError as error:
+            return wire.unreachable(error)
+
+    async def _token_now(self, stale: str | None = None) -> str | None:
+        """The current token; with `stale`, a fresh one unless a concurrent call already
+        replaced that one (fifty calls refused together fetch one new token, not fifty)."""
+        if not callable(self._token):
+            return self._current
+        async with self._refreshing:
+            if self._current is None or (stale is not None and self._current == stale):
+                value = self._token()
+                self._current = await value if inspect.isawaitable(value) else value
+            return self._current

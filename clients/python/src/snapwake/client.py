@@ -1,0 +1,239 @@
+"""`Client`: snapwake from blocking code, on httpx.Client."""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, TypeVar, cast
+
+import httpx
+
+from . import protocol, wire
+from .errors import Unreachable
+from .protocol import Deadline, Flow, Pause, Reply, Send
+from .schema import (
+    Agent,
+    AgentState,
+    Capabilities,
+    KeepAgentAliveResponse,
+    Kind,
+    Listing,
+    Retention,
+    ResumeAgentResponse,
+    Schedule,
+    SleepAgentResponse,
+)
+
+T = TypeVar("T")
+
+#: A bearer token, or a function that returns a current one (called again once after a 401).
+Token = str | Callable[[], str] | None
+
+
+class Client:
+    """snapwake's API for blocking code. Every call is retried where that is safe and ends by
+    its deadline: `timeout` seconds (the client's, unless the call says), or for `wake` and
+    `sleep`, which wait for the agent, `wait_timeout`.
+
+    Deployed, pass `token` (the signed-in person's JWT, or a function returning it); against
+    `snapwake serve`, `user` (and `admin=True`) say who is asking.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        token: Token = None,
+        user: str | None = None,
+        admin: bool = False,
+        timeout: float = 30.0,
+        wait_timeout: float = 120.0,
+        headers: Mapping[str, str] | None = None,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        self._http = httpx.Client(
+            base_url=base_url.rstrip("/"),
+            headers=wire.base_headers(user, admin, headers),
+            transport=transport,
+        )
+        self._token = token
+        self._current: str | None = token if isinstance(token, str) else None
+        self._refreshing = threading.Lock()
+        self.timeout = timeout
+        self.wait_timeout = wait_timeout
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._http.close()
+
+    # The API.
+
+    def capabilities(self, *, timeout: float | None = None) -> Capabilities:
+        return self._run(protocol.capabilities(self._deadline(timeout)))
+
+    def get(self, kind: Kind, agent_id: str, *, timeout: float | None = None) -> Agent:
+        return self._run(protocol.get_agent(kind, agent_id, self._deadline(timeout)))
+
+    def pages(
+        self,
+        *,
+        kind: Kind | None = None,
+        state: AgentState | None = None,
+        owner: str | None = None,
+        limit: int | None = None,
+        timeout: float | None = None,
+    ) -> Iterator[Listing]:
+        """Each page of the listing (`owner="*"`, for admins, has many), with what it says
+        about itself (`partial`, `truncated`). `timeout` is per page."""
+        query = protocol.list_query(kind, state, owner, limit)
+        cursor: str | None = None
+        while True:
+            page = self._run(protocol.listing(query, cursor, self._deadline(timeout)))
+            yield page
+            cursor = page.get("next_cursor")
+            if not cursor:
+                return
+
+    def list(
+        self,
+        *,
+        kind: Kind | None = None,
+        state: AgentState | None = None,
+        owner: str | None = None,
+        limit: int | None = None,
+        timeout: float | None = None,
+    ) -> Iterator[Agent]:
+        """Every agent, newest activity first, page after page."""
+        for page in self.pages(kind=kind, state=state, owner=owner, limit=limit, timeout=timeout):
+            yield from page["agents"]
+
+    def create(
+        self,
+        kind: Kind,
+        display_name: str,
+        *,
+        retention: Retention | None = None,
+        idempotency_key: str | None = None,
+        timeout: float | None = None,
+    ) -> Agent:
+        """A new agent, created once however often the request is repeated. Pass your own
+        `idempotency_key` to make a retry after this process died create none either."""
+        body = protocol.create_body(kind, display_name, retention)
+        key = idempotency_key or uuid.uuid4().hex
+        return self._run(protocol.create(body, key, self._deadline(timeout)))
+
+    def wake(
+        self,
+        kind: Kind,
+        agent_id: str,
+        *,
+        snapshot_id: str | None = None,
+        wait: bool = True,
+        timeout: float | None = None,
+    ) -> ResumeAgentResponse:
+        """The agent awake (its `state` "awake"), however many others ask at the same moment.
+        `wait=False` returns the first answer, maybe still "waking". Raises `StillWorking`
+        when the deadline comes first."""
+        flow = protocol.wake(kind, agent_id, snapshot_id, wait, self._deadline(timeout, wait))
+        return self._run(flow)
+
+    def sleep(
+        self, kind: Kind, agent_id: str, *, wait: bool = True, timeout: float | None = None
+    ) -> SleepAgentResponse:
+        """The agent asleep: snapshotted, then its session ended. As `wake` otherwise."""
+        return self._run(protocol.sleep(kind, agent_id, wait, self._deadline(timeout, wait)))
+
+    def keepalive(
+        self, kind: Kind, agent_id: str, ttl_s: int, *, timeout: float | None = None
+    ) -> KeepAgentAliveResponse:
+        """The live session made to last `ttl_s` more seconds from now."""
+        return self._run(protocol.keepalive(kind, agent_id, ttl_s, self._deadline(timeout)))
+
+    def delete(
+        self,
+        kind: Kind,
+        agent_id: str,
+        *,
+        snapshot_id: str | None = None,
+        if_match: str | None = None,
+        timeout: float | None = None,
+    ) -> None:
+        """The whole agent deleted, or only `snapshot_id`; done also when already gone."""
+        path = protocol.delete_path(kind, agent_id, snapshot_id)
+        self._run(protocol.delete(path, if_match, self._deadline(timeout)))
+
+    def get_schedule(
+        self, kind: Kind, agent_id: str, *, timeout: float | None = None
+    ) -> Schedule | None:
+        return self._run(protocol.get_schedule(kind, agent_id, self._deadline(timeout)))
+
+    def set_schedule(
+        self,
+        kind: Kind,
+        agent_id: str,
+        *,
+        timezone: str,
+        wake: str | None = None,
+        sleep: str | None = None,
+        timeout: float | None = None,
+    ) -> Schedule:
+        """When the agent wakes and sleeps by itself (five-field cron in `timezone`)."""
+        body = protocol.schedule_body(timezone, wake, sleep)
+        return self._run(protocol.put_schedule(kind, agent_id, body, self._deadline(timeout)))
+
+    def delete_schedule(self, kind: Kind, agent_id: str, *, timeout: float | None = None) -> None:
+        path = f"{protocol.agent_path(kind, agent_id)}/schedule"
+        self._run(protocol.delete(path, None, self._deadline(timeout)))
+
+    def request(
+        self, method: str, path: str, *, json: Any = None, timeout: float | None = None
+    ) -> Any:
+        """Any route, with the same retries and errors; the decoded JSON answer, or None."""
+        return self._run(protocol.raw(method, path, json, self._deadline(timeout)))
+
+    # Running a flow.
+
+    def _deadline(self, timeout: float | None, waits: bool = False) -> Deadline:
+        return Deadline(timeout or (self.wait_timeout if waits else self.timeout))
+
+    def _run(self, flow: Flow[T]) -> T:
+        try:
+            step = next(flow)
+            while True:
+                if isinstance(step, Pause):
+                    time.sleep(step.seconds)
+                    step = flow.send(None)
+                else:
+                    step = flow.send(self._send(step))
+        except StopIteration as done:
+            return cast(T, done.value)
+
+    def _send(self, send: Send) -> Reply | Unreachable:
+        try:
+            used = self._token_now()
+            response = self._http.send(wire.request(self._http, send, used))
+            if response.status_code == 401 and callable(self._token):
+                # The token may have expired since it was fetched: one fresh one, once.
+                response.close()
+                fresh = self._token_now(stale=used)
+                response = self._http.send(wire.request(self._http, send, fresh))
+            return wire.reply(response)
+        except httpx.TransportError as error:
+            return wire.unreachable(error)
+
+    def _token_now(self, stale: str | None = None) -> str | None:
+        """The current token; with `stale`, a fresh one unless another thread already
+        replaced that one."""
+        if not callable(self._token):
+            return self._current
+        with self._refreshing:
+            if self._current is None or (stale is not None and self._current == stale):
+                self._current = self._token()
+            return self._current
