@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The project's one test command (README, .ci/run): formatting, lints, the supply chain, the
 # template, then every test of the workspace against a DynamoDB Local it installs, starts and
-# stops itself, the API description and the My Agents page. Runs on a fresh machine with Rust,
+# stops itself, the API description, the Python and TypeScript clients (against `snapwake serve`)
+# and the My Agents page. Runs on a fresh machine with Rust,
 # Java 17, Node 20 and Python 3.
 #
 # On two cores the time goes to compiling and to tests that wait (on DynamoDB Local, the
@@ -86,10 +87,11 @@ scripts/toolchain.sh
 step "cargo fmt --check"
 cargo fmt --all -- --check
 
-step "DynamoDB Local, and in the background: the template's linters, the page's browser"
+step "DynamoDB Local, and in the background: the template's linters, the page's browser, the clients' tools"
 eval "$(scripts/start-dynamodb-local.sh)"
 background infra scripts/lint-infra.sh
 background console scripts/console-test.sh --prepare
+background clients scripts/clients-test.sh --prepare
 
 step "one compile for clippy (-D warnings) and the tests"
 # clippy-driver compiles the workspace's crates as rustc would, and lints them as `cargo clippy
@@ -148,6 +150,10 @@ await infra
 
 step "conformance: schemathesis against snapwake serve --demo"
 scripts/conformance.sh
+
+step "the Python and TypeScript clients against snapwake serve (docs/clients.md)"
+await clients
+scripts/clients-test.sh
 
 step "the My Agents page in headless Chromium"
 await console
