@@ -3,9 +3,9 @@
 #
 # 1. their generated types are what infra/openapi.yaml generates (clients/generate.sh --check),
 #    and that check fails on a changed schema (it is run once on a changed copy);
-# 2. Python: mypy --strict on the client and the Studio example; the client's tests and the
-#    example's against `snapwake serve --demo` processes they start; a wheel built, installed
-#    into a fresh virtualenv, and imported there;
+# 2. Python: black and mypy --strict on the client and the Studio example; the client's tests
+#    and the example's against `snapwake serve --demo` processes they start; a wheel built,
+#    installed into a fresh virtualenv, and imported there;
 # 3. TypeScript: tsc on the client, its tests and a typed use; its tests, one against `serve`.
 #
 # The tools are pinned (clients/python/requirements-dev.txt into target/clients-venv;
@@ -68,9 +68,9 @@ for side in python typescript; do
 done
 echo "   (and it fails on a changed schema, for both languages)"
 
-echo "== Python: mypy --strict"
-(cd clients/python && MYPYPATH=src "$PYTHON" -m mypy --strict --explicit-package-bases \
-  src examples/studio/app.py)
+echo "== Python: black --check, mypy --strict"
+(cd clients/python && "$PYTHON" -m black --check --quiet . && MYPYPATH=src "$PYTHON" -m mypy \
+  --strict --explicit-package-bases src examples/studio/app.py)
 
 echo "== Python: the client's and the Studio example's tests, against snapwake serve"
 (cd clients/python && PYTHONPATH=src "$PYTHON" -m pytest -q -p no:cacheprovider)

@@ -6,8 +6,9 @@
 //
 // Two parties answer errors: snapwake itself with RFC 9457 problem+json, and (deployed) API
 // Gateway with a bare {"message"} (docs/http-api.md, "Errors API Gateway answers itself").
-// Every operation is safe to ask again (create carries an Idempotency-Key, the rest are
-// idempotent or convergent), so one retry rule serves them all; see `retryDelayMs`.
+// One retry rule serves every operation (`retryDelayMs`): each is safe to ask again when the
+// answer says nothing was done, and all but a delete naming a version also when it is unknown
+// whether the first acted. The rules, and the Python client's same ones: docs/clients.md.
 
 /** @typedef {import("./schema.d.ts").components["schemas"]} Schemas */
 /** @typedef {import("./schema.d.ts").operations} Operations */
@@ -40,12 +41,22 @@
  *   one: called when first needed, cached, and called once more after a 401
  * @property {string} [user] `snapwake serve` only: sent as X-Snapwake-User
  * @property {boolean} [admin] `snapwake serve` only: sends X-Snapwake-Admin: 1
- * @property {number} [timeoutMs] default for every call (60000)
+ * @property {number} [timeoutMs] default for every call (30000)
+ * @property {number} [waitTimeoutMs] default for wake and sleep, which wait for the agent (120000)
  * @property {typeof fetch} [fetch] another fetch (tests, proxies)
  * @property {Record<string, string>} [headers] extra headers on every request
  */
 
 /** @typedef {{ status: number, headers: Headers, body: any }} Answer */
+/**
+ * What one operation sends.
+ * @typedef {object} Request
+ * @property {unknown} [body] JSON
+ * @property {Record<string, string>} [headers]
+ * @property {boolean} [hold] ask snapwake to hold it (`Prefer: wait`) as long as the deadline allows
+ * @property {boolean} [repeatable] may be sent again when it is unknown whether the first acted
+ *   (default true; a delete naming a version is not)
+ */
 /** @typedef {{ deadline: number, signal?: AbortSignal }} Budget */
 
 // ---------------------------------------------------------------------------------------------
@@ -246,11 +257,20 @@ function errorText(e) {
 
 const MAX_RETRY_AFTER_S = 60;
 const MAX_PREFER_WAIT_S = 20; // snapwake's most (docs/http-api.md), under API Gateway's 30 s
+const ANSWER_MARGIN_S = 5; // what a held request needs beyond the hold: the answer's own trip
+const MAX_TIMER_MS = 2 ** 31 - 1; // setTimeout fires at once beyond this
 
-/** `Retry-After` as delta-seconds (the only form snapwake sends), else null. */
+/** `Retry-After` as delta-seconds or an HTTP date (RFC 9110 §10.2.3), at most a minute; else null. */
 function retryAfterOf(/** @type {Headers} */ headers) {
   const value = headers.get("Retry-After")?.trim() ?? "";
-  return /^\d+$/.test(value) ? Number(value) : null;
+  const s = /^\d+$/.test(value) ? Number(value) : value ? (Date.parse(value) - Date.now()) / 1000 : NaN;
+  return Number.isNaN(s) ? null : Math.min(Math.max(s, 0), MAX_RETRY_AFTER_S);
+}
+
+/** The pause a `Retry-After` of `s` seconds asks for: never none ("0" still means "not in this
+ * same instant"), never more than a minute. */
+function pauseMs(/** @type {number} */ s) {
+  return Math.max(Math.min(s, MAX_RETRY_AFTER_S) * 1000, 50);
 }
 
 /** Back-off before retry `n` (0 first) when the answer named no time: 0.5 s doubling to 8 s,
@@ -278,7 +298,7 @@ function retryDelayMs(error, n, repeatable) {
     (error instanceof Unreachable && !error.timedOut && repeatable);
   if (!again) return null;
   const s = error instanceof SnapwakeError ? error.retryAfter : null;
-  return s ? Math.min(s, MAX_RETRY_AFTER_S) * 1000 : backoffMs(n);
+  return s === null ? backoffMs(n) : pauseMs(s);
 }
 
 /** Resolves after `ms`, or rejects with the signal's reason. */
@@ -320,6 +340,7 @@ export class Client {
   #user;
   #admin;
   #timeoutMs;
+  #waitTimeoutMs;
   #fetch;
   #headers;
 
@@ -329,7 +350,8 @@ export class Client {
     this.#token = options.token;
     this.#user = options.user;
     this.#admin = options.admin ?? false;
-    this.#timeoutMs = options.timeoutMs ?? 60_000;
+    this.#timeoutMs = options.timeoutMs ?? 30_000;
+    this.#waitTimeoutMs = options.waitTimeoutMs ?? 120_000;
     // Called through a wrapper: a browser's fetch refuses to be called as a method of another object.
     this.#fetch = options.fetch ?? ((input, init) => globalThis.fetch(input, init));
     this.#headers = options.headers ?? {};
@@ -362,6 +384,10 @@ export class Client {
       /** @type {Listing} */
       const page = (await this.#call("GET", `/v1/agents${s ? `?${s}` : ""}`, {}, this.#budget(options))).body;
       yield page;
+      if (page.next_cursor !== undefined && page.next_cursor === cursor) {
+        // A cursor answered twice would page forever: an answer snapwake never gives.
+        throw new SnapwakeError(`the listing answered the same cursor twice (${cursor.slice(0, 40)})`);
+      }
       cursor = page.next_cursor;
     } while (cursor);
   }
@@ -401,7 +427,7 @@ export class Client {
     /** @type {Schemas["CreateBody"]} */
     const body = { kind: agent.kind, display_name: agent.displayName, retention: agent.retention };
     const request = { body, headers: { "Idempotency-Key": key } };
-    return this.#settle("POST", "/v1/agents", request, { follow: true, hold: false }, budget);
+    return this.#settle("POST", "/v1/agents", request, { follow: true }, budget);
   }
 
   /**
@@ -418,8 +444,8 @@ export class Client {
     const body = options.snapshotId ? { snapshot_id: options.snapshotId } : undefined;
     const path = `${agentPath(kind, agentId)}/resume`;
     const wait = options.wait ?? true;
-    const how = { follow: wait, hold: wait, booting: ["starting"] };
-    return this.#settle("POST", path, { body }, how, this.#budget(options));
+    const how = { follow: wait, booting: ["starting"] };
+    return this.#settle("POST", path, { body, hold: wait }, how, this.#budget(options, wait));
   }
 
   /**
@@ -432,7 +458,7 @@ export class Client {
   async sleep(kind, agentId, options = {}) {
     const path = `${agentPath(kind, agentId)}/sleep`;
     const wait = options.wait ?? true;
-    return this.#settle("POST", path, {}, { follow: wait, hold: wait }, this.#budget(options));
+    return this.#settle("POST", path, { hold: wait }, { follow: wait }, this.#budget(options, wait));
   }
 
   /**
@@ -516,36 +542,30 @@ export class Client {
   // -------------------------------------------------------------------------------------------
 
   /** @param {CallOptions} [options] @returns {Budget} */
-  #budget(options = {}) {
-    return { deadline: Date.now() + (options.timeoutMs ?? this.#timeoutMs), signal: options.signal };
+  #budget(options = {}, waits = false) {
+    const ms = options.timeoutMs ?? (waits ? this.#waitTimeoutMs : this.#timeoutMs);
+    return { deadline: Date.now() + ms, signal: options.signal };
   }
 
   /**
    * A request that may answer 202 (still at work): `follow` asks again after each 202's
    * Retry-After until a final answer, or throws StillWorking when the deadline comes first; else
-   * the first answer is returned. `hold` asks snapwake to hold each request up to 20 s
-   * (`Prefer: wait`), keeping a second of the budget for the answer to arrive before the deadline.
-   * A 200 whose agent is in a `booting` state is followed like a 202: a wake of an agent whose
-   * session is already starting (a create a moment ago) answers at once, as it needs no Resume.
+   * the first answer is returned. A 200 whose agent is in a `booting` state is followed like a
+   * 202: a wake of an agent whose session is already starting (a create a moment ago) answers at
+   * once, as it needs no Resume.
    * @param {string} method
    * @param {string} path
-   * @param {{ body?: unknown, headers?: Record<string, string> }} request
-   * @param {{ follow: boolean, hold: boolean, booting?: string[] }} how
+   * @param {Request} request
+   * @param {{ follow: boolean, booting?: string[] }} how
    * @param {Budget} budget
    */
   async #settle(method, path, request, how, budget) {
     /** @type {Agent | null} */
     let agent = null;
     for (;;) {
-      /** @type {Record<string, string>} */
-      const headers = { ...request.headers };
-      if (how.hold) {
-        const s = Math.floor((budget.deadline - Date.now()) / 1000) - 1;
-        headers.Prefer = `wait=${Math.max(0, Math.min(MAX_PREFER_WAIT_S, s))}`;
-      }
       let answer;
       try {
-        answer = await this.#call(method, path, { ...request, headers }, budget);
+        answer = await this.#call(method, path, request, budget);
       } catch (e) {
         // The deadline came while a request was out: the work may well be going on.
         if (e instanceof Unreachable && e.timedOut) throw new StillWorking(agent);
@@ -554,10 +574,9 @@ export class Client {
       const booting = how.booting?.includes(answer.body?.state) ?? false;
       if (!how.follow || (answer.status !== 202 && !booting)) return answer.body;
       agent = answer.body;
-      const s = Math.min(retryAfterOf(answer.headers) ?? 1, MAX_RETRY_AFTER_S);
-      if (Date.now() + s * 1000 >= budget.deadline) throw new StillWorking(agent, s);
-      const ms = s * 1000;
-      await pause(ms, budget.signal);
+      const s = retryAfterOf(answer.headers) ?? 1;
+      if (Date.now() + pauseMs(s) >= budget.deadline) throw new StillWorking(agent, s);
+      await pause(pauseMs(s), budget.signal);
     }
   }
 
@@ -566,8 +585,7 @@ export class Client {
    * deadline allows; a 401 with a token function gets one fresh token and one more request.
    * @param {string} method
    * @param {string} path
-   * @param {{ body?: unknown, headers?: Record<string, string>, repeatable?: boolean }} request
-   *   repeatable (default true): may be sent again when it is unknown whether the first acted
+   * @param {Request} request
    * @param {Budget} budget
    * @returns {Promise<Answer>}
    */
@@ -576,8 +594,15 @@ export class Client {
     let refused = null;
     for (let retries = 0; ; ) {
       const token = this.#bearer(refused);
+      /** @type {Record<string, string>} */
+      const headers = { ...request.headers };
+      if (request.hold) {
+        // Each attempt asks to be held no longer than what is left of the deadline allows.
+        const s = Math.floor((budget.deadline - Date.now()) / 1000) - ANSWER_MARGIN_S;
+        headers.Prefer = `wait=${Math.max(0, Math.min(MAX_PREFER_WAIT_S, s))}`;
+      }
       try {
-        return await this.#send(method, path, request, budget, await token);
+        return await this.#send(method, path, { ...request, headers }, budget, await token);
       } catch (e) {
         if (e instanceof SnapwakeError && e.status === 401 && typeof this.#token === "function" && !refused) {
           refused = token;
@@ -614,7 +639,7 @@ export class Client {
     const onAbort = () => attempt.abort(budget.signal?.reason);
     budget.signal?.addEventListener("abort", onAbort, { once: true });
     if (budget.signal?.aborted) onAbort();
-    const timer = setTimeout(() => attempt.abort(), Math.max(0, budget.deadline - Date.now()));
+    const timer = setTimeout(() => attempt.abort(), Math.min(Math.max(0, budget.deadline - Date.now()), MAX_TIMER_MS));
     let res, text;
     try {
       res = await this.#fetch(this.#base + path, {
@@ -622,6 +647,8 @@ export class Client {
         headers,
         body: request.body === undefined ? undefined : JSON.stringify(request.body),
         signal: attempt.signal,
+        // snapwake never redirects, and following one could turn a POST into a GET.
+        redirect: "manual",
       });
       text = await res.text();
     } catch (e) {
@@ -633,28 +660,30 @@ export class Client {
     }
 
     let json = null;
+    let readable = true;
     try {
       json = text ? JSON.parse(text) : null;
     } catch {
-      // Not JSON: judged by its status below.
+      readable = false; // A proxy's page, or a body cut short: judged by its status below.
     }
-    if (res.ok) return { status: res.status, headers: res.headers, body: json };
+    const retryAfter = retryAfterOf(res.headers);
+    const requestId = res.headers.get("apigw-requestid");
+    if (res.ok) {
+      if (readable) return { status: res.status, headers: res.headers, body: json };
+      throw new GatewayError(res.status, "an answer that is not JSON", { requestId, retryAfter });
+    }
 
     // Tell the two parties apart by the body (docs/http-api.md): snapwake's problems have a
-    // title, API Gateway's answers a message; anything else is neither (a proxy, a wrong URL).
-    const retryAfter = retryAfterOf(res.headers);
+    // code, API Gateway's answers a message; anything else is neither (a proxy, a redirect
+    // (status 0 in a browser), a wrong URL), judged by its status as API Gateway's would be.
     const object = json !== null && typeof json === "object" && !Array.isArray(json) ? json : null;
-    if (object && typeof object.title === "string") {
+    if (object && typeof object.code === "string" && "status" in object) {
       const code = /** @type {ProblemCode} */ (object.code);
       const Class = Object.hasOwn(problemClasses, code) ? problemClasses[code] : Problem;
       throw new Class(object, { status: res.status, retryAfter });
     }
-    if (object && typeof object.message === "string") {
-      throw new GatewayError(res.status, object.message, { requestId: res.headers.get("apigw-requestid"), retryAfter });
-    }
-    throw new SnapwakeError(`${method} ${path}: an answer ${res.status} that is neither snapwake's nor API Gateway's`, {
-      status: res.status,
-    });
+    const message = object && typeof object.message === "string" ? object.message : `an answer that is not snapwake's`;
+    throw new GatewayError(res.status, message, { requestId, retryAfter });
   }
 
   /**

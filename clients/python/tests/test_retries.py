@@ -17,11 +17,13 @@ from snapwake import (
     AsyncClient,
     Client,
     GatewayError,
+    SnapwakeError,
     StillWorking,
     TryAgain,
     Unauthenticated,
     Unreachable,
 )
+from snapwake.client import Token
 
 AGENT = {
     "kind": "codex",
@@ -34,8 +36,14 @@ AGENT = {
 
 
 def problem(status: int, code: str, retryable: bool, retry_after: str | None) -> httpx.Response:
-    body = {"type": "urn:snapwake:problem:x", "title": "t", "status": status,
-            "detail": "d", "code": code, "retryable": retryable}
+    body = {
+        "type": "urn:snapwake:problem:x",
+        "title": "t",
+        "status": status,
+        "detail": "d",
+        "code": code,
+        "retryable": retryable,
+    }
     headers = {"content-type": "application/problem+json"}
     if retry_after is not None:
         headers["retry-after"] = retry_after
@@ -66,8 +74,8 @@ class Script:
         return [b - a for a, b in zip(at, at[1:])]
 
 
-def client(script: Callable[[httpx.Request], httpx.Response], **options: object) -> Client:
-    return Client("http://snapwake.test", transport=httpx.MockTransport(script), **options)  # type: ignore[arg-type]
+def client(script: Callable[[httpx.Request], httpx.Response], token: Token = None) -> Client:
+    return Client("http://snapwake.test", token=token, transport=httpx.MockTransport(script))
 
 
 def test_a_busy_agent_is_asked_again_after_its_retry_after_not_at_once() -> None:
@@ -205,3 +213,79 @@ def test_a_delete_naming_a_version_is_not_repeated_when_the_first_may_have_acted
     script = Script(httpx.ConnectError("refused"), httpx.Response(204))
     client(script).delete("codex", "a1", if_match='"7"')
     assert len(script.requests) == 2
+
+
+def test_an_answer_that_is_not_snapwakes_is_an_error_not_a_success() -> None:
+    moved = httpx.Response(301, headers={"location": "https://elsewhere.example/"})
+    with pytest.raises(GatewayError) as redirect:
+        client(Script(moved)).delete("codex", "a1")
+    assert redirect.value.status == 301
+    page = httpx.Response(200, headers={"content-type": "text/html"}, content=b"<html>")
+    with pytest.raises(GatewayError) as html:
+        client(Script(page)).get("codex", "a1")
+    assert html.value.status == 200
+
+
+def test_a_held_wake_the_deadline_cuts_short_is_still_working() -> None:
+    def holds_past_any_timeout(request: httpx.Request) -> httpx.Response:
+        time.sleep(request.extensions["timeout"]["read"])
+        raise httpx.ReadTimeout("held", request=request)
+
+    snapwake = Client(
+        "http://snapwake.test", transport=httpx.MockTransport(holds_past_any_timeout)
+    )
+    started = time.monotonic()
+    with pytest.raises(StillWorking) as still:
+        snapwake.wake("codex", "a1", timeout=1.5)
+    assert still.value.agent is None and still.value.retryable
+    assert time.monotonic() - started < 2.5
+
+
+def test_each_retry_asks_to_be_held_no_longer_than_the_deadline_allows() -> None:
+    script = Script(problem(409, "AGENT_BUSY", True, "2"), agent("awake"))
+    client(script).wake("codex", "a1", timeout=12)
+    first, second = (int(r.headers["prefer"][5:]) for _, r in script.requests)
+    assert first >= 6 and second <= first - 2, (first, second)
+
+
+def test_a_raw_create_without_a_key_is_not_repeated_after_a_lost_answer() -> None:
+    lost = httpx.ReadError("lost")
+    script = Script(lost, httpx.Response(201, json=AGENT))
+    with pytest.raises(Unreachable):
+        client(script).request("POST", "/v1/agents", json={"kind": "codex"})
+    assert len(script.requests) == 1
+    script = Script(lost, httpx.Response(201, json=AGENT))
+    keyed = client(script).request(
+        "POST", "/v1/agents", json={"kind": "codex"}, headers={"Idempotency-Key": "k1"}
+    )
+    assert keyed["agent_id"] == "a1" and len(script.requests) == 2
+
+
+def test_a_cursor_answered_twice_ends_the_walk() -> None:
+    page = {"agents": [AGENT], "truncated": False, "partial": [], "next_cursor": "c1"}
+    script = Script(*[httpx.Response(200, json=page) for _ in range(3)])
+    with pytest.raises(SnapwakeError, match="same cursor"):
+        list(client(script).list(owner="*"))
+    assert len(script.requests) == 2
+
+
+async def test_a_token_function_giving_the_same_refused_token_is_asked_once_more_only() -> None:
+    calls = 0
+
+    async def token() -> str:
+        nonlocal calls
+        calls += 1
+        await asyncio.sleep(0.01)
+        return "the-same-one"
+
+    def refuse(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(401, json={"message": "Unauthorized"})
+
+    async with AsyncClient(
+        "http://snapwake.test", token=token, transport=httpx.MockTransport(refuse)
+    ) as snapwake:
+        refused = await asyncio.gather(
+            *(snapwake.get("codex", "a1") for _ in range(20)), return_exceptions=True
+        )
+    assert all(isinstance(error, Unauthenticated) for error in refused)
+    assert calls == 2

@@ -15,9 +15,7 @@ from .serving import DATA_HELPER, Serve
 async def test_fifty_tasks_wake_one_agent_with_one_resume(serve: Serve) -> None:
     before = serve.resumes()
     async with AsyncClient(serve.url, user="alice") as snapwake:
-        woken = await asyncio.gather(
-            *(snapwake.wake("codex", DATA_HELPER) for _ in range(50))
-        )
+        woken = await asyncio.gather(*(snapwake.wake("codex", DATA_HELPER) for _ in range(50)))
     assert [agent["state"] for agent in woken] == ["awake"] * 50
     sessions = {agent["session"]["session_id"] for agent in woken if agent.get("session")}
     assert len(sessions) == 1, sessions
@@ -52,11 +50,16 @@ def test_keepalive_moves_the_session_end(serve: Serve) -> None:
     assert kept["session"]["expire_at"] != awake["session"]["expire_at"]
 
 
+def asleep(snapwake: Client, name: str) -> str:
+    """A new codex agent of the caller's, put to sleep: its id."""
+    agent_id = snapwake.create("codex", name, retention="recoverable")["agent_id"]
+    assert snapwake.sleep("codex", agent_id)["state"] == "asleep"
+    return agent_id
+
+
 def test_a_short_deadline_ends_a_wake_still_at_work_without_failing_it(serve: Serve) -> None:
     with Client(serve.url, user="alice") as snapwake:
-        created = snapwake.create("codex", "Slow riser", retention="recoverable")
-        agent_id = created["agent_id"]
-        snapwake.sleep("codex", agent_id)
+        agent_id = asleep(snapwake, "Slow riser")
         before = serve.resumes()
         # Readiness takes 1.5 s here; one second of patience sees it waking.
         with pytest.raises(StillWorking) as still:
@@ -71,9 +74,7 @@ def test_a_short_deadline_ends_a_wake_still_at_work_without_failing_it(serve: Se
 
 def test_wait_false_answers_at_once_with_the_wake_under_way(serve: Serve) -> None:
     with Client(serve.url, user="alice") as snapwake:
-        created = snapwake.create("codex", "Quick look", retention="recoverable")
-        agent_id = created["agent_id"]
-        snapwake.sleep("codex", agent_id)
+        agent_id = asleep(snapwake, "Quick look")
         before = serve.resumes()
         first = snapwake.wake("codex", agent_id, wait=False)
         assert first["state"] == "waking"

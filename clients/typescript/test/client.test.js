@@ -219,3 +219,25 @@ test("a delete naming a version is not repeated when the first may have acted", 
   assert.ok(error instanceof GatewayError && error.status === 503, String(error));
   assert.equal(versioned.seen.length, 1);
 });
+
+test("each attempt asks to be held no longer than the deadline allows", async () => {
+  const { fetch, seen } = fake([problem(409, "AGENT_BUSY", true, { "Retry-After": "2" }), json(200, { ...view("awake"), resumed: true })]);
+  await client(fetch).wake("codex", AGENT, { timeoutMs: 12_000 });
+  const [first, second] = seen.map((r) => Number(r.headers.Prefer.slice(5)));
+  assert.ok(first >= 6 && second <= first - 2, `${first} then ${second}`);
+});
+
+test("an answer that is not snapwake's is an error, not a success; a cursor answered twice ends the walk", async () => {
+  const page = fake([new Response("<html>", { status: 200, headers: { "Content-Type": "text/html" } })]);
+  const error = await client(page.fetch).capabilities().catch((e) => e);
+  assert.ok(error instanceof GatewayError && error.status === 200, String(error));
+
+  const listing = { agents: [view("awake")], truncated: false, partial: [], next_cursor: "c1" };
+  const twice = fake([json(200, listing), json(200, listing), json(200, listing)]);
+  const walked = [];
+  const stopped = await (async () => {
+    for await (const a of client(twice.fetch).list({ owner: "*" })) walked.push(a);
+  })().catch((e) => e);
+  assert.match(String(stopped), /same cursor/);
+  assert.equal(twice.seen.length, 2);
+});

@@ -7,25 +7,16 @@ import asyncio
 import inspect
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar, Unpack, cast
 
 import httpx
 
 from . import protocol, wire
 from .errors import Unreachable
 from .protocol import Deadline, Flow, Pause, Reply, Send
-from .schema import (
-    Agent,
-    AgentState,
-    Capabilities,
-    KeepAgentAliveResponse,
-    Kind,
-    Listing,
-    Retention,
-    ResumeAgentResponse,
-    Schedule,
-    SleepAgentResponse,
-)
+from .schema import Agent, Capabilities, KeepAgentAliveResponse, Kind, Listing, Retention
+from .schema import ListAgentsParametersQuery as ListQuery
+from .schema import ResumeAgentResponse, Schedule, SleepAgentResponse
 
 T = TypeVar("T")
 
@@ -48,16 +39,16 @@ class AsyncClient:
         wait_timeout: float = 120.0,
         headers: Mapping[str, str] | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
-        limits: httpx.Limits | None = None,
     ) -> None:
         self._http = httpx.AsyncClient(
             base_url=base_url.rstrip("/"),
             headers=wire.base_headers(user, admin, headers),
             transport=transport,
-            limits=limits or httpx.Limits(max_connections=100),
         )
         self._token = token
         self._current: str | None = token if isinstance(token, str) else None
+        # How many tokens the function has given: a 401 refreshes only the one it refused.
+        self._generation = 0
         self._refreshing = asyncio.Lock()
         self.timeout = timeout
         self.wait_timeout = wait_timeout
@@ -80,34 +71,20 @@ class AsyncClient:
         return await self._run(protocol.get_agent(kind, agent_id, self._deadline(timeout)))
 
     async def pages(
-        self,
-        *,
-        kind: Kind | None = None,
-        state: AgentState | None = None,
-        owner: str | None = None,
-        limit: int | None = None,
-        timeout: float | None = None,
+        self, *, timeout: float | None = None, **query: Unpack[ListQuery]
     ) -> AsyncIterator[Listing]:
-        query = protocol.list_query(kind, state, owner, limit)
-        cursor: str | None = None
+        cursor = query.get("cursor")
         while True:
             page = await self._run(protocol.listing(query, cursor, self._deadline(timeout)))
             yield page
-            cursor = page.get("next_cursor")
-            if not cursor:
+            cursor = protocol.next_cursor(page, cursor)
+            if cursor is None:
                 return
 
     async def list(
-        self,
-        *,
-        kind: Kind | None = None,
-        state: AgentState | None = None,
-        owner: str | None = None,
-        limit: int | None = None,
-        timeout: float | None = None,
+        self, *, timeout: float | None = None, **query: Unpack[ListQuery]
     ) -> AsyncIterator[Agent]:
-        pages = self.pages(kind=kind, state=state, owner=owner, limit=limit, timeout=timeout)
-        async for page in pages:
+        async for page in self.pages(timeout=timeout, **query):
             for agent in page["agents"]:
                 yield agent
 
@@ -121,7 +98,7 @@ class AsyncClient:
         timeout: float | None = None,
     ) -> Agent:
         body = protocol.create_body(kind, display_name, retention)
-        key = idempotency_key or uuid.uuid4().hex
+        key = uuid.uuid4().hex if idempotency_key is None else idempotency_key
         return await self._run(protocol.create(body, key, self._deadline(timeout)))
 
     async def wake(
@@ -186,14 +163,23 @@ class AsyncClient:
         await self._run(protocol.delete(path, None, self._deadline(timeout)))
 
     async def request(
-        self, method: str, path: str, *, json: Any = None, timeout: float | None = None
+        self,
+        method: str,
+        path: str,
+        *,
+        json: Any = None,
+        headers: Mapping[str, str] | None = None,
+        timeout: float | None = None,
     ) -> Any:
-        return await self._run(protocol.raw(method, path, json, self._deadline(timeout)))
+        flow = protocol.raw(method, path, json, headers or {}, self._deadline(timeout))
+        return await self._run(flow)
 
     # Running a flow.
 
     def _deadline(self, timeout: float | None, waits: bool = False) -> Deadline:
-        return Deadline(timeout or (self.wait_timeout if waits else self.timeout))
+        if timeout is None:
+            timeout = self.wait_timeout if waits else self.timeout
+        return Deadline(timeout)
 
     async def _run(self, flow: Flow[T]) -> T:
         try:
@@ -209,24 +195,29 @@ class AsyncClient:
 
     async def _send(self, send: Send) -> Reply | Unreachable:
         try:
-            used = await self._token_now()
-            response = await self._http.send(wire.request(self._http, send, used))
-            if response.status_code == 401 and callable(self._token):
-                # The token may have expired since it was fetched: one fresh one, once.
-                await response.aclose()
-                fresh = await self._token_now(stale=used)
-                response = await self._http.send(wire.request(self._http, send, fresh))
+            # httpx bounds each phase of a request; this bounds the whole, the 401's repeat too.
+            async with asyncio.timeout(send.timeout()):
+                token, generation = await self._token_now()
+                response = await self._http.send(wire.request(self._http, send, token))
+                if response.status_code == 401 and callable(self._token):
+                    # The token may have expired since it was fetched: one fresh one, once.
+                    await response.aclose()
+                    token, _ = await self._token_now(refused=generation)
+                    response = await self._http.send(wire.request(self._http, send, token))
             return wire.reply(response)
-        except httpx.TransportError as error:
+        except TimeoutError as error:
+            return wire.unreachable(error)
+        except httpx.RequestError as error:
             return wire.unreachable(error)
 
-    async def _token_now(self, stale: str | None = None) -> str | None:
-        """The current token; with `stale`, a fresh one unless a concurrent call already
-        replaced that one (fifty calls refused together fetch one new token, not fifty)."""
+    async def _token_now(self, refused: int | None = None) -> tuple[str | None, int]:
+        """The current token and its generation; with `refused`, a fresh one unless a concurrent
+        call already replaced the refused one (fifty calls refused together fetch one token)."""
         if not callable(self._token):
-            return self._current
+            return self._current, 0
         async with self._refreshing:
-            if self._current is None or (stale is not None and self._current == stale):
+            if self._current is None or refused == self._generation:
                 value = self._token()
                 self._current = await value if inspect.isawaitable(value) else value
-            return self._current
+                self._generation += 1
+            return self._current, self._generation

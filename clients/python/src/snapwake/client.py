@@ -6,25 +6,16 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar, Unpack, cast
 
 import httpx
 
 from . import protocol, wire
 from .errors import Unreachable
 from .protocol import Deadline, Flow, Pause, Reply, Send
-from .schema import (
-    Agent,
-    AgentState,
-    Capabilities,
-    KeepAgentAliveResponse,
-    Kind,
-    Listing,
-    Retention,
-    ResumeAgentResponse,
-    Schedule,
-    SleepAgentResponse,
-)
+from .schema import Agent, Capabilities, KeepAgentAliveResponse, Kind, Listing, Retention
+from .schema import ListAgentsParametersQuery as ListQuery
+from .schema import ResumeAgentResponse, Schedule, SleepAgentResponse
 
 T = TypeVar("T")
 
@@ -60,6 +51,8 @@ class Client:
         )
         self._token = token
         self._current: str | None = token if isinstance(token, str) else None
+        # How many tokens the function has given: a 401 refreshes only the one it refused.
+        self._generation = 0
         self._refreshing = threading.Lock()
         self.timeout = timeout
         self.wait_timeout = wait_timeout
@@ -82,36 +75,22 @@ class Client:
         return self._run(protocol.get_agent(kind, agent_id, self._deadline(timeout)))
 
     def pages(
-        self,
-        *,
-        kind: Kind | None = None,
-        state: AgentState | None = None,
-        owner: str | None = None,
-        limit: int | None = None,
-        timeout: float | None = None,
+        self, *, timeout: float | None = None, **query: Unpack[ListQuery]
     ) -> Iterator[Listing]:
         """Each page of the listing (`owner="*"`, for admins, has many), with what it says
-        about itself (`partial`, `truncated`). `timeout` is per page."""
-        query = protocol.list_query(kind, state, owner, limit)
-        cursor: str | None = None
+        about itself (`partial`, `truncated`). The query is the route's: `kind`, `state`,
+        `owner`, `limit`, and `cursor` to start further on. `timeout` is per page."""
+        cursor = query.get("cursor")
         while True:
             page = self._run(protocol.listing(query, cursor, self._deadline(timeout)))
             yield page
-            cursor = page.get("next_cursor")
-            if not cursor:
+            cursor = protocol.next_cursor(page, cursor)
+            if cursor is None:
                 return
 
-    def list(
-        self,
-        *,
-        kind: Kind | None = None,
-        state: AgentState | None = None,
-        owner: str | None = None,
-        limit: int | None = None,
-        timeout: float | None = None,
-    ) -> Iterator[Agent]:
+    def list(self, *, timeout: float | None = None, **query: Unpack[ListQuery]) -> Iterator[Agent]:
         """Every agent, newest activity first, page after page."""
-        for page in self.pages(kind=kind, state=state, owner=owner, limit=limit, timeout=timeout):
+        for page in self.pages(timeout=timeout, **query):
             yield from page["agents"]
 
     def create(
@@ -126,7 +105,7 @@ class Client:
         """A new agent, created once however often the request is repeated. Pass your own
         `idempotency_key` to make a retry after this process died create none either."""
         body = protocol.create_body(kind, display_name, retention)
-        key = idempotency_key or uuid.uuid4().hex
+        key = uuid.uuid4().hex if idempotency_key is None else idempotency_key
         return self._run(protocol.create(body, key, self._deadline(timeout)))
 
     def wake(
@@ -193,15 +172,24 @@ class Client:
         self._run(protocol.delete(path, None, self._deadline(timeout)))
 
     def request(
-        self, method: str, path: str, *, json: Any = None, timeout: float | None = None
+        self,
+        method: str,
+        path: str,
+        *,
+        json: Any = None,
+        headers: Mapping[str, str] | None = None,
+        timeout: float | None = None,
     ) -> Any:
-        """Any route, with the same retries and errors; the decoded JSON answer, or None."""
-        return self._run(protocol.raw(method, path, json, self._deadline(timeout)))
+        """Any route, with the same errors; the decoded JSON answer, or None. Asked again after
+        an answer that may have acted only when the route is safe to repeat (`protocol.raw`)."""
+        return self._run(protocol.raw(method, path, json, headers or {}, self._deadline(timeout)))
 
     # Running a flow.
 
     def _deadline(self, timeout: float | None, waits: bool = False) -> Deadline:
-        return Deadline(timeout or (self.wait_timeout if waits else self.timeout))
+        if timeout is None:
+            timeout = self.wait_timeout if waits else self.timeout
+        return Deadline(timeout)
 
     def _run(self, flow: Flow[T]) -> T:
         try:
@@ -217,23 +205,24 @@ class Client:
 
     def _send(self, send: Send) -> Reply | Unreachable:
         try:
-            used = self._token_now()
-            response = self._http.send(wire.request(self._http, send, used))
+            token, generation = self._token_now()
+            response = self._http.send(wire.request(self._http, send, token))
             if response.status_code == 401 and callable(self._token):
                 # The token may have expired since it was fetched: one fresh one, once.
                 response.close()
-                fresh = self._token_now(stale=used)
-                response = self._http.send(wire.request(self._http, send, fresh))
+                token, _ = self._token_now(refused=generation)
+                response = self._http.send(wire.request(self._http, send, token))
             return wire.reply(response)
-        except httpx.TransportError as error:
+        except httpx.RequestError as error:
             return wire.unreachable(error)
 
-    def _token_now(self, stale: str | None = None) -> str | None:
-        """The current token; with `stale`, a fresh one unless another thread already
-        replaced that one."""
+    def _token_now(self, refused: int | None = None) -> tuple[str | None, int]:
+        """The current token and its generation; with `refused`, a fresh one unless another
+        thread already replaced the refused one."""
         if not callable(self._token):
-            return self._current
+            return self._current, 0
         with self._refreshing:
-            if self._current is None or (stale is not None and self._current == stale):
+            if self._current is None or refused == self._generation:
                 self._current = self._token()
-            return self._current
+                self._generation += 1
+            return self._current, self._generation

@@ -184,10 +184,13 @@ PROBLEMS: dict[ProblemCode, type[Problem]] = _registry()
 
 
 class GatewayError(SnapwakeError):
-    """An answer API Gateway gave itself (`{"message": ...}`), before or instead of snapwake.
+    """An answer that is not snapwake's: API Gateway's own (`{"message": ...}`, before or
+    instead of snapwake), or something else between (a proxy's page, a redirect).
 
-    429 (its throttling) and 503/504 (it stopped waiting; the function may still be at work)
-    may be asked again; the client does so for you, as every call it makes is safe to repeat.
+    `retryable` says what the status allows in general: API Gateway's 429 (it never reached
+    snapwake), 503 and 504 (it stopped waiting; the function may still be at work). The client
+    has already asked again where that was safe; after a 503 to a delete that names a version,
+    read the agent before deleting again (docs/clients.md).
     """
 
     def __init__(self, status: int, message: str, retry_after: float | None) -> None:
@@ -210,20 +213,24 @@ class Unreachable(SnapwakeError):
 
 
 class StillWorking(SnapwakeError):
-    """The call's time ran out while snapwake was still waking or putting the agent to sleep.
+    """The call's time ran out while snapwake was still at work: waking the agent, putting it to
+    sleep, or creating it.
 
     Nothing failed: the work goes on, and asking again (after `retry_after`) follows it.
-    `agent` is the last answer, with its `state` (`waking`, `sleeping`).
+    `agent` is the last answer, with its `state` (`waking`, `sleeping`, `starting`), or None when
+    the deadline came before any.
     """
 
     retryable = True
 
-    def __init__(self, agent: Agent, retry_after: float | None) -> None:
+    def __init__(self, agent: Agent | None, retry_after: float | None) -> None:
         self.agent = agent
         self.retry_after = retry_after
-        super().__init__(
-            f"{agent.get('kind')}/{agent.get('agent_id')} is still {agent.get('state')}"
-        )
+        if agent is None:
+            super().__init__("still at work when the call's deadline came: ask again")
+        else:
+            where = f"{agent.get('kind')}/{agent.get('agent_id')}"
+            super().__init__(f"{where} is still {agent.get('state')}: ask again")
 
 
 def retry_after(value: str | None) -> float | None:
@@ -259,4 +266,6 @@ def error_from(status: int, headers: Mapping[str, str], body: bytes) -> Snapwake
             {"code": "UNAUTHENTICATED", "title": "Unauthorized", "detail": str(message or "")},
             status=status,
         )
-    return GatewayError(status, str(message or f"an answer that is not snapwake's ({status})"), wait)
+    return GatewayError(
+        status, str(message or f"an answer that is not snapwake's ({status})"), wait
+    )

@@ -6,14 +6,14 @@ the call's result. `Client` runs them with httpx's blocking client and `time.sle
 `AsyncClient` with its asyncio client and `asyncio.sleep`: following a wake, retrying and
 paging are written once, here, for both.
 
-The rules every call keeps (docs/clients.md):
+The rules every call keeps (docs/clients.md, "The rules every call keeps"):
 
 - Every call has a deadline, and no retry or wait outlives it.
-- Every call is safe to repeat (a create carries its Idempotency-Key, the rest are reads,
-  convergent "ensure" requests or idempotent deletes), so an answer that says asking again
-  may help is asked again, after its `Retry-After`: snapwake's retryable 409, 429 and 503,
-  API Gateway's 429, 503 and 504, and no answer at all. Never at once: a client that repeats a
-  409 at once is the storm snapwake exists to prevent.
+- An answer that says asking again may help is asked again after its `Retry-After`, never at
+  once (a client that repeats a 409 at once is the storm snapwake exists to prevent). One that
+  leaves unknown whether the request acted (API Gateway's 503, a lost answer) is asked again
+  only when the request is safe to repeat whatever the first one did: all of this client's
+  calls are but a delete that names a version.
 - A 202 (still waking, still going to sleep) is not a failure: it is followed after its
   `Retry-After` until the work is done, or the deadline ends it with `StillWorking`.
 """
@@ -23,40 +23,23 @@ from __future__ import annotations
 import json
 import random
 import time
-from collections.abc import Generator, Mapping
+from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar, cast
 from urllib.parse import quote
 
-from .errors import (
-    GatewayError,
-    Problem,
-    ScheduleNotFound,
-    SnapwakeError,
-    StillWorking,
-    Unreachable,
-    error_from,
-    retry_after,
-)
-from .schema import (
-    Agent,
-    Capabilities,
-    CreateBody,
-    KeepAgentAliveResponse,
-    Kind,
-    Listing,
-    Retention,
-    ResumeAgentResponse,
-    Schedule,
-    ScheduleBody,
-    SleepAgentResponse,
-)
+from .errors import GatewayError, Problem, ScheduleNotFound, SnapwakeError, StillWorking
+from .errors import Unreachable, error_from, retry_after
+from .schema import Agent, Capabilities, CreateBody, KeepAgentAliveResponse, Kind, Listing
+from .schema import Retention, ResumeAgentResponse, Schedule, ScheduleBody, SleepAgentResponse
 
 #: The longest snapwake holds a request for `Prefer: wait` (its SNAPWAKE_WAIT_S is at most 20),
 #: well inside API Gateway's 30 s.
 MAX_HOLD_S = 20
-#: What a request needs beyond the time snapwake holds it: the answer's own trip.
+#: What a held request needs beyond the time snapwake holds it: the answer's own trip.
 ANSWER_MARGIN_S = 5.0
+#: The least time worth sending a request with: a pause that would leave less ends the call.
+MIN_REQUEST_S = 1.0
 
 
 @dataclass(frozen=True)
@@ -71,12 +54,15 @@ class Send:
     headers: Mapping[str, str] = field(default_factory=dict)
     #: Seconds snapwake may hold the request (`Prefer: wait`); 0 asks for a short request.
     hold: int = 0
-    #: Whether the request may be repeated when it is unknown whether the first one acted (a
-    #: lost answer, API Gateway's 503): all but a delete that names a version (`If-Match`),
-    #: which a repeat after a done delete would answer 412.
+    #: Whether the request may be sent again when it is unknown whether the first one acted (a
+    #: lost answer, API Gateway's 503).
     repeatable: bool = True
-    #: Seconds this request may take, set from the call's deadline when it is sent.
-    timeout: float = 30.0
+    #: When the answer must have come, on the monotonic clock: the call's deadline.
+    expires_at: float = 0.0
+
+    def timeout(self) -> float:
+        """What is left for this request now (the driver asks again after a 401)."""
+        return max(self.expires_at - time.monotonic(), 0.001)
 
 
 @dataclass(frozen=True)
@@ -92,7 +78,11 @@ class Reply:
     content: bytes
 
     def json(self) -> Any:
-        return json.loads(self.content)
+        try:
+            return json.loads(self.content)
+        except ValueError:
+            # A proxy's page, or a body cut short: not an answer of snapwake's.
+            raise GatewayError(self.status, "an answer that is not JSON", None) from None
 
 
 T = TypeVar("T")
@@ -106,13 +96,14 @@ class Deadline:
     def __init__(self, seconds: float) -> None:
         if seconds <= 0:
             raise ValueError(f"a call needs time to run: timeout={seconds}")
-        self._at = time.monotonic() + seconds
+        self.at = time.monotonic() + seconds
 
     def left(self) -> float:
-        return max(0.0, self._at - time.monotonic())
+        return max(0.0, self.at - time.monotonic())
 
     def allows(self, pause: float) -> bool:
-        return pause < self.left()
+        """Whether a request is still worth sending after `pause`."""
+        return pause + MIN_REQUEST_S <= self.left()
 
     def hold(self) -> int:
         """The `Prefer: wait` to ask for: what is left once an answer has time to come back."""
@@ -146,32 +137,59 @@ def pause_before_retry(error: Exception, attempt: int, repeatable: bool = True) 
     return max(said, 0.05) if said is not None else backoff(attempt)
 
 
+def failure(reply: Reply | Unreachable | None) -> SnapwakeError:
+    """What a reply that is not a 2xx means."""
+    if isinstance(reply, Reply):
+        # A 3xx too: snapwake never redirects, and following one could turn a POST into a GET.
+        return error_from(reply.status, reply.headers, reply.content)
+    return reply if reply is not None else Unreachable("the request was not sent", sent=False)
+
+
 def exchange(send: Send, deadline: Deadline) -> Flow[Reply]:
     """Send until a 2xx reply, asking again while the answer allows and the deadline lasts."""
     attempt = 0
     answered: SnapwakeError | None = None
     while True:
         attempt += 1
-        timeout = max(min(deadline.left(), send.hold + 2 * ANSWER_MARGIN_S), 1.0)
-        reply = yield replace(send, timeout=timeout)
-        if isinstance(reply, Reply) and reply.status < 400:
+        # Each attempt asks snapwake to hold it no longer than what is left allows.
+        hold = min(send.hold, deadline.hold())
+        reply = yield replace(send, hold=hold, expires_at=deadline.at)
+        if isinstance(reply, Reply) and 200 <= reply.status < 300:
             return reply
-        error = (
-            reply
-            if isinstance(reply, Unreachable)
-            else error_from(reply.status, reply.headers, reply.content)
-            if isinstance(reply, Reply)
-            else Unreachable("the request was not sent", sent=False)
-        )
+        error = failure(reply)
         pause = pause_before_retry(error, attempt, send.repeatable)
-        if pause is None or not deadline.allows(pause):
-            if isinstance(error, Unreachable) and answered is not None:
-                # The deadline cut the last attempt short: what snapwake said before it is
-                # the better account of why the call did not succeed.
-                raise answered from error
-            raise error
-        if not isinstance(error, Unreachable):
-            answered = error
+        if pause is not None and deadline.allows(pause):
+            if not isinstance(error, Unreachable):
+                answered = error
+            yield Pause(pause)
+            continue
+        if isinstance(error, Unreachable) and send.repeatable and answered is not None:
+            # The deadline cut short an attempt that could have been repeated: what snapwake
+            # said before it is the better account of why the call did not succeed.
+            raise answered from error
+        raise error
+
+
+def settle(send: Send, deadline: Deadline, busy: Callable[[Reply, Any], bool]) -> Flow[Any]:
+    """`exchange`, then ask again after each answer that is `busy` (still at work: a 202) until
+    one that is not. The deadline ends it with `StillWorking`, which carries the last answer:
+    the work goes on, and asking again follows it."""
+    agent: Any = None
+    while True:
+        try:
+            reply = yield from exchange(send, deadline)
+        except Unreachable as lost:
+            if deadline.allows(0):
+                raise
+            # Not the network: the deadline ended a request snapwake was still holding.
+            raise StillWorking(agent, None) from lost
+        agent = reply.json()
+        if not busy(reply, agent):
+            return agent
+        said = retry_after(reply.headers.get("retry-after"))
+        pause = max(said, 0.05) if said is not None else 1.0
+        if not deadline.allows(pause):
+            raise StillWorking(agent, pause)
         yield Pause(pause)
 
 
@@ -179,25 +197,37 @@ def agent_path(kind: str, agent_id: str) -> str:
     return f"/v1/agents/{quote(kind, safe='')}/{quote(agent_id, safe='')}"
 
 
-def json_of(flow: Flow[Reply]) -> Flow[Any]:
-    reply = yield from flow
+def json_of(send: Send, deadline: Deadline) -> Flow[Any]:
+    reply = yield from exchange(send, deadline)
     return reply.json()
 
 
 def capabilities(deadline: Deadline) -> Flow[Capabilities]:
-    answer = yield from json_of(exchange(Send("GET", "/v1/capabilities"), deadline))
+    answer = yield from json_of(Send("GET", "/v1/capabilities"), deadline)
     return cast(Capabilities, answer)
 
 
 def get_agent(kind: str, agent_id: str, deadline: Deadline) -> Flow[Agent]:
-    answer = yield from json_of(exchange(Send("GET", agent_path(kind, agent_id)), deadline))
+    answer = yield from json_of(Send("GET", agent_path(kind, agent_id)), deadline)
     return cast(Agent, answer)
 
 
-def listing(query: Mapping[str, str], cursor: str | None, deadline: Deadline) -> Flow[Listing]:
-    params = dict(query, **({"cursor": cursor} if cursor else {}))
-    answer = yield from json_of(exchange(Send("GET", "/v1/agents", params), deadline))
+def listing(query: Mapping[str, Any], cursor: str | None, deadline: Deadline) -> Flow[Listing]:
+    params = {name: str(value) for name, value in query.items() if value is not None}
+    params.pop("cursor", None)
+    if cursor:
+        params["cursor"] = cursor
+    answer = yield from json_of(Send("GET", "/v1/agents", params), deadline)
     return cast(Listing, answer)
+
+
+def next_cursor(page: Listing, cursor: str | None) -> str | None:
+    """Where the next page starts, or None after the last. A cursor answered twice would page
+    forever: that is an answer snapwake never gives."""
+    following = page.get("next_cursor")
+    if following is not None and following == cursor:
+        raise SnapwakeError(f"the listing answered the same cursor twice ({following[:40]})")
+    return following or None
 
 
 def create(body: CreateBody, key: str, deadline: Deadline) -> Flow[Agent]:
@@ -206,15 +236,8 @@ def create(body: CreateBody, key: str, deadline: Deadline) -> Flow[Agent]:
     (AgentKit's answer to CreateSession was lost; it may still make the session) is asked again,
     with the same key, until the 201."""
     send = Send("POST", "/v1/agents", body=body, has_body=True, headers={"Idempotency-Key": key})
-    while True:
-        reply = yield from exchange(send, deadline)
-        agent = cast(Agent, reply.json())
-        if reply.status != 202:
-            return agent
-        pause = still_at_work_pause(reply)
-        if not deadline.allows(pause):
-            raise StillWorking(agent, pause)
-        yield Pause(pause)
+    agent = yield from settle(send, deadline, lambda reply, _: reply.status == 202)
+    return cast(Agent, agent)
 
 
 def follow(
@@ -223,24 +246,14 @@ def follow(
     """A wake or a sleep, followed to its end: `Prefer: wait` asks snapwake to hold each
     request, and each 202 is asked again after its `Retry-After`. So is a 200 whose agent is
     in a `booting` state: a wake of an agent whose session is already starting (a create a
-    moment ago) answers 200 at once, without holding, as the session needs no Resume."""
-    while True:
-        hold = deadline.hold() if wait else 0
-        send = Send("POST", path, body=body, has_body=body is not None, hold=hold)
-        reply = yield from exchange(send, deadline)
-        agent = reply.json()
-        if not wait or (reply.status != 202 and agent.get("state") not in booting):
-            return agent
-        pause = still_at_work_pause(reply)
-        if not deadline.allows(pause):
-            raise StillWorking(agent, pause)
-        yield Pause(pause)
+    moment ago) answers 200 at once, without holding, as the session needs no Resume.
+    Without `wait`, one short request."""
 
+    def busy(reply: Reply, agent: Any) -> bool:
+        return wait and (reply.status == 202 or agent.get("state") in booting)
 
-def still_at_work_pause(reply: Reply) -> float:
-    """After a 202: its Retry-After (snapwake always says one), else a second."""
-    said = retry_after(reply.headers.get("retry-after"))
-    return max(said, 0.05) if said is not None else 1.0
+    send = Send("POST", path, body=body, has_body=body is not None, hold=MAX_HOLD_S if wait else 0)
+    return (yield from settle(send, deadline, busy))
 
 
 def wake(
@@ -260,48 +273,60 @@ def sleep(kind: str, agent_id: str, wait: bool, deadline: Deadline) -> Flow[Slee
 def keepalive(
     kind: str, agent_id: str, ttl_s: int, deadline: Deadline
 ) -> Flow[KeepAgentAliveResponse]:
-    send = Send(
-        "POST", f"{agent_path(kind, agent_id)}/keepalive", body={"ttl_s": ttl_s}, has_body=True
-    )
-    answer = yield from json_of(exchange(send, deadline))
+    path = f"{agent_path(kind, agent_id)}/keepalive"
+    answer = yield from json_of(Send("POST", path, body={"ttl_s": ttl_s}, has_body=True), deadline)
     return cast(KeepAgentAliveResponse, answer)
 
 
 def delete(path: str, if_match: str | None, deadline: Deadline) -> Flow[None]:
+    """A delete is done also when the agent was already gone (204), so repeating one is safe,
+    unless it names a version: after a delete that went through, that repeat would answer 412
+    (docs/http-api.md: "A delete: read the agent first")."""
     headers = {"If-Match": if_match} if if_match else {}
     yield from exchange(Send("DELETE", path, headers=headers, repeatable=not if_match), deadline)
 
 
 def get_schedule(kind: str, agent_id: str, deadline: Deadline) -> Flow[Schedule | None]:
     try:
-        reply = yield from exchange(Send("GET", f"{agent_path(kind, agent_id)}/schedule"), deadline)
+        answer = yield from json_of(
+            Send("GET", f"{agent_path(kind, agent_id)}/schedule"), deadline
+        )
     except ScheduleNotFound:
         return None
-    return cast(Schedule, reply.json())
+    return cast(Schedule, answer)
 
 
 def put_schedule(
     kind: str, agent_id: str, body: ScheduleBody, deadline: Deadline
 ) -> Flow[Schedule]:
     send = Send("PUT", f"{agent_path(kind, agent_id)}/schedule", body=body, has_body=True)
-    answer = yield from json_of(exchange(send, deadline))
+    answer = yield from json_of(send, deadline)
     return cast(Schedule, answer)
 
 
-def raw(method: str, path: str, body: Any, deadline: Deadline) -> Flow[Any]:
-    send = Send(method.upper(), path, body=body, has_body=body is not None)
-    reply = yield from exchange(send, deadline)
+#: The POST routes whose repeat carries the same operation on (convergent, or an end set from now).
+CONVERGENT_POSTS = ("/resume", "/sleep", "/keepalive")
+
+
+def raw(
+    method: str, path: str, body: Any, headers: Mapping[str, str], deadline: Deadline
+) -> Flow[Any]:
+    """Any route. Repeated after an ambiguous failure only when that is safe: GET, PUT, a
+    DELETE without If-Match, a convergent POST, or any request with an Idempotency-Key."""
+    method = method.upper()
+    named = {name.lower() for name in headers}
+    repeatable = (
+        method in ("GET", "HEAD", "PUT")
+        or (method == "DELETE" and "if-match" not in named)
+        or (method == "POST" and path.rstrip("/").endswith(CONVERGENT_POSTS))
+        or "idempotency-key" in named
+    )
+    send = Send(method, path, body=body, has_body=body is not None, headers=headers)
+    reply = yield from exchange(replace(send, repeatable=repeatable), deadline)
     return reply.json() if reply.content else None
 
 
 # The bodies and paths of the calls, built once for both clients.
-
-
-def list_query(
-    kind: str | None, state: str | None, owner: str | None, limit: int | None
-) -> dict[str, str]:
-    given = {"kind": kind, "state": state, "owner": owner, "limit": limit}
-    return {name: str(value) for name, value in given.items() if value is not None}
 
 
 def create_body(kind: Kind, display_name: str, retention: Retention | None) -> CreateBody:

@@ -14,9 +14,7 @@ from .protocol import Reply, Send
 CONNECT_TIMEOUT_S = 10.0
 
 
-def base_headers(
-    user: str | None, admin: bool, extra: Mapping[str, str] | None
-) -> dict[str, str]:
+def base_headers(user: str | None, admin: bool, extra: Mapping[str, str] | None) -> dict[str, str]:
     """What every request says: the client, and the local identity of `snapwake serve`
     (`X-Snapwake-User`, `X-Snapwake-Admin`), which a deployed API ignores."""
     headers = {"User-Agent": f"snapwake-python/{__version__}", "Accept": "application/json"}
@@ -28,13 +26,17 @@ def base_headers(
     return headers
 
 
-def request(http: httpx.Client | httpx.AsyncClient, send: Send, token: str | None) -> httpx.Request:
+def request(
+    http: httpx.Client | httpx.AsyncClient, send: Send, token: str | None
+) -> httpx.Request:
     headers = dict(send.headers)
     if send.hold:
         headers["Prefer"] = f"wait={send.hold}"
     if token:
         headers["Authorization"] = f"Bearer {token}"
-    timeout = httpx.Timeout(send.timeout, connect=min(CONNECT_TIMEOUT_S, send.timeout))
+    left = send.timeout()
+    # httpx bounds each phase, not the whole: the async driver bounds the whole as well.
+    timeout = httpx.Timeout(left, connect=min(CONNECT_TIMEOUT_S, left))
     return http.build_request(
         send.method,
         send.path,
@@ -53,7 +55,16 @@ def reply(response: httpx.Response) -> Reply:
     )
 
 
-def unreachable(error: httpx.TransportError) -> Unreachable:
+#: Failures before any byte of the request left: asking again cannot repeat anything.
+NOT_SENT = (
+    httpx.ConnectError,
+    httpx.ConnectTimeout,
+    httpx.PoolTimeout,
+    httpx.ProxyError,
+    httpx.UnsupportedProtocol,
+)
+
+
+def unreachable(error: Exception) -> Unreachable:
     # The kind of failure, never the request (its headers carry the token).
-    sent = not isinstance(error, (httpx.ConnectError, httpx.ConnectTimeout))
-    return Unreachable(type(error).__name__, sent=sent)
+    return Unreachable(type(error).__name__, sent=not isinstance(error, NOT_SENT))
