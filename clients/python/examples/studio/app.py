@@ -56,8 +56,10 @@ def not_found(what: str) -> StudioError:
 def studio_error(error: snapwake.SnapwakeError) -> StudioError:
     """snapwake's answer in the reference Studio's words."""
     match error:
-        case snapwake.NotFound() | snapwake.AgentGone():
+        case snapwake.AgentNotFound() | snapwake.SnapshotNotFound() | snapwake.AgentGone():
             return not_found("snapshot")
+        case snapwake.Unauthenticated():
+            return StudioError(401, "SANDBOX_UNAUTHENTICATED", "sign in again")
         case snapwake.InvalidRequest() | snapwake.PayloadTooLarge():
             return StudioError(422, "SANDBOX_INVALID_REQUEST", error.detail)
         case snapwake.NotConfigured():
@@ -73,7 +75,7 @@ def studio_error(error: snapwake.SnapwakeError) -> StudioError:
             | snapwake.TryAgain()
             | snapwake.StoreUnavailable()
             | snapwake.Unreachable()
-        ):
+        ) | snapwake.GatewayError(retryable=True):
             return StudioError(502, "SANDBOX_PROVISIONING_FAILED", str(error), retryable=True)
         case _:
             return StudioError(500, "SANDBOX_INTERNAL_ERROR", "the sandbox service failed")
@@ -135,17 +137,18 @@ def user_session_id(agent: Agent) -> str | None:
 
 async def caller(request: Request) -> AsyncIterator[snapwake.AsyncClient]:
     """snapwake as the signed-in person, over the app's one connection pool."""
-    auth = request.headers.get("authorization", "")
-    token = auth.removeprefix("Bearer ").strip() if auth.startswith("Bearer ") else None
-    user = request.headers.get("x-snapwake-user")
+    state = request.app.state
+    scheme, _, token = request.headers.get("authorization", "").partition(" ")
+    token = token.strip() if scheme.lower() == "bearer" else ""
+    # Only against `snapwake serve`: anyone can send this header.
+    user = request.headers.get("x-snapwake-user") if state.local_identity else None
     if not token and not user:
         raise StudioError(401, "SANDBOX_UNAUTHENTICATED", "sign in first")
-    state = request.app.state
-    client = snapwake.AsyncClient(
-        state.snapwake_url, token=token, user=user, transport=Unclosed(state.transport)
-    )
-    yield client
-    await client.aclose()
+    lent = Unclosed(state.transport)
+    async with snapwake.AsyncClient(
+        state.snapwake_url, token=token or None, user=user, transport=lent
+    ) as client:
+        yield client
 
 
 def kind_of(kind: str) -> Kind:
@@ -159,30 +162,55 @@ KindOf = Annotated[Kind, Depends(kind_of)]
 
 
 def create_app(
-    snapwake_url: str | None = None, transport: httpx.AsyncBaseTransport | None = None
+    snapwake_url: str | None = None,
+    *,
+    local_identity: bool | None = None,
+    transport: httpx.AsyncBaseTransport | None = None,
 ) -> FastAPI:
+    """The app. `snapwake_url` defaults to $SNAPWAKE_URL; `local_identity` (default: whether
+    $SNAPWAKE_LOCAL_IDENTITY is 1) passes the page's X-Snapwake-User on, for `snapwake serve`."""
     url = snapwake_url or os.environ.get("SNAPWAKE_URL", "http://127.0.0.1:8080")
+    own = transport is None
     shared = transport or httpx.AsyncHTTPTransport()
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         yield
-        await shared.aclose()
+        if own:
+            await shared.aclose()
 
     app = FastAPI(title="Studio snapshot routes on snapwake", lifespan=lifespan)
     app.state.snapwake_url = url
     app.state.transport = shared
+    app.state.local_identity = (
+        os.environ.get("SNAPWAKE_LOCAL_IDENTITY") == "1"
+        if local_identity is None
+        else local_identity
+    )
 
     async def agent_of(client: snapwake.AsyncClient, kind: Kind, snapshot_id: str) -> Agent:
-        """The caller's agent that holds this snapshot; a foreign one is not found."""
-        async for agent in client.list(kind=kind):
-            if any(s["snapshot_id"] == snapshot_id for s in agent["snapshots"]):
-                return agent
+        """The caller's agent that holds this snapshot; a foreign one is not found. A listing
+        snapwake could not read whole is no proof of absence: ask again later."""
+        whole = True
+        async for page in client.pages(kind=kind):
+            whole = whole and not page["partial"] and not page["truncated"]
+            for agent in page["agents"]:
+                if any(s["snapshot_id"] == snapshot_id for s in agent["snapshots"]):
+                    return agent
+        if not whole:
+            raise StudioError(
+                502, "SANDBOX_PROVISIONING_FAILED", "the snapshots could not all be read", True
+            )
         raise not_found("snapshot")
 
     @app.exception_handler(snapwake.SnapwakeError)
     async def answered(_: Request, error: snapwake.SnapwakeError) -> JSONResponse:
         studio = studio_error(error)
+        return JSONResponse({"detail": studio.detail}, status_code=studio.status_code)
+
+    @app.exception_handler(Exception)
+    async def failed(_: Request, error: Exception) -> JSONResponse:
+        studio = studio_error(snapwake.SnapwakeError(str(error)))
         return JSONResponse({"detail": studio.detail}, status_code=studio.status_code)
 
     @app.exception_handler(RequestValidationError)
@@ -198,19 +226,25 @@ def create_app(
         answer = await client.capabilities()
         mine = next((k for k in answer["kinds"] if k["kind"] == kind), None)
         if mine is None:
-            raise StudioError(503, "SANDBOX_NOT_CONFIGURED", f"no {kind} Tool is configured")
+            off = {"enabled": False, "reason": f"no {kind} Tool is configured"}
+            return {
+                "enabled": False,
+                "reason": off["reason"],
+                "defaultRetentionMode": "temporary",
+                "retentionModes": {"temporary": off, "recoverable": off},
+            }
         modes = {
-            mode: {"enabled": mine["retention"][mode]["enabled"],
-                   "reason": mine["retention"][mode].get("reason")}
+            mode: {
+                "enabled": mine["retention"][mode]["enabled"],
+                "reason": mine["retention"][mode].get("reason"),
+            }
             for mode in ("temporary", "recoverable")
         }
         enabled = any(m["enabled"] for m in modes.values())
         return {
             "enabled": enabled,
             "reason": None if enabled else "no sandbox Tool is configured",
-            "defaultRetentionMode": (
-                "recoverable" if modes["recoverable"]["enabled"] else "temporary"
-            ),
+            "defaultRetentionMode": mine["default_retention"],
             "retentionModes": modes,
         }
 
@@ -226,15 +260,21 @@ def create_app(
         return {"sessions": live, **({"snapshots": wakeable} if wakeable else {})}
 
     @app.post("/web/{kind}/sessions")
-    async def create(kind: KindOf, body: CreateSession, client: Caller) -> dict[str, Any]:
+    async def create(
+        kind: KindOf, client: Caller, request: Request, body: CreateSession | None = None
+    ) -> dict[str, Any]:
+        body = body or CreateSession()
         name = (body.display_name or "").strip() or f"{kind.capitalize()} agent"
-        agent = await client.create(kind, name, retention=body.retention_mode)
+        # A page that retries its create with the same Idempotency-Key creates one agent.
+        key = request.headers.get("idempotency-key")
+        agent = await client.create(kind, name, retention=body.retention_mode, idempotency_key=key)
         return public_session(agent)
 
     @app.post("/web/{kind}/snapshots/{snapshot_id}/resume")
     async def resume(kind: KindOf, snapshot_id: str, client: Caller) -> dict[str, Any]:
         agent = await agent_of(client, kind, snapshot_id)
-        # The agent, from its newest Ready snapshot: a storm of clicks is one wake.
+        # The agent, from its newest Ready snapshot (whichever of its snapshots was clicked,
+        # even one not Ready): a storm of clicks is one wake.
         awake = await client.wake(kind, agent["agent_id"], timeout=WAKE_TIMEOUT_S)
         return public_session(awake)
 

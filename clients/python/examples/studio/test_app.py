@@ -22,7 +22,7 @@ BOB = {"X-Snapwake-User": "bob"}
 
 @pytest.fixture(scope="module")
 def studio(serve: Serve) -> Iterator[TestClient]:
-    with TestClient(create_app(serve.url)) as client:
+    with TestClient(create_app(serve.url, local_identity=True)) as client:
         yield client
 
 
@@ -47,7 +47,9 @@ def test_capabilities_say_what_can_be_created(studio: TestClient, prefix: str) -
     }
 
 
-def test_a_snapshot_is_listed_woken_once_and_then_a_session(studio: TestClient, serve: Serve) -> None:
+def test_a_snapshot_is_listed_woken_once_and_then_a_session(
+    studio: TestClient, serve: Serve
+) -> None:
     listed = studio.get("/web/sandbox/sessions", headers=ALICE).json()
     wakeable = [s for s in listed["snapshots"] if s["displayName"] == "Data helper"]
     assert wakeable and all(s["status"] == "Wakeable" for s in wakeable)
@@ -121,7 +123,9 @@ def test_delete_a_snapshot_and_a_foreign_one_is_not_found(studio: TestClient) ->
     assert (deleted.status_code, deleted.json()) == (200, {"deleted": True})
     again = studio.get("/web/sandbox/sessions", headers=ALICE).json()
     assert snapshot not in {s["snapshotId"] for s in again.get("snapshots", [])}
-    assert studio.post(f"/web/sandbox/snapshots/{snapshot}/resume", headers=ALICE).status_code == 404
+    assert (
+        studio.post(f"/web/sandbox/snapshots/{snapshot}/resume", headers=ALICE).status_code == 404
+    )
 
 
 def test_routes_of_no_kind_and_callers_of_no_identity(studio: TestClient) -> None:
@@ -130,25 +134,62 @@ def test_routes_of_no_kind_and_callers_of_no_identity(studio: TestClient) -> Non
     assert error(studio.get("/web/sandbox/sessions"))["code"] == "SANDBOX_UNAUTHENTICATED"
 
 
-def test_a_retention_without_its_tool_is_503_and_a_failed_wake_502_retryable() -> None:
+def test_the_local_identity_header_is_ignored_unless_the_app_says_so(serve: Serve) -> None:
+    with TestClient(create_app(serve.url, local_identity=False)) as deployed:
+        answer = deployed.get("/web/sandbox/sessions", headers=ALICE)
+    assert answer.status_code == 401
+    assert error(answer)["code"] == "SANDBOX_UNAUTHENTICATED"
+
+
+def test_a_page_retrying_its_create_with_one_key_creates_one_agent(studio: TestClient) -> None:
+    ask = {**BOB, "Idempotency-Key": "page-create-1"}
+    body = {"displayName": "Once", "retentionMode": "recoverable"}
+    first = studio.post("/web/openclaw/sessions", headers=ask, json=body).json()
+    again = studio.post("/web/openclaw/sessions", headers=ask, json=body).json()
+    assert first["userSessionId"] == again["userSessionId"]
+    listed = studio.get("/web/openclaw/sessions", headers=BOB).json()
+    assert [s["displayName"] for s in listed["sessions"]].count("Once") == 1
+
+
+def test_a_refused_token_is_401_a_missing_tool_503_and_a_failed_wake_502_retryable() -> None:
     def snapwake(request: httpx.Request) -> httpx.Response:
         problems = {
             "/v1/agents": (503, "NOT_CONFIGURED", False),
             "/v1/agents/codex/a1/resume": (502, "PROVIDER_ERROR", True),
         }
+        if request.url.path == "/v1/capabilities":
+            # API Gateway's authorizer refusing an expired token.
+            return httpx.Response(401, json={"message": "Unauthorized"})
         if request.method == "GET":
-            agent = {"kind": "codex", "agent_id": "a1", "display_name": "A",
-                     "retention": "recoverable", "state": "asleep", "session": None,
-                     "snapshots": [{"snapshot_id": "s1", "status": "Ready"}]}
+            agent = {
+                "kind": "codex",
+                "agent_id": "a1",
+                "display_name": "A",
+                "retention": "recoverable",
+                "state": "asleep",
+                "session": None,
+                "snapshots": [{"snapshot_id": "s1", "status": "Ready"}],
+            }
             return httpx.Response(200, json={"agents": [agent], "truncated": False, "partial": []})
         status, code, retryable = problems[request.url.path]
-        body = {"type": "urn:snapwake:problem:x", "title": "t", "status": status,
-                "detail": "said snapwake", "code": code, "retryable": retryable}
+        body = {
+            "type": "urn:snapwake:problem:x",
+            "title": "t",
+            "status": status,
+            "detail": "said snapwake",
+            "code": code,
+            "retryable": retryable,
+        }
         return httpx.Response(status, json=body)
 
-    app = create_app("http://snapwake.test", transport=httpx.MockTransport(snapwake))
+    app = create_app(
+        "http://snapwake.test", local_identity=True, transport=httpx.MockTransport(snapwake)
+    )
     with TestClient(app) as studio:
-        made = studio.post("/web/sandbox/sessions", headers=ALICE, json={})
+        expired = studio.get("/web/sandbox/capabilities", headers=ALICE)
+        assert expired.status_code == 401
+        assert error(expired)["code"] == "SANDBOX_UNAUTHENTICATED"
+        made = studio.post("/web/sandbox/sessions", headers=ALICE)
         assert made.status_code == 503
         assert error(made)["code"] == "SANDBOX_NOT_CONFIGURED"
         woken = studio.post("/web/sandbox/snapshots/s1/resume", headers=ALICE)
