@@ -93,3 +93,21 @@ test("owner=* follows next_cursor through every page", async () => {
 test("no schedule reads as null", async () => {
   assert.equal(await as("alice").getSchedule("codex", SLEEPER), null);
 });
+
+test("the README's From TypeScript example runs as printed (only its address changed)", async () => {
+  const { readFileSync, writeFileSync, mkdtempSync } = await import("node:fs");
+  const { tmpdir } = await import("node:os");
+  const { execFileSync } = await import("node:child_process");
+  const readme = readFileSync(`${here}../../../README.md`, "utf8");
+  const section = readme.split("## From TypeScript")[1]?.split("\n## ")[0] ?? "";
+  const example = /```ts\n([\s\S]*?)```/.exec(section)?.[1];
+  if (!example?.includes("http://127.0.0.1:8080")) assert.fail("README: no ts example under From TypeScript");
+  const runnable = example
+    .replace("./clients/typescript/snapwake.js", new URL("../snapwake.js", import.meta.url).href)
+    .replace("http://127.0.0.1:8080", api);
+  const file = `${mkdtempSync(`${tmpdir()}/snapwake-readme-`)}/example.mjs`;
+  writeFileSync(file, runnable);
+  const printed = execFileSync(process.execPath, [file], { encoding: "utf8", timeout: 60_000 }).trim().split("\n");
+  assert.ok(printed.some((l) => l.startsWith("Data helper ")), printed.join("\n"));
+  assert.match(printed[printed.length - 1], /^awake sess-/);
+});
