@@ -161,14 +161,22 @@ def test_the_token_never_appears_in_an_error() -> None:
     assert "s3cr3t" not in repr(unreachable.value) and "s3cr3t" not in str(unreachable.value)
 
 
-async def test_fifty_calls_refused_together_fetch_one_fresh_token() -> None:
-    calls = 0
+class Tokens:
+    """An async token function that counts its calls; `same`: it hands back one string always
+    (an identity library still caching a token the server calls expired)."""
 
-    async def token() -> str:
-        nonlocal calls
-        calls += 1
-        await asyncio.sleep(0.01)
-        return f"token-{calls}"
+    def __init__(self, same: bool = False) -> None:
+        self.calls = 0
+        self.same = same
+
+    async def __call__(self) -> str:
+        self.calls += 1
+        await asyncio.sleep(0.01)  # long enough for the other calls to queue behind it
+        return "the-same-one" if self.same else f"token-{self.calls}"
+
+
+async def test_fifty_calls_refused_together_fetch_one_fresh_token() -> None:
+    token = Tokens()
 
     def answer(request: httpx.Request) -> httpx.Response:
         if request.headers["authorization"] == "Bearer token-1":
@@ -180,7 +188,7 @@ async def test_fifty_calls_refused_together_fetch_one_fresh_token() -> None:
     ) as snapwake:
         got = await asyncio.gather(*(snapwake.get("codex", "a1") for _ in range(50)))
     assert all(a["state"] == "awake" for a in got)
-    assert calls == 2
+    assert token.calls == 2
 
 
 def test_a_create_whose_session_is_not_shown_yet_is_asked_again_with_its_key() -> None:
@@ -270,13 +278,7 @@ def test_a_cursor_answered_twice_ends_the_walk() -> None:
 
 
 async def test_a_token_function_giving_the_same_refused_token_is_asked_once_more_only() -> None:
-    calls = 0
-
-    async def token() -> str:
-        nonlocal calls
-        calls += 1
-        await asyncio.sleep(0.01)
-        return "the-same-one"
+    token = Tokens(same=True)
 
     def refuse(request: httpx.Request) -> httpx.Response:
         return httpx.Response(401, json={"message": "Unauthorized"})
@@ -288,4 +290,4 @@ async def test_a_token_function_giving_the_same_refused_token_is_asked_once_more
             *(snapwake.get("codex", "a1") for _ in range(20)), return_exceptions=True
         )
     assert all(isinstance(error, Unauthenticated) for error in refused)
-    assert calls == 2
+    assert token.calls == 2
