@@ -1068,24 +1068,19 @@ def _reserve_default(t):
     return "ResumeFunction"
 
 
-def _lambda_alarm_without_function(t):
-    props(t["Resources"]["ResumeFunctionErrorsAlarm"]).pop("Dimensions")
-    return "ResumeFunctionErrorsAlarm"
+def _without_dimensions(alarm):
+    def go(t):
+        props(t["Resources"][alarm]).pop("Dimensions")
+        return alarm
+    return go
 
 
-def _drop_throttles_alarm(t):
-    del t["Resources"]["DeleteFunctionThrottlesAlarm"]
-    return "DeleteFunction"
-
-
-def _custom_alarm_without_dimensions(t):
-    props(t["Resources"]["AgentKitThrottlesAlarm"]).pop("Dimensions")
-    return "AgentKitThrottlesAlarm"
-
-
-def _drop_output(t):
-    del t["Outputs"]["ResumeFunctionName"]
-    return "ResumeFunction"
+def _without(section, name, named):
+    """`name` taken out of the template's `section`; the check must then name `named`."""
+    def go(t):
+        del t[section][name]
+        return named
+    return go
 
 
 def _statements(t, function):
@@ -1265,10 +1260,16 @@ MUTATIONS = [
     ("a reserve without the NoValue branch",
      _reserve({"Fn::If": ["ReservesResume", {"Ref": "ResumeReservedConcurrency"}, 100]})),
     ("a reserve parameter defaulting to 100", _reserve_default),
-    ("a Lambda alarm without FunctionName", _lambda_alarm_without_function),
-    ("a function without a Throttles alarm", _drop_throttles_alarm),
-    ("an alarm on a snapwake metric without dimensions", _custom_alarm_without_dimensions),
-    ("a function no Output names", _drop_output),
+    ("a Lambda alarm without FunctionName", _without_dimensions("ResumeFunctionErrorsAlarm")),
+    (
+        "a function without a Throttles alarm",
+        _without("Resources", "DeleteFunctionThrottlesAlarm", "DeleteFunction"),
+    ),
+    (
+        "an alarm on a snapwake metric without dimensions",
+        _without_dimensions("AgentKitThrottlesAlarm"),
+    ),
+    ("a function no Output names", _without("Outputs", "ResumeFunctionName", "ResumeFunction")),
     ("the list function's UpdateItem on any item (no LeadingKeys)", _drop_condition),
     ("a SAM policy template on the list function (DynamoDBCrudPolicy)",
      _policy("ListFunction", {"DynamoDBCrudPolicy": {"TableName": {"Ref": "Table"}}},
