@@ -187,25 +187,18 @@ class Watched:
 @pytest.fixture
 def watched(browser):
     """A fresh browser context at desktop size; fails the test on any browser error."""
-    contexts = []
+    opened = []
 
     def open_page(width=1280, height=900, timezone_id="UTC", color_scheme="light"):
         ctx = browser.new_context(viewport={"width": width, "height": height}, locale="en-GB",
                                   timezone_id=timezone_id, color_scheme=color_scheme)
-        contexts.append(ctx)
         w = Watched(ctx.new_page())
         w.page.set_default_timeout(20_000)
+        opened.append((ctx, w))
         return w
 
-    pages = []
-
-    def make(**kw):
-        w = open_page(**kw)
-        pages.append(w)
-        return w
-
-    yield make
-    errors = [e for w in pages for e in w.errors]
-    for ctx in contexts:
+    yield open_page
+    errors = [e for _, w in opened for e in w.errors]
+    for ctx, _ in opened:
         ctx.close()
     assert not errors, "browser log:\n" + "\n".join(errors)
