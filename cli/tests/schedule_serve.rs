@@ -31,6 +31,20 @@ fn schedule(url: &str, args: &[&str]) -> (Value, std::process::Output) {
     (json, out)
 }
 
+/// `snapwake schedule set` of Data helper's wake, in Berlin.
+fn set_wake(url: &str, cron: &str) -> (Value, std::process::Output) {
+    let args = [
+        "set",
+        "codex",
+        DATA_HELPER,
+        "--timezone",
+        "Europe/Berlin",
+        "--wake",
+        cron,
+    ];
+    schedule(url, &args)
+}
+
 fn curl(args: &[&str]) -> Value {
     let out = Command::new("curl")
         .arg("-s")
@@ -55,18 +69,7 @@ fn serve_ticks_a_wake_schedule_when_the_simulated_clock_gets_there() {
     let sim = server.simulator();
     assert_eq!(agent(&url)["state"], "asleep");
 
-    let (set, out) = schedule(
-        &url,
-        &[
-            "set",
-            "codex",
-            DATA_HELPER,
-            "--timezone",
-            "Europe/Berlin",
-            "--wake",
-            "30 8 * * MON-FRI",
-        ],
-    );
+    let (set, out) = set_wake(&url, "30 8 * * MON-FRI");
     assert!(
         out.status.success(),
         "{}",
@@ -80,18 +83,7 @@ fn serve_ticks_a_wake_schedule_when_the_simulated_clock_gets_there() {
     assert_eq!(shown, set);
 
     // A bad expression: the API's 422 names the field, the command says so and fails.
-    let (_, out) = schedule(
-        &url,
-        &[
-            "set",
-            "codex",
-            DATA_HELPER,
-            "--timezone",
-            "Europe/Berlin",
-            "--wake",
-            "30 25 * * *",
-        ],
-    );
+    let (_, out) = set_wake(&url, "30 25 * * *");
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("wake: hour: 25 is out of range 0-23"), "{err}");

@@ -7,6 +7,15 @@ use super::*;
 // ---------------------------------------------------------------------------------------------
 // The answers of a wake in the less common shapes of an agent
 
+/// The record of the codex agent `agent_id`, which the test expects to exist.
+async fn codex_record(store: &impl AgentStore, agent_id: &str) -> snapwake::domain::AgentRecord {
+    store
+        .get(&AgentKey::new(Kind::Codex, agent_id))
+        .await
+        .expect("the store answers")
+        .expect("the agent has a record")
+}
+
 /// A `snapshot-<id>` agent (a snapshot with no UserSessionId) wakes from its own snapshot
 /// every time: after a wake that worked and expired, and after one that failed, its record
 /// names its Tool and the next resume finds the snapshot there, never 422.
@@ -37,11 +46,7 @@ async fn a_snapshot_agent_wakes_again_after_a_wake_that_expired_or_failed() {
             .await,
     );
     assert_eq!(status, 502, "{body}");
-    let record = store
-        .get(&AgentKey::new(Kind::Codex, &subject.agent_id))
-        .await
-        .unwrap()
-        .unwrap();
+    let record = codex_record(store.as_ref(), &subject.agent_id).await;
     assert_eq!(record.state, WakeState::Failed);
     assert_eq!(
         record.description.tool_id.as_deref(),
@@ -96,11 +101,7 @@ async fn a_temporary_agent_is_awake_until_its_session_ends_then_not_wakeable() {
         (422, Some("NOT_WAKEABLE")),
         "{body}"
     );
-    let record = store
-        .get(&AgentKey::new(Kind::Codex, &agent_id))
-        .await
-        .unwrap()
-        .unwrap();
+    let record = codex_record(store.as_ref(), &agent_id).await;
     assert!(record.holder.is_none(), "the lock is given back");
     assert_eq!(world.received("ResumeSessionFromSnapshot"), 0);
 }
@@ -129,11 +130,7 @@ async fn a_resume_answered_not_found_is_not_wakeable() {
         (422, Some("NOT_WAKEABLE")),
         "{body}"
     );
-    let record = store
-        .get(&AgentKey::new(Kind::Codex, &agent_id))
-        .await
-        .unwrap()
-        .unwrap();
+    let record = codex_record(store.as_ref(), &agent_id).await;
     assert_eq!((record.state, record.holder), (WakeState::Asleep, None));
     assert!(record.resume_sent_at_ms.is_none());
     assert!(ctl.snapshot(&snapshot_id).is_some());
