@@ -13,7 +13,7 @@ import httpx
 
 from . import protocol, wire
 from .errors import Unreachable
-from .protocol import Deadline, Flow, Pause, Reply, Send
+from .protocol import Flow, Pause, Reply, Send
 from .schema import Agent, Capabilities, KeepAgentAliveResponse, Kind, Listing, Retention
 from .schema import ListAgentsParametersQuery as ListQuery
 from .schema import ResumeAgentResponse, Schedule, SleepAgentResponse
@@ -25,8 +25,10 @@ T = TypeVar("T")
 AsyncToken = str | Callable[[], str | Awaitable[str]] | None
 
 
-class AsyncClient:
+class AsyncClient(wire.Calls):
     """snapwake's API for asyncio code: see `snapwake.Client`, whose calls these are."""
+
+    _token: AsyncToken
 
     def __init__(
         self,
@@ -45,13 +47,8 @@ class AsyncClient:
             headers=wire.base_headers(user, admin, headers),
             transport=transport,
         )
-        self._token = token
-        self._current: str | None = token if isinstance(token, str) else None
-        # How many tokens the function has given: a 401 refreshes only the one it refused.
-        self._generation = 0
+        super().__init__(token, timeout, wait_timeout)
         self._refreshing = asyncio.Lock()
-        self.timeout = timeout
-        self.wait_timeout = wait_timeout
 
     async def __aenter__(self) -> AsyncClient:
         return self
@@ -176,11 +173,6 @@ class AsyncClient:
 
     # Running a flow.
 
-    def _deadline(self, timeout: float | None, waits: bool = False) -> Deadline:
-        if timeout is None:
-            timeout = self.wait_timeout if waits else self.timeout
-        return Deadline(timeout)
-
     async def _run(self, flow: Flow[T]) -> T:
         try:
             step = next(flow)
@@ -216,8 +208,7 @@ class AsyncClient:
         if not callable(self._token):
             return self._current, 0
         async with self._refreshing:
-            if self._current is None or refused == self._generation:
+            if self._needs_token(refused):
                 value = self._token()
-                self._current = await value if inspect.isawaitable(value) else value
-                self._generation += 1
+                return self._took(await value if inspect.isawaitable(value) else value)
             return self._current, self._generation

@@ -12,7 +12,7 @@ import httpx
 
 from . import protocol, wire
 from .errors import Unreachable
-from .protocol import Deadline, Flow, Pause, Reply, Send
+from .protocol import Flow, Pause, Reply, Send
 from .schema import Agent, Capabilities, KeepAgentAliveResponse, Kind, Listing, Retention
 from .schema import ListAgentsParametersQuery as ListQuery
 from .schema import ResumeAgentResponse, Schedule, SleepAgentResponse
@@ -23,7 +23,7 @@ T = TypeVar("T")
 Token = str | Callable[[], str] | None
 
 
-class Client:
+class Client(wire.Calls):
     """snapwake's API for blocking code. Every call is retried where that is safe and ends by
     its deadline: `timeout` seconds (the client's, unless the call says), or for `wake` and
     `sleep`, which wait for the agent, `wait_timeout`.
@@ -31,6 +31,8 @@ class Client:
     Deployed, pass `token` (the signed-in person's JWT, or a function returning it); against
     `snapwake serve`, `user` (and `admin=True`) say who is asking.
     """
+
+    _token: Token
 
     def __init__(
         self,
@@ -49,13 +51,8 @@ class Client:
             headers=wire.base_headers(user, admin, headers),
             transport=transport,
         )
-        self._token = token
-        self._current: str | None = token if isinstance(token, str) else None
-        # How many tokens the function has given: a 401 refreshes only the one it refused.
-        self._generation = 0
+        super().__init__(token, timeout, wait_timeout)
         self._refreshing = threading.Lock()
-        self.timeout = timeout
-        self.wait_timeout = wait_timeout
 
     def __enter__(self) -> Client:
         return self
@@ -186,11 +183,6 @@ class Client:
 
     # Running a flow.
 
-    def _deadline(self, timeout: float | None, waits: bool = False) -> Deadline:
-        if timeout is None:
-            timeout = self.wait_timeout if waits else self.timeout
-        return Deadline(timeout)
-
     def _run(self, flow: Flow[T]) -> T:
         try:
             step = next(flow)
@@ -222,7 +214,6 @@ class Client:
         if not callable(self._token):
             return self._current, 0
         with self._refreshing:
-            if self._current is None or refused == self._generation:
-                self._current = self._token()
-                self._generation += 1
+            if self._needs_token(refused):
+                return self._took(self._token())
             return self._current, self._generation

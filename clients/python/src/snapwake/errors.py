@@ -198,7 +198,7 @@ class GatewayError(SnapwakeError):
         self.message = message
         self.retryable = status in (429, 503, 504)
         self.retry_after = retry_after
-        super().__init__(f"API Gateway answered {status}: {message}")
+        super().__init__(f"{status}, not an answer of snapwake's: {message}")
 
 
 class Unreachable(SnapwakeError):

@@ -117,6 +117,12 @@ def backoff(attempt: int) -> float:
     return ceiling / 2 + random.uniform(0, ceiling / 2)
 
 
+def pause_asked(said: float | None, otherwise: float) -> float:
+    """The pause an answer's `Retry-After` asks for (`said`), else `otherwise`. "0" still
+    means "not in this same instant"."""
+    return max(said, 0.05) if said is not None else otherwise
+
+
 def pause_before_retry(error: Exception, attempt: int, repeatable: bool = True) -> float | None:
     """How long to wait before asking again after `error`, or None when asking again cannot
     help. snapwake's retryable 409, 429 and 503 say nothing was done; so do API Gateway's 429
@@ -133,8 +139,7 @@ def pause_before_retry(error: Exception, attempt: int, repeatable: bool = True) 
     if not retry:
         return None
     said: float | None = getattr(error, "retry_after", None)
-    # Retry-After: 0 still means "not in this same instant".
-    return max(said, 0.05) if said is not None else backoff(attempt)
+    return pause_asked(said, backoff(attempt))
 
 
 def failure(reply: Reply | Unreachable | None) -> SnapwakeError:
@@ -186,8 +191,7 @@ def settle(send: Send, deadline: Deadline, busy: Callable[[Reply, Any], bool]) -
         agent = reply.json()
         if not busy(reply, agent):
             return agent
-        said = retry_after(reply.headers.get("retry-after"))
-        pause = max(said, 0.05) if said is not None else 1.0
+        pause = pause_asked(retry_after(reply.headers.get("retry-after")), 1.0)
         if not deadline.allows(pause):
             raise StillWorking(agent, pause)
         yield Pause(pause)

@@ -1,4 +1,5 @@
-"""Between the protocol's `Send` and `Reply` and httpx: shared by both clients."""
+"""What both clients share: between the protocol's `Send` and `Reply` and httpx, and the state
+they keep besides their httpx client (`Calls`)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import httpx
 
 from . import __version__
 from .errors import Unreachable
-from .protocol import Reply, Send
+from .protocol import Deadline, Reply, Send
 
 #: How long to wait for a connection, whatever the call's deadline.
 CONNECT_TIMEOUT_S = 10.0
@@ -68,3 +69,31 @@ NOT_SENT = (
 def unreachable(error: Exception) -> Unreachable:
     # The kind of failure, never the request (its headers carry the token).
     return Unreachable(type(error).__name__, sent=not isinstance(error, NOT_SENT))
+
+
+class Calls:
+    """What both clients keep besides their httpx client: the token and how many the token
+    function has given, and the deadlines a call gets unless it says."""
+
+    def __init__(self, token: object, timeout: float, wait_timeout: float) -> None:
+        self._token = token
+        self._current: str | None = token if isinstance(token, str) else None
+        # How many tokens the function has given: a 401 refreshes only the one it refused.
+        self._generation = 0
+        self.timeout = timeout
+        self.wait_timeout = wait_timeout
+
+    def _deadline(self, timeout: float | None, waits: bool = False) -> Deadline:
+        if timeout is None:
+            timeout = self.wait_timeout if waits else self.timeout
+        return Deadline(timeout)
+
+    def _needs_token(self, refused: int | None) -> bool:
+        """Whether to call the token function: no token yet, or the newest one was refused
+        (a call refused with an older one takes the newer instead)."""
+        return self._current is None or refused == self._generation
+
+    def _took(self, token: str) -> tuple[str, int]:
+        self._current = token
+        self._generation += 1
+        return token, self._generation
