@@ -48,6 +48,13 @@ class StudioError(HTTPException):
         detail = {"code": code, "message": message, "retryable": retryable}
         super().__init__(status_code=status, detail=detail)
 
+    def response(self) -> JSONResponse:
+        return JSONResponse({"detail": self.detail}, status_code=self.status_code)
+
+
+def internal() -> StudioError:
+    return StudioError(500, "SANDBOX_INTERNAL_ERROR", "the sandbox service failed")
+
 
 def not_found(what: str) -> StudioError:
     return StudioError(404, "SANDBOX_SESSION_NOT_FOUND", f"{what} not found")
@@ -78,7 +85,7 @@ def studio_error(error: snapwake.SnapwakeError) -> StudioError:
         ) | snapwake.GatewayError(retryable=True):
             return StudioError(502, "SANDBOX_PROVISIONING_FAILED", str(error), retryable=True)
         case _:
-            return StudioError(500, "SANDBOX_INTERNAL_ERROR", "the sandbox service failed")
+            return internal()
 
 
 class CreateSession(BaseModel):
@@ -205,21 +212,18 @@ def create_app(
 
     @app.exception_handler(snapwake.SnapwakeError)
     async def answered(_: Request, error: snapwake.SnapwakeError) -> JSONResponse:
-        studio = studio_error(error)
-        return JSONResponse({"detail": studio.detail}, status_code=studio.status_code)
+        return studio_error(error).response()
 
     @app.exception_handler(Exception)
     async def failed(_: Request, error: Exception) -> JSONResponse:
-        studio = studio_error(snapwake.SnapwakeError(str(error)))
-        return JSONResponse({"detail": studio.detail}, status_code=studio.status_code)
+        return internal().response()
 
     @app.exception_handler(RequestValidationError)
     async def invalid(_: Request, error: RequestValidationError) -> JSONResponse:
         first = error.errors()[0] if error.errors() else {}
         field = ".".join(str(p) for p in first.get("loc", ())[1:])
         message = f"{field}: {first.get('msg', 'invalid')}" if field else "invalid request"
-        detail = {"code": "SANDBOX_INVALID_REQUEST", "message": message, "retryable": False}
-        return JSONResponse({"detail": detail}, status_code=422)
+        return StudioError(422, "SANDBOX_INVALID_REQUEST", message).response()
 
     @app.get("/web/{kind}/capabilities")
     async def capabilities(kind: KindOf, client: Caller) -> dict[str, Any]:

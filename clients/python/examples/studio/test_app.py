@@ -196,3 +196,20 @@ def test_a_refused_token_is_401_a_missing_tool_503_and_a_failed_wake_502_retryab
         assert woken.status_code == 502
         assert error(woken)["code"] == "SANDBOX_PROVISIONING_FAILED"
         assert error(woken)["retryable"] is True
+
+
+def test_a_failure_of_the_apps_own_is_the_references_500() -> None:
+    def snapwake(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, json={"unexpected": "shape"})  # no "agents"
+
+    app = create_app(
+        "http://snapwake.test", local_identity=True, transport=httpx.MockTransport(snapwake)
+    )
+    with TestClient(app, raise_server_exceptions=False) as studio:
+        failed = studio.get("/web/sandbox/sessions", headers=ALICE)
+    assert failed.status_code == 500
+    assert error(failed) == {
+        "code": "SANDBOX_INTERNAL_ERROR",
+        "message": "the sandbox service failed",
+        "retryable": False,
+    }
