@@ -54,15 +54,10 @@ cp "$ts/schema.d.ts" "$scratch/drift/$ts/"
 ln -s "$root/$ts/node_modules" "$scratch/drift/$ts/node_modules"
 sed 's/^        - STORE_UNAVAILABLE$/&\n        - A_NEW_CODE/' infra/openapi.yaml >"$scratch/drift/infra/openapi.yaml"
 cmp -s infra/openapi.yaml "$scratch/drift/infra/openapi.yaml" && { echo "the drift self-test changed nothing" >&2; exit 1; }
-for side in python typescript; do
-  if [[ $side == python ]]; then
-    cp "$ts/schema.d.ts" "$scratch/drift/$ts/schema.d.ts"
-    only=(env SKIP_TS=1)
-  else
-    only=(env SKIP_PY=1)
-  fi
-  if "${only[@]}" "$scratch/drift/clients/generate.sh" --check >"$scratch/drift.log" 2>&1; then
-    echo "clients/generate.sh --check passed a changed schema ($side)" >&2
+# Each language on its own (the other left out), so neither hides the other's miss.
+for leave_out in SKIP_TS SKIP_PY; do
+  if env "$leave_out=1" "$scratch/drift/clients/generate.sh" --check >"$scratch/drift.log" 2>&1; then
+    echo "clients/generate.sh --check passed a changed schema (with $leave_out)" >&2
     exit 1
   fi
 done
