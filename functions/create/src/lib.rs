@@ -117,7 +117,10 @@ impl Default for CreateSettings {
             budget: CREATE_BUDGET,
             stale_running: STALE_RUNNING,
             // Covers the whole budget, and ends well before a stale attempt may be taken over.
-            lock: LockSettings::default().with_lease(Duration::from_secs(30)),
+            lock: LockSettings {
+                lease: Duration::from_secs(30),
+                ..LockSettings::default()
+            },
             unsettled_window: UNSETTLED_WINDOW,
             open_url: None,
         }

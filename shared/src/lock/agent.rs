@@ -1,9 +1,8 @@
 //! The lock on one agent record: acquire, fenced writes, writes by anyone, poll leases.
 //!
-//! Every store call goes through the caller's [`Within`] (its deadline plus a short grace, so
-//! a final write such as a release still gets a chance at the very end of a request), and a
-//! call that timed out or answered 5xx is *ambiguous*: it may have landed. How each kind of
-//! write resolves that is documented on the method.
+//! Every store call goes through the caller's [`Within`] (its deadline plus a short grace for
+//! a final write such as a release). A call that timed out or answered 5xx is *ambiguous*: it
+//! may have landed; it is sent again, then decided by a consistent read (`settle`).
 
 use std::time::Duration;
 
@@ -18,15 +17,13 @@ use crate::timestamp::now_ms;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Generation {
     /// A wake or a create: the last wake's session, snapshot, expiry, verification and error
-    /// are cleared, so nobody waits on an expired session (the holder still sees them in
-    /// [`Held::before`]). An unknown Resume (`resume_sent_at`) or CreateSession
-    /// (`create_sent_at`) is kept: its outcome is still owed to whoever holds the agent next.
+    /// are cleared (the holder still sees them in [`Held::before`]); an unknown Resume or
+    /// CreateSession is kept: its outcome is owed to whoever holds the agent next.
     New,
     /// A delete: the agent's session is what it was, and the holder hands it back as it was.
     Keep,
-    /// A sleep: the session stays (it is the one being put to sleep); the snapshot field is
-    /// cleared for the snapshot this sleep takes (the record names it only once it exists),
-    /// and so is the last error.
+    /// A sleep: the session stays (it is the one put to sleep); the snapshot field (named only
+    /// once this sleep's exists) and the last error are cleared.
     Sleep,
 }
 
@@ -50,8 +47,7 @@ pub struct Held {
     pub key: AgentKey,
     /// The record as the holder's last write left it.
     pub record: AgentRecord,
-    /// The record the acquire replaced (`None`: there was none): what the previous holder,
-    /// or the previous generation, left behind.
+    /// The record the acquire replaced (`None`: there was none).
     pub before: Option<AgentRecord>,
     me: String,
 }
@@ -71,8 +67,7 @@ impl Held {
 }
 
 /// The outcome of an acquire.
-// Returned once per call and consumed at once: the size difference costs nothing.
-#[allow(clippy::large_enum_variant)]
+#[allow(clippy::large_enum_variant)] // returned once per call, consumed at once
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Acquired {
     Held(Box<Held>),
@@ -99,8 +94,7 @@ pub struct AgentLock<'a, S> {
 }
 
 impl<'a, S: AgentStore> AgentLock<'a, S> {
-    /// The lock over the caller's bounded store: every call ends by its deadline, and the
-    /// caller waits on others as long.
+    /// The lock over the caller's bounded store, waiting on others until its deadline.
     pub fn new(store: Within<'a, S>, settings: &'a LockSettings) -> Self {
         AgentLock {
             wait: store.deadline(),
@@ -136,12 +130,8 @@ impl<'a, S: AgentStore> AgentLock<'a, S> {
         self.store.get(key).await
     }
 
-    /// Take the lock of `key` under `condition` (absence, or the version of `seen`).
-    ///
-    /// The SDK may retry a write whose answer it lost; the second try then fails its condition
-    /// and hands back our own write, recognised by our fresh holder token. An ambiguous write
-    /// is sent again (it lands once: the condition holds only until it does), and one that
-    /// stays ambiguous is decided by a consistent read, as every write of the lock is.
+    /// Take the lock of `key` under `condition` (absence, or the version of `seen`). A retried
+    /// or ambiguous write that landed is recognised by our fresh holder token.
     pub async fn acquire(
         &self,
         key: &AgentKey,
@@ -171,29 +161,22 @@ impl<'a, S: AgentStore> AgentLock<'a, S> {
             changes.snapshot_id = Some(None);
             changes.error = Some(None);
         }
-        let held = |record: AgentRecord| {
-            Acquired::Held(Box::new(Held {
-                key: key.clone(),
-                record,
-                before: seen.cloned(),
-                me: me.clone(),
-            }))
-        };
         // Ours when the record carries our fresh token, however the write came back.
         let ours = |r: &AgentRecord| r.holder.as_deref() == Some(me.as_str());
         Ok(match self.settle(key, condition, &changes, ours).await? {
-            Written::Done(r) => held(r),
+            Written::Done(record) => Acquired::Held(Box::new(Held {
+                key: key.clone(),
+                record,
+                before: seen.cloned(),
+                me,
+            })),
             Written::Lost(r) => Acquired::Lost(r),
         })
     }
 
-    /// A fenced write by the holder (`holder = me AND fence = mine`).
-    ///
-    /// An ambiguous write is sent again: under its fence it is idempotent. A failed condition
-    /// is compared with the fields the write sets: if the record shows them at our fence, the
-    /// write landed (an earlier, ambiguous attempt, or the SDK's own retry); otherwise the
-    /// lock was lost (our lease expired and somebody took the agent over) and the caller must
-    /// not act as holder any more.
+    /// A fenced write by the holder. A failed condition whose record shows the write's fields
+    /// at our fence means an earlier attempt landed; otherwise the lock was lost (our lease
+    /// expired and somebody took the agent over): the caller is holder no more.
     pub async fn write(&self, held: &mut Held, changes: Changes) -> Result<Written, StoreError> {
         let condition = held.condition();
         let fence = held.fence();
@@ -239,33 +222,27 @@ impl<'a, S: AgentStore> AgentLock<'a, S> {
         }
     }
 
-    /// A write by anyone under `condition` ([`Condition::WakingWith`] or
-    /// [`Condition::SleepingWith`]): whoever saw the change a record waits for done (or
-    /// failed) settles that change, and only that one: a later acquire bumps the fence, and
-    /// another session or snapshot is another change.
+    /// A write by anyone under [`Condition::WakingWith`] or [`Condition::SleepingWith`]: it
+    /// settles that change only (a later acquire bumps the fence).
     pub async fn write_by_anyone(
         &self,
         key: &AgentKey,
         condition: &Condition,
         changes: Changes,
     ) -> Result<Written, StoreError> {
-        let fence = match condition {
-            Condition::WakingWith { fence, .. } | Condition::SleepingWith { fence, .. } => *fence,
-            _ => {
-                return Err(StoreError::Corrupt(
-                    "not a condition of a write by anyone".into(),
-                ))
-            }
+        let (Condition::WakingWith { fence, .. } | Condition::SleepingWith { fence, .. }) =
+            condition
+        else {
+            return Err(StoreError::Corrupt(
+                "not a condition of a write by anyone".into(),
+            ));
         };
-        self.settle(key, condition, &changes, |r| {
-            r.fence == fence && changes.shown_by(r)
-        })
-        .await
+        let landed = |r: &AgentRecord| r.fence == *fence && changes.shown_by(r);
+        self.settle(key, condition, &changes, landed).await
     }
 
     /// A CAS on the version of `seen` (a poll lease, a session a reconcile found, a
-    /// verification): whoever changed the record first wins, the others learn it in the same
-    /// round trip.
+    /// verification): the first writer wins, the others learn it in the same round trip.
     pub async fn write_seen(
         &self,
         seen: &AgentRecord,
@@ -279,10 +256,8 @@ impl<'a, S: AgentStore> AgentLock<'a, S> {
         .await
     }
 
-    /// Take the poll lease of `seen` until `until_ms`: the winner alone asks AgentKit about
-    /// this wake until then; everyone else watches the record.
-    ///
-    /// The write names this taker (`poller`, new every time). Without it, two callers that
+    /// Take the poll lease of `seen` until `until_ms`: the winner alone asks AgentKit until
+    /// then. The write names this taker (`poller`, new every time). Without it, two callers that
     /// computed the same `until_ms` in the same millisecond could not tell their writes
     /// apart: the loser's failed condition would show "its" change, and both would poll (a
     /// storm of 50 sleeps under load ended one session three times).
@@ -299,10 +274,8 @@ impl<'a, S: AgentStore> AgentLock<'a, S> {
         self.write_seen(seen, changes).await
     }
 
-    /// Hand the poll lease of `seen` on: nobody else asks AgentKit before `until_ms` (the
-    /// pace's pause after this caller's last question; docs/wake-protocol.md, "Short
-    /// requests"). A write that loses means the record moved on, which frees the lease as
-    /// well; one that fails leaves the lease to lapse by itself.
+    /// Hand the poll lease of `seen` on: nobody else asks AgentKit before `until_ms`. A write
+    /// that loses means the record moved on (the lease is free); one that fails lapses.
     pub async fn hand_poll_lease_on(&self, seen: &AgentRecord, until_ms: u64) -> AgentRecord {
         let changes = Changes {
             poll_until_ms: Some(until_ms),

@@ -87,7 +87,14 @@ impl<'a, S: AgentStore> DocumentLock<'a, S> {
                 .write(&mine, seen.as_ref().map_or(0, |d| d.version))
                 .await?
             {
-                Ok(doc) => return Ok(DocumentAcquired::Held(hold(&mine, &doc))),
+                Ok(doc) => {
+                    let (holder, fence, version) = (me, mine.fence, doc.version);
+                    return Ok(DocumentAcquired::Held(DocumentHold {
+                        holder,
+                        fence,
+                        version,
+                    }));
+                }
                 Err(current) => seen = current,
             }
         }
@@ -181,14 +188,6 @@ impl<'a, S: AgentStore> DocumentLock<'a, S> {
         self.store
             .put_document(self.key, &value, expected, None)
             .await
-    }
-}
-
-fn hold(state: &LockState, doc: &Document) -> DocumentHold {
-    DocumentHold {
-        holder: state.holder.clone().unwrap_or_default(),
-        fence: state.fence,
-        version: doc.version,
     }
 }
 

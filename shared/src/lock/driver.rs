@@ -76,25 +76,20 @@ pub enum Settler<'h> {
     Anyone,
 }
 
-/// A per-agent state change the driver carries out: what the caller wants, how its winner
-/// holds the agent and what it sends, what AgentKit shows when it is done, and how each
-/// record answers a caller.
+/// A per-agent state change the driver carries out (see the module docs).
 pub trait Change<S: AgentStore>: Sync {
     /// What a caller is answered.
     type Outcome;
-    /// What AgentKit shows when the change is done (a wake: the session; a sleep: the
-    /// snapshot).
+    /// What AgentKit shows when the change is done (a session; a snapshot).
     type Seen: Send;
 
     /// What the caller wants, for [`super::decide`].
     fn intent(&self) -> Intent;
     /// The state and generation an acquire takes, and what it describes.
     fn acquire(&self) -> (WakeState, Generation, Description);
-    /// The answer of a record written moments ago by a change of this kind that ended: the
-    /// outcome a caller polling for it is owed (`None`: decide as usual).
+    /// The answer owed a poller by a record a change of this kind that ended wrote moments ago.
     fn recent(&self, record: &AgentRecord) -> Option<Result<Self::Outcome, Error>>;
-    /// The answer of a record in which the change this caller joined (same fence) has ended
-    /// (`None`: not yet).
+    /// The answer of a record in which the change this caller joined (same fence) has ended.
     fn ended(&self, record: &AgentRecord) -> Option<Result<Self::Outcome, Error>>;
     /// The answer when this caller's wait ends with the change still in flight (202).
     fn in_flight(&self, record: AgentRecord) -> Self::Outcome;
@@ -123,8 +118,7 @@ pub trait Change<S: AgentStore>: Sync {
     fn named(&self, record: &AgentRecord) -> bool;
     /// The condition of a write by anyone that settles `record`'s change, and only it.
     fn by_anyone(&self, record: &AgentRecord) -> Condition;
-    /// Ask AgentKit once about `record`'s change (`seen`: what was seen already, not asked
-    /// again).
+    /// Ask AgentKit once about `record`'s change (unless it was `seen` already).
     async fn look(
         &self,
         driver: &Driver<'_, S>,
@@ -145,9 +139,8 @@ pub trait Change<S: AgentStore>: Sync {
     }
 }
 
-/// What the wakes and sleeps of one request (or one agent of a tick) are carried out with: its
-/// bounded store, AgentKit, the deployed Tools and the settings. `Agents::wake` and
-/// `Agents::sleep` (in `crate::wake` and `crate::sleep`) each run a [`Driver`] over them.
+/// What the wakes and sleeps of one request (or one agent of a tick) are carried out with.
+/// `Agents::wake` and `Agents::sleep` each run a [`Driver`] over them.
 pub struct Agents<'a, S, K> {
     pub(crate) store: Within<'a, S>,
     pub(crate) agentkit: &'a K,
@@ -178,17 +171,13 @@ impl<'a, S: AgentStore, K: AgentKit> Agents<'a, S, K> {
         home: Option<Home>,
         budget: Budget,
     ) -> Driver<'d, S> {
-        let known = OnceLock::new();
-        if let Some(home) = home {
-            let _ = known.set(home);
-        }
         Driver {
             lock: AgentLock::new(self.store.until(budget.work), &self.settings.lock)
                 .waiting_until(budget.wait),
             settings: self.settings,
             key,
             registry: self.registry,
-            home: known,
+            home: home.map(OnceLock::from).unwrap_or_default(),
             ask: self.agentkit.request_timeout(),
         }
     }
@@ -219,11 +208,10 @@ impl<'a, S: AgentStore> Driver<'a, S> {
 
     /// Where the agent lives: as known, else as `record` says (and known from then on).
     pub fn home(&self, record: &AgentRecord) -> Option<Home> {
-        if let Some(home) = self.home.get() {
-            return Some(home.clone());
+        match self.home.get() {
+            Some(home) => Some(home.clone()),
+            None => home_of(self.registry, record).map(|h| self.home.get_or_init(|| h).clone()),
         }
-        let home = home_of(self.registry, record)?;
-        Some(self.home.get_or_init(|| home).clone())
     }
 
     /// Where the agent lives, for its holder: as known or recorded, else located (and known
@@ -233,7 +221,7 @@ impl<'a, S: AgentStore> Driver<'a, S> {
         agentkit: &K,
         held: &mut Held,
     ) -> Result<Option<Whereabouts>, Error> {
-        let (known, deadline) = (self.known_home(), self.deadline());
+        let (known, deadline) = (self.home.get(), self.deadline());
         let found = home_or_locate(
             agentkit,
             self.registry,
@@ -248,11 +236,6 @@ impl<'a, S: AgentStore> Driver<'a, S> {
             None => self.lock.give_back_unknown(held).await,
         }
         Ok(found)
-    }
-
-    /// The known home, without looking at a record.
-    pub fn known_home(&self) -> Option<&Home> {
-        self.home.get()
     }
 
     /// The lease of a change once it was sent: `timeout` from `from_ms`, never shorter than
@@ -343,11 +326,8 @@ impl<'a, S: AgentStore> Driver<'a, S> {
         self.lock.acquire(self.key, condition, seen, &how).await
     }
 
-    /// Watch the record until the change this caller joined has ended, this caller's wait
-    /// ends (the change still in flight), or there is nothing left to wait for. Whoever finds
-    /// the change's poller gone carries it on ([`Driver::carry_on`]), short request or not.
-    /// Only a check of an awake record in flight (one GetSession) is waited for past the
-    /// caller's wait, so that nobody answers 202 for an agent that is awake.
+    /// Watch the record (see the module docs). Only a check of an awake record in flight (one
+    /// GetSession) is waited for past the caller's wait: nobody answers 202 for an awake agent.
     pub async fn watch<C: Change<S>>(
         &self,
         change: &C,
@@ -406,12 +386,9 @@ impl<'a, S: AgentStore> Driver<'a, S> {
         }
     }
 
-    /// If the poller of the change in flight in `seen` is gone, win the poll lease and carry
-    /// the change on: once, then on until the caller's wait ends (at most a poll lease).
-    /// `None`: somebody else polls, or there is nothing to poll yet. The lease covers this
-    /// caller's own calls (one AgentKit request at least); done without an answer, it hands
-    /// the lease on for the pace's pause, so however many callers come, AgentKit is asked at
-    /// the pace one poller would ask.
+    /// If the poller of the change in `seen` is gone, win the poll lease and carry the change
+    /// on until the caller's wait ends (at most a poll lease; one AgentKit request at least).
+    /// `None`: somebody else polls, or there is nothing to poll yet.
     pub async fn carry_on<C: Change<S>>(
         &self,
         change: &C,
@@ -481,11 +458,9 @@ impl<'a, S: AgentStore> Driver<'a, S> {
         Ok(Carried::Pending(self.hand_poll_on(&record).await))
     }
 
-    /// Write the end of `record`'s change, the lock let go: fenced for its holder, by anyone
-    /// for the rest. The record as written; a write somebody else made alike first is as
-    /// good. A write that could not be confirmed (the table is away, or the lock was lost)
-    /// leaves the change done all the same: the answer shows what this caller saw, without a
-    /// version (no `ETag`: the table's is not known), and the next caller settles the record.
+    /// Write the end of `record`'s change, the lock let go; one somebody else wrote alike first
+    /// is as good. One not confirmed leaves the change done all the same: the answer shows what
+    /// this caller saw, without a version (no `ETag`), and the next caller settles the record.
     pub async fn settle<C: Change<S>>(
         &self,
         change: &C,

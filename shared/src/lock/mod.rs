@@ -22,9 +22,9 @@
 //! Every call goes through the caller's bounded store (`store::Within`), so a slow table
 //! becomes an answer before API Gateway's 30 s, never a hang.
 //!
-//! Files: `mod.rs` (this: settings, [`decide`]), `agent.rs` (the lock on an agent record),
-//! `driver.rs` (a wake or a sleep carried out under it, and what a change tells the driver),
-//! `document.rs` (the same discipline on a store document: the deploy and sweep locks).
+//! Files: `mod.rs` (settings, [`decide`]), `agent.rs` (the lock on an agent record),
+//! `driver.rs` (a wake or a sleep carried out under it), `document.rs` (the deploy and refresh
+//! locks, on a store document).
 
 use std::time::Duration;
 
@@ -45,8 +45,7 @@ pub use driver::Agents;
 pub struct LockSettings {
     /// The lease an acquire takes.
     pub lease: Duration,
-    /// A lease counts as expired only this long after its end (docs/wake-protocol.md, "Leases": 2
-    /// s).
+    /// A lease counts as expired only this long after its end (docs/wake-protocol.md, "Leases").
     pub skew_margin: Duration,
     /// How many times a caller decides again after losing a CAS before it answers 409.
     pub max_rounds: u32,
@@ -66,12 +65,6 @@ impl Default for LockSettings {
 }
 
 impl LockSettings {
-    /// These settings with another lease.
-    pub fn with_lease(mut self, lease: Duration) -> Self {
-        self.lease = lease;
-        self
-    }
-
     /// Whether a lease ending at `lease_until_ms` still holds at `now_ms`.
     pub fn lease_holds(&self, lease_until_ms: u64, now_ms: u64) -> bool {
         lease_until_ms.saturating_add(self.skew_margin.as_millis() as u64) >= now_ms
@@ -117,15 +110,13 @@ impl LockSettings {
 /// under the lock (`driver`). Defaults are the specification's.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WakeSettings {
-    /// The lock: the lease an acquire takes (covers locating, reconciling and sending
-    /// Resume), the skew margin, the rounds.
+    /// The lock; its lease covers locating, reconciling and sending Resume.
     pub lock: LockSettings,
     /// Lease once a Resume was sent or its SessionId recorded: how long a session may take to
     /// become Ready (`SNAPWAKE_READY_TIMEOUT_S`, default 360 s).
     pub ready_timeout: Duration,
-    /// The longest one request waits for readiness (`SNAPWAKE_WAIT_S`, 0–20, default 20 s):
-    /// what a `Prefer: wait` may ask for at most. A request without it waits for nothing
-    /// (docs/wake-protocol.md, "Short requests").
+    /// The most a `Prefer: wait` may ask a request to wait for readiness (`SNAPWAKE_WAIT_S`,
+    /// 0–20, default 20 s); without it, a request waits for nothing ("Short requests").
     pub wait: Duration,
     /// AgentKit is asked about a session booting (or a snapshot being made) every `poll_min`
     /// at first, then less often, up to every `poll_max` ([`crate::deadline::Pace`]).
@@ -136,11 +127,9 @@ pub struct WakeSettings {
     pub watch_max: Duration,
     /// How long a poll lease (taken once the holder's request ended) lasts.
     pub poll_lease: Duration,
-    /// An awake record verified within this is trusted without asking AgentKit (2 s). Short on
-    /// purpose: it only has to absorb the stragglers of a storm, whose callers come back one
-    /// `Retry-After` (1 s) and their own request's time after their last 202 (with 1 s, the
-    /// tail of a 500-caller storm cost three more GetSessions); and every second of it is a
-    /// second in which a session AgentKit ended is still reported awake.
+    /// An awake record verified within this is trusted without asking AgentKit (2 s): long
+    /// enough for a storm's stragglers, back one `Retry-After` after their last 202 (1 s cost a
+    /// 500-caller storm three more GetSessions); short, as an ended session looks awake as long.
     pub verify_fresh: Duration,
     /// Lease of a sleep once its snapshot is taken: how long a snapshot may take to become
     /// Ready before another caller may take the sleep over (default 600 s).
@@ -153,8 +142,7 @@ pub struct WakeSettings {
     /// How long a newest snapshot may stay `Creating` before a wake gives up on it with
     /// `SNAPSHOT_STUCK` (`SNAPWAKE_SNAPSHOT_TIMEOUT_S`, default 1800 s).
     pub snapshot_stuck_after: Duration,
-    /// The deployment's open link (`SNAPWAKE_OPEN_URL`), which the answer of an awake agent
-    /// carries; `None`: no link.
+    /// The open link (`SNAPWAKE_OPEN_URL`) an awake agent's answer carries, if any.
     pub open_url: Option<OpenUrl>,
 }
 
@@ -248,10 +236,9 @@ pub enum Decision {
 
 /// The pure decision of docs/wake-protocol.md, "A wake, step by step", for `intent` at `now_ms`.
 ///
-/// `awake` records: an expired session (`session_expire_at` passed) is asleep without asking
-/// AgentKit; a record verified within `verify_fresh` is trusted; otherwise somebody checks the
-/// session once, and whoever finds a check under way (a live poll lease) waits for its
-/// verdict. Deletes and creates treat `awake` like any resting state.
+/// A wake of an `awake` record: an expired session is asleep without asking AgentKit; one
+/// verified within `verify_fresh` is trusted; else one caller checks it, and whoever finds a
+/// check under way (a live poll lease) awaits its verdict.
 pub fn decide(
     record: Option<&AgentRecord>,
     now_ms: u64,

@@ -1,8 +1,6 @@
 //! The winner's path of a sleep (docs/wake-protocol.md, "Sleep now"), numbered below. Every
-//! step after the acquire is a fenced write, so a holder stopped at any point leaves a record
-//! the next caller can finish from, and never a session ended without its snapshot: the
-//! session is ended only by the poll (`super::Sleeping::look`) of a Ready snapshot this very
-//! sleep asked for.
+//! step after the acquire is a fenced write, and the session is ended only by the poll
+//! (`super::Sleeping::look`) of a Ready snapshot this very sleep asked for.
 
 use crate::agentkit::types::{CreateSessionSnapshot, ListSessionSnapshots, Session, Snapshot};
 use crate::agentkit::{list_all, AgentKit, AgentKitError};
@@ -45,13 +43,10 @@ impl<S: AgentStore, K: AgentKit> Sleeping<'_, '_, S, K> {
 
         // 2. The live session.
         let recorded = held.record.session_id.as_deref();
-        let live = active_session(agents.agentkit, &home, key, recorded, deadline);
-        let live = match live.await {
-            Ok(live) => live,
+        let live = match active_session(agents.agentkit, &home, key, recorded, deadline).await {
+            Ok(Some(live)) => live,
+            Ok(None) => return self.asleep_already(driver, held, &home).await,
             Err(e) => return Err(self.give_back(driver, &mut held, e.into()).await),
-        };
-        let Some(live) = live else {
-            return self.asleep_already(driver, held, &home).await;
         };
         // A session in a status nobody documented is neither snapshotted nor ended on its own
         // (docs/wake-protocol.md, "AgentKit keeps its own time").
@@ -73,27 +68,23 @@ impl<S: AgentStore, K: AgentKit> Sleeping<'_, '_, S, K> {
             tool_id: home.tool_id.clone(),
         };
         let sent_at_ms = now_ms();
-        let answered = match agents.agentkit.call(&home.region, &request, deadline).await {
-            Ok(r) if !r.snapshot_id.is_empty() => Ok(r.snapshot_id),
-            Ok(_) => Err(AgentKitError::InvalidResponse {
-                action: "CreateSessionSnapshot",
-                detail: "no SnapshotId".into(),
-            }),
+        let snapshot_id = match agents.agentkit.call(&home.region, &request, deadline).await {
+            Ok(r) if !r.snapshot_id.is_empty() => r.snapshot_id,
             Err(e) if !e.outcome_unknown() => {
                 return self.refused(driver, held, &home, &live, e).await
             }
-            Err(e) => Err(e),
-        };
-        let snapshot_id = match answered {
-            Ok(id) => id,
-            // Its answer was lost: the snapshot it took, if one shows up.
-            Err(e) => match self
-                .after_unknown(driver, &home, &session_id, sent_at_ms, e)
-                .await
-            {
-                Ok(id) => id,
-                Err(e) => return Err(self.give_back_awake(driver, &mut held, &live, e).await),
-            },
+            // No SnapshotId, or the answer was lost: the snapshot it took, if one shows up.
+            answer => {
+                let err = answer.err().unwrap_or(AgentKitError::InvalidResponse {
+                    action: "CreateSessionSnapshot",
+                    detail: "no SnapshotId".into(),
+                });
+                let found = self.after_unknown(driver, &home, &session_id, sent_at_ms, err);
+                match found.await {
+                    Ok(id) => id,
+                    Err(e) => return Err(self.give_back_awake(driver, &mut held, &live, e).await),
+                }
+            }
         };
 
         // 5. Name the snapshot (and the session it is of) before waiting for it. Nobody else
@@ -149,26 +140,20 @@ impl<S: AgentStore, K: AgentKit> Sleeping<'_, '_, S, K> {
             session_id: Some(session_id.to_string()),
             ..ListSessionSnapshots::default()
         };
-        let listing = list_all(
-            self.agents.agentkit,
-            &home.region,
-            request,
-            crate::agentkit::pagination::AGENT_SNAPSHOT_PAGES,
-            deadline,
-        )
-        .await?;
-        let mut taken: Vec<Snapshot> = own_snapshots(&listing, &self.target.key)
+        let pages = crate::agentkit::pagination::AGENT_SNAPSHOT_PAGES;
+        let listing = list_all(self.agents.agentkit, &home.region, request, pages, deadline);
+        let listing = listing.await?;
+        let skew = self.agents.settings.lock.skew_margin;
+        let created = |s: &Snapshot| crate::timestamp::sort_key(s.created_at.as_deref());
+        let newest = own_snapshots(&listing, &self.target.key)
             .into_iter()
             .filter(|s| {
                 s.session_id.as_deref() == Some(session_id)
                     && (s.is_wakeable() || s.is_in_progress())
-                    && taken_since_ms(s, sent_at_ms, self.agents.settings.lock.skew_margin)
+                    && taken_since_ms(s, sent_at_ms, skew)
             })
-            .collect();
-        taken.sort_by_key(|s| {
-            std::cmp::Reverse(crate::timestamp::sort_key(s.created_at.as_deref()))
-        });
-        Ok(taken.into_iter().next())
+            .min_by_key(|s| std::cmp::Reverse(created(s)));
+        Ok(newest)
     }
 
     /// A CreateSessionSnapshot whose answer was lost: the snapshot it took, if one shows up.
@@ -290,9 +275,14 @@ impl<S: AgentStore, K: AgentKit> Sleeping<'_, '_, S, K> {
 
     /// Give the lock back as the agent rested before (nothing was done), and hand back `err`.
     async fn give_back(&self, driver: &Driver<'_, S>, held: &mut Held, err: Error) -> Error {
-        let state = match held.before.as_ref().map(|b| b.state) {
-            Some(WakeState::Awake) => WakeState::Awake,
-            _ => WakeState::Asleep,
+        let awake = held
+            .before
+            .as_ref()
+            .is_some_and(|b| b.state == WakeState::Awake);
+        let state = if awake {
+            WakeState::Awake
+        } else {
+            WakeState::Asleep
         };
         // The snapshot field the acquire cleared is the last wake's: put it back.
         let changes = Changes {

@@ -2,14 +2,11 @@
 //! snapshot is Ready, only then end its session, and record it `asleep`: once, however many
 //! callers ask, under the same lock as wakes and deletes.
 //!
-//! A sleep is one of the two changes the lock's driver carries out (`crate::lock::driver`): the
-//! winner ([`holder`]) always asks for a new snapshot (an earlier attempt's is carried on only
-//! by joining it while its lease lives: the session may have worked since); a poller asks
-//! GetSessionSnapshot and ends the session only on a Ready snapshot of that very session, and
-//! only while the sleep's lease has time left for the DeleteSession (a wake may take over a
-//! lapsed sleep and adopt the session). A snapshot that will not become Ready leaves the agent
-//! awake (502, retryable); a wake that finds the agent `sleeping` waits for the sleep, then
-//! wakes it; a delete answers 409.
+//! A sleep is one of the two changes the lock's driver carries out (`crate::lock::driver`). The
+//! winner ([`holder`]) always asks for a new snapshot (the session may have worked since an
+//! earlier attempt's); a poller ends the session only on a Ready snapshot of that very session,
+//! while the sleep's lease has time left for it (a wake may take over a lapsed sleep). A
+//! snapshot that will not be Ready leaves the agent awake (502, retryable).
 
 mod holder;
 
@@ -44,8 +41,7 @@ pub enum SleepOutcome {
     /// No live session: `slept` when this call or a concurrent one ended it, `false` when it
     /// was asleep already.
     Asleep { record: AgentRecord, slept: bool },
-    /// The snapshot is still being made at the end of this caller's budget; a later call
-    /// continues from the record.
+    /// The snapshot is still being made at the end of this caller's budget.
     Sleeping { record: AgentRecord },
 }
 
@@ -103,22 +99,17 @@ impl<S: AgentStore, K: AgentKit> Change<S> for Sleeping<'_, '_, S, K> {
 
     /// A sleep that ended moments ago is how the sleep this caller polls ended: asleep
     /// (answered from the record: a storm of pollers must not each take the lock and ask
-    /// AgentKit again), or failed (awake again, the failure kept).
+    /// AgentKit again), or failed (awake again, the failure kept). Asleep only where the record
+    /// places the agent: one it does not (a temporary agent a sleep was refused for) goes to
+    /// the holder, which finds out what it is. `slept: false`: the record does not say whether
+    /// a sleep or something else left it asleep; the caller that finished the sleep was told.
     fn recent(&self, r: &AgentRecord) -> Option<Result<SleepOutcome, Error>> {
-        match (r.state, &r.error) {
-            (WakeState::Awake, Some(error)) => Some(Err(Error::SleepFailed(error.clone()))),
-            // Only where the record places the agent: one it does not (a temporary agent a
-            // sleep was refused for) goes to the holder, which finds out what it is.
-            // `slept: false`: the record does not say whether a sleep or something else left
-            // it asleep; the caller that finished the sleep was told `true`.
-            (WakeState::Asleep, _) if self.target.home.is_some() => {
-                Some(Ok(SleepOutcome::Asleep {
-                    record: r.clone(),
-                    slept: false,
-                }))
-            }
-            _ => None,
-        }
+        let placed = r.state != WakeState::Asleep || self.target.home.is_some();
+        let answer = self.ended(r).filter(|_| placed)?;
+        Some(answer.map(|_| SleepOutcome::Asleep {
+            record: r.clone(),
+            slept: false,
+        }))
     }
 
     fn ended(&self, r: &AgentRecord) -> Option<Result<SleepOutcome, Error>> {
@@ -231,14 +222,13 @@ impl<S: AgentStore, K: AgentKit> Sleeping<'_, '_, S, K> {
             session_id: session_id.to_string(),
         };
         match self.agents.agentkit.call(&home.region, &req, within).await {
-            Ok(_) => {}
-            Err(e) if e.is_not_found() => {}
-            Err(e) => {
+            Err(e) if !e.is_not_found() => {
                 // The snapshot is Ready; the next caller ends the session (DeleteSession is
                 // idempotent).
                 tracing::warn!(agent = %record.key, error = %e, "sleep: the session could not be ended yet");
                 return Look::Later;
             }
+            _ => {}
         }
         tracing::info!(agent = %record.key, "sleep: asleep");
         let mut summaries = vec![crate::view::snapshot_view(&snapshot)];

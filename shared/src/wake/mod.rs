@@ -2,14 +2,11 @@
 //! same moment, on every day of its life, and survive a caller dying (or an answer getting
 //! lost) at any step without a second Resume or a lost snapshot.
 //!
-//! A wake is one of the two changes the lock's driver carries out (`crate::lock::driver`), which
-//! decides, watches, leases polls and settles; this module says what is a wake's own: the
-//! holder's path ([`holder`]), the question a poller asks (GetSession; after a Resume whose
-//! answer was lost, first the session it started), what each record answers, an awake record
-//! checked once by one caller (`Waking::verify`), and a sleep in flight waited for as its
-//! joiners wait, then woken from its snapshot. Ambiguity is never read as failure: a Resume
-//! whose outcome is unknown keeps the lock until the readiness timeout and answers 202, and
-//! nobody sends another before that.
+//! A wake is one of the two changes the lock's driver carries out (`crate::lock::driver`); here
+//! is what is a wake's own: the holder's path ([`holder`]), a poller's question (GetSession),
+//! an awake record checked by one caller (`Waking::verify`), and a sleep in flight waited for.
+//! Ambiguity is never read as failure: a Resume whose outcome is unknown keeps the lock until
+//! the readiness timeout (202 meanwhile), and nobody sends another before that.
 
 mod holder;
 
@@ -35,13 +32,11 @@ pub use crate::lock::{WakeSettings, MIN_TTL};
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WakeTarget {
     pub key: AgentKey,
-    /// Where the agent lives, when the record says; otherwise the winner locates it (losers
-    /// never list anything).
+    /// Where the agent lives, when the record says; otherwise the winner locates it.
     pub home: Option<Home>,
     /// The snapshot the caller asked for; default the newest Ready one.
     pub snapshot_id: Option<String>,
-    /// Descriptive fields written with the acquire (owner, owner key, display name, ...). The
-    /// Tool and region are added once known.
+    /// Descriptive fields written with the acquire (the Tool and region once known).
     pub describe: Description,
     /// The agent's owner is not being offboarded.
     pub admitted: Admitted,
@@ -110,9 +105,8 @@ impl<S: AgentStore, K: AgentKit> Change<S> for Waking<'_, '_, S, K> {
         (WakeState::Waking, Generation::New, describe)
     }
 
-    /// A wake that failed moments ago is how the wake this caller polls ended (its problem
-    /// said `Retry-After` that long); one that names another snapshot than the failed wake's
-    /// asks for something else, and a refusal to try (throttled) is tried again.
+    /// A wake that failed moments ago is the answer to its pollers, unless this one names
+    /// another snapshot, or the failure was a refusal to try (throttled).
     fn recent(&self, r: &AgentRecord) -> Option<Result<WakeOutcome, Error>> {
         let same = self.target.snapshot_id.is_none() || self.target.snapshot_id == r.snapshot_id;
         let error = r.error.as_ref().filter(|e| is_definite(e))?;
@@ -274,18 +268,17 @@ impl<S: AgentStore, K: AgentKit> Change<S> for Waking<'_, '_, S, K> {
 
 impl<S: AgentStore, K: AgentKit> Waking<'_, '_, S, K> {
     /// An `awake` record not verified lately: one caller wins a poll lease and asks GetSession
-    /// once; the others wait for its verdict (a fresh `verified_at_ms`, or a new wake if the
-    /// session had ended). The poll lease is written before the check, and the verification after
-    /// it: were the check's own write the verification, a caller arriving in between would answer
-    /// with a session that had in fact ended (docs/wake-protocol.md).
+    /// once; the others await its verdict. The verification is written after the check, not
+    /// by its lease: else a caller in between would answer with a session already ended.
     pub(super) async fn verify(
         &self,
         driver: &Driver<'_, S>,
         seen: AgentRecord,
     ) -> Result<Watched<WakeOutcome>, Error> {
         let deadline = driver.deadline();
-        let lease = self.agents.settings.poll_lease.min(deadline.remaining());
-        let until_ms = now_ms() + lease.as_millis() as u64;
+        let until_ms = deadline
+            .min_after(self.agents.settings.poll_lease)
+            .epoch_ms();
         let record = match driver.lock.take_poll_lease(&seen, until_ms).await? {
             Written::Done(r) => r,
             Written::Lost(r) => return Ok(Watched::Again(r)),
@@ -297,13 +290,7 @@ impl<S: AgentStore, K: AgentKit> Waking<'_, '_, S, K> {
         match found {
             // Nobody knows what it is doing: never wake beside it.
             Some(s) if s.phase() == SessionPhase::Unknown => {
-                let back = Changes {
-                    poll_until_ms: Some(0),
-                    ..Changes::default()
-                };
-                if let Err(e) = driver.lock.write_seen(&record, back).await {
-                    tracing::info!(agent = %record.key, error = %e, "could not give the poll lease back");
-                }
+                driver.lock.hand_poll_lease_on(&record, 0).await;
                 Err(Error::unknown_status("session", s.status.as_deref()))
             }
             Some(s) if s.is_active() => {
@@ -338,9 +325,8 @@ impl<S: AgentStore, K: AgentKit> Waking<'_, '_, S, K> {
         }
     }
 
-    /// A sleep holds the agent: wait for it as a sleep's joiner would (carrying it on once its
-    /// holder's request has ended), then decide again: the agent is asleep and is woken from
-    /// the sleep's snapshot; or, the sleep failed, awake.
+    /// A sleep holds the agent: wait for it as its joiners do, then decide again (asleep:
+    /// woken from the sleep's snapshot; the sleep failed: awake).
     async fn await_sleep(
         &self,
         driver: &Driver<'_, S>,
@@ -348,7 +334,7 @@ impl<S: AgentStore, K: AgentKit> Waking<'_, '_, S, K> {
     ) -> Result<Watched<WakeOutcome>, Error> {
         let target = SleepTarget {
             key: self.target.key.clone(),
-            home: driver.known_home().cloned(),
+            home: driver.home(&record),
             describe: self.target.describe.clone(),
             admitted: self.target.admitted,
         };
@@ -366,9 +352,8 @@ impl<S: AgentStore, K: AgentKit> Waking<'_, '_, S, K> {
     }
 }
 
-/// The fields a failed wake writes (`code: reason`), and with `session_id` the session it
-/// keeps on the record: the next wake looks at it first (a stuck one is ended, an unknown one
-/// asked about again), never beside it. The snapshot is untouched; the agent stays wakeable.
+/// The fields a failed wake writes (`code: reason`), the snapshot untouched; with `session_id`
+/// the session kept, which the next wake looks at first, never beside it.
 fn failed(code: &str, error: &Error, session_id: Option<&str>) -> Changes {
     Changes {
         state: Some(WakeState::Failed),
@@ -380,8 +365,7 @@ fn failed(code: &str, error: &Error, session_id: Option<&str>) -> Changes {
     }
 }
 
-/// An awake outcome answered from the record alone: its session as recorded. The record says
-/// the session was seen Ready (the complete of a wake writes `verified_at_ms`).
+/// An awake outcome answered from the record alone, which says the session was seen Ready.
 fn from_record(record: AgentRecord, resumed: bool) -> WakeOutcome {
     let session = Session {
         session_id: record.session_id.clone(),

@@ -1,9 +1,6 @@
 //! What the holder settles before it resumes (docs/wake-protocol.md, "A wake, step by step"):
-//! step 2, reconcile (a session an earlier holder of this wake started, found by
-//! UserSessionId or as the one unclaimed session an unknown Resume left; a session stuck
-//! starting ended first; a reconcile that could not finish), and step 4, which snapshot (the
-//! named one, else the newest Ready one; a newer one still being made waited for, or the agent
-//! left `waking` for the next caller).
+//! step 2, reconcile (the session an earlier holder of this wake started; one stuck starting
+//! ended first), and step 4, which snapshot.
 
 use crate::agentkit::types::{DeleteSession, MetadataEntry, Session, Snapshot};
 use crate::agentkit::AgentKit;
@@ -62,10 +59,7 @@ impl<S: AgentStore, K: AgentKit> Waking<'_, '_, S, K> {
         session_id: &str,
         deadline: Deadline,
     ) -> Result<(), Error> {
-        tracing::warn!(
-            session_id,
-            "wake: ending a session stuck starting before resuming again"
-        );
+        tracing::warn!(session_id, "wake: ending a session stuck starting first");
         let request = DeleteSession {
             tool_id: home.tool_id.clone(),
             session_id: session_id.to_string(),
@@ -76,9 +70,8 @@ impl<S: AgentStore, K: AgentKit> Waking<'_, '_, S, K> {
             .call(&home.region, &request, deadline)
             .await
         {
-            Ok(_) => {}
-            Err(e) if e.is_not_found() => {}
-            Err(e) => return Err(e.into()),
+            Err(e) if !e.is_not_found() => return Err(e.into()),
+            _ => {}
         }
         match session(self.agents.agentkit, home, session_id, deadline).await? {
             None => Ok(()),
@@ -89,12 +82,9 @@ impl<S: AgentStore, K: AgentKit> Waking<'_, '_, S, K> {
         }
     }
 
-    /// A reconcile that could not finish. A Resume still unaccounted for (`resume_sent_at`)
-    /// is never written off by the failure of something else (a listing that failed while
-    /// looking for its session), nor answered as a failure: its outcome is as unknown as
-    /// before, so the lock is kept and handed over like the holder's own unknown Resume, and
-    /// the caller gets 202 (docs/wake-protocol.md, "A wake, step by step"). Without one, this
-    /// is a failed wake like any other.
+    /// A reconcile that could not finish: a failed wake, unless a Resume is still unaccounted
+    /// for, which the failure of something else (a listing) never writes off: the lock is
+    /// handed over like after the holder's own unknown Resume (202).
     pub(super) async fn interrupted(
         &self,
         driver: &Driver<'_, S>,
@@ -109,39 +99,33 @@ impl<S: AgentStore, K: AgentKit> Waking<'_, '_, S, K> {
     }
 
     /// Step 4: the snapshot to wake from (docs/wake-protocol.md, "AgentKit keeps its own
-    /// time"). A newer snapshot still being made is waited for while a Resume could still be
-    /// sent after it, then the agent is left `waking` (`SNAPSHOT_IN_PROGRESS`) for the next
-    /// caller. Errors have given the lock back already.
-    ///
-    /// A snapshot AgentKit lists as still being made is waited for within the request's wait
-    /// (any later holder sees it listed too). One it does not list yet (the last session
-    /// expired moments ago) is waited for within the request's deadline, even in a short
-    /// request: only the record this holder replaced says it is coming, and a successor would
-    /// not know it and wake the older snapshot. Only the holder waits; the callers that join
-    /// it answer at once.
+    /// time"); errors have given the lock back already. A newer snapshot still being made is
+    /// waited for within the request's wait (a later holder sees it listed too), then the agent
+    /// is left `waking` (`SNAPSHOT_IN_PROGRESS`). One not listed yet is waited for within the
+    /// deadline, even in a short request: only the record this holder replaced says it comes.
     pub(super) async fn pick_snapshot(
         &self,
         driver: &Driver<'_, S>,
         held: &mut Held,
         home: &Home,
         before: Option<&AgentRecord>,
-        listed: Option<Vec<Snapshot>>,
+        mut listed: Option<Vec<Snapshot>>,
     ) -> Result<Picked, Error> {
         let deadline = driver.deadline();
         let (agents, target) = (self.agents, self.target);
         let key = &target.key;
-        let mut listing = match listed {
-            Some(l) => l,
-            None => match snapshots(agents.agentkit, home, key, deadline).await {
-                Ok(l) => l,
-                Err(e) => return Err(self.fail(driver, held, e.into(), None).await),
-            },
-        };
         let recorded = before.and_then(|b| b.snapshot_id.clone());
         let expected = self.expected_snapshot(before);
         let mut backoff = agents.settings.polling();
         let mut waited = false;
         loop {
+            let listing = match listed.take() {
+                Some(l) => l,
+                None => match snapshots(agents.agentkit, home, key, deadline).await {
+                    Ok(l) => l,
+                    Err(e) => return Err(self.fail(driver, held, e.into(), None).await),
+                },
+            };
             let choice = choose(
                 &listing,
                 key,
@@ -184,10 +168,6 @@ impl<S: AgentStore, K: AgentKit> Waking<'_, '_, S, K> {
                         return self.await_snapshot(driver, held, home, snapshot_id).await;
                     }
                     waited = true;
-                    listing = match snapshots(agents.agentkit, home, key, deadline).await {
-                        Ok(l) => l,
-                        Err(e) => return Err(self.fail(driver, held, e.into(), None).await),
-                    };
                 }
                 Choice::Stuck { snapshot_id } => {
                     let err = Error::SnapshotStuck { snapshot_id };

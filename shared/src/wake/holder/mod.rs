@@ -1,11 +1,7 @@
-//! The winner's path (docs/wake-protocol.md, "A wake, step by step"), numbered below as there:
-//! where the agent lives, reconcile, an unknown Resume waited out, the snapshot, the budget,
-//! the Resume marker, Resume, then the session recorded and polled. Every step after the
-//! acquire is a fenced write, so that a holder stopped at any point leaves a record the next
-//! caller can finish from without a second Resume.
-//!
-//! Files: `mod.rs` (this: the steps, the session recorded and polled or a Resume's outcome
-//! unknown, letting the lock go), `before_resume.rs` (steps 2 and 4).
+//! The winner's path (docs/wake-protocol.md, "A wake, step by step"), numbered below as there.
+//! Every step after the acquire is a fenced write, so that a holder stopped at any point leaves
+//! a record the next caller can finish from without a second Resume. Steps 2 and 4 are in
+//! `before_resume.rs`.
 
 mod before_resume;
 
@@ -82,16 +78,14 @@ impl<S: AgentStore, K: AgentKit> Waking<'_, '_, S, K> {
                     SessionPhase::Starting if was_stuck(before.as_ref()) => {
                         // Still starting past its readiness timeout: a wake that already said
                         // so ends it before it resumes again; otherwise say so now.
-                        let ended = before.as_ref().is_some_and(|b| {
-                            b.error.as_deref().and_then(recorded_code) == Some(SESSION_STUCK)
-                        });
-                        if !ended {
-                            let err = Error::SessionStuck(format!(
+                        let ended = if before.as_ref().is_some_and(said_stuck) {
+                            Box::pin(self.end_stuck(&home, &previous, deadline)).await
+                        } else {
+                            Err(Error::SessionStuck(format!(
                                 "session {previous} was still starting after the readiness timeout"
-                            ));
-                            return Err(self.fail(driver, &mut held, err, Some(&previous)).await);
-                        }
-                        if let Err(e) = Box::pin(self.end_stuck(&home, &previous, deadline)).await {
+                            )))
+                        };
+                        if let Err(e) = ended {
                             return Err(self.fail(driver, &mut held, e, Some(&previous)).await);
                         }
                     }
@@ -182,10 +176,7 @@ impl<S: AgentStore, K: AgentKit> Waking<'_, '_, S, K> {
             snapshots: Some(crate::view::snapshot_views(&own_snapshots(&listing, key))),
             resume_sent_at_ms: Some(Some(sent_at)),
             snapshot_id: Some(Some(snapshot_id.clone())),
-            lease_until_ms: Some(
-                (sent_at + agents.settings.lock.lease.as_millis() as u64)
-                    .max(driver.wait().epoch_ms()),
-            ),
+            lease_until_ms: Some(driver.lease_until(sent_at, agents.settings.lock.lease)),
             poll_until_ms: Some(deadline.epoch_ms()),
             error: Some(None),
             describe: Some(described(&held.record, &home, &snapshot)),
@@ -194,11 +185,12 @@ impl<S: AgentStore, K: AgentKit> Waking<'_, '_, S, K> {
         match driver.lock.write(&mut held, changes).await {
             Ok(Written::Done(_)) => {}
             Ok(Written::Lost(r)) => return Box::pin(self.follow(driver, r)).await,
-            // The marker may or may not have landed, and no Resume was sent: take it back, so
-            // nobody waits out a Resume that never was.
+            // The marker may or may not have landed, and no Resume was sent: take it back (a
+            // fenced write, which needs no re-read), so nobody waits out a Resume that never
+            // was. If even that fails, the record keeps at most the short acquire lease.
             Err(e) => {
                 tracing::warn!(agent = %key, error = %e, "could not confirm the Resume marker; taking it back");
-                Box::pin(self.take_back_marker(driver, &mut held, &home)).await;
+                self.give_back(driver, &mut held, &home).await;
                 return Err(e.into());
             }
         }
@@ -208,11 +200,9 @@ impl<S: AgentStore, K: AgentKit> Waking<'_, '_, S, K> {
         // lost and sends its own, and a late retry of this one would start a second sandbox.
         let request = ResumeSessionFromSnapshot::new(&home.tool_id, &snapshot_id);
         crate::metrics::emit(crate::metrics::Record::of("wake").count("ResumesSent", 1));
-        let window =
-            (agents.settings.ready_timeout).saturating_sub(agents.settings.lock.skew_margin);
-        let window_ends = sent_at + window.as_millis() as u64;
-        let within =
-            deadline.min_after(Duration::from_millis(window_ends.saturating_sub(now_ms())));
+        let since_sent = Duration::from_millis(now_ms().saturating_sub(sent_at));
+        let window = agents.settings.ready_timeout.saturating_sub(since_sent);
+        let within = deadline.min_after(window.saturating_sub(agents.settings.lock.skew_margin));
         let answer = agents.agentkit.call(&home.region, &request, within).await;
         let session_id = match answer {
             Ok(r) if !r.session_id.is_empty() => r.session_id,
@@ -251,10 +241,8 @@ impl<S: AgentStore, K: AgentKit> Waking<'_, '_, S, K> {
         Box::pin(self.record_and_poll(driver, held, &home, recorded, listing)).await
     }
 
-    /// Record the session at once (fenced; lease extended to the readiness timeout), then poll
-    /// it until Ready within the wait (a short request: once). The record says the boot began
-    /// now, and that nobody else asks AgentKit while this caller does; when it stops asking,
-    /// it hands the poll lease on for the pace's pause.
+    /// Record the session at once (the lease extended to the readiness timeout), then poll it
+    /// until Ready within the wait (a short request: once), as its one poller meanwhile.
     pub(super) async fn record_and_poll(
         &self,
         driver: &Driver<'_, S>,
@@ -391,26 +379,6 @@ impl<S: AgentStore, K: AgentKit> Waking<'_, '_, S, K> {
             .give_back(held, WakeState::Asleep, asleep_at(home))
             .await;
     }
-
-    /// The Resume marker's write could not be confirmed and no Resume was sent: give the agent
-    /// back with no marker (a few tries: the store has just failed once). If even that fails,
-    /// the record keeps at most the short acquire lease.
-    async fn take_back_marker(&self, driver: &Driver<'_, S>, held: &mut Held, home: &Home) {
-        for attempt in 0..3u32 {
-            let asleep = asleep_at(home);
-            match driver.lock.release(held, WakeState::Asleep, asleep).await {
-                Ok(_) => return,
-                Err(e) => {
-                    tracing::warn!(agent = %held.key, error = %e, attempt, "could not take the Resume marker back");
-                    let pause = self.agents.settings.watch_min * (attempt + 1);
-                    if !driver.deadline().allows(pause) {
-                        return;
-                    }
-                    tokio::time::sleep(pause).await;
-                }
-            }
-        }
-    }
 }
 
 /// What a lock given back with nothing woken writes: no Resume on its way, and where the
@@ -427,21 +395,13 @@ fn asleep_at(home: &Home) -> Changes {
 /// agent first met asleep): every answer read from the record then names it as a listing
 /// would.
 fn described(record: &AgentRecord, home: &Home, snapshot: &Snapshot) -> Description {
-    let from_metadata =
-        |key: &str| metadata_value(&snapshot.session_metadata, key).map(str::to_string);
+    let lacking = |recorded: &Option<String>, key: &str| match recorded {
+        Some(_) => None,
+        None => metadata_value(&snapshot.session_metadata, key).map(str::to_string),
+    };
     Description {
-        display_name: record
-            .description
-            .display_name
-            .is_none()
-            .then(|| from_metadata(METADATA_DISPLAY_NAME_KEY))
-            .flatten(),
-        created_by: record
-            .description
-            .created_by
-            .is_none()
-            .then(|| from_metadata(METADATA_CREATOR_KEY))
-            .flatten(),
+        display_name: lacking(&record.description.display_name, METADATA_DISPLAY_NAME_KEY),
+        created_by: lacking(&record.description.created_by, METADATA_CREATOR_KEY),
         ..home.description()
     }
 }
@@ -450,8 +410,11 @@ fn described(record: &AgentRecord, home: &Home, snapshot: &Snapshot) -> Descript
 /// readiness lease lapsed (this caller could acquire over it), or one already recorded stuck.
 fn was_stuck(before: Option<&AgentRecord>) -> bool {
     before.is_some_and(|b| {
-        b.state == WakeState::Waking
-            || (b.state == WakeState::Failed
-                && b.error.as_deref().and_then(recorded_code) == Some(SESSION_STUCK))
+        b.state == WakeState::Waking || (b.state == WakeState::Failed && said_stuck(b))
     })
+}
+
+/// A wake already recorded this session stuck.
+fn said_stuck(record: &AgentRecord) -> bool {
+    record.error.as_deref().and_then(recorded_code) == Some(SESSION_STUCK)
 }
