@@ -40,7 +40,11 @@ const SK: &str = "READINESS";
 /// A kind's measured readinesses, oldest first (`READY#<kind>` / `READINESS`, a document).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Readiness {
+    /// To the tick: a wake the tick started, seen reached by a later tick (an upper bound).
     pub samples_ms: Vec<u64>,
+    /// To the second: a wake a queue consumer started and waited on until it saw it Ready.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub seen_ms: Vec<u64>,
 }
 
 fn pk(kind: Kind) -> String {
@@ -48,20 +52,29 @@ fn pk(kind: Kind) -> String {
 }
 
 impl Readiness {
-    /// The 95th percentile, `None` with nothing measured.
+    /// The 95th percentile of the readinesses seen to the second, or while there are none, of
+    /// those measured to the tick; `None` with nothing measured.
     pub fn p95(&self) -> Option<u64> {
-        let mut sorted = self.samples_ms.clone();
+        let samples = if self.seen_ms.is_empty() {
+            &self.samples_ms
+        } else {
+            &self.seen_ms
+        };
+        let mut sorted = samples.clone();
         sorted.sort_unstable();
         let at = (sorted.len() * 95).div_ceil(100).checked_sub(1)?;
         sorted.get(at).copied()
     }
 
-    /// These readinesses with `samples` added, only the last [`SAMPLES_KEPT`] kept.
+    /// These readinesses with `samples` (to the tick) added, only the last [`SAMPLES_KEPT`] kept.
     pub fn with(mut self, samples: &[u64]) -> Self {
-        self.samples_ms
-            .extend(samples.iter().map(|s| (*s).min(LONGEST_SAMPLE_MS)));
-        let over = self.samples_ms.len().saturating_sub(SAMPLES_KEPT);
-        self.samples_ms.drain(..over);
+        keep(&mut self.samples_ms, samples);
+        self
+    }
+
+    /// These readinesses with `samples` seen to the second added.
+    pub fn with_seen(mut self, samples: &[u64]) -> Self {
+        keep(&mut self.seen_ms, samples);
         self
     }
 
@@ -74,11 +87,29 @@ impl Readiness {
             .unwrap_or_default())
     }
 
-    /// Add `samples` to what is kept for `kind` (a compare-and-set, tried again on a race).
+    /// Add `samples` (to the tick) to what is kept for `kind`.
     pub async fn record<S: AgentStore>(
         store: &S,
         kind: Kind,
         samples: &[u64],
+    ) -> Result<(), StoreError> {
+        Self::update(store, kind, |kept| kept.with(samples)).await
+    }
+
+    /// Add `samples` seen to the second to what is kept for `kind`.
+    pub async fn record_seen<S: AgentStore>(
+        store: &S,
+        kind: Kind,
+        samples: &[u64],
+    ) -> Result<(), StoreError> {
+        Self::update(store, kind, |kept| kept.with_seen(samples)).await
+    }
+
+    /// Change what is kept for `kind` by `change` (a compare-and-set, tried again on a race).
+    async fn update<S: AgentStore>(
+        store: &S,
+        kind: Kind,
+        change: impl Fn(Readiness) -> Readiness,
     ) -> Result<(), StoreError> {
         let pk = pk(kind);
         let key = DocumentKey { pk: &pk, sk: SK };
@@ -88,7 +119,7 @@ impl Readiness {
             let kept: Readiness = doc
                 .and_then(|d| serde_json::from_value(d.value).ok())
                 .unwrap_or_default();
-            let value = serde_json::to_value(kept.with(samples))
+            let value = serde_json::to_value(change(kept))
                 .map_err(|e| StoreError::Corrupt(format!("readiness: {e}")))?;
             match store.put_document(key, &value, version, None).await {
                 Ok(_) => return Ok(()),
@@ -100,38 +131,100 @@ impl Readiness {
     }
 }
 
+/// `samples` added to `kept`, each at most [`LONGEST_SAMPLE_MS`], only the last
+/// [`SAMPLES_KEPT`] kept.
+fn keep(kept: &mut Vec<u64>, samples: &[u64]) {
+    kept.extend(samples.iter().map(|s| (*s).min(LONGEST_SAMPLE_MS)));
+    let over = kept.len().saturating_sub(SAMPLES_KEPT);
+    kept.drain(..over);
+}
+
 /// Readinesses measured in this process and not yet kept: the queue's consumers each see a
 /// few wakes reached, and a write per wake to the kind's one document would have a hundred
 /// consumers racing for it. They keep what they saw at most every [`Self::EVERY`].
+///
+/// It also rations the wakes a consumer waits on to see them Ready (to the second): one of
+/// each kind every [`Self::SAMPLE_EVERY`] in this process, so that waiting never takes more
+/// than a sliver of the consumers' time in a burst.
 #[derive(Debug, Default)]
 pub struct Measured {
     held: std::sync::Mutex<Held>,
 }
 
-/// Samples per kind, and when they were last written.
 #[derive(Debug, Default)]
 struct Held {
+    to_the_tick: Pending,
+    seen: Pending,
+    /// When a consumer last began waiting on a wake of each kind.
+    sampled: std::collections::HashMap<Kind, std::time::Instant>,
+}
+
+/// Samples per kind, and when they were last written.
+#[derive(Debug, Default)]
+struct Pending {
     samples: std::collections::HashMap<Kind, Vec<u64>>,
     written: Option<std::time::Instant>,
+}
+
+impl Pending {
+    fn take_due(&mut self) -> Vec<(Kind, Vec<u64>)> {
+        if self.samples.is_empty()
+            || self
+                .written
+                .is_some_and(|at| at.elapsed() < Measured::EVERY)
+        {
+            return Vec::new();
+        }
+        self.written = Some(std::time::Instant::now());
+        self.samples.drain().collect()
+    }
 }
 
 impl Measured {
     /// How often one process writes what it measured.
     pub const EVERY: std::time::Duration = std::time::Duration::from_secs(10);
+    /// How often one process waits on a wake of a kind to see it Ready.
+    pub const SAMPLE_EVERY: std::time::Duration = std::time::Duration::from_secs(60);
 
-    pub fn add(&self, kind: Kind, ms: u64) {
-        let mut held = self.held.lock().unwrap_or_else(|p| p.into_inner());
-        held.samples.entry(kind).or_default().push(ms);
+    fn held(&self) -> std::sync::MutexGuard<'_, Held> {
+        self.held.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// What to keep now: everything held, if the last write was [`Self::EVERY`] ago.
-    pub fn take_due(&self) -> Vec<(Kind, Vec<u64>)> {
-        let mut held = self.held.lock().unwrap_or_else(|p| p.into_inner());
-        if held.samples.is_empty() || held.written.is_some_and(|at| at.elapsed() < Self::EVERY) {
-            return Vec::new();
+    /// A readiness measured to the tick.
+    pub fn add(&self, kind: Kind, ms: u64) {
+        self.held()
+            .to_the_tick
+            .samples
+            .entry(kind)
+            .or_default()
+            .push(ms);
+    }
+
+    /// A readiness seen to the second.
+    pub fn add_seen(&self, kind: Kind, ms: u64) {
+        self.held().seen.samples.entry(kind).or_default().push(ms);
+    }
+
+    /// Whether this wake of `kind` is the one to wait on (and so, no other for a while).
+    pub fn claim_sample(&self, kind: Kind) -> bool {
+        let mut held = self.held();
+        let last = held.sampled.get(&kind);
+        if last.is_some_and(|at| at.elapsed() < Self::SAMPLE_EVERY) {
+            return false;
         }
-        held.written = Some(std::time::Instant::now());
-        held.samples.drain().collect()
+        held.sampled.insert(kind, std::time::Instant::now());
+        true
+    }
+
+    /// What to keep now of the readinesses measured to the tick: everything held, if the last
+    /// write was [`Self::EVERY`] ago.
+    pub fn take_due(&self) -> Vec<(Kind, Vec<u64>)> {
+        self.held().to_the_tick.take_due()
+    }
+
+    /// The same of the readinesses seen to the second.
+    pub fn take_due_seen(&self) -> Vec<(Kind, Vec<u64>)> {
+        self.held().seen.take_due()
     }
 }
 
@@ -291,6 +384,43 @@ mod tests {
         assert_eq!(lead.of(&record), 120_000);
         record.next_wake_lead_ms = Some(LONGEST_LEAD_MS * 2);
         assert_eq!(lead.of(&record), LONGEST_LEAD_MS);
+    }
+
+    #[test]
+    fn readinesses_seen_to_the_second_are_planned_by_once_there_are_any() {
+        let ticks = Readiness::default().with(&[60_000; 10]);
+        assert_eq!(ticks.p95(), Some(60_000));
+        let seen = ticks.with_seen(&[4_000, 5_000]);
+        assert_eq!(seen.p95(), Some(5_000));
+        assert_eq!(seen.samples_ms.len(), 10, "the ticks' kept beside");
+        let many = Readiness::default().with_seen(&[3_600_000; 100]);
+        assert_eq!(many.seen_ms.len(), SAMPLES_KEPT);
+        assert_eq!(many.p95(), Some(LONGEST_SAMPLE_MS));
+        // A document written before readinesses were seen reads as none seen, and one with
+        // none seen is written as before.
+        let old: Readiness = serde_json::from_value(serde_json::json!({"samples_ms": [1]}))
+            .expect("an older document");
+        assert!(old.seen_ms.is_empty());
+        assert_eq!(
+            serde_json::to_value(&old).ok(),
+            Some(serde_json::json!({"samples_ms": [1]}))
+        );
+    }
+
+    #[test]
+    fn one_wake_of_a_kind_a_minute_is_waited_on() {
+        let measured = Measured::default();
+        assert!(measured.claim_sample(Kind::Codex));
+        assert!(!measured.claim_sample(Kind::Codex), "claimed a moment ago");
+        assert!(measured.claim_sample(Kind::Hermes), "another kind");
+        measured.add_seen(Kind::Codex, 4_200);
+        assert_eq!(measured.take_due_seen(), vec![(Kind::Codex, vec![4_200])]);
+        assert!(
+            measured.take_due().is_empty(),
+            "nothing measured to the tick"
+        );
+        measured.add_seen(Kind::Codex, 4_300);
+        assert!(measured.take_due_seen().is_empty(), "written a moment ago");
     }
 
     #[test]

@@ -2,6 +2,8 @@
 //! starts its wakes early enough to be Ready by their minute; a kind with none measured starts
 //! them at it; what a started wake took is measured again.
 
+use snapwake::domain::WakeState;
+use snapwake::fanout::{Fanout, LocalQueue, QueueSettings};
 use snapwake::schedule::Readiness;
 
 use super::*;
@@ -156,4 +158,58 @@ async fn the_schedule_says_when_waking_starts_and_the_tick_keeps_it() {
     );
     let (_, view) = answer(&api.handle(alices_request("GET", &path)).await);
     assert_eq!(view["schedule"], next, "the view and the route disagree");
+}
+
+/// A queue consumer waits on one wake of a kind a minute until it sees it Ready: the kind's
+/// readiness is then kept to the second, and wakes are planned by it, not by the tick that
+/// saw a wake reached a minute after it started.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_consumer_sees_one_wake_ready_and_keeps_its_readiness_to_the_second() {
+    let store = dynamo_store("tick-lead-seen").await;
+    let ready_in = 1_500;
+    let world = World::registered(Duration::from_millis(ready_in), &store).await;
+    let ctl = world.sim.control();
+    let queue = LocalQueue::new(QueueSettings::default());
+    let f = Resume {
+        fanout: Fanout::Local(queue.clone()),
+        ..resume_fn(store.clone(), world.client(), quick_wake())
+    };
+    let agents = [
+        asleep_agent(&world, &f, "Seen Ready").await,
+        asleep_agent(&world, &f, "Only started").await,
+    ];
+    // Earlier mornings measured to the tick: over a minute.
+    Readiness::record(&store, Kind::Codex, &[75_000; 10])
+        .await
+        .unwrap();
+    let body = json!({"timezone": "UTC", "wake": "30 8 * * *"});
+    let mut w = 0;
+    for agent_id in &agents {
+        let answer = put_schedule(&f, agent_id, body.clone()).await;
+        w = at(answer["next_wake_at"].as_str().unwrap());
+    }
+    let report = tick(&f, w).await;
+    assert_eq!((report.due, report.queued), (2, 2), "{report:?}");
+    drain(&queue, &f).await;
+    assert_eq!(resumes(&ctl), 2);
+
+    // One was waited on until Ready; the other was only started (the next tick carries it).
+    let mut states = Vec::new();
+    for agent_id in &agents {
+        states.push(store.get(&key(agent_id)).await.unwrap().unwrap().state);
+    }
+    states.sort_by_key(|s| s.as_str());
+    assert_eq!(states, vec![WakeState::Awake, WakeState::Waking]);
+    let kept = Readiness::read(&store, Kind::Codex).await.unwrap();
+    assert_eq!(kept.seen_ms.len(), 1, "{kept:?}");
+    let seen = kept.seen_ms[0];
+    assert!(
+        (ready_in..ready_in + 5_000).contains(&seen),
+        "seen Ready {seen} ms after its start, the session Ready in {ready_in} ms"
+    );
+    assert_eq!(
+        kept.p95(),
+        Some(seen),
+        "planned by what was seen, not the ticks' 75 s"
+    );
 }

@@ -29,8 +29,9 @@ pub(super) enum Acted {
 
 impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
     /// Wake or put the agent to sleep exactly as the HTTP routes do (no wait: the holder
-    /// sends its call and the next tick looks again), within `per_agent` beyond one AgentKit
-    /// request (`None`: the store's whole deadline, for a consumer of one occurrence).
+    /// sends its call and the next tick looks again; `wait`: the wake is waited on until
+    /// Ready, as long as a request may wait), within `per_agent` beyond one AgentKit request (`None`:
+    /// the store's whole deadline, for a consumer of one occurrence).
     #[allow(clippy::too_many_arguments)]
     pub(super) async fn act(
         &self,
@@ -41,6 +42,7 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
         registry: &ToolRegistry,
         admitted: Admitted,
         per_agent: Option<Duration>,
+        wait: bool,
     ) -> Acted {
         let home = home_of(registry, &record);
         let describe = record.description.clone();
@@ -50,7 +52,9 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
                 .min_after(self.agentkit.request_timeout() + margin),
             None => store.deadline(),
         };
-        let budget = Budget::new(by, Duration::ZERO);
+        // Waiting on a wake as a person's request may at most (`SNAPWAKE_WAIT_S`): were the
+        // consumer to die waiting, its holder's lease would hold the agent no longer.
+        let budget = Budget::new(by, if wait { self.wake.wait } else { Duration::ZERO });
         let store = store.until(budget.work);
         match action {
             Action::Wake => {

@@ -143,6 +143,11 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
                 tracing::info!(error = %e, %kind, "measured readiness not kept this time");
             }
         }
+        for (kind, samples) in self.measured.take_due_seen() {
+            if let Err(e) = Readiness::record_seen(&store, kind, &samples).await {
+                tracing::info!(error = %e, %kind, "readiness seen not kept this time");
+            }
+        }
         Ok(())
     }
 }

@@ -338,10 +338,25 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
             };
             // A wake an earlier tick started, reached now: what it took is measured.
             let started = written.open.as_ref().and_then(|o| o.started_ms);
+            // A consumer of one occurrence can afford to wait on a wake it starts until it
+            // sees it Ready: now and then, that measures its kind's readiness to the second.
+            let sample = per_agent.is_none()
+                && action == Action::Wake
+                && !carried
+                && self.measured.claim_sample(key.kind);
+            let began = now_ms();
             let acted = self
-                .act(store, action, &key, agent, registry, admitted, per_agent)
+                .act(
+                    store, action, &key, agent, registry, admitted, per_agent, sample,
+                )
                 .await;
             let reached = matches!(acted, Acted::Reached);
+            if sample && reached {
+                // From the occurrence's start, unless that is not yet (a tick run ahead).
+                let from = started.filter(|s| *s <= began).unwrap_or(began);
+                self.measured
+                    .add_seen(key.kind, now_ms().saturating_sub(from));
+            }
             self.record_outcome(store, &key, written, acted).await;
             return Ok(if carried {
                 let ready = started
