@@ -96,17 +96,9 @@ impl Readiness {
         Self::update(store, kind, |kept| kept.with(samples)).await
     }
 
-    /// Add `samples` seen to the second to what is kept for `kind`.
-    pub async fn record_seen<S: AgentStore>(
-        store: &S,
-        kind: Kind,
-        samples: &[u64],
-    ) -> Result<(), StoreError> {
-        Self::update(store, kind, |kept| kept.with_seen(samples)).await
-    }
-
-    /// Change what is kept for `kind` by `change` (a compare-and-set, tried again on a race).
-    async fn update<S: AgentStore>(
+    /// Change what is kept for `kind` by `change` (a compare-and-set, tried again on a race):
+    /// [`Readiness::with`] for samples to the tick, [`Readiness::with_seen`] for those seen.
+    pub async fn update<S: AgentStore>(
         store: &S,
         kind: Kind,
         change: impl Fn(Readiness) -> Readiness,

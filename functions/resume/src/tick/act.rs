@@ -21,8 +21,14 @@ use crate::Resume;
 
 /// What one act on an agent came to.
 pub(super) enum Acted {
-    Reached,
-    InFlight { version: u64 },
+    /// Where the schedule wants it; `woke`: a Resume (this one or a concurrent one) woke it,
+    /// rather than it being found awake.
+    Reached {
+        woke: bool,
+    },
+    InFlight {
+        version: u64,
+    },
     Retry,
     Failed,
 }
@@ -67,7 +73,7 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
                 };
                 let agents = Agents::new(store, &self.agentkit, registry, &self.wake);
                 match agents.wake(&target, Some(record), budget).await {
-                    Ok(WakeOutcome::Awake { .. }) => Acted::Reached,
+                    Ok(WakeOutcome::Awake { resumed, .. }) => Acted::Reached { woke: resumed },
                     Ok(WakeOutcome::Waking { record }) => Acted::InFlight {
                         version: record.version,
                     },
@@ -83,12 +89,12 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
                 };
                 let agents = Agents::new(store, &self.agentkit, registry, &self.wake);
                 match agents.sleep(&target, Some(record), budget).await {
-                    Ok(SleepOutcome::Asleep { .. }) => Acted::Reached,
+                    Ok(SleepOutcome::Asleep { .. }) => Acted::Reached { woke: false },
                     Ok(SleepOutcome::Sleeping { record }) => Acted::InFlight {
                         version: record.version,
                     },
                     // Nothing to put to sleep: the agent is where the schedule wants it.
-                    Err(Error::NotAwake(_)) => Acted::Reached,
+                    Err(Error::NotAwake(_)) => Acted::Reached { woke: false },
                     Err(e) => failed_or_retry(key, action, e),
                 }
             }
@@ -109,8 +115,8 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
         };
         let expected = written.version;
         match acted {
-            Acted::Reached | Acted::Failed => {
-                let outcome = if matches!(acted, Acted::Reached) {
+            Acted::Reached { .. } | Acted::Failed => {
+                let outcome = if matches!(acted, Acted::Reached { .. }) {
                     "reached"
                 } else {
                     "failed"

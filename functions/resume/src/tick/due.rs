@@ -144,7 +144,8 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
             }
         }
         for (kind, samples) in self.measured.take_due_seen() {
-            if let Err(e) = Readiness::record_seen(&store, kind, &samples).await {
+            let kept = Readiness::update(&store, kind, |kept| kept.with_seen(&samples));
+            if let Err(e) = kept.await {
                 tracing::info!(error = %e, %kind, "readiness seen not kept this time");
             }
         }

@@ -350,8 +350,10 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
                     store, action, &key, agent, registry, admitted, per_agent, sample,
                 )
                 .await;
-            let reached = matches!(acted, Acted::Reached);
-            if sample && reached {
+            let reached = matches!(acted, Acted::Reached { .. });
+            // Only a session this wake started tells how long one takes to be Ready (one
+            // found alive, made outside snapwake, took no time at all).
+            if sample && matches!(acted, Acted::Reached { woke: true }) {
                 // From the occurrence's start, unless that is not yet (a tick run ahead).
                 let from = started.filter(|s| *s <= began).unwrap_or(began);
                 self.measured
