@@ -1,9 +1,12 @@
-//! The simulated clock: wall-clock time plus an offset that the control surface can move.
+//! The simulated clock: the wall clock (`snapwake::timestamp::now_utc`) plus an offset that
+//! the control surface can move.
 //!
 //! Session and Tool lifecycles (readiness, expiry) read this clock, so a test can jump eight
 //! hours ahead in a microsecond. The wall clock keeps running underneath, so delays of a few
-//! hundred milliseconds also pass "by themselves" in a dev server. Signature freshness and the
-//! tool-write throttle deliberately use real time instead (see `server/auth.rs`, `throttle.rs`).
+//! hundred milliseconds also pass "by themselves" in a dev server. In a simulated deployment
+//! (snapwake's `timestamp::simulate_from`) the wall clock is the simulation's, which the
+//! functions read too: one time for all. Signature freshness deliberately uses the system's
+//! clock instead (see `server/auth.rs`), as a real service's check would.
 
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
@@ -20,7 +23,7 @@ impl Clock {
     /// The simulated now, in UTC.
     pub(crate) fn now(&self) -> OffsetDateTime {
         let offset = time::Duration::nanoseconds(self.offset_ns.load(Ordering::SeqCst));
-        OffsetDateTime::now_utc() + offset
+        snapwake::timestamp::now_utc() + offset
     }
 
     /// Move simulated time forward by `by`.
@@ -36,7 +39,7 @@ impl Clock {
 
     /// Make simulated now equal `t` (it may move backwards; lifecycles already applied stay).
     pub(crate) fn set_now(&self, t: OffsetDateTime) {
-        let diff = t - OffsetDateTime::now_utc();
+        let diff = t - snapwake::timestamp::now_utc();
         let ns = i64::try_from(diff.whole_nanoseconds()).unwrap_or(if diff.is_negative() {
             i64::MIN
         } else {

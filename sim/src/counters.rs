@@ -36,6 +36,10 @@ pub struct Counters {
     pub signature_failures: u64,
     /// Injected faults that answered an error.
     pub faults_fired: u64,
+    /// Injected faults met, by sort: `429`, `error before acting`, `error after acting`,
+    /// `error, acted on later`, `latency >= 1 s`.
+    #[serde(default)]
+    pub faults_by_kind: BTreeMap<String, u64>,
     /// Actions carried out late (`Fault::apply_after`), by action.
     #[serde(default)]
     pub late_applied: BTreeMap<String, u64>,

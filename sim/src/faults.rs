@@ -12,7 +12,8 @@
 //! carried out now at all but that much later on the simulated clock (applied by the next call
 //! after it is due): an answer lost now, an action AgentKit applies seconds later. A *bare*
 //! error has no envelope and no code: a gateway's 503 page, which says nothing of whether the
-//! action ran.
+//! action ran. A fault `naming` some text fires only on calls whose request names it (a
+//! snapshot, a session, a Tool): one agent's calls, or a fleet's, and not the rest.
 
 use rand::rngs::StdRng;
 use rand::Rng;
@@ -72,6 +73,9 @@ pub struct Fault {
     /// many milliseconds later on the simulated clock: an answer lost, the action applied late.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub apply_after_ms: Option<u64>,
+    /// Only calls whose request (its body or query) contains this text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub naming: Option<String>,
 }
 
 impl Fault {
@@ -90,6 +94,7 @@ impl Fault {
             trigger: Trigger::Always,
             after_apply: false,
             apply_after_ms: None,
+            naming: None,
         }
     }
 
@@ -112,6 +117,7 @@ impl Fault {
             trigger: Trigger::Always,
             after_apply: false,
             apply_after_ms: None,
+            naming: None,
         }
     }
 
@@ -147,6 +153,12 @@ impl Fault {
         if let Some(e) = self.error.as_mut() {
             e.retry_after = Some(secs);
         }
+        self
+    }
+
+    /// Fire only on calls whose request contains `text` (a snapshot's id, say).
+    pub fn naming(mut self, text: &str) -> Self {
+        self.naming = Some(text.to_string());
         self
     }
 
@@ -188,6 +200,21 @@ pub(crate) struct Verdict {
     pub(crate) apply_after_ms: Option<u64>,
 }
 
+impl Verdict {
+    /// What sort of fault this call meets, as counted (`Counters::faults_by_kind`): `None`
+    /// when it meets none, or only latency under a second.
+    pub(crate) fn kind(&self) -> Option<&'static str> {
+        Some(match &self.error {
+            None if self.latency_ms >= 1_000 => "latency >= 1 s",
+            None => return None,
+            Some(e) if e.status == 429 => "429",
+            Some(_) if self.after_apply => "error after acting",
+            Some(_) if self.apply_after_ms.is_some() => "error, acted on later",
+            Some(_) => "error before acting",
+        })
+    }
+}
+
 /// The faults in force.
 #[derive(Debug, Default)]
 pub(crate) struct Faults {
@@ -207,11 +234,14 @@ impl Faults {
         self.list.clone()
     }
 
-    /// Decide the faults of one call of `action`.
-    pub(crate) fn decide(&mut self, action: &str, rng: &mut StdRng) -> Verdict {
+    /// Decide the faults of one call of `action`, its request `request` (body and query).
+    pub(crate) fn decide(&mut self, action: &str, request: &str, rng: &mut StdRng) -> Verdict {
         let mut v = Verdict::default();
         for f in self.list.iter_mut() {
             if f.action.as_deref().is_some_and(|a| a != action) {
+                continue;
+            }
+            if f.naming.as_deref().is_some_and(|t| !request.contains(t)) {
                 continue;
             }
             let fires = match &mut f.trigger {
@@ -255,11 +285,30 @@ mod tests {
         let mut fs = Faults::default();
         let mut rng = StdRng::seed_from_u64(1);
         fs.add(Fault::error(Some("GetTool"), "ServiceUnavailable", 503).next(2));
-        assert!(fs.decide("GetSession", &mut rng).error.is_none());
-        assert_eq!(fs.decide("GetTool", &mut rng).error.unwrap().status, 503);
-        assert!(fs.decide("GetTool", &mut rng).error.is_some());
-        assert!(fs.decide("GetTool", &mut rng).error.is_none());
+        assert!(fs.decide("GetSession", "", &mut rng).error.is_none());
+        assert_eq!(
+            fs.decide("GetTool", "", &mut rng).error.unwrap().status,
+            503
+        );
+        assert!(fs.decide("GetTool", "", &mut rng).error.is_some());
+        assert!(fs.decide("GetTool", "", &mut rng).error.is_none());
         assert!(fs.list().is_empty());
+    }
+
+    #[test]
+    fn a_fault_naming_a_snapshot_fires_on_its_calls_only() {
+        let mut fs = Faults::default();
+        let mut rng = StdRng::seed_from_u64(1);
+        fs.add(Fault::error(None, "Throttling", 429).naming("snap-fleet"));
+        let resume = |snapshot: &str| format!(r#"{{"SnapshotId":"{snapshot}"}}?Action=Resume"#);
+        let fleet = fs.decide(
+            "ResumeSessionFromSnapshot",
+            &resume("snap-fleet-1"),
+            &mut rng,
+        );
+        assert_eq!(fleet.error.map(|e| e.status), Some(429));
+        let other = fs.decide("ResumeSessionFromSnapshot", &resume("snap-alice"), &mut rng);
+        assert!(other.error.is_none());
     }
 
     #[test]
@@ -269,7 +318,7 @@ mod tests {
             let mut rng = StdRng::seed_from_u64(seed);
             fs.add(Fault::error(None, "Throttling", 429).rate(0.3));
             (0..1000)
-                .map(|_| fs.decide("ListSessions", &mut rng).error.is_some())
+                .map(|_| fs.decide("ListSessions", "", &mut rng).error.is_some())
                 .collect::<Vec<_>>()
         };
         let a = run(9);

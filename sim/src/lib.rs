@@ -9,6 +9,8 @@
 //! - `lib.rs` (this): the crate's documentation and its public names, re-exported.
 //! - `config.rs`: [`SimConfig`].
 //! - `simulator.rs`: [`router`], [`Simulator`] and [`RunningSim`]: serving on loopback.
+//! - `in_process.rs`: [`InProcess`], the client's transport into a simulator in the same
+//!   process, with no socket (a simulated deployment on one paused clock).
 //! - `control/`: [`SimControl`], the in-process handle (`mod.rs`), and the unsigned `/_sim/`
 //!   JSON surface over it (`http.rs`).
 //! - `shared.rs`: one simulator's state, shared by its routes and handles, behind one lock.
@@ -67,7 +69,8 @@
 //!   CreateSessionSnapshot (`Creating` for the snapshot ready delay, then `Ready`; `Reason:
 //!   Manual`; refused on a Tool without snapshots, 400 `OperationDenied`, or an ended session,
 //!   409 `InvalidResource.Status`). SetSessionTtl moves a live session's `ExpireAt` to now +
-//!   the TTL.
+//!   the TTL. No session lives more than 8 h from its start or its last SetSessionTtl: a
+//!   longer `Ttl` is cut to 8 h (`actions/params.rs`).
 //! - Tool names are not unique; duplicates are visible by listing.
 //! - Rate limits (`limits.rs`): per action, account-wide, a sliding second of real time; only
 //!   accepted requests enter the window; 429 `Throttling` with `Retry-After`. By default only
@@ -125,6 +128,7 @@ mod control;
 mod counters;
 mod error;
 mod faults;
+mod in_process;
 mod pagination;
 mod server;
 mod shared;
@@ -137,6 +141,7 @@ pub use control::SimControl;
 pub use counters::{ActionCounters, Counters};
 pub use error::SimError;
 pub use faults::{Fault, FaultError, Trigger};
+pub use in_process::InProcess;
 pub use limits::{
     from_env as limits_from_env, limit_of, parse as parse_limits, LimitCounters, RateLimits,
     DEFAULT_TOOL_WRITE_LIMIT, RATE_LIMITS_ENV, TOOL_WRITES,

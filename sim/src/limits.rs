@@ -2,17 +2,20 @@
 //! them), each a sliding one-second window. CreateTool and UpdateTool share one limit, the
 //! Tool writes; every other action has its own.
 //!
-//! Real time (`Instant`), not the simulated clock: the callers under test pace themselves on
-//! real time too. Only requests a limit *accepted* enter its window, so a client hammering the
-//! API while throttled is not punished further (a refused request did no work); the window is
-//! kept also when a limit is off, so "the most in any one second" tells what a client would
-//! have done to the real service.
+//! The callers' time (tokio's `Instant`), not the simulated clock: the callers under test pace
+//! themselves on it too (real time, or a simulated deployment's paused tokio clock). Only
+//! requests a limit *accepted* enter its window, so a client hammering the API while throttled
+//! is not punished further (a refused request did no work); the window is kept also when a
+//! limit is off, so "the most in any one second" tells what a client would have done to the
+//! real service.
 //!
 //! Which limits there are and their assumed numbers are snapwake's own
 //! (`snapwake::agentkit::limits`): the budget that paces snapwake's calls reads the same ones.
 
 use std::collections::{BTreeMap, VecDeque};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use serde::{Deserialize, Serialize};
 pub use snapwake::agentkit::limits::{limit_of, RateLimits, DEFAULT_TOOL_WRITE_LIMIT, TOOL_WRITES};

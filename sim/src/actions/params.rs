@@ -29,7 +29,13 @@ pub(super) fn tool_here<'w>(
         })
 }
 
-/// `Ttl` × `TtlUnit` (`second`, `minute` or `hour`, case-insensitive) as a duration > 0.
+/// The longest a session lives from its start or its last SetSessionTtl: 8 hours. AgentKit's
+/// sessions last 8 h (the Studio's `Ttl` is 28800 s); a longer `Ttl` is taken, and cut to this,
+/// as the hardest thing the service could do to a client that asked for more.
+pub const MAX_SESSION_TTL: time::Duration = time::Duration::hours(8);
+
+/// `Ttl` × `TtlUnit` (`second`, `minute` or `hour`, case-insensitive) as a duration > 0, at most
+/// [`MAX_SESSION_TTL`].
 pub(super) fn ttl(ttl: u64, unit: &str) -> Result<time::Duration, SimError> {
     let per = match unit.to_ascii_lowercase().as_str() {
         "second" | "seconds" | "s" => 1,
@@ -42,5 +48,5 @@ pub(super) fn ttl(ttl: u64, unit: &str) -> Result<time::Duration, SimError> {
         .and_then(|s| i64::try_from(s).ok())
         .filter(|s| *s > 0 && *s <= 10 * 365 * 86_400)
         .ok_or_else(|| SimError::invalid("Ttl must be positive and at most 10 years"))?;
-    Ok(time::Duration::seconds(secs))
+    Ok(time::Duration::seconds(secs).min(MAX_SESSION_TTL))
 }

@@ -10,7 +10,9 @@ mod envelope;
 #[cfg(test)]
 mod tests;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use axum::body::Bytes;
 use axum::extract::{RawQuery, State};
@@ -51,7 +53,7 @@ fn parse_query(raw: Option<&str>) -> Vec<(String, String)> {
         .collect()
 }
 
-async fn action(
+pub(crate) async fn action(
     State(control): State<SimControl>,
     headers: HeaderMap,
     RawQuery(raw): RawQuery,
@@ -107,9 +109,17 @@ async fn action(
         i.limiter
             .admit(name, Instant::now())
             .map_err(|after| SimError::throttled(crate::limits::limit_of(name), after))?;
-        let v = i.faults.decide(name, &mut i.fault_rng);
+        let request = format!(
+            "{}?{}",
+            String::from_utf8_lossy(&body),
+            raw.as_deref().unwrap_or("")
+        );
+        let v = i.faults.decide(name, &request, &mut i.fault_rng);
         if v.error.is_some() {
             i.counters.faults_fired += 1;
+        }
+        if let Some(kind) = v.kind() {
+            *i.counters.faults_by_kind.entry(kind.into()).or_default() += 1;
         }
         Ok(v)
     });

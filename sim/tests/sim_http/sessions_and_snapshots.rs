@@ -90,7 +90,9 @@ async fn snapshots_on_request_and_session_ttls() {
         .await;
     assert_eq!((a.status, a.code()), (404, "InvalidResource.NotFound"));
 
-    // A TTL from now: the session outlives its old ExpireAt, and ends at the new one.
+    // A TTL from now, cut to AgentKit's 8 hours: the session outlives its old ExpireAt, and
+    // ends at the new one.
+    ctl.advance(Duration::from_secs(3600));
     let before = ctl.session(&sess).unwrap().expire_at.unwrap();
     let a = c
         .call(
@@ -102,11 +104,17 @@ async fn snapshots_on_request_and_session_ttls() {
     assert!(
         snapwake::timestamp::sort_key(Some(&moved)) > snapwake::timestamp::sort_key(Some(&before))
     );
+    let cap = ctl.now() + time::Duration::hours(8);
+    assert_eq!(
+        moved,
+        snapwake::timestamp::format(cap),
+        "10 h asked, 8 h granted"
+    );
     assert_eq!(
         ctl.session(&sess).unwrap().expire_at.as_deref(),
         Some(moved.as_str())
     );
-    ctl.advance(Duration::from_secs(8 * 3600 + 60));
+    ctl.advance(Duration::from_secs(7 * 3600 + 60));
     assert!(ctl.session(&sess).is_some(), "alive past its old expiry");
     ctl.advance(Duration::from_secs(2 * 3600));
     assert!(ctl.session(&sess).is_none(), "ended at its new one");
