@@ -79,7 +79,7 @@ pub fn prefix(owner: &str) -> String {
 /// A fresh current-format UserSessionId for `owner`: the prefix and a v4 UUID as 32 lowercase
 /// hex characters; at most 200 characters.
 pub fn mint(owner: &str) -> String {
-    format!("{}{}", prefix(owner), uuid::Uuid::new_v4().simple())
+    format!("{}{}", prefix(owner), crate::ids::fresh_hex())
 }
 
 /// The legacy fingerprint of `owner`: the first 16 hex characters of SHA-256(owner).

@@ -68,7 +68,7 @@ impl<'a, S: AgentStore> DocumentLock<'a, S> {
 
     /// Take the lock for `lease` (a live lease of somebody else: [`DocumentAcquired::Busy`]).
     pub async fn acquire(&self, lease: Duration) -> Result<DocumentAcquired, StoreError> {
-        let me = uuid::Uuid::new_v4().simple().to_string();
+        let me = crate::ids::fresh_hex();
         let mut seen = self.store.get_document(self.key).await?;
         for _ in 0..self.settings.max_rounds.max(1) {
             let state = seen.as_ref().map(LockState::read).unwrap_or_default();

@@ -83,7 +83,7 @@ impl<S: AgentStore, K: AgentKit> Create<S, K> {
         let pk = document::pk(&plan.caller.owner, key);
         let doc_key = document::document_key(&pk);
         let fingerprint = document::fingerprint(plan.kind, &plan.display_name, plan.retention);
-        let attempt = uuid::Uuid::new_v4().simple().to_string();
+        let attempt = snapwake::ids::fresh_hex();
         let mut agent_id = usid::mint(&plan.caller.owner);
         let mut expected = 0;
         let mut takeover = false;

@@ -1,0 +1,61 @@
+//! Fresh random ids: agents' UserSessionIds, lock holders, pollers, create attempts.
+//!
+//! A v4 UUID from the operating system's generator, except on a thread that asked for a seeded
+//! one ([`seed_this_thread`]): the simulated deployment runs every function on one thread, and
+//! a seed must replay the same run (docs/testing.md, "One simulated deployment"). Ids decide
+//! order (an agent's id is its key, and keys are listed in order), so random ids made two runs
+//! of one seed work one minute's agents in different orders.
+
+use std::cell::RefCell;
+
+thread_local! {
+    static SEEDED: RefCell<Option<fastrand::Rng>> = const { RefCell::new(None) };
+}
+
+/// From now on, the ids made on this thread are drawn from `seed`, and so are the retry
+/// jitter's waits (fastrand's generator of this thread, `crate::agentkit::retry`).
+pub fn seed_this_thread(seed: u64) {
+    SEEDED.with(|s| *s.borrow_mut() = Some(fastrand::Rng::with_seed(seed)));
+    fastrand::seed(seed.rotate_left(32) ^ 0x5eed_5eed);
+}
+
+/// A fresh v4 UUID.
+pub fn fresh() -> uuid::Uuid {
+    SEEDED.with(|s| match s.borrow_mut().as_mut() {
+        Some(rng) => uuid::Builder::from_random_bytes(rng.u128(..).to_le_bytes()).into_uuid(),
+        None => uuid::Uuid::new_v4(),
+    })
+}
+
+/// A fresh v4 UUID as 32 lowercase hex characters.
+pub fn fresh_hex() -> String {
+    fresh().simple().to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_seeded_thread_draws_the_same_ids_again_and_others_stay_random() {
+        let draw = |seed| {
+            std::thread::spawn(move || {
+                seed_this_thread(seed);
+                (0..3).map(|_| fresh_hex()).collect::<Vec<_>>()
+            })
+            .join()
+            .expect("a thread")
+        };
+        assert_eq!(draw(7), draw(7));
+        assert_ne!(draw(7), draw(8));
+        let id = draw(7)[0].clone();
+        assert_eq!(
+            uuid::Uuid::parse_str(&id).map(|u| u.get_version_num()),
+            Ok(4)
+        );
+        let unseeded = std::thread::spawn(|| (fresh_hex(), fresh_hex()))
+            .join()
+            .expect("a thread");
+        assert_ne!(unseeded.0, unseeded.1);
+    }
+}
