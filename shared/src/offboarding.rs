@@ -9,8 +9,19 @@
 //! answers. The progress is found from the agent's UserSessionId (its owner key), one read. A
 //! finished offboarding no longer refuses anything (every agent it found is a tombstone by
 //! then, and the person may come back), so a document that says `finished` is as good as none.
+//!
+//! **Finished only after a late enough listing.** A request admitted a moment before the
+//! progress was written (a create, a wake) may still write its record, and start its session,
+//! after the offboarding has looked. So an offboarding is finished only when nothing is left
+//! *and* a complete listing of everything the owner had (the owner index and every Tool) began
+//! at least [`ADMITTED_FOR`] after the progress was written: by then every such request has
+//! written the record that makes its agent found (`Progress::may_finish`). A listing that
+//! failed is no listing: the offboarding stays pending, and the next run (a retry, a sweep)
+//! lists again.
 
 use serde::{Deserialize, Serialize};
+
+use std::time::Duration;
 
 use crate::domain::AgentKey;
 use crate::error::Error;
@@ -28,6 +39,12 @@ const PROGRESS_SK: &str = "PROGRESS";
 /// How many times a document that keeps changing under a write is tried.
 const ROUNDS: usize = 5;
 
+/// The longest an invocation admitted just before an owner's offboarding was accepted may still
+/// work before it has written the record that makes the agent it acts on found: a request's
+/// whole budget and the margin of its answer (`crate::deadline::REQUEST_BUDGET`, 28 s, and
+/// `ANSWER_MARGIN`); a tick's consumer works within the same.
+pub const ADMITTED_FOR: Duration = Duration::from_secs(30);
+
 /// One owner's offboarding.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Progress {
@@ -37,6 +54,10 @@ pub struct Progress {
     pub left: Vec<AgentKey>,
     /// Runs so far (the event's, its retries', the sweeps').
     pub runs: u64,
+    /// When the last complete listing of the owner's agents began (epoch ms): the owner index
+    /// and every Tool read to their end.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub listed_at_ms: Option<u64>,
     /// When nothing was left (epoch ms).
     pub finished_at_ms: Option<u64>,
 }
@@ -44,6 +65,31 @@ pub struct Progress {
 impl Progress {
     pub fn is_finished(&self) -> bool {
         self.finished_at_ms.is_some()
+    }
+
+    /// When a listing must begin, at the earliest, to find every agent a request admitted
+    /// before this offboarding acts on ([`ADMITTED_FOR`] after it was accepted).
+    pub fn last_listing_from_ms(&self) -> u64 {
+        self.started_at_ms + ADMITTED_FOR.as_millis() as u64
+    }
+
+    /// Whether its last complete listing began late enough to be the last one.
+    pub fn listed_late_enough(&self) -> bool {
+        self.listed_at_ms
+            .is_some_and(|at| at >= self.last_listing_from_ms())
+    }
+
+    /// Whether it may be finished: nothing left, after a listing that began late enough.
+    pub fn may_finish(&self) -> bool {
+        self.left.is_empty() && self.listed_late_enough()
+    }
+
+    /// Finish it now if it may be; whether it is finished.
+    pub fn finish_if_done(&mut self, now_ms: u64) -> bool {
+        if self.finished_at_ms.is_none() && self.may_finish() {
+            self.finished_at_ms = Some(now_ms);
+        }
+        self.is_finished()
     }
 }
 

@@ -236,6 +236,12 @@ impl<S: AgentStore, K: AgentKit> Create<S, K> {
         changes.holder = Some(None);
         changes.lease_until_ms = Some(0);
         changes.poll_until_ms = Some(0);
+        // The create is done, whoever found its session: announced as the create's doing
+        // (the simulated deployment's seed 1000 found it unannounced).
+        changes.announce = Some(snapwake::events::announcement(
+            snapwake::domain::Announce::Created,
+        ));
+        let changes = snapwake::lock::agent::on_behalf_of(seen, changes);
         match lock.write_seen(seen, changes).await? {
             Written::Done(record) => Ok(Outcome::Created(Created { record, session })),
             // Somebody else recorded that very session first.
@@ -361,6 +367,7 @@ fn created_changes(session: &Session, region: &str) -> Changes {
     Changes {
         session_id: Some(session.session_id.clone()),
         session_expire_at: Some(session.expire_at.clone()),
+        session_created_at: Some(session.created_at.clone()),
         create_sent_at_ms: Some(None),
         expires_at: Some(None),
         describe: Some(Description {

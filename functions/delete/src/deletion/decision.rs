@@ -43,12 +43,36 @@ pub fn decide(
     }
 }
 
-/// The state an agent rests in once a snapshot delete hands it back: what it was, unless it
-/// was held by a lease that expired (then asleep: a recorded session is adopted by the next
-/// wake's reconcile, never resumed twice).
-pub(super) fn resting(seen: Option<&AgentRecord>) -> WakeState {
+/// The state an agent rests in once a snapshot delete hands it back: what it was. A wake, a
+/// sleep or a create whose lease lapsed (its holder died) is handed back as it was left, its
+/// lease ended, for the next caller to take over and finish: the delete does not know whether
+/// its session started or ended, and saying `asleep` of an agent whose wake did start it would
+/// leave it awake unannounced (the next wake adopts it either way, never resuming twice). A
+/// delete that lapsed kept the generation it found, so the record still names the session the
+/// agent rested with: awake while that session's expiry has not passed, asleep otherwise.
+pub(super) fn resting(seen: Option<&AgentRecord>, now_ms: u64) -> WakeState {
     match seen.map(|r| r.state) {
-        Some(s @ (WakeState::Asleep | WakeState::Awake | WakeState::Failed)) => s,
+        Some(
+            s @ (WakeState::Asleep
+            | WakeState::Awake
+            | WakeState::Failed
+            | WakeState::Waking
+            | WakeState::Sleeping
+            | WakeState::Creating),
+        ) => s,
+        Some(WakeState::Deleting) => {
+            let recorded = seen.and_then(|r| {
+                let expires = r
+                    .session_expire_at
+                    .as_deref()
+                    .and_then(snapwake::timestamp::epoch_ms);
+                r.session_id.as_ref().map(|_| expires)
+            });
+            match recorded {
+                Some(expires) if expires.is_none_or(|t| t > now_ms) => WakeState::Awake,
+                _ => WakeState::Asleep,
+            }
+        }
         _ => WakeState::Asleep,
     }
 }

@@ -233,7 +233,7 @@ impl<'a, S: AgentStore + ScheduleStore, K: AgentKit> Deleter<'a, S, K> {
                 Decision::Gone => return Ok(Taken::Gone),
                 Decision::Acquire(c) => c,
             };
-            let resting = resting(seen.as_ref());
+            let resting = resting(seen.as_ref(), snapwake::timestamp::now_ms());
             match lock
                 .acquire(&target.key, &condition, seen.as_ref(), &how)
                 .await?

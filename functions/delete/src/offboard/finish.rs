@@ -1,17 +1,18 @@
-//! Finishing offboardings a run could not: every sweep takes each pending owner's recorded
-//! `left` agents and deletes them (an agent still held stays left for the next sweep). An
-//! offboarding with nothing left is finished and leaves the pending list.
+//! Finishing offboardings a run could not: every sweep takes each pending owner and lists and
+//! deletes again ([`Offboard::list_and_delete`]): what the progress says is left, and whatever
+//! a listing finds now, when the last complete one began too early to be the last (an agent a
+//! request admitted just before the offboarding wrote afterwards) or failed. An offboarding
+//! with nothing left after a listing late enough is finished and leaves the pending list.
 
 use serde::Serialize;
 use snapwake::agentkit::AgentKit;
 use snapwake::deadline::Deadline;
-use snapwake::domain::WakeState;
 use snapwake::error::Error;
 use snapwake::offboarding;
 use snapwake::store::{AgentStore, ScheduleStore};
 use snapwake::timestamp::now_ms;
 
-use super::{Found, Offboard, Outcome};
+use super::{Offboard, OffboardReport};
 
 /// What finishing the pending offboardings did.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
@@ -24,6 +25,9 @@ pub struct FinishReport {
     pub left: usize,
     /// Offboardings finished now.
     pub finished: usize,
+    /// Owners whose agents could not be listed this time (AgentKit or the table failed):
+    /// still pending.
+    pub unlisted: usize,
 }
 
 impl<S: AgentStore + ScheduleStore, K: AgentKit> Offboard<'_, S, K> {
@@ -35,32 +39,31 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Offboard<'_, S, K> {
             let Some(mut progress) = offboarding::progress(self.store, &owner).await? else {
                 continue;
             };
-            let mut left = Vec::new();
-            for key in std::mem::take(&mut progress.left) {
-                if deadline.is_past() {
-                    left.push(key);
-                    continue;
-                }
-                let record = self.store.get(&key).await?;
-                if record.as_ref().is_some_and(|r| r.state == WakeState::Gone) {
-                    continue;
-                }
-                let found = Found { record, home: None };
-                match self.delete(&key, found, deadline).await {
-                    Outcome::Deleted => report.deleted += 1,
-                    Outcome::AlreadyGone | Outcome::WouldDelete => {}
-                    Outcome::Failed => left.push(key),
-                }
+            if deadline.is_past() {
+                report.left += progress.left.len();
+                continue;
             }
-            report.left += left.len();
-            progress.left = left;
             progress.runs += 1;
-            if progress.left.is_empty() {
-                progress.finished_at_ms = Some(now_ms());
+            let mut run = OffboardReport::default();
+            if let Err(e) = self
+                .list_and_delete(&mut progress, &mut run, deadline)
+                .await
+            {
+                tracing::warn!(owner = %owner, error = %e, "offboarding: cannot list the owner's agents yet");
+                report.unlisted += 1;
+            }
+            report.deleted += run.deleted;
+            report.left += progress.left.len();
+            if progress.finish_if_done(now_ms()) {
                 report.finished += 1;
             }
             offboarding::record(self.store, &progress).await?;
-            tracing::info!(owner = %owner, left = progress.left.len(), "offboarding: finishing");
+            tracing::info!(
+                owner = %owner,
+                left = progress.left.len(),
+                finished = progress.is_finished(),
+                "offboarding: finishing"
+            );
         }
         Ok(report)
     }

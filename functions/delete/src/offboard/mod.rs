@@ -16,6 +16,13 @@
 //! at least once: an agent already tombstoned counts as done, so a redelivered event finds
 //! nothing left and succeeds.
 //!
+//! It is finished only after a listing that began [`offboarding::ADMITTED_FOR`] after it was
+//! accepted (`Progress::may_finish`): a create or a wake admitted a moment before may write its
+//! record after the first listing, and would otherwise escape. The event's run lists at once
+//! and deletes everything it finds; the next sweep lists again and finishes it (the owner's
+//! wakes answer 410 meanwhile). A listing that fails (AgentKit cannot list a Tool) leaves the
+//! offboarding pending with what it knew: an error for this run, another listing for the next.
+//!
 //! Only from whom it should come ([`sources`]): an event is accepted only from the configured
 //! sources, checked here as well as by the EventBridge rule.
 
@@ -117,63 +124,36 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Offboard<'_, S, K> {
         deadline: Deadline,
         dry_run: bool,
     ) -> Result<OffboardReport, Error> {
-        let started = std::time::Instant::now();
+        let started = tokio::time::Instant::now();
         if owner.trim().is_empty() {
             return Err(Error::bad_request("offboarding needs an owner"));
         }
+        if dry_run {
+            return self.dry_run(owner, deadline, started).await;
+        }
         // Recorded before anything is deleted: from now on a wake of the owner's agents
         // answers 410, and the sweep knows to finish this offboarding should this run not.
-        let mut progress = if dry_run {
-            None
-        } else {
-            let mut p = offboarding::progress(self.store, owner)
-                .await?
-                .filter(|p| !p.is_finished())
-                .unwrap_or_else(|| offboarding::start(owner));
-            p.runs += 1;
-            offboarding::record(self.store, &p).await?;
-            Some(p)
-        };
-        let agents = self.find(owner, deadline).await?;
-        self.progress.found(agents.len());
+        let mut progress = offboarding::progress(self.store, owner)
+            .await?
+            .filter(|p| !p.is_finished())
+            .unwrap_or_else(|| offboarding::start(owner));
+        progress.runs += 1;
+        offboarding::record(self.store, &progress).await?;
         let mut report = OffboardReport {
             owner: owner.to_string(),
-            found: agents.len(),
-            dry_run,
             ..OffboardReport::default()
         };
-        for (key, found) in agents {
-            let outcome = if found
-                .record
-                .as_ref()
-                .is_some_and(|r| r.state == WakeState::Gone)
-            {
-                Outcome::AlreadyGone
-            } else if dry_run {
-                Outcome::WouldDelete
-            } else {
-                self.delete(&key, found, deadline).await
-            };
-            match outcome {
-                Outcome::Deleted => report.deleted += 1,
-                Outcome::AlreadyGone => report.already_gone += 1,
-                Outcome::Failed => report.failed += 1,
-                Outcome::WouldDelete => {}
-            }
-            self.progress.agent(&key, outcome);
-            report.agents.push((key, outcome));
+        if let Err(e) = self
+            .list_and_delete(&mut progress, &mut report, deadline)
+            .await
+        {
+            // What it knew stays left; the next run lists again.
+            offboarding::record(self.store, &progress).await?;
+            return Err(e);
         }
-        if let Some(p) = progress.as_mut() {
-            p.left = report
-                .agents
-                .iter()
-                .filter(|(_, o)| *o == Outcome::Failed)
-                .map(|(k, _)| k.clone())
-                .collect();
-            report.left = p.left.len();
-            p.finished_at_ms = p.left.is_empty().then(now_ms);
-            offboarding::record(self.store, p).await?;
-        }
+        progress.finish_if_done(now_ms());
+        report.left = progress.left.len();
+        offboarding::record(self.store, &progress).await?;
         report.duration_ms = started.elapsed().as_millis() as u64;
         tracing::info!(
             owner = %report.owner,
@@ -182,10 +162,98 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Offboard<'_, S, K> {
             already_gone = report.already_gone,
             failed = report.failed,
             left = report.left,
-            dry_run,
+            finished = progress.is_finished(),
             "offboarding"
         );
         Ok(report)
+    }
+
+    /// What an offboarding would delete now.
+    async fn dry_run(
+        &self,
+        owner: &str,
+        deadline: Deadline,
+        started: tokio::time::Instant,
+    ) -> Result<OffboardReport, Error> {
+        let agents = self.find(owner, deadline).await?;
+        self.progress.found(agents.len());
+        let mut report = OffboardReport {
+            owner: owner.to_string(),
+            found: agents.len(),
+            dry_run: true,
+            ..OffboardReport::default()
+        };
+        for (key, found) in agents {
+            let outcome = if found
+                .record
+                .as_ref()
+                .is_some_and(|r| r.state == WakeState::Gone)
+            {
+                report.already_gone += 1;
+                Outcome::AlreadyGone
+            } else {
+                Outcome::WouldDelete
+            };
+            self.progress.agent(&key, outcome);
+            report.agents.push((key, outcome));
+        }
+        report.duration_ms = started.elapsed().as_millis() as u64;
+        Ok(report)
+    }
+
+    /// One complete listing of everything `progress`'s owner has, and every agent found (and
+    /// every one left from before) deleted: `progress` then says what is left, and when the
+    /// listing began. A listing that fails leaves `progress` as it was.
+    pub(super) async fn list_and_delete(
+        &self,
+        progress: &mut offboarding::Progress,
+        report: &mut OffboardReport,
+        deadline: Deadline,
+    ) -> Result<(), Error> {
+        let began = now_ms();
+        let mut agents = self.find(&progress.owner, deadline).await?;
+        for key in &progress.left {
+            agents.entry(key.clone()).or_default();
+        }
+        // What this run dealt with already (a second listing finds them again, as tombstones).
+        agents.retain(|key, _| {
+            !report
+                .agents
+                .iter()
+                .any(|(k, o)| k == key && matches!(o, Outcome::Deleted | Outcome::AlreadyGone))
+        });
+        self.progress.found(agents.len());
+        let mut left = Vec::new();
+        for (key, mut found) in agents {
+            if found.record.is_none() {
+                found.record = self.store.get(&key).await?;
+            }
+            let outcome = if found
+                .record
+                .as_ref()
+                .is_some_and(|r| r.state == WakeState::Gone)
+            {
+                Outcome::AlreadyGone
+            } else {
+                self.delete(&key, found, deadline).await
+            };
+            match outcome {
+                Outcome::Deleted => report.deleted += 1,
+                Outcome::AlreadyGone => report.already_gone += 1,
+                Outcome::Failed => {
+                    report.failed += 1;
+                    left.push(key.clone());
+                }
+                Outcome::WouldDelete => {}
+            }
+            self.progress.agent(&key, outcome);
+            report.agents.retain(|(k, _)| k != &key);
+            report.agents.push((key, outcome));
+        }
+        report.found = report.agents.len();
+        progress.left = left;
+        progress.listed_at_ms = Some(began);
+        Ok(())
     }
 
     /// Delete one agent as the HTTP route does, waiting out a lock held by someone else.

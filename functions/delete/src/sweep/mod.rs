@@ -108,7 +108,7 @@ enum Stop {
 impl<S: AgentStore + ScheduleStore, K: AgentKit> Sweep<'_, S, K> {
     /// Run until the pass is done or `deadline` (less the margin) comes.
     pub async fn run(&self, deadline: Deadline, dry_run: bool) -> Result<SweepReport, Error> {
-        let started = std::time::Instant::now();
+        let started = tokio::time::Instant::now();
         let lock_settings = LockSettings::default();
         let lock = DocumentLock::new(self.store, SWEEP_LOCK, &lock_settings);
         let hold = if dry_run {

@@ -71,7 +71,7 @@ pub struct Refresh<'a, S, K> {
 
 impl<S: AgentStore + ScheduleStore, K: AgentKit> Refresh<'_, S, K> {
     pub async fn run(&self, deadline: Deadline) -> Result<RefreshReport, Error> {
-        let started = std::time::Instant::now();
+        let started = tokio::time::Instant::now();
         let lock_settings = LockSettings::default();
         let lock = DocumentLock::new(self.store, REFRESH_LOCK, &lock_settings);
         let hold = match lock.acquire(deadline.remaining()).await? {
@@ -111,7 +111,7 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Refresh<'_, S, K> {
             report.tools += 1;
             let mark = marks.tools.get(&tool).cloned().unwrap_or_default();
             let listed_at_ms = now_ms();
-            let listing_started = std::time::Instant::now();
+            let listing_started = tokio::time::Instant::now();
             let read = self.read(&tool, &mark, &mut report, deadline).await;
             report.listing_ms += listing_started.elapsed().as_millis() as u64;
             let (region, snapshots) = match read {
