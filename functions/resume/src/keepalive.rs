@@ -17,12 +17,14 @@ use lambda_http::{Body, Request, Response};
 use serde::{Deserialize, Serialize};
 use snapwake::agentkit::types::{Session, SetSessionTtl};
 use snapwake::agentkit::AgentKit;
-use snapwake::domain::{AgentRecord, AgentView, WakeState};
+use snapwake::deadline::Deadline;
+use snapwake::domain::{AgentKey, AgentRecord, AgentView, ToolRegistry, WakeState};
 use snapwake::error::{Error, Result};
 use snapwake::http::request::{self as req, Matched};
 use snapwake::locate::sessions::active_session;
+use snapwake::locate::Home;
 use snapwake::lock::{AgentLock, Written};
-use snapwake::store::{AgentStore, Changes, Within};
+use snapwake::store::{AgentStore, Changes, ScheduleStore, Within};
 use snapwake::timestamp::now_ms;
 use snapwake::wake::MIN_TTL;
 
@@ -53,6 +55,14 @@ fn whole_seconds<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<
     }
 }
 
+/// A session kept alive: the record as it now says, the session as AgentKit answered, and
+/// where the agent lives.
+pub(crate) struct Kept {
+    pub record: AgentRecord,
+    pub session: Session,
+    pub home: Home,
+}
+
 /// The answer body: the agent view plus the TTL granted.
 #[derive(Serialize)]
 struct KeptAlive<'a> {
@@ -61,7 +71,7 @@ struct KeptAlive<'a> {
     ttl_s: u64,
 }
 
-impl<S: AgentStore, K: AgentKit> Resume<S, K> {
+impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
     pub(crate) async fn keepalive(
         &self,
         request: &Request,
@@ -98,43 +108,22 @@ impl<S: AgentStore, K: AgentKit> Resume<S, K> {
             }
         }
 
-        let home = snapwake::locate::home_or_locate(
-            &self.agentkit,
-            &addressed.registry,
-            key,
-            record.as_ref(),
-            addressed.home.as_ref(),
-            deadline,
-        )
-        .await?
-        .ok_or(Error::AgentNotFound)?
-        .home;
-        let recorded = record.as_ref().and_then(|r| r.session_id.as_deref());
-        let live = active_session(&self.agentkit, &home, key, recorded, deadline).await?;
-        let Some(mut live) = live else {
-            return Err(Error::NotAwake(
-                "the agent has no live session to keep alive; resume it first".into(),
-            ));
-        };
-        let session_id = live.session_id.clone().unwrap_or_default();
-        let set = SetSessionTtl::seconds(&home.tool_id, &session_id, body.ttl_s);
-        let answer = match self.agentkit.call(&home.region, &set, deadline).await {
-            Ok(a) => a,
-            // The session ended between the look and the call.
-            Err(e) if e.is_not_found() => {
-                return Err(Error::NotAwake(
-                    "the agent's session ended; resume it first".into(),
-                ))
-            }
-            Err(e) => return Err(e.into()),
-        };
-        live.expire_at = answer.expire_at.clone().or(live.expire_at);
-        tracing::info!(agent = %key, ttl_s = body.ttl_s, "kept alive");
-
-        let mut record = match record {
-            Some(r) => self.remember_expiry(store, r, &live).await,
-            None => AgentRecord::absent(key.clone()),
-        };
+        let kept = self
+            .extend(
+                store,
+                &addressed.registry,
+                key,
+                record,
+                addressed.home.as_ref(),
+                body.ttl_s,
+                deadline,
+            )
+            .await?;
+        let (mut record, live, home) = (kept.record, kept.session, kept.home);
+        // Inside a scheduled day, a person's keepalive may end the session before the day's
+        // sleep: the day is looked at again in time (docs/schedules.md).
+        self.day_kept_until(store, key, live.expire_at.as_deref())
+            .await;
         // An agent without a record yet is shown as a read would show it: its Tool's
         // retention, its snapshots as listed.
         record.description.retention = record.description.retention.or(Some(home.retention));
@@ -154,6 +143,63 @@ impl<S: AgentStore, K: AgentKit> Resume<S, K> {
             },
             &record,
         ))
+    }
+
+    /// Make `key`'s live session last `ttl_s` more seconds from now (SetSessionTtl), and the
+    /// record's copy of its expiry follow: the keepalive route's work, and a scheduled day's
+    /// (`tick/keep.rs`). The caller has checked that nothing holds the agent.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) async fn extend(
+        &self,
+        store: Within<'_, S>,
+        registry: &ToolRegistry,
+        key: &AgentKey,
+        record: Option<AgentRecord>,
+        home: Option<&Home>,
+        ttl_s: u64,
+        deadline: Deadline,
+    ) -> Result<Kept> {
+        let home = snapwake::locate::home_or_locate(
+            &self.agentkit,
+            registry,
+            key,
+            record.as_ref(),
+            home,
+            deadline,
+        )
+        .await?
+        .ok_or(Error::AgentNotFound)?
+        .home;
+        let recorded = record.as_ref().and_then(|r| r.session_id.as_deref());
+        let live = active_session(&self.agentkit, &home, key, recorded, deadline).await?;
+        let Some(mut live) = live else {
+            return Err(Error::NotAwake(
+                "the agent has no live session to keep alive; resume it first".into(),
+            ));
+        };
+        let session_id = live.session_id.clone().unwrap_or_default();
+        let set = SetSessionTtl::seconds(&home.tool_id, &session_id, ttl_s);
+        let answer = match self.agentkit.call(&home.region, &set, deadline).await {
+            Ok(a) => a,
+            // The session ended between the look and the call.
+            Err(e) if e.is_not_found() => {
+                return Err(Error::NotAwake(
+                    "the agent's session ended; resume it first".into(),
+                ))
+            }
+            Err(e) => return Err(e.into()),
+        };
+        live.expire_at = answer.expire_at.clone().or(live.expire_at);
+        tracing::info!(agent = %key, ttl_s, "kept alive");
+        let record = match record {
+            Some(r) => self.remember_expiry(store, r, &live).await,
+            None => AgentRecord::absent(key.clone()),
+        };
+        Ok(Kept {
+            record,
+            session: live,
+            home,
+        })
     }
 
     /// The record's copy of the session and its expiry (a CAS on the version read; losing it

@@ -283,7 +283,7 @@ impl<S: AgentStore, K: AgentKit> Resume<S, K> {
             &addressed.registry,
             &self.wake,
         );
-        let started = std::time::Instant::now();
+        let started = tokio::time::Instant::now();
         let applied_wait = addressed.applied_wait;
         let outcome = agents
             .wake(&target, addressed.record, addressed.budget)

@@ -62,19 +62,17 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
     }
 
     /// The lead a new wake occurrence of this agent's kind keeps: its kind's measured
-    /// readiness and the margin (docs/schedules.md, "Ready at the minute"). Unread, none: the
-    /// tick still starts it early once it has read the readiness.
+    /// readiness (or, nothing measured yet, the prior) and the margin (docs/schedules.md,
+    /// "Ready at the minute"). Unread, none: the tick still starts it early once it has read
+    /// the readiness.
     async fn lead_alone(&self, addressed: &Addressed<'_, S>) -> Option<u64> {
         match Readiness::read(&addressed.store, addressed.key.kind).await {
-            Ok(readiness) => {
-                let p95 = readiness.p95()?;
-                Some(wake_lead_ms(
-                    Some(p95),
-                    1,
-                    self.schedules.wakes_per_second,
-                    self.fanout.starting(),
-                ))
-            }
+            Ok(readiness) => Some(wake_lead_ms(
+                readiness.p95(),
+                1,
+                self.schedules.wakes_per_second,
+                self.fanout.starting(),
+            )),
             Err(e) => {
                 tracing::info!(error = %e, "readiness unread: the schedule shows no early start");
                 None

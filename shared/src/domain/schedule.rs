@@ -54,6 +54,10 @@ pub struct Occurrence {
     /// before it was kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub started_ms: Option<u64>,
+    /// When the consumer that last acted on it follows it up (a message of the fan-out queue
+    /// sent delayed until then): until a little after, the tick does not send it again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub follow_up_ms: Option<u64>,
 }
 
 /// A schedule as the table keeps it: `SCHEDULE#<kind>#<agent_id>` (docs/table.md).
@@ -73,6 +77,11 @@ pub struct ScheduleRecord {
     /// earlier. `None`: nothing measured then, or an item written before it was kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_wake_lead_ms: Option<u64>,
+    /// During a scheduled day whose wake was reached, when the ticks next make sure the
+    /// agent's session lasts until the day's sleep: AgentKit ends a session 8 h after it began,
+    /// and a day can be longer (docs/schedules.md, "A day longer than a session").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub keep_ms: Option<u64>,
     /// The occurrence being carried, if any.
     #[serde(default)]
     pub open: Option<Occurrence>,
@@ -116,13 +125,11 @@ impl ScheduleRecord {
     /// before its minute (docs/schedules.md, "Ready at the minute"): the carried occurrence's
     /// start, else the earlier of the next wake's start and the next sleep.
     pub fn starts_at_ms(&self, wake_lead_ms: u64) -> Option<u64> {
-        if let Some(open) = &self.open {
-            return Some(open.started_ms.unwrap_or(open.at_ms));
-        }
-        match (self.wake_starts_at_ms(wake_lead_ms), self.next_sleep_ms) {
-            (Some(w), Some(s)) => Some(w.min(s)),
-            (w, s) => w.or(s),
-        }
+        let occurrence = match &self.open {
+            Some(open) => Some(open.started_ms.unwrap_or(open.at_ms)),
+            None => earliest(self.wake_starts_at_ms(wake_lead_ms), self.next_sleep_ms),
+        };
+        earliest(occurrence, self.keep_ms)
     }
 
     /// When the next wake starts, `wake_lead_ms` before its minute, but never before a sleep
@@ -136,13 +143,19 @@ impl ScheduleRecord {
     }
 
     pub fn due_at_ms(&self) -> Option<u64> {
-        if let Some(open) = &self.open {
-            return Some(open.at_ms);
-        }
-        match (self.next_wake_ms, self.next_sleep_ms) {
-            (Some(w), Some(s)) => Some(w.min(s)),
-            (w, s) => w.or(s),
-        }
+        let occurrence = match &self.open {
+            Some(open) => Some(open.at_ms),
+            None => earliest(self.next_wake_ms, self.next_sleep_ms),
+        };
+        earliest(occurrence, self.keep_ms)
+    }
+}
+
+/// The earlier of two instants, either of which may be none.
+fn earliest(a: Option<u64>, b: Option<u64>) -> Option<u64> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
     }
 }
 

@@ -101,6 +101,8 @@ pub fn decide_early(
             return Step::Write(next);
         }
         next.open = Some(acting(action, at_ms, agent, now_ms));
+        // A new occurrence begins a new day (kept anew once its wake is reached) or ends it.
+        next.keep_ms = None;
         return Step::Act {
             record: next,
             action,
@@ -119,6 +121,7 @@ pub fn decide_early(
         let mut done = next.clone();
         done.open = None;
         done.last = Some(settled(open.action, open.at_ms, outcome));
+        keep_after(&mut done, now_ms);
         Step::Write(done)
     };
     if agent.reached(open.action) {
@@ -156,6 +159,17 @@ pub fn decide_early(
     }
 }
 
+/// Once a scheduled wake has reached its state, the day is kept until its sleep: the ticks look
+/// at the session's expiry from now on (`keep_ms`). Nothing to keep without a sleep schedule,
+/// nor after anything but a reached wake.
+pub fn keep_after(record: &mut ScheduleRecord, now_ms: u64) {
+    let reached_wake = record
+        .last
+        .as_ref()
+        .is_some_and(|l| l.action == Action::Wake && l.outcome == "reached");
+    record.keep_ms = (reached_wake && record.next_sleep_ms.is_some()).then_some(now_ms);
+}
+
 /// The state a record holds while `action` is carried out under the lock.
 fn holding(action: Action) -> WakeState {
     match action {
@@ -171,6 +185,7 @@ fn acting(action: Action, at_ms: u64, agent: &AgentSeen, started_ms: u64) -> Occ
         attempt: Attempt::Acting,
         seen_version: agent.version,
         started_ms: Some(started_ms),
+        follow_up_ms: None,
     }
 }
 

@@ -15,6 +15,6 @@ mod carry;
 pub mod plan;
 pub mod readiness;
 
-pub use carry::{decide, decide_early, AgentSeen, Step, CATCH_UP_MS};
+pub use carry::{decide, decide_early, keep_after, AgentSeen, Step, CATCH_UP_MS};
 pub use plan::{Plan, ScheduleBody, ScheduleRules};
 pub use readiness::{wake_lead_ms, DueLead, Measured, Readiness, Starting};

@@ -151,6 +151,7 @@ impl Plan {
             next_wake_ms: self.next(Action::Wake, now_ms),
             next_sleep_ms: self.next(Action::Sleep, now_ms),
             next_wake_lead_ms: None,
+            keep_ms: None,
             open: None,
             last: None,
             version: 0,

@@ -2,11 +2,11 @@
 //! measured it, and the lead a scheduled wake starts by (docs/schedules.md, "Ready at the
 //! minute").
 //!
-//! Measured, not guessed: a kind with no measurement yet starts its wakes at their minute, as
-//! before; from its first reached occurrence on, the tick starts them early by the 95th
-//! percentile of the last [`SAMPLES_KEPT`] readinesses, plus the time the deployment's
-//! AgentKit budget needs for every wake due in that minute, plus a margin, rounded to the tick
-//! before.
+//! Measured once it can be: from a kind's first reached occurrence on, the tick starts its wakes
+//! early by the 95th percentile of the last [`SAMPLES_KEPT`] readinesses, plus the time the
+//! deployment's AgentKit budget needs for every wake due in that minute, plus a margin,
+//! rounded to the tick before. Before anything is measured (a deployment's first morning is a
+//! morning too) the readiness planned by is a conservative prior, [`PRIOR_READINESS_MS`].
 
 use serde::{Deserialize, Serialize};
 
@@ -15,6 +15,12 @@ use crate::store::{AgentStore, DocumentKey, StoreError};
 
 /// The most recent readinesses kept per kind.
 pub const SAMPLES_KEPT: usize = 64;
+/// The readiness a kind is planned by before any of its wakes was measured: a minute. A
+/// sandbox is Ready in seconds (the local simulator's 1.5 s; sandbox services boot in under
+/// one), so a minute is many times over what a kind is expected to take: its first morning's
+/// wakes are paid for a minute early, once, where starting them at their minute had a fleet
+/// awake minutes late. A kind slower than that is late only until its first wake is measured.
+pub const PRIOR_READINESS_MS: u64 = 60_000;
 /// A wake that took longer than this is not a readiness to plan by (a stuck session, a wake
 /// retried a tick later).
 pub const LONGEST_SAMPLE_MS: u64 = 10 * 60_000;
@@ -42,7 +48,8 @@ const SK: &str = "READINESS";
 pub struct Readiness {
     /// To the tick: a wake the tick started, seen reached by a later tick (an upper bound).
     pub samples_ms: Vec<u64>,
-    /// To the second: a wake a queue consumer started and waited on until it saw it Ready.
+    /// Closer: a wake a queue consumer started, seen reached by its follow-up (which looks
+    /// again after half of what the wake has taken so far, 2 to 15 s: at most that over).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub seen_ms: Vec<u64>,
 }
@@ -52,7 +59,7 @@ fn pk(kind: Kind) -> String {
 }
 
 impl Readiness {
-    /// The 95th percentile of the readinesses seen to the second, or while there are none, of
+    /// The 95th percentile of the readinesses seen by follow-ups, or while there are none, of
     /// those measured to the tick; `None` with nothing measured.
     pub fn p95(&self) -> Option<u64> {
         let samples = if self.seen_ms.is_empty() {
@@ -72,7 +79,7 @@ impl Readiness {
         self
     }
 
-    /// These readinesses with `samples` seen to the second added.
+    /// These readinesses with `samples` seen by follow-ups added.
     pub fn with_seen(mut self, samples: &[u64]) -> Self {
         keep(&mut self.seen_ms, samples);
         self
@@ -131,92 +138,47 @@ fn keep(kept: &mut Vec<u64>, samples: &[u64]) {
     kept.drain(..over);
 }
 
-/// Readinesses measured in this process and not yet kept: the queue's consumers each see a
-/// few wakes reached, and a write per wake to the kind's one document would have a hundred
-/// consumers racing for it. They keep what they saw at most every [`Self::EVERY`].
-///
-/// It also rations the wakes a consumer waits on to see them Ready (to the second): one of
-/// each kind every [`Self::SAMPLE_EVERY`] in this process, so that waiting never takes more
-/// than a sliver of the consumers' time in a burst.
+/// Readinesses the queue's consumers saw in this process and not yet kept: each sees a few
+/// wakes reached, and a write per wake to the kind's one document would have a hundred
+/// consumers racing for it. They keep what they saw at most every [`Self::EVERY`]
+/// ([`Readiness::with_seen`]).
 #[derive(Debug, Default)]
 pub struct Measured {
-    held: std::sync::Mutex<Held>,
-}
-
-#[derive(Debug, Default)]
-struct Held {
-    to_the_tick: Pending,
-    seen: Pending,
-    /// When a consumer last began waiting on a wake of each kind.
-    sampled: std::collections::HashMap<Kind, std::time::Instant>,
+    held: std::sync::Mutex<Pending>,
 }
 
 /// Samples per kind, and when they were last written.
 #[derive(Debug, Default)]
 struct Pending {
     samples: std::collections::HashMap<Kind, Vec<u64>>,
-    written: Option<std::time::Instant>,
-}
-
-impl Pending {
-    fn take_due(&mut self) -> Vec<(Kind, Vec<u64>)> {
-        if self.samples.is_empty()
-            || self
-                .written
-                .is_some_and(|at| at.elapsed() < Measured::EVERY)
-        {
-            return Vec::new();
-        }
-        self.written = Some(std::time::Instant::now());
-        self.samples.drain().collect()
-    }
+    written: Option<tokio::time::Instant>,
 }
 
 impl Measured {
     /// How often one process writes what it measured.
     pub const EVERY: std::time::Duration = std::time::Duration::from_secs(10);
-    /// How often one process waits on a wake of a kind to see it Ready.
-    pub const SAMPLE_EVERY: std::time::Duration = std::time::Duration::from_secs(60);
 
-    fn held(&self) -> std::sync::MutexGuard<'_, Held> {
+    fn held(&self) -> std::sync::MutexGuard<'_, Pending> {
         self.held.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// A readiness measured to the tick.
+    /// A readiness seen by a follow-up.
     pub fn add(&self, kind: Kind, ms: u64) {
-        self.held()
-            .to_the_tick
-            .samples
-            .entry(kind)
-            .or_default()
-            .push(ms);
+        self.held().samples.entry(kind).or_default().push(ms);
     }
 
-    /// A readiness seen to the second.
-    pub fn add_seen(&self, kind: Kind, ms: u64) {
-        self.held().seen.samples.entry(kind).or_default().push(ms);
-    }
-
-    /// Whether this wake of `kind` is the one to wait on (and so, no other for a while).
-    pub fn claim_sample(&self, kind: Kind) -> bool {
-        let mut held = self.held();
-        let last = held.sampled.get(&kind);
-        if last.is_some_and(|at| at.elapsed() < Self::SAMPLE_EVERY) {
-            return false;
-        }
-        held.sampled.insert(kind, std::time::Instant::now());
-        true
-    }
-
-    /// What to keep now of the readinesses measured to the tick: everything held, if the last
-    /// write was [`Self::EVERY`] ago.
+    /// What to keep now: everything held, if the last write was [`Self::EVERY`] ago.
     pub fn take_due(&self) -> Vec<(Kind, Vec<u64>)> {
-        self.held().to_the_tick.take_due()
-    }
-
-    /// The same of the readinesses seen to the second.
-    pub fn take_due_seen(&self) -> Vec<(Kind, Vec<u64>)> {
-        self.held().seen.take_due()
+        let mut held = self.held();
+        if held.samples.is_empty()
+            || held
+                .written
+                .is_some_and(|at| at.elapsed() < Measured::EVERY)
+        {
+            return Vec::new();
+        }
+        held.written = Some(tokio::time::Instant::now());
+        held.samples.drain().collect()
     }
 }
 
@@ -229,8 +191,8 @@ pub enum Starting {
     Queued,
 }
 
-/// How long before its minute a wake starts: nothing measured, none (at the minute); else the
-/// readiness, the time `due_that_minute` wakes take at `wakes_per_second`, each sent
+/// How long before its minute a wake starts: the readiness (nothing measured: the
+/// [`PRIOR_READINESS_MS`]), the time `due_that_minute` wakes take at `wakes_per_second`, each sent
 /// [`SENDS_PER_WAKE`] times (started by the
 /// tick, a whole tick period for every [`TICK_WORK_MS`] of them: one tick starts no more;
 /// queued, the consumers work every minute through), and the margin, rounded up by a tick
@@ -242,9 +204,7 @@ pub fn wake_lead_ms(
     wakes_per_second: u32,
     starting: Starting,
 ) -> u64 {
-    let Some(readiness) = readiness_ms else {
-        return 0;
-    };
+    let readiness = readiness_ms.unwrap_or(PRIOR_READINESS_MS);
     let per_second = u64::from(wakes_per_second.max(1));
     let work_ms = match starting {
         Starting::ByTick => TICK_WORK_MS,
@@ -303,9 +263,9 @@ mod tests {
     #[test]
     fn the_lead_covers_readiness_the_budget_and_the_tick_before() {
         assert_eq!(
-            wake_lead_ms(None, 10_000, 36, Starting::ByTick),
-            0,
-            "nothing measured: at the minute"
+            wake_lead_ms(None, 1, 36, Starting::ByTick),
+            wake_lead_ms(Some(PRIOR_READINESS_MS), 1, 36, Starting::ByTick),
+            "nothing measured: the prior"
         );
         // 5 s readiness, 100 wakes (150 sends) at 20 a second (7.5 s), 5 s margin, a tick
         // period less 1 ms.
@@ -364,6 +324,7 @@ mod tests {
             next_wake_ms: None,
             next_sleep_ms: None,
             next_wake_lead_ms: None,
+            keep_ms: None,
             open: None,
             last: None,
             version: 1,
@@ -397,22 +358,6 @@ mod tests {
             serde_json::to_value(&old).ok(),
             Some(serde_json::json!({"samples_ms": [1]}))
         );
-    }
-
-    #[test]
-    fn one_wake_of_a_kind_a_minute_is_waited_on() {
-        let measured = Measured::default();
-        assert!(measured.claim_sample(Kind::Codex));
-        assert!(!measured.claim_sample(Kind::Codex), "claimed a moment ago");
-        assert!(measured.claim_sample(Kind::Hermes), "another kind");
-        measured.add_seen(Kind::Codex, 4_200);
-        assert_eq!(measured.take_due_seen(), vec![(Kind::Codex, vec![4_200])]);
-        assert!(
-            measured.take_due().is_empty(),
-            "nothing measured to the tick"
-        );
-        measured.add_seen(Kind::Codex, 4_300);
-        assert!(measured.take_due_seen().is_empty(), "written a moment ago");
     }
 
     #[test]

@@ -29,15 +29,24 @@ pub(super) enum Acted {
     InFlight {
         version: u64,
     },
-    Retry,
+    /// Refused for now (busy, throttled, unreachable); `after`: when it may be asked again,
+    /// when the refusal said.
+    Retry {
+        after: Option<Duration>,
+    },
     Failed,
 }
 
+/// The longest a follow-up waits: a wake still booting is looked at again at least this often.
+pub(super) const FOLLOW_UP_AT_MOST: Duration = Duration::from_secs(15);
+/// The first follow-up's wait: about a sandbox's quickest boot.
+pub(super) const FOLLOW_UP_AT_LEAST: Duration = Duration::from_secs(2);
+
 impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
-    /// Wake or put the agent to sleep exactly as the HTTP routes do (no wait: the holder
-    /// sends its call and the next tick looks again; `wait`: the wake is waited on until
-    /// Ready, as long as a request may wait), within `per_agent` beyond one AgentKit request (`None`:
-    /// the store's whole deadline, for a consumer of one occurrence).
+    /// Wake or put the agent to sleep exactly as the HTTP routes do, without waiting (the
+    /// holder sends its call and the occurrence is followed up, or the next tick looks again),
+    /// within `per_agent` beyond one AgentKit request (`None`: the store's whole deadline, for
+    /// a consumer of one occurrence).
     #[allow(clippy::too_many_arguments)]
     pub(super) async fn act(
         &self,
@@ -48,7 +57,6 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
         registry: &ToolRegistry,
         admitted: Admitted,
         per_agent: Option<Duration>,
-        wait: bool,
     ) -> Acted {
         let home = home_of(registry, &record);
         let describe = record.description.clone();
@@ -58,9 +66,7 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
                 .min_after(self.agentkit.request_timeout() + margin),
             None => store.deadline(),
         };
-        // Waiting on a wake as a person's request may at most (`SNAPWAKE_WAIT_S`): were the
-        // consumer to die waiting, its holder's lease would hold the agent no longer.
-        let budget = Budget::new(by, if wait { self.wake.wait } else { Duration::ZERO });
+        let budget = Budget::new(by, Duration::ZERO);
         let store = store.until(budget.work);
         match action {
             Action::Wake => {
@@ -101,19 +107,28 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
         }
     }
 
-    /// Write what the act came to on the schedule item. A conflict is left to the next tick
-    /// (which sees the agent as it is, and decides from that).
+    /// Write what the act came to on the schedule item, and when the occurrence is to be
+    /// followed up, if it is still open and there is a queue to follow it up through (its
+    /// consumer sends it again, delayed until then: docs/schedules.md, "Fan-out"). A conflict
+    /// is left to the next tick (which sees the agent as it is, and decides from that).
     pub(super) async fn record_outcome(
         &self,
         store: Within<'_, S>,
         key: &AgentKey,
         mut written: ScheduleRecord,
         acted: Acted,
-    ) {
-        let Some(mut open) = written.open.take() else {
-            return;
-        };
+        time_ms: u64,
+    ) -> Option<Duration> {
+        let mut open = written.open.take()?;
         let expected = written.version;
+        let queued = !matches!(self.fanout, snapwake::fanout::Fanout::Inline);
+        let mut wait = None;
+        let mut follow_up = |w: Duration| {
+            let w = w.clamp(Duration::from_secs(1), FOLLOW_UP_AT_MOST);
+            wait = queued.then_some(w);
+            // In the tick's time, as the tick compares it.
+            wait.map(|w| time_ms + w.as_millis() as u64)
+        };
         match acted {
             Acted::Reached { .. } | Acted::Failed => {
                 let outcome = if matches!(acted, Acted::Reached { .. }) {
@@ -126,13 +141,20 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
                     at_ms: open.at_ms,
                     outcome: outcome.into(),
                 });
+                // In the tick's time, as every time on the item is.
+                snapwake::schedule::keep_after(&mut written, time_ms);
             }
             Acted::InFlight { version } => {
                 open.attempt = Attempt::InFlight;
                 open.seen_version = version;
+                // Half of what it has taken so far: a quick boot is seen soon after it is
+                // Ready, a slow one is not asked about every second.
+                let so_far = time_ms.saturating_sub(open.started_ms.unwrap_or(time_ms));
+                let wait = Duration::from_millis(so_far / 2).max(FOLLOW_UP_AT_LEAST);
+                open.follow_up_ms = follow_up(wait);
                 written.open = Some(open);
             }
-            Acted::Retry => {
+            Acted::Retry { after } => {
                 // The record as our attempt left it (it may have taken and given back the
                 // lock): the next tick tries again only if nobody moves the agent meanwhile.
                 // Unread, the version before the attempt stands, and the next tick, seeing
@@ -141,26 +163,48 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
                     open.seen_version = agent.version;
                 }
                 open.attempt = Attempt::Retry;
+                // After what the refusal said; else a second, backing off to half of how long
+                // the occurrence has been tried (at most 15 s): a refused wake is tried again
+                // within its minute, and AgentKit down for half an hour is not asked every
+                // second (the simulated deployment's outages found that storm).
+                let tried =
+                    time_ms.saturating_sub(open.started_ms.unwrap_or(open.at_ms).min(time_ms));
+                let backed_off = Duration::from_millis(tried / 2).max(Duration::from_secs(1));
+                open.follow_up_ms = follow_up(after.unwrap_or(backed_off));
                 written.open = Some(open);
             }
         }
-        if let Err(e) = store.put_schedule(&written, expected).await {
-            tracing::info!(error = %e, "a scheduled occurrence's outcome is left to the next tick");
+        match store.put_schedule(&written, expected).await {
+            Ok(_) => wait,
+            Err(e) => {
+                tracing::info!(error = %e, "a scheduled occurrence's outcome is left to the next tick");
+                None
+            }
         }
     }
 }
 
 /// Whether a refused wake or sleep is worth trying again at the next tick (the agent was busy,
-/// or AgentKit or the store could not be reached) or is final for this occurrence (the wake
-/// failed: it is announced and shown; a person may try again).
+/// AgentKit or the store could not be reached, a sleep's snapshot was not taken: the agent is
+/// still awake, and would stay so all night) or is final for this occurrence (the wake failed:
+/// it is announced and shown; a person may try again).
 fn failed_or_retry(key: &AgentKey, action: Action, e: Error) -> Acted {
     let again = matches!(
         e,
-        Error::AgentBusy { .. } | Error::Deferred { .. } | Error::Store(_)
+        Error::AgentBusy { .. } | Error::Deferred { .. } | Error::Store(_) | Error::SleepFailed(_)
     ) || matches!(&e, Error::AgentKit(k) if k.is_retryable());
     tracing::info!(agent = %key, action = action.as_str(), error = %e, again, "scheduled action refused");
+    let after = match &e {
+        Error::AgentBusy { retry_after_s, .. } | Error::Deferred { retry_after_s, .. } => {
+            Some(Duration::from_secs(*retry_after_s))
+        }
+        Error::AgentKit(snapwake::agentkit::AgentKitError::Throttled { retry_after, .. }) => {
+            *retry_after
+        }
+        _ => None,
+    };
     if again {
-        Acted::Retry
+        Acted::Retry { after }
     } else {
         Acted::Failed
     }

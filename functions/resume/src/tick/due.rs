@@ -20,7 +20,7 @@ use snapwake::metrics::{self, Record};
 use snapwake::schedule::Readiness;
 use snapwake::store::{AgentStore, ScheduleStore, Within};
 
-use super::Handled;
+use super::{Handled, FOLLOW_UP_LATE_MS};
 use crate::Resume;
 
 /// An SQS event source mapping's batch (the fields read of it).
@@ -73,6 +73,8 @@ pub struct ItemFailure {
 
 /// Messages of one batch worked at once; the budget paces what they ask of AgentKit.
 const AT_ONCE: usize = 10;
+/// How soon an occurrence another consumer was deciding on is looked at again.
+const CONTENDED_AGAIN: std::time::Duration = std::time::Duration::from_secs(1);
 
 impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
     /// One batch from the queue, until `deadline`: the messages not handled are reported.
@@ -106,9 +108,10 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
         BatchResponse { failures }
     }
 
-    /// Decide and act on one due occurrence as its tick would have. `Err`: not handled
-    /// (deliver it again); an occurrence left for the next tick on purpose (the agent busy, a
-    /// budget slot not found in time) is handled.
+    /// Decide and act on one due occurrence as its tick would have, and follow it up while it
+    /// is still open: the same occurrence sent again, delayed until it is worth looking again
+    /// (a wake sent, not Ready yet; a Resume throttled; another consumer deciding on it at the
+    /// same moment). `Err`: not handled (deliver it again).
     pub async fn due(&self, due: &DueOccurrence, deadline: Deadline) -> Result<(), Error> {
         let work = snapwake::events::with_trigger(Trigger::Schedule, self.due_at(due, deadline));
         // Nobody waits on it: its AgentKit calls take the budget's background lane.
@@ -123,6 +126,15 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
             // Deleted since the tick: nothing is due.
             return Ok(());
         };
+        // Superseded: the occurrence is in flight and whoever wrote that follows it up (a
+        // message of its own, delayed until then). This copy — the tick's, sent again while the
+        // first waited in the queue, or one that lost a race — would only contend with it.
+        // A follow-up lost with its consumer is late by then, and not dropped (the tick's rule).
+        let pending = schedule.open.as_ref().and_then(|o| o.follow_up_ms);
+        if pending.is_some_and(|at| due.tick_ms != at && due.tick_ms < at + FOLLOW_UP_LATE_MS) {
+            tracing::debug!(agent = %due.agent, "a due occurrence its follow-up supersedes");
+            return Ok(());
+        }
         let handled = self
             // One occurrence: it may wait the whole invocation for its budget slots, which a
             // tick of many could not afford (and would leave to the next minute).
@@ -134,16 +146,28 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
         }
         | Handled::Carried {
             ready: Some((kind, ms)),
+            ..
         } = handled
         {
+            // Seen by a consumer, whose follow-ups look again within half of what the wake
+            // took so far: closer than a tick a minute later would have.
             self.measured.add(kind, ms);
         }
-        for (kind, samples) in self.measured.take_due() {
-            if let Err(e) = Readiness::record(&store, kind, &samples).await {
-                tracing::info!(error = %e, %kind, "measured readiness not kept this time");
+        let follow_up = match handled {
+            Handled::Acted { follow_up, .. } | Handled::Carried { follow_up, .. } => follow_up,
+            // Another consumer (or a person's PUT) was writing the item: decide again soon,
+            // from what it left (its own follow-up, if any, finds the occurrence moved on).
+            Handled::Contended => Some(CONTENDED_AGAIN),
+            _ => None,
+        };
+        if let Some(wait) = follow_up {
+            let again = due.follow_up(wait);
+            // Lost, the occurrence is not: the tick sends it again once its follow-up is late.
+            if let Err(e) = self.fanout.send(std::slice::from_ref(&again)).await {
+                tracing::warn!(agent = %due.agent, error = %e, "a follow-up was not sent; the tick sends the occurrence again");
             }
         }
-        for (kind, samples) in self.measured.take_due_seen() {
+        for (kind, samples) in self.measured.take_due() {
             let kept = Readiness::update(&store, kind, |kept| kept.with_seen(&samples));
             if let Err(e) = kept.await {
                 tracing::info!(error = %e, %kind, "readiness seen not kept this time");

@@ -32,7 +32,7 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
                 unread.insert(match Readiness::read(&store, key.kind).await {
                     Ok(readiness) => readiness.p95(),
                     Err(e) => {
-                        tracing::info!(error = %e, kind = %key.kind, "readiness unread: wakes start at their minute");
+                        tracing::info!(error = %e, kind = %key.kind, "readiness unread: wakes start by the prior");
                         None
                     }
                 });
@@ -75,12 +75,12 @@ impl Leads {
         }
     }
 
-    /// The lead kept with a wake occurrence of `kind` when it is set: its kind's readiness and
-    /// the margin alone, as if nothing else were due in its minute (`None`: not measured).
+    /// The lead kept with a wake occurrence of `kind` when it is set: its kind's readiness (or
+    /// the prior) and the margin alone, as if nothing else were due in its minute.
     fn alone(&self, kind: Kind) -> Option<u64> {
-        let readiness = self.readiness.get(&kind).copied().flatten()?;
+        let readiness = self.readiness.get(&kind).copied().flatten();
         Some(wake_lead_ms(
-            Some(readiness),
+            readiness,
             1,
             self.wakes_per_second,
             self.starting,
@@ -94,11 +94,14 @@ fn minute(at_ms: u64) -> u64 {
 }
 
 /// When `step` finishes the wake the tick started as reached: how long the agent took to be
-/// Ready, from the occurrence's start to the write that recorded it awake.
+/// Ready, from the occurrence's start to the write that recorded it awake, or to `time_ms`
+/// (the decider's time, when it looked: the tick's, or a follow-up's) if that is sooner or the
+/// write is dated before the start (a tick deciding as of another time than the clock's).
 pub(super) fn readiness_shown(
     schedule: &ScheduleRecord,
     step: &Step,
     agent: &AgentRecord,
+    time_ms: u64,
 ) -> Option<(Kind, u64)> {
     let Step::Write(next) = step else {
         return None;
@@ -110,6 +113,11 @@ pub(super) fn readiness_shown(
         && last.at_ms == open.at_ms
         && last.outcome == "reached";
     let started = open.started_ms.filter(|_| finished)?;
-    let awake = agent.updated_at.as_deref().and_then(timestamp::epoch_ms)?;
+    let awake = agent
+        .updated_at
+        .as_deref()
+        .and_then(timestamp::epoch_ms)
+        .filter(|at| *at >= started)
+        .map_or(time_ms, |at| at.min(time_ms));
     Some((agent.key.kind, awake.saturating_sub(started)))
 }

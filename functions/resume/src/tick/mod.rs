@@ -47,6 +47,7 @@ use lead::readiness_shown;
 
 mod act;
 mod due;
+mod keep;
 mod lead;
 
 pub use due::{BatchResponse, ItemFailure, QueueBatch, QueueMessage};
@@ -57,6 +58,9 @@ pub use due::{BatchResponse, ItemFailure, QueueBatch, QueueMessage};
 const AT_ONCE: usize = 32;
 /// Due schedules read per index query.
 const PAGE: u32 = 100;
+/// How late a follow-up may be before the tick sends its occurrence again itself: a minute, the
+/// tick's own period.
+pub(crate) const FOLLOW_UP_LATE_MS: u64 = 60_000;
 /// How long one scheduled wake or sleep may work beyond one whole AgentKit request (which the
 /// engines insist on having before they send one) before the tick moves on; the next tick
 /// carries it on (a wake's holder sends its Resume and answers, without waiting). Most of it
@@ -98,11 +102,16 @@ pub(crate) enum Handled {
     Settled {
         ready: Option<(Kind, u64)>,
     },
-    Acted(Action),
+    /// Acted on an occurrence just come due; `follow_up`: how soon its consumer looks again.
+    Acted {
+        action: Action,
+        follow_up: Option<Duration>,
+    },
     /// Carried on an occurrence an earlier tick started; a wake reached now tells how long its
-    /// kind took to be Ready.
+    /// kind took to be Ready; `follow_up`: how soon its consumer looks again.
     Carried {
         ready: Option<(Kind, u64)>,
+        follow_up: Option<Duration>,
     },
     Contended,
     Gone,
@@ -150,8 +159,18 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
             .collect();
         report.due = due.len();
         if !matches!(self.fanout, Fanout::Inline) {
+            // An occurrence its consumer follows up is its consumer's, unless the follow-up is
+            // late (lost with the consumer that meant to send it).
+            let followed = |record: &&ScheduleRecord| {
+                record
+                    .open
+                    .as_ref()
+                    .and_then(|o| o.follow_up_ms)
+                    .is_some_and(|at| time_ms < at + FOLLOW_UP_LATE_MS)
+            };
             let messages: Vec<DueOccurrence> = due
                 .iter()
+                .filter(|record| !followed(record))
                 .filter_map(|record| DueOccurrence::of(record, time_ms, leads.for_record(record)))
                 .collect();
             // Not handed over: the tick fails, and the next one (or the Scheduler's retry)
@@ -187,8 +206,14 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
         let mut measured: HashMap<Kind, Vec<u64>> = HashMap::new();
         for h in handled {
             match h {
-                Ok(Handled::Acted(Action::Wake)) => report.woke += 1,
-                Ok(Handled::Acted(Action::Sleep)) => report.slept += 1,
+                Ok(Handled::Acted {
+                    action: Action::Wake,
+                    ..
+                }) => report.woke += 1,
+                Ok(Handled::Acted {
+                    action: Action::Sleep,
+                    ..
+                }) => report.slept += 1,
                 Ok(Handled::Settled { ready }) => {
                     report.settled += 1;
                     if let Some((kind, ms)) = ready {
@@ -197,7 +222,7 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
                 }
                 Ok(Handled::Gone) => report.settled += 1,
                 Ok(Handled::Contended) => report.contended += 1,
-                Ok(Handled::Carried { ready }) => {
+                Ok(Handled::Carried { ready, .. }) => {
                     report.carried += 1;
                     if let Some((kind, ms)) = ready {
                         measured.entry(kind).or_default().push(ms);
@@ -265,8 +290,13 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
             };
             let seen = self.seen(&agent);
             let step = decide_early(&schedule, &plan, time_ms, &seen, lead.of(&schedule));
-            let ready = readiness_shown(&schedule, &step, &agent);
+            let ready = readiness_shown(&schedule, &step, &agent, time_ms);
             let (mut next, mut action, carried) = match step {
+                // Nothing due but the day's keep (docs/schedules.md, "A day longer than a
+                // session").
+                Step::Idle if schedule.keep_ms.is_some_and(|k| k <= time_ms) => {
+                    return self.keep_day(store, schedule, registry).await
+                }
                 Step::Idle => return Ok(Handled::Idle),
                 Step::Write(next) => (next, None, false),
                 Step::Act {
@@ -336,37 +366,30 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
             let (Some(action), Some(admitted)) = (action, admitted) else {
                 return Ok(Handled::Settled { ready });
             };
-            // A wake an earlier tick started, reached now: what it took is measured.
+            // A wake an earlier tick started, reached now: what it took is measured (to the
+            // follow-up that saw it, a few seconds).
             let started = written.open.as_ref().and_then(|o| o.started_ms);
-            // A consumer of one occurrence can afford to wait on a wake it starts until it
-            // sees it Ready: now and then, that measures its kind's readiness to the second.
-            let sample = per_agent.is_none()
-                && action == Action::Wake
-                && !carried
-                && self.measured.claim_sample(key.kind);
-            let began = now_ms();
+            let acting = tokio::time::Instant::now();
             let acted = self
-                .act(
-                    store, action, &key, agent, registry, admitted, per_agent, sample,
-                )
+                .act(store, action, &key, agent, registry, admitted, per_agent)
                 .await;
-            let reached = matches!(acted, Acted::Reached { .. });
             // Only a session this wake started tells how long one takes to be Ready (one
             // found alive, made outside snapwake, took no time at all).
-            if sample && matches!(acted, Acted::Reached { woke: true }) {
-                // From the occurrence's start, unless that is not yet (a tick run ahead).
-                let from = started.filter(|s| *s <= began).unwrap_or(began);
-                self.measured
-                    .add_seen(key.kind, now_ms().saturating_sub(from));
-            }
-            self.record_outcome(store, &key, written, acted).await;
+            let woke = matches!(acted, Acted::Reached { woke: true });
+            let follow_up = self
+                .record_outcome(store, &key, written, acted, time_ms)
+                .await;
             return Ok(if carried {
                 let ready = started
-                    .filter(|_| reached && action == Action::Wake)
-                    .map(|started| (key.kind, now_ms().saturating_sub(started)));
-                Handled::Carried { ready }
+                    .filter(|_| woke && action == Action::Wake)
+                    .map(|started| {
+                        // In the tick's time, as `started` is: when it decided, and since.
+                        let seen = time_ms + acting.elapsed().as_millis() as u64;
+                        (key.kind, seen.saturating_sub(started))
+                    });
+                Handled::Carried { ready, follow_up }
             } else {
-                Handled::Acted(action)
+                Handled::Acted { action, follow_up }
             });
         }
         Ok(Handled::Contended)

@@ -30,6 +30,7 @@ fn record(
         next_wake_ms: next_wake,
         next_sleep_ms: next_sleep,
         next_wake_lead_ms: None,
+        keep_ms: None,
         open,
         last: None,
         version: 3,
@@ -52,6 +53,7 @@ fn open(attempt: Attempt, seen_version: u64) -> Option<Occurrence> {
         attempt,
         seen_version,
         started_ms: None,
+        follow_up_ms: None,
     })
 }
 
@@ -285,6 +287,7 @@ fn an_occurrence_started_early_is_carried_before_its_minute() {
         attempt: Attempt::InFlight,
         seen_version: 4,
         started_ms: Some(W - lead),
+        follow_up_ms: None,
     });
     let r = record(Some(W + 86_400_000), None, started);
     // A minute later, still before the minute: driven on, not idle.

@@ -1,0 +1,170 @@
+//! A scheduled day longer than a session (docs/schedules.md, "A day longer than a session"):
+//! AgentKit ends a session at most 8 h after it began (or its last keepalive), and a day from
+//! 08:30 to 19:00 is 10.5 h. Once a day's wake has reached its state, the schedule item says
+//! when the ticks next look at the session (`keep_ms`); each look either finds the session
+//! lasting past the day's sleep (nothing more to do), or far enough from its end to look again
+//! later, or close to it: then it is kept alive (SetSessionTtl, exactly as the keepalive route
+//! does) until a little past the sleep, as far as AgentKit allows, and looked at again then.
+//!
+//! The owner's word wins: an agent that is no longer awake (put to sleep by its owner, deleted,
+//! being changed) is not kept, and its day is over for the ticks. A keep that AgentKit or the
+//! table refuses is tried again at the next tick; the day has half an hour of slack.
+
+use std::time::Duration;
+
+use snapwake::agentkit::AgentKit;
+use snapwake::domain::{ScheduleRecord, ToolRegistry, WakeState};
+use snapwake::error::Error;
+use snapwake::locate::home_of;
+use snapwake::offboarding::admit;
+use snapwake::store::{AgentStore, ScheduleStore, Within};
+use snapwake::timestamp::{epoch_ms, now_ms};
+
+use super::Handled;
+use crate::Resume;
+
+/// A session is kept alive once less than this is left of it: time for a few ticks' tries
+/// should AgentKit not answer.
+pub const KEEP_AHEAD_MS: u64 = 30 * 60_000;
+/// How long past the day's sleep the session is kept: the sleep takes its snapshot of a live
+/// session, and may be carried a few minutes.
+pub const PAST_THE_SLEEP_MS: u64 = 15 * 60_000;
+
+impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
+    /// Look at `schedule`'s day once: keep the session if it is time, and write when to look
+    /// next (none: the day needs nothing more).
+    pub(super) async fn keep_day(
+        &self,
+        store: Within<'_, S>,
+        mut schedule: ScheduleRecord,
+        registry: &ToolRegistry,
+    ) -> Result<Handled, Error> {
+        let Some(key) = schedule.key.clone() else {
+            return Ok(Handled::Idle);
+        };
+        let now = now_ms();
+        let agent = store.get(&key).await?;
+        let wanted = schedule.next_sleep_ms.map(|s| s + PAST_THE_SLEEP_MS);
+        let awake = agent.as_ref().filter(|a| {
+            a.state == WakeState::Awake && a.session_id.is_some() && !self.wake.lock.is_held(a, now)
+        });
+        let next = match (awake, wanted) {
+            (Some(agent), Some(wanted)) => {
+                let expires = agent
+                    .session_expire_at
+                    .as_deref()
+                    .and_then(epoch_ms)
+                    .unwrap_or(0);
+                if expires >= wanted {
+                    None
+                } else if expires > now + KEEP_AHEAD_MS {
+                    Some(expires - KEEP_AHEAD_MS)
+                } else {
+                    self.keep_until(store, registry, agent.clone(), wanted, now)
+                        .await
+                }
+            }
+            // Not awake any more (or nothing to keep it for): the day is over for the ticks.
+            _ => None,
+        };
+        tracing::info!(
+            agent = %key,
+            awake = awake.is_some(),
+            next = next.map(snapwake::timestamp::format_ms),
+            "a scheduled day's session looked at"
+        );
+        schedule.keep_ms = next;
+        if let Err(e) = store.put_schedule(&schedule, schedule.version).await {
+            tracing::info!(agent = %key, error = %e, "a scheduled day's keep is left to the next tick");
+        }
+        Ok(Handled::Settled { ready: None })
+    }
+
+    /// A person kept `key`'s session alive until `expire_at`: if a scheduled day of it is being
+    /// kept and that is before the day's end, the day is looked at in time to keep it on.
+    /// Best effort: a write lost here is the day's next look's to catch up with.
+    pub(crate) async fn day_kept_until(
+        &self,
+        store: Within<'_, S>,
+        key: &snapwake::domain::AgentKey,
+        expire_at: Option<&str>,
+    ) {
+        let Some(expires) = expire_at.and_then(epoch_ms) else {
+            return;
+        };
+        let Ok(Some(mut schedule)) = store.get_schedule(key).await else {
+            return;
+        };
+        let (Some(keep), Some(sleep)) = (schedule.keep_ms, schedule.next_sleep_ms) else {
+            return;
+        };
+        let look = expires.saturating_sub(KEEP_AHEAD_MS).max(now_ms());
+        if expires >= sleep + PAST_THE_SLEEP_MS || look >= keep {
+            return;
+        }
+        schedule.keep_ms = Some(look);
+        if let Err(e) = store.put_schedule(&schedule, schedule.version).await {
+            tracing::info!(agent = %key, error = %e, "a scheduled day's next look not moved");
+        }
+    }
+
+    /// Keep `agent`'s session alive until `wanted`, as far as AgentKit allows: when to look
+    /// again (`None`: it lasts until then; a failure looks again at the next tick).
+    async fn keep_until(
+        &self,
+        store: Within<'_, S>,
+        registry: &ToolRegistry,
+        agent: snapwake::domain::AgentRecord,
+        wanted: u64,
+        now: u64,
+    ) -> Option<u64> {
+        let key = agent.key.clone();
+        // An owner being offboarded keeps nothing: the offboarding ends it.
+        match admit(&store, &key).await {
+            Ok(_) => {}
+            Err(Error::AgentGone) => return None,
+            Err(e) => {
+                tracing::info!(agent = %key, error = %e, "a scheduled day's keep could not ask; the next tick tries again");
+                return Some(now);
+            }
+        }
+        let ttl_s = Duration::from_millis(wanted.saturating_sub(now))
+            .min(self.wake.max_ttl)
+            .max(snapwake::wake::MIN_TTL)
+            .as_secs();
+        let home = home_of(registry, &agent);
+        let deadline = store.deadline();
+        let kept = self
+            .extend(
+                store,
+                registry,
+                &key,
+                Some(agent),
+                home.as_ref(),
+                ttl_s,
+                deadline,
+            )
+            .await;
+        match kept {
+            Ok(kept) => {
+                let expires = kept
+                    .session
+                    .expire_at
+                    .as_deref()
+                    .and_then(epoch_ms)
+                    .unwrap_or(0);
+                tracing::info!(agent = %key, ttl_s, "kept a scheduled day's session alive");
+                (expires < wanted).then(|| expires.saturating_sub(KEEP_AHEAD_MS).max(now + 60_000))
+            }
+            // The session ended: nothing to keep (the next wake occurrence wakes it again).
+            Err(Error::NotAwake(why)) => {
+                tracing::info!(agent = %key, %why, "a scheduled day's session ended before it was kept");
+                None
+            }
+            Err(e) => {
+                tracing::info!(agent = %key, error = %e, "a scheduled day's keep failed; the next tick tries again");
+                Some(now)
+            }
+        }
+    }
+}
