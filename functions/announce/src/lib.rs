@@ -8,14 +8,16 @@
 //! template cannot do; a Pipe would need a function to enrich it anyway, and then has two
 //! things to configure and alarm where the mapping has one.
 //!
-//! Delivery is at least once and in order. A batch is published record by record; at the first
-//! event the bus does not take (three tries), the function answers that record's sequence number
-//! as the batch's first failure (`ReportBatchItemFailures`), so the mapping hands it over again
-//! from there, and nothing after it goes out before it. A crash bisects the batch. A record the
-//! mapping gives up on (its retries or its age spent) reaches the on-failure queue, which is
-//! alarmed. Consumers drop repeats by `change_id`.
+//! Delivery is at least once and in order. A batch is published ten events to a call (never
+//! two of one agent in one call); at the first event the bus does not take (three tries), or
+//! when the invocation's deadline leaves no time for another call, the function answers that
+//! record's sequence number as the batch's first failure (`ReportBatchItemFailures`), so the
+//! mapping hands it over again from there, and nothing after it goes out before it. A crash
+//! bisects the batch. A record the mapping gives up on (its retries or its age spent) reaches
+//! the on-failure queue, which is alarmed. Consumers drop repeats by `change_id`.
 
 use serde_json::{json, Value};
+use snapwake::deadline::Deadline;
 use snapwake::events::{announce, EventSink};
 use snapwake::store::dynamo::stream::changes_of;
 
@@ -30,11 +32,14 @@ pub struct Announce<E> {
 
 impl<E: EventSink> Announce<E> {
     /// One batch of the stream (the mapping's event, `{"Records": [...]}`): its events published
-    /// in order; the answer names the first record whose event could not be, if any.
-    pub async fn handle(&self, event: &Value) -> Value {
+    /// in order, ten to a call, until `deadline` (the invocation's, less the time to answer);
+    /// the answer names the first record whose event could not be (or was not tried in time),
+    /// if any.
+    pub async fn handle(&self, event: &Value, deadline: Deadline) -> Value {
         let records = event["Records"].as_array().cloned().unwrap_or_default();
         let changes = changes_of(&records);
-        let relayed = snapwake::aws_calls::within(FUNCTION, announce(&changes, &self.sink)).await;
+        let relayed = announce(&changes, &self.sink, deadline);
+        let relayed = snapwake::aws_calls::within(FUNCTION, relayed).await;
         tracing::info!(
             records = records.len(),
             changes = changes.len(),

@@ -19,7 +19,7 @@ async fn a_batch_announces_its_state_changes_in_order_and_nothing_else() {
     let announce = Announce {
         sink: Recorded::new(100, false),
     };
-    let answer = announce.handle(&batch()).await;
+    let answer = announce.handle(&batch(), far()).await;
     assert_eq!(answer, serde_json::json!({"batchItemFailures": []}));
     let events = announce.sink.events();
     let seen: Vec<(&str, &str, &str)> = events
@@ -89,7 +89,7 @@ async fn the_first_event_the_bus_refuses_is_the_batchs_first_failure() {
     // The second change is refused: the first stands published, the answer names the second
     // record, and nothing after it goes out (the mapping hands it over again from there).
     let announce = refusing("snapwake.agent.asleep");
-    let answer = announce.handle(&batch()).await;
+    let answer = announce.handle(&batch(), far()).await;
     assert_eq!(
         answer,
         serde_json::json!({"batchItemFailures": [{"itemIdentifier": "100000000000000000003"}]})
@@ -101,7 +101,7 @@ async fn the_first_event_the_bus_refuses_is_the_batchs_first_failure() {
 
     // Refused from the first: the whole batch is handed over again.
     let announce = refusing("snapwake.agent.created");
-    let answer = announce.handle(&batch()).await;
+    let answer = announce.handle(&batch(), far()).await;
     assert_eq!(
         answer["batchItemFailures"][0]["itemIdentifier"],
         "100000000000000000001"
@@ -117,9 +117,14 @@ async fn an_unreadable_record_is_skipped_not_held_against_the_rest() {
     let announce = Announce {
         sink: Recorded::new(100, false),
     };
-    let answer = announce.handle(&batch).await;
+    let answer = announce.handle(&batch, far()).await;
     assert_eq!(answer["batchItemFailures"], serde_json::json!([]));
     let events = announce.sink.events();
     assert_eq!(events.len(), 1, "{events:?}");
     assert_eq!(events[0].detail_type, "snapwake.agent.asleep");
+}
+
+/// A deadline no test reaches: the invocation's time is not what these tests are about.
+fn far() -> snapwake::deadline::Deadline {
+    snapwake::deadline::Deadline::after(std::time::Duration::from_secs(60))
 }

@@ -1,8 +1,9 @@
 //! Amazon EventBridge `PutEvents` (the JSON 1.1 protocol), a signed call of
 //! [`crate::aws_json`].
 //!
-//! One entry per call (`source: snapwake`); an answer with `FailedEntryCount > 0` is a failure
-//! (EventBridge answers 200 with the entry failed, e.g. throttled), retried by the caller.
+//! Up to ten entries a call (`source: snapwake`, EventBridge's limit); each entry succeeds or
+//! fails on its own (EventBridge answers 200 with `FailedEntryCount` and each failed entry's
+//! `ErrorCode`, e.g. throttled), retried by the caller.
 
 use std::time::Duration;
 
@@ -63,23 +64,28 @@ impl EventBridge {
         })
     }
 
-    /// The `PutEvents` body of `event`.
-    pub fn body(&self, event: &StateEvent) -> Result<Vec<u8>, EventError> {
-        let detail = serde_json::to_string(&event.detail)
-            .map_err(|e| EventError::Failed(format!("detail: {e}")))?;
-        serde_json::to_vec(&json!({"Entries": [{
-            "Source": SOURCE,
-            "DetailType": event.detail_type,
-            "Detail": detail,
-            "EventBusName": self.bus,
-        }]}))
-        .map_err(|e| EventError::Failed(format!("body: {e}")))
+    /// The `PutEvents` body of `events`.
+    pub fn body(&self, events: &[StateEvent]) -> Result<Vec<u8>, EventError> {
+        let entries = events
+            .iter()
+            .map(|event| {
+                let detail = serde_json::to_string(&event.detail)
+                    .map_err(|e| EventError::Failed(format!("detail: {e}")))?;
+                Ok(json!({
+                    "Source": SOURCE,
+                    "DetailType": event.detail_type,
+                    "Detail": detail,
+                    "EventBusName": self.bus,
+                }))
+            })
+            .collect::<Result<Vec<_>, EventError>>()?;
+        serde_json::to_vec(&json!({ "Entries": entries }))
+            .map_err(|e| EventError::Failed(format!("body: {e}")))
     }
-}
 
-impl EventSink for EventBridge {
-    async fn publish(&self, event: &StateEvent) -> Result<(), EventError> {
-        let body = self.body(event)?;
+    /// One `PutEvents` call of `events`: each one's outcome.
+    async fn put(&self, events: &[StateEvent]) -> Result<Vec<Result<(), EventError>>, EventError> {
+        let body = self.body(events)?;
         let (status, answer) = self.events.call("AWSEvents.PutEvents", body).await?;
         if !(200..300).contains(&status) {
             let code = answer["__type"].as_str().unwrap_or("no error code");
@@ -87,19 +93,41 @@ impl EventSink for EventBridge {
                 "PutEvents answered {status}: {code}"
             )));
         }
-        match answer["FailedEntryCount"].as_u64() {
-            Some(0) => Ok(()),
-            Some(_) => {
-                let code = answer["Entries"][0]["ErrorCode"]
-                    .as_str()
-                    .unwrap_or("unknown");
-                Err(EventError::Failed(format!(
-                    "PutEvents failed the entry: {code}"
-                )))
-            }
-            None => Err(EventError::Failed(
+        if answer["FailedEntryCount"].as_u64().is_none() {
+            return Err(EventError::Failed(
                 "PutEvents answered no FailedEntryCount".into(),
-            )),
+            ));
+        }
+        let entries = answer["Entries"].as_array().cloned().unwrap_or_default();
+        Ok((0..events.len())
+            .map(
+                |i| match entries.get(i).and_then(|e| e["ErrorCode"].as_str()) {
+                    None if entries.get(i).is_some() => Ok(()),
+                    None => Err(EventError::Failed(
+                        "PutEvents answered no entry for it".into(),
+                    )),
+                    Some(code) => Err(EventError::Failed(format!(
+                        "PutEvents failed the entry: {code}"
+                    ))),
+                },
+            )
+            .collect())
+    }
+}
+
+impl EventSink for EventBridge {
+    async fn publish(&self, event: &StateEvent) -> Result<(), EventError> {
+        self.publish_all(std::slice::from_ref(event))
+            .await
+            .into_iter()
+            .next()
+            .unwrap_or_else(|| Err(EventError::Failed("no answer".into())))
+    }
+
+    async fn publish_all(&self, events: &[StateEvent]) -> Vec<Result<(), EventError>> {
+        match self.put(events).await {
+            Ok(each) => each,
+            Err(e) => events.iter().map(|_| Err(e.clone())).collect(),
         }
     }
 }

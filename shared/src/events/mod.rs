@@ -65,6 +65,21 @@ pub enum EventError {
 pub trait EventSink: Send + Sync {
     fn publish(&self, event: &StateEvent) -> impl Future<Output = Result<(), EventError>> + Send;
 
+    /// Publish `events` (at most [`relay::EVENTS_PER_CALL`]) at once, each one's outcome in
+    /// their order: one call where the bus takes several (EventBridge), else one by one.
+    fn publish_all(
+        &self,
+        events: &[StateEvent],
+    ) -> impl Future<Output = Vec<Result<(), EventError>>> + Send {
+        async move {
+            let mut out = Vec::with_capacity(events.len());
+            for event in events {
+                out.push(self.publish(event).await);
+            }
+            out
+        }
+    }
+
     /// Whether events go anywhere (a deployment without a bus builds none and counts none).
     fn enabled(&self) -> bool {
         true
@@ -75,6 +90,13 @@ pub trait EventSink: Send + Sync {
 impl<T: EventSink> EventSink for std::sync::Arc<T> {
     fn publish(&self, event: &StateEvent) -> impl Future<Output = Result<(), EventError>> + Send {
         (**self).publish(event)
+    }
+
+    fn publish_all(
+        &self,
+        events: &[StateEvent],
+    ) -> impl Future<Output = Vec<Result<(), EventError>>> + Send {
+        (**self).publish_all(events)
     }
 
     fn enabled(&self) -> bool {
@@ -94,6 +116,13 @@ impl EventSink for Publisher {
         match self {
             Publisher::Off => Ok(()),
             Publisher::EventBridge(bus) => bus.publish(event).await,
+        }
+    }
+
+    async fn publish_all(&self, events: &[StateEvent]) -> Vec<Result<(), EventError>> {
+        match self {
+            Publisher::Off => events.iter().map(|_| Ok(())).collect(),
+            Publisher::EventBridge(bus) => bus.publish_all(events).await,
         }
     }
 

@@ -1,17 +1,29 @@
-//! Handing the stream's changes to the bus: in order, each change's event published (three
-//! tries within [`PUBLISH_BUDGET`]), stopping at the first that could not be, so that delivery
-//! resumes there and an agent's events keep the order of its versions. The deployed consumer
-//! (the announce function) reports that change to its event source mapping as the batch's
-//! first failure; a local run ([`follow`]) tries it again before anything later.
+//! Handing the stream's changes to the bus: in order, their events published ten to a call
+//! (EventBridge's `PutEvents` limit), each event tried three times within [`PUBLISH_BUDGET`],
+//! stopping at the first that could not be published, so that delivery resumes there and an
+//! agent's events keep the order of its versions. The deployed consumer (the announce
+//! function) reports that change to its event source mapping as the batch's first failure; a
+//! local run ([`follow`]) tries it again before anything later.
+//!
+//! A call carries at most one event of an agent: a call's entries succeed or fail one by one,
+//! and two of one agent in one call could be published out of their order (the first failed,
+//! the second not). And it stops in time: a call is started only while the caller's deadline
+//! leaves it a whole [`PUBLISH_BUDGET`], so a slow bus ends an invocation with a partial batch
+//! and the rest delivered again, never a timeout that replays the whole batch.
 
+use std::collections::HashSet;
 use std::time::Duration;
 
 use super::{derive, EventSink};
+use crate::deadline::Deadline;
+use crate::domain::{AgentKey, StateEvent};
 use crate::metrics::{self, Record};
 use crate::store::{ChangeSource, RecordChange};
 
-/// The longest one event's publishing may take (all tries).
+/// The longest one call's publishing may take (all its tries).
 pub const PUBLISH_BUDGET: Duration = Duration::from_millis(1500);
+/// Events one call publishes at most: EventBridge's `PutEvents` limit.
+pub const EVENTS_PER_CALL: usize = 10;
 const ATTEMPTS: u32 = 3;
 
 /// What publishing a batch of changes did.
@@ -19,60 +31,112 @@ const ATTEMPTS: u32 = 3;
 pub struct Relayed {
     /// Events published.
     pub published: usize,
-    /// The first change whose event could not be published (it and those after it were not
-    /// handled): its `sequence`.
+    /// The first change whose event could not be published, or was not tried before the
+    /// deadline (it and those after it were not handled): its `sequence`.
     pub failed_at: Option<String>,
 }
 
-/// Publish the events of `changes`, in order, to `sink`, stopping at the first failure.
-pub async fn announce<E: EventSink>(changes: &[RecordChange], sink: &E) -> Relayed {
+/// Publish the events of `changes`, in order, to `sink`, stopping at the first failure or when
+/// `deadline` leaves no time for another call.
+pub async fn announce<E: EventSink>(
+    changes: &[RecordChange],
+    sink: &E,
+    deadline: Deadline,
+) -> Relayed {
     let mut relayed = Relayed::default();
-    for change in changes {
-        let Some(event) = derive(change) else {
-            continue;
-        };
-        if !sink.enabled() {
-            continue;
+    if !sink.enabled() {
+        return relayed;
+    }
+    let events: Vec<(&RecordChange, StateEvent)> = changes
+        .iter()
+        .filter_map(|c| derive(c).map(|e| (c, e)))
+        .collect();
+    for call in calls(&events) {
+        let (first, _) = &call[0];
+        if !deadline.allows(PUBLISH_BUDGET) {
+            tracing::info!(
+                left = events.len() - relayed.published,
+                "the deadline comes: the rest of the batch is delivered again"
+            );
+            relayed.failed_at = Some(first.sequence.clone());
+            break;
         }
-        match publish(sink, &event).await {
-            Ok(()) => {
-                relayed.published += 1;
-                metrics::emit(Record::of("events").count("EventsPublished", 1));
-            }
-            Err(error) => {
-                tracing::warn!(
-                    detail_type = %event.detail_type,
-                    change_id = %event.detail.change_id,
-                    %error,
-                    "a state-change event was not published; delivery resumes from it"
-                );
-                metrics::emit(Record::of("events").count("EventsFailed", 1));
-                relayed.failed_at = Some(change.sequence.clone());
-                break;
-            }
+        let outcome = publish(sink, &call).await;
+        relayed.published += outcome.iter().filter(|r| r.is_ok()).count();
+        metrics::emit(Record::of("events").count(
+            "EventsPublished",
+            outcome.iter().filter(|r| r.is_ok()).count() as u64,
+        ));
+        if let Some((i, Err(error))) = outcome.iter().enumerate().find(|(_, r)| r.is_err()) {
+            let (change, event) = &call[i];
+            tracing::warn!(
+                detail_type = %event.detail_type,
+                change_id = %event.detail.change_id,
+                %error,
+                "a state-change event was not published; delivery resumes from it"
+            );
+            metrics::emit(Record::of("events").count("EventsFailed", 1));
+            relayed.failed_at = Some(change.sequence.clone());
+            break;
         }
     }
     relayed
 }
 
-/// One event, tried [`ATTEMPTS`] times within [`PUBLISH_BUDGET`].
-async fn publish<E: EventSink>(sink: &E, event: &crate::domain::StateEvent) -> Result<(), String> {
+/// The events of `events` in calls: in order, at most [`EVENTS_PER_CALL`] a call and one of
+/// each agent.
+fn calls<'e>(
+    events: &'e [(&'e RecordChange, StateEvent)],
+) -> Vec<Vec<(&'e RecordChange, StateEvent)>> {
+    let mut calls: Vec<Vec<(&RecordChange, StateEvent)>> = Vec::new();
+    let mut agents: HashSet<AgentKey> = HashSet::new();
+    for (change, event) in events {
+        let agent = AgentKey::new(event.detail.kind, event.detail.agent_id.clone());
+        let full = calls.last().is_none_or(|c| c.len() >= EVENTS_PER_CALL);
+        if full || agents.contains(&agent) {
+            calls.push(Vec::new());
+            agents.clear();
+        }
+        agents.insert(agent);
+        if let Some(call) = calls.last_mut() {
+            call.push((*change, event.clone()));
+        }
+    }
+    calls
+}
+
+/// One call's events, each tried [`ATTEMPTS`] times (the failed ones again) within
+/// [`PUBLISH_BUDGET`]: each one's outcome.
+async fn publish<E: EventSink>(
+    sink: &E,
+    call: &[(&RecordChange, StateEvent)],
+) -> Vec<Result<(), String>> {
+    let mut outcome: Vec<Result<(), String>> = vec![Err("not tried".into()); call.len()];
     let attempts = async {
-        let mut last = None;
         for attempt in 0..ATTEMPTS {
             if attempt > 0 {
                 tokio::time::sleep(Duration::from_millis(100 * 3u64.pow(attempt - 1))).await;
             }
-            match sink.publish(event).await {
-                Ok(()) => return Ok(()),
-                Err(e) => last = Some(e),
+            let left: Vec<usize> = (0..call.len()).filter(|i| outcome[*i].is_err()).collect();
+            if left.is_empty() {
+                break;
+            }
+            let events: Vec<StateEvent> = left.iter().map(|i| call[*i].1.clone()).collect();
+            let answers = sink.publish_all(&events).await;
+            for (i, answer) in left.into_iter().zip(answers) {
+                outcome[i] = answer.map_err(|e| e.to_string());
             }
         }
-        Err(last.map_or_else(|| "no attempt".to_string(), |e| e.to_string()))
     };
-    tokio::time::timeout(PUBLISH_BUDGET, attempts)
+    if tokio::time::timeout(PUBLISH_BUDGET, attempts)
         .await
-        .unwrap_or_else(|_| Err("the bus did not answer in time".to_string()))
+        .is_err()
+    {
+        for o in outcome.iter_mut().filter(|o| o.is_err()) {
+            *o = Err("the bus did not answer in time".into());
+        }
+    }
+    outcome
 }
 
 /// Relay `source` to `sink` for as long as the process runs, polling every `every`. Changes
@@ -87,7 +151,8 @@ pub async fn follow<C: ChangeSource, E: EventSink>(mut source: C, sink: E, every
             }
         }
         if !pending.is_empty() {
-            match announce(&pending, &sink).await.failed_at {
+            let deadline = Deadline::after(every.max(Duration::from_secs(10)));
+            match announce(&pending, &sink, deadline).await.failed_at {
                 None => {
                     pending.clear();
                     continue;
@@ -99,5 +164,52 @@ pub async fn follow<C: ChangeSource, E: EventSink>(mut source: C, sink: E, every
             }
         }
         tokio::time::sleep(every).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::{AgentRecord, Announce, Announcement, Kind, Trigger};
+
+    fn change(n: u64, agent: &str) -> RecordChange {
+        let mut r = AgentRecord::absent(AgentKey::new(Kind::Codex, agent));
+        r.version = n;
+        r.announced = Some(Announcement {
+            what: Announce::Awake,
+            trigger: Trigger::Http,
+        });
+        RecordChange {
+            sequence: n.to_string(),
+            old: None,
+            new: Some(r),
+        }
+    }
+
+    #[test]
+    fn calls_hold_ten_events_and_one_of_each_agent() {
+        let changes: Vec<RecordChange> = (1..=25)
+            .map(|n| change(n, if n == 4 { "a" } else { ["a", "b", "c"][0] }))
+            .collect();
+        let distinct: Vec<RecordChange> =
+            (1..=25).map(|n| change(n, &format!("agent-{n}"))).collect();
+        let events = |cs: &[RecordChange]| -> Vec<(RecordChange, StateEvent)> {
+            cs.iter()
+                .filter_map(|c| derive(c).map(|e| (c.clone(), e)))
+                .collect()
+        };
+        let d = events(&distinct);
+        let refs: Vec<(&RecordChange, StateEvent)> =
+            d.iter().map(|(c, e)| (c, e.clone())).collect();
+        let sizes: Vec<usize> = calls(&refs).iter().map(Vec::len).collect();
+        assert_eq!(sizes, vec![10, 10, 5]);
+        // One agent's events: one a call, in order.
+        let same = events(&changes);
+        let refs: Vec<(&RecordChange, StateEvent)> =
+            same.iter().map(|(c, e)| (c, e.clone())).collect();
+        let split = calls(&refs);
+        assert_eq!(split.len(), 25);
+        let order: Vec<&str> = split.iter().map(|c| c[0].0.sequence.as_str()).collect();
+        assert_eq!(order[..3], ["1", "2", "3"]);
     }
 }

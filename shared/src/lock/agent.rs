@@ -139,7 +139,13 @@ impl<'a, S: AgentStore> AgentLock<'a, S> {
         seen: Option<&AgentRecord>,
         how: &Acquire,
     ) -> Result<Acquired, StoreError> {
-        let me = uuid::Uuid::new_v4().simple().to_string();
+        let me = crate::ids::fresh_hex();
+        // A takeover of a lapsed change of the same kind carries that change on: it stays the
+        // doing of what started it (docs/events.md, "Triggers").
+        let started_by = seen
+            .filter(|r| r.state == how.state)
+            .and_then(|r| r.started_by)
+            .unwrap_or_else(crate::events::current_trigger);
         let mut changes = Changes {
             state: Some(how.state),
             holder: Some(Some(me.clone())),
@@ -148,12 +154,14 @@ impl<'a, S: AgentStore> AgentLock<'a, S> {
             expires_at: Some(None),
             describe: how.describe.clone(),
             poll_until_ms: how.poll_until_ms,
+            started_by: Some(started_by),
             ..Changes::default()
         };
         if how.generation == Generation::New {
             changes.session_id = Some(None);
             changes.snapshot_id = Some(None);
             changes.session_expire_at = Some(None);
+            changes.session_created_at = Some(None);
             changes.verified_at_ms = Some(0);
             changes.error = Some(None);
         }
@@ -178,6 +186,7 @@ impl<'a, S: AgentStore> AgentLock<'a, S> {
     /// at our fence means an earlier attempt landed; otherwise the lock was lost (our lease
     /// expired and somebody took the agent over): the caller is holder no more.
     pub async fn write(&self, held: &mut Held, changes: Changes) -> Result<Written, StoreError> {
+        let changes = on_behalf_of(&held.record, changes);
         let condition = held.condition();
         let fence = held.fence();
         let written = self
@@ -268,7 +277,7 @@ impl<'a, S: AgentStore> AgentLock<'a, S> {
     ) -> Result<Written, StoreError> {
         let changes = Changes {
             poll_until_ms: Some(until_ms),
-            poller: Some(Some(uuid::Uuid::new_v4().simple().to_string())),
+            poller: Some(Some(crate::ids::fresh_hex())),
             ..Changes::default()
         };
         self.write_seen(seen, changes).await
@@ -341,4 +350,17 @@ pub(crate) fn let_go(changes: Changes) -> Changes {
         poller: Some(None),
         ..changes
     }
+}
+
+/// `changes` announced as the doing of what started `record`'s change (its acquire's trigger),
+/// whoever writes them: a person's poll that finishes a scheduled wake announces the schedule,
+/// a tick that carries a person's wake announces the person. What snapwake learned of
+/// AgentKit's own clock stays AgentKit's.
+pub fn on_behalf_of(record: &AgentRecord, mut changes: Changes) -> Changes {
+    if let (Some(announced), Some(started_by)) = (changes.announce.as_mut(), record.started_by) {
+        if announced.trigger != crate::domain::Trigger::Agentkit {
+            announced.trigger = started_by;
+        }
+    }
+    changes
 }

@@ -473,8 +473,9 @@ impl<'a, S: AgentStore> Driver<'a, S> {
             Settler::Holder(held) => self.lock.write(held, changes.clone()).await,
             Settler::Anyone => {
                 let condition = change.by_anyone(record);
+                let changes = super::agent::on_behalf_of(record, changes.clone());
                 self.lock
-                    .write_by_anyone(&record.key, &condition, changes.clone())
+                    .write_by_anyone(&record.key, &condition, changes)
                     .await
             }
         };

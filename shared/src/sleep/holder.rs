@@ -93,6 +93,7 @@ impl<S: AgentStore, K: AgentKit> Sleeping<'_, '_, S, K> {
         let changes = Changes {
             session_id: Some(Some(session_id)),
             session_expire_at: live.expire_at.clone().map(Some),
+            session_created_at: live.created_at.clone().map(Some),
             snapshot_id: Some(Some(snapshot_id)),
             lease_until_ms: Some(driver.lease_until(now_ms(), agents.settings.snapshot_timeout)),
             poll_until_ms: Some(driver.wait().epoch_ms().max(asking)),
@@ -238,6 +239,7 @@ impl<S: AgentStore, K: AgentKit> Sleeping<'_, '_, S, K> {
         let changes = Changes {
             session_id: Some(None),
             session_expire_at: Some(None),
+            session_created_at: Some(None),
             verified_at_ms: Some(0),
             // The snapshot field the acquire cleared is the last one known: put it back.
             snapshot_id: Some(held.before.as_ref().and_then(|b| b.snapshot_id.clone())),
@@ -265,6 +267,7 @@ impl<S: AgentStore, K: AgentKit> Sleeping<'_, '_, S, K> {
         let changes = Changes {
             session_id: Some(live.session_id.clone()),
             session_expire_at: Some(live.expire_at.clone()),
+            session_created_at: Some(live.created_at.clone()),
             verified_at_ms: Some(if live.is_usable() { now_ms() } else { 0 }),
             error: Some(matches!(err, Error::SleepFailed(_)).then(|| err.to_string())),
             ..Changes::default()
@@ -274,15 +277,20 @@ impl<S: AgentStore, K: AgentKit> Sleeping<'_, '_, S, K> {
     }
 
     /// Give the lock back as the agent rested before (nothing was done), and hand back `err`.
+    /// A change whose lease lapsed (its holder died) and that this sleep took over is handed
+    /// back as it was left, its lease ended, for the next caller to finish: this sleep does
+    /// not know whether that change's session started or ended, and saying `asleep` of an
+    /// agent still awake would leave it so, unannounced (the simulated deployment found a
+    /// lapsed scheduled sleep, taken over during an AgentKit outage, given back asleep).
     async fn give_back(&self, driver: &Driver<'_, S>, held: &mut Held, err: Error) -> Error {
-        let awake = held
-            .before
-            .as_ref()
-            .is_some_and(|b| b.state == WakeState::Awake);
-        let state = if awake {
-            WakeState::Awake
-        } else {
-            WakeState::Asleep
+        let state = match held.before.as_ref().map(|b| b.state) {
+            Some(
+                s @ (WakeState::Awake
+                | WakeState::Waking
+                | WakeState::Sleeping
+                | WakeState::Creating),
+            ) => s,
+            _ => WakeState::Asleep,
         };
         // The snapshot field the acquire cleared is the last wake's: put it back.
         let changes = Changes {

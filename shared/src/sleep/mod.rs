@@ -244,6 +244,7 @@ impl<S: AgentStore, K: AgentKit> Sleeping<'_, '_, S, K> {
             announce: Some(crate::events::announcement(Announce::Asleep)),
             session_id: Some(None),
             session_expire_at: Some(None),
+            session_created_at: Some(None),
             verified_at_ms: Some(0),
             error: Some(None),
             snapshots: Some(summaries),

@@ -197,6 +197,7 @@ impl<S: AgentStore, K: AgentKit> Change<S> for Waking<'_, '_, S, K> {
                     error: Some(None),
                     resume_sent_at_ms: Some(None),
                     session_expire_at: Some(s.expire_at.clone()),
+                    session_created_at: Some(s.created_at.clone()),
                     verified_at_ms: Some(now_ms()),
                     ..Changes::default()
                 };
@@ -297,6 +298,7 @@ impl<S: AgentStore, K: AgentKit> Waking<'_, '_, S, K> {
                 let changes = Changes {
                     verified_at_ms: s.is_usable().then(now_ms),
                     session_expire_at: s.expire_at.clone().map(Some),
+                    session_created_at: s.created_at.clone().map(Some),
                     poll_until_ms: Some(0),
                     ..Changes::default()
                 };
@@ -372,6 +374,7 @@ fn from_record(record: AgentRecord, resumed: bool) -> WakeOutcome {
         user_session_id: crate::identity::user_session_id(&record.key.agent_id).map(str::to_string),
         status: Some("Ready".into()),
         expire_at: record.session_expire_at.clone(),
+        created_at: record.session_created_at.clone(),
         ..Session::default()
     };
     WakeOutcome::Awake {

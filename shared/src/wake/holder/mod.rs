@@ -143,7 +143,16 @@ impl<S: AgentStore, K: AgentKit> Waking<'_, '_, S, K> {
 
         // 4. Which snapshot.
         if home.retention == Retention::Temporary {
-            self.give_back(driver, &mut held, &home).await;
+            // Its session ended: if the record still said awake, that end is what this wake
+            // learned of AgentKit's clock, and is announced as such (nothing was kept).
+            if before.as_ref().is_some_and(|b| b.state == WakeState::Awake) {
+                let mut changes = asleep_at(&home);
+                crate::index_sync::learned_end(&mut changes, None);
+                let state = changes.state.take().unwrap_or(WakeState::Failed);
+                driver.give_back(&mut held, state, changes).await;
+            } else {
+                self.give_back(driver, &mut held, &home).await;
+            }
             return Err(Error::NotWakeable(
                 "a temporary agent cannot be woken once its session has ended".into(),
             ));
