@@ -1,10 +1,46 @@
 //! Timestamps as AgentKit writes them and snapwake stores them: RFC 3339 in UTC with whole
 //! seconds (`2026-12-02T10:00:00Z`). They arrive as strings; they are parsed to be compared,
 //! never sorted as text.
+//!
+//! And the one wall clock every module reads ([`now_utc`] and what derives from it): the
+//! system's, except on a thread that runs a simulated deployment ([`simulate_from`]), where it
+//! is tokio's clock counted from an instant the simulation chose, so that leases, lifecycles
+//! and ticks all keep one simulated time (docs/testing.md, "One simulated deployment").
+//! Deployed code never sets it.
+
+use std::cell::Cell;
 
 use time::format_description::well_known::Rfc3339;
 use time::macros::format_description;
 use time::{OffsetDateTime, UtcOffset};
+
+thread_local! {
+    /// On a simulated thread: the epoch (ns) tokio's clock read as `.1`.
+    static SIMULATED: Cell<Option<(i128, tokio::time::Instant)>> = const { Cell::new(None) };
+}
+
+/// Make this thread's wall clock tokio's clock, reading `at` now. With tokio's time paused (a
+/// `current_thread` runtime started paused), the whole deployment then runs on one simulated
+/// time that moves only when everything waits. Call it inside the runtime.
+pub fn simulate_from(at: OffsetDateTime) {
+    SIMULATED.with(|s| {
+        s.set(Some((
+            at.unix_timestamp_nanos(),
+            tokio::time::Instant::now(),
+        )))
+    });
+}
+
+/// Now, in UTC: the system's clock, or the simulated one on a simulated thread.
+pub fn now_utc() -> OffsetDateTime {
+    match SIMULATED.with(Cell::get) {
+        None => OffsetDateTime::now_utc(),
+        Some((epoch_ns, since)) => {
+            let ns = epoch_ns + since.elapsed().as_nanos() as i128;
+            OffsetDateTime::from_unix_timestamp_nanos(ns).unwrap_or(OffsetDateTime::UNIX_EPOCH)
+        }
+    }
+}
 
 /// `t` as `YYYY-MM-DDTHH:MM:SSZ`.
 pub fn format(t: OffsetDateTime) -> String {
@@ -14,18 +50,17 @@ pub fn format(t: OffsetDateTime) -> String {
 
 /// Now, formatted.
 pub fn now() -> String {
-    format(OffsetDateTime::now_utc())
+    format(now_utc())
 }
 
-/// Now, in epoch milliseconds. The store, the lock and every lease share this one clock: the
-/// system's.
+/// Now, in epoch milliseconds. The store, the lock and every lease share this one clock.
 pub fn now_ms() -> u64 {
-    (OffsetDateTime::now_utc().unix_timestamp_nanos() / 1_000_000) as u64
+    (now_utc().unix_timestamp_nanos() / 1_000_000) as u64
 }
 
 /// Now, in epoch seconds: what `expires_at` is compared with.
 pub fn now_s() -> i64 {
-    OffsetDateTime::now_utc().unix_timestamp()
+    now_utc().unix_timestamp()
 }
 
 /// An RFC 3339 timestamp with any offset.
@@ -80,5 +115,17 @@ mod tests {
         assert_eq!(format_ms(ms), "2026-12-02T01:00:00Z");
         assert_eq!(format_ms(ms + 999), "2026-12-02T01:00:00Z");
         assert_eq!(epoch_ms("later"), None);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_simulated_thread_keeps_tokio_s_time_from_the_instant_it_chose() {
+        simulate_from(datetime!(2027-03-22 08:29:00 UTC));
+        assert_eq!(now(), "2027-03-22T08:29:00Z");
+        tokio::time::sleep(std::time::Duration::from_secs(90)).await;
+        assert_eq!(now(), "2027-03-22T08:30:30Z");
+        assert_eq!(now_s(), datetime!(2027-03-22 08:30:30 UTC).unix_timestamp());
+        // Another thread keeps the system's clock.
+        let elsewhere = std::thread::spawn(now_ms).join().unwrap();
+        assert!(elsewhere > now_ms() + 365 * 86_400_000 || elsewhere + 86_400_000 < now_ms());
     }
 }

@@ -9,18 +9,18 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use reqwest::header::{HeaderValue, CONTENT_TYPE, HOST, RETRY_AFTER};
 use reqwest::Url;
 use time::OffsetDateTime;
 
-use super::bounded::{read_bounded, Unread, MAX_ANSWER_BYTES};
+use super::bounded::MAX_ANSWER_BYTES;
 use super::call_budget::{take_slot, CallBudget};
 use super::credentials::REREAD_INTERVAL;
 use super::envelope::{self, Envelope};
 use super::error::Reread;
-use super::retry::{parse_retry_after, RetryPolicy};
+use super::retry::RetryPolicy;
 use super::rotation::{AfterRefusal, CredentialsCell};
 use super::signer::{self, Credentials};
+use super::transport::{Https, NoAnswer, Outgoing, Transport};
 use super::types::{Action, API_VERSION};
 use super::AgentKitError;
 use crate::agentkit::AgentKitConfig;
@@ -39,7 +39,8 @@ pub struct Regional<T> {
 
 #[derive(Clone)]
 pub struct AgentKitClient {
-    http: reqwest::Client,
+    /// Where requests go: HTTPS deployed ([`Https`]), or a simulator in process.
+    transport: Arc<dyn Transport>,
     endpoint: Url,
     /// The `Host` header exactly as it is signed and sent.
     host: String,
@@ -115,7 +116,7 @@ impl AgentKitClient {
             return Err(invalid("has no region configured"));
         }
         Ok(AgentKitClient {
-            http: http.clone(),
+            transport: Arc::new(Https { http: http.clone() }),
             endpoint,
             host,
             regions: config.regions.clone(),
@@ -134,6 +135,13 @@ impl AgentKitClient {
     /// Ask `budget` before every attempt of every call (docs/agentkit.md, *Rate limits*).
     pub fn with_budget(mut self, budget: Arc<dyn CallBudget>) -> Self {
         self.budget = Some(budget);
+        self
+    }
+
+    /// Send requests through `transport` instead of HTTPS (a simulated deployment hands them
+    /// to the simulator in process: `agentkit::transport`).
+    pub fn with_transport(mut self, transport: Arc<dyn Transport>) -> Self {
+        self.transport = transport;
         self
     }
 
@@ -335,55 +343,58 @@ impl AgentKitClient {
         url.query_pairs_mut()
             .append_pair("Action", A::NAME)
             .append_pair("Version", API_VERSION);
-        let mut req = self
-            .http
-            .post(url)
-            .timeout(timeout)
-            .header(HOST, &self.host)
-            .header(CONTENT_TYPE, JSON)
-            .header("X-Date", &signed.x_date)
-            .header("X-Content-Sha256", &signed.x_content_sha256)
-            .header("Authorization", &signed.authorization)
-            .body(body.to_vec());
-        if let Some(token) = &signed.x_security_token {
-            req = req.header("X-Security-Token", token);
+        let mut headers = vec![
+            ("Host", self.host.clone()),
+            ("Content-Type", JSON.to_string()),
+            ("X-Date", signed.x_date),
+            ("X-Content-Sha256", signed.x_content_sha256),
+            ("Authorization", signed.authorization),
+        ];
+        if let Some(token) = signed.x_security_token {
+            headers.push(("X-Security-Token", token));
         }
-
-        let resp = match req.send().await {
-            Ok(r) => r,
-            Err(e) => {
-                tracing::info!(
-                    action = A::NAME,
-                    region,
-                    connect = e.is_connect(),
-                    timeout = e.is_timeout(),
-                    "agentkit call got no answer"
-                );
+        let outgoing = Outgoing {
+            url,
+            headers,
+            body: body.to_vec(),
+            timeout,
+            limit: MAX_ANSWER_BYTES,
+        };
+        let answered = match self.transport.send(outgoing).await {
+            Ok(a) => a,
+            Err(NoAnswer::NotSent { detail }) => {
+                tracing::info!(action = A::NAME, region, "agentkit call never left");
                 return Err(Failure {
                     error: AgentKitError::Transport {
                         action: A::NAME,
-                        detail: transport_detail(&e),
-                        sent: !e.is_connect(),
+                        detail,
+                        sent: false,
                     },
                     retryable: true,
-                    not_sent: e.is_connect(),
+                    not_sent: true,
                     retry_after: None,
                 });
             }
-        };
-        let status = resp.status().as_u16();
-        let retry_after = parse_retry_after(
-            resp.headers()
-                .get(RETRY_AFTER)
-                .and_then(|v: &HeaderValue| v.to_str().ok()),
-        );
-        let bytes = match read_bounded(resp, MAX_ANSWER_BYTES).await {
-            Ok(b) => b,
-            Err(Unread::TooLarge { limit }) => {
+            Err(NoAnswer::Lost {
+                detail,
+                retry_after,
+            }) => {
+                tracing::info!(action = A::NAME, region, "agentkit call got no answer");
+                return Err(Failure {
+                    error: AgentKitError::Transport {
+                        action: A::NAME,
+                        detail,
+                        sent: true,
+                    },
+                    retryable: true,
+                    not_sent: false,
+                    retry_after,
+                });
+            }
+            Err(NoAnswer::TooLarge { limit }) => {
                 tracing::warn!(
                     action = A::NAME,
                     region,
-                    status,
                     limit,
                     "agentkit answer over the cap; not read"
                 );
@@ -396,22 +407,11 @@ impl AgentKitClient {
                     // have carried out, the outcome is unknown, as with any unreadable answer.
                     retryable: false,
                     not_sent: false,
-                    retry_after,
+                    retry_after: None,
                 });
             }
-            Err(Unread::Transport(e)) => {
-                return Err(Failure {
-                    error: AgentKitError::Transport {
-                        action: A::NAME,
-                        detail: transport_detail(&e),
-                        sent: true,
-                    },
-                    retryable: true,
-                    not_sent: false,
-                    retry_after,
-                })
-            }
         };
+        let (status, retry_after, bytes) = (answered.status, answered.retry_after, answered.body);
         tracing::debug!(action = A::NAME, region, status, "agentkit answered");
         read_envelope::<A>(status, &bytes).map_err(|error| {
             let retryable = envelope::is_retry_status(status)
@@ -471,21 +471,6 @@ fn read_envelope<A: Action>(status: u16, bytes: &[u8]) -> Result<A::Output, Agen
         }),
         Err(_) => Err(envelope::classify(A::NAME, status, None, "")),
     }
-}
-
-/// The transport error without the URL (it holds nothing secret today, but the query and host
-/// are not the caller's business either).
-fn transport_detail(e: &reqwest::Error) -> String {
-    let kind = if e.is_timeout() {
-        "timed out"
-    } else if e.is_connect() {
-        "could not connect"
-    } else if e.is_body() || e.is_decode() {
-        "broken response body"
-    } else {
-        "request failed"
-    };
-    kind.to_string()
 }
 
 #[cfg(test)]

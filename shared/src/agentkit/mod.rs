@@ -18,6 +18,7 @@ pub mod port;
 pub mod retry;
 pub mod settings;
 pub mod signer;
+pub mod transport;
 pub mod types;
 
 pub use bounded::{read_bounded, Unread, MAX_ANSWER_BYTES};
@@ -29,3 +30,4 @@ pub use pagination::{list_all, Paged, Pager};
 pub use port::AgentKit;
 pub use settings::{AgentKitConfig, CredentialsSource};
 pub use signer::Credentials;
+pub use transport::{Answered, NoAnswer, Outgoing, Transport};

@@ -22,7 +22,9 @@
 //! [`REREAD_INTERVAL`]: super::credentials::REREAD_INTERVAL
 
 use std::sync::{Arc, RwLock};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use super::credentials::{self, REREAD_TIMEOUT};
 use super::error::Reread;

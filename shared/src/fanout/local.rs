@@ -1,15 +1,17 @@
-//! A queue in this process with the semantics of the SQS FIFO queue it stands in for (`serve`,
-//! the tests, the benches): one message group per agent, worked one message at a time and in
-//! order; a message whose deduplication id was sent within the window is dropped; at most
-//! `max_concurrency` messages in flight (the event source mapping's maximum concurrency times
-//! its batch size); a message not acknowledged, because its handler failed or was dropped
-//! halfway (a consumer killed), is delivered again after the visibility timeout, and after
+//! A queue in this process with the semantics of the standard SQS queue it stands in for
+//! (`serve`, the tests, the benches): a message becomes visible when its tick's time has come
+//! (a follow-up is sent ahead of it: SQS's per-message delay); at most `max_concurrency`
+//! messages are in flight (the event source mapping's maximum concurrency times its batch
+//! size); a message not acknowledged, because its handler failed or was dropped halfway (a
+//! consumer killed), is delivered again after the visibility timeout, and after
 //! `max_receives` deliveries it goes to the dead letters (counted and logged, as the alarm on
-//! the dead-letter queue would see it).
+//! the dead-letter queue would see it). As with a standard queue, nothing keeps one agent's
+//! messages in order or apart, and nothing drops a repeat: what fires an occurrence once is
+//! the schedule item's conditional write (docs/schedules.md, "Fan-out").
 //!
 //! One consumer loop ([`LocalQueue::consume`] or [`LocalQueue::drain`]) per queue.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::VecDeque;
 use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -30,8 +32,6 @@ pub struct QueueSettings {
     pub max_receives: u32,
     /// How long a message not acknowledged stays invisible before it is delivered again.
     pub visibility: Duration,
-    /// How long a deduplication id is remembered.
-    pub dedup_window: Duration,
 }
 
 impl Default for QueueSettings {
@@ -43,8 +43,6 @@ impl Default for QueueSettings {
             // Locally a failed message is tried again sooner than deployed (180 s); the next
             // minute's tick sends a fresh one anyway.
             visibility: Duration::from_secs(30),
-            // SQS FIFO's: five minutes.
-            dedup_window: Duration::from_secs(300),
         }
     }
 }
@@ -54,8 +52,8 @@ impl Default for QueueSettings {
 pub struct QueueStats {
     /// Messages accepted.
     pub sent: u64,
-    /// Messages dropped as repeats of one sent within the window.
-    pub deduplicated: u64,
+    /// Of those, sent with a delay (follow-ups).
+    pub delayed: u64,
     /// Deliveries (a message delivered again counts again).
     pub received: u64,
     /// Deliveries not acknowledged.
@@ -81,17 +79,12 @@ struct Shared {
 #[derive(Default)]
 struct State {
     pending: VecDeque<Held>,
-    /// Deduplication ids and when they were sent.
-    seen: HashMap<String, Instant>,
-    /// Groups with a message in flight.
-    busy: HashSet<String>,
     in_flight: usize,
     stats: QueueStats,
 }
 
 struct Held {
     message: DueOccurrence,
-    group: String,
     receives: u32,
     visible_at: Instant,
 }
@@ -130,35 +123,20 @@ impl LocalQueue {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// Accept `due`, dropping each whose deduplication id was sent within the window.
+    /// Accept `due`, each visible once its tick's time has come.
     pub fn send(&self, due: &[DueOccurrence]) {
         let now = Instant::now();
-        let window = self.shared.settings.dedup_window;
         {
             let mut state = self.state();
-            if state.seen.len() > 4 * due.len().max(1024) {
-                state
-                    .seen
-                    .retain(|_, at| now.saturating_duration_since(*at) < window);
-            }
             for message in due {
-                let id = message.dedup_id();
-                if state
-                    .seen
-                    .get(&id)
-                    .is_some_and(|at| now.saturating_duration_since(*at) < window)
-                {
-                    state.stats.deduplicated += 1;
-                    continue;
-                }
-                state.seen.insert(id, now);
+                let delay = message.delay();
+                state.stats.sent += 1;
+                state.stats.delayed += u64::from(!delay.is_zero());
                 state.pending.push_back(Held {
-                    group: message.group_id(),
                     message: message.clone(),
                     receives: 0,
-                    visible_at: now,
+                    visible_at: now + delay,
                 });
-                state.stats.sent += 1;
             }
         }
         self.shared.changed.notify_one();
@@ -183,8 +161,8 @@ impl LocalQueue {
         self.deliver(handle, false).await;
     }
 
-    /// Deliver messages to `handle` until the queue is idle (a message to be delivered again
-    /// is waited for).
+    /// Deliver messages to `handle` until the queue is idle (a message to be delivered again,
+    /// or sent with a delay, is waited for).
     pub async fn drain<F, Fut>(&self, handle: F)
     where
         F: Fn(DueOccurrence) -> Fut,
@@ -225,7 +203,10 @@ impl LocalQueue {
             }
             let wake_at =
                 next_visible.unwrap_or_else(|| Instant::now() + Duration::from_secs(3600));
+            // Biased: the same order of events always takes the same branch (a simulated
+            // deployment replays a seed so).
             tokio::select! {
+                biased;
                 Some(()) = running.next(), if !running.is_empty() => {}
                 () = self.shared.changed.notified() => {}
                 () = tokio::time::sleep_until(wake_at) => {}
@@ -233,33 +214,24 @@ impl LocalQueue {
         }
     }
 
-    /// Up to `free` messages that can be delivered now, in order, one per group; and when the
-    /// first one waiting to be visible again will be.
+    /// Up to `free` messages visible now, in the order they were sent (or sent back); and
+    /// when the first one waiting to be visible will be.
     fn take(&self, free: usize) -> (Vec<Held>, Option<Instant>) {
         let now = Instant::now();
         let mut state = self.state();
-        let mut blocked: HashSet<String> = state.busy.clone();
         let mut taken = Vec::new();
         let mut next_visible: Option<Instant> = None;
         let mut i = 0;
         while i < state.pending.len() && taken.len() < free {
-            let held = &state.pending[i];
-            if blocked.contains(&held.group) {
-                i += 1;
-                continue;
-            }
-            if held.visible_at > now {
-                next_visible =
-                    Some(next_visible.map_or(held.visible_at, |n| n.min(held.visible_at)));
-                blocked.insert(held.group.clone());
+            let visible_at = state.pending[i].visible_at;
+            if visible_at > now {
+                next_visible = Some(next_visible.map_or(visible_at, |n| n.min(visible_at)));
                 i += 1;
                 continue;
             }
             let Some(mut held) = state.pending.remove(i) else {
                 break;
             };
-            blocked.insert(held.group.clone());
-            state.busy.insert(held.group.clone());
             held.receives += 1;
             state.stats.received += 1;
             taken.push(held);
@@ -273,7 +245,6 @@ impl LocalQueue {
         {
             let mut state = self.state();
             state.in_flight = state.in_flight.saturating_sub(1);
-            state.busy.remove(&held.group);
             if !acknowledged {
                 state.stats.failed += 1;
                 if held.receives >= self.shared.settings.max_receives {
@@ -285,8 +256,7 @@ impl LocalQueue {
                     );
                 } else {
                     held.visible_at = Instant::now() + self.shared.settings.visibility;
-                    // Ahead of its group's later messages, as FIFO keeps it.
-                    state.pending.push_front(held);
+                    state.pending.push_back(held);
                 }
             }
         }
@@ -296,21 +266,23 @@ impl LocalQueue {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::HashMap;
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     use super::*;
     use crate::domain::{AgentKey, Kind};
     use crate::schedule::DueLead;
 
-    /// A message of `agent` from the tick at `tick_ms`, one item version a minute.
+    /// A message of `agent` for the tick at `tick_ms`.
     fn due(agent: &str, tick_ms: u64) -> DueOccurrence {
         DueOccurrence {
             agent: AgentKey::new(Kind::Codex, agent),
             tick_ms,
             wake_ms: Some(1),
             sleep_ms: None,
-            version: tick_ms / 60_000,
+            version: 1,
             lead: DueLead::default(),
+            not_before_ms: None,
         }
     }
 
@@ -319,88 +291,72 @@ mod tests {
             max_concurrency,
             max_receives: 3,
             visibility: Duration::from_millis(50),
-            dedup_window: Duration::from_secs(300),
         }
     }
 
-    #[tokio::test]
-    async fn repeats_are_dropped_and_each_group_is_worked_in_order_one_at_a_time() {
+    #[tokio::test(start_paused = true)]
+    async fn every_message_is_delivered_a_delayed_one_once_its_time_has_come() {
         let queue = LocalQueue::new(quick(8));
-        let messages: Vec<_> = (0..5)
-            .flat_map(|minute| ["a", "b"].map(|agent| due(agent, minute * 60_000)))
-            .collect();
-        queue.send(&messages);
-        queue.send(&messages[..4]);
-        assert_eq!(queue.stats().deduplicated, 4);
-        let order = Mutex::new(Vec::new());
-        let busy = Mutex::new(HashSet::new());
+        // The follow-up's time is on the wall clock in whole milliseconds (as SQS's delay is on
+        // its own), the queue's waits on tokio's paused one: the wall time that passes between
+        // the send and the drain, and the millisecond the send's time was truncated to, are
+        // time the paused clock never sees, so the delay it waits is that much shorter.
+        let sent = std::time::Instant::now();
+        let later = due("a", 5).follow_up(Duration::from_secs(2));
+        queue.send(&[due("a", 0), due("b", 0), later]);
+        queue.send(&[due("a", 0)]);
+        assert_eq!((queue.stats().sent, queue.stats().delayed), (4, 1));
+        let started = Instant::now();
+        let unseen = sent.elapsed() + Duration::from_millis(1);
+        let seen = Mutex::new(Vec::new());
         queue
             .drain(|m| {
-                let (order, busy) = (&order, &busy);
+                let seen = &seen;
                 async move {
-                    let agent = m.agent.agent_id.clone();
-                    assert!(
-                        busy.lock().unwrap().insert(agent.clone()),
-                        "{agent} twice at once"
-                    );
-                    tokio::time::sleep(Duration::from_millis(5)).await;
-                    busy.lock().unwrap().remove(&agent);
-                    order.lock().unwrap().push((agent, m.tick_ms));
+                    seen.lock()
+                        .unwrap()
+                        .push((m.agent.agent_id, m.tick_ms, started.elapsed()));
                     true
                 }
             })
             .await;
-        let order = order.into_inner().unwrap();
-        for agent in ["a", "b"] {
-            let ticks: Vec<u64> = order
-                .iter()
-                .filter(|(a, _)| a == agent)
-                .map(|(_, t)| *t)
-                .collect();
-            assert_eq!(ticks, vec![0, 60_000, 120_000, 180_000, 240_000], "{agent}");
-        }
-        let stats = queue.stats();
-        assert_eq!((stats.sent, stats.received, stats.failed), (10, 10, 0));
-        assert_eq!(stats.most_in_flight, 2, "one per group");
+        let seen = seen.into_inner().unwrap();
+        assert_eq!(seen.len(), 4, "a repeat is delivered too: {seen:?}");
+        let late = seen.iter().find(|(_, t, _)| *t > 5).unwrap();
+        assert!(
+            late.2 + unseen >= Duration::from_secs(2),
+            "{seen:?} ({unseen:?})"
+        );
+        assert!(seen
+            .iter()
+            .filter(|(_, t, _)| *t == 0)
+            .all(|(_, _, at)| at.is_zero()));
     }
 
     #[tokio::test]
     async fn a_message_not_acknowledged_comes_again_then_goes_to_the_dead_letters() {
         let queue = LocalQueue::new(quick(4));
-        queue.send(&[due("flaky", 0), due("flaky", 60_000), due("broken", 0)]);
-        let tries = Mutex::new(HashMap::<(String, u64), usize>::new());
-        let order = Mutex::new(Vec::new());
+        queue.send(&[due("flaky", 0), due("broken", 0)]);
+        let tries = Mutex::new(HashMap::<String, usize>::new());
         queue
             .drain(|m| {
-                let (tries, order) = (&tries, &order);
+                let tries = &tries;
                 async move {
                     let n = {
                         let mut tries = tries.lock().unwrap();
-                        let n = tries
-                            .entry((m.agent.agent_id.clone(), m.tick_ms))
-                            .or_default();
+                        let n = tries.entry(m.agent.agent_id.clone()).or_default();
                         *n += 1;
                         *n
                     };
-                    order
-                        .lock()
-                        .unwrap()
-                        .push((m.agent.agent_id.clone(), m.tick_ms));
                     match m.agent.agent_id.as_str() {
-                        "flaky" => n > 1 || m.tick_ms > 0,
+                        "flaky" => n > 1,
                         _ => false,
                     }
                 }
             })
             .await;
-        let order = order.into_inner().unwrap();
-        let flaky: Vec<u64> = order
-            .iter()
-            .filter(|(a, _)| a == "flaky")
-            .map(|(_, t)| *t)
-            .collect();
-        // The failed first message comes again before its group's second.
-        assert_eq!(flaky, vec![0, 0, 60_000]);
+        let tries = tries.into_inner().unwrap();
+        assert_eq!((tries["flaky"], tries["broken"]), (2, 3));
         let stats = queue.stats();
         assert_eq!(stats.dead_lettered, 1, "broken, after 3 receives");
         assert_eq!(stats.failed, 1 + 3);

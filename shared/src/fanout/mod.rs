@@ -3,27 +3,28 @@
 //! on it, so a minute of ten thousand wakes is worked by many invocations at once, each bounded
 //! by the deployment's AgentKit budget, instead of inside the tick's one.
 //!
-//! - deployed: an SQS FIFO queue ([`sqs`]), consumed by the resume function through an event
-//!   source mapping whose maximum concurrency bounds the parallelism;
+//! - deployed: a standard SQS queue ([`sqs`]), consumed by the resume function through an
+//!   event source mapping whose maximum concurrency bounds the parallelism;
 //! - `serve`, the tests and the benches: the same messages through a queue in process
-//!   ([`local`]), with SQS's FIFO semantics (per-agent order, deduplication, redelivery of a
-//!   message not acknowledged, a dead-letter count);
+//!   ([`local`]), with a standard queue's semantics (delays, redelivery of a message not
+//!   acknowledged, a dead-letter count);
 //! - [`Fanout::Inline`]: no queue; the tick acts on each occurrence itself (a deployment with
 //!   no queue configured, the one-shot CLI).
 //!
-//! Delivery is at least once. What makes an occurrence fire once is not the queue but the
-//! schedule item: whoever acts records the decision on it with a conditional write first, so a
-//! repeated message finds the occurrence started, reached or moved on. The deduplication id
-//! ([`DueOccurrence::dedup_id`]) only spares the work. It names the schedule item's version:
-//! while a message waits or is being worked, every tick reads the same version and sends the
-//! same id (dropped); once the consumer has recorded what it did (a wake sent, not yet Ready),
-//! the next tick sends a new one, to carry it on.
+//! Delivery is at least once, in no particular order. What makes an occurrence fire once is
+//! not the queue but the schedule item: whoever acts records the decision on it with a
+//! conditional write first, so a repeated message finds the occurrence started, reached or
+//! moved on. Which is also why the queue is a standard one, not FIFO: the one thing FIFO adds
+//! over it, a message delayed on its own, a standard queue has and FIFO has not. The consumer
+//! of an occurrence still in flight (a wake sent, a sleep's snapshot being made, a throttled
+//! Resume) follows it up: it sends the occurrence again, delayed by when it is worth looking
+//! again, so the agent's record is settled within seconds of AgentKit being done, not at the
+//! next minute's tick.
 
 pub mod local;
 pub mod sqs;
 
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 
 use crate::domain::{AgentKey, ScheduleRecord};
 use crate::schedule::{DueLead, Starting};
@@ -31,12 +32,16 @@ use crate::schedule::{DueLead, Starting};
 pub use local::{LocalQueue, QueueSettings, QueueStats};
 pub use sqs::SqsQueue;
 
-/// One due occurrence of one schedule, as a tick found it.
+/// One due occurrence of one schedule, as a tick found it (or as its consumer follows it up).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DueOccurrence {
     pub agent: AgentKey,
-    /// The tick's time (epoch ms): the consumer decides as of it, as the tick would have.
+    /// The tick's time (epoch ms): the consumer decides as of it, as the tick would have (a
+    /// follow-up as of the tick's time and the wait since).
     pub tick_ms: u64,
+    /// Not to be delivered before this (epoch ms): a follow-up, sent ahead of its time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_before_ms: Option<u64>,
     /// The schedule's next occurrences when the tick read it: which occurrence this is.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wake_ms: Option<u64>,
@@ -58,41 +63,27 @@ impl DueOccurrence {
             sleep_ms: record.next_sleep_ms,
             version: record.version,
             lead,
+            not_before_ms: None,
         })
     }
 
-    /// The FIFO message group: one per agent, so one agent's occurrences are worked one at a
-    /// time and in order, and different agents' in parallel. A digest, since a group id is at
-    /// most 128 characters and an agent id is not bounded so.
-    pub fn group_id(&self) -> String {
-        digest(&[
-            self.agent.kind.as_str().as_bytes(),
-            self.agent.agent_id.as_bytes(),
-        ])
+    /// The same occurrence to look at again after `wait`: decided as of the tick's time and
+    /// the wait, delivered no sooner.
+    pub fn follow_up(&self, wait: std::time::Duration) -> DueOccurrence {
+        let wait_ms = wait.as_millis() as u64;
+        DueOccurrence {
+            tick_ms: self.tick_ms + wait_ms,
+            not_before_ms: Some(crate::timestamp::now_ms() + wait_ms),
+            ..self.clone()
+        }
     }
 
-    /// The deduplication id: the agent, the occurrence and the schedule item's version. A
-    /// tick delivered twice, or ticks while the message waits, send the same; a tick after the
-    /// consumer wrote what it did carries on with a new one.
-    pub fn dedup_id(&self) -> String {
-        let n = |v: Option<u64>| v.map_or_else(|| "-".to_string(), |v| v.to_string());
-        digest(&[
-            self.agent.kind.as_str().as_bytes(),
-            self.agent.agent_id.as_bytes(),
-            n(self.wake_ms).as_bytes(),
-            n(self.sleep_ms).as_bytes(),
-            self.version.to_string().as_bytes(),
-        ])
+    /// How long from now it is to be delivered (a follow-up's wait; none for a tick's).
+    pub fn delay(&self) -> std::time::Duration {
+        let now = crate::timestamp::now_ms();
+        let at = self.not_before_ms.unwrap_or(0);
+        std::time::Duration::from_millis(at.saturating_sub(now))
     }
-}
-
-fn digest(parts: &[&[u8]]) -> String {
-    let mut hash = Sha256::new();
-    for part in parts {
-        hash.update((part.len() as u64).to_be_bytes());
-        hash.update(part);
-    }
-    hex::encode(hash.finalize())
 }
 
 /// Why occurrences were not handed over. The tick fails, and the next one sends them again.
@@ -114,7 +105,7 @@ pub enum Fanout {
     Inline,
     /// A queue in this process ([`local`]).
     Local(LocalQueue),
-    /// An SQS FIFO queue ([`sqs`]).
+    /// A standard SQS queue ([`sqs`]).
     Sqs(SqsQueue),
 }
 
@@ -145,40 +136,24 @@ mod tests {
     use super::*;
     use crate::domain::Kind;
 
-    fn due(agent: &str, version: u64, wake_ms: Option<u64>) -> DueOccurrence {
-        DueOccurrence {
-            agent: AgentKey::new(Kind::Codex, agent),
+    #[test]
+    fn a_message_reads_back_as_written_and_a_follow_up_waits_for_its_time() {
+        let a = DueOccurrence {
+            agent: AgentKey::new(Kind::Codex, "a"),
             tick_ms: 60_000,
-            wake_ms,
+            wake_ms: Some(1),
             sleep_ms: None,
-            version,
+            version: 7,
             lead: DueLead::default(),
-        }
-    }
-
-    #[test]
-    fn one_group_per_agent_and_one_id_per_occurrence_and_version() {
-        let a = due("a", 7, Some(1));
-        assert_eq!(a.group_id(), due("a", 8, Some(2)).group_id());
-        assert_ne!(a.group_id(), due("b", 7, Some(1)).group_id());
-        assert_eq!(a.group_id().len(), 64, "within SQS's 128 characters");
-        // The same item read by a later tick (the message still waiting): the same id.
-        let later = DueOccurrence {
-            tick_ms: 120_000,
-            ..a.clone()
+            not_before_ms: None,
         };
-        assert_eq!(a.dedup_id(), later.dedup_id());
-        // The item moved on by its consumer, or another occurrence: another.
-        assert_ne!(a.dedup_id(), due("a", 8, Some(1)).dedup_id());
-        assert_ne!(a.dedup_id(), due("a", 7, Some(2)).dedup_id());
-        // Parts are length-prefixed: "ab"+"c" is not "a"+"bc".
-        assert_ne!(digest(&[b"ab", b"c"]), digest(&[b"a", b"bc"]));
-    }
-
-    #[test]
-    fn a_message_reads_back_as_written() {
-        let a = due("a", 60_000, Some(1));
         let text = serde_json::to_string(&a).unwrap();
         assert_eq!(serde_json::from_str::<DueOccurrence>(&text).unwrap(), a);
+        assert!(a.delay().is_zero(), "a tick's: at once");
+        let later = a.follow_up(std::time::Duration::from_secs(5));
+        assert!(later.delay() > std::time::Duration::from_secs(4));
+        assert_eq!(later.tick_ms, 65_000, "decided as of the tick and the wait");
+        let text = serde_json::to_string(&later).unwrap();
+        assert_eq!(serde_json::from_str::<DueOccurrence>(&text).unwrap(), later);
     }
 }

@@ -1,6 +1,6 @@
 //! The deployed fan-out queue: SQS `SendMessageBatch` (the JSON 1.0 protocol), a signed call
-//! of [`crate::aws_json`], to a FIFO queue: ten messages a call, each with its agent's group
-//! and its occurrence's deduplication id ([`super::DueOccurrence`]).
+//! of [`crate::aws_json`], to a standard queue: ten messages a call, a follow-up delayed until
+//! its time ([`super::DueOccurrence::delay`], `DelaySeconds`, 15 minutes at most).
 //!
 //! SQS answers 200 with some entries failed; those SQS did not blame on the sender are sent
 //! again (twice at most), then the tick fails and the next one sends them again.
@@ -15,6 +15,8 @@ use crate::aws_json::AwsJson;
 
 /// SQS's most entries in one `SendMessageBatch`.
 const BATCH: usize = 10;
+/// SQS's longest `DelaySeconds`.
+const MAX_DELAY_S: u64 = 900;
 /// Rounds of sending what SQS failed without blaming the sender.
 const ROUNDS: usize = 3;
 const CALL_TIMEOUT: Duration = Duration::from_secs(3);
@@ -117,12 +119,18 @@ fn batch_body(url: &str, due: &[&DueOccurrence]) -> Result<Vec<u8>, FanoutError>
                 sent: due.len(),
                 reason: e.to_string(),
             })?;
-            Ok(json!({
+            let mut entry = json!({
                 "Id": i.to_string(),
                 "MessageBody": body,
-                "MessageGroupId": d.group_id(),
-                "MessageDeduplicationId": d.dedup_id(),
-            }))
+            });
+            // Whole seconds, rounded up: a follow-up is never delivered before its time.
+            let delay_s = (d.delay().as_millis() as u64)
+                .div_ceil(1000)
+                .min(MAX_DELAY_S);
+            if delay_s > 0 {
+                entry["DelaySeconds"] = json!(delay_s);
+            }
+            Ok(entry)
         })
         .collect::<Result<Vec<Value>, FanoutError>>()?;
     serde_json::to_vec(&json!({"QueueUrl": url, "Entries": entries})).map_err(|e| {
@@ -171,7 +179,7 @@ mod tests {
     use crate::schedule::DueLead;
 
     #[test]
-    fn a_batch_names_each_message_group_and_deduplication_id() {
+    fn a_batch_carries_each_message_and_delays_a_follow_up() {
         let due = DueOccurrence {
             agent: AgentKey::new(Kind::Hermes, "h-1"),
             tick_ms: 120_000,
@@ -182,17 +190,20 @@ mod tests {
                 now_ms: 65_000,
                 alone_ms: Some(65_000),
             },
+            not_before_ms: None,
         };
-        let body = batch_body("https://sqs.example/1/due.fifo", &[&due, &due]).unwrap();
+        let follow_up = due.follow_up(Duration::from_millis(2_500));
+        let body = batch_body("https://sqs.example/1/due", &[&due, &follow_up]).unwrap();
         let body: Value = serde_json::from_slice(&body).unwrap();
-        assert_eq!(body["QueueUrl"], "https://sqs.example/1/due.fifo");
+        assert_eq!(body["QueueUrl"], "https://sqs.example/1/due");
         let entries = body["Entries"].as_array().unwrap();
         assert_eq!(entries.len(), 2);
         assert_eq!(entries[1]["Id"], "1");
-        assert_eq!(entries[0]["MessageGroupId"], due.group_id().as_str());
-        assert_eq!(
-            entries[0]["MessageDeduplicationId"],
-            due.dedup_id().as_str()
+        assert!(entries[0].get("DelaySeconds").is_none(), "due now");
+        assert_eq!(entries[1]["DelaySeconds"], 3, "rounded up");
+        assert!(
+            entries[0].get("MessageGroupId").is_none(),
+            "a standard queue"
         );
         let sent: DueOccurrence =
             serde_json::from_str(entries[0]["MessageBody"].as_str().unwrap()).unwrap();
