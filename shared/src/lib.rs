@@ -5,6 +5,7 @@
 //! `shared/tests/` fails on an import that points up):
 //!
 //! - [`timestamp`]: RFC 3339 as AgentKit writes it, and the one wall clock;
+//! - [`ids`]: fresh random ids, drawn from a seed on a simulated deployment's thread;
 //! - [`secret`]: a string `Debug` never shows (credentials, tokens, keys, session Endpoints);
 //! - [`metrics`]: CloudWatch embedded-metric-format lines, emitted from one place;
 //! - [`invocation`]: where an invocation begins: its span (the ids every log line of it
@@ -43,6 +44,7 @@
 //! Ports and adapters: the domain imports nothing of ours; adapters depend on their port.
 
 pub mod timestamp;
+pub mod ids;
 pub mod secret;
 pub mod metrics;
 pub mod invocation;

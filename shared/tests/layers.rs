@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 /// Bottom to top; the order `lib.rs` lists them in.
 const LAYERS: &[&str] = &[
     "timestamp",
+    "ids",
     "secret",
     "metrics",
     "invocation",

@@ -79,6 +79,9 @@ impl<S: AgentStore, K: AgentKit> List<S, K> {
             Path::Scan => Some(snapwake::timestamp::now_ms()),
         };
         let mut agents = collected.views(&kinds, q.state, &self.lock, self.open_url.as_ref());
+        for view in &mut agents {
+            snapwake::view::seen_by_owner(view, &owner);
+        }
         let truncated = more_records || agents.len() > MAX_AGENTS;
         agents.truncate(MAX_AGENTS);
         tracing::info!(
@@ -194,7 +197,7 @@ impl<S: AgentStore, K: AgentKit> List<S, K> {
         }
         let (marks, _) = snapwake::index_sync::freshness(store).await?;
         if let Ok(mut slot) = self.freshness.lock() {
-            *slot = Some((std::time::Instant::now(), marks.clone()));
+            *slot = Some((tokio::time::Instant::now(), marks.clone()));
         }
         Ok(marks)
     }

@@ -16,8 +16,7 @@
 //! record yet: such a page says so in `partial`, one entry per Tool not yet covered.
 
 use serde::{Deserialize, Serialize};
-use snapwake::agentkit::types::Session;
-use snapwake::domain::{AgentKey, AgentRecord, AgentState, AgentView, Kind, WakeState};
+use snapwake::domain::{AgentKey, AgentRecord, AgentState, AgentView, Kind};
 use snapwake::domain::{OpenUrl, Retention};
 use snapwake::error::{Error, Result};
 use snapwake::index_sync::IndexStatus;
@@ -160,22 +159,9 @@ pub fn index_view(
     settings: &LockSettings,
     open_url: Option<&OpenUrl>,
 ) -> Option<AgentView> {
-    let expired = record
-        .session_expire_at
-        .as_deref()
-        .and_then(snapwake::timestamp::epoch_ms)
-        .is_some_and(|t| t <= now_ms);
-    let session = match (&record.session_id, record.state) {
-        (Some(id), WakeState::Awake | WakeState::Sleeping) if !expired => vec![Session {
-            session_id: Some(id.clone()),
-            user_session_id: snapwake::identity::user_session_id(&record.key.agent_id)
-                .map(str::to_string),
-            status: Some("Ready".into()),
-            expire_at: record.session_expire_at.clone(),
-            ..Session::default()
-        }],
-        _ => Vec::new(),
-    };
+    let session: Vec<_> = snapwake::view::recorded_session(record, now_ms)
+        .into_iter()
+        .collect();
     let snapshots = snapwake::view::record_snapshots(record);
     let facts = AgentFacts {
         key: &record.key,

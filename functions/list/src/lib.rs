@@ -106,7 +106,7 @@ pub struct List<S, K> {
     index: Mutex<Option<IndexStatus>>,
     /// The refresh's marks and when they were read: `as_of` may be a few seconds older than
     /// the index is (never newer), for one read less per list.
-    freshness: Mutex<Option<(std::time::Instant, snapwake::index_sync::Freshness)>>,
+    freshness: Mutex<Option<(tokio::time::Instant, snapwake::index_sync::Freshness)>>,
 }
 
 impl<S: AgentStore, K: AgentKit> List<S, K> {

@@ -51,7 +51,8 @@ impl<S: AgentStore, K: AgentKit> List<S, K> {
                 .unwrap_or(retention),
             open_url: self.open_url.as_ref(),
         };
-        let view = view_of(&facts, now_ms(), &self.lock).ok_or(Error::AgentNotFound)?;
+        let mut view = view_of(&facts, now_ms(), &self.lock).ok_or(Error::AgentNotFound)?;
+        snapwake::view::seen_by_owner(&mut view, &caller.owner);
         let resp = edge::json(200, &view);
         Ok(match &record {
             Some(record) => edge::with_etag(resp, record),

@@ -90,6 +90,7 @@ pub async fn collect<S: AgentStore, K: AgentKit>(
             for (key, snaps) in asleep {
                 c.add_snapshots(key, snaps);
             }
+            recorded_sessions(&mut c);
         }
         Path::Scan => {
             let scan = scan_snapshots(agentkit, registry, &regions, owner, kinds, deadline);
@@ -99,6 +100,7 @@ pub async fn collect<S: AgentStore, K: AgentKit>(
                 c.add_snapshots(key, snaps);
             }
             c.missing.extend(missing);
+            recorded_sessions(&mut c);
         }
     }
     Ok((c, truncated))
@@ -129,6 +131,31 @@ async fn owner_records<S: AgentStore>(
         }
     }
     Ok((records, cursor.is_some()))
+}
+
+/// The sessions the records say are live that no owner listing found: a session resumed from
+/// a snapshot without metadata carries no `Username` (an earlier Studio's agent), so the
+/// owner's filtered listing cannot see it. The record is as fresh as the last write of a
+/// wake, a keepalive or the refresh, and knows when the session expires.
+fn recorded_sessions(c: &mut Collected) {
+    let now = snapwake::timestamp::now_ms();
+    let unseen: Vec<(AgentKey, Retention, Session)> = c
+        .records
+        .values()
+        .filter(|r| {
+            !c.sessions
+                .get(&r.key)
+                .is_some_and(|s| s.iter().any(Session::is_active))
+        })
+        .filter_map(|r| {
+            let session = snapwake::view::recorded_session(r, now)?;
+            let retention = r.description.retention.unwrap_or(Retention::Recoverable);
+            Some((r.key.clone(), retention, session))
+        })
+        .collect();
+    for (key, retention, session) in unseen {
+        c.add_sessions(key, retention, vec![session]);
+    }
 }
 
 type Found = Vec<(AgentKey, Retention, Vec<Session>)>;

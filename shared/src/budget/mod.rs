@@ -47,6 +47,14 @@ const SLOWED_PERMILLE: u32 = 750;
 const SLOWDOWN_GAP_MS: u64 = 1000;
 /// The longest one budget write may take before the call goes out without it.
 const STORE_WAIT: Duration = Duration::from_secs(2);
+/// The same for a person's call, who is waiting on it: a table that slow (fifty times its
+/// usual answer) is not worth a person's seconds; the fleet's calls, in the other lane, keep
+/// being paced. Found by serve's first-morning test, where DynamoDB Local on two cores answers
+/// the fleet's burst in seconds (docs/schedules.md, "A first morning is a morning").
+const PEOPLE_STORE_WAIT: Duration = Duration::from_millis(500);
+/// A call that leaves this long after its slot (the table answered late, or the instance
+/// stalled) has lost its spacing: about two slots of the headroom at AgentKit's usual limits.
+const LATE_SLOT_MS: u64 = 100;
 
 /// Whose call it is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -167,7 +175,12 @@ impl<S: BudgetStore> AgentKitBudget<S> {
         let asked = self
             .store
             .reserve(&bucket, now, interval, latest_ms.max(now));
-        match tokio::time::timeout(STORE_WAIT, asked).await {
+        // Whose call it is, whichever lane it tries.
+        let wait = match priority() {
+            Priority::People => PEOPLE_STORE_WAIT,
+            Priority::Background => STORE_WAIT,
+        };
+        match tokio::time::timeout(wait, asked).await {
             Ok(Ok(reserved)) => {
                 if let Some(s) = reserved.slowdown() {
                     self.slowdowns().insert(bucket, s);
@@ -219,6 +232,18 @@ impl<S: BudgetStore> AgentKitBudget<S> {
                     let wait = at_ms.saturating_sub(now_ms());
                     if wait > 0 {
                         tokio::time::sleep(Duration::from_millis(wait)).await;
+                    }
+                    let late_ms = now_ms().saturating_sub(at_ms);
+                    if late_ms > LATE_SLOT_MS {
+                        // The spacing is lost for this call: it meets its neighbours' slots
+                        // at AgentKit, which may refuse one. Counted, not refused: the slot
+                        // is spent and the person or the fleet is waiting.
+                        tracing::warn!(
+                            action,
+                            late_ms,
+                            "the AgentKit budget's slot was missed; the call goes out late"
+                        );
+                        metrics::emit(Record::of("budget").count("BudgetLateSlots", 1));
                     }
                     return Ok(());
                 }

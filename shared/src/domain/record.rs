@@ -168,6 +168,9 @@ pub struct AgentRecord {
     /// When the recorded session ends (AgentKit's `ExpireAt`, RFC 3339), so an `awake` record
     /// whose session has expired is known asleep without asking AgentKit.
     pub session_expire_at: Option<String>,
+    /// When the recorded session was created (AgentKit's `CreatedAt`, RFC 3339), so that an
+    /// answer read from the record shows it as a listing would.
+    pub session_created_at: Option<String>,
     /// When the recorded session was last seen active by AgentKit (epoch ms; 0: never).
     pub verified_at_ms: u64,
     /// When a Resume was (about to be) sent and its outcome is not known yet (epoch ms).
@@ -200,6 +203,10 @@ pub struct AgentRecord {
     pub updated_at: Option<String>,
     /// Epoch seconds after which the record reads as absent (tombstones, TTL).
     pub expires_at: Option<i64>,
+    /// What set off the change that holds the agent, or last held it: the trigger of the
+    /// invocation whose acquire started it. The change is announced as its doing, whoever
+    /// settles it (a person's poll finishing a scheduled wake, a tick carrying a person's).
+    pub started_by: Option<super::Trigger>,
     /// The state change the last write was, if it was one (`crate::store::Changes::announce`):
     /// what the change stream's consumer announces for this version.
     pub announced: Option<super::Announcement>,
@@ -218,6 +225,7 @@ impl AgentRecord {
             snapshot_id: None,
             session_id: None,
             session_expire_at: None,
+            session_created_at: None,
             verified_at_ms: 0,
             resume_sent_at_ms: None,
             create_sent_at_ms: None,
@@ -230,6 +238,7 @@ impl AgentRecord {
             version: 0,
             updated_at: None,
             expires_at: None,
+            started_by: None,
             announced: None,
         }
     }

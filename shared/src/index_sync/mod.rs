@@ -31,6 +31,7 @@ mod upsert;
 pub use freshness::{freshness, save_freshness, Freshness, ToolMark, REFRESH_DOCUMENT};
 pub use listing::{agent_of, agents_of, list_tool, tools, Seen, ToolListing};
 pub use slices::{snapshots_between, SliceSettings, SlicedRead, ORIGIN_S};
+pub(crate) use upsert::learned_end;
 pub use upsert::{index_agent, index_located, index_many, Upsert};
 
 use std::collections::{BTreeMap, HashMap};
@@ -51,7 +52,7 @@ use crate::lock::LockSettings;
 use crate::store::{AgentStore, Changes, Condition, DocumentKey, StoreError, GET_MANY_KEYS};
 use crate::timestamp::now_ms;
 use crate::timestamp::sort_key;
-use crate::view::{snapshot_views, METADATA_OWNER_KEY};
+use crate::view::{snapshot_views, METADATA_CREATOR_KEY, METADATA_OWNER_KEY};
 
 /// Where the completion of the last full sync is recorded.
 pub const INDEX_DOCUMENT: DocumentKey<'static> = DocumentKey {

@@ -33,6 +33,11 @@ pub(super) fn wanted(key: &AgentKey, listing: &ToolListing, seen: &Seen) -> Desc
             .filter(|n| !n.trim().is_empty())
             .map(str::to_string)
     });
+    let created_by = dated.iter().find_map(|(_, m)| {
+        metadata_value(m, METADATA_CREATOR_KEY)
+            .filter(|c| !c.trim().is_empty())
+            .map(str::to_string)
+    });
     let owner = dated.iter().find_map(|(_, m)| {
         metadata_value(m, METADATA_OWNER_KEY)
             .filter(|o| user_session_id(&key.agent_id).is_some_and(|id| belongs_to(id, o)))
@@ -51,7 +56,7 @@ pub(super) fn wanted(key: &AgentKey, listing: &ToolListing, seen: &Seen) -> Desc
         owner,
         owner_key: parsed.as_ref().and_then(UserSessionId::owner_key),
         display_name: name.or(legacy_name),
-        created_by: None,
+        created_by,
         retention: Some(listing.retention),
         tool_id: Some(listing.tool_id.clone()),
         region: Some(listing.region.clone()),
@@ -72,7 +77,7 @@ pub(super) fn missing(record: &AgentRecord, want: &Description) -> Option<Descri
         owner: fill(&record.description.owner, &want.owner),
         owner_key: fill(&record.description.owner_key, &want.owner_key),
         display_name: fill(&record.description.display_name, &want.display_name),
-        created_by: None,
+        created_by: fill(&record.description.created_by, &want.created_by),
         retention: fill(&record.description.retention, &want.retention),
         tool_id: fill(&record.description.tool_id, &want.tool_id),
         region: fill(&record.description.region, &want.region),
@@ -149,7 +154,7 @@ pub(super) fn changes_for(
         .filter(|_| live.is_none())
         .and_then(|r| ended_session(r, listing, seen))
     {
-        learned_end(&mut changes, kept);
+        learned_end(&mut changes, Some(kept));
         return Some(changes);
     }
     // A live session of an agent at rest: the index says it is awake.
@@ -165,6 +170,7 @@ pub(super) fn changes_for(
             changes.state = Some(WakeState::Awake);
             changes.session_id = Some(live.session_id.clone());
             changes.session_expire_at = Some(live.expire_at.clone());
+            changes.session_created_at = Some(live.created_at.clone());
             changes.verified_at_ms = Some(0);
         }
     }
@@ -210,11 +216,12 @@ fn ended_session<'a>(
 }
 
 /// The record of an agent whose session AgentKit ended, keeping `kept`: asleep, or its wake
-/// failed when AgentKit could not save the workspace; either announced with trigger
-/// `agentkit`.
-fn learned_end(changes: &mut Changes, kept: &crate::agentkit::types::Snapshot) {
+/// failed when AgentKit could not save the workspace (or, on a temporary Tool, kept nothing:
+/// `None`); either announced with trigger `agentkit`.
+pub(crate) fn learned_end(changes: &mut Changes, kept: Option<&crate::agentkit::types::Snapshot>) {
     use crate::domain::{failure, Announce, Announcement, SnapshotPhase, Trigger};
-    let saved = SnapshotPhase::of(kept.status.as_deref()) == SnapshotPhase::Ready;
+    let saved =
+        kept.is_some_and(|k| SnapshotPhase::of(k.status.as_deref()) == SnapshotPhase::Ready);
     changes.state = Some(if saved {
         WakeState::Asleep
     } else {
@@ -222,16 +229,23 @@ fn learned_end(changes: &mut Changes, kept: &crate::agentkit::types::Snapshot) {
     });
     changes.session_id = Some(None);
     changes.session_expire_at = Some(None);
+    changes.session_created_at = Some(None);
     changes.verified_at_ms = Some(0);
     if !saved {
         changes.snapshot_id = Some(None);
-        changes.error = Some(Some(failure::recorded_failure(
-            failure::SESSION_EXPIRED,
-            &format!(
+        let why = match kept {
+            Some(kept) => format!(
                 "AgentKit ended session {} at its expiry and its snapshot {} failed",
                 kept.session_id.as_deref().unwrap_or("?"),
                 kept.snapshot_id.as_deref().unwrap_or("?")
             ),
+            None => "AgentKit ended the session at its expiry; a temporary agent keeps no \
+                     snapshot"
+                .to_string(),
+        };
+        changes.error = Some(Some(failure::recorded_failure(
+            failure::SESSION_EXPIRED,
+            &why,
         )));
     }
     changes.announce = Some(Announcement {

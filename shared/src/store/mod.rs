@@ -101,6 +101,7 @@ pub struct Changes {
     pub snapshot_id: Option<Option<String>>,
     pub session_id: Option<Option<String>>,
     pub session_expire_at: Option<Option<String>>,
+    pub session_created_at: Option<Option<String>>,
     pub verified_at_ms: Option<u64>,
     pub resume_sent_at_ms: Option<Option<u64>>,
     pub create_sent_at_ms: Option<Option<u64>>,
@@ -113,6 +114,8 @@ pub struct Changes {
     /// The schedule summary the agent's views show.
     pub schedule: Option<Option<crate::domain::ScheduleSummary>>,
     pub expires_at: Option<Option<i64>>,
+    /// What set off the change an acquire starts (`AgentRecord::started_by`).
+    pub started_by: Option<crate::domain::Trigger>,
     /// Descriptive fields to set; each `Some` field of it overwrites.
     pub describe: Option<Description>,
     /// The state change this write is, when it is one: stored on the record (and removed by
@@ -136,6 +139,7 @@ impl Changes {
         set(&mut r.snapshot_id, &self.snapshot_id);
         set(&mut r.session_id, &self.session_id);
         set(&mut r.session_expire_at, &self.session_expire_at);
+        set(&mut r.session_created_at, &self.session_created_at);
         set(&mut r.verified_at_ms, &self.verified_at_ms);
         set(&mut r.resume_sent_at_ms, &self.resume_sent_at_ms);
         set(&mut r.create_sent_at_ms, &self.create_sent_at_ms);
@@ -146,6 +150,9 @@ impl Changes {
         set(&mut r.schedule, &self.schedule);
         set(&mut r.error, &self.error);
         set(&mut r.expires_at, &self.expires_at);
+        if let Some(t) = self.started_by {
+            r.started_by = Some(t);
+        }
         if let Some(d) = &self.describe {
             r.description.overlay(d);
         }

@@ -94,6 +94,44 @@ pub fn waking_view(record: &AgentRecord) -> WakeView {
     }
 }
 
+/// The session `record` says is live, as a listing would show it: while the record says
+/// awake (or sleeping: the session ends only once its snapshot is Ready) and the session's
+/// expiry has not passed at `now_ms`. For a view read from the table alone (an admin's page of
+/// everyone), or of an agent whose sessions no owner listing finds (one resumed from a
+/// snapshot without metadata carries no `Username`).
+pub fn recorded_session(record: &AgentRecord, now_ms: u64) -> Option<Session> {
+    let expired = record
+        .session_expire_at
+        .as_deref()
+        .and_then(crate::timestamp::epoch_ms)
+        .is_some_and(|t| t <= now_ms);
+    let live = matches!(record.state, WakeState::Awake | WakeState::Sleeping) && !expired;
+    let id = record.session_id.clone().filter(|_| live)?;
+    Some(Session {
+        session_id: Some(id),
+        user_session_id: crate::identity::user_session_id(&record.key.agent_id).map(str::to_string),
+        status: Some("Ready".into()),
+        expire_at: record.session_expire_at.clone(),
+        created_at: record.session_created_at.clone(),
+        ..Session::default()
+    })
+}
+
+/// `view` as its owner sees it: an agent whose owner the table and AgentKit do not name (an
+/// earlier Studio's `studio2-` agent whose snapshot carries no metadata) is `owner`'s when its
+/// UserSessionId says so (`crate::identity::belongs_to`: the fingerprint of a legacy id, the
+/// safe owner of a current one), and then made by them too.
+pub fn seen_by_owner(view: &mut AgentView, owner: &str) {
+    if view.owner.is_some() {
+        return;
+    }
+    let usid = crate::identity::user_session_id(&view.agent_id);
+    if usid.is_some_and(|id| crate::identity::belongs_to(id, owner)) {
+        view.owner = Some(owner.to_string());
+        view.created_by.get_or_insert_with(|| owner.to_string());
+    }
+}
+
 /// The view of one agent at `now_ms`.
 pub fn agent_view(facts: &AgentFacts<'_>, now_ms: u64, settings: &LockSettings) -> AgentView {
     let record = facts.record;
@@ -141,9 +179,12 @@ pub fn agent_view(facts: &AgentFacts<'_>, now_ms: u64, settings: &LockSettings) 
         .and_then(|r| r.description.owner.clone())
         .or_else(|| metadata_value(metadata, METADATA_OWNER_KEY).map(str::to_string))
         .filter(|o| !o.trim().is_empty());
+    // Nobody else made an owner's agent: an earlier Studio's (`studio2-`) and one made outside
+    // snapwake without a creator shows its owner as its creator, as the reference Studio does.
     let created_by = record
         .and_then(|r| r.description.created_by.clone())
-        .or_else(|| metadata_value(metadata, METADATA_CREATOR_KEY).map(str::to_string));
+        .or_else(|| metadata_value(metadata, METADATA_CREATOR_KEY).map(str::to_string))
+        .or_else(|| owner.clone());
 
     let wake = record.and_then(|r| match r.state {
         WakeState::Waking if settings.lease_is_live(r, now_ms) => Some(waking_view(r)),

@@ -11,7 +11,7 @@ use crate::store::{keys, Changes, Condition};
 
 /// Everything of a record that a create (an `Absent` write) must clear when it replaces an
 /// expired item: all fields but the two counters, which carry on.
-pub(super) const CLEARED_ON_CREATE: [&str; 25] = [
+pub(super) const CLEARED_ON_CREATE: [&str; 27] = [
     attr::OWNER,
     attr::OWNER_KEY,
     attr::DISPLAY_NAME,
@@ -26,6 +26,8 @@ pub(super) const CLEARED_ON_CREATE: [&str; 25] = [
     attr::SNAPSHOT_ID,
     attr::SESSION_ID,
     attr::SESSION_EXPIRE_AT,
+    attr::SESSION_CREATED_AT,
+    attr::STARTED_BY,
     attr::VERIFIED_AT_MS,
     attr::RESUME_SENT_AT,
     attr::CREATE_SENT_AT,
@@ -202,6 +204,9 @@ pub(super) fn update_expression(expr: &mut Expr, key: &AgentKey, creates: bool, 
     if let Some(v) = &changes.session_expire_at {
         expr.set_or_remove_s(attr::SESSION_EXPIRE_AT, v);
     }
+    if let Some(v) = &changes.session_created_at {
+        expr.set_or_remove_s(attr::SESSION_CREATED_AT, v);
+    }
     if let Some(v) = changes.verified_at_ms {
         expr.set(attr::VERIFIED_AT_MS, n(v));
     }
@@ -249,6 +254,9 @@ pub(super) fn update_expression(expr: &mut Expr, key: &AgentKey, creates: bool, 
         Some(Some(t)) => expr.set(attr::EXPIRES_AT, n(t)),
         Some(None) => expr.remove(attr::EXPIRES_AT),
         None => {}
+    }
+    if let Some(t) = changes.started_by {
+        expr.set(attr::STARTED_BY, s(t.as_str()));
     }
     // Every write says whether it is a state change (`Changes::apply`).
     match changes.announce {

@@ -29,6 +29,7 @@ pub(super) mod attr {
     pub const SNAPSHOT_ID: &str = "snapshot_id";
     pub const SESSION_ID: &str = "session_id";
     pub const SESSION_EXPIRE_AT: &str = "session_expire_at";
+    pub const SESSION_CREATED_AT: &str = "session_created_at";
     pub const VERIFIED_AT_MS: &str = "verified_at_ms";
     /// Epoch ms (N).
     pub const RESUME_SENT_AT: &str = "resume_sent_at";
@@ -51,6 +52,8 @@ pub(super) mod attr {
     pub const ANNOUNCE: &str = "announce";
     /// What set that change off (`Trigger::as_str`).
     pub const TRIGGER: &str = "trigger";
+    /// What set off the change an acquire started (`Trigger::as_str`).
+    pub const STARTED_BY: &str = "started_by";
     /// The registry item's JSON.
     pub const REGISTRY: &str = "registry";
     /// A document item's JSON.
@@ -121,6 +124,7 @@ pub(super) fn record_from_item(item: &Item) -> Result<AgentRecord, StoreError> {
         snapshot_id: get_s(item, attr::SNAPSHOT_ID)?,
         session_id: get_s(item, attr::SESSION_ID)?,
         session_expire_at: get_s(item, attr::SESSION_EXPIRE_AT)?,
+        session_created_at: get_s(item, attr::SESSION_CREATED_AT)?,
         verified_at_ms: get_n(item, attr::VERIFIED_AT_MS)?.unwrap_or(0),
         resume_sent_at_ms: get_n(item, attr::RESUME_SENT_AT)?,
         create_sent_at_ms: get_n(item, attr::CREATE_SENT_AT)?,
@@ -139,6 +143,10 @@ pub(super) fn record_from_item(item: &Item) -> Result<AgentRecord, StoreError> {
         version: get_n(item, attr::VERSION)?.unwrap_or(0),
         updated_at: get_s(item, attr::UPDATED_AT)?,
         expires_at: get_n(item, attr::EXPIRES_AT)?,
+        started_by: get_s(item, attr::STARTED_BY)?
+            .map(|t| t.parse())
+            .transpose()
+            .map_err(corrupt)?,
         announced: match get_s(item, attr::ANNOUNCE)? {
             Some(what) => Some(Announcement {
                 what: what.parse().map_err(corrupt)?,

@@ -30,6 +30,11 @@ impl Feed {
 }
 
 impl MemoryStore {
+    /// The number of the last change made (0: none yet): where the feed stands.
+    pub fn changes_made(&self) -> u64 {
+        self.lock().feed.last
+    }
+
     /// Up to `limit` changes made after the one numbered `after` (0: from the oldest kept),
     /// oldest first; each change's `sequence` is its number.
     pub fn changes_after(&self, after: u64, limit: usize) -> Vec<RecordChange> {
