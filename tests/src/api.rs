@@ -211,6 +211,26 @@ pub async fn settle_alices<F: HttpFunction>(
     }
 }
 
+/// [`settle_alices`], asked again also after an error that says it is retryable, as a client
+/// does (a machine loaded by the rest of the suite makes AgentKit's simulator slow to answer):
+/// for a test about what the change announces, not about that error.
+pub async fn settle_alices_as_a_client<F: HttpFunction>(
+    function: &F,
+    agent_id: &str,
+    verb: &str,
+    patience: Duration,
+) -> (u16, serde_json::Value) {
+    let until = std::time::Instant::now() + patience;
+    loop {
+        let (status, body) = settle_alices(function, agent_id, verb, patience).await;
+        let retryable = body["retryable"] == serde_json::Value::Bool(true);
+        if !retryable || std::time::Instant::now() > until {
+            return (status, body);
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+}
+
 /// `request` answered by `function` in a task of its own, so that a test can race it against
 /// another request, or abort it midway.
 pub fn spawn_request<F: HttpFunction + 'static>(

@@ -11,6 +11,7 @@ mod agentkit;
 mod api;
 pub mod captured_log;
 pub mod counting;
+pub mod deployment;
 pub mod event_bus;
 pub mod iam;
 pub mod lost_answers;

@@ -54,7 +54,14 @@ impl Relay {
                     }
                 }
                 if !pending.is_empty() {
-                    match announce(&pending, &sink).await.failed_at {
+                    match announce(
+                        &pending,
+                        &sink,
+                        snapwake::deadline::Deadline::after(std::time::Duration::from_secs(60)),
+                    )
+                    .await
+                    .failed_at
+                    {
                         None => pending.clear(),
                         Some(at) => {
                             let done = pending.iter().take_while(|c| c.sequence != at).count();

@@ -1,11 +1,11 @@
-//! A recording Amazon SQS FIFO queue (`SendMessageBatch`, the JSON 1.0 protocol) over HTTP,
-//! strict the way the real one is: it checks the target and content type, recomputes each
-//! request's SigV4 signature with the test credentials and refuses a wrong one (403
+//! A recording Amazon SQS standard queue (`SendMessageBatch`, the JSON 1.0 protocol) over
+//! HTTP, strict the way the real one is: it checks the target and content type, recomputes
+//! each request's SigV4 signature with the test credentials and refuses a wrong one (403
 //! `InvalidSignatureException`), validates the batch (the queue's URL, 1–10 entries with
-//! distinct ids, a body, and on a FIFO queue a `MessageGroupId` and a
-//! `MessageDeduplicationId`), and drops a message whose deduplication id it took within five
-//! minutes, answering it sent, as FIFO queues do. It can fail the next entries the way SQS
-//! does: in a 200, each failed entry with its code and whether the sender is to blame.
+//! distinct ids, a body, a `DelaySeconds` of 0 to 900 if any, and no `MessageGroupId` or
+//! `MessageDeduplicationId`, which a standard queue refuses), and takes every message, a
+//! repeat too. It can fail the next entries the way SQS does: in a 200, each failed entry with
+//! its code and whether the sender is to blame.
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -28,14 +28,14 @@ pub const QUEUE_KEY: SigningKey = SigningKey {
     service: "sqs",
 };
 /// The queue senders name.
-pub const QUEUE_URL: &str = "https://sqs.eu-west-1.amazonaws.com/123456789012/snapwake-due.fifo";
+pub const QUEUE_URL: &str = "https://sqs.eu-west-1.amazonaws.com/123456789012/snapwake-due";
 
-/// A message the queue took (once per deduplication id).
+/// A message the queue took.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Message {
     pub body: String,
-    pub group_id: String,
-    pub dedup_id: String,
+    /// Its `DelaySeconds` (0: none).
+    pub delay_s: u64,
 }
 
 /// How the next entries fail, one fault per entry, in order.
@@ -50,7 +50,6 @@ pub enum EntryFault {
 #[derive(Default)]
 struct Shared {
     taken: Mutex<Vec<Message>>,
-    dedup: Mutex<HashSet<String>>,
     faults: Mutex<Vec<EntryFault>>,
     calls: AtomicU32,
     bad_signatures: AtomicU32,
@@ -89,7 +88,7 @@ impl SqsDouble {
         lock(&self.shared.faults).extend_from_slice(faults);
     }
 
-    /// The messages taken, in order, each deduplication id once.
+    /// The messages taken, in order.
     pub fn messages(&self) -> Vec<Message> {
         lock(&self.shared.taken).clone()
     }
@@ -142,13 +141,20 @@ async fn send_message_batch(
     let mut failed = Vec::new();
     for entry in entries {
         let id = entry["Id"].as_str().unwrap_or_default();
-        let fields = (
-            entry["MessageBody"].as_str().filter(|b| !b.is_empty()),
-            entry["MessageGroupId"].as_str(),
-            entry["MessageDeduplicationId"].as_str(),
-        );
-        let (Some(body), Some(group_id), Some(dedup_id)) = fields else {
+        let Some(body) = entry["MessageBody"].as_str().filter(|b| !b.is_empty()) else {
             failed.push(json!({"Id": id, "Code": "MissingParameter", "SenderFault": true}));
+            continue;
+        };
+        // A standard queue refuses a FIFO queue's parameters.
+        let fifo = ["MessageGroupId", "MessageDeduplicationId"]
+            .iter()
+            .any(|f| entry.get(*f).is_some());
+        let delay_s = match entry.get("DelaySeconds") {
+            None => Some(0),
+            Some(d) => d.as_u64().filter(|d| *d <= 900),
+        };
+        let (false, Some(delay_s)) = (fifo, delay_s) else {
+            failed.push(json!({"Id": id, "Code": "InvalidParameterValue", "SenderFault": true}));
             continue;
         };
         let fault = {
@@ -167,14 +173,10 @@ async fn send_message_batch(
             }
             None => {}
         }
-        // FIFO: a deduplication id taken within five minutes is answered sent, not taken again.
-        if lock(&shared.dedup).insert(dedup_id.to_string()) {
-            lock(&shared.taken).push(Message {
-                body: body.to_string(),
-                group_id: group_id.to_string(),
-                dedup_id: dedup_id.to_string(),
-            });
-        }
+        lock(&shared.taken).push(Message {
+            body: body.to_string(),
+            delay_s,
+        });
         successful.push(json!({"Id": id, "MessageId": uuid::Uuid::new_v4().to_string()}));
     }
     shared.calls.fetch_add(1, Ordering::SeqCst);
