@@ -317,6 +317,12 @@ def test_a_failed_wake_shows_the_problem_and_tries_again(watched, server):
     expect(again).to_be_visible()
     _, _, view = server.api("GET", f"/v1/agents/codex/{DATA_HELPER}")
     assert view["wake"]["state"] == "failed"
+    # Only GetSession's answer was faulted: the session the Resume started comes up Ready
+    # 300 ms later, and a listing then shows the agent awake after all (no notice; the view keeps
+    # the failed wake). Make the simulator's world what the fault said: that sandbox stopped.
+    if view.get("session"):
+        server.sim_post(f"/_sim/sessions/{view['session']['session_id']}/status",
+                        {"status": "Stopped"})
     # Listed again, the view's failed wake and the page's problem are one notice, not two.
     page.get_by_role("button", name="Refresh").click()
     expect(page.locator("#status")).to_have_text("4 agents listed.")

@@ -134,6 +134,7 @@ async fn schedule(store: &DynamoStore, ids: &[String], due_ms: u64) {
                 next_wake_ms: Some(due_ms),
                 next_sleep_ms: None,
                 next_wake_lead_ms: None,
+                keep_ms: None,
                 open: None,
                 last: None,
                 version: 0,

@@ -189,11 +189,21 @@ async fn wakes_joins_and_throttles_leave_valid_emf_records() {
         old: Some(before),
         new: Some(written),
     }];
-    let relayed = snapwake::events::announce(&change, &bus.publisher()).await;
+    let relayed = snapwake::events::announce(
+        &change,
+        &bus.publisher(),
+        snapwake::deadline::Deadline::after(Duration::from_secs(60)),
+    )
+    .await;
     assert_eq!(relayed.failed_at.as_deref(), Some("1"));
     assert_eq!(total(&lines, "EventsFailed"), 1.0);
     assert_eq!(total(&lines, "EventsPublished"), 0.0);
-    let relayed = snapwake::events::announce(&change, &bus.publisher()).await;
+    let relayed = snapwake::events::announce(
+        &change,
+        &bus.publisher(),
+        snapwake::deadline::Deadline::after(Duration::from_secs(60)),
+    )
+    .await;
     assert_eq!((relayed.published, relayed.failed_at), (1, None));
     assert_eq!(total(&lines, "EventsPublished"), 1.0);
 

@@ -64,9 +64,10 @@ pub struct ServeArgs {
     /// it also runs once at start. `0s` turns the schedule off.
     #[arg(long, default_value = "1h", value_parser = humantime::parse_duration)]
     sweep_every: Duration,
-    /// Tick the schedules this often (deployed: every minute). Each tick acts at the minute
-    /// it falls in, so ticking more often only repeats ticks, which change nothing: a quicker
-    /// demo after moving the simulator's clock. `0s` turns ticking off.
+    /// Tick the schedules this often (deployed: every minute, at its start; so does this by
+    /// default). Each tick acts at the minute it falls in, so ticking more often only repeats
+    /// ticks, which change nothing: a quicker demo after moving the simulator's clock. `0s`
+    /// turns ticking off.
     #[arg(long, default_value = "1m", value_parser = humantime::parse_duration)]
     tick_every: Duration,
     /// AgentKit's own time and rate limits in the embedded simulator.
@@ -101,6 +102,8 @@ const DUE_BUDGET: Duration = Duration::from_secs(29);
 
 /// The longest one sweep of the local server runs before it checkpoints.
 const SWEEP_BUDGET: Duration = Duration::from_secs(120);
+/// Due occurrences worked at once in process (deployed: 10 invocations × 10 messages).
+const SERVE_CONSUMERS: usize = 20;
 
 pub fn run(args: ServeArgs) -> Result<(), CliError> {
     snapwake::bootstrap::init_tracing();
@@ -262,8 +265,12 @@ async fn run_with<S: AgentStore + ScheduleStore + BudgetStore + 'static>(
             },
             schedules: parts.config.schedules.clone(),
             // The deployed path, in process: the tick hands due occurrences to a queue that
-            // the consumer below works (docs/schedules.md, "Fan-out").
-            fanout: Fanout::Local(LocalQueue::new(QueueSettings::default())),
+            // the consumer below works (docs/schedules.md, "Fan-out"), with fewer at once than
+            // deployed: here they share one machine with the people it serves.
+            fanout: Fanout::Local(LocalQueue::new(QueueSettings {
+                max_concurrency: SERVE_CONSUMERS,
+                ..QueueSettings::default()
+            })),
             measured: Default::default(),
         },
     });
@@ -346,31 +353,33 @@ async fn run_with<S: AgentStore + ScheduleStore + BudgetStore + 'static>(
         });
     }
 
-    // The schedules' tick, once a minute as deployed (docs/schedules.md), at the embedded
-    // simulator's time when there is one: moving AgentKit's clock moves the schedules' too.
+    // The schedules' tick, as deployed (docs/schedules.md): at the start of every minute, of
+    // the embedded simulator's time when there is one (moving AgentKit's clock moves the
+    // schedules' too). A shorter `--tick-every` ticks that often, each at the minute it falls in.
     if !args.tick_every.is_zero() {
         let ticker = app.clone();
         let sim_clock = parts.sim.as_ref().map(|s| s.control());
-        let mut ticks = tokio::time::interval(args.tick_every);
-        // A slow tick is not made up for with a burst of the same minute.
-        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+        let every = args.tick_every;
+        let clock = move || match &sim_clock {
+            Some(control) => {
+                u64::try_from(control.now().unix_timestamp_nanos() / 1_000_000).unwrap_or_default()
+            }
+            None => snapwake::timestamp::now_ms(),
+        };
         tokio::spawn(async move {
             loop {
-                ticks.tick().await;
-                let now_ms = match &sim_clock {
-                    Some(control) => {
-                        u64::try_from(control.now().unix_timestamp_nanos() / 1_000_000)
-                            .unwrap_or_default()
-                    }
-                    None => snapwake::timestamp::now_ms(),
+                let now_ms = clock();
+                let next_ms = if every >= Duration::from_secs(60) {
+                    (now_ms / 60_000 + 1) * 60_000
+                } else {
+                    now_ms + every.as_millis() as u64
                 };
+                tokio::time::sleep(Duration::from_millis(next_ms - now_ms)).await;
+                let now_ms = clock();
                 // The minute, as EventBridge Scheduler's `scheduled-time` would say it.
                 let minute_ms = now_ms - now_ms % 60_000;
-                if let Err(e) = ticker
-                    .resume
-                    .tick(minute_ms, Deadline::after(TICK_BUDGET))
-                    .await
-                {
+                let tick = ticker.resume.tick(minute_ms, Deadline::after(TICK_BUDGET));
+                if let Err(e) = tick.await {
                     tracing::warn!(error = %e, "schedule tick failed");
                 }
             }

@@ -49,6 +49,7 @@ async fn a_leaving_owner_gets_410_and_no_agentkit_call_on_every_path() {
             started_at_ms: now_ms(),
             left: vec![codex(&asleep), codex(&awake)],
             runs: 1,
+            listed_at_ms: None,
             finished_at_ms: None,
         },
     )

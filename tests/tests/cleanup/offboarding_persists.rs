@@ -85,11 +85,15 @@ async fn a_held_agent_at_offboarding_time_is_deleted_by_the_next_sweep() {
         )
         .await
         .unwrap();
-    let swept = f
-        .invoke(serde_json::json!({"action": "sweep"}), context(120_000))
-        .await
-        .unwrap();
+    let swept = sweep(&f).await;
     assert_eq!(swept["offboarding"]["deleted"], 1, "{swept}");
+    // Nothing is left, but a request admitted just before the offboarding may still be
+    // writing its agent's record (ADMITTED_FOR): not finished before a listing after that.
+    assert_eq!(swept["offboarding"]["finished"], 0, "{swept}");
+    assert_eq!(swept["offboarding"]["left"], 0, "{swept}");
+    age_offboarding(&store, "alice").await;
+    let swept = sweep(&f).await;
+    assert_eq!(swept["offboarding"]["deleted"], 0, "{swept}");
     assert_eq!(swept["offboarding"]["finished"], 1, "{swept}");
     assert!(world.snapshots_of(&held_id).is_empty());
     let record = store.get(&held_key).await.unwrap().unwrap();
@@ -113,6 +117,58 @@ async fn a_held_agent_at_offboarding_time_is_deleted_by_the_next_sweep() {
     let wake = alices_request("POST", &format!("/v1/agents/codex/{again}/resume"));
     let (status, body) = answer(&api.handle(wake).await);
     assert_eq!(status, 200, "{body}");
+}
+
+/// Seam 1 of docs/testing.md: AgentKit answering 5xx to its listings while bob's offboarding
+/// event is handled. The run found nothing, so it must not be finished by a later run that
+/// only retries what was left (nothing): the next sweep, once the listings answer, lists again
+/// and deletes bob's agent, and it never wakes again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_offboarding_whose_listings_failed_lists_again_before_it_is_finished() {
+    let store = dynamo_store("offboard-listing-failed").await;
+    let world = World::registered(Duration::ZERO, &store).await;
+    let (bobs, _) = world.asleep_agent("bob", "Bob's");
+    let f = cleanup_fn(store.clone(), world.client(), SweepSettings::default());
+    let ctl = world.sim.control();
+    for action in ["ListSessions", "ListSessionSnapshots"] {
+        ctl.inject(Fault::error(Some(action), "InternalError", 500))
+            .unwrap();
+    }
+    // Failed or not, the run must leave the offboarding pending.
+    let handled = f
+        .invoke(offboarded("bob", OFFBOARDING_SOURCE), context(60_000))
+        .await;
+    let progress = snapwake::offboarding::progress(&store, "bob")
+        .await
+        .unwrap()
+        .expect("the offboarding is recorded before anything is listed");
+    assert!(!progress.is_finished(), "{handled:?} {progress:?}");
+    assert_eq!(
+        snapwake::offboarding::pending(&store).await.unwrap(),
+        vec!["bob".to_string()]
+    );
+    assert!(!world.snapshots_of(&bobs).is_empty(), "nothing was found");
+
+    // The listings answer again; the next sweep (late enough) finds the agent and deletes it.
+    ctl.clear_faults();
+    age_offboarding(&store, "bob").await;
+    let swept = sweep(&f).await;
+    assert_eq!(swept["offboarding"]["deleted"], 1, "{swept}");
+    assert_eq!(swept["offboarding"]["finished"], 1, "{swept}");
+    assert!(world.snapshots_of(&bobs).is_empty());
+
+    // bob's agent does not wake: no Resume is sent.
+    let api = Api::new(store.clone(), world.client(), identity());
+    ctl.reset_counters();
+    let wake = request(
+        "POST",
+        &format!("/v1/agents/codex/{bobs}/resume"),
+        Who::User("bob"),
+        None,
+    );
+    let (status, body) = answer(&api.handle(wake).await);
+    assert!(status == 404 || status == 410, "{status} {body}");
+    assert_eq!(received(&world, "ResumeSessionFromSnapshot"), 0);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -142,4 +198,27 @@ async fn an_offboarding_event_from_another_source_deletes_nothing() {
         .await
         .unwrap()
         .is_none());
+}
+
+/// One scheduled sweep of `f` (the retention sweep, then the pending offboardings): its report.
+async fn sweep<S: snapwake::store::AgentStore + snapwake::store::ScheduleStore, K: AgentKit>(
+    f: &Delete<S, K>,
+) -> Value {
+    f.invoke(serde_json::json!({"action": "sweep"}), context(120_000))
+        .await
+        .unwrap()
+}
+
+/// `owner`'s offboarding as if it had been accepted longer ago than any request admitted before
+/// it can still work ([`snapwake::offboarding::ADMITTED_FOR`]): the time a sweep would wait.
+async fn age_offboarding<S: snapwake::store::AgentStore>(store: &S, owner: &str) {
+    let mut progress = snapwake::offboarding::progress(store, owner)
+        .await
+        .unwrap()
+        .unwrap();
+    let aged = snapwake::offboarding::ADMITTED_FOR + Duration::from_secs(1);
+    progress.started_at_ms -= aged.as_millis() as u64;
+    snapwake::offboarding::record(store, &progress)
+        .await
+        .unwrap();
 }

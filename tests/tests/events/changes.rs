@@ -10,15 +10,19 @@ use super::*;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_change_over_http_publishes_one_event() {
     let (store, bus, relay) = announcing("events-http").await;
-    let world = World::registered(Duration::from_millis(200), &store).await;
+    // The simulator on threads of its own: 20 callers at once on the test's two would keep
+    // it from answering in time on a loaded machine (a Resume timing out is a failed wake).
+    let world = World::start_apart(Duration::from_millis(200));
+    world.register(&*store).await;
     let api = Arc::new(Api::new(store.clone(), world.client(), identity()));
     let (agent_id, snapshot_id) = world.asleep_agent("alice", "Announced");
 
     // 20 callers at once: one wake, one event.
-    let answers = futures::future::join_all(
-        (0..20).map(|_| settle_alices(&*api, &agent_id, "resume", Duration::from_secs(30))),
-    )
-    .await;
+    let answers =
+        futures::future::join_all((0..20).map(|_| {
+            settle_alices_as_a_client(&*api, &agent_id, "resume", Duration::from_secs(30))
+        }))
+        .await;
     assert!(
         answers
             .iter()

@@ -130,11 +130,92 @@ async fn the_announce_function_publishes_a_stream_batch_over_the_wire() {
         "../../../functions/announce/tests/fixtures/stream-batch.json"
     ))
     .expect("the announce function's fixture");
-    let answer = announce.handle(&batch).await;
+    let answer = announce.handle(&batch, far()).await;
     assert_eq!(answer, serde_json::json!({"batchItemFailures": []}));
     let published: Vec<String> = bus.published().into_iter().map(|d| d.detail_type).collect();
     assert_eq!(
         published,
         ["snapwake.agent.created", "snapwake.agent.asleep"]
     );
+}
+
+/// A deadline no test reaches: the invocation's time is not what these tests are about.
+fn far() -> snapwake::deadline::Deadline {
+    snapwake::deadline::Deadline::after(std::time::Duration::from_secs(60))
+}
+
+/// The changes of `agents` (one each, in order), as the stream hands them over.
+fn announced_changes(agents: &[&str]) -> Vec<snapwake::store::RecordChange> {
+    agents
+        .iter()
+        .enumerate()
+        .map(|(n, agent)| {
+            let mut record = snapwake::domain::AgentRecord::absent(key(agent));
+            record.version = n as u64 + 1;
+            record.announced = Some(snapwake::domain::Announcement {
+                what: snapwake::domain::Announce::Awake,
+                trigger: snapwake::domain::Trigger::Http,
+            });
+            snapwake::store::RecordChange {
+                sequence: (n + 1).to_string(),
+                old: None,
+                new: Some(record),
+            }
+        })
+        .collect()
+}
+
+/// Ten events a `PutEvents` call (EventBridge's limit), never two of one agent in one call (a
+/// call's entries fail one by one: the second could go out before the first), and in time: a
+/// deadline that leaves no room for a call publishes nothing and names the first change to
+/// deliver again, rather than running the invocation out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn events_go_ten_a_call_one_per_agent_and_stop_in_time() {
+    let bus = EventBusDouble::start().await;
+    let mut agents: Vec<String> = (0..25).map(|i| format!("studio-many-{i:02}")).collect();
+    // One agent twice, close together.
+    agents.insert(5, "studio-many-03".to_string());
+    let agents: Vec<&str> = agents.iter().map(String::as_str).collect();
+    let changes = announced_changes(&agents);
+    let relayed = snapwake::events::announce(&changes, &bus.publisher(), far()).await;
+    assert_eq!((relayed.published, relayed.failed_at), (26, None));
+    let mut calls: Vec<String> = bus.published().into_iter().map(|d| d.body).collect();
+    calls.dedup();
+    let sizes: Vec<usize> = calls
+        .iter()
+        .map(|body| {
+            serde_json::from_str::<Value>(body).unwrap()["Entries"]
+                .as_array()
+                .unwrap()
+                .len()
+        })
+        .collect();
+    assert_eq!(
+        sizes,
+        vec![5, 10, 10, 1],
+        "the second event of one agent starts a call"
+    );
+    let order: Vec<String> = bus
+        .published()
+        .into_iter()
+        .map(|d| d.detail["change_id"].as_str().unwrap().to_string())
+        .collect();
+    let own: Vec<&String> = order
+        .iter()
+        .filter(|c| c.contains("studio-many-03/"))
+        .collect();
+    assert_eq!(own.len(), 2);
+    assert!(own[0].ends_with("/4") && own[1].ends_with("/6"), "{own:?}");
+
+    // Too little time left for one call: nothing sent, the first change named, at once.
+    let before = bus.deliveries().len();
+    let started = std::time::Instant::now();
+    let short = snapwake::deadline::Deadline::after(Duration::from_millis(500));
+    let relayed = snapwake::events::announce(&changes, &bus.publisher(), short).await;
+    assert_eq!(
+        (relayed.published, relayed.failed_at.as_deref()),
+        (0, Some("1"))
+    );
+    assert!(started.elapsed() < Duration::from_millis(500));
+    assert_eq!(bus.deliveries().len(), before);
 }

@@ -131,3 +131,72 @@ async fn the_sweep_and_offboarding_announce_their_deletions() {
     );
     assert_well_formed(&bus, &world);
 }
+
+/// A change is announced as the doing of what started it, whoever settles it: a wake the tick
+/// started and a person's poll finished is the schedule's; a person's wake that a tick (its
+/// schedule coming due meanwhile) found in flight and finished is the person's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_change_is_announced_as_what_started_it_whoever_settles_it() {
+    let (store, bus, relay) = announcing("events-starter").await;
+    let world = World::registered(Duration::from_millis(300), &store).await;
+    let api = Api::new(store.clone(), world.client(), identity());
+    let (by_schedule, _) = world.asleep_agent("alice", "Started by the tick");
+    let (by_person, _) = world.asleep_agent("alice", "Started by alice");
+    for agent_id in [&by_schedule, &by_person] {
+        settle_to(&api, agent_id, "resume", "awake").await;
+        settle_to(&api, agent_id, "sleep", "asleep").await;
+    }
+    // From here a session takes 2 s to be Ready: a short request or a tick leaves it waking.
+    world
+        .sim
+        .control()
+        .set_session_ready_delay(Duration::from_secs(2));
+    let body = serde_json::json!({"timezone": "UTC", "wake": "30 8 * * *"}).to_string();
+    let mut wake_at = 0;
+    for agent_id in [&by_schedule, &by_person] {
+        let put = request(
+            "PUT",
+            &format!("/v1/agents/codex/{agent_id}/schedule"),
+            Who::User("alice"),
+            Some(&body),
+        );
+        let (status, schedule) = answer(&api.handle(put).await);
+        assert_eq!(status, 200, "{schedule}");
+        wake_at =
+            snapwake::timestamp::epoch_ms(schedule["next_wake_at"].as_str().unwrap()).unwrap();
+    }
+    // alice wakes one herself (a short request: 202, the session booting) ...
+    let (status, body) = call(&api, "POST", &by_person, "resume").await;
+    assert_eq!(status, 202, "{body}");
+    // ... the tick wakes the other (no wait either: its holder answers once Resume is sent) ...
+    let tick = api
+        .resume
+        .tick(wake_at, Deadline::after(Duration::from_secs(25)));
+    assert_eq!(tick.await.expect("a tick").errors, 0);
+    let waking = store.get(&key(&by_schedule)).await.unwrap().unwrap();
+    assert_eq!(waking.state, WakeState::Waking, "the tick left it booting");
+    // ... both sessions boot, and each change is finished by the other side: alice's poll
+    // settles the scheduled wake; the next tick, finding her wake in flight on its own
+    // occurrence, settles hers.
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    settle_to(&api, &by_schedule, "resume", "awake").await;
+    for minute in 1..10 {
+        let tick = api.resume.tick(
+            wake_at + minute * 60_000,
+            Deadline::after(Duration::from_secs(25)),
+        );
+        tick.await.expect("a tick");
+        let record = store.get(&key(&by_person)).await.unwrap().unwrap();
+        if record.state == WakeState::Awake {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    for (agent_id, started_by) in [(&by_schedule, "schedule"), (&by_person, "http")] {
+        let events = published_about(&relay, &bus, agent_id).await;
+        let awake = &events["snapwake.agent.awake"];
+        let last = awake.last().expect("an awake event").detail["trigger"].clone();
+        assert_eq!(last, started_by, "{agent_id}: {awake:#?}");
+    }
+    assert_well_formed(&bus, &world);
+}

@@ -98,13 +98,19 @@ async fn scan_before_the_sync_and_index_after_it_list_the_same_agents() {
     );
     assert!(agent(&indexed, &s.asleep)["etag"].is_string());
 
-    // Bob sees his own, never alice's, and never the mislabelled one by its metadata.
+    // Bob sees his own, never alice's. The mislabelled one is his by its id: its metadata
+    // (alice) hides its session from his Username-filtered listing, and the index, which
+    // knows it awake, shows it to him (and to nobody else).
     let (_, bobs) = get(&f, "/v1/agents", &[], Who::User("bob")).await;
     assert_eq!(
         ids(&bobs),
-        [s.bob_asleep.clone(), s.bob_awake.clone()]
-            .into_iter()
-            .collect()
+        [
+            s.bob_asleep.clone(),
+            s.bob_awake.clone(),
+            s.mislabelled.clone()
+        ]
+        .into_iter()
+        .collect()
     );
     assert!(!ids(&indexed).contains(&s.mislabelled));
     assert!(!ids(&indexed).contains(&s.gone));

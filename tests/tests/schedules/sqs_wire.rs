@@ -1,7 +1,7 @@
 //! The deployed fan-out queue on the wire (`snapwake::fanout::SqsQueue`): the tick's due
-//! occurrences reach an SQS FIFO queue double that checks SigV4 and the batch as SQS does, ten
-//! a call, each in its agent's group with its occurrence's deduplication id; entries SQS fails
-//! without blaming the sender are sent again, a sender's fault and a bad signature are errors.
+//! occurrences reach a standard SQS queue double that checks SigV4 and the batch as SQS does,
+//! ten a call, a follow-up delayed to its time; entries SQS fails without blaming the sender
+//! are sent again, a sender's fault and a bad signature are errors.
 
 use snapwake::fanout::{DueOccurrence, FanoutError};
 use snapwake::schedule::DueLead;
@@ -20,12 +20,13 @@ fn due_at_0830(count: usize) -> Vec<DueOccurrence> {
             sleep_ms: None,
             version: 1,
             lead: DueLead::default(),
+            not_before_ms: None,
         })
         .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn occurrences_reach_the_queue_signed_ten_a_call_each_in_its_agents_group() {
+async fn occurrences_reach_the_queue_signed_ten_a_call_a_follow_up_delayed() {
     let sqs = SqsDouble::start().await;
     let due = due_at_0830(25);
     sqs.sender().send(&due).await.expect("sent");
@@ -34,14 +35,27 @@ async fn occurrences_reach_the_queue_signed_ten_a_call_each_in_its_agents_group(
     let messages = sqs.messages();
     assert_eq!(messages.len(), 25);
     for (message, occurrence) in messages.iter().zip(&due) {
-        assert_eq!(message.group_id, occurrence.group_id());
-        assert_eq!(message.dedup_id, occurrence.dedup_id());
+        assert_eq!(message.delay_s, 0, "due now");
         let body: DueOccurrence = serde_json::from_str(&message.body).expect("a due occurrence");
         assert_eq!(&body, occurrence);
     }
-    // A second tick handing over the same occurrences (an invocation retried) adds nothing.
-    sqs.sender().send(&due).await.expect("sent again");
-    assert_eq!(sqs.messages().len(), 25, "deduplicated by occurrence");
+    // A follow-up, due in 4.2 s, is delayed 5 s: whole seconds, rounded up, never delivered
+    // early. (4 s when the send itself came more than 0.2 s after the follow-up was made, as on
+    // a loaded CI machine once: what is left of its wait, rounded up.)
+    let made = snapwake::timestamp::now_ms();
+    let follow_up = due[0].follow_up(std::time::Duration::from_millis(4_200));
+    sqs.sender().send(&[follow_up]).await.expect("sent");
+    let sent_by = snapwake::timestamp::now_ms();
+    let delay_s = sqs.messages().last().map(|m| m.delay_s).expect("sent");
+    assert!(delay_s <= 5, "{delay_s} s");
+    assert!(
+        delay_s * 1_000 >= 4_200u64.saturating_sub(sent_by - made),
+        "{delay_s} s after {} ms",
+        sent_by - made
+    );
+    // A repeat is taken again (a standard queue): the schedule item makes it harmless.
+    sqs.sender().send(&due[..3]).await.expect("sent again");
+    assert_eq!(sqs.messages().len(), 29);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -69,6 +69,9 @@ async fn two_agents_keep_office_hours_for_two_weeks() {
         for agent in &agents {
             tick_until_settled(&f, agent, due + 240_000, 30).await;
         }
+        // The minute after: a wake reached by the last of those is looked at again at once
+        // (the day's keep, docs/schedules.md), which sets when its session is next kept.
+        tick(&f, due + 300_000).await;
         ctl.clear_faults();
         let is_wake = store
             .get_schedule(&key(&agents[0]))

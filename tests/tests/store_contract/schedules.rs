@@ -14,6 +14,7 @@ fn schedule(id: &str, wake: Option<u64>, sleep: Option<u64>) -> ScheduleRecord {
         next_wake_ms: wake,
         next_sleep_ms: sleep,
         next_wake_lead_ms: None,
+        keep_ms: None,
         open: None,
         last: None,
         version: 0,
@@ -34,6 +35,7 @@ pub(crate) async fn schedules_cas_round_trip_and_delete<S: AgentStore + Schedule
         attempt: Attempt::InFlight,
         seen_version: 7,
         started_ms: None,
+        follow_up_ms: None,
     });
     let first = store.put_schedule(&s, 0).await.unwrap();
     assert_eq!(first.version, 1);
@@ -79,6 +81,7 @@ pub(crate) async fn due_index_reads_only_the_due_in_order<S: AgentStore + Schedu
         attempt: Attempt::Retry,
         seen_version: 0,
         started_ms: None,
+        follow_up_ms: None,
     });
     store.put_schedule(&open, 0).await.unwrap();
 
