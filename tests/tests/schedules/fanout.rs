@@ -94,9 +94,10 @@ async fn the_tick_queues_what_is_due_and_the_consumers_wake_each_agent_once() {
     }
     let stats = queue.stats();
     // Each tick's six (a repeat is not dropped: the schedule item makes it harmless), and
-    // the follow-ups that saw the wakes Ready.
+    // the follow-ups that saw the wakes Ready: how many depends on when each was Ready (a
+    // consumer that saw its wake Ready before it finished needs none; under AgentKit's rate
+    // limits in CI, two of six did), so only the outcomes below are counted.
     assert_eq!(stats.sent - stats.delayed, 12, "{stats:?}");
-    assert!(stats.delayed >= 6, "{stats:?}");
     assert_eq!((stats.failed, stats.dead_lettered), (0, 0), "{stats:?}");
     assert_eq!(resumes(&ctl), 6, "one Resume per agent");
     for agent_id in &agents {

@@ -8,13 +8,22 @@ use super::*;
 
 /// 50 sleeps of one awake agent at once: one CreateSessionSnapshot, one DeleteSession, and
 /// every caller answered 200 asleep (some after a 202).
+///
+/// The lease is production's (60 s): with the quick 5 s one, a holder stalled on a loaded CI
+/// machine between its acquire and naming its snapshot lapsed, and the caller that rightly
+/// took the agent over sent a second snapshot. A lapsed holder's takeover is the subject of
+/// the lock's own tests; this one is about fifty callers at once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fifty_sleeps_at_once_take_one_snapshot_and_end_one_session() {
     let store = dynamo_store("sleep-fifty").await;
     let world = World::registered(Duration::ZERO, &store).await;
     let ctl = world.sim.control();
     ctl.set_snapshot_ready_delay(Duration::from_millis(500));
-    let f = Arc::new(resume_fn(store.clone(), world.client(), quick_wake()));
+    let settings = WakeSettings {
+        lock: quick_lock(Duration::from_secs(60)),
+        ..quick_wake()
+    };
+    let f = Arc::new(resume_fn(store.clone(), world.client(), settings));
     let (agent_id, session) = awake_agent(&world, &f, "Busy").await;
     let before = world.snapshots_of(&agent_id);
 
