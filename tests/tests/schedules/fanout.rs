@@ -6,6 +6,7 @@ use snapwake::fanout::{DueOccurrence, Fanout, LocalQueue, QueueSettings};
 use snapwake::schedule::DueLead;
 use snapwake::store::{Answer, Call, Layer, StoreError};
 use snapwake_resume::{Answer as Answered, Invocation};
+use std::sync::atomic::Ordering;
 
 use super::*;
 
@@ -27,6 +28,46 @@ impl<S: Send + Sync> Layer for UnreachableFor<S> {
         Box::pin(async move {
             if refused {
                 return Err(StoreError::Unavailable("injected: unreachable".into()));
+            }
+            answer.await
+        })
+    }
+}
+
+/// `inner`, but another writer (a consumer of the same occurrence, a person's PUT) writes
+/// one agent's schedule item just before each of the next `rivals` writes of it: each of
+/// those loses its condition.
+struct RivalFor<S> {
+    inner: S,
+    agent: AgentKey,
+    rivals: std::sync::atomic::AtomicU32,
+}
+
+impl<S: ScheduleStore + Send + Sync> Layer for RivalFor<S> {
+    type Inner = S;
+
+    fn inner(&self) -> &S {
+        &self.inner
+    }
+
+    fn around<'a, T: Send + 'a>(&'a self, call: Call<'a>, answer: Answer<'a, T>) -> Answer<'a, T> {
+        let ours = match call {
+            Call::PutSchedule(record) => record.key.as_ref() == Some(&self.agent),
+            Call::SetSchedule(key) => *key == self.agent,
+            _ => false,
+        };
+        Box::pin(async move {
+            let rival = ours
+                && self
+                    .rivals
+                    .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+                    .is_ok();
+            if rival {
+                // The item as it is, written again: its version moves on.
+                let current = self.inner.get_schedule(&self.agent).await?;
+                if let Some(current) = current {
+                    self.inner.put_schedule(&current, current.version).await?;
+                }
             }
             answer.await
         })
@@ -167,4 +208,56 @@ async fn a_batch_reports_only_the_messages_it_could_not_handle() {
     assert_eq!(resumes(&ctl), 1, "the fine one was woken");
     let record = store.get(&key(&broken)).await.unwrap().unwrap();
     assert_eq!(record.state, WakeState::Asleep);
+}
+
+/// An occurrence whose consumer lost every race for its schedule item (another consumer, a
+/// person's PUT) is decided again a second later through the queue, within its minute: not
+/// acknowledged and left to a tick that may never send it again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_contended_occurrence_is_decided_again_within_its_minute() {
+    let store = dynamo_store("fanout-contended").await;
+    let world = World::registered(Duration::from_millis(300), &store).await;
+    let ctl = world.sim.control();
+    let queue = LocalQueue::new(QueueSettings::default());
+    let ticking = Resume {
+        fanout: Fanout::Local(queue.clone()),
+        ..resume_fn(store.clone(), world.client(), quick_wake())
+    };
+    let agent_id = asleep_agent(&world, &ticking, "Contended").await;
+    let body = json!({"timezone": "UTC", "wake": "30 8 * * *"});
+    let w = at(
+        put_schedule(&ticking, &agent_id, body).await["next_wake_at"]
+            .as_str()
+            .unwrap(),
+    );
+    ctl.reset_counters();
+    let report = tick(&ticking, w).await;
+    assert_eq!((report.due, report.queued), (1, 1), "{report:?}");
+    // The consumer loses its three tries at the item, then wins once the rival is done.
+    let consumer = Resume {
+        fanout: Fanout::Local(queue.clone()),
+        ..resume_fn(
+            RivalFor {
+                inner: store.clone(),
+                agent: key(&agent_id),
+                rivals: std::sync::atomic::AtomicU32::new(3),
+            },
+            world.client(),
+            quick_wake(),
+        )
+    };
+    drain(&queue, &consumer).await;
+    let stats = queue.stats();
+    assert!(
+        stats.delayed >= 1,
+        "decided again through the queue: {stats:?}"
+    );
+    assert_eq!(resumes(&ctl), 1, "woken once, with no tick since");
+    let schedule = store.get_schedule(&key(&agent_id)).await.unwrap().unwrap();
+    assert_eq!(
+        schedule.last.map(|l| l.outcome),
+        Some("reached".to_string()),
+        "{agent_id}"
+    );
+    assert_eq!(live_sessions(&ctl, &agent_id).len(), 1);
 }
