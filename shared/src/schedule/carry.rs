@@ -96,8 +96,19 @@ pub fn decide_early(
             next.last = Some(settled(open.action, open.at_ms, "superseded"));
         }
         if now_ms.saturating_sub(at_ms) > CATCH_UP_MS {
+            // Too late to act on, but an agent already where the occurrence wants it (a person
+            // woke it, or made it awake) has it reached: a day whose wake the ticks missed is
+            // still kept to its sleep. Found by the simulated deployment: an agent made awake
+            // before its 08:30 wake, the ticks first running at 09:00, its day ended at 08:00
+            // by AgentKit's 8 hours.
             next.open = None;
-            next.last = Some(settled(action, at_ms, "missed"));
+            let outcome = if agent.reached(action) {
+                "reached"
+            } else {
+                "missed"
+            };
+            next.last = Some(settled(action, at_ms, outcome));
+            keep_after(&mut next, now_ms);
             return Step::Write(next);
         }
         next.open = Some(acting(action, at_ms, agent, now_ms));

@@ -13,11 +13,11 @@
 use std::time::Duration;
 
 use snapwake::agentkit::AgentKit;
-use snapwake::domain::{ScheduleRecord, ToolRegistry, WakeState};
+use snapwake::domain::{Action, ScheduleRecord, ToolRegistry, WakeState};
 use snapwake::error::Error;
 use snapwake::locate::home_of;
 use snapwake::offboarding::admit;
-use snapwake::store::{AgentStore, ScheduleStore, Within};
+use snapwake::store::{AgentStore, ScheduleStore, StoreError, Within};
 use snapwake::timestamp::{epoch_ms, now_ms};
 
 use super::Handled;
@@ -80,9 +80,13 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
         Ok(Handled::Settled { ready: None })
     }
 
-    /// A person kept `key`'s session alive until `expire_at`: if a scheduled day of it is being
-    /// kept and that is before the day's end, the day is looked at in time to keep it on.
-    /// Best effort: a write lost here is the day's next look's to catch up with.
+    /// A person kept `key`'s session alive until `expire_at`: if that is inside a scheduled day
+    /// (its wake reached, its sleep still ahead) and before the day's end, the day is looked at
+    /// in time to keep it on. A keepalive sets the session's end from now, so a person's short
+    /// one can end a day the ticks had already kept to its sleep, and no look was due any
+    /// more (the simulated deployment found a 1-hour keepalive at 16:02 ending an 08:30–19:00
+    /// day at 17:02). A write that loses to another (a tick's) is read and tried again; one
+    /// that fails is logged.
     pub(crate) async fn day_kept_until(
         &self,
         store: Within<'_, S>,
@@ -92,19 +96,31 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
         let Some(expires) = expire_at.and_then(epoch_ms) else {
             return;
         };
-        let Ok(Some(mut schedule)) = store.get_schedule(key).await else {
-            return;
-        };
-        let (Some(keep), Some(sleep)) = (schedule.keep_ms, schedule.next_sleep_ms) else {
-            return;
-        };
-        let look = expires.saturating_sub(KEEP_AHEAD_MS).max(now_ms());
-        if expires >= sleep + PAST_THE_SLEEP_MS || look >= keep {
-            return;
-        }
-        schedule.keep_ms = Some(look);
-        if let Err(e) = store.put_schedule(&schedule, schedule.version).await {
-            tracing::info!(agent = %key, error = %e, "a scheduled day's next look not moved");
+        for _ in 0..3 {
+            let Ok(Some(mut schedule)) = store.get_schedule(key).await else {
+                return;
+            };
+            let Some(sleep) = schedule.next_sleep_ms else {
+                return;
+            };
+            let in_day = schedule
+                .last
+                .as_ref()
+                .is_some_and(|l| l.action == Action::Wake && l.outcome == "reached");
+            let look = expires.saturating_sub(KEEP_AHEAD_MS).max(now_ms());
+            let looked_at_by_then = schedule.keep_ms.is_some_and(|keep| keep <= look);
+            if !in_day || expires >= sleep + PAST_THE_SLEEP_MS || looked_at_by_then {
+                return;
+            }
+            schedule.keep_ms = Some(look);
+            match store.put_schedule(&schedule, schedule.version).await {
+                Ok(_) => return,
+                Err(StoreError::ScheduleConflict { .. }) => continue,
+                Err(e) => {
+                    tracing::info!(agent = %key, error = %e, "a scheduled day's next look not moved");
+                    return;
+                }
+            }
         }
     }
 

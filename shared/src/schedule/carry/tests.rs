@@ -117,6 +117,32 @@ fn more_than_fifteen_minutes_late_is_missed() {
 }
 
 #[test]
+fn a_missed_wake_of_an_agent_already_awake_is_reached_and_its_day_kept() {
+    let step = decide(
+        &record(Some(W), Some(W + 210 * MIN), None),
+        &plan(),
+        W + 30 * MIN,
+        &agent(WakeState::Awake, 1, false),
+    );
+    assert_eq!(outcome(&step), Some("reached"));
+    let Step::Write(r) = step else { unreachable!() };
+    assert_eq!(r.open, None, "nothing acted on");
+    assert_eq!(r.keep_ms, Some(W + 30 * MIN), "the day kept from now on");
+    // Asleep, it was missed, and nothing is kept.
+    let step = decide(
+        &record(Some(W), Some(W + 210 * MIN), None),
+        &plan(),
+        W + 30 * MIN,
+        &agent(WakeState::Asleep, 1, false),
+    );
+    let Step::Write(r) = step else {
+        panic!("{step:?}")
+    };
+    assert_eq!(r.last.map(|l| l.outcome), Some("missed".to_string()));
+    assert_eq!(r.keep_ms, None);
+}
+
+#[test]
 fn the_newest_due_occurrence_wins() {
     // Both due (a tick after a long outage, within the window for the sleep only).
     let step = decide(

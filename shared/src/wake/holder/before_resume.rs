@@ -16,7 +16,7 @@ use crate::store::{AgentStore, Changes};
 use crate::timestamp::now_ms;
 use crate::wake::{WakeOutcome, Waking};
 
-use super::asleep_at;
+use super::nothing_woken;
 
 impl<S: AgentStore, K: AgentKit> Waking<'_, '_, S, K> {
     /// A session this wake's earlier holders started: by UserSessionId, or for an agent
@@ -141,8 +141,8 @@ impl<S: AgentStore, K: AgentKit> Waking<'_, '_, S, K> {
                 Choice::Wake { .. }
                     if waited && deadline.remaining() < agents.agentkit.request_timeout() =>
                 {
-                    let asleep = asleep_at(home);
-                    return match driver.lock.release(held, WakeState::Asleep, asleep).await? {
+                    let (state, changes) = nothing_woken(held.before.as_ref(), home);
+                    return match driver.lock.release(held, state, changes).await? {
                         Written::Done(r) => Ok(Picked::Waiting(r)),
                         Written::Lost(r) => Ok(Picked::Lost(r)),
                     };

@@ -382,11 +382,41 @@ impl<S: AgentStore, K: AgentKit> Waking<'_, '_, S, K> {
         err
     }
 
-    /// Give the lock back with nothing woken: the agent rests asleep.
+    /// Give the lock back with nothing woken ([`nothing_woken`]).
     async fn give_back(&self, driver: &Driver<'_, S>, held: &mut Held, home: &Home) {
-        driver
-            .give_back(held, WakeState::Asleep, asleep_at(home))
-            .await;
+        let (state, changes) = nothing_woken(held.before.as_ref(), home);
+        driver.give_back(held, state, changes).await;
+    }
+}
+
+/// What a wake that woke nothing gives the agent back as, once it has found no live session:
+///
+/// - a record that said awake: its session ended on AgentKit's clock, which this wake learned;
+///   asleep, announced as AgentKit's doing (a watcher was told it woke, and must be told it
+///   no longer is);
+/// - a change whose lease lapsed and that this wake took over: as that change left it, its
+///   lease ended, for the next caller to finish. What the agent rested in before that change
+///   is not on the record, and saying `asleep` of one that last rested awake would leave its
+///   end unannounced (the simulated deployment found a person's wake, taken over and then too
+///   late in its request to send Resume, handing an agent asleep whose 8 hours had ended
+///   unannounced); the sleep's give-back follows the same rule;
+/// - else asleep, as it was.
+fn nothing_woken(before: Option<&AgentRecord>, home: &Home) -> (WakeState, Changes) {
+    let mut changes = asleep_at(home);
+    match before.map(|b| b.state) {
+        Some(WakeState::Awake) => {
+            changes.session_id = Some(None);
+            changes.session_expire_at = Some(None);
+            changes.session_created_at = Some(None);
+            changes.verified_at_ms = Some(0);
+            changes.announce = Some(crate::domain::Announcement {
+                what: crate::domain::Announce::Asleep,
+                trigger: crate::domain::Trigger::Agentkit,
+            });
+            (WakeState::Asleep, changes)
+        }
+        Some(s @ (WakeState::Waking | WakeState::Sleeping | WakeState::Creating)) => (s, changes),
+        _ => (WakeState::Asleep, changes),
     }
 }
 
