@@ -236,6 +236,21 @@ impl<S: AgentStore, K: AgentKit> Sleeping<'_, '_, S, K> {
                 None
             }
         };
+        // A record that said awake, or a change this sleep took over, was not asleep as far as
+        // a watcher was told: the end is announced. Its session ended on AgentKit's clock (the
+        // record said awake), or under the lapsed change (announced as that change's doing).
+        // The simulated deployment found a lapsed sleep taken over a day later written asleep
+        // with no event.
+        let announce = match held.before.as_ref().map(|b| b.state) {
+            Some(WakeState::Awake) => Some(crate::domain::Announcement {
+                what: crate::domain::Announce::Asleep,
+                trigger: crate::domain::Trigger::Agentkit,
+            }),
+            Some(WakeState::Sleeping | WakeState::Waking | WakeState::Creating) => {
+                Some(crate::events::announcement(crate::domain::Announce::Asleep))
+            }
+            _ => None,
+        };
         let changes = Changes {
             session_id: Some(None),
             session_expire_at: Some(None),
@@ -245,6 +260,7 @@ impl<S: AgentStore, K: AgentKit> Sleeping<'_, '_, S, K> {
             snapshot_id: Some(held.before.as_ref().and_then(|b| b.snapshot_id.clone())),
             snapshots: summaries,
             describe: Some(home.description()),
+            announce,
             ..Changes::default()
         };
         let record = driver

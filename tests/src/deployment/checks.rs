@@ -161,9 +161,23 @@ pub fn stream(
         }
         let acquired = old.map_or(new.fence > 0, |o| new.fence > o.fence);
         if let (true, Some(l)) = (acquired, &landed) {
+            // A takeover of a lapsed change of the same kind carries that change on, the doing
+            // of what started it (docs/events.md, "Triggers").
+            let carried = old
+                .filter(|o| {
+                    o.state == new.state
+                        && matches!(
+                            o.state,
+                            WakeState::Waking
+                                | WakeState::Sleeping
+                                | WakeState::Creating
+                                | WakeState::Deleting
+                        )
+                })
+                .and_then(|o| model.acquired_by.get(&(new.key.clone(), o.fence)).copied());
             model
                 .acquired_by
-                .insert((new.key.clone(), new.fence), l.trigger);
+                .insert((new.key.clone(), new.fence), carried.unwrap_or(l.trigger));
         }
         let line = format!(
             "v{} {:?} fence {} lease {} session {:?} by {:?}",
@@ -289,8 +303,11 @@ pub fn bus(model: &mut Model, d: &Deployment, seen: &mut usize, now: u64) -> Res
         };
         if announced.expected != trigger {
             return Err(format!(
-                "{} ({}) announced with trigger {trigger:?}; {:?} started it",
-                event.detail.change_id, event.detail_type, announced.expected
+                "{} ({}) announced with trigger {trigger:?}; {:?} started it; its record: {:#?}",
+                event.detail.change_id,
+                event.detail_type,
+                announced.expected,
+                model.history.get(&key),
             ));
         }
         if model

@@ -6,7 +6,7 @@ use crate::agentkit::types::{DeleteSession, MetadataEntry, Session, Snapshot};
 use crate::agentkit::AgentKit;
 use crate::deadline::Deadline;
 use crate::domain::failure::{recorded_failure, SNAPSHOT_IN_PROGRESS};
-use crate::domain::{AgentRecord, SessionPhase, WakeState};
+use crate::domain::{AgentRecord, SessionPhase};
 use crate::error::Error;
 use crate::locate::sessions::{choose, live_session, session, snapshots, Choice, Expected};
 use crate::locate::Home;

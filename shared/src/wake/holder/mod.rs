@@ -390,34 +390,34 @@ impl<S: AgentStore, K: AgentKit> Waking<'_, '_, S, K> {
 }
 
 /// What a wake that woke nothing gives the agent back as, once it has found no live session:
-///
-/// - a record that said awake: its session ended on AgentKit's clock, which this wake learned;
-///   asleep, announced as AgentKit's doing (a watcher was told it woke, and must be told it
-///   no longer is);
-/// - a change whose lease lapsed and that this wake took over: as that change left it, its
-///   lease ended, for the next caller to finish. What the agent rested in before that change
-///   is not on the record, and saying `asleep` of one that last rested awake would leave its
-///   end unannounced (the simulated deployment found a person's wake, taken over and then too
-///   late in its request to send Resume, handing an agent asleep whose 8 hours had ended
-///   unannounced); the sleep's give-back follows the same rule;
-/// - else asleep, as it was.
+/// asleep. A record that said awake had its session ended on AgentKit's clock, which this wake
+/// learned: announced as AgentKit's (a watcher told it woke must be told it no longer is). A
+/// change whose lease lapsed and that this wake took over may have followed an awake agent
+/// whose end nobody announced: announced too, as this wake's doing (at worst a watcher hears
+/// `asleep` of an agent that was asleep; never silence about one that was awake). The
+/// simulated deployment found the gap: a person's wake that took over another's lapsed wake
+/// of an agent whose 8 hours had ended, then too late in its request to send Resume, wrote
+/// `asleep` with no event.
 fn nothing_woken(before: Option<&AgentRecord>, home: &Home) -> (WakeState, Changes) {
+    use crate::domain::{Announce, Announcement, Trigger};
     let mut changes = asleep_at(home);
-    match before.map(|b| b.state) {
-        Some(WakeState::Awake) => {
-            changes.session_id = Some(None);
-            changes.session_expire_at = Some(None);
-            changes.session_created_at = Some(None);
-            changes.verified_at_ms = Some(0);
-            changes.announce = Some(crate::domain::Announcement {
-                what: crate::domain::Announce::Asleep,
-                trigger: crate::domain::Trigger::Agentkit,
-            });
-            (WakeState::Asleep, changes)
+    changes.announce = match before.map(|b| b.state) {
+        Some(WakeState::Awake) => Some(Announcement {
+            what: Announce::Asleep,
+            trigger: Trigger::Agentkit,
+        }),
+        Some(WakeState::Waking | WakeState::Sleeping | WakeState::Creating) => {
+            Some(crate::events::announcement(Announce::Asleep))
         }
-        Some(s @ (WakeState::Waking | WakeState::Sleeping | WakeState::Creating)) => (s, changes),
-        _ => (WakeState::Asleep, changes),
+        _ => None,
+    };
+    if changes.announce.is_some() {
+        changes.session_id = Some(None);
+        changes.session_expire_at = Some(None);
+        changes.session_created_at = Some(None);
+        changes.verified_at_ms = Some(0);
     }
+    (WakeState::Asleep, changes)
 }
 
 /// What a lock given back with nothing woken writes: no Resume on its way, and where the
