@@ -5,7 +5,7 @@
 use crate::agentkit::types::{CreateSessionSnapshot, ListSessionSnapshots, Session, Snapshot};
 use crate::agentkit::{list_all, AgentKit, AgentKitError};
 use crate::deadline::Deadline;
-use crate::domain::{Retention, WakeState};
+use crate::domain::{AgentRecord, Retention, WakeState};
 use crate::error::Error;
 use crate::locate::sessions::{active_session, own_snapshots, session, snapshots};
 use crate::locate::Home;
@@ -263,11 +263,22 @@ impl<S: AgentStore, K: AgentKit> Sleeping<'_, '_, S, K> {
             announce,
             ..Changes::default()
         };
+        // Unconfirmed (the write's answer lost), the answer is the record as this write makes
+        // it, without a version, never the `sleeping` record of the acquire (the simulated
+        // deployment found a 200 whose body said `sleeping`).
+        let shown = Changes {
+            state: Some(WakeState::Asleep),
+            ..crate::lock::agent::let_go(changes.clone())
+        }
+        .apply(held.record.clone());
         let record = driver
             .give_back(&mut held, WakeState::Asleep, changes)
             .await;
         Ok(SleepOutcome::Asleep {
-            record: record.unwrap_or_else(|| held.record.clone()),
+            record: record.unwrap_or(AgentRecord {
+                version: 0,
+                ..shown
+            }),
             slept: false,
         })
     }

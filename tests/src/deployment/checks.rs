@@ -8,7 +8,7 @@ use snapwake::domain::{AgentKey, Trigger, WakeState};
 use snapwake::identity::belongs_to;
 use snapwake::store::RecordChange;
 
-use super::model::{Announced, Model, LONGEST_LEAD_MS};
+use super::model::{is_resting, unannounced, Announced, Model, LONGEST_LEAD_MS};
 use super::world::Deployment;
 
 /// How long after its owner's offboarding was accepted an invocation admitted just before may
@@ -238,31 +238,6 @@ pub fn stream(
         );
     }
     Ok(())
-}
-
-/// A state the agent rests in between changes.
-fn is_resting(state: WakeState) -> bool {
-    use WakeState::*;
-    matches!(state, Asleep | Awake | Failed | Gone)
-}
-
-/// The state change a write made, if it is one a watcher must be told of: the agent woke,
-/// fell asleep, was deleted (from the state it last rested in), or a wake failed.
-fn unannounced(
-    rested: Option<WakeState>,
-    old: Option<WakeState>,
-    new: WakeState,
-) -> Option<&'static str> {
-    use WakeState::*;
-    let rested = rested.unwrap_or(Asleep);
-    match (rested, old.unwrap_or(Asleep), new) {
-        (Gone, _, _) => None,
-        (Asleep | Failed, _, Awake) => Some("awake"),
-        (Awake, _, Asleep) => Some("asleep"),
-        (_, Waking, Failed) => Some("wake_failed"),
-        (_, _, Gone) => Some("deleted"),
-        _ => None,
-    }
 }
 
 /// The bus: every event of a state change, with the trigger that started it, each agent's in

@@ -8,7 +8,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use snapwake::domain::{Action, AgentKey, Kind, Trigger};
+use snapwake::domain::{Action, AgentKey, Kind, Trigger, WakeState};
 use snapwake::schedule::{Plan, ScheduleBody};
 
 /// How long before a scheduled wake's minute it may be started (the longest lead).
@@ -221,5 +221,30 @@ impl Model {
     /// The owner's offboarding, if one was asked for.
     pub fn offboarding_of(&self, owner: &str) -> Option<&Offboarding> {
         self.owners.get(owner)
+    }
+}
+
+/// A state the agent rests in between changes.
+pub(super) fn is_resting(state: WakeState) -> bool {
+    use WakeState::*;
+    matches!(state, Asleep | Awake | Failed | Gone)
+}
+
+/// The state change a write made, if it is one a watcher must be told of: the agent woke,
+/// fell asleep, was deleted (from the state it last rested in), or a wake failed.
+pub(super) fn unannounced(
+    rested: Option<WakeState>,
+    old: Option<WakeState>,
+    new: WakeState,
+) -> Option<&'static str> {
+    use WakeState::*;
+    let rested = rested.unwrap_or(Asleep);
+    match (rested, old.unwrap_or(Asleep), new) {
+        (Gone, _, _) => None,
+        (Asleep | Failed, _, Awake) => Some("awake"),
+        (Awake, _, Asleep) => Some("asleep"),
+        (_, Waking, Failed) => Some("wake_failed"),
+        (_, _, Gone) => Some("deleted"),
+        _ => None,
     }
 }

@@ -185,6 +185,22 @@ async fn agrees(
         .await
         .ok()
         .flatten();
+    // The record moved on while the check ran (a person's sleep settling in the check's very
+    // second: the list showed it `sleeping`, the version before): not the view's fault either.
+    // A view that lags a record written earlier is still checked.
+    let etag = view["etag"]
+        .as_str()
+        .and_then(|e| e.trim_matches('"').parse::<u64>().ok());
+    if let (Some(seen), Some(r)) = (etag, record.as_ref()) {
+        let written_ms = r
+            .updated_at
+            .as_deref()
+            .and_then(snapwake::timestamp::epoch_ms)
+            .unwrap_or(0);
+        if seen != r.version && written_ms + 1_000 >= now {
+            return Ok(());
+        }
+    }
     let held = record.as_ref().is_some_and(|r| {
         r.state.is_held() && snapwake::lock::LockSettings::default().lease_is_live(r, now)
     });

@@ -411,7 +411,9 @@ fn nothing_woken(before: Option<&AgentRecord>, home: &Home) -> (WakeState, Chang
         }
         _ => None,
     };
-    if changes.announce.is_some() {
+    // The recorded session is the one found not live: forgotten, as a learned end does. A
+    // lapsed change's fields are its next caller's to read, as they always were.
+    if before.is_some_and(|b| b.state == WakeState::Awake) {
         changes.session_id = Some(None);
         changes.session_expire_at = Some(None);
         changes.session_created_at = Some(None);
