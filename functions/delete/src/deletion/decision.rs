@@ -43,14 +43,29 @@ pub fn decide(
     }
 }
 
+/// How an agent rests once a snapshot delete (or a failed delete) hands it back: the state
+/// and what the give-back writes besides.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) struct Resting {
+    pub state: WakeState,
+    pub changes: Changes,
+}
+
 /// The state an agent rests in once a snapshot delete hands it back: what it was. A wake, a
 /// sleep or a create whose lease lapsed (its holder died) is handed back as it was left, its
 /// lease ended, for the next caller to take over and finish: the delete does not know whether
 /// its session started or ended, and saying `asleep` of an agent whose wake did start it would
 /// leave it awake unannounced (the next wake adopts it either way, never resuming twice). A
 /// delete that lapsed kept the generation it found, so the record still names the session the
-/// agent rested with: awake while that session's expiry has not passed, asleep otherwise.
-pub(super) fn resting(seen: Option<&AgentRecord>, now_ms: u64) -> WakeState {
+/// agent rested with: awake while that session's expiry has not passed, asleep otherwise, and
+/// then its end on AgentKit's clock is announced and the session forgotten, as a wake that
+/// finds it ended does (docs/events.md; the simulated deployment found a keepalive's hour run
+/// out under a chain of lapsed deletes, the agent handed back asleep with no event).
+pub(super) fn resting(seen: Option<&AgentRecord>, now_ms: u64) -> Resting {
+    let kept = |state| Resting {
+        state,
+        changes: Changes::default(),
+    };
     match seen.map(|r| r.state) {
         Some(
             s @ (WakeState::Asleep
@@ -59,7 +74,7 @@ pub(super) fn resting(seen: Option<&AgentRecord>, now_ms: u64) -> WakeState {
             | WakeState::Waking
             | WakeState::Sleeping
             | WakeState::Creating),
-        ) => s,
+        ) => kept(s),
         Some(WakeState::Deleting) => {
             let recorded = seen.and_then(|r| {
                 let expires = r
@@ -69,10 +84,69 @@ pub(super) fn resting(seen: Option<&AgentRecord>, now_ms: u64) -> WakeState {
                 r.session_id.as_ref().map(|_| expires)
             });
             match recorded {
-                Some(expires) if expires.is_none_or(|t| t > now_ms) => WakeState::Awake,
-                _ => WakeState::Asleep,
+                Some(expires) if expires.is_none_or(|t| t > now_ms) => kept(WakeState::Awake),
+                Some(_) => Resting {
+                    state: WakeState::Asleep,
+                    changes: Changes {
+                        announce: Some(snapwake::domain::Announcement {
+                            what: snapwake::domain::Announce::Asleep,
+                            trigger: snapwake::domain::Trigger::Agentkit,
+                        }),
+                        session_id: Some(None),
+                        session_expire_at: Some(None),
+                        session_created_at: Some(None),
+                        verified_at_ms: Some(0),
+                        ..Changes::default()
+                    },
+                },
+                None => kept(WakeState::Asleep),
             }
         }
-        _ => WakeState::Asleep,
+        _ => kept(WakeState::Asleep),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use snapwake::domain::{Announce, Kind, Trigger};
+
+    fn deleting(expire_at: &str) -> AgentRecord {
+        let mut r = AgentRecord::absent(AgentKey::new(Kind::Codex, "a"));
+        r.state = WakeState::Deleting;
+        r.session_id = Some("s-1".into());
+        r.session_expire_at = Some(expire_at.into());
+        r
+    }
+
+    #[test]
+    fn a_lapsed_delete_hands_back_awake_until_the_session_expires_then_announces_its_end() {
+        let expiry = "2027-08-04T14:58:36Z";
+        let at = snapwake::timestamp::epoch_ms(expiry).unwrap();
+        let before = resting(Some(&deleting(expiry)), at - 1);
+        assert_eq!(before.state, WakeState::Awake);
+        assert_eq!(before.changes, Changes::default(), "nothing learned");
+
+        let after = resting(Some(&deleting(expiry)), at + 1);
+        assert_eq!(after.state, WakeState::Asleep);
+        let announced = after.changes.announce.expect("its end is announced");
+        assert_eq!(
+            (announced.what, announced.trigger),
+            (Announce::Asleep, Trigger::Agentkit)
+        );
+        assert_eq!(
+            after.changes.session_id,
+            Some(None),
+            "the ended session forgotten"
+        );
+    }
+
+    #[test]
+    fn a_resting_state_is_handed_back_as_it_was_with_nothing_announced() {
+        let mut r = deleting("2027-08-04T14:58:36Z");
+        r.state = WakeState::Asleep;
+        let rest = resting(Some(&r), u64::MAX / 2);
+        assert_eq!(rest.state, WakeState::Asleep);
+        assert_eq!(rest.changes.announce, None);
     }
 }

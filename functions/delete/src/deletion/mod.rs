@@ -46,8 +46,8 @@ mod decision;
 mod remembered;
 mod snapshots;
 
-use decision::resting;
 pub use decision::{decide, Decision};
+use decision::{resting, Resting};
 use snapwake::agentkit::pagination::{
     AGENT_SESSION_PAGES as SESSION_PAGES, AGENT_SNAPSHOT_PAGES as SNAPSHOT_PAGES,
 };
@@ -181,7 +181,7 @@ impl Pruned {
 /// The lock as this caller holds it.
 struct Holding {
     held: lock::Held,
-    resting: WakeState,
+    resting: Resting,
     /// The work under the lock ends before the lease does.
     deadline: Deadline,
     /// When the lease taken ends (near enough: measured after the acquire answered).
@@ -265,10 +265,10 @@ impl<'a, S: AgentStore + ScheduleStore, K: AgentKit> Deleter<'a, S, K> {
     ) -> Result<bool, Error> {
         let changes = Changes {
             snapshots,
-            ..Changes::default()
+            ..holding.resting.changes.clone()
         };
         let written = lock
-            .release(&mut holding.held, holding.resting, changes)
+            .release(&mut holding.held, holding.resting.state, changes)
             .await?;
         Ok(matches!(written, Written::Done(_)))
     }
