@@ -5,9 +5,7 @@ use std::time::Duration;
 use crate::limits::RateLimits;
 use snapwake::agentkit::signer::Credentials;
 
-/// How long the snapshot of an expired session stays `Creating` by default: AgentKit takes a
-/// few seconds to save a workspace.
-pub const DEFAULT_EXPIRY_SNAPSHOT_DELAY: Duration = Duration::from_secs(3);
+use crate::state::DEFAULT_EXPIRY_SNAPSHOT_DELAY;
 
 /// How a simulator starts.
 #[derive(Clone, Debug)]

@@ -4,7 +4,7 @@
 use std::collections::BTreeSet;
 use std::ops::Bound;
 
-use super::Ctx;
+use super::context::Ctx;
 use crate::error::SimError;
 use crate::pagination::Key;
 use snapwake::agentkit::types::Filter;

@@ -4,10 +4,11 @@
 //! region, the simulated now, the token signer) and answers the typed result or a
 //! [`SimError`]. Choices where the spec is silent are written on each function.
 //!
-//! This file owns the request context and the dispatch table. The actions live by resource
+//! This file owns the dispatch table; `context.rs` the request's context. The actions live by resource
 //! (`sessions.rs`, `snapshots.rs`, `tools.rs`); the checks they share on request parameters
 //! are in `params.rs`, and what every List action shares (cursor, filters) in `listing.rs`.
 
+mod context;
 mod listing;
 mod params;
 mod sessions;
@@ -15,11 +16,10 @@ mod snapshots;
 mod tools;
 
 use serde_json::Value;
-use time::OffsetDateTime;
 
 use super::error::SimError;
-use super::pagination::Tokens;
 use super::state::World;
+pub(crate) use context::Ctx;
 use sessions::{create_session, delete_session, get_session, list_sessions, set_session_ttl};
 use snapshots::{
     create_session_snapshot, delete_session_snapshot, get_session_snapshot, list_session_snapshots,
@@ -27,14 +27,6 @@ use snapshots::{
 };
 use snapwake::agentkit::types::*;
 use tools::{create_tool, get_tool, list_tools, update_tool};
-
-/// What a request runs in.
-pub(crate) struct Ctx<'a> {
-    /// The credential-scope region.
-    pub(crate) region: &'a str,
-    pub(crate) now: OffsetDateTime,
-    pub(crate) tokens: &'a Tokens,
-}
 
 fn call<A: Action>(
     w: &mut World,

@@ -1,7 +1,7 @@
 //! Checks every action makes on its request parameters: required fields, the Tool in the
 //! request's region, and TTLs.
 
-use super::Ctx;
+use super::context::Ctx;
 use crate::error::SimError;
 use crate::state::{ToolRec, World};
 

@@ -1,9 +1,9 @@
 //! The session actions: ListSessions, GetSession, CreateSession, DeleteSession and
 //! SetSessionTtl.
 
+use super::context::Ctx;
 use super::listing::{cursor, filter_values, range};
 use super::params::{required, tool_here, ttl};
-use super::Ctx;
 use crate::clock::format_ts;
 use crate::error::SimError;
 use crate::pagination;

@@ -1,9 +1,9 @@
 //! The snapshot actions: ListSessionSnapshots, GetSessionSnapshot, CreateSessionSnapshot,
 //! DeleteSessionSnapshot and ResumeSessionFromSnapshot.
 
+use super::context::Ctx;
 use super::listing::{cursor, range};
 use super::params::{required, tool_here, ttl};
-use super::Ctx;
 use crate::error::SimError;
 use crate::pagination;
 use crate::state::{SnapRec, World, REASON_MANUAL};

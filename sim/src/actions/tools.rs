@@ -1,8 +1,8 @@
 //! The Tool actions: ListTools, GetTool, CreateTool and UpdateTool.
 
+use super::context::Ctx;
 use super::listing::{cursor, filter_values, range};
 use super::params::{required, tool_here};
-use super::Ctx;
 use crate::error::SimError;
 use crate::pagination;
 use crate::state::{ToolRec, World};

@@ -14,9 +14,11 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{json, Value};
 
+use super::SimControl;
 use crate::clock::{format_ts, parse_ts};
 use crate::error::SimError;
-use crate::{Fault, SeedSession, SeedSnapshot, SeedTool, SimControl};
+use crate::faults::Fault;
+use crate::state::{SeedSession, SeedSnapshot, SeedTool};
 
 pub(crate) fn routes() -> Router<SimControl> {
     Router::new()

@@ -25,7 +25,7 @@ use serde_json::Value;
 
 use super::actions::{self, Ctx};
 use super::error::SimError;
-use super::SimControl;
+use crate::control::SimControl;
 use auth::authenticate;
 use envelope::respond;
 use snapwake::agentkit::envelope::ResponseMetadata;

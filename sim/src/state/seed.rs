@@ -4,7 +4,8 @@
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 
-use super::{std_to_time, SessRec, SnapRec, ToolRec, World, REASON_EXPIRED};
+use super::records::{std_to_time, SessRec, SnapRec, ToolRec, REASON_EXPIRED};
+use super::world::World;
 use crate::error::SimError;
 use snapwake::agentkit::types::{EnvVar, MetadataEntry, SESSION_TTL_S};
 

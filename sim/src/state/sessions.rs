@@ -1,59 +1,12 @@
-//! Session records: how a stored session reads (status, liveness, AgentKit view), and how
-//! sessions enter and leave the world with their per-Tool and expiry indexes kept in step.
+//! How sessions enter and leave the world, their per-Tool and expiry indexes kept in step.
 
 use std::collections::BTreeMap;
 
 use time::OffsetDateTime;
 
-use super::{index_insert, index_remove, ns, std_to_time, World};
-use crate::clock::format_ts;
-use crate::pagination::Key;
-use snapwake::agentkit::types::{self, MetadataEntry};
-use snapwake::secret::Secret;
-
-#[derive(Clone, Debug)]
-pub(crate) struct SessRec {
-    pub(crate) id: String,
-    pub(crate) tool_id: String,
-    pub(crate) user_session_id: Option<String>,
-    pub(crate) created_at: OffsetDateTime,
-    pub(crate) ready_at: OffsetDateTime,
-    pub(crate) expire_at: OffsetDateTime,
-    pub(crate) fixed_status: Option<String>,
-    pub(crate) endpoint: Secret,
-    pub(crate) metadata: Vec<MetadataEntry>,
-}
-
-impl SessRec {
-    pub(crate) fn key(&self) -> Key {
-        (ns(self.created_at), self.id.clone())
-    }
-
-    pub(crate) fn status(&self, now: OffsetDateTime) -> &str {
-        match &self.fixed_status {
-            Some(s) => s,
-            None if now < self.ready_at => "Creating",
-            None => "Ready",
-        }
-    }
-
-    pub(crate) fn is_active(&self, now: OffsetDateTime) -> bool {
-        snapwake::domain::is_session_active(Some(self.status(now)))
-    }
-
-    pub(crate) fn view(&self, now: OffsetDateTime, tool_type: Option<&str>) -> types::Session {
-        types::Session {
-            session_id: Some(self.id.clone()),
-            user_session_id: self.user_session_id.clone(),
-            status: Some(self.status(now).to_string()),
-            endpoint: Some(self.endpoint.clone()),
-            created_at: Some(format_ts(self.created_at)),
-            expire_at: Some(format_ts(self.expire_at)),
-            tool_type: tool_type.map(str::to_string),
-            metadata: self.metadata.clone(),
-        }
-    }
-}
+use super::records::{ns, std_to_time, SessRec};
+use super::world::{index_insert, index_remove, World};
+use snapwake::agentkit::types::MetadataEntry;
 
 impl World {
     pub(crate) fn insert_session(&mut self, s: SessRec) {

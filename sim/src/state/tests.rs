@@ -2,7 +2,9 @@
 
 use super::*;
 use snapwake::agentkit::types::MetadataEntry;
+use std::time::Duration;
 use time::macros::datetime;
+use time::OffsetDateTime;
 
 fn world_with_tool(recoverable: bool) -> (World, String, OffsetDateTime) {
     let mut w = World::new(1, Duration::ZERO, Duration::ZERO);
