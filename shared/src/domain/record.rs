@@ -213,6 +213,30 @@ pub struct AgentRecord {
 }
 
 impl AgentRecord {
+    /// A mark of where the agent rests: its state and what its last wake or sleep left (the
+    /// session, its expiry, the snapshot). A wake or a sleep moves it, and so does a person's
+    /// keepalive; a write that only describes or verifies the agent (snapshot summaries, a
+    /// check, a schedule's summary, a prune under the lock) does not. Stable across builds
+    /// (SHA-256), since the ticks keep it on the schedule item (docs/schedules.md, *Carrying
+    /// an occurrence*).
+    pub fn rest_mark(&self) -> u64 {
+        use sha2::{Digest, Sha256};
+        let mut hash = Sha256::new();
+        for part in [
+            Some(self.state.as_str()),
+            self.session_id.as_deref(),
+            self.session_expire_at.as_deref(),
+            self.snapshot_id.as_deref(),
+        ] {
+            hash.update(part.unwrap_or("").as_bytes());
+            hash.update([0]);
+        }
+        let digest = hash.finalize();
+        let mut first = [0u8; 8];
+        first.copy_from_slice(&digest[..8]);
+        u64::from_be_bytes(first)
+    }
+
     /// What a missing record reads as: asleep, version 0.
     pub fn absent(key: AgentKey) -> Self {
         AgentRecord {

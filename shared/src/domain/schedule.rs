@@ -49,6 +49,11 @@ pub struct Occurrence {
     /// The agent record's version when the attempt was recorded (0: no record); for a
     /// `Retry`, after the attempt.
     pub seen_version: u64,
+    /// Where the agent rested then ([`crate::domain::AgentRecord::rest_mark`]): what tells
+    /// whether it has moved since. `None` in items written before it was kept (the version
+    /// tells then, and any write moves it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seen_rest: Option<u64>,
     /// The tick time it was first acted on (epoch ms): before `at_ms` when a wake starts early
     /// to be Ready by it (docs/schedules.md, "Ready at the minute"); `None` in items written
     /// before it was kept.

@@ -18,6 +18,8 @@ pub const CATCH_UP_MS: u64 = 15 * 60 * 1000;
 pub struct AgentSeen {
     /// 0: no record.
     pub version: u64,
+    /// Where it rests ([`crate::domain::AgentRecord::rest_mark`]).
+    pub rest: u64,
     /// `Asleep` when there is no record.
     pub state: WakeState,
     /// A wake or sleep holds it under a live lease.
@@ -143,11 +145,17 @@ pub fn decide_early(
     }
     // Act again only if the agent has not moved since the attempt was recorded: if it has,
     // our attempt (or a person) settled it, and acting again could wake an agent its owner
-    // just put to sleep. A wake or sleep in flight is driven on (joining starts nothing new).
+    // just put to sleep. Moved is where it rests, not any write: a sweep's summary of its
+    // snapshots or a check of its session leaves a refused sleep to be tried again (the
+    // simulated deployment found a scheduled sleep given up for a prune, the agent awake all
+    // afternoon). A wake or sleep in flight is driven on (joining starts nothing new).
     // A move that is this very action left unfinished (a `waking` record for a wake, its lease
     // lapsed: the holder died, the tick that acquired it perhaps) settled nothing: acting
     // again takes the lapsed lock over, as any caller would, and undoes nobody's change.
-    let unmoved = agent.version == open.seen_version;
+    let unmoved = match open.seen_rest {
+        Some(rest) => agent.rest == rest,
+        None => agent.version == open.seen_version,
+    };
     let abandoned = !agent.in_flight && agent.state == holding(open.action);
     let again = match open.attempt {
         // Our attempt came to nothing; its version is the record's after it.
@@ -195,6 +203,7 @@ fn acting(action: Action, at_ms: u64, agent: &AgentSeen, started_ms: u64) -> Occ
         at_ms,
         attempt: Attempt::Acting,
         seen_version: agent.version,
+        seen_rest: Some(agent.rest),
         started_ms: Some(started_ms),
         follow_up_ms: None,
     }

@@ -34,6 +34,7 @@ pub(crate) async fn schedules_cas_round_trip_and_delete<S: AgentStore + Schedule
         at_ms: 1_000,
         attempt: Attempt::InFlight,
         seen_version: 7,
+        seen_rest: Some(11),
         started_ms: None,
         follow_up_ms: None,
     });
@@ -80,6 +81,7 @@ pub(crate) async fn due_index_reads_only_the_due_in_order<S: AgentStore + Schedu
         at_ms: 9_000,
         attempt: Attempt::Retry,
         seen_version: 0,
+        seen_rest: None,
         started_ms: None,
         follow_up_ms: None,
     });

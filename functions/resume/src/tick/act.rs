@@ -26,8 +26,10 @@ pub(super) enum Acted {
     Reached {
         woke: bool,
     },
+    /// Still in flight: the record's version and where it rests as the act left it.
     InFlight {
         version: u64,
+        rest: u64,
     },
     /// Refused for now (busy, throttled, unreachable); `after`: when it may be asked again,
     /// when the refusal said.
@@ -82,6 +84,7 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
                     Ok(WakeOutcome::Awake { resumed, .. }) => Acted::Reached { woke: resumed },
                     Ok(WakeOutcome::Waking { record }) => Acted::InFlight {
                         version: record.version,
+                        rest: record.rest_mark(),
                     },
                     Err(e) => failed_or_retry(key, action, e),
                 }
@@ -98,6 +101,7 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
                     Ok(SleepOutcome::Asleep { .. }) => Acted::Reached { woke: false },
                     Ok(SleepOutcome::Sleeping { record }) => Acted::InFlight {
                         version: record.version,
+                        rest: record.rest_mark(),
                     },
                     // Nothing to put to sleep: the agent is where the schedule wants it.
                     Err(Error::NotAwake(_)) => Acted::Reached { woke: false },
@@ -144,9 +148,10 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
                 // In the tick's time, as every time on the item is.
                 snapwake::schedule::keep_after(&mut written, time_ms);
             }
-            Acted::InFlight { version } => {
+            Acted::InFlight { version, rest } => {
                 open.attempt = Attempt::InFlight;
                 open.seen_version = version;
+                open.seen_rest = Some(rest);
                 // Half of what it has taken so far: a quick boot is seen soon after it is
                 // Ready, a slow one is not asked about every second.
                 let so_far = time_ms.saturating_sub(open.started_ms.unwrap_or(time_ms));
@@ -161,6 +166,7 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
                 // our own writes as a move, gives up rather than risk undoing someone's.
                 if let Ok(Some(agent)) = store.get(key).await {
                     open.seen_version = agent.version;
+                    open.seen_rest = Some(agent.rest_mark());
                 }
                 open.attempt = Attempt::Retry;
                 // After what the refusal said; else a second, backing off to half of how long

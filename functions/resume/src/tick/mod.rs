@@ -398,6 +398,7 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
     fn seen(&self, agent: &AgentRecord) -> AgentSeen {
         AgentSeen {
             version: agent.version,
+            rest: agent.rest_mark(),
             state: agent.state,
             in_flight: agent.state.is_held() && self.wake.lock.lease_is_live(agent, now_ms()),
         }

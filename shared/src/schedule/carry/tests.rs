@@ -41,6 +41,7 @@ fn record(
 fn agent(state: WakeState, version: u64, in_flight: bool) -> AgentSeen {
     AgentSeen {
         version,
+        rest: 0,
         state,
         in_flight,
     }
@@ -52,6 +53,7 @@ fn open(attempt: Attempt, seen_version: u64) -> Option<Occurrence> {
         at_ms: W,
         attempt,
         seen_version,
+        seen_rest: None,
         started_ms: None,
         follow_up_ms: None,
     })
@@ -89,9 +91,13 @@ fn a_due_wake_is_acted_on_and_the_next_one_computed() {
     );
     let started = open(Attempt::Acting, 9).map(|o| Occurrence {
         started_ms: Some(W),
+        seen_rest: Some(0),
         ..o
     });
-    assert_eq!(record.open, started, "started at the tick's time");
+    assert_eq!(
+        record.open, started,
+        "started at the tick's time, where the agent rested"
+    );
 }
 
 #[test]
@@ -268,6 +274,68 @@ fn a_carried_occurrence_is_acted_on_again_only_when_that_undoes_nothing() {
 }
 
 #[test]
+fn a_refused_sleep_is_tried_again_after_writes_that_leave_the_agent_where_it_rests() {
+    // Seed 1035 of the long run: a scheduled sleep refused (its snapshot not confirmed), then
+    // a sweep wrote the agent's snapshot summaries: the version moved, where it rests did not.
+    let mut sleep = open(Attempt::Retry, 4);
+    if let Some(o) = sleep.as_mut() {
+        o.action = Action::Sleep;
+        o.seen_rest = Some(77);
+    }
+    let r = record(None, Some(W + 86_400_000), sleep);
+    let seen = |version, rest| AgentSeen {
+        version,
+        rest,
+        state: WakeState::Awake,
+        in_flight: false,
+    };
+    let step = decide(&r, &plan(), W + MIN, &seen(9, 77));
+    assert!(
+        matches!(
+            step,
+            Step::Act {
+                action: Action::Sleep,
+                carried: true,
+                ..
+            }
+        ),
+        "{step:?}"
+    );
+    // Woken again and slept by a person, or kept alive: it rests elsewhere; their change stands.
+    let step = decide(&r, &plan(), W + MIN, &seen(9, 78));
+    assert_eq!(outcome(&step), Some("moved"));
+}
+
+#[test]
+fn a_rest_mark_moves_with_a_wake_a_sleep_or_a_keepalive_and_not_with_a_summary() {
+    use crate::domain::{AgentKey, AgentRecord, Kind};
+    let mut a = AgentRecord::absent(AgentKey::new(Kind::Codex, "a"));
+    a.state = WakeState::Awake;
+    a.session_id = Some("s-1".into());
+    a.session_expire_at = Some("2027-01-01T08:00:00Z".into());
+    let mark = a.rest_mark();
+    let mut described = a.clone();
+    described.version += 3;
+    described.fence += 1;
+    described.verified_at_ms = 99;
+    described.snapshots = Vec::new();
+    assert_eq!(
+        described.rest_mark(),
+        mark,
+        "a summary or a check is no move"
+    );
+    let mut kept = a.clone();
+    kept.session_expire_at = Some("2027-01-01T09:00:00Z".into());
+    assert_ne!(kept.rest_mark(), mark, "a keepalive is");
+    let mut woken = a.clone();
+    woken.session_id = Some("s-2".into());
+    assert_ne!(woken.rest_mark(), mark, "a new session is");
+    let mut slept = a.clone();
+    slept.state = WakeState::Asleep;
+    assert_ne!(slept.rest_mark(), mark, "a sleep is");
+}
+
+#[test]
 fn a_wake_with_a_lead_is_due_that_much_before_its_minute() {
     let r = record(Some(W), Some(W + 210 * MIN), None);
     let asleep = agent(WakeState::Asleep, 9, false);
@@ -312,6 +380,7 @@ fn an_occurrence_started_early_is_carried_before_its_minute() {
         at_ms: W,
         attempt: Attempt::InFlight,
         seen_version: 4,
+        seen_rest: None,
         started_ms: Some(W - lead),
         follow_up_ms: None,
     });
