@@ -26,6 +26,7 @@ use std::time::Duration;
 use crate::domain::AgentKey;
 use crate::error::Error;
 use crate::identity::{owner_keys, user_session_id, UserSessionId};
+use crate::store::update::{update_document, Step, Updated};
 use crate::store::{AgentStore, DocumentKey, StoreError};
 use crate::timestamp::now_ms;
 
@@ -37,7 +38,7 @@ pub const PENDING: DocumentKey<'static> = DocumentKey {
 
 const PROGRESS_SK: &str = "PROGRESS";
 /// How many times a document that keeps changing under a write is tried.
-const ROUNDS: usize = 5;
+const ROUNDS: u32 = 5;
 
 /// The longest an invocation admitted just before an owner's offboarding was accepted may still
 /// work before it has written the record that makes the agent it acts on found: a request's
@@ -191,49 +192,40 @@ pub async fn pending<S: AgentStore>(store: &S) -> Result<Vec<String>, StoreError
 }
 
 async fn set_pending<S: AgentStore>(store: &S, owner: &str, on: bool) -> Result<(), StoreError> {
-    for _ in 0..ROUNDS {
-        let doc = store.get_document(PENDING).await?;
-        let version = doc.as_ref().map_or(0, |d| d.version);
-        let mut list: Pending = doc
-            .and_then(|d| serde_json::from_value(d.value).ok())
-            .unwrap_or_default();
-        let there = list.owners.iter().any(|o| o == owner);
-        if there == on {
-            return Ok(());
+    let updated = update_document(store, PENDING, ROUNDS, |mut list: Pending| {
+        if list.owners.iter().any(|o| o == owner) == on {
+            return Step::Stop(());
         }
         if on {
             list.owners.push(owner.to_string());
         } else {
             list.owners.retain(|o| o != owner);
         }
-        let value = serde_json::to_value(&list).map_err(|e| StoreError::Corrupt(e.to_string()))?;
-        match store.put_document(PENDING, &value, version, None).await {
-            Ok(_) => return Ok(()),
-            Err(StoreError::DocumentConflict { .. }) => continue,
-            Err(e) => return Err(e),
-        }
-    }
-    Err(StoreError::Unavailable(
-        "the pending offboardings kept changing".into(),
-    ))
+        Step::Write(list)
+    })
+    .await?;
+    kept_changing(updated, "the pending offboardings kept changing")
 }
 
+/// Write `value` at `key`, whatever it held.
 async fn put<S: AgentStore>(
     store: &S,
     key: DocumentKey<'_>,
     value: &serde_json::Value,
 ) -> Result<(), StoreError> {
-    for _ in 0..ROUNDS {
-        let version = store.get_document(key).await?.map_or(0, |d| d.version);
-        match store.put_document(key, value, version, None).await {
-            Ok(_) => return Ok(()),
-            Err(StoreError::DocumentConflict { .. }) => continue,
-            Err(e) => return Err(e),
-        }
+    let updated = update_document(store, key, ROUNDS, |_: serde_json::Value| {
+        Step::<_, ()>::Write(value.clone())
+    })
+    .await?;
+    kept_changing(updated, "an offboarding's progress kept changing")
+}
+
+/// An update lost to other writers every round is unavailable, for now.
+fn kept_changing<D, R>(updated: Updated<D, R>, why: &str) -> Result<(), StoreError> {
+    match updated {
+        Updated::KeptChanging => Err(StoreError::Unavailable(why.into())),
+        Updated::Written(_) | Updated::Stopped(_) => Ok(()),
     }
-    Err(StoreError::Unavailable(
-        "an offboarding's progress kept changing".into(),
-    ))
 }
 
 /// A new offboarding of `owner`, started now.

@@ -20,6 +20,7 @@ use snapwake::index_sync::index_located;
 use snapwake::locate::locate;
 use snapwake::locate::sessions::active_session;
 use snapwake::schedule::{wake_lead_ms, Plan, Readiness, ScheduleBody};
+use snapwake::store::update::{update, Attempt, Step, Updated};
 use snapwake::store::{AgentStore, ScheduleStore, StoreError};
 use snapwake::timestamp::now_ms;
 use snapwake::view::schedule_view;
@@ -138,29 +139,48 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
     async fn set(
         &self,
         addressed: &Addressed<'_, S>,
-        mut agent: AgentRecord,
+        agent: AgentRecord,
         schedule: Option<&ScheduleRecord>,
     ) -> Result<Option<ScheduleRecord>> {
         let store = &addressed.store;
-        for _ in 0..5 {
-            let expected = store
-                .get_schedule(&addressed.key)
-                .await?
-                .map_or(0, |r| r.version);
-            if schedule.is_none() && expected == 0 && agent.schedule.is_none() {
-                return Ok(None);
-            }
-            match store.set_schedule(&agent, schedule, expected).await {
-                Err(StoreError::Contended) => {
-                    agent = scheduled(store.get(&addressed.key).await?)?;
+        let key = &addressed.key;
+        let version = |schedule: Option<ScheduleRecord>| schedule.map_or(0, |r| r.version);
+        let updated = update(
+            5,
+            // The first round's: the agent as the caller read it.
+            || async {
+                let expected = version(store.get_schedule(key).await?);
+                Ok::<_, Error>(Some((expected, agent.clone())))
+            },
+            |seen: Option<(u64, AgentRecord)>| match seen {
+                Some((0, agent)) if schedule.is_none() && agent.schedule.is_none() => {
+                    Step::Stop(None)
                 }
-                written => return Ok(written?),
-            }
+                Some(seen) => Step::Write(seen),
+                None => Step::Stop(None),
+            },
+            |(expected, agent): (u64, AgentRecord)| async move {
+                match store.set_schedule(&agent, schedule, expected).await {
+                    // Lost to a writer of either: both read again.
+                    Err(StoreError::Contended) => {
+                        let agent = scheduled(store.get(key).await?)?;
+                        let expected = version(store.get_schedule(key).await?);
+                        Ok(Attempt::Lost(Some(Some((expected, agent)))))
+                    }
+                    written => Ok(Attempt::Written(written?)),
+                }
+            },
+        )
+        .await?;
+        match updated {
+            Updated::Written(written) => Ok(written),
+            Updated::Stopped(nothing) => Ok(nothing),
+            Updated::KeptChanging => Err(Error::AgentBusy {
+                detail: "the agent or its schedule is being changed by someone else; try again"
+                    .into(),
+                retry_after_s: 1,
+            }),
         }
-        Err(Error::AgentBusy {
-            detail: "the agent or its schedule is being changed by someone else; try again".into(),
-            retry_after_s: 1,
-        })
     }
 }
 

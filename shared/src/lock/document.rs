@@ -7,11 +7,13 @@
 //! margin as agents); an ambiguous write is decided by a consistent read of the fields it set.
 //! The document never expires on its own: the fence must keep growing across runs.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
 use super::LockSettings;
+use crate::store::update::{update, Attempt, Step, Updated};
 use crate::store::{AgentStore, Document, DocumentKey, StoreError};
 use crate::timestamp::now_ms;
 
@@ -69,38 +71,51 @@ impl<'a, S: AgentStore> DocumentLock<'a, S> {
     /// Take the lock for `lease` (a live lease of somebody else: [`DocumentAcquired::Busy`]).
     pub async fn acquire(&self, lease: Duration) -> Result<DocumentAcquired, StoreError> {
         let me = crate::ids::fresh_hex();
-        let mut seen = self.store.get_document(self.key).await?;
-        for _ in 0..self.settings.max_rounds.max(1) {
-            let state = seen.as_ref().map(LockState::read).unwrap_or_default();
-            let now = now_ms();
-            if state.holder.is_some() && self.settings.lease_holds(state.lease_until_ms, now) {
-                return Ok(DocumentAcquired::Busy {
-                    lease_until_ms: state.lease_until_ms,
-                });
-            }
-            let mine = LockState {
-                holder: Some(me.clone()),
-                fence: state.fence + 1,
-                lease_until_ms: now + lease.as_millis() as u64,
-            };
-            match self
-                .write(&mine, seen.as_ref().map_or(0, |d| d.version))
-                .await?
-            {
-                Ok(doc) => {
-                    let (holder, fence, version) = (me, mine.fence, doc.version);
-                    return Ok(DocumentAcquired::Held(DocumentHold {
-                        holder,
-                        fence,
-                        version,
-                    }));
+        // The lease of the last state seen: what a caller that never got it waits for.
+        let lease_seen = AtomicU64::new(0);
+        let saw = |doc: Option<&Document>| {
+            let state = doc.map(LockState::read).unwrap_or_default();
+            lease_seen.store(state.lease_until_ms, Ordering::Relaxed);
+            state
+        };
+        let updated = update(
+            self.settings.max_rounds,
+            || self.store.get_document(self.key),
+            |seen: Option<Document>| {
+                let version = seen.as_ref().map_or(0, |d| d.version);
+                let state = saw(seen.as_ref());
+                let now = now_ms();
+                if state.holder.is_some() && self.settings.lease_holds(state.lease_until_ms, now) {
+                    return Step::Stop(());
                 }
-                Err(current) => seen = current,
-            }
-        }
-        let state = seen.as_ref().map(LockState::read).unwrap_or_default();
-        Ok(DocumentAcquired::Busy {
-            lease_until_ms: state.lease_until_ms,
+                let mine = LockState {
+                    holder: Some(me.clone()),
+                    fence: state.fence + 1,
+                    lease_until_ms: now + lease.as_millis() as u64,
+                };
+                Step::Write((mine, version))
+            },
+            // Lost, the write answers the document as the winner left it: decided from that.
+            |(mine, version): (LockState, u64)| async move {
+                Ok(match self.write(&mine, version).await? {
+                    Ok(doc) => Attempt::Written((mine.fence, doc.version)),
+                    Err(current) => {
+                        saw(current.as_ref());
+                        Attempt::Lost(Some(current))
+                    }
+                })
+            },
+        )
+        .await?;
+        Ok(match updated {
+            Updated::Written((fence, version)) => DocumentAcquired::Held(DocumentHold {
+                holder: me,
+                fence,
+                version,
+            }),
+            Updated::Stopped(()) | Updated::KeptChanging => DocumentAcquired::Busy {
+                lease_until_ms: lease_seen.load(Ordering::Relaxed),
+            },
         })
     }
 

@@ -11,6 +11,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::domain::Kind;
+use crate::store::update::{update_document, Step};
 use crate::store::{AgentStore, DocumentKey, StoreError};
 
 /// The most recent readinesses kept per kind.
@@ -112,20 +113,8 @@ impl Readiness {
     ) -> Result<(), StoreError> {
         let pk = pk(kind);
         let key = DocumentKey { pk: &pk, sk: SK };
-        for _ in 0..3 {
-            let doc = store.get_document(key).await?;
-            let version = doc.as_ref().map_or(0, |d| d.version);
-            let kept: Readiness = doc
-                .and_then(|d| serde_json::from_value(d.value).ok())
-                .unwrap_or_default();
-            let value = serde_json::to_value(change(kept))
-                .map_err(|e| StoreError::Corrupt(format!("readiness: {e}")))?;
-            match store.put_document(key, &value, version, None).await {
-                Ok(_) => return Ok(()),
-                Err(StoreError::DocumentConflict { .. }) => continue,
-                Err(e) => return Err(e),
-            }
-        }
+        // Lost three times to other writers, the samples are dropped: the next ones come soon.
+        update_document(store, key, 3, |kept| Step::<_, ()>::Write(change(kept))).await?;
         Ok(())
     }
 }

@@ -28,6 +28,7 @@ pub mod dynamo;
 pub mod keys;
 pub mod schedule;
 pub mod stream;
+pub mod update;
 #[cfg(feature = "memory")]
 pub mod memory;
 pub mod table;

@@ -17,6 +17,7 @@ use snapwake::domain::{Action, ScheduleRecord, ToolRegistry, WakeState};
 use snapwake::error::Error;
 use snapwake::locate::home_of;
 use snapwake::offboarding::admit;
+use snapwake::store::update::{update, Attempt, Step};
 use snapwake::store::{AgentStore, ScheduleStore, StoreError, Within};
 use snapwake::timestamp::{epoch_ms, now_ms};
 
@@ -96,31 +97,39 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
         let Some(expires) = expire_at.and_then(epoch_ms) else {
             return;
         };
-        for _ in 0..3 {
-            let Ok(Some(mut schedule)) = store.get_schedule(key).await else {
-                return;
-            };
-            let Some(sleep) = schedule.next_sleep_ms else {
-                return;
-            };
-            let in_day = schedule
-                .last
-                .as_ref()
-                .is_some_and(|l| l.action == Action::Wake && l.outcome == "reached");
-            let look = expires.saturating_sub(KEEP_AHEAD_MS).max(now_ms());
-            let looked_at_by_then = schedule.keep_ms.is_some_and(|keep| keep <= look);
-            if !in_day || expires >= sleep + PAST_THE_SLEEP_MS || looked_at_by_then {
-                return;
-            }
-            schedule.keep_ms = Some(look);
-            match store.put_schedule(&schedule, schedule.version).await {
-                Ok(_) => return,
-                Err(StoreError::ScheduleConflict { .. }) => continue,
-                Err(e) => {
-                    tracing::info!(agent = %key, error = %e, "a scheduled day's next look not moved");
-                    return;
+        let updated = update(
+            3,
+            || store.get_schedule(key),
+            |schedule: Option<ScheduleRecord>| {
+                let Some(mut schedule) = schedule else {
+                    return Step::Stop(());
+                };
+                let Some(sleep) = schedule.next_sleep_ms else {
+                    return Step::Stop(());
+                };
+                let in_day = schedule
+                    .last
+                    .as_ref()
+                    .is_some_and(|l| l.action == Action::Wake && l.outcome == "reached");
+                let look = expires.saturating_sub(KEEP_AHEAD_MS).max(now_ms());
+                let looked_at_by_then = schedule.keep_ms.is_some_and(|keep| keep <= look);
+                if !in_day || expires >= sleep + PAST_THE_SLEEP_MS || looked_at_by_then {
+                    return Step::Stop(());
                 }
-            }
+                schedule.keep_ms = Some(look);
+                Step::Write(schedule)
+            },
+            |schedule: ScheduleRecord| async move {
+                match store.put_schedule(&schedule, schedule.version).await {
+                    Ok(written) => Ok(Attempt::Written(written)),
+                    Err(StoreError::ScheduleConflict { .. }) => Ok(Attempt::Lost(None)),
+                    Err(e) => Err(e),
+                }
+            },
+        )
+        .await;
+        if let Err(e) = updated {
+            tracing::info!(agent = %key, error = %e, "a scheduled day's next look not moved");
         }
     }
 
