@@ -1,4 +1,12 @@
-//! Where one invocation begins: every function's entry point calls [`begin_http`] (through
+//! Where one invocation begins, and what it is.
+//!
+//! **What it is** ([`Invocation`]): the function that runs it, whose work it is and what set it
+//! off, set once at each entry point ([`Invocation::run`]) and read where it matters: the AWS
+//! call recorder names the function (`crate::aws_calls`), the AgentKit budget picks its lane by
+//! the priority (`crate::budget`), and a state change is announced with the trigger
+//! (`crate::events`).
+//!
+//! **Its span**: every function's entry point calls [`begin_http`] (through
 //! [`crate::http::edge::serve`]) or [`begin_event`] (the delete function's schedules and
 //! events, the deploy function's) and runs the invocation's future in the span it answers.
 //!
@@ -9,10 +17,85 @@
 //! (`bootstrap::logs`), so one request's lines are `filter aws_request_id = "…"` in CloudWatch
 //! Logs Insights, also those logged deep in the store, the AgentKit client, wake and sleep.
 
+use std::future::Future;
+
 use lambda_http::request::RequestContext;
 use lambda_http::{Context, Request, RequestExt};
 use tracing::field::Empty;
 use tracing::Span;
+
+use crate::domain::Trigger;
+
+/// Whose work an invocation is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Priority {
+    /// A person waiting on an HTTP answer: wake, sleep, list, create, delete.
+    People,
+    /// Work nobody waits on: the tick, the sweep, the refresh, deploys.
+    Background,
+}
+
+/// What one invocation is: set once where it begins, read wherever it matters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Invocation {
+    /// The function running it (its logical id in the template): whose AWS calls they are.
+    pub function: &'static str,
+    /// Whose work it is: the budget's lane for its AgentKit calls.
+    pub priority: Priority,
+    /// What set it off: the trigger its state changes are announced with.
+    pub trigger: Trigger,
+}
+
+tokio::task_local! {
+    static CURRENT: Invocation;
+}
+
+impl Invocation {
+    /// A request through the HTTP API, a person's (or a program's) waiting on its answer.
+    pub fn http(function: &'static str) -> Self {
+        Invocation {
+            function,
+            priority: Priority::People,
+            trigger: Trigger::Http,
+        }
+    }
+
+    /// Work nobody waits on, set off by `trigger`.
+    pub fn background(function: &'static str, trigger: Trigger) -> Self {
+        Invocation {
+            function,
+            priority: Priority::Background,
+            trigger,
+        }
+    }
+
+    /// Run `work` as this invocation. Boxed: an entry point's future is large (a sweep's,
+    /// unoptimised, overflowed a test thread's stack once one more layer held it by value).
+    pub async fn run<F: Future>(self, work: F) -> F::Output {
+        CURRENT.scope(self, Box::pin(work)).await
+    }
+
+    /// The invocation the current task runs in, if any (a test's own setup, `serve`'s stream
+    /// reader: none).
+    pub fn current() -> Option<Invocation> {
+        CURRENT.try_with(|i| *i).ok()
+    }
+}
+
+/// The function the current task runs as, if any.
+pub fn function() -> Option<&'static str> {
+    Invocation::current().map(|i| i.function)
+}
+
+/// Whose work the current task is: a person's outside any invocation.
+pub fn priority() -> Priority {
+    Invocation::current().map_or(Priority::People, |i| i.priority)
+}
+
+/// What set the current task off: HTTP outside any invocation.
+pub fn trigger() -> Trigger {
+    Invocation::current().map_or(Trigger::Http, |i| i.trigger)
+}
 
 /// The invocation span's name.
 pub const SPAN_NAME: &str = "invocation";

@@ -26,10 +26,12 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use snapwake::agentkit::types::MetadataEntry;
-use snapwake::budget::{in_background, AgentKitBudget, BudgetSettings};
+use snapwake::budget::{AgentKitBudget, BudgetSettings};
 use snapwake::deadline::Deadline;
+use snapwake::domain::Trigger;
 use snapwake::identity::usid;
 use snapwake::index_sync::SliceSettings;
+use snapwake::invocation::Invocation;
 use snapwake::store::dynamo::DynamoStore;
 use snapwake_delete::{DeleteSettings, RefreshReport, SweepProgress, SweepReport, SweepSettings};
 use snapwake_sim::{Fault, RateLimits, SeedSnapshot, SimConfig};
@@ -236,7 +238,7 @@ async fn run(snapshots: usize, concurrency: usize) -> Row {
         measured(
             &world,
             &store,
-            in_background(async {
+            Invocation::background("test", Trigger::Http).run(async {
                 tokio::time::sleep(Duration::from_millis(1100)).await;
                 f.refresh(Deadline::after(INVOCATION))
                     .await
@@ -247,7 +249,7 @@ async fn run(snapshots: usize, concurrency: usize) -> Row {
     let burst = measured(
         &world,
         &store,
-        in_background(async {
+        Invocation::background("test", Trigger::Http).run(async {
             f.refresh(Deadline::after(INVOCATION))
                 .await
                 .expect("refresh")
@@ -272,7 +274,7 @@ async fn run(snapshots: usize, concurrency: usize) -> Row {
     let (cost, (report, runs)) = measured(
         &world,
         &store,
-        in_background(async {
+        Invocation::background("test", Trigger::Http).run(async {
             *phases.started.lock().unwrap() = Some(Instant::now());
             let mut runs = 0;
             loop {

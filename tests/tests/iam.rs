@@ -64,7 +64,7 @@ fn every_recorded_call_is_allowed_every_grant_used_and_every_mutation_refused() 
             by_functions
                 .iter()
                 .any(|c| c.function.as_deref() == Some(name.as_str())),
-            "{name} made no recorded call: its tests ran outside `aws_calls::within`?"
+            "{name} made no recorded call: its tests ran outside an `Invocation`?"
         );
     }
 

@@ -39,7 +39,9 @@ impl<E: EventSink> Announce<E> {
         let records = event["Records"].as_array().cloned().unwrap_or_default();
         let changes = changes_of(&records);
         let relayed = announce(&changes, &self.sink, deadline);
-        let relayed = snapwake::aws_calls::within(FUNCTION, relayed).await;
+        let relayed = snapwake::invocation::Invocation::http(FUNCTION)
+            .run(relayed)
+            .await;
         tracing::info!(
             records = records.len(),
             changes = changes.len(),

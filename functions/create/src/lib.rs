@@ -141,7 +141,9 @@ impl<S: AgentStore, K: AgentKit> Create<S, K> {
     pub async fn handle(&self, request: Request) -> Response<Body> {
         let request_id = req::request_id(&request);
         let served = edge::serve(&request, self.create(&request, request_id.as_deref()));
-        snapwake::aws_calls::within(FUNCTION, served).await
+        snapwake::invocation::Invocation::http(FUNCTION)
+            .run(served)
+            .await
     }
 
     async fn create(&self, request: &Request, request_id: Option<&str>) -> Result<Response<Body>> {

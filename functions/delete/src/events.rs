@@ -7,13 +7,11 @@ use std::time::Duration;
 use lambda_http::{Context, RequestExt};
 use serde_json::Value;
 use snapwake::agentkit::AgentKit;
-use snapwake::budget::in_background;
 use snapwake::deadline::Deadline;
 use snapwake::domain::{ToolRegistry, Trigger};
 use snapwake::error::Error;
-use snapwake::events::with_trigger;
 use snapwake::http::edge;
-use snapwake::invocation::begin_event;
+use snapwake::invocation::{begin_event, Invocation as Running};
 use snapwake::metrics::{self, Record};
 use snapwake::store::{AgentStore, ScheduleStore, Within};
 use tracing::Instrument;
@@ -31,15 +29,16 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Delete<S, K> {
     /// the invocation's span, so every line logged for it carries Lambda's request id (an
     /// HTTP request's lines API Gateway's as well: [`Delete::handle`] opens its own inside).
     pub async fn invoke(&self, event: Value, context: Context) -> Result<Value, Error> {
-        snapwake::aws_calls::within(crate::FUNCTION, async {
-            let span = begin_event(&context);
-            // Boxed: the future of every entry point nested in one more layer was deeper than
-            // rustc's layout query allows (`queries overflow the depth limit` in `main`).
-            Box::pin(self.serve_invocation(event, context))
-                .instrument(span)
-                .await
-        })
-        .await
+        Running::http(crate::FUNCTION)
+            .run(async {
+                let span = begin_event(&context);
+                // Boxed: the future of every entry point nested in one more layer was deeper than
+                // rustc's layout query allows (`queries overflow the depth limit` in `main`).
+                Box::pin(self.serve_invocation(event, context))
+                    .instrument(span)
+                    .await
+            })
+            .await
     }
 
     async fn serve_invocation(&self, event: Value, context: Context) -> Result<Value, Error> {
@@ -106,44 +105,47 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Delete<S, K> {
         dry_run: bool,
         progress: &dyn SweepProgress,
     ) -> Result<SweepReport, Error> {
-        snapwake::aws_calls::within(crate::FUNCTION, async {
-            let registry = self.registry(deadline).await?;
-            let sweep = Sweep {
-                store: &self.store,
-                agentkit: &self.agentkit,
-                registry: &registry,
-                lock: &self.settings.lock,
-                settings: &self.settings.sweep,
-                progress,
-            };
-            // What it deletes is announced as the sweep's doing.
-            in_background(with_trigger(Trigger::Sweep, sweep.run(deadline, dry_run))).await
-        })
-        .await
+        // What it deletes is announced as the sweep's doing.
+        Running::background(crate::FUNCTION, Trigger::Sweep)
+            .run(async {
+                let registry = self.registry(deadline).await?;
+                let sweep = Sweep {
+                    store: &self.store,
+                    agentkit: &self.agentkit,
+                    registry: &registry,
+                    lock: &self.settings.lock,
+                    settings: &self.settings.sweep,
+                    progress,
+                };
+                sweep.run(deadline, dry_run).await
+            })
+            .await
     }
 
     /// Whether a scheduled sweep beginning a pass every `every` has work now (the table
     /// alone says: a pass in progress, or when the last began).
     pub async fn sweep_due(&self, every: Duration, deadline: Deadline) -> Result<bool, Error> {
-        snapwake::aws_calls::within(crate::FUNCTION, async {
-            crate::sweep::is_due(&Within::new(&self.store, deadline), every).await
-        })
-        .await
+        Running::background(crate::FUNCTION, Trigger::Sweep)
+            .run(async { crate::sweep::is_due(&Within::new(&self.store, deadline), every).await })
+            .await
     }
 
     /// The index refresh: what is new on each snapshot Tool since the last one.
     pub async fn refresh(&self, deadline: Deadline) -> Result<RefreshReport, Error> {
-        snapwake::aws_calls::within(crate::FUNCTION, async {
-            let registry = self.registry(deadline).await?;
-            let refresh = Refresh {
-                store: &self.store,
-                agentkit: &self.agentkit,
-                registry: &registry,
-                slices: self.settings.sweep.slices,
-            };
-            in_background(refresh.run(deadline)).await
-        })
-        .await
+        // What the refresh learns of AgentKit's clock it announces as AgentKit's; the rest it
+        // writes as the API would.
+        Running::background(crate::FUNCTION, Trigger::Http)
+            .run(async {
+                let registry = self.registry(deadline).await?;
+                let refresh = Refresh {
+                    store: &self.store,
+                    agentkit: &self.agentkit,
+                    registry: &registry,
+                    slices: self.settings.sweep.slices,
+                };
+                refresh.run(deadline).await
+            })
+            .await
     }
 
     /// Delete every agent of `owner`.
@@ -154,13 +156,13 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Delete<S, K> {
         dry_run: bool,
         progress: &dyn OffboardProgress,
     ) -> Result<OffboardReport, Error> {
-        snapwake::aws_calls::within(crate::FUNCTION, async {
-            let registry = self.registry(deadline).await?;
-            let offboard = self.offboarding(&registry, progress);
-            let run = offboard.run(owner, deadline, dry_run);
-            in_background(with_trigger(Trigger::Offboarding, run)).await
-        })
-        .await
+        Running::background(crate::FUNCTION, Trigger::Offboarding)
+            .run(async {
+                let registry = self.registry(deadline).await?;
+                let offboard = self.offboarding(&registry, progress);
+                offboard.run(owner, deadline, dry_run).await
+            })
+            .await
     }
 
     /// The deployed Tools, read within `deadline`.
@@ -185,13 +187,13 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Delete<S, K> {
 
     /// Finish what earlier offboardings left.
     pub async fn finish_offboardings(&self, deadline: Deadline) -> Result<FinishReport, Error> {
-        snapwake::aws_calls::within(crate::FUNCTION, async {
-            let registry = self.registry(deadline).await?;
-            let offboard = self.offboarding(&registry, &crate::Quiet);
-            let finish = offboard.finish_pending(deadline);
-            in_background(with_trigger(Trigger::Offboarding, finish)).await
-        })
-        .await
+        Running::background(crate::FUNCTION, Trigger::Offboarding)
+            .run(async {
+                let registry = self.registry(deadline).await?;
+                let offboard = self.offboarding(&registry, &crate::Quiet);
+                offboard.finish_pending(deadline).await
+            })
+            .await
     }
 }
 

@@ -60,10 +60,9 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Delete<S, K> {
     /// Serve one request, in its invocation's span; every failure becomes a problem+json
     /// response.
     pub async fn handle(&self, request: Request) -> Response<Body> {
-        snapwake::aws_calls::within(crate::FUNCTION, async {
-            edge::serve(&request, self.serve(&request)).await
-        })
-        .await
+        snapwake::invocation::Invocation::http(crate::FUNCTION)
+            .run(edge::serve(&request, self.serve(&request)))
+            .await
     }
 
     async fn serve(&self, request: &Request) -> Result<Response<Body>> {

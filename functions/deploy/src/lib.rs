@@ -12,8 +12,9 @@ use serde_json::Value;
 use snapwake::agentkit::AgentKit;
 use snapwake::deadline::Deadline;
 use snapwake::deploy::{Catalogue, DeployOptions, DeploySettings, Deployer, NoProgress, Report};
+use snapwake::domain::Trigger;
 use snapwake::error::{Error, Result};
-use snapwake::invocation;
+use snapwake::invocation::{self, Invocation};
 use snapwake::metrics::{self, Record};
 use snapwake::store::AgentStore;
 use tracing::Instrument;
@@ -98,8 +99,8 @@ impl<S: AgentStore, K: AgentKit> Deploy<S, K> {
             progress: &NoProgress,
         };
         // Nobody waits on a deploy: its Tool calls take the budget's background lane.
-        let run = snapwake::budget::in_background(deployer.run(options, deadline));
-        let report = snapwake::aws_calls::within(FUNCTION, run)
+        let report = Invocation::background(FUNCTION, Trigger::Http)
+            .run(deployer.run(options, deadline))
             .await
             .inspect_err(|e| {
                 tracing::error!(error = %e, "deploy failed");

@@ -133,7 +133,9 @@ impl<S: AgentStore, K: AgentKit> List<S, K> {
     /// Serve one request, in its invocation's span; every failure becomes a problem+json
     /// response.
     pub async fn handle(&self, request: Request) -> Response<Body> {
-        snapwake::aws_calls::within(FUNCTION, edge::serve(&request, self.route(&request))).await
+        snapwake::invocation::Invocation::http(FUNCTION)
+            .run(edge::serve(&request, self.route(&request)))
+            .await
     }
 
     async fn route(&self, request: &Request) -> Result<Response<Body>> {

@@ -23,7 +23,6 @@ use lambda_http::request::LambdaRequest;
 use lambda_http::{Body, Context, Request, RequestExt, Response};
 use serde::{Deserialize, Serialize};
 use snapwake::agentkit::AgentKit;
-use snapwake::aws_calls;
 use snapwake::deadline::Deadline;
 use snapwake::domain::{AgentState, AgentView};
 use snapwake::error::{Error, Result};
@@ -100,7 +99,9 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
     /// Serve one request, in its invocation's span; every failure becomes a problem+json
     /// response.
     pub async fn handle(&self, request: Request) -> Response<Body> {
-        aws_calls::within(FUNCTION, edge::serve(&request, self.serve(&request))).await
+        snapwake::invocation::Invocation::http(FUNCTION)
+            .run(edge::serve(&request, self.serve(&request)))
+            .await
     }
 
     async fn serve(&self, request: &Request) -> Result<Response<Body>> {
@@ -206,7 +207,9 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
     pub async fn invoke(&self, event: Invocation, context: Context) -> Result<Answer, Error> {
         let span = begin_event(&context);
         let served = Box::pin(self.serve_invocation(event, context)).instrument(span);
-        aws_calls::within(FUNCTION, served).await
+        snapwake::invocation::Invocation::http(FUNCTION)
+            .run(served)
+            .await
     }
 
     async fn serve_invocation(&self, event: Invocation, context: Context) -> Result<Answer, Error> {

@@ -2,8 +2,8 @@
 //! the IAM check (`tests/tests/iam.rs`) holds against each function's policy in
 //! `infra/template.yaml` (docs/security.md, "What each function may do").
 //!
-//! Every function's entry points run [`within`] their template name (`ResumeFunction`), a
-//! task-local that costs nothing when nobody records. With `SNAPWAKE_AWS_CALLS=<dir>` set, the
+//! Every function's entry points run as an [`crate::invocation::Invocation`] naming their
+//! template name (`ResumeFunction`), a task-local that costs nothing when nobody records. With `SNAPWAKE_AWS_CALLS=<dir>` set, the
 //! DynamoDB client ([`dynamodb::CallRecorder`]) and the SQS and EventBridge callers
 //! (`aws_json`) write each distinct call once to `<dir>/calls-<pid>.jsonl`: the function, the
 //! API operation, the resource and, for DynamoDB, the partition key it leads with. A call
@@ -16,7 +16,6 @@ pub mod dynamodb;
 
 use std::collections::HashSet;
 use std::fs::{File, OpenOptions};
-use std::future::Future;
 use std::io::Write;
 use std::path::PathBuf;
 use std::sync::{Mutex, OnceLock};
@@ -25,22 +24,6 @@ use serde::{Deserialize, Serialize};
 
 /// The variable that turns recording on: the directory the recordings go to.
 pub const RECORD_VAR: &str = "SNAPWAKE_AWS_CALLS";
-
-tokio::task_local! {
-    static FUNCTION: &'static str;
-}
-
-/// Run `work` as the function `function` (its logical id in the template): every AWS call it
-/// makes is that function's. Boxed: an entry point's future is large (a sweep's, unoptimised,
-/// overflowed a test thread's stack once one more layer held it by value).
-pub async fn within<F: Future>(function: &'static str, work: F) -> F::Output {
-    FUNCTION.scope(function, Box::pin(work)).await
-}
-
-/// The function the current task runs as, if any.
-pub fn current_function() -> Option<&'static str> {
-    FUNCTION.try_with(|f| *f).ok()
-}
 
 /// One AWS call as IAM sees it.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -97,7 +80,7 @@ pub fn record(mut call: AwsCall) {
         return;
     };
     if call.function.is_none() {
-        call.function = current_function().map(str::to_string);
+        call.function = crate::invocation::function().map(str::to_string);
     }
     let fresh = recording
         .seen

@@ -25,7 +25,6 @@
 //!   and meet AgentKit's own 429s and the client's backoff.
 
 use std::collections::HashMap;
-use std::future::Future;
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -33,6 +32,7 @@ use crate::agentkit::call_budget::BudgetFuture;
 use crate::agentkit::limits::limit_of;
 use crate::agentkit::{CallBudget, NoSlot, RateLimits};
 use crate::deadline::Deadline;
+use crate::invocation::{priority, Priority};
 use crate::metrics::{self, Record};
 use crate::store::{BudgetStore, Reserved, Slowdown};
 use crate::timestamp::now_ms;
@@ -55,29 +55,6 @@ const PEOPLE_STORE_WAIT: Duration = Duration::from_millis(500);
 /// A call that leaves this long after its slot (the table answered late, or the instance
 /// stalled) has lost its spacing: about two slots of the headroom at AgentKit's usual limits.
 const LATE_SLOT_MS: u64 = 100;
-
-/// Whose call it is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Priority {
-    /// A person waiting on an HTTP answer: wake, sleep, list, create, delete.
-    People,
-    /// Work nobody waits on: the tick, the sweep, the refresh, deploys.
-    Background,
-}
-
-tokio::task_local! {
-    static PRIORITY: Priority;
-}
-
-/// Run `work` as background work: its AgentKit calls take the background lane.
-pub async fn in_background<F: Future>(work: F) -> F::Output {
-    PRIORITY.scope(Priority::Background, work).await
-}
-
-/// The priority of the current task: a person's unless [`in_background`] said otherwise.
-pub fn priority() -> Priority {
-    PRIORITY.try_with(|p| *p).unwrap_or(Priority::People)
-}
 
 /// The budget's settings (`SNAPWAKE_AGENTKIT_LIMITS`, docs/agentkit.md).
 #[derive(Clone, Debug, PartialEq, Eq)]

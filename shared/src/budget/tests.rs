@@ -1,6 +1,8 @@
 use std::sync::Arc;
 
 use super::*;
+use crate::domain::Trigger;
+use crate::invocation::Invocation;
 use crate::store::memory::MemoryStore;
 use crate::store::StoreError;
 
@@ -78,7 +80,10 @@ async fn a_person_goes_first_while_the_fleet_has_booked_the_background_lane() {
     }
     let soon = Deadline::after(Duration::from_millis(200));
     // More background work cannot start before its latest, and is told when it could.
-    let refused = in_background(b.take(RESUME, soon)).await.unwrap_err();
+    let refused = Invocation::background("test", Trigger::Http)
+        .run(b.take(RESUME, soon))
+        .await
+        .unwrap_err();
     assert!(refused.free_in > Duration::from_millis(1500), "{refused:?}");
     // A person's wake takes their lane's slot now.
     b.take(RESUME, soon).await.unwrap();
@@ -130,7 +135,8 @@ async fn throttling_slows_the_rate_once_a_second_never_below_half_and_it_recover
     b.slow_down(RESUME).await;
     // Every instance learns it from the next slot it takes.
     let other = budget(store.clone(), "off,ResumeSessionFromSnapshot=50");
-    in_background(other.take(RESUME, Deadline::after(Duration::from_secs(1))))
+    Invocation::background("test", Trigger::Http)
+        .run(other.take(RESUME, Deadline::after(Duration::from_secs(1))))
         .await
         .unwrap();
     assert_eq!(other.interval_ms(bucket, 36, now), 38);
@@ -176,7 +182,8 @@ async fn a_budget_the_table_cannot_answer_lets_the_call_go() {
     b.take(RESUME, Deadline::after(Duration::ZERO))
         .await
         .unwrap();
-    in_background(b.take(RESUME, Deadline::after(Duration::ZERO)))
+    Invocation::background("test", Trigger::Http)
+        .run(b.take(RESUME, Deadline::after(Duration::ZERO)))
         .await
         .unwrap();
     b.slow_down(RESUME).await;

@@ -12,8 +12,8 @@
 //! waits on the bus. A storm of 500 callers that ends in one completion is one write, so one
 //! event, whose `change_id` is that write's version.
 //!
-//! What set the change off (`trigger`) is the invocation's: HTTP unless an entry point says
-//! otherwise with [`with_trigger`] (the tick, the sweep, an offboarding), or AgentKit for what
+//! What set the change off (`trigger`) is the invocation's (`crate::invocation`): HTTP unless
+//! its entry point said otherwise (the tick, the sweep, an offboarding), or AgentKit for what
 //! snapwake learns of its clock.
 
 mod derive;
@@ -24,30 +24,16 @@ pub mod relay;
 
 use std::future::Future;
 
-use crate::domain::{Announce, Announcement, StateEvent, Trigger};
+use crate::domain::{Announce, Announcement, StateEvent};
 
 pub use derive::{derive, event_of};
 pub use relay::{announce, follow, Relayed};
-
-tokio::task_local! {
-    static TRIGGER: Trigger;
-}
-
-/// Run `work` with `trigger` as what sets off the changes it makes.
-pub async fn with_trigger<F: Future>(trigger: Trigger, work: F) -> F::Output {
-    TRIGGER.scope(trigger, work).await
-}
-
-/// The trigger of the current task (HTTP unless [`with_trigger`] said otherwise).
-pub fn current_trigger() -> Trigger {
-    TRIGGER.try_with(|t| *t).unwrap_or_default()
-}
 
 /// What a write that is the state change `what` records, set off by the current task.
 pub fn announcement(what: Announce) -> Announcement {
     Announcement {
         what,
-        trigger: current_trigger(),
+        trigger: crate::invocation::trigger(),
     }
 }
 

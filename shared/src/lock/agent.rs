@@ -145,7 +145,7 @@ impl<'a, S: AgentStore> AgentLock<'a, S> {
         let started_by = seen
             .filter(|r| r.state == how.state)
             .and_then(|r| r.started_by)
-            .unwrap_or_else(crate::events::current_trigger);
+            .unwrap_or_else(crate::invocation::trigger);
         let mut changes = Changes {
             state: Some(how.state),
             holder: Some(Some(me.clone())),

@@ -209,7 +209,7 @@ impl Layer for FaultyTable {
                             | Condition::SleepingWith { .. }
                     );
                     let landed = Landed {
-                        trigger: snapwake::events::current_trigger(),
+                        trigger: snapwake::invocation::trigger(),
                         under_generation,
                     };
                     self.landed

@@ -5,7 +5,9 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use snapwake::budget::{in_background, AgentKitBudget, BudgetSettings};
+use snapwake::budget::{AgentKitBudget, BudgetSettings};
+use snapwake::domain::Trigger;
+use snapwake::invocation::Invocation;
 use snapwake::store::dynamo::DynamoStore;
 use snapwake_sim::RateLimits;
 
@@ -62,17 +64,19 @@ async fn fleet(clients: Vec<AgentKitClient>, done: Arc<AtomicUsize>) -> usize {
         for _ in 0..CALLS {
             let client = client.clone();
             let done = done.clone();
-            tasks.push(tokio::spawn(in_background(async move {
-                let answer = client
-                    .call(
-                        BEIJING,
-                        &get_session(),
-                        Deadline::after(Duration::from_secs(30)),
-                    )
-                    .await;
-                done.fetch_add(1, Ordering::SeqCst);
-                matches!(answer, Err(AgentKitError::Throttled { .. })) as usize
-            })));
+            tasks.push(tokio::spawn(
+                Invocation::background("test", Trigger::Http).run(async move {
+                    let answer = client
+                        .call(
+                            BEIJING,
+                            &get_session(),
+                            Deadline::after(Duration::from_secs(30)),
+                        )
+                        .await;
+                    done.fetch_add(1, Ordering::SeqCst);
+                    matches!(answer, Err(AgentKitError::Throttled { .. })) as usize
+                }),
+            ));
         }
     }
     let mut throttled = 0;

@@ -4,8 +4,10 @@
 //! with AgentKit's own 429s on the way.
 
 use super::*;
-use snapwake::budget::{in_background, AgentKitBudget, BudgetSettings};
+use snapwake::budget::{AgentKitBudget, BudgetSettings};
+use snapwake::domain::Trigger;
 use snapwake::index_sync::{snapshots_between, SliceSettings, SlicedRead};
+use snapwake::invocation::Invocation;
 
 /// `n` Ready snapshots of one agent each at `at(i)`: their ids.
 fn seed_at(world: &World, n: usize, at: impl Fn(usize) -> OffsetDateTime) -> Vec<String> {
@@ -194,16 +196,17 @@ async fn slices_side_by_side_keep_within_the_accounts_limit_through_the_budget()
         concurrency: 16,
         ..SliceSettings::default()
     };
-    let read = in_background(snapshots_between(
-        &client,
-        REGION,
-        &world.recoverable,
-        (None, None),
-        settings,
-        Deadline::after(Duration::from_secs(60)),
-    ))
-    .await
-    .unwrap();
+    let read = Invocation::background("test", Trigger::Http)
+        .run(snapshots_between(
+            &client,
+            REGION,
+            &world.recoverable,
+            (None, None),
+            settings,
+            Deadline::after(Duration::from_secs(60)),
+        ))
+        .await
+        .unwrap();
     assert_eq!(ids(&read), want);
     let counted = world.sim.control().counters().limit("ListSessionSnapshots");
     // Slots leave on time but may reach AgentKit a little early or late on a loaded machine

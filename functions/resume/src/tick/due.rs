@@ -16,6 +16,7 @@ use snapwake::deadline::Deadline;
 use snapwake::domain::Trigger;
 use snapwake::error::Error;
 use snapwake::fanout::DueOccurrence;
+use snapwake::invocation::Invocation;
 use snapwake::metrics::{self, Record};
 use snapwake::schedule::Readiness;
 use snapwake::store::{AgentStore, ScheduleStore, Within};
@@ -81,7 +82,9 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
     /// A body that is not a due occurrence can never be handled: it is logged and dropped
     /// rather than delivered again until it is dead-lettered.
     pub async fn due_batch(&self, batch: QueueBatch, deadline: Deadline) -> BatchResponse {
-        snapwake::aws_calls::within(crate::FUNCTION, self.due_batch_of(batch, deadline)).await
+        Invocation::background(crate::FUNCTION, Trigger::Schedule)
+            .run(self.due_batch_of(batch, deadline))
+            .await
     }
 
     async fn due_batch_of(&self, batch: QueueBatch, deadline: Deadline) -> BatchResponse {
@@ -113,10 +116,10 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
     /// (a wake sent, not Ready yet; a Resume throttled; another consumer deciding on it at the
     /// same moment). `Err`: not handled (deliver it again).
     pub async fn due(&self, due: &DueOccurrence, deadline: Deadline) -> Result<(), Error> {
-        let work = snapwake::events::with_trigger(Trigger::Schedule, self.due_at(due, deadline));
         // Nobody waits on it: its AgentKit calls take the budget's background lane.
-        let work = snapwake::budget::in_background(work);
-        snapwake::aws_calls::within(crate::FUNCTION, work).await
+        Invocation::background(crate::FUNCTION, Trigger::Schedule)
+            .run(self.due_at(due, deadline))
+            .await
     }
 
     async fn due_at(&self, due: &DueOccurrence, deadline: Deadline) -> Result<(), Error> {

@@ -34,6 +34,7 @@ use snapwake::domain::{
 };
 use snapwake::error::Error;
 use snapwake::fanout::{DueOccurrence, Fanout};
+use snapwake::invocation::Invocation;
 use snapwake::metrics::{self, Record};
 use snapwake::offboarding::{admit, Admitted};
 use snapwake::schedule::readiness::LONGEST_LEAD_MS;
@@ -121,11 +122,10 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
     /// One tick at `time_ms` (the event's time), working until `deadline`. What it changes is
     /// announced as the schedule's doing; what it asks of AgentKit goes after people's calls.
     pub async fn tick(&self, time_ms: u64, deadline: Deadline) -> Result<TickReport, Error> {
-        let tick =
-            snapwake::events::with_trigger(Trigger::Schedule, self.tick_at(time_ms, deadline));
         // Nobody waits on a tick: its AgentKit calls take the budget's background lane.
-        let tick = snapwake::budget::in_background(tick);
-        snapwake::aws_calls::within(crate::FUNCTION, tick).await
+        Invocation::background(crate::FUNCTION, Trigger::Schedule)
+            .run(self.tick_at(time_ms, deadline))
+            .await
     }
 
     async fn tick_at(&self, time_ms: u64, deadline: Deadline) -> Result<TickReport, Error> {
