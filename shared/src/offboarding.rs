@@ -162,9 +162,17 @@ fn owner_key_of(key: &AgentKey) -> Option<String> {
 }
 
 /// Record `progress` under both of the owner's keys, and keep the pending list in step.
+///
+/// A progress that says unfinished is always on the pending list, which is how the sweep finds
+/// it: the owner is added before an unfinished progress is written, and taken off only after
+/// a finished one was. The long run found the other order's gap (seed 1040): the owner taken
+/// off first, the finished progress then not written (the table failed), and an offboarding
+/// left unfinished that nothing would ever look at again, its owner refused for good.
 pub async fn record<S: AgentStore>(store: &S, progress: &Progress) -> Result<(), StoreError> {
-    // Pending first: a progress that says unfinished is always found by the sweep.
-    set_pending(store, &progress.owner, !progress.is_finished()).await?;
+    let finished = progress.is_finished();
+    if !finished {
+        set_pending(store, &progress.owner, true).await?;
+    }
     let value = serde_json::to_value(progress).map_err(|e| StoreError::Corrupt(e.to_string()))?;
     for owner_key in owner_keys(&progress.owner) {
         let pk = progress_pk(&owner_key);
@@ -177,6 +185,9 @@ pub async fn record<S: AgentStore>(store: &S, progress: &Progress) -> Result<(),
             &value,
         )
         .await?;
+    }
+    if finished {
+        set_pending(store, &progress.owner, false).await?;
     }
     Ok(())
 }
@@ -234,5 +245,58 @@ pub fn start(owner: &str) -> Progress {
         owner: owner.to_string(),
         started_at_ms: now_ms(),
         ..Progress::default()
+    }
+}
+
+#[cfg(all(test, feature = "memory"))]
+mod tests {
+    use super::*;
+    use crate::store::memory::MemoryStore;
+    use crate::store::{Answer, Call, Layer};
+
+    /// The table, but no offboarding's progress can be written.
+    struct ProgressRefused<'t>(&'t MemoryStore);
+
+    impl Layer for ProgressRefused<'_> {
+        type Inner = MemoryStore;
+
+        fn inner(&self) -> &MemoryStore {
+            self.0
+        }
+
+        fn around<'a, T: Send + 'a>(
+            &'a self,
+            call: Call<'a>,
+            answer: Answer<'a, T>,
+        ) -> Answer<'a, T> {
+            let refused = matches!(call, Call::PutDocument(key) if key.sk == PROGRESS_SK);
+            Box::pin(async move {
+                if refused {
+                    return Err(StoreError::Unavailable("injected: the table failed".into()));
+                }
+                answer.await
+            })
+        }
+    }
+
+    #[tokio::test]
+    async fn an_unfinished_offboarding_stays_pending_until_its_finish_is_written() {
+        let table = MemoryStore::default();
+        let owner = "grace@example.com";
+        let mut progress = start(owner);
+        record(&table, &progress).await.unwrap();
+        assert_eq!(pending(&table).await.unwrap(), vec![owner.to_string()]);
+
+        // Its finish cannot be written: it is still pending, for the sweep to finish.
+        progress.finished_at_ms = Some(now_ms());
+        let refused = ProgressRefused(&table);
+        assert!(record(&refused, &progress).await.is_err());
+        assert_eq!(pending(&table).await.unwrap(), vec![owner.to_string()]);
+        let kept = super::progress(&table, owner).await.unwrap().unwrap();
+        assert!(!kept.is_finished());
+
+        // Written, it leaves the list.
+        record(&table, &progress).await.unwrap();
+        assert!(pending(&table).await.unwrap().is_empty());
     }
 }

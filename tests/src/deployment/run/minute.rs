@@ -191,15 +191,27 @@ impl Run {
             .await?;
         }
         self.settings.faults = faults;
-        let model = people.model.lock().unwrap_or_else(|p| p.into_inner());
-        for (owner, o) in &model.owners {
-            if o.finished_ms.is_none() {
-                return Err(format!(
-                    "{owner}'s offboarding never finished (asked {})",
-                    checks::at(o.asked_ms)
-                ));
-            }
+        let unfinished: Vec<(String, u64)> = {
+            let model = people.model.lock().unwrap_or_else(|p| p.into_inner());
+            model
+                .owners
+                .iter()
+                .filter(|(_, o)| o.finished_ms.is_none())
+                .map(|(owner, o)| (owner.clone(), o.asked_ms))
+                .collect()
+        };
+        if let Some((owner, asked_ms)) = unfinished.first() {
+            // What the table says of it: its progress, and whether the sweep would find it.
+            let table = &*d.table.memory;
+            let progress = snapwake::offboarding::progress(table, owner).await;
+            let pending = snapwake::offboarding::pending(table).await;
+            return Err(format!(
+                "{owner}'s offboarding never finished (asked {}); its progress: {progress:?}; \
+                 pending: {pending:?}",
+                checks::at(*asked_ms)
+            ));
         }
+        let model = people.model.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(((key, version), _)) = model.unpublished.iter().next() {
             return Err(format!("{key}/{version} was never announced"));
         }
