@@ -108,6 +108,11 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
             }
         }
 
+        // Inside a scheduled day, a person's keepalive may end the session before the day's
+        // sleep: the day is looked at again in time (docs/schedules.md), and the look is moved
+        // before the session's end is, or nothing is sent.
+        let expires = now_ms() + body.ttl_s * 1000;
+        self.day_kept_until(store, key, expires).await?;
         let kept = self
             .extend(
                 store,
@@ -120,10 +125,6 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
             )
             .await?;
         let (mut record, live, home) = (kept.record, kept.session, kept.home);
-        // Inside a scheduled day, a person's keepalive may end the session before the day's
-        // sleep: the day is looked at again in time (docs/schedules.md).
-        self.day_kept_until(store, key, live.expire_at.as_deref())
-            .await;
         // An agent without a record yet is shown as a read would show it: its Tool's
         // retention, its snapshots as listed.
         record.description.retention = record.description.retention.or(Some(home.retention));

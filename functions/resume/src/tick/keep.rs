@@ -17,7 +17,7 @@ use snapwake::domain::{Action, ScheduleRecord, ToolRegistry, WakeState};
 use snapwake::error::Error;
 use snapwake::locate::home_of;
 use snapwake::offboarding::admit;
-use snapwake::store::update::{update, Attempt, Step};
+use snapwake::store::update::{update, Attempt, Step, Updated};
 use snapwake::store::{AgentStore, ScheduleStore, StoreError, Within};
 use snapwake::timestamp::{epoch_ms, now_ms};
 
@@ -81,22 +81,21 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
         Ok(Handled::Settled { ready: None })
     }
 
-    /// A person kept `key`'s session alive until `expire_at`: if that is inside a scheduled day
-    /// (its wake reached, its sleep still ahead) and before the day's end, the day is looked at
-    /// in time to keep it on. A keepalive sets the session's end from now, so a person's short
-    /// one can end a day the ticks had already kept to its sleep, and no look was due any
-    /// more (the simulated deployment found a 1-hour keepalive at 16:02 ending an 08:30–19:00
-    /// day at 17:02). A write that loses to another (a tick's) is read and tried again; one
-    /// that fails is logged.
+    /// A person is about to keep `key`'s session alive until `expires` (epoch ms): if that is
+    /// inside a scheduled day (its wake reached, its sleep still ahead) and before the day's
+    /// end, the day is looked at in time to keep it on. A keepalive sets the session's end from
+    /// now, so a person's short one can end a day the ticks had already kept to its sleep, and
+    /// no look was due any more (the simulated deployment found a 1-hour keepalive at 16:02
+    /// ending an 08:30–19:00 day at 17:02). A write that loses to another (a tick's) is read
+    /// and tried again. `Err`: the look could not be moved, and the keepalive is not to be
+    /// sent (it answers 503, retryable): the long run found the re-arm's write failing after
+    /// the keepalive had shortened the session, and the day ended at the keepalive's end.
     pub(crate) async fn day_kept_until(
         &self,
         store: Within<'_, S>,
         key: &snapwake::domain::AgentKey,
-        expire_at: Option<&str>,
-    ) {
-        let Some(expires) = expire_at.and_then(epoch_ms) else {
-            return;
-        };
+        expires: u64,
+    ) -> Result<(), StoreError> {
         let updated = update(
             3,
             || store.get_schedule(key),
@@ -127,9 +126,12 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
                 }
             },
         )
-        .await;
-        if let Err(e) = updated {
-            tracing::info!(agent = %key, error = %e, "a scheduled day's next look not moved");
+        .await?;
+        match updated {
+            Updated::KeptChanging => Err(StoreError::Unavailable(
+                "a scheduled day's next look kept changing".into(),
+            )),
+            Updated::Written(_) | Updated::Stopped(()) => Ok(()),
         }
     }
 
