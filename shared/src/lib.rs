@@ -8,14 +8,14 @@
 //! - [`ids`]: fresh random ids, drawn from a seed on a simulated deployment's thread;
 //! - [`secret`]: a string `Debug` never shows (credentials, tokens, keys, session Endpoints);
 //! - [`metrics`]: CloudWatch embedded-metric-format lines, emitted from one place;
-//! - [`invocation`]: where an invocation begins: its span (the ids every log line of it
-//!   carries) and the cold-start mark;
+//! - [`domain`]: kinds, retention, the agent record, its views, the Tool registry (no I/O);
+//! - [`invocation`]: what an invocation is (its function, priority and trigger, set once at
+//!   its entry point) and where it begins: its span (the ids every log line of it carries);
 //! - [`deadline`]: the point by which an operation must answer;
 //! - [`aws_calls`]: which function makes each AWS call, and the record of them the IAM check
 //!   reads;
 //! - [`aws_json`]: one signed call to an AWS service's JSON protocol (EventBridge, SQS);
 //! - [`calendar`]: five-field cron in IANA time zones, and the instants it fires at;
-//! - [`domain`]: kinds, retention, the agent record, its views, the Tool registry (no I/O);
 //! - [`agentkit`]: the AgentKit client (signing, envelope, retries, regions) and its wire
 //!   types; the strict simulator of the service is its own crate, `snapwake-sim`;
 //! - [`store`]: the table port (`AgentStore`) and its DynamoDB and in-memory adapters;
@@ -47,12 +47,12 @@ pub mod timestamp;
 pub mod ids;
 pub mod secret;
 pub mod metrics;
+pub mod domain;
 pub mod invocation;
 pub mod deadline;
 pub mod aws_calls;
 pub mod aws_json;
 pub mod calendar;
-pub mod domain;
 pub mod agentkit;
 pub mod store;
 pub mod budget;

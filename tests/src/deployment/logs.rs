@@ -53,6 +53,28 @@ impl Logs {
     }
 }
 
+/// The words whose lines a failure shows: the agents, sessions and snapshots its violation
+/// names, offboardings when it is one's, and whatever `SNAPWAKE_SIM_SAY` adds (comma-separated),
+/// to follow a replay.
+pub fn named_in(violation: &str) -> Vec<String> {
+    let mut named: Vec<String> = violation
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '-' || c == '_'))
+        .filter(|w| w.starts_with("studio") || w.starts_with("sess-") || w.starts_with("snap-"))
+        .map(str::to_string)
+        .collect();
+    if violation.contains("offboarding") {
+        named.push("offboard".into());
+    }
+    let asked = std::env::var("SNAPWAKE_SIM_SAY").unwrap_or_default();
+    named.extend(
+        asked
+            .split(',')
+            .filter(|w| !w.is_empty())
+            .map(str::to_string),
+    );
+    named
+}
+
 /// One line on its way into the kept lines.
 pub struct Line {
     logs: Logs,

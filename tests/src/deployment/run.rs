@@ -137,23 +137,9 @@ pub fn run(settings: &Settings) -> Result<Report, Failure> {
             runtime
                 .block_on(Run::new(&settings).go())
                 .map_err(|mut failure| {
-                    // What snapwake itself logged of the agents the violation names.
-                    // And of offboardings, when the violation is one's; and whatever words
-                    // `SNAPWAKE_SIM_SAY` adds (comma-separated), to follow a replay.
-                    let asked = std::env::var("SNAPWAKE_SIM_SAY").unwrap_or_default();
-                    let mut named: Vec<&str> = failure
-                        .violation
-                        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '-' || c == '_'))
-                        .filter(|w| {
-                            w.starts_with("studio")
-                                || w.starts_with("sess-")
-                                || w.starts_with("snap-")
-                        })
-                        .collect();
-                    if failure.violation.contains("offboarding") {
-                        named.push("offboard");
-                    }
-                    named.extend(asked.split(',').filter(|w| !w.is_empty()));
+                    // What snapwake itself logged of what the violation names.
+                    let named = super::logs::named_in(&failure.violation);
+                    let named: Vec<&str> = named.iter().map(String::as_str).collect();
                     let said = logs.mentioning(&named, 40);
                     if !said.is_empty() {
                         failure.trace.push("what snapwake logged of them:".into());
