@@ -227,10 +227,7 @@ pub(crate) fn learned_end(changes: &mut Changes, kept: Option<&crate::agentkit::
     } else {
         WakeState::Failed
     });
-    changes.session_id = Some(None);
-    changes.session_expire_at = Some(None);
-    changes.session_created_at = Some(None);
-    changes.verified_at_ms = Some(0);
+    *changes = crate::lock::agent::forget_session(std::mem::take(changes));
     if !saved {
         changes.snapshot_id = Some(None);
         let why = match kept {

@@ -364,3 +364,36 @@ pub fn on_behalf_of(record: &AgentRecord, mut changes: Changes) -> Changes {
     }
     changes
 }
+
+/// How a change that found the agent's session ended announces that end, by the state the
+/// agent rested in before it (docs/events.md): a record that said awake ended on AgentKit's
+/// clock (AgentKit's); a change whose lease lapsed, which this caller took over, may have
+/// followed an awake agent whose end nobody announced (announced as this caller's doing: at
+/// worst a watcher hears `asleep` of an agent that was asleep, never silence about one that was
+/// awake); a record at rest asleep or failed has nothing to announce. The simulated deployment
+/// found each place a change learned of an end without saying so: a wake that woke nothing, a
+/// sleep that found no session, a delete handed back over a lapsed one.
+pub fn announced_end(rested: Option<WakeState>) -> Option<crate::domain::Announcement> {
+    use crate::domain::{Announce, Announcement, Trigger};
+    match rested? {
+        WakeState::Awake => Some(Announcement {
+            what: Announce::Asleep,
+            trigger: Trigger::Agentkit,
+        }),
+        WakeState::Waking | WakeState::Sleeping | WakeState::Creating => {
+            Some(crate::events::announcement(Announce::Asleep))
+        }
+        _ => None,
+    }
+}
+
+/// `changes` with the recorded session forgotten: it is known to have ended.
+pub fn forget_session(changes: Changes) -> Changes {
+    Changes {
+        session_id: Some(None),
+        session_expire_at: Some(None),
+        session_created_at: Some(None),
+        verified_at_ms: Some(0),
+        ..changes
+    }
+}

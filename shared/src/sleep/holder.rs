@@ -241,28 +241,15 @@ impl<S: AgentStore, K: AgentKit> Sleeping<'_, '_, S, K> {
         // record said awake), or under the lapsed change (announced as that change's doing).
         // The simulated deployment found a lapsed sleep taken over a day later written asleep
         // with no event.
-        let announce = match held.before.as_ref().map(|b| b.state) {
-            Some(WakeState::Awake) => Some(crate::domain::Announcement {
-                what: crate::domain::Announce::Asleep,
-                trigger: crate::domain::Trigger::Agentkit,
-            }),
-            Some(WakeState::Sleeping | WakeState::Waking | WakeState::Creating) => {
-                Some(crate::events::announcement(crate::domain::Announce::Asleep))
-            }
-            _ => None,
-        };
-        let changes = Changes {
-            session_id: Some(None),
-            session_expire_at: Some(None),
-            session_created_at: Some(None),
-            verified_at_ms: Some(0),
+        let announce = crate::lock::agent::announced_end(held.before.as_ref().map(|b| b.state));
+        let changes = crate::lock::agent::forget_session(Changes {
             // The snapshot field the acquire cleared is the last one known: put it back.
             snapshot_id: Some(held.before.as_ref().and_then(|b| b.snapshot_id.clone())),
             snapshots: summaries,
             describe: Some(home.description()),
             announce,
             ..Changes::default()
-        };
+        });
         // Unconfirmed (the write's answer lost), the answer is the record as this write makes
         // it, without a version, never the `sleeping` record of the acquire (the simulated
         // deployment found a 200 whose body said `sleeping`).

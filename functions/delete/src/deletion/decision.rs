@@ -85,19 +85,13 @@ pub(super) fn resting(seen: Option<&AgentRecord>, now_ms: u64) -> Resting {
             });
             match recorded {
                 Some(expires) if expires.is_none_or(|t| t > now_ms) => kept(WakeState::Awake),
+                // It rested awake under the lapsed deletes, and its session has ended.
                 Some(_) => Resting {
                     state: WakeState::Asleep,
-                    changes: Changes {
-                        announce: Some(snapwake::domain::Announcement {
-                            what: snapwake::domain::Announce::Asleep,
-                            trigger: snapwake::domain::Trigger::Agentkit,
-                        }),
-                        session_id: Some(None),
-                        session_expire_at: Some(None),
-                        session_created_at: Some(None),
-                        verified_at_ms: Some(0),
+                    changes: lock::agent::forget_session(Changes {
+                        announce: lock::agent::announced_end(Some(WakeState::Awake)),
                         ..Changes::default()
-                    },
+                    }),
                 },
                 None => kept(WakeState::Asleep),
             }

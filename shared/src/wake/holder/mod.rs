@@ -399,25 +399,13 @@ impl<S: AgentStore, K: AgentKit> Waking<'_, '_, S, K> {
 /// of an agent whose 8 hours had ended, then too late in its request to send Resume, wrote
 /// `asleep` with no event.
 fn nothing_woken(before: Option<&AgentRecord>, home: &Home) -> (WakeState, Changes) {
-    use crate::domain::{Announce, Announcement, Trigger};
+    let rested = before.map(|b| b.state);
     let mut changes = asleep_at(home);
-    changes.announce = match before.map(|b| b.state) {
-        Some(WakeState::Awake) => Some(Announcement {
-            what: Announce::Asleep,
-            trigger: Trigger::Agentkit,
-        }),
-        Some(WakeState::Waking | WakeState::Sleeping | WakeState::Creating) => {
-            Some(crate::events::announcement(Announce::Asleep))
-        }
-        _ => None,
-    };
+    changes.announce = crate::lock::agent::announced_end(rested);
     // The recorded session is the one found not live: forgotten, as a learned end does. A
     // lapsed change's fields are its next caller's to read, as they always were.
-    if before.is_some_and(|b| b.state == WakeState::Awake) {
-        changes.session_id = Some(None);
-        changes.session_expire_at = Some(None);
-        changes.session_created_at = Some(None);
-        changes.verified_at_ms = Some(0);
+    if rested == Some(WakeState::Awake) {
+        changes = crate::lock::agent::forget_session(changes);
     }
     (WakeState::Asleep, changes)
 }
