@@ -238,7 +238,7 @@ async fn run(snapshots: usize, concurrency: usize) -> Row {
         measured(
             &world,
             &store,
-            Invocation::background("test", Trigger::Http).run(async {
+            Invocation::background(snapwake_delete::FUNCTION, Trigger::Sweep).run(async {
                 tokio::time::sleep(Duration::from_millis(1100)).await;
                 f.refresh(Deadline::after(INVOCATION))
                     .await
@@ -249,7 +249,7 @@ async fn run(snapshots: usize, concurrency: usize) -> Row {
     let burst = measured(
         &world,
         &store,
-        Invocation::background("test", Trigger::Http).run(async {
+        Invocation::background(snapwake_delete::FUNCTION, Trigger::Sweep).run(async {
             f.refresh(Deadline::after(INVOCATION))
                 .await
                 .expect("refresh")
@@ -274,7 +274,7 @@ async fn run(snapshots: usize, concurrency: usize) -> Row {
     let (cost, (report, runs)) = measured(
         &world,
         &store,
-        Invocation::background("test", Trigger::Http).run(async {
+        Invocation::background(snapwake_delete::FUNCTION, Trigger::Sweep).run(async {
             *phases.started.lock().unwrap() = Some(Instant::now());
             let mut runs = 0;
             loop {

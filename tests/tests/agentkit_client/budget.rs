@@ -65,17 +65,19 @@ async fn fleet(clients: Vec<AgentKitClient>, done: Arc<AtomicUsize>) -> usize {
             let client = client.clone();
             let done = done.clone();
             tasks.push(tokio::spawn(
-                Invocation::background("test", Trigger::Http).run(async move {
-                    let answer = client
-                        .call(
-                            BEIJING,
-                            &get_session(),
-                            Deadline::after(Duration::from_secs(30)),
-                        )
-                        .await;
-                    done.fetch_add(1, Ordering::SeqCst);
-                    matches!(answer, Err(AgentKitError::Throttled { .. })) as usize
-                }),
+                Invocation::background(snapwake_resume::FUNCTION, Trigger::Schedule).run(
+                    async move {
+                        let answer = client
+                            .call(
+                                BEIJING,
+                                &get_session(),
+                                Deadline::after(Duration::from_secs(30)),
+                            )
+                            .await;
+                        done.fetch_add(1, Ordering::SeqCst);
+                        matches!(answer, Err(AgentKitError::Throttled { .. })) as usize
+                    },
+                ),
             ));
         }
     }

@@ -196,7 +196,7 @@ async fn slices_side_by_side_keep_within_the_accounts_limit_through_the_budget()
         concurrency: 16,
         ..SliceSettings::default()
     };
-    let read = Invocation::background("test", Trigger::Http)
+    let read = Invocation::background(snapwake_delete::FUNCTION, Trigger::Sweep)
         .run(snapshots_between(
             &client,
             REGION,
