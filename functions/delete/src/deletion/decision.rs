@@ -1,7 +1,11 @@
 //! What the record alone says a deleter may do, before any AgentKit call: a pure rule, so
 //! it is tested at fixed instants.
 
-use super::*;
+use snapwake::domain::{AgentRecord, WakeState};
+use snapwake::error::Error;
+use snapwake::lock::{self, Intent, LockSettings};
+use snapwake::store::{Changes, Condition};
+use snapwake::timestamp::now_ms;
 
 /// What the record says a deleter may do, before any AgentKit call.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -103,7 +107,7 @@ pub(super) fn resting(seen: Option<&AgentRecord>, now_ms: u64) -> Resting {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use snapwake::domain::{Announce, Kind, Trigger};
+    use snapwake::domain::{AgentKey, Announce, Kind, Trigger};
 
     fn deleting(expire_at: &str) -> AgentRecord {
         let mut r = AgentRecord::absent(AgentKey::new(Kind::Codex, "a"));

@@ -32,11 +32,9 @@ use snapwake::domain::Description;
 use snapwake::domain::{AgentKey, AgentRecord, Kind, ToolRegistry, WakeState};
 use snapwake::error::Error;
 use snapwake::identity::SNAPSHOT_AGENT_PREFIX;
-use snapwake::lock::{
-    self, Acquire, Acquired, AgentLock, Generation, Intent, LockSettings, Written,
-};
+use snapwake::lock::{self, Acquire, Acquired, AgentLock, Generation, LockSettings, Written};
 use snapwake::store::Within;
-use snapwake::store::{AgentStore, Changes, Condition, DocumentKey, ScheduleStore, StoreError};
+use snapwake::store::{AgentStore, Changes, DocumentKey, ScheduleStore, StoreError};
 use snapwake::timestamp::{now_ms, now_s};
 
 use crate::retention::RetentionPolicy;
