@@ -29,6 +29,8 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Delete<S, K> {
     /// the invocation's span, so every line logged for it carries Lambda's request id (an
     /// HTTP request's lines API Gateway's as well: [`Delete::handle`] opens its own inside).
     pub async fn invoke(&self, event: Value, context: Context) -> Result<Value, Error> {
+        // Each entry point below runs as its own invocation (a request, the sweep, the refresh,
+        // an offboarding); this one only covers reading the event before any begins.
         Running::http(crate::FUNCTION)
             .run(async {
                 let span = begin_event(&context);

@@ -207,6 +207,8 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
     pub async fn invoke(&self, event: Invocation, context: Context) -> Result<Answer, Error> {
         let span = begin_event(&context);
         let served = Box::pin(self.serve_invocation(event, context)).instrument(span);
+        // The request and the tick each run as their own invocation (`handle`, `tick`); this
+        // one only covers reading the event before either begins.
         snapwake::invocation::Invocation::http(FUNCTION)
             .run(served)
             .await
