@@ -1,51 +1,33 @@
-//! The one driver of a per-agent state change (docs/wake-protocol.md): a wake and a sleep are
-//! its two uses ([`Change`]), and this file owns everything they do alike.
+//! The steps a wake and a sleep take under the lock (docs/wake-protocol.md), as plain functions
+//! each change calls in order: `crate::wake` and `crate::sleep` read top to bottom, and what
+//! they do alike is written once here.
 //!
-//! - **decide** ([`Driver::run`]): the record read, the pure [`super::decide`], and a few
-//!   rounds of it when a CAS is lost; a change that ended moments ago answers from the record;
-//! - **hold**: the winner of the acquire runs the change's own path ([`Change::hold`]): what it
-//!   sends AgentKit, and what it records before and after;
-//! - **watch** ([`Driver::watch`]): everyone else reads the record, not AgentKit, until the
-//!   change they joined has ended, their wait is over (202), or there is nothing to wait for;
-//! - **poll lease** ([`Driver::carry_on`]): once the holder's request has ended, whoever wins a
-//!   short lease on the record asks AgentKit about the change in flight, so a storm asks at the
-//!   pace one poller would, and hands the lease on when it stops asking;
-//! - **settle** ([`Driver::poll`], [`Driver::settle`]): whoever sees the change done (or
-//!   failed) writes it, fenced for the holder and *by anyone* for the rest, under a condition
-//!   that names exactly that change;
+//! - **decide** ([`Driver::decide`]): the pure [`super::decide`] of the record read;
+//! - **acquire** ([`Driver::acquire`]): take the agent, the winner's request polling first;
+//! - **watch** ([`Driver::watch`], [`Watch::next`]): everyone else reads the record, not
+//!   AgentKit, until the change they joined has ended, their wait is over (202), or there is
+//!   nothing to wait for; a watcher that finds the poller gone wins its **poll lease**;
+//! - **poll** ([`Driver::poll`]): ask AgentKit about the change in flight at the record's pace,
+//!   as its holder or under a poll lease, until it is done, failed, or the wait is over;
+//! - **settle** ([`Driver::settle`]): write the end, fenced for the holder and *by anyone* for
+//!   the rest, under a condition that names exactly that change;
 //! - **give back** ([`Driver::give_back`]): the holder lets go with the state to rest in.
 //!
-//! What is particular to a wake or a sleep, the driver asks of the [`Change`]: what it sends,
-//! what AgentKit shows when it is done (a session Ready; a snapshot Ready, then the session
-//! ended), and what a record answers a caller.
-//!
-//! Over the 500 lines of other files on purpose (shared/tests/layers.rs names it): this file
-//! owns one protocol, the trait and the steps that drive it read best in one place.
+//! Only one thing a change tells these steps: how to ask AgentKit about it ([`Progress`]).
 
-use std::sync::OnceLock;
 use std::time::Duration;
 
 use super::{
-    decide, Acquire, Acquired, AgentLock, Decision, Generation, Held, Intent, LockSettings,
-    WakeSettings, Written,
+    decide, Acquire, Acquired, AgentLock, Decision, Generation, Held, Intent, WakeSettings, Written,
 };
 use crate::agentkit::AgentKit;
-use crate::deadline::{Budget, Deadline};
+use crate::deadline::{Backoff, Budget, Deadline};
 use crate::domain::failure::OUTCOME_KEPT;
 use crate::domain::{AgentKey, AgentRecord, Description, ToolRegistry, WakeState};
 use crate::error::Error;
 use crate::locate::{home_of, home_or_locate, Home, Whereabouts};
 use crate::store::{AgentStore, Changes, Condition, StoreError, Within};
 use crate::timestamp::now_ms;
-
-/// How watching an agent held by someone else ended: with an answer, or with nothing left to
-/// wait for (decide again from the record).
-#[allow(clippy::large_enum_variant)] // returned once, consumed at once
-pub enum Watched<T> {
-    Done(T),
-    /// Nothing to wait for any more: decide again from this record.
-    Again(Option<AgentRecord>),
-}
 
 /// What one question to AgentKit about a change in flight came to.
 pub enum Look<T> {
@@ -60,12 +42,28 @@ pub enum Look<T> {
     Failed { changes: Changes, error: Error },
 }
 
+/// How a change in flight progresses, as AgentKit shows it: the one thing [`Driver::poll`]
+/// asks of a wake (GetSession) or a sleep (GetSessionSnapshot, then DeleteSession).
+pub trait Progress<S: AgentStore>: Sync {
+    /// What AgentKit shows when the change is done (a session; a snapshot).
+    type Seen: Send;
+    /// Ask AgentKit once about `record`'s change (unless it was `seen` already).
+    async fn look(
+        &self,
+        driver: &Driver<'_, S>,
+        home: &Home,
+        record: &AgentRecord,
+        seen: Option<Self::Seen>,
+    ) -> Look<Self::Seen>;
+}
+
 /// Where a poll of a change in flight got to.
 #[allow(clippy::large_enum_variant)] // returned once, consumed at once
-pub enum Carried<T> {
+pub enum Polled<T> {
     /// Settled as done: the record as written, and what AgentKit showed.
     Settled { record: AgentRecord, seen: T },
-    /// Still in flight when the poller stopped asking.
+    /// Still in flight when the poller stopped asking: the record with the poll lease handed
+    /// on.
     Pending(AgentRecord),
 }
 
@@ -76,71 +74,28 @@ pub enum Settler<'h> {
     Anyone,
 }
 
-/// A per-agent state change the driver carries out (see the module docs).
-pub trait Change<S: AgentStore>: Sync {
-    /// What a caller is answered.
-    type Outcome;
-    /// What AgentKit shows when the change is done (a session; a snapshot).
-    type Seen: Send;
-
-    /// What the caller wants, for [`super::decide`].
-    fn intent(&self) -> Intent;
-    /// The state and generation an acquire takes, and what it describes.
-    fn acquire(&self) -> (WakeState, Generation, Description);
-    /// The answer owed a poller by a record a change of this kind that ended wrote moments ago.
-    fn recent(&self, record: &AgentRecord) -> Option<Result<Self::Outcome, Error>>;
-    /// The answer of a record in which the change this caller joined (same fence) has ended.
-    fn ended(&self, record: &AgentRecord) -> Option<Result<Self::Outcome, Error>>;
-    /// The answer when this caller's wait ends with the change still in flight (202).
-    fn in_flight(&self, record: AgentRecord) -> Self::Outcome;
-    /// The answer of a poller that settled the change it joined.
-    fn settled(&self, record: AgentRecord, seen: Self::Seen) -> Self::Outcome;
-    /// The winner's path, from the acquire to the answer.
-    async fn hold(&self, driver: &Driver<'_, S>, held: Held) -> Result<Self::Outcome, Error>;
-    /// A decision only this change knows (a wake: trust an awake record, check it, wait for a
-    /// sleep). None by default.
-    async fn otherwise(
-        &self,
-        driver: &Driver<'_, S>,
-        decision: Decision,
+/// What a watcher of a change in flight is to do next ([`Watch::next`]).
+#[allow(clippy::large_enum_variant)] // returned once, consumed at once
+pub enum Step {
+    /// The change this caller joined has ended: `record` says how.
+    Ended(AgentRecord),
+    /// The poller is gone and this caller holds the poll lease of `record`'s change: ask
+    /// AgentKit about it (for at most `polling`), then call [`Watch::next`] again.
+    Poll {
         record: AgentRecord,
-        joined: bool,
-    ) -> Result<Watched<Self::Outcome>, Error> {
-        let _ = (driver, record, joined);
-        Err(Error::Internal(format!(
-            "the lock answered {decision:?}, which this change does not know"
-        )))
-    }
-    /// A caller joined a change in flight (counted by the change, once per caller).
-    fn joining(&self) {}
-
-    /// Whether `record` names what the change waits for (else nobody can poll it yet).
-    fn named(&self, record: &AgentRecord) -> bool;
-    /// The condition of a write by anyone that settles `record`'s change, and only it.
-    fn by_anyone(&self, record: &AgentRecord) -> Condition;
-    /// Ask AgentKit once about `record`'s change (unless it was `seen` already).
-    async fn look(
-        &self,
-        driver: &Driver<'_, S>,
-        home: &Home,
-        record: &AgentRecord,
-        seen: Option<Self::Seen>,
-    ) -> Look<Self::Seen>;
-    /// Before a poller asks: make the record say what it waits for, if it does not yet (a
-    /// wake's Resume whose answer was lost). `None`: nothing to poll.
-    async fn prepare(
-        &self,
-        driver: &Driver<'_, S>,
-        home: &Home,
-        record: AgentRecord,
-    ) -> Result<Option<(AgentRecord, Option<Self::Seen>)>, Error> {
-        let _ = (driver, home);
-        Ok(Some((record, None)))
-    }
+        home: Home,
+        polling: Duration,
+    },
+    /// Awake, its session seen alive moments ago (a wake's answer).
+    Awake(AgentRecord),
+    /// The caller's wait is over with the change still in flight (202).
+    InFlight(AgentRecord),
+    /// Nothing to wait for any more: decide again from this record.
+    Again(Option<AgentRecord>),
 }
 
 /// What the wakes and sleeps of one request (or one agent of a tick) are carried out with.
-/// `Agents::wake` and `Agents::sleep` each run a [`Driver`] over them.
+/// `Agents::wake` and `Agents::sleep` each take their steps through a [`Driver`].
 pub struct Agents<'a, S, K> {
     pub(crate) store: Within<'a, S>,
     pub(crate) agentkit: &'a K,
@@ -177,20 +132,20 @@ impl<'a, S: AgentStore, K: AgentKit> Agents<'a, S, K> {
             settings: self.settings,
             key,
             registry: self.registry,
-            home: home.map(OnceLock::from).unwrap_or_default(),
+            home: home.map(std::sync::OnceLock::from).unwrap_or_default(),
             ask: self.agentkit.request_timeout(),
         }
     }
 }
 
-/// One caller's run of a change of one agent: the lock within the caller's budget, the
-/// settings, and where the agent lives, resolved once.
+/// One caller's change of one agent: the lock within the caller's budget, the settings, and
+/// where the agent lives, resolved once.
 pub struct Driver<'a, S> {
     pub lock: AgentLock<'a, S>,
     pub settings: &'a WakeSettings,
     pub key: &'a AgentKey,
     registry: &'a ToolRegistry,
-    home: OnceLock<Home>,
+    home: std::sync::OnceLock<Home>,
     /// One AgentKit request's timeout: a poll lease covers at least one call.
     ask: Duration,
 }
@@ -204,6 +159,35 @@ impl<'a, S: AgentStore> Driver<'a, S> {
     /// Until when the caller may wait on others.
     pub fn wait(&self) -> Deadline {
         self.lock.wait()
+    }
+
+    /// How many times a caller decides (a lost CAS, a change that ended) before it answers 409.
+    pub fn rounds(&self) -> std::ops::Range<u32> {
+        0..self.settings.lock.max_rounds.max(1)
+    }
+
+    /// The 409 of a caller out of rounds.
+    pub fn too_busy(&self) -> Error {
+        Error::AgentBusy {
+            detail: "too many concurrent changes to the agent; retry".into(),
+            retry_after_s: 1,
+        }
+    }
+
+    /// `record`, when a change that ended moments ago wrote it: its outcome is the answer owed
+    /// to the callers polling it.
+    pub fn recent<'r>(&self, record: Option<&'r AgentRecord>) -> Option<&'r AgentRecord> {
+        record.filter(|r| super::LockSettings::written_within(r, OUTCOME_KEPT, now_ms()))
+    }
+
+    /// What `record` lets a caller with `intent` do now.
+    pub fn decide(&self, record: Option<&AgentRecord>, intent: Intent) -> Decision {
+        decide(record, now_ms(), intent, &self.settings.lock)
+    }
+
+    /// `record`, or the absent record of the agent.
+    pub fn seen(&self, record: Option<AgentRecord>) -> AgentRecord {
+        record.unwrap_or_else(|| AgentRecord::absent(self.key.clone()))
     }
 
     /// Where the agent lives: as known, else as `record` says (and known from then on).
@@ -230,6 +214,7 @@ impl<'a, S: AgentStore> Driver<'a, S> {
             known,
             deadline,
         );
+        // Boxed: locating lists the region's Tools and snapshots, a large future.
         let found = Box::pin(found).await?;
         match &found {
             Some(w) => _ = self.home.set(w.home.clone()),
@@ -245,157 +230,47 @@ impl<'a, S: AgentStore> Driver<'a, S> {
         (from_ms + timeout.as_millis() as u64).max(self.wait().epoch_ms())
     }
 
-    /// Carry out `change`, deciding from `record` (the caller's consistent read).
-    pub async fn run<C: Change<S>>(
+    /// Take the agent into `state` under `condition`. Nobody polls before the holder has
+    /// recorded what it waits for (it says until when it polls then), so the poll lease starts
+    /// out as long as the holder's request.
+    pub async fn acquire(
         &self,
-        change: &C,
-        mut record: Option<AgentRecord>,
-    ) -> Result<C::Outcome, Error> {
-        let recent = record
-            .as_ref()
-            .filter(|r| LockSettings::written_within(r, OUTCOME_KEPT, now_ms()));
-        if let Some(answer) = recent.and_then(|r| change.recent(r)) {
-            return answer;
-        }
-        let mut joined = false;
-        for _ in 0..self.settings.lock.max_rounds.max(1) {
-            let now = now_ms();
-            let decision = decide(record.as_ref(), now, change.intent(), &self.settings.lock);
-            let watched = match decision {
-                Decision::Gone => return Err(Error::AgentGone),
-                Decision::Busy {
-                    state,
-                    retry_after_s,
-                } => return Err(Error::held_by(state, retry_after_s)),
-                Decision::Acquire(condition) => {
-                    match self.acquire(change, &condition, record.as_ref()).await? {
-                        // Boxed: a holder's path is a large future (debug builds would
-                        // otherwise need a deep stack).
-                        Acquired::Held(held) => return Box::pin(change.hold(self, *held)).await,
-                        Acquired::Lost(r) => {
-                            record = r;
-                            continue;
-                        }
-                    }
-                }
-                Decision::Join | Decision::AwaitVerify => {
-                    if decision == Decision::Join && !joined {
-                        change.joining();
-                    }
-                    joined |= decision == Decision::Join;
-                    let r = self.seen(record.take());
-                    Box::pin(self.watch(change, r, joined)).await?
-                }
-                other => {
-                    let r = self.seen(record.take());
-                    Box::pin(change.otherwise(self, other, r, joined)).await?
-                }
-            };
-            match watched {
-                Watched::Done(outcome) => return Ok(outcome),
-                Watched::Again(r) => record = r,
-            }
-        }
-        Err(Error::AgentBusy {
-            detail: "too many concurrent changes to the agent; retry".into(),
-            retry_after_s: 1,
-        })
-    }
-
-    fn seen(&self, record: Option<AgentRecord>) -> AgentRecord {
-        record.unwrap_or_else(|| AgentRecord::absent(self.key.clone()))
-    }
-
-    /// Take the agent for `change`. Nobody polls before the holder has recorded what it waits
-    /// for (it says until when it polls then), so the poll lease starts out as long as the
-    /// holder's request.
-    pub async fn acquire<C: Change<S>>(
-        &self,
-        change: &C,
+        (state, generation): (WakeState, Generation),
+        describe: &Description,
         condition: &Condition,
         seen: Option<&AgentRecord>,
     ) -> Result<Acquired, StoreError> {
-        let (state, generation, describe) = change.acquire();
         let how = Acquire {
             state,
             generation,
             lease: self.settings.lock.lease,
-            describe: Some(describe),
+            describe: Some(describe.clone()),
             poll_until_ms: Some(self.deadline().epoch_ms()),
         };
         self.lock.acquire(self.key, condition, seen, &how).await
     }
 
-    /// Watch the record (see the module docs). Only a check of an awake record in flight (one
-    /// GetSession) is waited for past the caller's wait: nobody answers 202 for an awake agent.
-    pub async fn watch<C: Change<S>>(
-        &self,
-        change: &C,
-        record: AgentRecord,
-        joined: bool,
-    ) -> Result<Watched<C::Outcome>, Error> {
-        let mut joined_fence = joined.then_some(record.fence);
-        let mut backoff = self.settings.watching();
-        let mut current = Some(record);
-        loop {
-            let Some(r) = current.take() else {
-                // The record vanished under the change: its holder found nothing of the agent.
-                return match joined_fence {
-                    Some(_) => Err(Error::AgentNotFound),
-                    None => Ok(Watched::Again(None)),
-                };
-            };
-            if joined_fence == Some(r.fence) {
-                if let Some(answer) = change.ended(&r) {
-                    return answer.map(Watched::Done);
-                }
-            }
-            let now = now_ms();
-            let mut until = self.wait();
-            match decide(Some(&r), now, change.intent(), &self.settings.lock) {
-                Decision::Join => {
-                    // Follow whichever change is in flight (a takeover bumps the fence).
-                    joined_fence = Some(r.fence);
-                    match Box::pin(self.carry_on(change, &r)).await? {
-                        Some(Carried::Settled { record, seen }) => {
-                            return Ok(Watched::Done(change.settled(record, seen)))
-                        }
-                        Some(Carried::Pending(_)) | None => {}
-                    }
-                }
-                Decision::AwaitVerify => {
-                    let check_ends =
-                        Deadline::after(Duration::from_millis(r.poll_until_ms.saturating_sub(now)));
-                    until = until.max(check_ends.min(self.deadline()));
-                }
-                Decision::Awake => {
-                    return Box::pin(change.otherwise(
-                        self,
-                        Decision::Awake,
-                        r,
-                        joined_fence.is_some(),
-                    ))
-                    .await
-                }
-                _ => return Ok(Watched::Again(Some(r))),
-            }
-            if !backoff.wait(until, Duration::ZERO).await {
-                return Ok(Watched::Done(change.in_flight(r)));
-            }
-            current = self.lock.read(self.key).await?;
+    /// Start watching `record`, in flight or being checked (`joined`: the caller joined the
+    /// change it holds). Only a check of an awake record in flight (one GetSession) is waited
+    /// for past the caller's wait: nobody answers 202 for an awake agent.
+    pub fn watch(&self, record: AgentRecord, joined: bool, intent: Intent) -> Watch {
+        Watch {
+            intent,
+            joined_fence: joined.then_some(record.fence),
+            backoff: self.settings.watching(),
+            record: Some(record),
+            fresh: true,
+            until: self.wait(),
         }
     }
 
-    /// If the poller of the change in `seen` is gone, win the poll lease and carry the change
-    /// on until the caller's wait ends (at most a poll lease; one AgentKit request at least).
-    /// `None`: somebody else polls, or there is nothing to poll yet.
-    pub async fn carry_on<C: Change<S>>(
-        &self,
-        change: &C,
-        seen: &AgentRecord,
-    ) -> Result<Option<Carried<C::Seen>>, Error> {
+    /// If the poller of the change in `seen` is gone, win its poll lease: the caller may then
+    /// ask AgentKit for the returned time (at most a poll lease, within its wait), the lease
+    /// covering one AgentKit request at least. `None`: somebody else polls, or there is nothing
+    /// to poll yet.
+    async fn take_poll_lease(&self, seen: &AgentRecord) -> Result<Option<Step>, Error> {
         let now = now_ms();
-        if self.settings.lock.poll_lease_holds(seen.poll_until_ms, now) || !change.named(seen) {
+        if self.settings.lock.poll_lease_holds(seen.poll_until_ms, now) || !names_awaited(seen) {
             return Ok(None);
         }
         let Some(home) = self.home(seen) else {
@@ -403,49 +278,43 @@ impl<'a, S: AgentStore> Driver<'a, S> {
         };
         let polling = self.settings.poll_lease.min(self.wait().remaining());
         let covering = polling.max(self.ask);
-        let record = match self
+        let taken = self
             .lock
-            .take_poll_lease(seen, now + covering.as_millis() as u64)
-            .await?
-        {
-            Written::Done(r) => r,
-            Written::Lost(_) => return Ok(None),
-        };
-        let Some((record, seen)) = Box::pin(change.prepare(self, &home, record.clone())).await?
-        else {
-            self.hand_poll_on(&record).await;
-            return Ok(None);
-        };
-        let until = self.wait().min_after(polling);
-        let carried =
-            Box::pin(self.poll(change, Settler::Anyone, &home, record, seen, until)).await?;
-        Ok(Some(carried))
+            .take_poll_lease(seen, now + covering.as_millis() as u64);
+        Ok(match taken.await? {
+            Written::Done(record) => Some(Step::Poll {
+                record,
+                home,
+                polling,
+            }),
+            Written::Lost(_) => None,
+        })
     }
 
     /// Poll `record`'s change until it is done (settle), will not be (settle, and answer the
     /// error), or `until`: at least once (a short request asks once), the pauses at the
     /// record's pace. Stopping without an answer, hand the poll lease on.
-    pub async fn poll<C: Change<S>>(
+    pub async fn poll<P: Progress<S>>(
         &self,
-        change: &C,
+        progress: &P,
         mut settler: Settler<'_>,
         home: &Home,
         record: AgentRecord,
-        mut seen: Option<C::Seen>,
+        mut seen: Option<P::Seen>,
         until: Deadline,
-    ) -> Result<Carried<C::Seen>, Error> {
+    ) -> Result<Polled<P::Seen>, Error> {
         let pace = self.settings.pace();
         loop {
-            match change.look(self, home, &record, seen.take()).await {
+            match progress.look(self, home, &record, seen.take()).await {
                 Look::Pending => {}
                 Look::Later => break,
                 Look::Done { changes, seen } => {
-                    let record = self.settle(change, &mut settler, &record, changes).await;
-                    return Ok(Carried::Settled { record, seen });
+                    let record = self.settle(&mut settler, &record, changes).await;
+                    return Ok(Polled::Settled { record, seen });
                 }
                 Look::Failed { changes, error } => {
                     tracing::warn!(agent = %record.key, %error, "the change failed");
-                    self.settle(change, &mut settler, &record, changes).await;
+                    self.settle(&mut settler, &record, changes).await;
                     return Err(error);
                 }
             }
@@ -455,15 +324,14 @@ impl<'a, S: AgentStore> Driver<'a, S> {
             }
             tokio::time::sleep(gap).await;
         }
-        Ok(Carried::Pending(self.hand_poll_on(&record).await))
+        Ok(Polled::Pending(self.hand_poll_on(&record).await))
     }
 
     /// Write the end of `record`'s change, the lock let go; one somebody else wrote alike first
     /// is as good. One not confirmed leaves the change done all the same: the answer shows what
     /// this caller saw, without a version (no `ETag`), and the next caller settles the record.
-    pub async fn settle<C: Change<S>>(
+    pub async fn settle(
         &self,
-        change: &C,
         settler: &mut Settler<'_>,
         record: &AgentRecord,
         changes: Changes,
@@ -472,8 +340,8 @@ impl<'a, S: AgentStore> Driver<'a, S> {
         let written = match settler {
             Settler::Holder(held) => self.lock.write(held, changes.clone()).await,
             Settler::Anyone => {
-                let condition = change.by_anyone(record);
                 let changes = super::agent::on_behalf_of(record, changes.clone());
+                let condition = settling(record);
                 self.lock
                     .write_by_anyone(&record.key, &condition, changes)
                     .await
@@ -523,5 +391,95 @@ impl<'a, S: AgentStore> Driver<'a, S> {
                 None
             }
         }
+    }
+}
+
+/// A watcher's place: the record last read, the change it follows, and its pauses.
+pub struct Watch {
+    intent: Intent,
+    /// The fence of the change this caller follows (a takeover bumps it).
+    joined_fence: Option<u64>,
+    backoff: Backoff,
+    record: Option<AgentRecord>,
+    /// `record` is yet to be looked at (else the next step pauses and reads again).
+    fresh: bool,
+    until: Deadline,
+}
+
+impl Watch {
+    /// Whether the caller follows a change it joined.
+    pub fn joined(&self) -> bool {
+        self.joined_fence.is_some()
+    }
+
+    /// Read the record (after a pause at the watcher's pace, but for the first) until it says
+    /// something for the caller to do (see [`Step`]).
+    pub async fn next<S: AgentStore>(&mut self, driver: &Driver<'_, S>) -> Result<Step, Error> {
+        loop {
+            if !std::mem::replace(&mut self.fresh, false) {
+                if !self.backoff.wait(self.until, Duration::ZERO).await {
+                    return Ok(Step::InFlight(driver.seen(self.record.take())));
+                }
+                self.record = driver.lock.read(driver.key).await?;
+            }
+            let Some(r) = self.record.clone() else {
+                // The record vanished under the change: its holder found nothing of the agent.
+                return match self.joined_fence {
+                    Some(_) => Err(Error::AgentNotFound),
+                    None => Ok(Step::Again(None)),
+                };
+            };
+            if self.joined_fence == Some(r.fence) && !in_flight(&r) {
+                return Ok(Step::Ended(r));
+            }
+            let now = now_ms();
+            self.until = driver.wait();
+            match decide(Some(&r), now, self.intent, &driver.settings.lock) {
+                Decision::Join => {
+                    // Follow whichever change is in flight (a takeover bumps the fence).
+                    self.joined_fence = Some(r.fence);
+                    if let Some(poll) = driver.take_poll_lease(&r).await? {
+                        return Ok(poll);
+                    }
+                }
+                Decision::AwaitVerify => {
+                    let check_ends =
+                        Deadline::after(Duration::from_millis(r.poll_until_ms.saturating_sub(now)));
+                    self.until = self.until.max(check_ends.min(driver.deadline()));
+                }
+                Decision::Awake => return Ok(Step::Awake(r)),
+                _ => return Ok(Step::Again(Some(r))),
+            }
+        }
+    }
+}
+
+/// A wake or a sleep in flight.
+fn in_flight(record: &AgentRecord) -> bool {
+    matches!(record.state, WakeState::Waking | WakeState::Sleeping)
+}
+
+/// Whether the record names what its change in flight waits for (a wake: its session, or a
+/// Resume sent; a sleep: its snapshot), else nobody can poll it yet.
+fn names_awaited(record: &AgentRecord) -> bool {
+    match record.state {
+        WakeState::Waking => record.session_id.is_some() || record.resume_sent_at_ms.is_some(),
+        WakeState::Sleeping => record.snapshot_id.is_some(),
+        _ => false,
+    }
+}
+
+/// The condition of a write by anyone that settles `record`'s change, and only it: the wake of
+/// that session, the sleep into that snapshot, under that fence.
+fn settling(record: &AgentRecord) -> Condition {
+    match record.state {
+        WakeState::Sleeping => Condition::SleepingWith {
+            fence: record.fence,
+            snapshot_id: record.snapshot_id.clone().unwrap_or_default(),
+        },
+        _ => Condition::WakingWith {
+            fence: record.fence,
+            session_id: record.session_id.clone().unwrap_or_default(),
+        },
     }
 }

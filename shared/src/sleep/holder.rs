@@ -9,8 +9,7 @@ use crate::domain::{AgentRecord, Retention, WakeState};
 use crate::error::Error;
 use crate::locate::sessions::{active_session, own_snapshots, session, snapshots};
 use crate::locate::Home;
-use crate::lock::driver::Driver;
-use crate::lock::driver::{Carried, Settler};
+use crate::lock::driver::{Polled, Settler};
 use crate::lock::{Held, Written};
 use crate::store::{AgentStore, Changes};
 use crate::timestamp::now_ms;
@@ -18,41 +17,37 @@ use crate::timestamp::now_ms;
 use super::{SleepOutcome, Sleeping};
 
 impl<S: AgentStore, K: AgentKit> Sleeping<'_, '_, S, K> {
-    pub(super) async fn hold_agent(
-        &self,
-        driver: &Driver<'_, S>,
-        mut held: Held,
-    ) -> Result<SleepOutcome, Error> {
-        let deadline = driver.deadline();
+    pub(super) async fn hold(&self, mut held: Held) -> Result<SleepOutcome, Error> {
+        let deadline = self.driver.deadline();
         let key = &self.target.key;
         let agents = self.agents;
 
         // 1. Where the agent lives.
-        let home = match driver.locate(agents.agentkit, &mut held).await {
+        let home = match self.driver.locate(agents.agentkit, &mut held).await {
             Ok(Some(w)) => w.home,
             Ok(None) => return Err(Error::AgentNotFound),
-            Err(e) => return Err(self.give_back(driver, &mut held, e).await),
+            Err(e) => return Err(self.give_back(&mut held, e).await),
         };
         if home.retention == Retention::Temporary {
             let err = Error::NotSleepable(
                 "a temporary agent keeps no snapshot: it cannot be put to sleep, only deleted"
                     .into(),
             );
-            return Err(self.give_back(driver, &mut held, err).await);
+            return Err(self.give_back(&mut held, err).await);
         }
 
         // 2. The live session.
         let recorded = held.record.session_id.as_deref();
         let live = match active_session(agents.agentkit, &home, key, recorded, deadline).await {
             Ok(Some(live)) => live,
-            Ok(None) => return self.asleep_already(driver, held, &home).await,
-            Err(e) => return Err(self.give_back(driver, &mut held, e.into()).await),
+            Ok(None) => return self.asleep_already(held, &home).await,
+            Err(e) => return Err(self.give_back(&mut held, e.into()).await),
         };
         // A session in a status nobody documented is neither snapshotted nor ended on its own
         // (docs/wake-protocol.md, "AgentKit keeps its own time").
         if live.phase() == crate::domain::SessionPhase::Unknown {
             let err = Error::unknown_status("session", live.status.as_deref());
-            return Err(self.give_back(driver, &mut held, err).await);
+            return Err(self.give_back(&mut held, err).await);
         }
         let session_id = live.session_id.clone().unwrap_or_default();
 
@@ -60,7 +55,7 @@ impl<S: AgentStore, K: AgentKit> Sleeping<'_, '_, S, K> {
         // its wait: asking for the snapshot is this caller's own step), or none is sent.
         if deadline.remaining() < agents.agentkit.request_timeout() {
             let err = Error::no_time_to("snapshot the agent");
-            return Err(self.give_back_awake(driver, &mut held, &live, err).await);
+            return Err(self.give_back_awake(&mut held, &live, err).await);
         }
         // 4. Snapshot: a new one, whatever an earlier (lapsed) attempt asked for.
         let request = CreateSessionSnapshot {
@@ -70,19 +65,17 @@ impl<S: AgentStore, K: AgentKit> Sleeping<'_, '_, S, K> {
         let sent_at_ms = now_ms();
         let snapshot_id = match agents.agentkit.call(&home.region, &request, deadline).await {
             Ok(r) if !r.snapshot_id.is_empty() => r.snapshot_id,
-            Err(e) if !e.outcome_unknown() => {
-                return self.refused(driver, held, &home, &live, e).await
-            }
+            Err(e) if !e.outcome_unknown() => return self.refused(held, &home, &live, e).await,
             // No SnapshotId, or the answer was lost: the snapshot it took, if one shows up.
             answer => {
                 let err = answer.err().unwrap_or(AgentKitError::InvalidResponse {
                     action: "CreateSessionSnapshot",
                     detail: "no SnapshotId".into(),
                 });
-                let found = self.after_unknown(driver, &home, &session_id, sent_at_ms, err);
+                let found = self.after_unknown(&home, &session_id, sent_at_ms, err);
                 match found.await {
                     Ok(id) => id,
-                    Err(e) => return Err(self.give_back_awake(driver, &mut held, &live, e).await),
+                    Err(e) => return Err(self.give_back_awake(&mut held, &live, e).await),
                 }
             }
         };
@@ -95,13 +88,16 @@ impl<S: AgentStore, K: AgentKit> Sleeping<'_, '_, S, K> {
             session_expire_at: live.expire_at.clone().map(Some),
             session_created_at: live.created_at.clone().map(Some),
             snapshot_id: Some(Some(snapshot_id)),
-            lease_until_ms: Some(driver.lease_until(now_ms(), agents.settings.snapshot_timeout)),
-            poll_until_ms: Some(driver.wait().epoch_ms().max(asking)),
+            lease_until_ms: Some(
+                self.driver
+                    .lease_until(now_ms(), agents.settings.snapshot_timeout),
+            ),
+            poll_until_ms: Some(self.driver.wait().epoch_ms().max(asking)),
             awaited_since_ms: Some(sent_at_ms),
             describe: Some(home.description()),
             ..Changes::default()
         };
-        let record = match driver.lock.write(&mut held, changes).await? {
+        let record = match self.driver.lock.write(&mut held, changes).await? {
             Written::Done(r) => r,
             // The lease ran out and somebody took the agent over: theirs to finish.
             Written::Lost(r) => {
@@ -117,13 +113,16 @@ impl<S: AgentStore, K: AgentKit> Sleeping<'_, '_, S, K> {
 
         // 6. Wait for the snapshot, then end the session.
         let holder = Settler::Holder(&mut held);
-        let polled = driver.poll(self, holder, &home, record, None, driver.wait());
-        Ok(match Box::pin(polled).await? {
-            Carried::Settled { record, .. } => SleepOutcome::Asleep {
+        let (progress, wait) = (self.progress(), self.driver.wait());
+        let polled = self
+            .driver
+            .poll(&progress, holder, &home, record, None, wait);
+        Ok(match polled.await? {
+            Polled::Settled { record, .. } => SleepOutcome::Asleep {
                 record,
                 slept: true,
             },
-            Carried::Pending(record) => SleepOutcome::Sleeping { record },
+            Polled::Pending(record) => SleepOutcome::Sleeping { record },
         })
     }
 
@@ -160,13 +159,12 @@ impl<S: AgentStore, K: AgentKit> Sleeping<'_, '_, S, K> {
     /// A CreateSessionSnapshot whose answer was lost: the snapshot it took, if one shows up.
     async fn after_unknown(
         &self,
-        driver: &Driver<'_, S>,
         home: &Home,
         session_id: &str,
         sent_at_ms: u64,
         err: AgentKitError,
     ) -> Result<String, Error> {
-        let deadline = driver.deadline();
+        let deadline = self.driver.deadline();
         let key = &self.target.key;
         tracing::warn!(agent = %key, error = %err, "CreateSessionSnapshot may have acted; looking for its snapshot");
         // A listing that answers settles it; one that fails is asked again while the caller's
@@ -181,7 +179,7 @@ impl<S: AgentStore, K: AgentKit> Sleeping<'_, '_, S, K> {
                 Err(e) => {
                     tracing::info!(agent = %key, error = %e, "listing the session's snapshots failed; asking again");
                     let room = self.agents.agentkit.request_timeout();
-                    if !backoff.wait(driver.wait(), room).await {
+                    if !backoff.wait(self.driver.wait(), room).await {
                         break e.to_string();
                     }
                 }
@@ -197,16 +195,15 @@ impl<S: AgentStore, K: AgentKit> Sleeping<'_, '_, S, K> {
     /// agent not sleepable; anything else leaves it awake.
     async fn refused(
         &self,
-        driver: &Driver<'_, S>,
         mut held: Held,
         home: &Home,
         live: &Session,
         err: AgentKitError,
     ) -> Result<SleepOutcome, Error> {
         let id = live.session_id.as_deref().unwrap_or_default();
-        if let Ok(now) = session(self.agents.agentkit, home, id, driver.deadline()).await {
+        if let Ok(now) = session(self.agents.agentkit, home, id, self.driver.deadline()).await {
             if !now.as_ref().is_some_and(Session::is_active) {
-                return self.asleep_already(driver, held, home).await;
+                return self.asleep_already(held, home).await;
             }
         }
         let mapped = if err.code() == Some("OperationDenied") {
@@ -214,19 +211,20 @@ impl<S: AgentStore, K: AgentKit> Sleeping<'_, '_, S, K> {
         } else {
             Error::AgentKit(err)
         };
-        Err(self.give_back_awake(driver, &mut held, live, mapped).await)
+        Err(self.give_back_awake(&mut held, live, mapped).await)
     }
 
     /// No live session: the agent rests asleep, and this call slept nothing.
-    async fn asleep_already(
-        &self,
-        driver: &Driver<'_, S>,
-        mut held: Held,
-        home: &Home,
-    ) -> Result<SleepOutcome, Error> {
+    async fn asleep_already(&self, mut held: Held, home: &Home) -> Result<SleepOutcome, Error> {
         tracing::info!(agent = %held.key, "sleep: no live session; the agent is asleep already");
         // What the agent has to wake from, for the record's summaries (and so the answer).
-        let listed = snapshots(self.agents.agentkit, home, &held.key, driver.deadline()).await;
+        let listed = snapshots(
+            self.agents.agentkit,
+            home,
+            &held.key,
+            self.driver.deadline(),
+        )
+        .await;
         let summaries = match listed {
             Ok(listing) => Some(crate::view::snapshot_views(&own_snapshots(
                 &listing, &held.key,
@@ -258,7 +256,8 @@ impl<S: AgentStore, K: AgentKit> Sleeping<'_, '_, S, K> {
             ..crate::lock::agent::let_go(changes.clone())
         }
         .apply(held.record.clone());
-        let record = driver
+        let record = self
+            .driver
             .give_back(&mut held, WakeState::Asleep, changes)
             .await;
         Ok(SleepOutcome::Asleep {
@@ -271,13 +270,7 @@ impl<S: AgentStore, K: AgentKit> Sleeping<'_, '_, S, K> {
     }
 
     /// Give the lock back awake, with the live session recorded, and hand back `err`.
-    async fn give_back_awake(
-        &self,
-        driver: &Driver<'_, S>,
-        held: &mut Held,
-        live: &Session,
-        err: Error,
-    ) -> Error {
+    async fn give_back_awake(&self, held: &mut Held, live: &Session, err: Error) -> Error {
         let changes = Changes {
             session_id: Some(live.session_id.clone()),
             session_expire_at: Some(live.expire_at.clone()),
@@ -286,7 +279,7 @@ impl<S: AgentStore, K: AgentKit> Sleeping<'_, '_, S, K> {
             error: Some(matches!(err, Error::SleepFailed(_)).then(|| err.to_string())),
             ..Changes::default()
         };
-        driver.give_back(held, WakeState::Awake, changes).await;
+        self.driver.give_back(held, WakeState::Awake, changes).await;
         err
     }
 
@@ -296,7 +289,7 @@ impl<S: AgentStore, K: AgentKit> Sleeping<'_, '_, S, K> {
     /// not know whether that change's session started or ended, and saying `asleep` of an
     /// agent still awake would leave it so, unannounced (the simulated deployment found a
     /// lapsed scheduled sleep, taken over during an AgentKit outage, given back asleep).
-    async fn give_back(&self, driver: &Driver<'_, S>, held: &mut Held, err: Error) -> Error {
+    async fn give_back(&self, held: &mut Held, err: Error) -> Error {
         let state = match held.before.as_ref().map(|b| b.state) {
             Some(
                 s @ (WakeState::Awake
@@ -311,7 +304,7 @@ impl<S: AgentStore, K: AgentKit> Sleeping<'_, '_, S, K> {
             snapshot_id: Some(held.before.as_ref().and_then(|b| b.snapshot_id.clone())),
             ..Changes::default()
         };
-        driver.give_back(held, state, changes).await;
+        self.driver.give_back(held, state, changes).await;
         err
     }
 }

@@ -2,13 +2,15 @@
 //! snapshot is Ready, only then end its session, and record it `asleep`: once, however many
 //! callers ask, under the same lock as wakes and deletes.
 //!
-//! A sleep is one of the two changes the lock's driver carries out (`crate::lock::driver`). The
-//! winner ([`holder`]) always asks for a new snapshot (the session may have worked since an
+//! `Sleeping::run` is the sleep, top to bottom, in the steps of its docs; the steps it shares
+//! with a wake are the lock's (`crate::lock::driver`). The winner ([`holder`]) always asks for a new snapshot (the session may have worked since an
 //! earlier attempt's); a poller ends the session only on a Ready snapshot of that very session,
 //! while the sleep's lease has time left for it (a wake may take over a lapsed sleep). A
 //! snapshot that will not be Ready leaves the agent awake (502, retryable).
 
 mod holder;
+
+use std::ops::ControlFlow;
 
 use crate::agentkit::types::{DeleteSession, GetSessionSnapshot, Snapshot};
 use crate::agentkit::AgentKit;
@@ -16,10 +18,10 @@ use crate::deadline::Budget;
 use crate::domain::{AgentKey, AgentRecord, Announce, Description, WakeState};
 use crate::error::Error;
 use crate::locate::Home;
-use crate::lock::driver::{Agents, Change, Driver, Look, Watched};
-use crate::lock::{Generation, Held, Intent};
+use crate::lock::driver::{Agents, Driver, Look, Polled, Progress, Settler, Step};
+use crate::lock::{Acquired, Decision, Generation, Intent, WakeSettings};
 use crate::offboarding::Admitted;
-use crate::store::{AgentStore, Changes, Condition};
+use crate::store::{AgentStore, Changes};
 use crate::timestamp::now_ms;
 
 /// What to put to sleep, resolved by the caller (the sleep handler, a tick) beforehand.
@@ -54,100 +56,158 @@ impl<S: AgentStore, K: AgentKit> Agents<'_, S, K> {
         record: Option<AgentRecord>,
         budget: Budget,
     ) -> Result<SleepOutcome, Error> {
-        let driver = self.driver(&target.key, target.home.clone(), budget);
         let sleeping = Sleeping {
             agents: self,
             target,
+            driver: self.driver(&target.key, target.home.clone(), budget),
         };
-        driver.run(&sleeping, record).await
-    }
-
-    /// Wait for the sleep in flight in `record` as its joiners do, within another change's
-    /// run (a wake that found the agent `sleeping`).
-    pub(crate) async fn watch_sleep(
-        &self,
-        driver: &Driver<'_, S>,
-        target: &SleepTarget,
-        record: AgentRecord,
-    ) -> Result<Watched<SleepOutcome>, Error> {
-        let sleeping = Sleeping {
-            agents: self,
-            target,
-        };
-        driver.watch(&sleeping, record, false).await
+        sleeping.run(record).await
     }
 }
 
-/// One run of a sleep: the change the driver carries out.
+/// One caller's sleep of one agent.
 struct Sleeping<'s, 'a, S, K> {
     agents: &'s Agents<'a, S, K>,
     target: &'s SleepTarget,
+    driver: Driver<'s, S>,
 }
 
-impl<S: AgentStore, K: AgentKit> Change<S> for Sleeping<'_, '_, S, K> {
-    type Outcome = SleepOutcome;
-    type Seen = Snapshot;
+/// What a step of the sleep came to: an answer, or a record to decide from again.
+type Next = ControlFlow<SleepOutcome, Option<AgentRecord>>;
 
-    fn intent(&self) -> Intent {
-        Intent::Sleep
+impl<S: AgentStore, K: AgentKit> Sleeping<'_, '_, S, K> {
+    /// The sleep (docs/wake-protocol.md, "Sleep now"):
+    ///
+    /// 1. A sleep that ended moments ago is the answer: asleep (answered from the record: a
+    ///    storm of pollers must not each take the lock and ask AgentKit again), or failed
+    ///    (awake again, the failure kept). Asleep only where the record places the agent: one
+    ///    it does not (a temporary agent a sleep was refused for) goes to the holder, which
+    ///    finds out what it is. `slept: false`: the record does not say whether a sleep or
+    ///    something else left it asleep; the caller that finished the sleep was told.
+    /// 2. Decide from the record, a few rounds at most: a tombstone: 410; another operation
+    ///    holds the agent: 409; nobody holds it: acquire and, won, **hold** it through the
+    ///    sleep (`holder`: locate, the live session, snapshot, poll, end the session); a sleep
+    ///    in flight: **watch** it ([`watch`]).
+    /// 3. Out of rounds (every CAS lost): 409.
+    async fn run(&self, mut record: Option<AgentRecord>) -> Result<SleepOutcome, Error> {
+        let driver = &self.driver;
+        if let Some(r) = driver.recent(record.as_ref()) {
+            let placed = r.state != WakeState::Asleep || self.target.home.is_some();
+            if let Some(answer) = ended(r).filter(|_| placed) {
+                return answer.map(|_| SleepOutcome::Asleep {
+                    record: r.clone(),
+                    slept: false,
+                });
+            }
+        }
+        for _ in driver.rounds() {
+            let next = match driver.decide(record.as_ref(), Intent::Sleep) {
+                Decision::Gone => return Err(Error::AgentGone),
+                Decision::Busy {
+                    state,
+                    retry_after_s,
+                } => return Err(Error::held_by(state, retry_after_s)),
+                Decision::Acquire(condition) => {
+                    let how = (WakeState::Sleeping, Generation::Sleep);
+                    let describe = &self.target.describe;
+                    match driver
+                        .acquire(how, describe, &condition, record.as_ref())
+                        .await?
+                    {
+                        // Boxed: the holder's path is a large future.
+                        Acquired::Held(held) => return Box::pin(self.hold(*held)).await,
+                        Acquired::Lost(r) => Next::Continue(r),
+                    }
+                }
+                Decision::Join => {
+                    watch(driver, self.agents, driver.seen(record.take()), true).await?
+                }
+                other => {
+                    return Err(Error::Internal(format!("a sleep was answered {other:?}")));
+                }
+            };
+            match next {
+                Next::Break(outcome) => return Ok(outcome),
+                Next::Continue(r) => record = r,
+            }
+        }
+        Err(driver.too_busy())
     }
 
-    fn acquire(&self) -> (WakeState, Generation, Description) {
-        let describe = self.target.describe.clone();
-        (WakeState::Sleeping, Generation::Sleep, describe)
+    /// How this sleep's snapshot progresses.
+    fn progress(&self) -> Snapshotting<'_, K> {
+        Snapshotting {
+            agentkit: self.agents.agentkit,
+            settings: self.agents.settings,
+        }
     }
+}
 
-    /// A sleep that ended moments ago is how the sleep this caller polls ended: asleep
-    /// (answered from the record: a storm of pollers must not each take the lock and ask
-    /// AgentKit again), or failed (awake again, the failure kept). Asleep only where the record
-    /// places the agent: one it does not (a temporary agent a sleep was refused for) goes to
-    /// the holder, which finds out what it is. `slept: false`: the record does not say whether
-    /// a sleep or something else left it asleep; the caller that finished the sleep was told.
-    fn recent(&self, r: &AgentRecord) -> Option<Result<SleepOutcome, Error>> {
-        let placed = r.state != WakeState::Asleep || self.target.home.is_some();
-        let answer = self.ended(r).filter(|_| placed)?;
-        Some(answer.map(|_| SleepOutcome::Asleep {
+/// How a sleep this caller follows ended, by the record it wrote: asleep, or failed (awake
+/// again with its error). `None`: it did not end so.
+fn ended(r: &AgentRecord) -> Option<Result<SleepOutcome, Error>> {
+    match (r.state, &r.error) {
+        (WakeState::Asleep, _) => Some(Ok(SleepOutcome::Asleep {
             record: r.clone(),
-            slept: false,
-        }))
-    }
-
-    fn ended(&self, r: &AgentRecord) -> Option<Result<SleepOutcome, Error>> {
-        match (r.state, &r.error) {
-            (WakeState::Asleep, _) => Some(Ok(SleepOutcome::Asleep {
-                record: r.clone(),
-                slept: true,
-            })),
-            (WakeState::Awake, Some(error)) => Some(Err(Error::SleepFailed(error.clone()))),
-            _ => None,
-        }
-    }
-
-    fn in_flight(&self, record: AgentRecord) -> SleepOutcome {
-        SleepOutcome::Sleeping { record }
-    }
-
-    fn settled(&self, record: AgentRecord, _: Snapshot) -> SleepOutcome {
-        SleepOutcome::Asleep {
-            record,
             slept: true,
+        })),
+        (WakeState::Awake, Some(error)) => Some(Err(Error::SleepFailed(error.clone()))),
+        _ => None,
+    }
+}
+
+/// Watch the sleep in flight in `record` (`joined`: this caller joined it) until it ends, the
+/// wait is over (202), or there is nothing left to wait for: a sleep's own joiners, and a wake
+/// that found the agent `sleeping` (within its own run). A watcher that wins the poll lease
+/// asks AgentKit itself, as the holder would.
+pub(crate) async fn watch<S: AgentStore, K: AgentKit>(
+    driver: &Driver<'_, S>,
+    agents: &Agents<'_, S, K>,
+    record: AgentRecord,
+    joined: bool,
+) -> Result<Next, Error> {
+    let progress = Snapshotting {
+        agentkit: agents.agentkit,
+        settings: agents.settings,
+    };
+    let mut watch = driver.watch(record, joined, Intent::Sleep);
+    loop {
+        match watch.next(driver).await? {
+            Step::Ended(r) => {
+                return match ended(&r) {
+                    Some(answer) => answer.map(Next::Break),
+                    None => Ok(Next::Continue(Some(r))),
+                }
+            }
+            Step::InFlight(record) => return Ok(Next::Break(SleepOutcome::Sleeping { record })),
+            Step::Awake(r) => return Ok(Next::Continue(Some(r))),
+            Step::Again(r) => return Ok(Next::Continue(r)),
+            Step::Poll {
+                record,
+                home,
+                polling,
+            } => {
+                let until = driver.wait().min_after(polling);
+                let polled = driver.poll(&progress, Settler::Anyone, &home, record, None, until);
+                if let Polled::Settled { record, .. } = polled.await? {
+                    return Ok(Next::Break(SleepOutcome::Asleep {
+                        record,
+                        slept: true,
+                    }));
+                }
+            }
         }
     }
+}
 
-    async fn hold(&self, driver: &Driver<'_, S>, held: Held) -> Result<SleepOutcome, Error> {
-        self.hold_agent(driver, held).await
-    }
+/// How a sleep progresses, as AgentKit shows it: its snapshot, then its session ended.
+struct Snapshotting<'k, K> {
+    agentkit: &'k K,
+    settings: &'k WakeSettings,
+}
 
-    fn named(&self, r: &AgentRecord) -> bool {
-        r.snapshot_id.is_some()
-    }
-
-    fn by_anyone(&self, r: &AgentRecord) -> Condition {
-        Condition::SleepingWith {
-            fence: r.fence,
-            snapshot_id: r.snapshot_id.clone().unwrap_or_default(),
-        }
-    }
+impl<S: AgentStore, K: AgentKit> Progress<S> for Snapshotting<'_, K> {
+    type Seen = Snapshot;
 
     /// GetSessionSnapshot of the snapshot the record names: Ready → end the session, then
     /// `asleep`; failed → `awake` again, the session untouched.
@@ -166,8 +226,11 @@ impl<S: AgentStore, K: AgentKit> Change<S> for Sleeping<'_, '_, S, K> {
             snapshot_id: snapshot_id.clone(),
             tool_id: home.tool_id.clone(),
         };
-        let agentkit = self.agents.agentkit;
-        let reason = match agentkit.call(&home.region, &req, driver.deadline()).await {
+        let reason = match self
+            .agentkit
+            .call(&home.region, &req, driver.deadline())
+            .await
+        {
             Ok(r) if r.snapshot.is_wakeable() => {
                 return self
                     .end_session(driver, home, record, session_id, r.snapshot)
@@ -196,10 +259,10 @@ impl<S: AgentStore, K: AgentKit> Change<S> for Sleeping<'_, '_, S, K> {
     }
 }
 
-impl<S: AgentStore, K: AgentKit> Sleeping<'_, '_, S, K> {
+impl<K: AgentKit> Snapshotting<'_, K> {
     /// The snapshot is Ready: end the session (a NotFound means it has ended already), then
     /// write `asleep` with the snapshot first among the record's summaries.
-    async fn end_session(
+    async fn end_session<S: AgentStore>(
         &self,
         driver: &Driver<'_, S>,
         home: &Home,
@@ -208,12 +271,12 @@ impl<S: AgentStore, K: AgentKit> Sleeping<'_, '_, S, K> {
         snapshot: Snapshot,
     ) -> Look<Snapshot> {
         // The DeleteSession must be over (answered or given up) while the lease still holds.
-        let skew = self.agents.settings.lock.skew_margin.as_millis() as u64;
+        let skew = self.settings.lock.skew_margin.as_millis() as u64;
         let lease_left_ms = record.lease_until_ms.saturating_sub(now_ms() + skew);
         let within = driver
             .deadline()
             .min_after(std::time::Duration::from_millis(lease_left_ms));
-        if !within.allows(self.agents.agentkit.request_timeout()) {
+        if !within.allows(self.agentkit.request_timeout()) {
             tracing::warn!(agent = %record.key, "sleep: too little of the lease is left to end the session");
             return Look::Later;
         }
@@ -221,7 +284,7 @@ impl<S: AgentStore, K: AgentKit> Sleeping<'_, '_, S, K> {
             tool_id: home.tool_id.clone(),
             session_id: session_id.to_string(),
         };
-        match self.agents.agentkit.call(&home.region, &req, within).await {
+        match self.agentkit.call(&home.region, &req, within).await {
             Err(e) if !e.is_not_found() => {
                 // The snapshot is Ready; the next caller ends the session (DeleteSession is
                 // idempotent).

@@ -2,13 +2,14 @@
 //! same moment, on every day of its life, and survive a caller dying (or an answer getting
 //! lost) at any step without a second Resume or a lost snapshot.
 //!
-//! A wake is one of the two changes the lock's driver carries out (`crate::lock::driver`); here
-//! is what is a wake's own: the holder's path ([`holder`]), a poller's question (GetSession),
-//! an awake record checked by one caller (`Waking::verify`), and a sleep in flight waited for.
+//! `Waking::run` is the wake, top to bottom, in the steps of its docs; the holder's path is in
+//! [`holder`], and the steps a wake shares with a sleep are the lock's (`crate::lock::driver`).
 //! Ambiguity is never read as failure: a Resume whose outcome is unknown keeps the lock until
 //! the readiness timeout (202 meanwhile), and nobody sends another before that.
 
 mod holder;
+
+use std::ops::ControlFlow;
 
 use crate::agentkit::types::{Session, Snapshot};
 use crate::agentkit::AgentKit;
@@ -19,10 +20,10 @@ use crate::domain::{AgentKey, AgentRecord, Announce, Description, SessionPhase};
 use crate::error::Error;
 use crate::locate::sessions::session;
 use crate::locate::Home;
-use crate::lock::driver::{Agents, Change, Driver, Look, Watched};
-use crate::lock::{Acquired, Decision, Generation, Held, Intent, Written};
+use crate::lock::driver::{Agents, Driver, Look, Polled, Progress, Settler, Step};
+use crate::lock::{Acquired, Decision, Generation, Intent, Written};
 use crate::offboarding::Admitted;
-use crate::sleep::{SleepOutcome, SleepTarget};
+use crate::sleep::SleepOutcome;
 use crate::store::{AgentStore, Changes, Condition};
 use crate::timestamp::now_ms;
 
@@ -75,24 +76,82 @@ impl<S: AgentStore, K: AgentKit> Agents<'_, S, K> {
         record: Option<AgentRecord>,
         budget: Budget,
     ) -> Result<WakeOutcome, Error> {
-        let driver = self.driver(&target.key, target.home.clone(), budget);
         let waking = Waking {
             agents: self,
             target,
+            driver: self.driver(&target.key, target.home.clone(), budget),
         };
-        driver.run(&waking, record).await
+        waking.run(record).await
     }
 }
 
-/// One run of a wake: the change the driver carries out.
+/// One caller's wake of one agent.
 struct Waking<'w, 'a, S, K> {
     agents: &'w Agents<'a, S, K>,
     target: &'w WakeTarget,
+    driver: Driver<'w, S>,
 }
 
-impl<S: AgentStore, K: AgentKit> Change<S> for Waking<'_, '_, S, K> {
-    type Outcome = WakeOutcome;
-    type Seen = Session;
+/// What a step of the wake came to: an answer, or a record to decide from again.
+type Next = ControlFlow<WakeOutcome, Option<AgentRecord>>;
+
+impl<S: AgentStore, K: AgentKit> Waking<'_, '_, S, K> {
+    /// The wake (docs/wake-protocol.md, "A wake, step by step"):
+    ///
+    /// 1. A wake of the same snapshot that failed moments ago is the answer: its pollers do
+    ///    not start another.
+    /// 2. Decide from the record ([`crate::lock::decide`]), a few rounds at most:
+    ///    - a tombstone: 410; another operation holds the agent: 409 with `Retry-After`;
+    ///    - awake and seen alive moments ago: answered from the record;
+    ///    - nobody holds it: acquire (a CAS on the version read) and, won, **hold** it through
+    ///      the wake (`holder`: locate, reconcile, pick the snapshot, Resume, poll);
+    ///    - awake, not seen alive lately: **verify** it (one caller asks GetSession);
+    ///    - a sleep in flight: **wait for the sleep**, then decide again;
+    ///    - a wake in flight, or a check of the awake record: **watch** the record until it
+    ///      ends, winning the poll lease when its poller is gone.
+    /// 3. Out of rounds (every CAS lost): 409.
+    async fn run(&self, mut record: Option<AgentRecord>) -> Result<WakeOutcome, Error> {
+        let driver = &self.driver;
+        if let Some(error) = driver.recent(record.as_ref()).and_then(|r| self.failed(r)) {
+            return Err(error);
+        }
+        let mut joined = false;
+        for _ in driver.rounds() {
+            let decision = driver.decide(record.as_ref(), self.intent());
+            let next = match decision {
+                Decision::Gone => return Err(Error::AgentGone),
+                Decision::Busy {
+                    state,
+                    retry_after_s,
+                } => return Err(Error::held_by(state, retry_after_s)),
+                Decision::Awake => return Ok(from_record(driver.seen(record), joined)),
+                Decision::Acquire(condition) => match self.acquire(&condition, &record).await? {
+                    // Boxed: the holder's path is a large future (a debug build's worker
+                    // stack would otherwise have to be deep).
+                    Acquired::Held(held) => return Box::pin(self.hold(*held, false)).await,
+                    Acquired::Lost(r) => Next::Continue(r),
+                },
+                Decision::Verify => self.verify(driver.seen(record.take())).await?,
+                Decision::AwaitSleep => self.await_sleep(driver.seen(record.take())).await?,
+                Decision::Join | Decision::AwaitVerify => {
+                    let joins = decision == Decision::Join;
+                    if joins && !joined {
+                        // A caller that joins a wake in flight is a Resume it did not send.
+                        crate::metrics::emit(
+                            crate::metrics::Record::of("wake").count("WakesJoined", 1),
+                        );
+                    }
+                    joined |= joins;
+                    self.watch(driver.seen(record.take()), joined).await?
+                }
+            };
+            match next {
+                Next::Break(outcome) => return Ok(outcome),
+                Next::Continue(r) => record = r,
+            }
+        }
+        Err(driver.too_busy())
+    }
 
     fn intent(&self) -> Intent {
         Intent::Wake {
@@ -100,77 +159,188 @@ impl<S: AgentStore, K: AgentKit> Change<S> for Waking<'_, '_, S, K> {
         }
     }
 
-    fn acquire(&self) -> (WakeState, Generation, Description) {
-        let describe = self.target.describe.clone();
-        (WakeState::Waking, Generation::New, describe)
+    /// Take the agent for this wake: a new generation, `waking`.
+    async fn acquire(
+        &self,
+        condition: &Condition,
+        seen: &Option<AgentRecord>,
+    ) -> Result<Acquired, Error> {
+        let how = (WakeState::Waking, Generation::New);
+        let describe = &self.target.describe;
+        let acquired = self.driver.acquire(how, describe, condition, seen.as_ref());
+        Ok(acquired.await?)
     }
 
     /// A wake that failed moments ago is the answer to its pollers, unless this one names
     /// another snapshot, or the failure was a refusal to try (throttled).
-    fn recent(&self, r: &AgentRecord) -> Option<Result<WakeOutcome, Error>> {
+    fn failed(&self, r: &AgentRecord) -> Option<Error> {
         let same = self.target.snapshot_id.is_none() || self.target.snapshot_id == r.snapshot_id;
         let error = r.error.as_ref().filter(|e| is_definite(e))?;
-        (r.state == WakeState::Failed && same).then(|| Err(Error::WakeFailed(error.clone())))
+        (r.state == WakeState::Failed && same).then(|| Error::WakeFailed(error.clone()))
     }
 
-    fn ended(&self, r: &AgentRecord) -> Option<Result<WakeOutcome, Error>> {
-        match r.state {
-            WakeState::Failed => Some(Err(Error::WakeFailed(
-                r.error.clone().unwrap_or_else(|| "the wake failed".into()),
-            ))),
-            // The wake this caller watched has completed: its answer, however old the record.
-            WakeState::Awake if r.session_id.is_some() => Some(Ok(from_record(r.clone(), true))),
-            _ => None,
+    /// Watch the record (`joined`: this caller joined the wake it holds) until the wake ends
+    /// (its answer), the wait is over (202), or there is nothing left to wait for. A watcher
+    /// that wins the poll lease asks AgentKit itself, as the holder would.
+    async fn watch(&self, record: AgentRecord, joined: bool) -> Result<Next, Error> {
+        let driver = &self.driver;
+        let mut watch = driver.watch(record, joined, self.intent());
+        loop {
+            match watch.next(driver).await? {
+                Step::Ended(r) => {
+                    return match r.state {
+                        WakeState::Failed => Err(Error::WakeFailed(
+                            r.error.unwrap_or_else(|| "the wake failed".into()),
+                        )),
+                        // The wake this caller watched has completed: its answer, however old
+                        // the record.
+                        WakeState::Awake if r.session_id.is_some() => {
+                            Ok(Next::Break(from_record(r, true)))
+                        }
+                        _ => Ok(Next::Continue(Some(r))),
+                    };
+                }
+                Step::Awake(r) => return Ok(Next::Break(from_record(r, watch.joined()))),
+                Step::InFlight(record) => return Ok(Next::Break(WakeOutcome::Waking { record })),
+                Step::Again(r) => return Ok(Next::Continue(r)),
+                Step::Poll {
+                    record,
+                    home,
+                    polling,
+                } => {
+                    let Some((record, seen)) = self.prepare(&home, &record).await? else {
+                        driver.hand_poll_on(&record).await;
+                        continue;
+                    };
+                    let until = driver.wait().min_after(polling);
+                    let polled = driver.poll(self, Settler::Anyone, &home, record, seen, until);
+                    if let Polled::Settled { record, seen } = polled.await? {
+                        return Ok(Next::Break(WakeOutcome::Awake {
+                            session: seen,
+                            resumed: true,
+                            record,
+                            snapshots: Vec::new(),
+                        }));
+                    }
+                }
+            }
         }
     }
 
-    fn in_flight(&self, record: AgentRecord) -> WakeOutcome {
-        WakeOutcome::Waking { record }
-    }
-
-    fn settled(&self, record: AgentRecord, session: Session) -> WakeOutcome {
-        WakeOutcome::Awake {
-            session,
-            resumed: true,
-            record,
-            snapshots: Vec::new(),
-        }
-    }
-
-    async fn hold(&self, driver: &Driver<'_, S>, held: Held) -> Result<WakeOutcome, Error> {
-        self.hold_agent(driver, held, false).await
-    }
-
-    async fn otherwise(
+    /// Before a poller asks about a Resume whose answer was lost (`resume_sent_at`, no
+    /// session): find the session it started and record it (never send another). `None`:
+    /// nothing to poll yet.
+    async fn prepare(
         &self,
-        driver: &Driver<'_, S>,
-        decision: Decision,
-        record: AgentRecord,
-        joined: bool,
-    ) -> Result<Watched<WakeOutcome>, Error> {
-        match decision {
-            Decision::Awake => Ok(Watched::Done(from_record(record, joined))),
-            Decision::Verify => Box::pin(self.verify(driver, record)).await,
-            Decision::AwaitSleep => Box::pin(self.await_sleep(driver, record)).await,
-            other => Err(Error::Internal(format!("a wake was answered {other:?}"))),
+        home: &Home,
+        record: &AgentRecord,
+    ) -> Result<Option<(AgentRecord, Option<Session>)>, Error> {
+        let sent = match (&record.session_id, record.resume_sent_at_ms) {
+            (Some(_), _) => return Ok(Some((record.clone(), None))),
+            (None, Some(sent)) => sent,
+            (None, None) => return Ok(None),
+        };
+        let found = self
+            .find_started(home, Some(sent), &[], self.driver.deadline())
+            .await
+            .unwrap_or_else(|e| {
+                tracing::info!(agent = %record.key, error = %e, "poller could not reconcile yet");
+                None
+            });
+        let Some(s) = found else { return Ok(None) };
+        let changes = Changes {
+            session_id: Some(s.session_id.clone()),
+            resume_sent_at_ms: Some(None),
+            awaited_since_ms: Some(now_ms()),
+            ..Changes::default()
+        };
+        Ok(match self.driver.lock.write_seen(record, changes).await? {
+            Written::Done(r) => {
+                tracing::info!(agent = %record.key, "poller recorded the session of an unknown Resume");
+                Some((r, Some(s)))
+            }
+            Written::Lost(_) => None,
+        })
+    }
+
+    /// An `awake` record not verified lately: one caller wins a poll lease and asks GetSession
+    /// once; the others await its verdict. The verification is written after the check, not
+    /// by its lease: else a caller in between would answer with a session already ended.
+    async fn verify(&self, seen: AgentRecord) -> Result<Next, Error> {
+        let driver = &self.driver;
+        let deadline = driver.deadline();
+        let until_ms = deadline
+            .min_after(self.agents.settings.poll_lease)
+            .epoch_ms();
+        let record = match driver.lock.take_poll_lease(&seen, until_ms).await? {
+            Written::Done(r) => r,
+            Written::Lost(r) => return Ok(Next::Continue(r)),
+        };
+        let found = match (driver.home(&record), &record.session_id) {
+            (Some(home), Some(id)) => session(self.agents.agentkit, &home, id, deadline).await?,
+            _ => None,
+        };
+        match found {
+            // Nobody knows what it is doing: never wake beside it.
+            Some(s) if s.phase() == SessionPhase::Unknown => {
+                driver.lock.hand_poll_lease_on(&record, 0).await;
+                Err(Error::unknown_status("session", s.status.as_deref()))
+            }
+            Some(s) if s.is_active() => {
+                let changes = Changes {
+                    verified_at_ms: s.is_usable().then(now_ms),
+                    session_expire_at: s.expire_at.clone().map(Some),
+                    session_created_at: s.created_at.clone().map(Some),
+                    poll_until_ms: Some(0),
+                    ..Changes::default()
+                };
+                let record = match driver.lock.write_seen(&record, changes).await {
+                    Ok(Written::Done(r)) => r,
+                    _ => record,
+                };
+                Ok(Next::Break(WakeOutcome::Awake {
+                    session: s,
+                    resumed: false,
+                    record,
+                    snapshots: Vec::new(),
+                }))
+            }
+            // Ended: this caller wakes it again, in the same call.
+            _ => {
+                tracing::info!(agent = %record.key, "wake: the recorded session has ended");
+                let condition = Condition::Version(record.version);
+                match self.acquire(&condition, &Some(record)).await? {
+                    Acquired::Held(held) => {
+                        Ok(Next::Break(Box::pin(self.hold(*held, true)).await?))
+                    }
+                    Acquired::Lost(r) => Ok(Next::Continue(r)),
+                }
+            }
         }
     }
 
-    fn joining(&self) {
-        // A caller that joins a wake in flight is a Resume it did not send.
-        crate::metrics::emit(crate::metrics::Record::of("wake").count("WakesJoined", 1));
-    }
-
-    fn named(&self, r: &AgentRecord) -> bool {
-        r.session_id.is_some() || r.resume_sent_at_ms.is_some()
-    }
-
-    fn by_anyone(&self, r: &AgentRecord) -> Condition {
-        Condition::WakingWith {
-            fence: r.fence,
-            session_id: r.session_id.clone().unwrap_or_default(),
+    /// A sleep holds the agent: wait for it as its joiners do, then decide again (asleep:
+    /// woken from the sleep's snapshot; the sleep failed: awake).
+    async fn await_sleep(&self, record: AgentRecord) -> Result<Next, Error> {
+        let watched = crate::sleep::watch(&self.driver, self.agents, record, false);
+        match watched.await {
+            Ok(ControlFlow::Break(SleepOutcome::Sleeping { record })) => {
+                Ok(Next::Break(WakeOutcome::Waking { record }))
+            }
+            Ok(ControlFlow::Break(SleepOutcome::Asleep { record, .. })) => {
+                Ok(Next::Continue(Some(record)))
+            }
+            Ok(ControlFlow::Continue(r)) => Ok(Next::Continue(r)),
+            Err(Error::SleepFailed(_)) => Ok(Next::Continue(
+                self.driver.lock.read(&self.target.key).await?,
+            )),
+            Err(e) => Err(e),
         }
     }
+}
+
+impl<S: AgentStore, K: AgentKit> Progress<S> for Waking<'_, '_, S, K> {
+    type Seen = Session;
 
     /// GetSession of the recorded session: Ready completes the wake, ended fails it (the
     /// snapshot untouched), a status nobody documented fails it with the session kept, so
@@ -227,129 +397,6 @@ impl<S: AgentStore, K: AgentKit> Change<S> for Waking<'_, '_, S, K> {
         Look::Failed {
             changes: failed(code, &error, None),
             error,
-        }
-    }
-
-    /// A Resume whose answer was lost (`resume_sent_at`, no session): find the session it
-    /// started and record it (never send another).
-    async fn prepare(
-        &self,
-        driver: &Driver<'_, S>,
-        home: &Home,
-        record: AgentRecord,
-    ) -> Result<Option<(AgentRecord, Option<Session>)>, Error> {
-        let sent = match (&record.session_id, record.resume_sent_at_ms) {
-            (Some(_), _) => return Ok(Some((record, None))),
-            (None, Some(sent)) => sent,
-            (None, None) => return Ok(None),
-        };
-        let found = self
-            .find_started(home, Some(sent), &[], driver.deadline())
-            .await
-            .unwrap_or_else(|e| {
-                tracing::info!(agent = %record.key, error = %e, "poller could not reconcile yet");
-                None
-            });
-        let Some(s) = found else { return Ok(None) };
-        let changes = Changes {
-            session_id: Some(s.session_id.clone()),
-            resume_sent_at_ms: Some(None),
-            awaited_since_ms: Some(now_ms()),
-            ..Changes::default()
-        };
-        Ok(match driver.lock.write_seen(&record, changes).await? {
-            Written::Done(r) => {
-                tracing::info!(agent = %record.key, "poller recorded the session of an unknown Resume");
-                Some((r, Some(s)))
-            }
-            Written::Lost(_) => None,
-        })
-    }
-}
-
-impl<S: AgentStore, K: AgentKit> Waking<'_, '_, S, K> {
-    /// An `awake` record not verified lately: one caller wins a poll lease and asks GetSession
-    /// once; the others await its verdict. The verification is written after the check, not
-    /// by its lease: else a caller in between would answer with a session already ended.
-    pub(super) async fn verify(
-        &self,
-        driver: &Driver<'_, S>,
-        seen: AgentRecord,
-    ) -> Result<Watched<WakeOutcome>, Error> {
-        let deadline = driver.deadline();
-        let until_ms = deadline
-            .min_after(self.agents.settings.poll_lease)
-            .epoch_ms();
-        let record = match driver.lock.take_poll_lease(&seen, until_ms).await? {
-            Written::Done(r) => r,
-            Written::Lost(r) => return Ok(Watched::Again(r)),
-        };
-        let found = match (driver.home(&record), &record.session_id) {
-            (Some(home), Some(id)) => session(self.agents.agentkit, &home, id, deadline).await?,
-            _ => None,
-        };
-        match found {
-            // Nobody knows what it is doing: never wake beside it.
-            Some(s) if s.phase() == SessionPhase::Unknown => {
-                driver.lock.hand_poll_lease_on(&record, 0).await;
-                Err(Error::unknown_status("session", s.status.as_deref()))
-            }
-            Some(s) if s.is_active() => {
-                let changes = Changes {
-                    verified_at_ms: s.is_usable().then(now_ms),
-                    session_expire_at: s.expire_at.clone().map(Some),
-                    session_created_at: s.created_at.clone().map(Some),
-                    poll_until_ms: Some(0),
-                    ..Changes::default()
-                };
-                let record = match driver.lock.write_seen(&record, changes).await {
-                    Ok(Written::Done(r)) => r,
-                    _ => record,
-                };
-                Ok(Watched::Done(WakeOutcome::Awake {
-                    session: s,
-                    resumed: false,
-                    record,
-                    snapshots: Vec::new(),
-                }))
-            }
-            // Ended: this caller wakes it again, in the same call.
-            _ => {
-                tracing::info!(agent = %record.key, "wake: the recorded session has ended");
-                let condition = Condition::Version(record.version);
-                match driver.acquire(self, &condition, Some(&record)).await? {
-                    Acquired::Held(held) => Ok(Watched::Done(
-                        Box::pin(self.hold_agent(driver, *held, true)).await?,
-                    )),
-                    Acquired::Lost(r) => Ok(Watched::Again(r)),
-                }
-            }
-        }
-    }
-
-    /// A sleep holds the agent: wait for it as its joiners do, then decide again (asleep:
-    /// woken from the sleep's snapshot; the sleep failed: awake).
-    async fn await_sleep(
-        &self,
-        driver: &Driver<'_, S>,
-        record: AgentRecord,
-    ) -> Result<Watched<WakeOutcome>, Error> {
-        let target = SleepTarget {
-            key: self.target.key.clone(),
-            home: driver.home(&record),
-            describe: self.target.describe.clone(),
-            admitted: self.target.admitted,
-        };
-        match Box::pin(self.agents.watch_sleep(driver, &target, record)).await {
-            Ok(Watched::Done(SleepOutcome::Sleeping { record })) => {
-                Ok(Watched::Done(WakeOutcome::Waking { record }))
-            }
-            Ok(Watched::Done(SleepOutcome::Asleep { record, .. })) => {
-                Ok(Watched::Again(Some(record)))
-            }
-            Ok(Watched::Again(r)) => Ok(Watched::Again(r)),
-            Err(Error::SleepFailed(_)) => Ok(Watched::Again(driver.lock.read(driver.key).await?)),
-            Err(e) => Err(e),
         }
     }
 }

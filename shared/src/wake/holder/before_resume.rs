@@ -10,7 +10,6 @@ use crate::domain::{AgentRecord, SessionPhase};
 use crate::error::Error;
 use crate::locate::sessions::{choose, live_session, session, snapshots, Choice, Expected};
 use crate::locate::Home;
-use crate::lock::driver::Driver;
 use crate::lock::{Held, Written};
 use crate::store::{AgentStore, Changes};
 use crate::timestamp::now_ms;
@@ -87,15 +86,14 @@ impl<S: AgentStore, K: AgentKit> Waking<'_, '_, S, K> {
     /// handed over like after the holder's own unknown Resume (202).
     pub(super) async fn interrupted(
         &self,
-        driver: &Driver<'_, S>,
         mut held: Held,
         err: Error,
     ) -> Result<WakeOutcome, Error> {
         if held.record.resume_sent_at_ms.is_none() {
-            return Err(self.fail(driver, &mut held, err, None).await);
+            return Err(self.fail(&mut held, err, None).await);
         }
         tracing::warn!(agent = %held.key, error = %err, "reconcile failed; an earlier Resume is still unaccounted for, handing polling over");
-        Box::pin(self.hand_over(driver, held)).await
+        self.hand_over(held).await
     }
 
     /// Step 4: the snapshot to wake from (docs/wake-protocol.md, "AgentKit keeps its own
@@ -105,13 +103,12 @@ impl<S: AgentStore, K: AgentKit> Waking<'_, '_, S, K> {
     /// deadline, even in a short request: only the record this holder replaced says it comes.
     pub(super) async fn pick_snapshot(
         &self,
-        driver: &Driver<'_, S>,
         held: &mut Held,
         home: &Home,
         before: Option<&AgentRecord>,
         mut listed: Option<Vec<Snapshot>>,
     ) -> Result<Picked, Error> {
-        let deadline = driver.deadline();
+        let deadline = self.driver.deadline();
         let (agents, target) = (self.agents, self.target);
         let key = &target.key;
         let recorded = before.and_then(|b| b.snapshot_id.clone());
@@ -123,7 +120,7 @@ impl<S: AgentStore, K: AgentKit> Waking<'_, '_, S, K> {
                 Some(l) => l,
                 None => match snapshots(agents.agentkit, home, key, deadline).await {
                     Ok(l) => l,
-                    Err(e) => return Err(self.fail(driver, held, e.into(), None).await),
+                    Err(e) => return Err(self.fail(held, e.into(), None).await),
                 },
             };
             let choice = choose(
@@ -142,7 +139,7 @@ impl<S: AgentStore, K: AgentKit> Waking<'_, '_, S, K> {
                     if waited && deadline.remaining() < agents.agentkit.request_timeout() =>
                 {
                     let (state, changes) = nothing_woken(held.before.as_ref(), home);
-                    return match driver.lock.release(held, state, changes).await? {
+                    return match self.driver.lock.release(held, state, changes).await? {
                         Written::Done(r) => Ok(Picked::Waiting(r)),
                         Written::Lost(r) => Ok(Picked::Lost(r)),
                     };
@@ -160,25 +157,25 @@ impl<S: AgentStore, K: AgentKit> Waking<'_, '_, S, K> {
                 Choice::Wait { snapshot_id } => {
                     let room = agents.agentkit.request_timeout();
                     let until = if snapshot_id.is_some() {
-                        driver.wait()
+                        self.driver.wait()
                     } else {
                         deadline
                     };
                     if !backoff.wait(until, room).await {
-                        return self.await_snapshot(driver, held, home, snapshot_id).await;
+                        return self.await_snapshot(held, home, snapshot_id).await;
                     }
                     waited = true;
                 }
                 Choice::Stuck { snapshot_id } => {
                     let err = Error::SnapshotStuck { snapshot_id };
-                    return Err(self.fail(driver, held, err, None).await);
+                    return Err(self.fail(held, err, None).await);
                 }
                 Choice::Unknown { status, .. } => {
-                    self.give_back(driver, held, home).await;
+                    self.give_back(held, home).await;
                     return Err(Error::unknown_status("snapshot", Some(&status)));
                 }
                 Choice::Nothing => {
-                    self.give_back(driver, held, home).await;
+                    self.give_back(held, home).await;
                     return Err(Error::NotWakeable(match &target.snapshot_id {
                         Some(id) => format!("snapshot {id} is not Ready or does not exist"),
                         None => "the agent has neither a live session nor a Ready snapshot".into(),
@@ -194,14 +191,14 @@ impl<S: AgentStore, K: AgentKit> Waking<'_, '_, S, K> {
     /// whoever asks after that looks again (202 meanwhile).
     async fn await_snapshot(
         &self,
-        driver: &Driver<'_, S>,
         held: &mut Held,
         home: &Home,
         snapshot_id: Option<String>,
     ) -> Result<Picked, Error> {
         let key = &self.target.key;
         let now = now_ms();
-        let until = driver
+        let until = self
+            .driver
             .wait()
             .epoch_ms()
             .max(now + self.agents.settings.pace().gap(now, now).as_millis() as u64);
@@ -220,7 +217,7 @@ impl<S: AgentStore, K: AgentKit> Waking<'_, '_, S, K> {
             describe: Some(home.description()),
             ..Changes::default()
         };
-        match driver.lock.write(held, changes).await? {
+        match self.driver.lock.write(held, changes).await? {
             Written::Done(r) => Ok(Picked::Waiting(r)),
             Written::Lost(r) => Ok(Picked::Lost(r)),
         }

@@ -5,6 +5,8 @@
 
 mod before_resume;
 
+use std::ops::ControlFlow;
+
 use std::time::Duration;
 
 use crate::agentkit::types::metadata_value;
@@ -17,8 +19,7 @@ use crate::error::Error;
 use crate::identity::names::METADATA_DISPLAY_NAME_KEY;
 use crate::locate::sessions::{own_snapshots, session};
 use crate::locate::Home;
-use crate::lock::driver::Driver;
-use crate::lock::driver::{Carried, Settler, Watched};
+use crate::lock::driver::{Polled, Settler};
 use crate::lock::{Held, Written};
 use crate::store::{AgentStore, Changes};
 use crate::timestamp::now_ms;
@@ -41,21 +42,20 @@ pub(super) struct Recorded {
 impl<S: AgentStore, K: AgentKit> Waking<'_, '_, S, K> {
     /// Hold the agent through its wake. `session_ended`: the caller already saw the session of
     /// the previous generation ended (no need to ask again).
-    pub(super) async fn hold_agent(
+    pub(super) async fn hold(
         &self,
-        driver: &Driver<'_, S>,
         mut held: Held,
         session_ended: bool,
     ) -> Result<WakeOutcome, Error> {
-        let deadline = driver.deadline();
+        let deadline = self.driver.deadline();
         let key = &self.target.key;
         let agents = self.agents;
 
         // 1. Where the agent lives.
-        let (home, mut listed) = match driver.locate(agents.agentkit, &mut held).await {
+        let (home, mut listed) = match self.driver.locate(agents.agentkit, &mut held).await {
             Ok(Some(w)) => (w.home, w.snapshots),
             Ok(None) => return Err(Error::AgentNotFound),
-            Err(e) => return Err(self.fail(driver, &mut held, e, None).await),
+            Err(e) => return Err(self.fail(&mut held, e, None).await),
         };
 
         // 2. Reconcile before resuming.
@@ -73,26 +73,26 @@ impl<S: AgentStore, K: AgentKit> Waking<'_, '_, S, K> {
                     SessionPhase::Ended => {}
                     SessionPhase::Unknown => {
                         let err = Error::unknown_status("session", s.status.as_deref());
-                        return Err(self.fail(driver, &mut held, err, Some(&previous)).await);
+                        return Err(self.fail(&mut held, err, Some(&previous)).await);
                     }
                     SessionPhase::Starting if was_stuck(before.as_ref()) => {
                         // Still starting past its readiness timeout: a wake that already said
                         // so ends it before it resumes again; otherwise say so now.
                         let ended = if before.as_ref().is_some_and(said_stuck) {
-                            Box::pin(self.end_stuck(&home, &previous, deadline)).await
+                            self.end_stuck(&home, &previous, deadline).await
                         } else {
                             Err(Error::SessionStuck(format!(
                                 "session {previous} was still starting after the readiness timeout"
                             )))
                         };
                         if let Err(e) = ended {
-                            return Err(self.fail(driver, &mut held, e, Some(&previous)).await);
+                            return Err(self.fail(&mut held, e, Some(&previous)).await);
                         }
                     }
                     SessionPhase::Starting | SessionPhase::Usable => adopted = Some(s),
                 },
                 Ok(None) => {}
-                Err(e) => return Box::pin(self.interrupted(driver, held, e.into())).await,
+                Err(e) => return self.interrupted(held, e.into()).await,
             }
         }
         if adopted.is_none() {
@@ -103,7 +103,7 @@ impl<S: AgentStore, K: AgentKit> Waking<'_, '_, S, K> {
             let sent = held.record.resume_sent_at_ms;
             adopted = match self.find_started(&home, sent, &metadata, deadline).await {
                 Ok(found) => found,
-                Err(e) => return Box::pin(self.interrupted(driver, held, e)).await,
+                Err(e) => return self.interrupted(held, e).await,
             };
         }
         if let Some(s) = adopted {
@@ -120,7 +120,7 @@ impl<S: AgentStore, K: AgentKit> Waking<'_, '_, S, K> {
                 resumed,
             };
             let snapshots = listed.unwrap_or_default();
-            return Box::pin(self.record_and_poll(driver, held, &home, recorded, snapshots)).await;
+            return self.record_and_poll(held, &home, recorded, snapshots).await;
         }
 
         // 3. A Resume somebody sent, outcome unknown: wait it out rather than double it.
@@ -134,9 +134,9 @@ impl<S: AgentStore, K: AgentKit> Waking<'_, '_, S, K> {
                     describe: Some(home.description()),
                     ..Changes::default()
                 };
-                return match driver.lock.write(&mut held, changes).await? {
+                return match self.driver.lock.write(&mut held, changes).await? {
                     Written::Done(r) => Ok(WakeOutcome::Waking { record: r }),
-                    Written::Lost(r) => Box::pin(self.follow(driver, r)).await,
+                    Written::Lost(r) => self.follow(r).await,
                 };
             }
         }
@@ -149,9 +149,9 @@ impl<S: AgentStore, K: AgentKit> Waking<'_, '_, S, K> {
                 let mut changes = asleep_at(&home);
                 crate::index_sync::learned_end(&mut changes, None);
                 let state = changes.state.take().unwrap_or(WakeState::Failed);
-                driver.give_back(&mut held, state, changes).await;
+                self.driver.give_back(&mut held, state, changes).await;
             } else {
-                self.give_back(driver, &mut held, &home).await;
+                self.give_back(&mut held, &home).await;
             }
             return Err(Error::NotWakeable(
                 "a temporary agent cannot be woken once its session has ended".into(),
@@ -160,19 +160,18 @@ impl<S: AgentStore, K: AgentKit> Waking<'_, '_, S, K> {
         // Boxed: choosing, and waiting for, the snapshot keeps listings and choices alive across
         // awaits; inline they would make the holder's frame too large for a debug worker.
         let picked =
-            Box::pin(self.pick_snapshot(driver, &mut held, &home, before.as_ref(), listed.take()))
-                .await?;
+            Box::pin(self.pick_snapshot(&mut held, &home, before.as_ref(), listed.take())).await?;
         let (snapshot, listing) = match picked {
             Picked::Snapshot { snapshot, listing } => (snapshot, listing),
             Picked::Waiting(record) => return Ok(WakeOutcome::Waking { record }),
-            Picked::Lost(record) => return Box::pin(self.follow(driver, record)).await,
+            Picked::Lost(record) => return self.follow(record).await,
         };
         let snapshot_id = snapshot.snapshot_id.clone().unwrap_or_default();
 
         // 5. Enough time for one whole AgentKit request, or none is sent. The request's own
         // deadline, not its wait: sending Resume is this caller's own step, whatever it waits.
         if deadline.remaining() < agents.agentkit.request_timeout() {
-            self.give_back(driver, &mut held, &home).await;
+            self.give_back(&mut held, &home).await;
             return Err(Error::no_time_to("wake the agent"));
         }
 
@@ -185,21 +184,21 @@ impl<S: AgentStore, K: AgentKit> Waking<'_, '_, S, K> {
             snapshots: Some(crate::view::snapshot_views(&own_snapshots(&listing, key))),
             resume_sent_at_ms: Some(Some(sent_at)),
             snapshot_id: Some(Some(snapshot_id.clone())),
-            lease_until_ms: Some(driver.lease_until(sent_at, agents.settings.lock.lease)),
+            lease_until_ms: Some(self.driver.lease_until(sent_at, agents.settings.lock.lease)),
             poll_until_ms: Some(deadline.epoch_ms()),
             error: Some(None),
             describe: Some(described(&held.record, &home, &snapshot)),
             ..Changes::default()
         };
-        match driver.lock.write(&mut held, changes).await {
+        match self.driver.lock.write(&mut held, changes).await {
             Ok(Written::Done(_)) => {}
-            Ok(Written::Lost(r)) => return Box::pin(self.follow(driver, r)).await,
+            Ok(Written::Lost(r)) => return self.follow(r).await,
             // The marker may or may not have landed, and no Resume was sent: take it back (a
             // fenced write, which needs no re-read), so nobody waits out a Resume that never
             // was. If even that fails, the record keeps at most the short acquire lease.
             Err(e) => {
                 tracing::warn!(agent = %key, error = %e, "could not confirm the Resume marker; taking it back");
-                self.give_back(driver, &mut held, &home).await;
+                self.give_back(&mut held, &home).await;
                 return Err(e.into());
             }
         }
@@ -217,20 +216,20 @@ impl<S: AgentStore, K: AgentKit> Waking<'_, '_, S, K> {
             Ok(r) if !r.session_id.is_empty() => r.session_id,
             Ok(_) => {
                 tracing::warn!(agent = %key, "Resume answered no SessionId; its outcome is unknown");
-                return Box::pin(self.unknown_resume(driver, held, &home, &listing)).await;
+                return self.unknown_resume(held, &home, &listing).await;
             }
             Err(e) if e.is_not_found() => {
                 tracing::info!(agent = %key, %snapshot_id, "the snapshot vanished before Resume");
-                self.give_back(driver, &mut held, &home).await;
+                self.give_back(&mut held, &home).await;
                 return Err(Error::NotWakeable(format!(
                     "snapshot {snapshot_id} no longer exists"
                 )));
             }
             Err(e) if e.outcome_unknown() => {
                 tracing::warn!(agent = %key, error = %e, "Resume may have acted; its outcome is unknown");
-                return Box::pin(self.unknown_resume(driver, held, &home, &listing)).await;
+                return self.unknown_resume(held, &home, &listing).await;
             }
-            Err(e) => return Err(self.fail(driver, &mut held, e.into(), None).await),
+            Err(e) => return Err(self.fail(&mut held, e.into(), None).await),
         };
         tracing::info!(agent = %key, %session_id, "wake: resumed");
         if self.target.user_session_id().is_none() {
@@ -247,46 +246,50 @@ impl<S: AgentStore, K: AgentKit> Waking<'_, '_, S, K> {
             seen: None,
             resumed: true,
         };
-        Box::pin(self.record_and_poll(driver, held, &home, recorded, listing)).await
+        self.record_and_poll(held, &home, recorded, listing).await
     }
 
     /// Record the session at once (the lease extended to the readiness timeout), then poll it
     /// until Ready within the wait (a short request: once), as its one poller meanwhile.
     pub(super) async fn record_and_poll(
         &self,
-        driver: &Driver<'_, S>,
         mut held: Held,
         home: &Home,
         recorded: Recorded,
         snapshots: Vec<Snapshot>,
     ) -> Result<WakeOutcome, Error> {
-        let wait = driver.wait();
+        let wait = self.driver.wait();
         let now = now_ms();
         let asking = self.agents.agentkit.request_timeout().as_millis() as u64;
         let changes = Changes {
             session_id: Some(Some(recorded.session_id.clone())),
             snapshot_id: Some(recorded.snapshot_id.clone()),
             resume_sent_at_ms: Some(None),
-            lease_until_ms: Some(driver.lease_until(now, self.agents.settings.ready_timeout)),
+            lease_until_ms: Some(
+                self.driver
+                    .lease_until(now, self.agents.settings.ready_timeout),
+            ),
             poll_until_ms: Some(wait.epoch_ms().max(now + asking)),
             awaited_since_ms: Some(now),
             describe: Some(home.description()),
             ..Changes::default()
         };
-        let record = match driver.lock.write(&mut held, changes).await? {
+        let record = match self.driver.lock.write(&mut held, changes).await? {
             Written::Done(r) => r,
-            Written::Lost(r) => return Box::pin(self.follow(driver, r)).await,
+            Written::Lost(r) => return self.follow(r).await,
         };
         let holder = Settler::Holder(&mut held);
-        let polled = driver.poll(self, holder, home, record, recorded.seen, wait);
-        Ok(match Box::pin(polled).await? {
-            Carried::Settled { record, seen } => WakeOutcome::Awake {
+        let polled = self
+            .driver
+            .poll(self, holder, home, record, recorded.seen, wait);
+        Ok(match polled.await? {
+            Polled::Settled { record, seen } => WakeOutcome::Awake {
                 session: seen,
                 resumed: recorded.resumed,
                 record,
                 snapshots,
             },
-            Carried::Pending(record) => WakeOutcome::Waking { record },
+            Polled::Pending(record) => WakeOutcome::Waking { record },
         })
     }
 
@@ -295,7 +298,6 @@ impl<S: AgentStore, K: AgentKit> Waking<'_, '_, S, K> {
     /// adopted at once; otherwise pollers may look for it as soon as this request ends.
     pub(super) async fn unknown_resume(
         &self,
-        driver: &Driver<'_, S>,
         held: Held,
         home: &Home,
         listing: &[Snapshot],
@@ -303,7 +305,7 @@ impl<S: AgentStore, K: AgentKit> Waking<'_, '_, S, K> {
         let metadata = snapshot_metadata(listing, held.record.snapshot_id.as_deref());
         let sent = held.record.resume_sent_at_ms;
         let found = self
-            .find_started(home, sent, &metadata, driver.deadline())
+            .find_started(home, sent, &metadata, self.driver.deadline())
             .await
             .unwrap_or_else(|e| {
                 tracing::warn!(agent = %held.key, error = %e, "could not reconcile an unknown Resume yet");
@@ -317,29 +319,28 @@ impl<S: AgentStore, K: AgentKit> Waking<'_, '_, S, K> {
                 resumed: true,
             };
             let snapshots = listing.to_vec();
-            return Box::pin(self.record_and_poll(driver, held, home, recorded, snapshots)).await;
+            return self.record_and_poll(held, home, recorded, snapshots).await;
         }
-        Box::pin(self.hand_over(driver, held)).await
+        self.hand_over(held).await
     }
 
     /// Keep the lock, with its Resume unaccounted for, and let whoever asks next look for the
     /// session it started (a poll lease, `Driver::carry_on`): this caller answers 202.
-    pub(super) async fn hand_over(
-        &self,
-        driver: &Driver<'_, S>,
-        mut held: Held,
-    ) -> Result<WakeOutcome, Error> {
+    pub(super) async fn hand_over(&self, mut held: Held) -> Result<WakeOutcome, Error> {
         // The record names the agent's Tool already (the write before the Resume did), so
         // pollers know where to look.
         let sent = held.record.resume_sent_at_ms.unwrap_or_else(now_ms);
         let changes = Changes {
             poll_until_ms: Some(0),
-            lease_until_ms: Some(driver.lease_until(sent, self.agents.settings.ready_timeout)),
+            lease_until_ms: Some(
+                self.driver
+                    .lease_until(sent, self.agents.settings.ready_timeout),
+            ),
             ..Changes::default()
         };
-        match driver.lock.write(&mut held, changes).await {
+        match self.driver.lock.write(&mut held, changes).await {
             Ok(Written::Done(r)) => Ok(WakeOutcome::Waking { record: r }),
-            Ok(Written::Lost(r)) => Box::pin(self.follow(driver, r)).await,
+            Ok(Written::Lost(r)) => self.follow(r).await,
             Err(e) => {
                 tracing::warn!(agent = %held.key, error = %e, "could not hand polling over");
                 Ok(WakeOutcome::Waking {
@@ -350,18 +351,14 @@ impl<S: AgentStore, K: AgentKit> Waking<'_, '_, S, K> {
     }
 
     /// The lock was lost (our lease ran out and somebody took the agent over): follow them.
-    async fn follow(
-        &self,
-        driver: &Driver<'_, S>,
-        record: Option<AgentRecord>,
-    ) -> Result<WakeOutcome, Error> {
+    async fn follow(&self, record: Option<AgentRecord>) -> Result<WakeOutcome, Error> {
         let Some(record) = record else {
             return Err(Error::AgentNotFound);
         };
-        Ok(match Box::pin(driver.watch(self, record, true)).await? {
-            Watched::Done(outcome) => outcome,
-            Watched::Again(r) => WakeOutcome::Waking {
-                record: r.unwrap_or_else(|| AgentRecord::absent(self.target.key.clone())),
+        Ok(match self.watch(record, true).await? {
+            ControlFlow::Break(outcome) => outcome,
+            ControlFlow::Continue(r) => WakeOutcome::Waking {
+                record: self.driver.seen(r),
             },
         })
     }
@@ -369,23 +366,19 @@ impl<S: AgentStore, K: AgentKit> Waking<'_, '_, S, K> {
     /// Record a failed wake and hand back the error to answer: the snapshot untouched, the
     /// agent wakeable, and with `session_id` that session kept on the record (the next wake
     /// looks at it first, never beside it).
-    async fn fail(
-        &self,
-        driver: &Driver<'_, S>,
-        held: &mut Held,
-        err: Error,
-        session_id: Option<&str>,
-    ) -> Error {
+    async fn fail(&self, held: &mut Held, err: Error, session_id: Option<&str>) -> Error {
         tracing::warn!(agent = %held.key, reason = %err, "wake failed");
         let changes = failed(err.code(), &err, session_id);
-        driver.give_back(held, WakeState::Failed, changes).await;
+        self.driver
+            .give_back(held, WakeState::Failed, changes)
+            .await;
         err
     }
 
     /// Give the lock back with nothing woken ([`nothing_woken`]).
-    async fn give_back(&self, driver: &Driver<'_, S>, held: &mut Held, home: &Home) {
+    async fn give_back(&self, held: &mut Held, home: &Home) {
         let (state, changes) = nothing_woken(held.before.as_ref(), home);
-        driver.give_back(held, state, changes).await;
+        self.driver.give_back(held, state, changes).await;
     }
 }
 
