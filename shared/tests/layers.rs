@@ -367,10 +367,6 @@ fn the_circle_check_sees_a_circle() {
 /// Longest a source file may be: a reader sees one thing in one file.
 const MAX_LINES: usize = 500;
 
-/// The files that may be longer, each owning one protocol that reads best whole (its first
-/// lines say so), and how long they may be.
-const LONGER: [(&str, usize); 1] = [("shared/src/lock/driver.rs", 600)];
-
 #[test]
 fn no_file_over_500_lines() {
     let root = workspace();
@@ -385,11 +381,7 @@ fn no_file_over_500_lines() {
         .iter()
         .filter_map(|f| {
             let lines = fs::read_to_string(f).ok()?.lines().count();
-            let max = LONGER
-                .iter()
-                .find(|(file, _)| f.ends_with(file))
-                .map_or(MAX_LINES, |(_, max)| *max);
-            (lines > max).then(|| format!("{} ({lines} lines)", f.display()))
+            (lines > MAX_LINES).then(|| format!("{} ({lines} lines)", f.display()))
         })
         .collect();
     assert!(

@@ -325,7 +325,7 @@ impl<S: AgentStore, K: AgentKit> Waking<'_, '_, S, K> {
     }
 
     /// Keep the lock, with its Resume unaccounted for, and let whoever asks next look for the
-    /// session it started (a poll lease, `Driver::carry_on`): this caller answers 202.
+    /// session it started (under a poll lease, `Step::Poll` of `Driver::watch`): this caller answers 202.
     pub(super) async fn hand_over(&self, mut held: Held) -> Result<WakeOutcome, Error> {
         // The record names the agent's Tool already (the write before the Resume did), so
         // pollers know where to look.
