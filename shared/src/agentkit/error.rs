@@ -26,7 +26,7 @@ pub enum AgentKitError {
     },
 
     /// AgentKit did not accept the credentials: an unknown or disabled access key, a signature
-    /// made with another secret, an expired STS token ([`super::envelope::is_auth_code`], or a
+    /// made with another secret, an expired STS token ([`super::codes::is_auth_code`], or a
     /// bare 401). Refused before anything was done. `reread` says whether the client re-read
     /// its credentials and what came of it (docs/agentkit.md, "Credentials").
     #[error("AgentKit {action}: credentials refused: {code} (HTTP {status}); {reread}")]
@@ -135,8 +135,8 @@ impl AgentKitError {
     /// The provider's error code, when it gave one.
     pub fn code(&self) -> Option<&str> {
         match self {
-            AgentKitError::NotFound { .. } => Some(super::envelope::NOT_FOUND),
-            AgentKitError::CreateSessionFailed { .. } => Some(super::envelope::CREATE_SESSION_FAIL),
+            AgentKitError::NotFound { .. } => Some(super::codes::NOT_FOUND),
+            AgentKitError::CreateSessionFailed { .. } => Some(super::codes::CREATE_SESSION_FAIL),
             AgentKitError::Provider { code, .. } | AgentKitError::Unauthorized { code, .. } => {
                 Some(code)
             }

@@ -10,6 +10,7 @@ mod error;
 mod rotation;
 
 pub mod credentials;
+pub mod codes;
 pub mod envelope;
 pub mod limits;
 pub mod call_budget;

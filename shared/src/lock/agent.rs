@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use super::LockSettings;
+use super::settings::LockSettings;
 use crate::deadline::Deadline;
 use crate::domain::Description;
 use crate::domain::{AgentKey, AgentRecord, WakeState};

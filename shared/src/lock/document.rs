@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::LockSettings;
+use super::settings::LockSettings;
 use crate::store::update::{update, Attempt, Step, Updated};
 use crate::store::{AgentStore, Document, DocumentKey, StoreError};
 use crate::timestamp::now_ms;

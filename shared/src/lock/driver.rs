@@ -17,9 +17,9 @@
 
 use std::time::Duration;
 
-use super::{
-    decide, Acquire, Acquired, AgentLock, Decision, Generation, Held, Intent, WakeSettings, Written,
-};
+use super::agent::{Acquire, Acquired, AgentLock, Generation, Held, Written};
+use super::decide::{decide, Decision, Intent};
+use super::settings::{LockSettings, WakeSettings};
 use crate::agentkit::AgentKit;
 use crate::deadline::{Backoff, Budget, Deadline};
 use crate::domain::failure::OUTCOME_KEPT;
@@ -177,7 +177,7 @@ impl<'a, S: AgentStore> Driver<'a, S> {
     /// `record`, when a change that ended moments ago wrote it: its outcome is the answer owed
     /// to the callers polling it.
     pub fn recent<'r>(&self, record: Option<&'r AgentRecord>) -> Option<&'r AgentRecord> {
-        record.filter(|r| super::LockSettings::written_within(r, OUTCOME_KEPT, now_ms()))
+        record.filter(|r| LockSettings::written_within(r, OUTCOME_KEPT, now_ms()))
     }
 
     /// What `record` lets a caller with `intent` do now.

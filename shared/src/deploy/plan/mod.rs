@@ -18,7 +18,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::agentkit::types::{EnvVar, Filter, GetTool, ListTools, Tool};
+use crate::agentkit::types::{Filter, GetTool, ListTools, Tool};
 use crate::agentkit::{list_all, AgentKit, AgentKitError};
 use crate::deadline::Deadline;
 use crate::domain::{Kind, Retention, ToolRegistry};
@@ -29,47 +29,10 @@ use super::report::{EntryReport, EntryStatus};
 
 mod resolve;
 
-pub use resolve::{merged_envs, resolve};
+pub use resolve::{merged_envs, resolve, Step};
 
 /// Pages of a ListTools-by-name read (a name matches few Tools).
 const NAME_PAGES: usize = 5;
-
-/// One step towards the desired state.
-#[derive(Clone, PartialEq, Eq)]
-pub enum Step {
-    CreateTool,
-    /// UpdateTool `{EnableSnapshot: true}`.
-    EnableSnapshots,
-    /// UpdateTool `{Envs}` with the full merged list.
-    SetEnvs(Vec<EnvVar>),
-    /// Poll GetTool until Ready (and snapshots on, for a recoverable Tool).
-    AwaitReady,
-}
-
-impl std::fmt::Debug for Step {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.label())
-    }
-}
-
-impl Step {
-    /// As the report shows it: env keys, never values.
-    pub fn label(&self) -> String {
-        match self {
-            Step::CreateTool => "create_tool".into(),
-            Step::EnableSnapshots => "enable_snapshots".into(),
-            Step::SetEnvs(envs) => {
-                let keys: Vec<&str> = envs.iter().map(|e| e.key.as_str()).collect();
-                format!("set_envs({})", keys.join(","))
-            }
-            Step::AwaitReady => "await_ready".into(),
-        }
-    }
-
-    pub fn is_write(&self) -> bool {
-        !matches!(self, Step::AwaitReady)
-    }
-}
 
 /// How the Tool of an entry was found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -1,6 +1,44 @@
 //! The steps that bring one Tool to what its catalogue entry wants (a pure comparison).
 
-use super::*;
+use crate::agentkit::types::{EnvVar, Tool};
+use crate::deploy::catalogue::Entry;
+
+/// One step towards the desired state.
+#[derive(Clone, PartialEq, Eq)]
+pub enum Step {
+    CreateTool,
+    /// UpdateTool `{EnableSnapshot: true}`.
+    EnableSnapshots,
+    /// UpdateTool `{Envs}` with the full merged list.
+    SetEnvs(Vec<EnvVar>),
+    /// Poll GetTool until Ready (and snapshots on, for a recoverable Tool).
+    AwaitReady,
+}
+
+impl std::fmt::Debug for Step {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.label())
+    }
+}
+
+impl Step {
+    /// As the report shows it: env keys, never values.
+    pub fn label(&self) -> String {
+        match self {
+            Step::CreateTool => "create_tool".into(),
+            Step::EnableSnapshots => "enable_snapshots".into(),
+            Step::SetEnvs(envs) => {
+                let keys: Vec<&str> = envs.iter().map(|e| e.key.as_str()).collect();
+                format!("set_envs({})", keys.join(","))
+            }
+            Step::AwaitReady => "await_ready".into(),
+        }
+    }
+
+    pub fn is_write(&self) -> bool {
+        !matches!(self, Step::AwaitReady)
+    }
+}
 
 /// The steps that make `tool` as `entry` wants, or why it cannot be used.
 pub fn resolve(entry: &Entry, tool: &Tool) -> Result<Vec<Step>, String> {

@@ -1,6 +1,7 @@
 //! Unit tests of `plan`.
 
 use super::*;
+use crate::agentkit::types::EnvVar;
 use crate::deploy::catalogue::Catalogue;
 
 fn ev(k: &str, v: &str) -> EnvVar {

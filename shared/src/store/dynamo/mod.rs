@@ -155,7 +155,7 @@ impl AgentStore for DynamoStore {
     }
 
     async fn get_many(&self, keys: &[AgentKey]) -> Result<Vec<AgentRecord>, StoreError> {
-        batch::get_many(self, keys).await
+        self.batch_get(keys).await
     }
 
     async fn update(

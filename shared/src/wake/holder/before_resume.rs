@@ -6,7 +6,7 @@ use crate::agentkit::types::{DeleteSession, MetadataEntry, Session, Snapshot};
 use crate::agentkit::AgentKit;
 use crate::deadline::Deadline;
 use crate::domain::failure::{recorded_failure, SNAPSHOT_IN_PROGRESS};
-use crate::domain::{AgentRecord, SessionPhase};
+use crate::domain::{AgentRecord, SessionPhase, WakeState};
 use crate::error::Error;
 use crate::locate::sessions::{choose, live_session, session, snapshots, Choice, Expected};
 use crate::locate::Home;
@@ -14,8 +14,6 @@ use crate::lock::{Held, Written};
 use crate::store::{AgentStore, Changes};
 use crate::timestamp::now_ms;
 use crate::wake::{WakeOutcome, Waking};
-
-use super::nothing_woken;
 
 impl<S: AgentStore, K: AgentKit> Waking<'_, '_, S, K> {
     /// A session this wake's earlier holders started: by UserSessionId, or for an agent
@@ -250,6 +248,37 @@ pub(super) fn snapshot_metadata(
         .find(|s| s.snapshot_id.as_deref() == snapshot_id && snapshot_id.is_some())
         .map(|s| s.session_metadata.clone())
         .unwrap_or_default()
+}
+
+/// What a wake that woke nothing gives the agent back as, once it has found no live session:
+/// asleep. A record that said awake had its session ended on AgentKit's clock, which this wake
+/// learned: announced as AgentKit's (a watcher told it woke must be told it no longer is). A
+/// change whose lease lapsed and that this wake took over may have followed an awake agent
+/// whose end nobody announced: announced too, as this wake's doing (at worst a watcher hears
+/// `asleep` of an agent that was asleep; never silence about one that was awake). The
+/// simulated deployment found the gap: a person's wake that took over another's lapsed wake
+/// of an agent whose 8 hours had ended, then too late in its request to send Resume, wrote
+/// `asleep` with no event.
+pub(super) fn nothing_woken(before: Option<&AgentRecord>, home: &Home) -> (WakeState, Changes) {
+    let rested = before.map(|b| b.state);
+    let mut changes = asleep_at(home);
+    changes.announce = crate::lock::agent::announced_end(rested);
+    // The recorded session is the one found not live: forgotten, as a learned end does. A
+    // lapsed change's fields are its next caller's to read, as they always were.
+    if rested == Some(WakeState::Awake) {
+        changes = crate::lock::agent::forget_session(changes);
+    }
+    (WakeState::Asleep, changes)
+}
+
+/// What a lock given back with nothing woken writes: no Resume on its way, and where the
+/// agent lives (it rests asleep there).
+pub(super) fn asleep_at(home: &Home) -> Changes {
+    Changes {
+        resume_sent_at_ms: Some(None),
+        describe: Some(home.description()),
+        ..Changes::default()
+    }
 }
 
 /// What step 4 came to.

@@ -27,7 +27,7 @@ use crate::view::METADATA_CREATOR_KEY;
 
 use super::{failed, WakeOutcome, Waking};
 
-use before_resume::{snapshot_metadata, Picked};
+use before_resume::{asleep_at, nothing_woken, snapshot_metadata, Picked};
 
 /// What the holder knows when it starts polling a recorded session.
 pub(super) struct Recorded {
@@ -379,37 +379,6 @@ impl<S: AgentStore, K: AgentKit> Waking<'_, '_, S, K> {
     async fn give_back(&self, held: &mut Held, home: &Home) {
         let (state, changes) = nothing_woken(held.before.as_ref(), home);
         self.driver.give_back(held, state, changes).await;
-    }
-}
-
-/// What a wake that woke nothing gives the agent back as, once it has found no live session:
-/// asleep. A record that said awake had its session ended on AgentKit's clock, which this wake
-/// learned: announced as AgentKit's (a watcher told it woke must be told it no longer is). A
-/// change whose lease lapsed and that this wake took over may have followed an awake agent
-/// whose end nobody announced: announced too, as this wake's doing (at worst a watcher hears
-/// `asleep` of an agent that was asleep; never silence about one that was awake). The
-/// simulated deployment found the gap: a person's wake that took over another's lapsed wake
-/// of an agent whose 8 hours had ended, then too late in its request to send Resume, wrote
-/// `asleep` with no event.
-fn nothing_woken(before: Option<&AgentRecord>, home: &Home) -> (WakeState, Changes) {
-    let rested = before.map(|b| b.state);
-    let mut changes = asleep_at(home);
-    changes.announce = crate::lock::agent::announced_end(rested);
-    // The recorded session is the one found not live: forgotten, as a learned end does. A
-    // lapsed change's fields are its next caller's to read, as they always were.
-    if rested == Some(WakeState::Awake) {
-        changes = crate::lock::agent::forget_session(changes);
-    }
-    (WakeState::Asleep, changes)
-}
-
-/// What a lock given back with nothing woken writes: no Resume on its way, and where the
-/// agent lives (it rests asleep there).
-fn asleep_at(home: &Home) -> Changes {
-    Changes {
-        resume_sent_at_ms: Some(None),
-        describe: Some(home.description()),
-        ..Changes::default()
     }
 }
 
