@@ -16,7 +16,7 @@ use super::catalogue::{CPU_MILLI, MEMORY_MB, PROJECT_NAME};
 use super::limiter::{WriteError, WriteLimiter};
 use super::plan::{Origin, Planned, Step};
 use super::report::{EntryReport, EntryStatus};
-use super::Progress;
+use super::progress::Progress;
 
 /// What applying needs.
 pub struct Applier<'a, K> {

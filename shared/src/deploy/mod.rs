@@ -32,11 +32,13 @@ pub mod catalogue;
 pub mod limiter;
 pub mod lock;
 pub mod plan;
+mod progress;
 pub mod publish;
 pub mod report;
 
 pub use catalogue::Catalogue;
 pub use limiter::WriteLimiter;
+pub use progress::{NoProgress, Progress};
 pub use report::{EntryReport, EntryStatus, Report, RunOutcome};
 
 /// What a run is asked to do.
@@ -79,20 +81,6 @@ pub fn no_retry_policy() -> RetryPolicy {
         ..RetryPolicy::default()
     }
 }
-
-/// Observes a run as it goes (the CLI draws progress bars; the function logs).
-pub trait Progress: Send + Sync {
-    /// The plan of an entry is known.
-    fn planned(&self, _entry: &EntryReport) {}
-    /// An entry starts a step.
-    fn step(&self, _key: &str, _step: &str) {}
-    /// An entry is done (any status).
-    fn finished(&self, _entry: &EntryReport) {}
-}
-
-/// Observes nothing.
-pub struct NoProgress;
-impl Progress for NoProgress {}
 
 /// One deploy run's ports and desired state.
 pub struct Deployer<'a, S, K> {

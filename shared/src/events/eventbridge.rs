@@ -10,7 +10,7 @@ use std::time::Duration;
 use aws_config::SdkConfig;
 use serde_json::json;
 
-use super::{EventError, EventSink};
+use super::sink::{EventError, EventSink};
 use crate::aws_json::{AwsJson, AwsJsonError};
 use crate::domain::StateEvent;
 

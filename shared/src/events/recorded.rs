@@ -4,7 +4,7 @@
 use std::collections::VecDeque;
 use std::sync::Mutex;
 
-use super::{EventError, EventSink};
+use super::sink::{EventError, EventSink};
 use crate::domain::StateEvent;
 
 /// The last `keep` events published, oldest first.

@@ -14,7 +14,8 @@
 use std::collections::HashSet;
 use std::time::Duration;
 
-use super::{derive, EventSink};
+use super::derive::derive;
+use super::sink::EventSink;
 use crate::deadline::Deadline;
 use crate::domain::{AgentKey, StateEvent};
 use crate::metrics::{self, Record};

@@ -13,7 +13,7 @@
 //! `email` counts only with `email_verified: true`: many providers let a person type any
 //! address at sign-up and verify it later, or never.
 
-use super::caller::Claims;
+use super::claims::Claims;
 
 /// The claim whose value is trusted only when `email_verified` is `true`.
 pub const EMAIL_CLAIM: &str = "email";

@@ -4,21 +4,17 @@
 //! ([`Caller::from_request`], [`Caller::from_request_context`]); headers are never read there.
 //! The local server builds callers with [`Caller::local`] from its own development headers.
 
-use std::collections::BTreeMap;
-
-use lambda_http::aws_lambda_events::apigw::{
-    ApiGatewayRequestAuthorizer, ApiGatewayV2httpRequestContext,
-};
+use lambda_http::aws_lambda_events::apigw::ApiGatewayV2httpRequestContext;
 use lambda_http::request::RequestContext;
 use lambda_http::RequestExt;
-use serde_json::Value;
 
 use super::usid;
 use crate::agentkit::types::{metadata_value, Snapshot};
 use crate::domain::{AgentKey, AgentRecord, Description, Retention};
 use crate::error::{Error, Result};
-use crate::identity::names::METADATA_DISPLAY_NAME_KEY;
-use crate::identity::{user_session_id, IdentityConfig};
+use super::claims::Claims;
+use super::names::{user_session_id, METADATA_DISPLAY_NAME_KEY};
+use super::settings::IdentityConfig;
 
 /// Claims tried in order for the display name (docs/identity.md).
 pub const DISPLAY_NAME_CLAIMS: [&str; 5] =
@@ -127,164 +123,6 @@ fn is_admin(claims: &Claims, owner_claim: &str, config: &IdentityConfig) -> bool
             .flat_map(|name| claims.groups(name))
             .any(|group| config.admin_groups.contains(&group));
     by_identifier || by_group
-}
-
-// ---- Verified claims, normalised from whichever authorizer API Gateway ran.
-//
-// A JWT authorizer hands every claim over as a string (API Gateway flattens an array claim into
-// `"[a b]"`); a Lambda authorizer hands over whatever JSON its context held (strings, numbers,
-// booleans, arrays). [`Claims`] turns both into one shape so the rules of docs/identity.md are
-// written once: scalars become text (`42` → `"42"`, `true` → `"true"`), arrays become lists of
-// text, and `null` or nested objects are dropped (they identify nobody).
-
-/// One claim's value after normalisation.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum ClaimValue {
-    /// A scalar claim, as text.
-    Text(String),
-    /// An array claim (Lambda authorizer only: JWT arrays arrive flattened into [`Self::Text`]).
-    List(Vec<String>),
-}
-
-/// The verified claims of one request, by claim name.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Claims {
-    values: BTreeMap<String, ClaimValue>,
-}
-
-impl Claims {
-    /// The claims a request was authorised with: the JWT authorizer's claims when present,
-    /// otherwise the Lambda authorizer's context. An IAM authorizer identifies an AWS
-    /// principal, not a person, so it yields no claims (and the caller is unauthenticated).
-    pub fn from_authorizer(authorizer: &ApiGatewayRequestAuthorizer) -> Claims {
-        match &authorizer.jwt {
-            Some(jwt) if !jwt.claims.is_empty() => Claims::from_jwt(
-                jwt.claims
-                    .iter()
-                    .map(|(name, value)| (name.as_str(), value.as_str())),
-            ),
-            _ => Claims::from_lambda(
-                authorizer
-                    .fields
-                    .iter()
-                    .map(|(name, value)| (name.as_str(), value)),
-            ),
-        }
-    }
-
-    /// Claims of a JWT authorizer: every value is already a string.
-    pub fn from_jwt<'a>(claims: impl IntoIterator<Item = (&'a str, &'a str)>) -> Claims {
-        let values = claims
-            .into_iter()
-            .map(|(name, value)| (name.to_string(), ClaimValue::Text(value.to_string())))
-            .collect();
-        Claims { values }
-    }
-
-    /// Claims of a Lambda authorizer's context: any JSON value.
-    pub fn from_lambda<'a>(fields: impl IntoIterator<Item = (&'a str, &'a Value)>) -> Claims {
-        let values = fields
-            .into_iter()
-            .filter_map(|(name, value)| {
-                let value = match value {
-                    Value::Array(items) => {
-                        ClaimValue::List(items.iter().filter_map(scalar_text).collect())
-                    }
-                    other => ClaimValue::Text(scalar_text(other)?),
-                };
-                Some((name.to_string(), value))
-            })
-            .collect();
-        Claims { values }
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.values.is_empty()
-    }
-
-    pub fn get(&self, name: &str) -> Option<&ClaimValue> {
-        self.values.get(name)
-    }
-
-    /// A scalar claim, when present and not blank. The value is returned as sent: an owner id
-    /// is compared byte for byte, so it is not trimmed; a blank value counts as absent.
-    pub fn text(&self, name: &str) -> Option<&str> {
-        match self.values.get(name)? {
-            ClaimValue::Text(t) if !t.trim().is_empty() => Some(t),
-            _ => None,
-        }
-    }
-
-    /// Every value of a claim: a scalar is one value, an array each of its items.
-    pub fn values(&self, name: &str) -> Vec<&str> {
-        match self.values.get(name) {
-            Some(ClaimValue::Text(t)) => vec![t.as_str()],
-            Some(ClaimValue::List(items)) => items.iter().map(String::as_str).collect(),
-            None => Vec::new(),
-        }
-    }
-
-    /// A group-like claim as a list of names, whichever form it arrived in (see
-    /// [`parse_group_list`]).
-    pub fn groups(&self, name: &str) -> Vec<String> {
-        match self.values.get(name) {
-            Some(ClaimValue::Text(t)) => parse_group_list(t),
-            Some(ClaimValue::List(items)) => items
-                .iter()
-                .map(|g| g.trim())
-                .filter(|g| !g.is_empty())
-                .map(str::to_string)
-                .collect(),
-            None => Vec::new(),
-        }
-    }
-}
-
-/// A JSON scalar as text; `null`, objects and arrays have no text form.
-fn scalar_text(value: &Value) -> Option<String> {
-    match value {
-        Value::String(s) => Some(s.clone()),
-        Value::Number(n) => Some(n.to_string()),
-        Value::Bool(b) => Some(b.to_string()),
-        Value::Null | Value::Array(_) | Value::Object(_) => None,
-    }
-}
-
-/// The group names in a group claim that arrived as a string. Accepted forms:
-///
-/// - API Gateway's flattening of an array claim: `[admins devs]` (space separated);
-/// - a JSON array in a string: `["admins","devs"]` (some Lambda authorizers stringify);
-/// - a comma list `admins, devs`, or a single name `admins`.
-///
-/// Inside brackets, commas and whitespace both separate names; outside brackets only commas do,
-/// so a plain single value is taken whole. Blank names are dropped.
-pub fn parse_group_list(raw: &str) -> Vec<String> {
-    let trimmed = raw.trim();
-    let names: Vec<&str> = match trimmed
-        .strip_prefix('[')
-        .and_then(|rest| rest.strip_suffix(']'))
-    {
-        Some(inner) => {
-            if let Ok(items) = serde_json::from_str::<Vec<Value>>(trimmed) {
-                return items
-                    .iter()
-                    .filter_map(scalar_text)
-                    .map(|g| g.trim().to_string())
-                    .filter(|g| !g.is_empty())
-                    .collect();
-            }
-            inner
-                .split(|c: char| c == ',' || c.is_whitespace())
-                .collect()
-        }
-        None => trimmed.split(',').collect(),
-    };
-    names
-        .into_iter()
-        .map(str::trim)
-        .filter(|g| !g.is_empty())
-        .map(str::to_string)
-        .collect()
 }
 
 // ---- Who may act on an agent, and whom a first write of its record names as its owner: the

@@ -14,12 +14,14 @@
 
 pub mod admins;
 pub mod caller;
+pub mod claims;
 pub mod names;
 pub mod settings;
 pub mod usid;
 
 pub use admins::AdminEntry;
-pub use caller::{describe, may_act, Caller, ClaimValue, Claims, Place};
+pub use caller::{describe, may_act, Caller, Place};
+pub use claims::{ClaimValue, Claims};
 pub use names::{
     display_name, is_valid_agent_id, user_session_id, validate_agent_id, validate_display_name,
     SNAPSHOT_AGENT_PREFIX,

@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Action, Snapshot, SESSION_TTL_S};
+use super::resources::{Action, Snapshot, SESSION_TTL_S};
 
 // ---------------------------------------------------------------------------------------------
 // Snapshots

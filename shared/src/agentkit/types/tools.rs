@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Action, Empty, EnvVar, Filter, Tool};
+use super::resources::{Action, Empty, EnvVar, Filter, Tool};
 
 // ---------------------------------------------------------------------------------------------
 // Tools

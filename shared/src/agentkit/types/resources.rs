@@ -1,0 +1,223 @@
+//! The records every action shares (a session, a snapshot, a Tool), their common fields, and
+//! the [`Action`] trait each request implements.
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+
+use crate::secret::Secret;
+
+/// The API version every action is called with.
+pub const API_VERSION: &str = "2025-10-30";
+
+/// Session TTL used by CreateSession and ResumeSessionFromSnapshot: 8 hours.
+pub const SESSION_TTL_S: u64 = 28_800;
+
+/// Largest page AgentKit serves.
+pub const MAX_PAGE_SIZE: u32 = 100;
+
+/// One AgentKit action: its name and the `Result` it answers with.
+pub trait Action: Serialize + DeserializeOwned + Send + Sync {
+    const NAME: &'static str;
+    type Output: Serialize + DeserializeOwned + Default + Send;
+    /// Whether sending the same request twice has the effect of sending it once. A request
+    /// that may have reached AgentKit (a timeout after it was sent) is retried only when this
+    /// holds: a second CreateSession or ResumeSessionFromSnapshot would start a second,
+    /// billable sandbox.
+    const IDEMPOTENT: bool = true;
+}
+
+/// A `{Key, Type, Value}` metadata entry of a session (or `SessionMetadata` of a snapshot).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "PascalCase", default)]
+pub struct MetadataEntry {
+    pub key: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub r#type: Option<String>,
+    pub value: String,
+}
+
+impl MetadataEntry {
+    /// A `String`-typed entry, as CreateSession wants them.
+    pub fn string(key: impl Into<String>, value: impl Into<String>) -> Self {
+        MetadataEntry {
+            key: key.into(),
+            r#type: Some("String".into()),
+            value: value.into(),
+        }
+    }
+}
+
+/// The value of `key` in a metadata list, if present.
+pub fn metadata_value<'a>(entries: &'a [MetadataEntry], key: &str) -> Option<&'a str> {
+    entries
+        .iter()
+        .find(|e| e.key == key)
+        .map(|e| e.value.as_str())
+}
+
+/// A metadata filter of ListSessions: `{Key, Value}`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "PascalCase", deny_unknown_fields)]
+pub struct MetadataFilter {
+    pub key: String,
+    pub value: String,
+}
+
+/// A `{Name, Values}` filter.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "PascalCase", deny_unknown_fields)]
+pub struct Filter {
+    pub name: String,
+    pub values: Vec<String>,
+}
+
+impl Filter {
+    pub fn one(name: impl Into<String>, value: impl Into<String>) -> Self {
+        Filter {
+            name: name.into(),
+            values: vec![value.into()],
+        }
+    }
+}
+
+/// A `{Key, Value}` environment variable of a Tool. Values may be credentials of the sandbox,
+/// so `Debug` shows the key only.
+#[derive(Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "PascalCase", default)]
+pub struct EnvVar {
+    pub key: String,
+    pub value: String,
+}
+
+impl std::fmt::Debug for EnvVar {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EnvVar")
+            .field("key", &self.key)
+            .field("value", &"<redacted>")
+            .finish()
+    }
+}
+
+/// A running (or ended) sandbox.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "PascalCase", default)]
+pub struct Session {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub user_session_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<String>,
+    /// Carries an auth query string: never log it, never return it ([`Secret`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub endpoint: Option<Secret>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub created_at: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expire_at: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_type: Option<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub metadata: Vec<MetadataEntry>,
+}
+
+impl Session {
+    pub fn is_active(&self) -> bool {
+        crate::domain::is_session_active(self.status.as_deref())
+    }
+
+    pub fn is_usable(&self) -> bool {
+        crate::domain::is_session_usable(self.status.as_deref(), self.endpoint.is_some())
+    }
+
+    /// The session's phase (docs/wake-protocol.md, "Statuses are an open set").
+    pub fn phase(&self) -> crate::domain::SessionPhase {
+        crate::domain::SessionPhase::of(self.status.as_deref(), self.endpoint.is_some())
+    }
+}
+
+/// The most recently created session of an iterator (by instant, never by text).
+pub fn newest_session(sessions: impl Iterator<Item = Session>) -> Option<Session> {
+    sessions.max_by_key(|s| crate::timestamp::sort_key(s.created_at.as_deref()))
+}
+
+/// The saved workspace of an expired session.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "PascalCase", default)]
+pub struct Snapshot {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub snapshot_id: Option<String>,
+    /// The session the snapshot was taken from.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub user_session_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sandbox_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub created_at: Option<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub session_metadata: Vec<MetadataEntry>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub snapshot_type: Option<String>,
+}
+
+impl Snapshot {
+    pub fn is_wakeable(&self) -> bool {
+        crate::domain::is_snapshot_wakeable(self.status.as_deref())
+    }
+
+    pub fn is_in_progress(&self) -> bool {
+        crate::domain::is_snapshot_in_progress(self.status.as_deref())
+    }
+
+    /// The snapshot's phase.
+    pub fn phase(&self) -> crate::domain::SnapshotPhase {
+        crate::domain::SnapshotPhase::of(self.status.as_deref())
+    }
+}
+
+/// A sandbox template.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "PascalCase", default)]
+pub struct Tool {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_type: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub enable_snapshot: Option<bool>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub envs: Vec<EnvVar>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub project_name: Option<String>,
+}
+
+impl Tool {
+    pub fn is_ready(&self) -> bool {
+        self.status
+            .as_deref()
+            .is_some_and(|s| s.eq_ignore_ascii_case("ready"))
+    }
+
+    pub fn is_failed(&self) -> bool {
+        const FAILED: [&str; 5] = ["error", "failed", "createfailed", "deleting", "deleted"];
+        self.status
+            .as_deref()
+            .is_some_and(|s| FAILED.iter().any(|f| f.eq_ignore_ascii_case(s)))
+    }
+}
+
+/// An empty `Result` (actions that answer nothing of interest).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Empty {}
