@@ -15,8 +15,8 @@ use crate::deadline::Deadline;
 use super::catalogue::{CPU_MILLI, MEMORY_MB, PROJECT_NAME};
 use super::limiter::{WriteError, WriteLimiter};
 use super::plan::{Origin, Planned, Step};
-use super::report::{EntryReport, EntryStatus};
 use super::progress::Progress;
+use super::report::{EntryReport, EntryStatus};
 
 /// What applying needs.
 pub struct Applier<'a, K> {

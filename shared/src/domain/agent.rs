@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Kind, Retention};
+use super::kind::{Kind, Retention};
 
 /// The state a person sees (docs/http-api.md, "The agent view").
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -147,7 +147,7 @@ pub struct AgentView {
     pub open_url: Option<String>,
     /// The agent's schedule, when it has one and the answer carries it (the list does).
     #[serde(default)]
-    pub schedule: Option<super::ScheduleView>,
+    pub schedule: Option<super::schedule::ScheduleView>,
 }
 
 #[cfg(test)]

@@ -4,6 +4,7 @@
 mod agent;
 mod event;
 pub mod failure;
+mod key;
 mod kind;
 mod open_url;
 mod record;
@@ -13,9 +14,10 @@ mod session;
 
 pub use agent::{AgentState, AgentView, SessionView, SnapshotView, WakeView};
 pub use event::{Announce, Announcement, EventDetail, StateEvent, Trigger};
+pub use key::AgentKey;
 pub use kind::{Kind, ParseKindError, ParseRetentionError, Retention};
 pub use open_url::OpenUrl;
-pub use record::{AgentKey, AgentRecord, Description, WakeState};
+pub use record::{AgentRecord, Description, WakeState};
 pub use schedule::{
     Action, Attempt, Occurrence, ScheduleRecord, ScheduleSummary, ScheduleView, Settled,
 };

@@ -8,7 +8,9 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
-use super::{Kind, Retention, SnapshotView};
+use super::agent::SnapshotView;
+use super::key::AgentKey;
+use super::kind::Retention;
 
 /// The lock state of an agent.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -88,28 +90,6 @@ impl FromStr for WakeState {
         .into_iter()
         .find(|w| w.as_str() == s)
         .ok_or_else(|| format!("unknown wake state {s:?}"))
-    }
-}
-
-/// Which agent: `(kind, agent_id)`.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-pub struct AgentKey {
-    pub kind: Kind,
-    pub agent_id: String,
-}
-
-impl AgentKey {
-    pub fn new(kind: Kind, agent_id: impl Into<String>) -> Self {
-        AgentKey {
-            kind,
-            agent_id: agent_id.into(),
-        }
-    }
-}
-
-impl fmt::Display for AgentKey {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}/{}", self.kind, self.agent_id)
     }
 }
 
@@ -197,7 +177,7 @@ pub struct AgentRecord {
     pub snapshots: Vec<SnapshotView>,
     /// The agent's schedule, as its views show it (docs/schedules.md); the schedule item is
     /// the tick's truth.
-    pub schedule: Option<super::ScheduleSummary>,
+    pub schedule: Option<super::schedule::ScheduleSummary>,
     /// +1 on every write; the ETag.
     pub version: u64,
     pub updated_at: Option<String>,
@@ -206,10 +186,10 @@ pub struct AgentRecord {
     /// What set off the change that holds the agent, or last held it: the trigger of the
     /// invocation whose acquire started it. The change is announced as its doing, whoever
     /// settles it (a person's poll finishing a scheduled wake, a tick carrying a person's).
-    pub started_by: Option<super::Trigger>,
+    pub started_by: Option<super::event::Trigger>,
     /// The state change the last write was, if it was one (`crate::store::Changes::announce`):
     /// what the change stream's consumer announces for this version.
-    pub announced: Option<super::Announcement>,
+    pub announced: Option<super::event::Announcement>,
 }
 
 impl AgentRecord {

@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::AgentKey;
+use super::key::AgentKey;
 
 /// What a schedule does at an occurrence.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]

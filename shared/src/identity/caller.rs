@@ -8,13 +8,13 @@ use lambda_http::aws_lambda_events::apigw::ApiGatewayV2httpRequestContext;
 use lambda_http::request::RequestContext;
 use lambda_http::RequestExt;
 
+use super::claims::Claims;
+use super::names::{user_session_id, METADATA_DISPLAY_NAME_KEY};
+use super::settings::IdentityConfig;
 use super::usid;
 use crate::agentkit::types::{metadata_value, Snapshot};
 use crate::domain::{AgentKey, AgentRecord, Description, Retention};
 use crate::error::{Error, Result};
-use super::claims::Claims;
-use super::names::{user_session_id, METADATA_DISPLAY_NAME_KEY};
-use super::settings::IdentityConfig;
 
 /// Claims tried in order for the display name (docs/identity.md).
 pub const DISPLAY_NAME_CLAIMS: [&str; 5] =

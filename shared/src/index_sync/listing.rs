@@ -1,7 +1,20 @@
 //! Listing one Tool to its end and reading, from what it holds, which agents exist and
 //! what each says of itself.
 
-use super::*;
+use std::collections::BTreeMap;
+
+use super::slices::{snapshots_between, SliceSettings};
+use crate::agentkit::types::{ListSessions, Session, Snapshot, MAX_PAGE_SIZE};
+use crate::agentkit::{AgentKit, AgentKitError, Pager};
+use crate::deadline::Deadline;
+use crate::domain::{AgentKey, Kind, Retention, ToolRegistry};
+use crate::identity::{user_session_id, SNAPSHOT_AGENT_PREFIX};
+use crate::locate::regions;
+use crate::timestamp::now_ms;
+
+/// Most pages read from one snapshot Tool (100 snapshots each): a listing longer than this is
+/// an error rather than a Lambda's whole budget.
+pub const MAX_SYNC_PAGES: usize = 10_000;
 
 /// Everything one Tool holds: its snapshots (a snapshot Tool) and its sessions, any status.
 #[derive(Clone, Debug)]

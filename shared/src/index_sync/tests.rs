@@ -2,7 +2,11 @@
 
 use super::upsert::{changes_for, missing, wanted};
 use super::*;
-use crate::agentkit::types::MetadataEntry;
+use crate::agentkit::types::{MetadataEntry, Session, Snapshot};
+use crate::domain::{AgentKey, AgentRecord, Description, Kind, Retention, WakeState};
+use crate::lock::LockSettings;
+use crate::store::{AgentStore, Condition};
+use crate::timestamp::now_ms;
 
 fn snap(usid: Option<&str>, at: &str, meta: &[(&str, &str)]) -> Snapshot {
     Snapshot {

@@ -1,7 +1,27 @@
 //! Bringing one agent's record up to what a Tool's listing says of it: only what is
 //! missing, by conditional writes, and never under a held lock.
 
-use super::*;
+use std::collections::HashMap;
+
+use futures::StreamExt;
+
+use super::listing::{Seen, ToolListing};
+use super::status::MAX_ROUNDS;
+use crate::agentkit::types::metadata_value;
+use crate::deadline::Deadline;
+use crate::domain::Description;
+use crate::domain::{AgentKey, AgentRecord, Retention, WakeState};
+use crate::identity::names::METADATA_DISPLAY_NAME_KEY;
+use crate::identity::user_session_id;
+use crate::identity::{belongs_to, UserSessionId};
+use crate::lock::LockSettings;
+use crate::store::{AgentStore, Changes, Condition, StoreError, GET_MANY_KEYS};
+use crate::timestamp::now_ms;
+use crate::timestamp::sort_key;
+use crate::view::{snapshot_views, METADATA_CREATOR_KEY, METADATA_OWNER_KEY};
+
+/// How many records are read and written at once.
+const WRITE_CONCURRENCY: usize = 16;
 
 /// The descriptive fields a Tool's listing says an agent should have.
 pub(super) fn wanted(key: &AgentKey, listing: &ToolListing, seen: &Seen) -> Description {

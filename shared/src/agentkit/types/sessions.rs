@@ -4,7 +4,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::secret::Secret;
 
-use super::resources::{Action, Empty, Filter, MetadataEntry, MetadataFilter, Session, SESSION_TTL_S};
+use super::resources::{
+    Action, Empty, Filter, MetadataEntry, MetadataFilter, Session, SESSION_TTL_S,
+};
 
 // ---------------------------------------------------------------------------------------------
 // Sessions
