@@ -5,7 +5,7 @@
 
 use std::future::Future;
 
-use super::StoreError;
+use super::port::StoreError;
 
 /// A slowdown AgentKit's throttling put on a bucket: its rate at `factor_permille` of the
 /// configured one at `since_ms`, recovering from there (`crate::budget`).

@@ -10,10 +10,11 @@ use std::future::Future;
 use std::pin::Pin;
 use std::time::Duration;
 
-use super::{
-    AgentPage, AgentStore, BudgetStore, Changes, Condition, Document, DocumentKey, DueCursor,
-    DuePage, OwnerPage, Reserved, ScheduleStore, Slowdown, StoreError,
+use super::budget::{BudgetStore, Reserved, Slowdown};
+use super::port::{
+    AgentPage, AgentStore, Changes, Condition, Document, DocumentKey, OwnerPage, StoreError,
 };
+use super::schedule::{DueCursor, DuePage, ScheduleStore};
 use crate::deadline::Deadline;
 use crate::domain::{AgentKey, AgentRecord, Kind, ScheduleRecord, ToolRegistry};
 

@@ -20,14 +20,16 @@ mod schedule;
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard};
 
+use super::budget::{BudgetStore, Reserved, Slowdown};
 use super::keys::{self, OwnerCursor};
-use super::{
+use super::port::{
     AgentPage, AgentStore, Changes, Condition, Document, DocumentKey, OwnerPage, StoreError,
 };
+use super::stream::RecordChange;
 use crate::domain::{AgentKey, AgentRecord, Kind, ScheduleRecord, ToolRegistry};
 use crate::timestamp::now_s;
 
-pub use feed::{FeedReader, FEED_KEEP};
+pub use feed::FEED_KEEP;
 
 #[derive(Default)]
 struct Tables {
@@ -251,5 +253,68 @@ impl AgentStore for MemoryStore {
         };
         tables.documents.insert(slot, written.clone());
         Ok(written)
+    }
+}
+
+impl BudgetStore for MemoryStore {
+    async fn reserve(
+        &self,
+        bucket: &str,
+        now_ms: u64,
+        interval_ms: u64,
+        latest_ms: u64,
+    ) -> Result<Reserved, StoreError> {
+        let mut tables = self.lock();
+        let b = tables.budget.entry(bucket.to_string()).or_default();
+        Ok(b.reserve(now_ms, interval_ms, latest_ms))
+    }
+
+    async fn slow_down(
+        &self,
+        bucket: &str,
+        slowdown: Slowdown,
+        min_gap_ms: u64,
+    ) -> Result<(), StoreError> {
+        let mut tables = self.lock();
+        let b = tables.budget.entry(bucket.to_string()).or_default();
+        b.slow_down(slowdown, min_gap_ms);
+        Ok(())
+    }
+}
+
+impl MemoryStore {
+    /// The number of the last change made (0: none yet): where the feed stands.
+    pub fn changes_made(&self) -> u64 {
+        self.lock().feed.last()
+    }
+
+    /// Up to `limit` changes made after the one numbered `after` (0: from the oldest kept),
+    /// oldest first; each change's `sequence` is its number.
+    pub fn changes_after(&self, after: u64, limit: usize) -> Vec<RecordChange> {
+        self.lock().feed.after(after, limit)
+    }
+}
+
+/// A reader of a memory store's feed from where it was opened.
+pub struct FeedReader {
+    store: std::sync::Arc<MemoryStore>,
+    after: u64,
+}
+
+impl FeedReader {
+    /// Reads the changes `store` makes from now on.
+    pub fn new(store: std::sync::Arc<MemoryStore>) -> Self {
+        let after = store.changes_made();
+        FeedReader { store, after }
+    }
+}
+
+impl crate::store::ChangeSource for FeedReader {
+    async fn next(&mut self) -> Result<Vec<RecordChange>, String> {
+        let changes = self.store.changes_after(self.after, 1000);
+        if let Some(last) = changes.last() {
+            self.after = last.sequence.parse().unwrap_or(self.after);
+        }
+        Ok(changes)
     }
 }

@@ -3,7 +3,7 @@
 
 use std::future::Future;
 
-use super::StoreError;
+use super::port::StoreError;
 use crate::domain::{AgentKey, AgentRecord, ScheduleRecord};
 
 /// Where the next page of due schedules starts: after this due time and agent.

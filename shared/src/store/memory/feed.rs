@@ -5,7 +5,6 @@
 
 use std::collections::VecDeque;
 
-use super::MemoryStore;
 use crate::domain::AgentRecord;
 use crate::store::RecordChange;
 
@@ -20,30 +19,18 @@ pub(super) struct Feed {
 }
 
 impl Feed {
-    pub(super) fn push(&mut self, old: Option<AgentRecord>, new: &AgentRecord) {
-        self.last += 1;
-        self.changes.push_back((self.last, old, new.clone()));
-        while self.changes.len() > FEED_KEEP {
-            self.changes.pop_front();
-        }
-    }
-}
-
-impl MemoryStore {
-    /// The number of the last change made (0: none yet): where the feed stands.
-    pub fn changes_made(&self) -> u64 {
-        self.lock().feed.last
+    /// The number of the last change made (0: none yet).
+    pub(super) fn last(&self) -> u64 {
+        self.last
     }
 
     /// Up to `limit` changes made after the one numbered `after` (0: from the oldest kept),
     /// oldest first; each change's `sequence` is its number.
-    pub fn changes_after(&self, after: u64, limit: usize) -> Vec<RecordChange> {
-        let tables = self.lock();
-        let changes = &tables.feed.changes;
+    pub(super) fn after(&self, after: u64, limit: usize) -> Vec<RecordChange> {
         // Numbers are consecutive: the first wanted is found by subtraction.
-        let first = changes.front().map_or(1, |(n, _, _)| *n);
+        let first = self.changes.front().map_or(1, |(n, _, _)| *n);
         let skip = usize::try_from((after + 1).saturating_sub(first)).unwrap_or(usize::MAX);
-        changes
+        self.changes
             .iter()
             .skip(skip)
             .take(limit)
@@ -54,28 +41,12 @@ impl MemoryStore {
             })
             .collect()
     }
-}
 
-/// A reader of a memory store's feed from where it was opened.
-pub struct FeedReader {
-    store: std::sync::Arc<MemoryStore>,
-    after: u64,
-}
-
-impl FeedReader {
-    /// Reads the changes `store` makes from now on.
-    pub fn new(store: std::sync::Arc<MemoryStore>) -> Self {
-        let after = store.lock().feed.last;
-        FeedReader { store, after }
-    }
-}
-
-impl crate::store::ChangeSource for FeedReader {
-    async fn next(&mut self) -> Result<Vec<RecordChange>, String> {
-        let changes = self.store.changes_after(self.after, 1000);
-        if let Some(last) = changes.last() {
-            self.after = last.sequence.parse().unwrap_or(self.after);
+    pub(super) fn push(&mut self, old: Option<AgentRecord>, new: &AgentRecord) {
+        self.last += 1;
+        self.changes.push_back((self.last, old, new.clone()));
+        while self.changes.len() > FEED_KEEP {
+            self.changes.pop_front();
         }
-        Ok(changes)
     }
 }
