@@ -4,7 +4,6 @@
 //! request admitted just before the offboarding wrote afterwards) or failed. An offboarding
 //! with nothing left after a listing late enough is finished and leaves the pending list.
 
-use serde::Serialize;
 use snapwake::agentkit::AgentKit;
 use snapwake::deadline::Deadline;
 use snapwake::error::Error;
@@ -12,23 +11,8 @@ use snapwake::offboarding;
 use snapwake::store::{AgentStore, ScheduleStore};
 use snapwake::timestamp::now_ms;
 
-use super::{Offboard, OffboardReport};
+use super::{FinishReport, Offboard, OffboardReport};
 
-/// What finishing the pending offboardings did.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
-pub struct FinishReport {
-    /// Owners whose offboarding was pending.
-    pub owners: usize,
-    /// Agents deleted now.
-    pub deleted: usize,
-    /// Agents still left (held again, or failed).
-    pub left: usize,
-    /// Offboardings finished now.
-    pub finished: usize,
-    /// Owners whose agents could not be listed this time (AgentKit or the table failed):
-    /// still pending.
-    pub unlisted: usize,
-}
 
 impl<S: AgentStore + ScheduleStore, K: AgentKit> Offboard<'_, S, K> {
     /// Delete what the pending offboardings left, within `deadline`.

@@ -30,7 +30,6 @@ mod find;
 mod finish;
 pub mod sources;
 
-pub use finish::FinishReport;
 
 use std::time::Duration;
 
@@ -99,6 +98,22 @@ pub struct OffboardReport {
 pub trait OffboardProgress: Sync {
     fn found(&self, _agents: usize) {}
     fn agent(&self, _key: &AgentKey, _outcome: Outcome) {}
+}
+
+/// What finishing the pending offboardings did.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct FinishReport {
+    /// Owners whose offboarding was pending.
+    pub owners: usize,
+    /// Agents deleted now.
+    pub deleted: usize,
+    /// Agents still left (held again, or failed).
+    pub left: usize,
+    /// Offboardings finished now.
+    pub finished: usize,
+    /// Owners whose agents could not be listed this time (AgentKit or the table failed):
+    /// still pending.
+    pub unlisted: usize,
 }
 
 /// One offboarding of one owner.

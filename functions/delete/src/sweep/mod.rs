@@ -42,7 +42,6 @@ pub mod refresh;
 
 use checkpoint::{load, save, save_last, Checkpoint, LastPass, Unconfirmed};
 pub use checkpoint::{SweepCounts, SweepReport, CHECKPOINT, LAST_PASS, SWEEP_LOCK};
-use prune::Listed;
 
 /// What a sweep reports as it goes (the CLI draws progress bars; Lambda logs).
 pub trait SweepProgress: Sync {
@@ -96,6 +95,12 @@ pub struct Sweep<'a, S, K> {
     pub lock: &'a LockSettings,
     pub settings: &'a SweepSettings,
     pub progress: &'a dyn SweepProgress,
+}
+
+/// Where the agent's snapshots were listed.
+pub(super) struct Listed<'l> {
+    pub tool_id: &'l str,
+    pub region: &'l str,
 }
 
 #[derive(Default)]

@@ -11,14 +11,8 @@ use snapwake::error::Error;
 use snapwake::store::{AgentStore, ScheduleStore};
 
 use super::checkpoint::{SweepCounts, Unconfirmed};
-use super::{Stop, Sweep};
+use super::{Listed, Stop, Sweep};
 use crate::deletion::{AgentPlace, Choice, DeleteTarget, Deleted, Deleter};
-
-/// Where the agent's snapshots were listed.
-pub(super) struct Listed<'l> {
-    pub tool_id: &'l str,
-    pub region: &'l str,
-}
 
 impl<S: AgentStore + ScheduleStore, K: AgentKit> Sweep<'_, S, K> {
     /// Delete the idle agent as a whole, if it still is idle under its lock.

@@ -21,7 +21,7 @@ use snapwake::metrics::{self, Record};
 use snapwake::schedule::Readiness;
 use snapwake::store::{AgentStore, ScheduleStore, Within};
 
-use super::{Handled, FOLLOW_UP_LATE_MS};
+use super::handled::{Handled, FOLLOW_UP_LATE_MS};
 use crate::Resume;
 
 /// An SQS event source mapping's batch (the fields read of it).

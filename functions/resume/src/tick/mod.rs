@@ -48,10 +48,12 @@ use lead::readiness_shown;
 
 mod act;
 mod due;
+mod handled;
 mod keep;
 mod lead;
 
 pub use due::{BatchResponse, ItemFailure, QueueBatch, QueueMessage};
+use handled::{Handled, FOLLOW_UP_LATE_MS};
 
 /// Schedules worked on at once. What AgentKit can take is the deployment's budget's to pace
 /// (`snapwake::budget`: the tick's calls wait for background slots, behind nobody's wake),
@@ -59,9 +61,6 @@ pub use due::{BatchResponse, ItemFailure, QueueBatch, QueueMessage};
 const AT_ONCE: usize = 32;
 /// Due schedules read per index query.
 const PAGE: u32 = 100;
-/// How late a follow-up may be before the tick sends its occurrence again itself: a minute, the
-/// tick's own period.
-pub(crate) const FOLLOW_UP_LATE_MS: u64 = 60_000;
 /// How long one scheduled wake or sleep may work beyond one whole AgentKit request (which the
 /// engines insist on having before they send one) before the tick moves on; the next tick
 /// carries it on (a wake's holder sends its Resume and answers, without waiting). Most of it
@@ -95,28 +94,6 @@ pub struct TickReport {
     pub errors: usize,
 }
 
-/// What the tick did with one schedule.
-pub(crate) enum Handled {
-    Idle,
-    /// Finished with an occurrence; a wake it started and saw reached tells how long its kind
-    /// took to be Ready.
-    Settled {
-        ready: Option<(Kind, u64)>,
-    },
-    /// Acted on an occurrence just come due; `follow_up`: how soon its consumer looks again.
-    Acted {
-        action: Action,
-        follow_up: Option<Duration>,
-    },
-    /// Carried on an occurrence an earlier tick started; a wake reached now tells how long its
-    /// kind took to be Ready; `follow_up`: how soon its consumer looks again.
-    Carried {
-        ready: Option<(Kind, u64)>,
-        follow_up: Option<Duration>,
-    },
-    Contended,
-    Gone,
-}
 
 impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
     /// One tick at `time_ms` (the event's time), working until `deadline`. What it changes is
