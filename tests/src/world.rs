@@ -12,7 +12,7 @@ use snapwake::identity::usid;
 use snapwake::store::AgentStore;
 use snapwake_sim::{RateLimits, RunningSim, SeedSnapshot, SeedTool, SimConfig, Simulator};
 
-use crate::*;
+use crate::store::REGION;
 
 /// The simulator, one recoverable and one temporary codex Tool, and the registry naming them.
 pub struct World {

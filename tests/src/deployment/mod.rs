@@ -18,36 +18,11 @@ mod logs;
 mod model;
 mod people;
 mod studio;
+mod trace;
 mod views;
 mod world;
 
 pub mod run;
 
 pub use run::{run, Failure, Faults, Report, Settings};
-
-use std::collections::VecDeque;
-
-/// The last lines of what happened, for a failure's message.
-#[derive(Default)]
-pub struct Trace {
-    lines: VecDeque<String>,
-    /// Lines noted in all.
-    pub noted: u64,
-}
-
-impl Trace {
-    const KEPT: usize = 60;
-
-    pub fn note(&mut self, line: String) {
-        let at = checks::at(snapwake::timestamp::now_ms());
-        self.lines.push_back(format!("{at} {line}"));
-        self.noted += 1;
-        while self.lines.len() > Self::KEPT {
-            self.lines.pop_front();
-        }
-    }
-
-    pub fn lines(&self) -> Vec<String> {
-        self.lines.iter().cloned().collect()
-    }
-}
+pub use trace::Trace;

@@ -32,7 +32,7 @@ pub struct People {
     pub model: Arc<Mutex<Model>>,
     /// Chooses which invocations are stopped, and where.
     pub fates: Arc<Mutex<Fates>>,
-    pub trace: Arc<Mutex<super::Trace>>,
+    pub trace: Arc<Mutex<super::trace::Trace>>,
 }
 
 /// The fate of each invocation: most run through; a share is stopped at one of its calls.

@@ -17,7 +17,7 @@ use super::people::{Fates, People};
 use super::studio::{self, Person};
 use super::views::Stability;
 use super::world::*;
-use super::Trace;
+use super::trace::Trace;
 
 /// How hard the world is on the deployment.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -13,7 +13,6 @@ use snapwake::timestamp::now_ms;
 
 use super::{FinishReport, Offboard, OffboardReport};
 
-
 impl<S: AgentStore + ScheduleStore, K: AgentKit> Offboard<'_, S, K> {
     /// Delete what the pending offboardings left, within `deadline`.
     pub async fn finish_pending(&self, deadline: Deadline) -> Result<FinishReport, Error> {

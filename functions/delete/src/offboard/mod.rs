@@ -30,7 +30,6 @@ mod find;
 mod finish;
 pub mod sources;
 
-
 use std::time::Duration;
 
 use serde::Serialize;

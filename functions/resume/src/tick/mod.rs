@@ -94,7 +94,6 @@ pub struct TickReport {
     pub errors: usize,
 }
 
-
 impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
     /// One tick at `time_ms` (the event's time), working until `deadline`. What it changes is
     /// announced as the schedule's doing; what it asks of AgentKit goes after people's calls.
