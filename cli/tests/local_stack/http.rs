@@ -1,7 +1,7 @@
 //! A small HTTP/1.1 client for `serve`: one request as `alice`, its answer (chunked bodies
 //! joined), and the agent ids of a list.
 
-use super::*;
+use crate::setup::*;
 
 /// One HTTP/1.1 answer.
 pub(crate) struct Answer {

@@ -10,23 +10,9 @@
 //! Checks that do not stop the flow are collected and reported together at the end, so one
 //! wrong message does not hide what the later steps do.
 
-use std::collections::BTreeMap;
-use std::io::{Read, Write};
-use std::net::TcpStream;
-use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+mod setup;
 
-use serde_json::Value;
-
-const BIN: &str = env!("CARGO_BIN_EXE_snapwake");
-const USER: &str = "alice";
-const REGIONS: &str = "cn-beijing,cn-shanghai";
-/// The longest one foreground command may run.
-const COMMAND_TIMEOUT: Duration = Duration::from_secs(120);
-/// The longest a background process may take to say where it listens and answer.
-const START_TIMEOUT: Duration = Duration::from_secs(60);
+use setup::*;
 
 mod processes;
 mod findings;

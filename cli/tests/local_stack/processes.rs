@@ -1,7 +1,7 @@
 //! The `snapwake` processes of the stack: [`Proc`], whose output is drained as it runs and which
 //! is killed when dropped, the [`Stack`] environment every command shares, and a free port.
 
-use super::*;
+use crate::setup::*;
 
 /// A `snapwake` process; its stdout and stderr are drained into memory as it runs (so it never
 /// blocks on a full pipe). Dropping it kills and reaps the process, whatever happened.

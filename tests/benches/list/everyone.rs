@@ -6,7 +6,8 @@ use std::time::{Duration, Instant};
 use snapwake_tests::counting::CountingStore;
 use snapwake_tests::*;
 
-use super::*;
+use crate::fleet::*;
+use crate::sweep::sweep;
 
 /// An admin's pages of everyone over 2,000 snapshots of 100 owners (10 agents of 2 snapshots
 /// each): every page of `limit` agents, read from the index.

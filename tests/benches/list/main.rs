@@ -19,33 +19,15 @@
 //!
 //! Run by `scripts/bench.sh`, which starts DynamoDB Local; prints Markdown.
 
-use std::sync::Arc;
-use std::time::{Duration, Instant};
-
-use snapwake::agentkit::types::MetadataEntry;
-use snapwake::agentkit::AgentKitClient;
-use snapwake::identity::usid;
-use snapwake::store::AgentStore;
-use snapwake_list::{List, ListSettings};
-use snapwake_sim::{Fault, SeedSnapshot};
-use snapwake_tests::counting::CountingStore;
-use snapwake_tests::*;
-
 mod everyone;
+mod fleet;
 mod refresh;
 mod sweep;
 
 use everyone::everyone;
+use fleet::*;
 use refresh::refresh;
 use sweep::{print_sweeps, sweep};
-
-pub(crate) const OWNERS: usize = 1000;
-pub(crate) const MY_AGENTS: usize = 10;
-pub(crate) const LATENCY_MS: u64 = 5;
-pub(crate) const SCAN_RUNS: usize = 5;
-pub(crate) const INDEX_RUNS: usize = 20;
-/// The codex Tools of [`World`]: one recoverable, one temporary.
-pub(crate) const TOOLS: u64 = 2;
 
 /// What one measured path cost.
 struct PathCost {
@@ -56,42 +38,6 @@ struct PathCost {
     agentkit: (u64, u64),
     snapshot_pages: (u64, u64),
     agents: usize,
-}
-
-/// A day ago: when the seeded snapshots were made.
-pub(crate) fn yesterday() -> time::OffsetDateTime {
-    time::OffsetDateTime::now_utc() - Duration::from_secs(24 * 3600)
-}
-
-/// A Ready snapshot of `owner`'s agent `agent_id` on the recoverable Tool, made yesterday, as a
-/// deployment's snapshots are: not all in the last minutes the refresh reads again.
-pub(crate) fn yesterdays_snapshot(world: &World, owner: &str, agent_id: &str) -> SeedSnapshot {
-    SeedSnapshot {
-        tool_id: world.recoverable.clone(),
-        user_session_id: Some(agent_id.to_string()),
-        session_metadata: vec![MetadataEntry::string("Username", owner)],
-        created_at: Some(yesterday()),
-        ..SeedSnapshot::default()
-    }
-}
-
-pub(crate) fn ms(d: Duration) -> String {
-    format!("{:.1} ms", d.as_secs_f64() * 1000.0)
-}
-
-pub(crate) fn range((lo, hi): (u64, u64)) -> String {
-    if lo == hi {
-        lo.to_string()
-    } else {
-        format!("{lo}–{hi}")
-    }
-}
-
-pub(crate) fn min_max(v: &[u64]) -> (u64, u64) {
-    (
-        v.iter().copied().min().unwrap_or(0),
-        v.iter().copied().max().unwrap_or(0),
-    )
 }
 
 /// `runs` lists of `owner`'s agents, each counted on its own.

@@ -8,7 +8,7 @@ use snapwake::store::AgentStore;
 use snapwake_tests::counting::CountingStore;
 use snapwake_tests::*;
 
-use super::*;
+use crate::fleet::*;
 
 /// The minute refresh over the deployment the sweep indexed: its first read (every snapshot
 /// page of the Tool once), quiet minutes, and a snapshot another system made, timed from its

@@ -8,7 +8,7 @@ use snapwake::store::AgentStore;
 use snapwake_tests::counting::CountingStore;
 use snapwake_tests::*;
 
-use super::*;
+use crate::fleet::*;
 
 /// What one sweep run cost.
 pub(crate) struct SweepCost {

@@ -15,9 +15,9 @@ use super::invocation::Invocation;
 use super::model::Model;
 use super::people::{Fates, People};
 use super::studio::{self, Person};
+use super::trace::Trace;
 use super::views::Stability;
 use super::world::*;
-use super::trace::Trace;
 
 /// How hard the world is on the deployment.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

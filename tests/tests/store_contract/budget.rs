@@ -3,7 +3,7 @@
 
 use snapwake::store::{BudgetStore, Reserved, Slowdown};
 
-use super::*;
+use crate::support::*;
 
 const TAKERS: usize = 60;
 

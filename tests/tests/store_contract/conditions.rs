@@ -2,7 +2,7 @@
 //! fence 1 and version 1 (a second one fails with the current record), version CAS, held and
 //! fenced writes, and `complete` by anyone of a waking record.
 
-use super::*;
+use crate::support::*;
 
 // ---------------------------------------------------------------------------------------------
 // The contract

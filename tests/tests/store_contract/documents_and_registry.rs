@@ -1,6 +1,6 @@
 //! Documents (CAS and expiry) and the tool registry (CAS).
 
-use super::*;
+use crate::support::*;
 
 pub(crate) async fn documents_cas_and_expiry<S: AgentStore + snapwake::store::ScheduleStore>(
     store: Arc<S>,

@@ -1,7 +1,7 @@
 //! DynamoDB only: failures that are not a condition (an unreachable store, a missing table), and
 //! `create_table` run twice.
 
-use super::*;
+use crate::support::*;
 
 // ---------------------------------------------------------------------------------------------
 // DynamoDB only: failures that are not a condition

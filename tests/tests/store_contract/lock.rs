@@ -11,7 +11,7 @@ use snapwake::lock::{Acquire, Acquired, AgentLock, Generation, Held, LockSetting
 use snapwake::store::{ScheduleStore, Within};
 use snapwake_tests::lost_answers::LostAnswers;
 
-use super::*;
+use crate::support::*;
 
 /// The condition of completing, by anyone, the wake of `session_id` at `fence`.
 fn waking(fence: u64, session_id: &str) -> Condition {

@@ -1,7 +1,7 @@
 //! The owner index: an owner's agents newest first in pages, expired and ownerless records
 //! skipped, pages past many tombstones, and foreign cursors refused.
 
-use super::*;
+use crate::support::*;
 
 pub(crate) async fn owner_index_newest_first_with_pages<
     S: AgentStore + snapwake::store::ScheduleStore,

@@ -1,7 +1,7 @@
 //! Races: many writers of one condition at once, exactly one winner, every loser told the
 //! winner's record.
 
-use super::*;
+use crate::support::*;
 
 pub(crate) const RACERS: usize = 50;
 

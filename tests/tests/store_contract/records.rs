@@ -2,7 +2,7 @@
 //! and are cleared on create, an expired record reads absent and is acquired again, and the
 //! describe fields round trip.
 
-use super::*;
+use crate::support::*;
 
 pub(crate) async fn some_none_removes_a_field<S: AgentStore + snapwake::store::ScheduleStore>(
     store: Arc<S>,

@@ -3,7 +3,7 @@
 use snapwake::domain::{Action, Attempt, Occurrence, ScheduleRecord};
 use snapwake::store::{DueCursor, ScheduleStore};
 
-use super::*;
+use crate::support::*;
 
 fn schedule(id: &str, wake: Option<u64>, sleep: Option<u64>) -> ScheduleRecord {
     ScheduleRecord {
