@@ -45,95 +45,35 @@
 //!
 
 mod agent;
+mod function;
 mod idempotency;
 mod plan;
 mod session;
-
-use std::time::Duration;
 
 use lambda_http::http::header;
 use lambda_http::{Body, Request, Response};
 use snapwake::agentkit::AgentKit;
 use snapwake::deadline::Deadline;
 use snapwake::domain::AgentState;
-use snapwake::domain::OpenUrl;
 use snapwake::error::Result;
 use snapwake::http::edge;
 use snapwake::http::request::{self as req, Route};
-use snapwake::identity::{usid, Caller, IdentityConfig};
-use snapwake::lock::LockSettings;
-use snapwake::registry_cache::RegistryCache;
+use snapwake::identity::{usid, Caller};
 use snapwake::store::AgentStore;
 use snapwake::timestamp::now_ms;
 use snapwake::view::{agent_view, AgentFacts};
 
 use agent::{Created, Outcome};
+pub use function::{
+    Create, CreateSettings, CREATE_BUDGET, FUNCTION, STALE_RUNNING, UNSETTLED_RETRY_AFTER_S,
+    UNSETTLED_WINDOW,
+};
 use plan::Plan;
-
-/// The function's logical id in `infra/template.yaml`: its AWS calls are checked against that
-/// function's policy (`snapwake::aws_calls`).
-pub const FUNCTION: &str = "CreateFunction";
 
 pub const ROUTES: [Route; 1] = [Route {
     method: "POST",
     pattern: "/v1/agents",
 }];
-
-/// Longest time one create works by default (AgentKit calls and retries included).
-pub const CREATE_BUDGET: Duration = Duration::from_secs(20);
-/// By default, a `running` idempotency document older than this belongs to an invocation
-/// that died.
-pub const STALE_RUNNING: Duration = Duration::from_secs(60);
-
-/// `Retry-After` of a 202 for an unsettled CreateSession: a listing a few seconds later may
-/// show the session.
-pub const UNSETTLED_RETRY_AFTER_S: u64 = 2;
-/// By default, how long a CreateSession whose answer was lost may still take effect
-/// (`SNAPWAKE_READY_TIMEOUT_S`, the wake's readiness timeout).
-pub const UNSETTLED_WINDOW: Duration = Duration::from_secs(360);
-
-/// Timing of the create. `budget` must stay well below `stale_running` and the lock's lease
-/// (crate docs).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CreateSettings {
-    /// Longest time one create works; further cut to the Lambda's remaining time.
-    pub budget: Duration,
-    /// Age after which a `running` idempotency document may be taken over.
-    pub stale_running: Duration,
-    /// The agent's lock, held as `creating` around CreateSession (lease 30 s: the budget and a
-    /// margin, below `stale_running`).
-    pub lock: LockSettings,
-    /// How long after `create_sent_at` a CreateSession whose answer was lost may still take
-    /// effect: until then an empty listing is no proof, and no second CreateSession is sent
-    /// for the agent (the wake settings' `ready_timeout`).
-    pub unsettled_window: Duration,
-    /// The deployment's open link (`SNAPWAKE_OPEN_URL`), which the new agent's view carries.
-    pub open_url: Option<OpenUrl>,
-}
-
-impl Default for CreateSettings {
-    fn default() -> Self {
-        CreateSettings {
-            budget: CREATE_BUDGET,
-            stale_running: STALE_RUNNING,
-            // Covers the whole budget, and ends well before a stale attempt may be taken over.
-            lock: LockSettings {
-                lease: Duration::from_secs(30),
-                ..LockSettings::default()
-            },
-            unsettled_window: UNSETTLED_WINDOW,
-            open_url: None,
-        }
-    }
-}
-/// The create function's context: ports and settings built once per container.
-pub struct Create<S, K> {
-    pub store: S,
-    pub agentkit: K,
-    pub registry: RegistryCache,
-    pub identity: IdentityConfig,
-    pub settings: CreateSettings,
-}
 
 impl<S: AgentStore, K: AgentKit> Create<S, K> {
     /// Serve one request, in its invocation's span; every failure becomes a problem+json

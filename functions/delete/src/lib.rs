@@ -12,19 +12,17 @@
 //!   refresh that keeps the owner index fresh in between;
 //! - `offboard`: delete every agent of one owner, from configured sources only, and finish
 //!   what an offboarding left;
+//! - `settings`: the function's settings; `function`: what it is built with, and its name;
 //! - `http`: the routes — authorise, read the record, find the agent's Tool, answer;
-//! - `settings`: the function's settings;
 //! - `invocation`: every invocation told apart by its shape; `events`: each served.
-
-use snapwake::identity::IdentityConfig;
-use snapwake::registry_cache::RegistryCache;
 
 mod retention;
 mod deletion;
 mod sweep;
 mod offboard;
-mod http;
 mod settings;
+mod function;
+mod http;
 mod invocation;
 mod events;
 
@@ -32,6 +30,7 @@ mod events;
 // routes. `classify` is public so that real AWS events (tests/fixtures) are checked against
 // the very dispatch the function runs; the two constants are the table's contract with it.
 pub use deletion::TOMBSTONE_TTL_S;
+pub use function::{Delete, Quiet, FUNCTION};
 pub use http::ROUTES;
 pub use invocation::{classify, Invocation};
 pub use offboard::{FinishReport, OffboardProgress, OffboardReport, OffboardSettings, Outcome};
@@ -39,22 +38,3 @@ pub use retention::RetentionPolicy;
 pub use settings::DeleteSettings;
 pub use sweep::refresh::RefreshReport;
 pub use sweep::{SweepProgress, SweepReport, SweepSettings, CHECKPOINT, LAST_PASS};
-
-/// Progress that reports nothing (a Lambda logs its report at the end instead).
-pub struct Quiet;
-impl SweepProgress for Quiet {}
-impl OffboardProgress for Quiet {}
-
-/// The delete function's context: ports and settings built once per container.
-/// The function's logical id in `infra/template.yaml`: its AWS calls are checked against that
-/// function's policy (`snapwake::aws_calls`).
-pub const FUNCTION: &str = "DeleteFunction";
-
-pub struct Delete<S, K> {
-    pub store: S,
-    pub agentkit: K,
-    pub registry: RegistryCache,
-    pub identity: IdentityConfig,
-    /// The delete's lock timings and request budget.
-    pub settings: DeleteSettings,
-}

@@ -13,6 +13,7 @@
 //! per-agent lock. Every failure becomes a problem+json response here, in [`Resume::handle`].
 
 mod addressed;
+mod function;
 mod keepalive;
 mod schedule;
 mod sleep;
@@ -26,31 +27,24 @@ use snapwake::agentkit::AgentKit;
 use snapwake::deadline::Deadline;
 use snapwake::domain::{AgentState, AgentView};
 use snapwake::error::{Error, Result};
-use snapwake::fanout::Fanout;
 use snapwake::http::edge;
 use snapwake::http::request::{self as req, Matched, Route};
-use snapwake::identity::IdentityConfig;
 use snapwake::invocation::begin_event;
 use snapwake::lock::Agents;
 use snapwake::metrics::{self, Record};
-use snapwake::registry_cache::RegistryCache;
-use snapwake::schedule::{Measured, ScheduleRules};
 use snapwake::store::{AgentStore, ScheduleStore};
 use snapwake::view::record_snapshots;
-use snapwake::wake::{WakeOutcome, WakeSettings, WakeTarget};
+use snapwake::wake::{WakeOutcome, WakeTarget};
 use tracing::Instrument;
 
 use crate::addressed::{accepted, view, with_etag, with_preference};
+pub use crate::function::{Resume, FUNCTION};
 use crate::tick::{BatchResponse, QueueBatch, TickReport};
 
 const RESUME: &str = "/v1/agents/{kind}/{agent_id}/resume";
 const SLEEP: &str = "/v1/agents/{kind}/{agent_id}/sleep";
 const KEEPALIVE: &str = "/v1/agents/{kind}/{agent_id}/keepalive";
 const SCHEDULE: &str = "/v1/agents/{kind}/{agent_id}/schedule";
-
-/// The function's logical id in `infra/template.yaml`: its AWS calls are checked against that
-/// function's policy (`snapwake::aws_calls`).
-pub const FUNCTION: &str = "ResumeFunction";
 
 pub const ROUTES: [Route; 6] = [
     Route {
@@ -78,22 +72,6 @@ pub const ROUTES: [Route; 6] = [
         pattern: SCHEDULE,
     },
 ];
-
-/// The resume function's context: ports and settings built once per container.
-pub struct Resume<S, K> {
-    pub store: S,
-    pub agentkit: K,
-    pub registry: RegistryCache,
-    pub identity: IdentityConfig,
-    /// Wake, sleep and keepalive timings.
-    pub wake: WakeSettings,
-    /// What a schedule may ask for.
-    pub schedules: ScheduleRules,
-    /// Where the tick hands due occurrences.
-    pub fanout: Fanout,
-    /// Readinesses this container's consumers measured, not yet kept.
-    pub measured: Measured,
-}
 
 impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
     /// Serve one request, in its invocation's span; every failure becomes a problem+json

@@ -20,7 +20,7 @@ use futures::stream::{FuturesUnordered, StreamExt};
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
-use super::DueOccurrence;
+use super::message::DueOccurrence;
 
 /// How the queue behaves; the defaults are the deployed queue's and mapping's
 /// (infra/template.yaml).

@@ -10,7 +10,7 @@ use std::time::Duration;
 use aws_config::SdkConfig;
 use serde_json::{json, Value};
 
-use super::{DueOccurrence, FanoutError};
+use super::message::{DueOccurrence, FanoutError};
 use crate::aws_json::AwsJson;
 
 /// SQS's most entries in one `SendMessageBatch`.

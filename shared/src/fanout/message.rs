@@ -1,0 +1,101 @@
+//! What the tick hands the queue: one [`DueOccurrence`] a message; and why a hand-over may
+//! fail ([`FanoutError`]).
+
+use serde::{Deserialize, Serialize};
+
+use crate::domain::{AgentKey, ScheduleRecord};
+use crate::schedule::DueLead;
+
+/// One due occurrence of one schedule, as a tick found it (or as its consumer follows it up).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DueOccurrence {
+    pub agent: AgentKey,
+    /// The tick's time (epoch ms): the consumer decides as of it, as the tick would have (a
+    /// follow-up as of the tick's time and the wait since).
+    pub tick_ms: u64,
+    /// Not to be delivered before this (epoch ms): a follow-up, sent ahead of its time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_before_ms: Option<u64>,
+    /// The schedule's next occurrences when the tick read it: which occurrence this is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wake_ms: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sleep_ms: Option<u64>,
+    /// The schedule item's version the tick read.
+    pub version: u64,
+    /// How early its wake starts.
+    pub lead: DueLead,
+}
+
+impl DueOccurrence {
+    /// The message for `record` (which has a key) due at the tick of `tick_ms`.
+    pub fn of(record: &ScheduleRecord, tick_ms: u64, lead: DueLead) -> Option<DueOccurrence> {
+        Some(DueOccurrence {
+            agent: record.key.clone()?,
+            tick_ms,
+            wake_ms: record.next_wake_ms,
+            sleep_ms: record.next_sleep_ms,
+            version: record.version,
+            lead,
+            not_before_ms: None,
+        })
+    }
+
+    /// The same occurrence to look at again after `wait`: decided as of the tick's time and
+    /// the wait, delivered no sooner.
+    pub fn follow_up(&self, wait: std::time::Duration) -> DueOccurrence {
+        let wait_ms = wait.as_millis() as u64;
+        DueOccurrence {
+            tick_ms: self.tick_ms + wait_ms,
+            not_before_ms: Some(crate::timestamp::now_ms() + wait_ms),
+            ..self.clone()
+        }
+    }
+
+    /// How long from now it is to be delivered (a follow-up's wait; none for a tick's).
+    pub fn delay(&self) -> std::time::Duration {
+        let now = crate::timestamp::now_ms();
+        let at = self.not_before_ms.unwrap_or(0);
+        std::time::Duration::from_millis(at.saturating_sub(now))
+    }
+}
+
+/// Why occurrences were not handed over. The tick fails, and the next one sends them again.
+#[derive(Debug, thiserror::Error)]
+pub enum FanoutError {
+    #[error("the due-occurrence queue refused {refused} of {sent} messages: {reason}")]
+    Refused {
+        refused: usize,
+        sent: usize,
+        reason: String,
+    },
+    #[error("the due-occurrence queue could not be reached: {0}")]
+    Unreachable(String),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::Kind;
+
+    #[test]
+    fn a_message_reads_back_as_written_and_a_follow_up_waits_for_its_time() {
+        let a = DueOccurrence {
+            agent: AgentKey::new(Kind::Codex, "a"),
+            tick_ms: 60_000,
+            wake_ms: Some(1),
+            sleep_ms: None,
+            version: 7,
+            lead: DueLead::default(),
+            not_before_ms: None,
+        };
+        let text = serde_json::to_string(&a).unwrap();
+        assert_eq!(serde_json::from_str::<DueOccurrence>(&text).unwrap(), a);
+        assert!(a.delay().is_zero(), "a tick's: at once");
+        let later = a.follow_up(std::time::Duration::from_secs(5));
+        assert!(later.delay() > std::time::Duration::from_secs(4));
+        assert_eq!(later.tick_ms, 65_000, "decided as of the tick and the wait");
+        let text = serde_json::to_string(&later).unwrap();
+        assert_eq!(serde_json::from_str::<DueOccurrence>(&text).unwrap(), later);
+    }
+}
