@@ -24,7 +24,7 @@ use snapwake::agentkit::types::MetadataEntry;
 use snapwake::budget::{at_slowest, AgentKitBudget, BudgetSettings};
 use snapwake::deadline::Deadline;
 use snapwake::domain::{AgentKey, Kind, ScheduleRecord};
-use snapwake::fanout::{Fanout, LocalQueue, QueueSettings};
+use snapwake::fanout::{DueChannel, Fanout, AT_ONCE};
 use snapwake::identity::usid;
 use snapwake::schedule::plan::DEFAULT_WAKES_PER_SECOND;
 use snapwake::schedule::{wake_lead_ms, Starting};
@@ -221,14 +221,14 @@ async fn run(n: usize) -> Outcome {
     function.schedules.wakes_per_second = wakes_per_second;
     // Deployed, the tick hands each due occurrence to the queue, which the resume function
     // consumes at the event source mapping's concurrency.
-    let queue = LocalQueue::new(QueueSettings::default());
-    function.fanout = Fanout::Local(queue.clone());
+    let queue = DueChannel::new();
+    function.fanout = Fanout::Channel(queue.clone());
     let f: Arc<Function> = Arc::new(function);
     let consumer = tokio::spawn({
         let (f, queue) = (f.clone(), queue.clone());
         async move {
             queue
-                .consume(|due| {
+                .consume(AT_ONCE, |due| {
                     let f = f.clone();
                     async move { f.due(&due, Deadline::after(TICK_BUDGET)).await.is_ok() }
                 })
@@ -296,8 +296,11 @@ async fn run(n: usize) -> Outcome {
     tokio::time::sleep(READINESS + Duration::from_secs(1)).await;
     watching.abort();
     consumer.abort();
-    let queued = queue.stats();
-    assert_eq!(queued.dead_lettered, 0, "{queued:?}");
+    let queued = queue.counts();
+    assert_eq!(
+        queued.failed, 0,
+        "every due occurrence finished with: {queued:?}"
+    );
 
     let counters = ctl.counters();
     let ready = ready.lock().unwrap().clone();

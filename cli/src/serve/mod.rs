@@ -16,7 +16,7 @@ mod changes;
 mod events;
 mod local_only;
 
-use snapwake::fanout::{Fanout, LocalQueue, QueueSettings};
+use snapwake::fanout::{DueChannel, Fanout};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -267,10 +267,7 @@ async fn run_with<S: AgentStore + ScheduleStore + BudgetStore + 'static>(
             // The deployed path, in process: the tick hands due occurrences to a queue that
             // the consumer below works (docs/schedules.md, "Fan-out"), with fewer at once than
             // deployed: here they share one machine with the people it serves.
-            fanout: Fanout::Local(LocalQueue::new(QueueSettings {
-                max_concurrency: SERVE_CONSUMERS,
-                ..QueueSettings::default()
-            })),
+            fanout: Fanout::Channel(DueChannel::new()),
             measured: Default::default(),
         },
     });
@@ -334,12 +331,12 @@ async fn run_with<S: AgentStore + ScheduleStore + BudgetStore + 'static>(
 
     // The fan-out queue's consumer, as the event source mapping is deployed: each due
     // occurrence worked by the resume function, a bounded number at once.
-    if let Fanout::Local(queue) = &app.resume.fanout {
+    if let Fanout::Channel(queue) = &app.resume.fanout {
         let queue = queue.clone();
         let consumer = app.clone();
         tokio::spawn(async move {
             queue
-                .consume(|due| {
+                .consume(SERVE_CONSUMERS, |due| {
                     let consumer = consumer.clone();
                     async move {
                         consumer

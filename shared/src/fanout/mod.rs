@@ -5,9 +5,9 @@
 //!
 //! - deployed: a standard SQS queue ([`sqs`]), consumed by the resume function through an
 //!   event source mapping whose maximum concurrency bounds the parallelism;
-//! - `serve`, the tests and the benches: the same messages through a queue in process
-//!   ([`local`]), with a standard queue's semantics (delays, redelivery of a message not
-//!   acknowledged, a dead-letter count);
+//! - `serve`, the tests and the benches: the same messages through a channel into the same
+//!   consumer ([`channel`]): a follow-up delayed, so many worked at once, nothing delivered
+//!   twice (the next tick sends again what was not finished);
 //! - [`Fanout::Inline`]: no queue; the tick acts on each occurrence itself (a deployment with
 //!   no queue configured, the one-shot CLI).
 //!
@@ -21,13 +21,13 @@
 //! again, so the agent's record is settled within seconds of AgentKit being done, not at the
 //! next minute's tick.
 
-pub mod local;
+pub mod channel;
 mod message;
 pub mod sqs;
 
 use crate::schedule::Starting;
 
-pub use local::{LocalQueue, QueueSettings, QueueStats};
+pub use channel::{ChannelCounts, DueChannel, AT_ONCE};
 pub use message::{DueOccurrence, FanoutError};
 pub use sqs::SqsQueue;
 
@@ -35,8 +35,8 @@ pub use sqs::SqsQueue;
 pub enum Fanout {
     /// Nowhere: the tick acts on them itself.
     Inline,
-    /// A queue in this process ([`local`]).
-    Local(LocalQueue),
+    /// A channel in this process ([`channel`]).
+    Channel(DueChannel),
     /// A standard SQS queue ([`sqs`]).
     Sqs(SqsQueue),
 }
@@ -46,7 +46,7 @@ impl Fanout {
     pub fn starting(&self) -> Starting {
         match self {
             Fanout::Inline => Starting::ByTick,
-            Fanout::Local(_) | Fanout::Sqs(_) => Starting::Queued,
+            Fanout::Channel(_) | Fanout::Sqs(_) => Starting::Queued,
         }
     }
 
@@ -54,8 +54,8 @@ impl Fanout {
     pub async fn send(&self, due: &[DueOccurrence]) -> Result<(), FanoutError> {
         match self {
             Fanout::Inline => Ok(()),
-            Fanout::Local(queue) => {
-                queue.send(due);
+            Fanout::Channel(channel) => {
+                channel.send(due);
                 Ok(())
             }
             Fanout::Sqs(queue) => queue.send(due).await,

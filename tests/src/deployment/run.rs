@@ -457,11 +457,11 @@ where
 }
 
 /// The queue's consumer, as its event source mapping runs it: each message one invocation,
-/// which may be stopped (the message is then delivered again).
+/// which may be stopped (the next tick then sends its occurrence again).
 async fn consume(people: Arc<People>) {
     let queue = people.deployment.queue();
     queue
-        .consume(|due| {
+        .consume(snapwake::fanout::AT_ONCE, |due| {
             let people = people.clone();
             async move {
                 let fate = people

@@ -19,7 +19,7 @@ use snapwake::deadline::Deadline;
 use snapwake::deploy::{Catalogue, DeployOptions, DeploySettings};
 use snapwake::domain::StateEvent;
 use snapwake::events::{EventError, EventSink};
-use snapwake::fanout::{Fanout, LocalQueue, QueueSettings};
+use snapwake::fanout::{DueChannel, Fanout};
 use snapwake::registry_cache::{RegistryCache, ToolOverrides};
 use snapwake::schedule::ScheduleRules;
 use snapwake::store::memory::MemoryStore;
@@ -222,7 +222,7 @@ impl Deployment {
                 identity: identity(),
                 wake,
                 schedules: ScheduleRules::default(),
-                fanout: Fanout::Local(LocalQueue::new(QueueSettings::default())),
+                fanout: Fanout::Channel(DueChannel::new()),
                 measured: Default::default(),
             },
             delete: Delete {
@@ -252,9 +252,9 @@ impl Deployment {
     }
 
     /// The in-process queue the tick hands due occurrences to.
-    pub fn queue(&self) -> LocalQueue {
+    pub fn queue(&self) -> DueChannel {
         match &self.api.resume.fanout {
-            Fanout::Local(queue) => queue.clone(),
+            Fanout::Channel(queue) => queue.clone(),
             _ => unreachable!("the simulated deployment's queue is in process"),
         }
     }

@@ -104,11 +104,11 @@ async fn tick<S: AgentStore + ScheduleStore, K: AgentKit>(
 
 /// Work the fan-out queue with `f`, as its consumer, until it is idle.
 async fn drain<S: AgentStore + ScheduleStore, K: AgentKit>(
-    queue: &snapwake::fanout::LocalQueue,
+    queue: &snapwake::fanout::DueChannel,
     f: &Resume<S, K>,
 ) {
     queue
-        .drain(|due| async move {
+        .drain(snapwake::fanout::AT_ONCE, |due| async move {
             f.due(&due, Deadline::after(Duration::from_secs(25)))
                 .await
                 .is_ok()

@@ -3,7 +3,7 @@
 //! them by the prior (a minute); what a started wake took is measured again.
 
 use snapwake::domain::WakeState;
-use snapwake::fanout::{Fanout, LocalQueue, QueueSettings};
+use snapwake::fanout::{DueChannel, Fanout};
 use snapwake::schedule::Readiness;
 
 use super::*;
@@ -168,9 +168,9 @@ async fn a_consumer_follows_its_wakes_up_and_keeps_the_readiness_it_saw() {
     let ready_in = 1_500;
     let world = World::registered(Duration::from_millis(ready_in), &store).await;
     let ctl = world.sim.control();
-    let queue = LocalQueue::new(QueueSettings::default());
+    let queue = DueChannel::new();
     let f = Resume {
-        fanout: Fanout::Local(queue.clone()),
+        fanout: Fanout::Channel(queue.clone()),
         ..resume_fn(store.clone(), world.client(), quick_wake())
     };
     let agents = [
@@ -193,9 +193,9 @@ async fn a_consumer_follows_its_wakes_up_and_keeps_the_readiness_it_saw() {
     drain(&queue, &f).await;
     assert_eq!(resumes(&ctl), 2, "one Resume each, however many follow-ups");
     assert!(
-        queue.stats().delayed >= 2,
+        queue.counts().delayed >= 2,
         "each wake was followed up: {:?}",
-        queue.stats()
+        queue.counts()
     );
 
     // Both awake, settled by their follow-ups within seconds of being Ready (no tick since).
