@@ -372,7 +372,9 @@ pub fn on_behalf_of(record: &AgentRecord, mut changes: Changes) -> Changes {
 /// worst a watcher hears `asleep` of an agent that was asleep, never silence about one that was
 /// awake); a record at rest asleep or failed has nothing to announce. The simulated deployment
 /// found each place a change learned of an end without saying so: a wake that woke nothing, a
-/// sleep that found no session, a delete handed back over a lapsed one.
+/// sleep that found no session, a delete handed back over a lapsed one; and a lapsed delete is
+/// such a change too (a sleep that took over a delete that had stopped half-way over an awake
+/// agent, its session gone, wrote `asleep` with no event: seed 1011).
 pub fn announced_end(rested: Option<WakeState>) -> Option<crate::domain::Announcement> {
     use crate::domain::{Announce, Announcement, Trigger};
     match rested? {
@@ -380,7 +382,7 @@ pub fn announced_end(rested: Option<WakeState>) -> Option<crate::domain::Announc
             what: Announce::Asleep,
             trigger: Trigger::Agentkit,
         }),
-        WakeState::Waking | WakeState::Sleeping | WakeState::Creating => {
+        WakeState::Waking | WakeState::Sleeping | WakeState::Creating | WakeState::Deleting => {
             Some(crate::events::announcement(Announce::Asleep))
         }
         _ => None,
@@ -395,5 +397,34 @@ pub fn forget_session(changes: Changes) -> Changes {
         session_created_at: Some(None),
         verified_at_ms: Some(0),
         ..changes
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::{Announce, Trigger};
+
+    #[test]
+    fn an_end_is_announced_after_an_awake_rest_or_any_lapsed_change_never_after_a_rest_asleep() {
+        let awake = announced_end(Some(WakeState::Awake));
+        assert_eq!(awake.map(|a| a.trigger), Some(Trigger::Agentkit));
+        for lapsed in [
+            WakeState::Waking,
+            WakeState::Sleeping,
+            WakeState::Creating,
+            WakeState::Deleting,
+        ] {
+            let said = announced_end(Some(lapsed)).map(|a| a.what);
+            assert_eq!(said, Some(Announce::Asleep), "{lapsed:?}");
+        }
+        for rest in [
+            None,
+            Some(WakeState::Asleep),
+            Some(WakeState::Failed),
+            Some(WakeState::Gone),
+        ] {
+            assert!(announced_end(rest).is_none(), "{rest:?}");
+        }
     }
 }
