@@ -119,8 +119,12 @@ fn uses(code: &str) -> Vec<(bool, String)> {
         let Some(end) = code[at..].find(';') else {
             break;
         };
-        let before = code[..start].trim_end();
-        let public = before.ends_with("pub") || before.ends_with(')') && before.contains("pub(");
+        // The word before `use`: `pub`, or `pub(crate)` and the like.
+        let word = code[..start]
+            .split_whitespace()
+            .next_back()
+            .unwrap_or_default();
+        let public = word == "pub" || word.starts_with("pub(");
         out.push((public, code[at..at + end].to_string()));
         at += end;
     }

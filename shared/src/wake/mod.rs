@@ -125,12 +125,14 @@ impl<S: AgentStore, K: AgentKit> Waking<'_, '_, S, K> {
                     retry_after_s,
                 } => return Err(Error::held_by(state, retry_after_s)),
                 Decision::Awake => return Ok(from_record(driver.seen(record), joined)),
-                Decision::Acquire(condition) => match self.acquire(&condition, &record).await? {
-                    // Boxed: the holder's path is a large future (a debug build's worker
-                    // stack would otherwise have to be deep).
-                    Acquired::Held(held) => return Box::pin(self.hold(*held, false)).await,
-                    Acquired::Lost(r) => Next::Continue(r),
-                },
+                Decision::Acquire(condition) => {
+                    match self.acquire(&condition, record.as_ref()).await? {
+                        // Boxed: the holder's path is a large future (a debug build's worker
+                        // stack would otherwise have to be deep).
+                        Acquired::Held(held) => return Box::pin(self.hold(*held, false)).await,
+                        Acquired::Lost(r) => Next::Continue(r),
+                    }
+                }
                 Decision::Verify => self.verify(driver.seen(record.take())).await?,
                 Decision::AwaitSleep => self.await_sleep(driver.seen(record.take())).await?,
                 Decision::Join | Decision::AwaitVerify => {
@@ -163,11 +165,11 @@ impl<S: AgentStore, K: AgentKit> Waking<'_, '_, S, K> {
     async fn acquire(
         &self,
         condition: &Condition,
-        seen: &Option<AgentRecord>,
+        seen: Option<&AgentRecord>,
     ) -> Result<Acquired, Error> {
         let how = (WakeState::Waking, Generation::New);
         let describe = &self.target.describe;
-        let acquired = self.driver.acquire(how, describe, condition, seen.as_ref());
+        let acquired = self.driver.acquire(how, describe, condition, seen);
         Ok(acquired.await?)
     }
 
@@ -309,7 +311,7 @@ impl<S: AgentStore, K: AgentKit> Waking<'_, '_, S, K> {
             _ => {
                 tracing::info!(agent = %record.key, "wake: the recorded session has ended");
                 let condition = Condition::Version(record.version);
-                match self.acquire(&condition, &Some(record)).await? {
+                match self.acquire(&condition, Some(&record)).await? {
                     Acquired::Held(held) => {
                         Ok(Next::Break(Box::pin(self.hold(*held, true)).await?))
                     }
