@@ -245,9 +245,8 @@ async fn invoke(function: Function, event: Value, budget: Duration) -> Result<Va
                 identity,
                 wake: config.wake.clone(),
                 schedules: config.schedules.clone(),
-                // One invocation at a time here: a tick acts on what is due itself.
-                fanout: snapwake::fanout::Fanout::Inline,
-                measured: Default::default(),
+                // No queue: the tick's own invocation works what it hands over.
+                fanout: snapwake::fanout::Fanout::Channel(Default::default()),
             };
             // The function's own dispatch: an HTTP request or the schedules' tick, typed as
             // the Lambda runtime types it.

@@ -323,7 +323,6 @@ async fn three_hundred_agents_due_in_one_minute_are_awake_by_it_with_one_resume_
         None,
         fleet.len(),
         snapwake::schedule::plan::DEFAULT_WAKES_PER_SECOND,
-        snapwake::schedule::Starting::Queued,
     );
     // 300 PUTs, 16 at a time, take a few seconds on a DynamoDB Local of one's own; 35 s is room
     // for a slow one (the assertion below says if it was not), and every minute of room is a

@@ -60,8 +60,8 @@ pub struct Config {
     /// The EventBridge bus state-change events go to (`SNAPWAKE_EVENT_BUS`, a name or an
     /// ARN); `None`: none are published.
     pub event_bus: Option<String>,
-    /// The SQS FIFO queue the tick hands due occurrences to (`SNAPWAKE_DUE_QUEUE_URL`, its
-    /// URL); `None`: the tick acts on them itself (docs/schedules.md, "Fan-out").
+    /// The standard SQS queue the tick hands due occurrences to (`SNAPWAKE_DUE_QUEUE_URL`, its
+    /// URL); `None`: a channel the tick's own invocation works (docs/schedules.md, "Fan-out").
     pub due_queue: Option<String>,
     /// What a schedule may ask for (`SNAPWAKE_SCHEDULE_MIN_INTERVAL_S`, default 3600).
     pub schedules: ScheduleRules,

@@ -27,7 +27,7 @@ use snapwake::domain::{AgentKey, Kind, ScheduleRecord};
 use snapwake::fanout::{DueChannel, Fanout, AT_ONCE};
 use snapwake::identity::usid;
 use snapwake::schedule::plan::DEFAULT_WAKES_PER_SECOND;
-use snapwake::schedule::{wake_lead_ms, Starting};
+use snapwake::schedule::wake_lead_ms;
 use snapwake::store::dynamo::DynamoStore;
 use snapwake::store::{AgentStore, Condition, ScheduleStore};
 use snapwake::timestamp::now_ms;
@@ -58,12 +58,7 @@ const MEASURED_READINESS_MS: u64 = 60_000;
 /// measured it before the fleet's first start (the mornings before, in production), which is
 /// the lead `n` wakes in one minute take.
 fn warm_up_minutes(n: usize, wakes_per_second: u32) -> u64 {
-    let lead = wake_lead_ms(
-        Some(MEASURED_READINESS_MS),
-        n,
-        wakes_per_second,
-        Starting::Queued,
-    );
+    let lead = wake_lead_ms(Some(MEASURED_READINESS_MS), n, wakes_per_second);
     lead.div_ceil(60_000) + 2
 }
 

@@ -79,7 +79,7 @@ async fn measure(
     );
     let started = Instant::now();
     let report = f
-        .tick(at, Deadline::after(Duration::from_secs(60)))
+        .tick_and_consume(at, Deadline::after(Duration::from_secs(60)))
         .await
         .unwrap();
     let time = started.elapsed();

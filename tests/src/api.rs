@@ -157,8 +157,7 @@ pub fn resume_fn<S, K>(store: S, agentkit: K, wake: WakeSettings) -> Resume<S, K
         identity: identity(),
         wake,
         schedules: ScheduleRules::default(),
-        fanout: snapwake::fanout::Fanout::Inline,
-        measured: Default::default(),
+        fanout: snapwake::fanout::Fanout::Channel(Default::default()),
     }
 }
 

@@ -268,7 +268,6 @@ async fn run_with<S: AgentStore + ScheduleStore + BudgetStore + 'static>(
             // the consumer below works (docs/schedules.md, "Fan-out"), with fewer at once than
             // deployed: here they share one machine with the people it serves.
             fanout: Fanout::Channel(DueChannel::new()),
-            measured: Default::default(),
         },
     });
 

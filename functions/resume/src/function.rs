@@ -4,7 +4,7 @@
 use snapwake::fanout::Fanout;
 use snapwake::identity::IdentityConfig;
 use snapwake::registry_cache::RegistryCache;
-use snapwake::schedule::{Measured, ScheduleRules};
+use snapwake::schedule::ScheduleRules;
 use snapwake::wake::WakeSettings;
 
 /// The function's logical id in `infra/template.yaml`: its AWS calls are checked against that
@@ -23,6 +23,4 @@ pub struct Resume<S, K> {
     pub schedules: ScheduleRules,
     /// Where the tick hands due occurrences.
     pub fanout: Fanout,
-    /// Readinesses this container's consumers measured, not yet kept.
-    pub measured: Measured,
 }

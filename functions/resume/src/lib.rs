@@ -203,7 +203,9 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
             }
             Invocation::Tick(tick) => {
                 let deadline = Deadline::for_invocation(context.deadline);
-                Ok(Answer::Tick(self.tick(tick.time, deadline).await?))
+                Ok(Answer::Tick(
+                    self.tick_and_consume(tick.time, deadline).await?,
+                ))
             }
             Invocation::Queue(batch) => {
                 let deadline = Deadline::for_invocation(context.deadline);

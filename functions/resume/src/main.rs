@@ -21,7 +21,6 @@ async fn main() -> Result<(), Error> {
         wake: config.wake.clone(),
         schedules: config.schedules.clone(),
         fanout: bootstrap::fanout(&config)?,
-        measured: Default::default(),
     };
     let resume = &resume;
     lambda_runtime::run(service_fn(

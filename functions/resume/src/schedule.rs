@@ -72,7 +72,6 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
                 readiness.p95(),
                 1,
                 self.schedules.wakes_per_second,
-                self.fanout.starting(),
             )),
             Err(e) => {
                 tracing::info!(error = %e, "readiness unread: the schedule shows no early start");

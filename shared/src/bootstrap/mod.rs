@@ -60,11 +60,11 @@ pub fn publisher(config: &Config) -> Result<crate::events::Publisher, StartError
 }
 
 /// Where the tick hands due occurrences (docs/schedules.md, "Fan-out"): the SQS queue
-/// `SNAPWAKE_DUE_QUEUE_URL` names, else none (the tick acts on them itself).
+/// `SNAPWAKE_DUE_QUEUE_URL` names, else a channel the tick's own invocation works.
 pub fn fanout(config: &Config) -> Result<crate::fanout::Fanout, StartError> {
     use crate::fanout::{Fanout, SqsQueue};
     match &config.due_queue {
-        None => Ok(Fanout::Inline),
+        None => Ok(Fanout::Channel(Default::default())),
         Some(url) => SqsQueue::new(&aws::lambda_sdk_config(), url.clone())
             .map(Fanout::Sqs)
             .map_err(|e| {

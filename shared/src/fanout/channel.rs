@@ -15,6 +15,8 @@ use std::sync::{Arc, Mutex};
 use futures::stream::{FuturesUnordered, StreamExt};
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 
+use crate::deadline::Deadline;
+
 use super::message::DueOccurrence;
 
 /// Messages worked at once, as deployed: the event source mapping's maximum concurrency (10
@@ -32,6 +34,14 @@ pub struct ChannelCounts {
     pub failed: u64,
     /// The most messages worked at once.
     pub most_at_once: usize,
+}
+
+/// How long a consumer works the channel.
+#[derive(Clone, Copy)]
+enum Until {
+    Never,
+    Idle,
+    IdleOr(Deadline),
 }
 
 /// A channel of due occurrences; clones send into the same one.
@@ -107,7 +117,7 @@ impl DueChannel {
         F: Fn(DueOccurrence) -> Fut,
         Fut: Future<Output = bool>,
     {
-        self.work(at_once, handle, false).await;
+        self.work(at_once, handle, Until::Never).await;
     }
 
     /// Work the messages until none is left, in flight or waiting for its delay (a test's or
@@ -117,10 +127,23 @@ impl DueChannel {
         F: Fn(DueOccurrence) -> Fut,
         Fut: Future<Output = bool>,
     {
-        self.work(at_once, handle, true).await;
+        self.work(at_once, handle, Until::Idle).await;
     }
 
-    async fn work<F, Fut>(&self, at_once: usize, handle: F, until_empty: bool)
+    /// Work the messages until none is left or `until` has passed, then leave the rest for the
+    /// next (a tick whose own invocation consumes what it sent: the one-shot CLI, a function
+    /// deployed without a queue, a test).
+    pub async fn drain_until<F, Fut>(&self, at_once: usize, until: Deadline, handle: F)
+    where
+        F: Fn(DueOccurrence) -> Fut,
+        Fut: Future<Output = bool>,
+    {
+        self.work(at_once, handle, Until::IdleOr(until)).await;
+    }
+
+    /// Work what comes until `until`; past a deadline the messages in flight are finished and
+    /// no new one is taken.
+    async fn work<F, Fut>(&self, at_once: usize, handle: F, until: Until)
     where
         F: Fn(DueOccurrence) -> Fut,
         Fut: Future<Output = bool>,
@@ -131,9 +154,16 @@ impl DueChannel {
             let idle = running.is_empty()
                 && receiver.is_empty()
                 && self.inner.waiting.load(Ordering::SeqCst) == 0;
-            if until_empty && idle {
+            let late = matches!(until, Until::IdleOr(d) if d.is_past());
+            if (idle && !matches!(until, Until::Never)) || (late && running.is_empty()) {
                 return;
             }
+            let stop = async {
+                match until {
+                    Until::IdleOr(d) => tokio::time::sleep_until(d.instant()).await,
+                    _ => std::future::pending().await,
+                }
+            };
             tokio::select! {
                 biased;
                 Some(finished) = running.next(), if !running.is_empty() => {
@@ -141,11 +171,12 @@ impl DueChannel {
                         self.counted(|c| c.failed += 1);
                     }
                 }
-                Some(message) = receiver.recv(), if running.len() < at_once.max(1) => {
+                Some(message) = receiver.recv(), if !late && running.len() < at_once.max(1) => {
                     running.push(handle(message));
                     let now = running.len();
                     self.counted(|c| c.most_at_once = c.most_at_once.max(now));
                 }
+                _ = stop, if !late => {}
             }
         }
     }

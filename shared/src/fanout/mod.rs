@@ -5,11 +5,10 @@
 //!
 //! - deployed: a standard SQS queue ([`sqs`]), consumed by the resume function through an
 //!   event source mapping whose maximum concurrency bounds the parallelism;
-//! - `serve`, the tests and the benches: the same messages through a channel into the same
-//!   consumer ([`channel`]): a follow-up delayed, so many worked at once, nothing delivered
-//!   twice (the next tick sends again what was not finished);
-//! - [`Fanout::Inline`]: no queue; the tick acts on each occurrence itself (a deployment with
-//!   no queue configured, the one-shot CLI).
+//! - `serve`, the tests, the benches, the one-shot CLI and a function deployed without a queue:
+//!   the same messages through a channel into the same consumer ([`channel`]): a follow-up
+//!   delayed, so many worked at once, nothing delivered twice (the next tick sends again what
+//!   was not finished). Where nothing else consumes the channel, the tick's own invocation does.
 //!
 //! Delivery is at least once, in no particular order. What makes an occurrence fire once is
 //! not the queue but the schedule item: whoever acts records the decision on it with a
@@ -25,16 +24,12 @@ pub mod channel;
 mod message;
 pub mod sqs;
 
-use crate::schedule::Starting;
-
 pub use channel::{ChannelCounts, DueChannel, AT_ONCE};
 pub use message::{DueOccurrence, FanoutError};
 pub use sqs::SqsQueue;
 
 /// Where the tick hands due occurrences.
 pub enum Fanout {
-    /// Nowhere: the tick acts on them itself.
-    Inline,
     /// A channel in this process ([`channel`]).
     Channel(DueChannel),
     /// A standard SQS queue ([`sqs`]).
@@ -42,18 +37,9 @@ pub enum Fanout {
 }
 
 impl Fanout {
-    /// Who starts the wakes: the tick, or the queue's consumers.
-    pub fn starting(&self) -> Starting {
-        match self {
-            Fanout::Inline => Starting::ByTick,
-            Fanout::Channel(_) | Fanout::Sqs(_) => Starting::Queued,
-        }
-    }
-
-    /// Hand `due` over; `Inline` takes nothing (the tick acts itself).
+    /// Hand `due` over.
     pub async fn send(&self, due: &[DueOccurrence]) -> Result<(), FanoutError> {
         match self {
-            Fanout::Inline => Ok(()),
             Fanout::Channel(channel) => {
                 channel.send(due);
                 Ok(())

@@ -17,4 +17,4 @@ pub mod readiness;
 
 pub use carry::{decide, decide_early, keep_after, AgentSeen, Step, CATCH_UP_MS};
 pub use plan::{Plan, ScheduleBody, ScheduleRules};
-pub use readiness::{wake_lead_ms, DueLead, Measured, Readiness, Starting};
+pub use readiness::{wake_lead_ms, DueLead, Readiness};

@@ -1,8 +1,10 @@
-//! How long a kind's sandbox takes to be Ready once the tick starts its wake, as the ticks have
-//! measured it, and the lead a scheduled wake starts by (docs/schedules.md, "Ready at the
-//! minute").
+//! How long a kind's sandbox takes to be Ready once a scheduled wake starts, as the consumers
+//! of due occurrences have seen it, and the lead a scheduled wake starts by (docs/schedules.md,
+//! "Ready at the minute").
 //!
-//! Measured once it can be: from a kind's first reached occurrence on, the tick starts its wakes
+//! One series: a wake the consumer started, seen reached by its follow-up (which looks again
+//! after half of what the wake has taken so far, 2 to 15 s: at most that over), written as it
+//! is seen. Measured once it can be: from a kind's first reached occurrence on, the tick starts its wakes
 //! early by the 95th percentile of the last [`SAMPLES_KEPT`] readinesses, plus the time the
 //! deployment's AgentKit budget needs for every wake due in that minute, plus a margin,
 //! rounded to the tick before. Before anything is measured (a deployment's first morning is a
@@ -37,22 +39,16 @@ pub const SENDS_PER_WAKE: (u64, u64) = (3, 2);
 pub const TICK_PERIOD_MS: u64 = 60_000;
 /// The longest lead: how far ahead of its time the tick reads the schedules.
 pub const LONGEST_LEAD_MS: u64 = 15 * 60_000;
-/// The part of its minute one tick spends starting wakes: the resume function's 29 s, less
-/// reading what is due and writing what it did. More wakes than a tick starts in this long
-/// take the next tick too.
-pub const TICK_WORK_MS: u64 = 25_000;
 
 const SK: &str = "READINESS";
 
 /// A kind's measured readinesses, oldest first (`READY#<kind>` / `READINESS`, a document).
+/// A document of an earlier version kept those its follow-ups saw apart (`seen_ms`): they are
+/// not read, and its `samples_ms`, measured to the tick (later than Ready: an earlier start),
+/// are planned by until new samples replace them.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Readiness {
-    /// To the tick: a wake the tick started, seen reached by a later tick (an upper bound).
     pub samples_ms: Vec<u64>,
-    /// Closer: a wake a queue consumer started, seen reached by its follow-up (which looks
-    /// again after half of what the wake has taken so far, 2 to 15 s: at most that over).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub seen_ms: Vec<u64>,
 }
 
 fn pk(kind: Kind) -> String {
@@ -60,29 +56,20 @@ fn pk(kind: Kind) -> String {
 }
 
 impl Readiness {
-    /// The 95th percentile of the readinesses seen by follow-ups, or while there are none, of
-    /// those measured to the tick; `None` with nothing measured.
+    /// The 95th percentile of the readinesses kept; `None` with nothing measured.
     pub fn p95(&self) -> Option<u64> {
-        let samples = if self.seen_ms.is_empty() {
-            &self.samples_ms
-        } else {
-            &self.seen_ms
-        };
-        let mut sorted = samples.clone();
+        let mut sorted = self.samples_ms.clone();
         sorted.sort_unstable();
         let at = (sorted.len() * 95).div_ceil(100).checked_sub(1)?;
         sorted.get(at).copied()
     }
 
-    /// These readinesses with `samples` (to the tick) added, only the last [`SAMPLES_KEPT`] kept.
+    /// These readinesses with `samples` added, each at most [`LONGEST_SAMPLE_MS`], only the
+    /// last [`SAMPLES_KEPT`] kept.
     pub fn with(mut self, samples: &[u64]) -> Self {
-        keep(&mut self.samples_ms, samples);
-        self
-    }
-
-    /// These readinesses with `samples` seen by follow-ups added.
-    pub fn with_seen(mut self, samples: &[u64]) -> Self {
-        keep(&mut self.seen_ms, samples);
+        let kept = &mut self.samples_ms;
+        kept.extend(samples.iter().map(|s| (*s).min(LONGEST_SAMPLE_MS)));
+        kept.drain(..kept.len().saturating_sub(SAMPLES_KEPT));
         self
     }
 
@@ -95,111 +82,38 @@ impl Readiness {
             .unwrap_or_default())
     }
 
-    /// Add `samples` (to the tick) to what is kept for `kind`.
+    /// Add `samples` to what is kept for `kind` (a compare-and-set, tried again on a race). A
+    /// consumer writes each wake it saw reached as it sees it: a morning's thousands race for
+    /// the kind's one document, and a sample lost three times over is dropped, the next ones
+    /// coming soon (64 are all the lead needs).
     pub async fn record<S: AgentStore>(
         store: &S,
         kind: Kind,
         samples: &[u64],
     ) -> Result<(), StoreError> {
-        Self::update(store, kind, |kept| kept.with(samples)).await
-    }
-
-    /// Change what is kept for `kind` by `change` (a compare-and-set, tried again on a race):
-    /// [`Readiness::with`] for samples to the tick, [`Readiness::with_seen`] for those seen.
-    pub async fn update<S: AgentStore>(
-        store: &S,
-        kind: Kind,
-        change: impl Fn(Readiness) -> Readiness,
-    ) -> Result<(), StoreError> {
         let pk = pk(kind);
         let key = DocumentKey { pk: &pk, sk: SK };
-        // Lost three times to other writers, the samples are dropped: the next ones come soon.
-        update_document(store, key, 3, |kept| Step::<_, ()>::Write(change(kept))).await?;
+        update_document(store, key, 3, |kept: Readiness| {
+            Step::<_, ()>::Write(kept.with(samples))
+        })
+        .await?;
         Ok(())
     }
 }
 
-/// `samples` added to `kept`, each at most [`LONGEST_SAMPLE_MS`], only the last
-/// [`SAMPLES_KEPT`] kept.
-fn keep(kept: &mut Vec<u64>, samples: &[u64]) {
-    kept.extend(samples.iter().map(|s| (*s).min(LONGEST_SAMPLE_MS)));
-    let over = kept.len().saturating_sub(SAMPLES_KEPT);
-    kept.drain(..over);
-}
-
-/// Readinesses the queue's consumers saw in this process and not yet kept: each sees a few
-/// wakes reached, and a write per wake to the kind's one document would have a hundred
-/// consumers racing for it. They keep what they saw at most every [`Self::EVERY`]
-/// ([`Readiness::with_seen`]).
-#[derive(Debug, Default)]
-pub struct Measured {
-    held: std::sync::Mutex<Pending>,
-}
-
-/// Samples per kind, and when they were last written.
-#[derive(Debug, Default)]
-struct Pending {
-    samples: std::collections::HashMap<Kind, Vec<u64>>,
-    written: Option<tokio::time::Instant>,
-}
-
-impl Measured {
-    /// How often one process writes what it measured.
-    pub const EVERY: std::time::Duration = std::time::Duration::from_secs(10);
-
-    fn held(&self) -> std::sync::MutexGuard<'_, Pending> {
-        self.held.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// A readiness seen by a follow-up.
-    pub fn add(&self, kind: Kind, ms: u64) {
-        self.held().samples.entry(kind).or_default().push(ms);
-    }
-
-    /// What to keep now: everything held, if the last write was [`Self::EVERY`] ago.
-    pub fn take_due(&self) -> Vec<(Kind, Vec<u64>)> {
-        let mut held = self.held();
-        if held.samples.is_empty()
-            || held
-                .written
-                .is_some_and(|at| at.elapsed() < Measured::EVERY)
-        {
-            return Vec::new();
-        }
-        held.written = Some(tokio::time::Instant::now());
-        held.samples.drain().collect()
-    }
-}
-
-/// Who starts the wakes a tick finds due, which decides how many one minute can start.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Starting {
-    /// The tick itself, inside its invocation: [`TICK_WORK_MS`] of each minute.
-    ByTick,
-    /// The fan-out queue's consumers, the whole minute through (docs/schedules.md, "Fan-out").
-    Queued,
-}
-
 /// How long before its minute a wake starts: the readiness (nothing measured: the
 /// [`PRIOR_READINESS_MS`]), the time `due_that_minute` wakes take at `wakes_per_second`, each sent
-/// [`SENDS_PER_WAKE`] times (started by the
-/// tick, a whole tick period for every [`TICK_WORK_MS`] of them: one tick starts no more;
-/// queued, the consumers work every minute through), and the margin, rounded up by a tick
-/// period less a millisecond (so that the tick before the start starts it, not the one after),
-/// at most [`LONGEST_LEAD_MS`].
+/// [`SENDS_PER_WAKE`] times (the queue's consumers work every minute through), and the margin,
+/// rounded up by a tick period less a millisecond (so that the tick before the start starts it,
+/// not the one after), at most [`LONGEST_LEAD_MS`].
 pub fn wake_lead_ms(
     readiness_ms: Option<u64>,
     due_that_minute: usize,
     wakes_per_second: u32,
-    starting: Starting,
 ) -> u64 {
     let readiness = readiness_ms.unwrap_or(PRIOR_READINESS_MS);
     let per_second = u64::from(wakes_per_second.max(1));
-    let work_ms = match starting {
-        Starting::ByTick => TICK_WORK_MS,
-        Starting::Queued => TICK_PERIOD_MS,
-    };
-    let per_tick = (per_second * work_ms / 1000).max(1);
+    let per_tick = (per_second * TICK_PERIOD_MS / 1000).max(1);
     let (sends, per_wake) = SENDS_PER_WAKE;
     let due = (due_that_minute as u64 * sends).div_ceil(per_wake);
     let budget = (due / per_tick) * TICK_PERIOD_MS + ((due % per_tick) * 1000).div_ceil(per_second);
@@ -252,51 +166,24 @@ mod tests {
     #[test]
     fn the_lead_covers_readiness_the_budget_and_the_tick_before() {
         assert_eq!(
-            wake_lead_ms(None, 1, 36, Starting::ByTick),
-            wake_lead_ms(Some(PRIOR_READINESS_MS), 1, 36, Starting::ByTick),
+            wake_lead_ms(None, 1, 36),
+            wake_lead_ms(Some(PRIOR_READINESS_MS), 1, 36),
             "nothing measured: the prior"
         );
         // 5 s readiness, 100 wakes (150 sends) at 20 a second (7.5 s), 5 s margin, a tick
         // period less 1 ms.
         assert_eq!(
-            wake_lead_ms(Some(5_000), 100, 20, Starting::ByTick),
+            wake_lead_ms(Some(5_000), 100, 20),
             5_000 + 7_500 + 5_000 + 59_999
         );
-        // 1,000 (1,500 sends) at 36 a second: one tick sends 900 (25 s), the next the other
-        // 600 (16.7 s).
+        // 10,000 (15,000 sends) at 20 a second: the consumers work the whole minute through,
+        // 1,200 sends each, so twelve minutes and a half.
         assert_eq!(
-            wake_lead_ms(Some(6_000), 1_000, 36, Starting::ByTick),
-            6_000 + 60_000 + 16_667 + 5_000 + 59_999
-        );
-        // 5,000 (7,500 sends): eight ticks of 900, and 300 more.
-        assert_eq!(
-            wake_lead_ms(Some(6_000), 5_000, 36, Starting::ByTick),
-            6_000 + 8 * 60_000 + 8_334 + 5_000 + 59_999
-        );
-        // Past 15 minutes: capped.
-        assert_eq!(
-            wake_lead_ms(Some(6_000), 10_000, 36, Starting::ByTick),
-            LONGEST_LEAD_MS
-        );
-        assert_eq!(
-            wake_lead_ms(Some(6_000), 6_000, 40, Starting::ByTick),
-            6_000 + 9 * 60_000 + 5_000 + 59_999
-        );
-    }
-
-    #[test]
-    fn queued_wakes_take_the_whole_minute() {
-        // 10,000 (15,000 sends) at 20 a second through the queue: 750 s, not 15,000 / 500
-        // tick windows of 25 s.
-        assert_eq!(
-            wake_lead_ms(Some(6_000), 10_000, 20, Starting::Queued),
+            wake_lead_ms(Some(6_000), 10_000, 20),
             6_000 + 750_000 + 5_000 + 59_999
         );
-        // Started by the tick, the same fleet takes the longest lead.
-        assert_eq!(
-            wake_lead_ms(Some(6_000), 10_000, 20, Starting::ByTick),
-            LONGEST_LEAD_MS
-        );
+        // Past 15 minutes: capped.
+        assert_eq!(wake_lead_ms(Some(6_000), 20_000, 20), LONGEST_LEAD_MS);
     }
 
     #[test]
@@ -329,34 +216,16 @@ mod tests {
     }
 
     #[test]
-    fn readinesses_seen_to_the_second_are_planned_by_once_there_are_any() {
-        let ticks = Readiness::default().with(&[60_000; 10]);
-        assert_eq!(ticks.p95(), Some(60_000));
-        let seen = ticks.with_seen(&[4_000, 5_000]);
-        assert_eq!(seen.p95(), Some(5_000));
-        assert_eq!(seen.samples_ms.len(), 10, "the ticks' kept beside");
-        let many = Readiness::default().with_seen(&[3_600_000; 100]);
-        assert_eq!(many.seen_ms.len(), SAMPLES_KEPT);
-        assert_eq!(many.p95(), Some(LONGEST_SAMPLE_MS));
-        // A document written before readinesses were seen reads as none seen, and one with
-        // none seen is written as before.
-        let old: Readiness = serde_json::from_value(serde_json::json!({"samples_ms": [1]}))
-            .expect("an older document");
-        assert!(old.seen_ms.is_empty());
+    fn an_earlier_document_reads_as_its_samples_to_the_tick() {
+        let old: Readiness = serde_json::from_value(serde_json::json!({
+            "samples_ms": [60_000, 61_000],
+            "seen_ms": [4_000],
+        }))
+        .expect("an older document");
+        assert_eq!(old.p95(), Some(61_000));
         assert_eq!(
-            serde_json::to_value(&old).ok(),
-            Some(serde_json::json!({"samples_ms": [1]}))
+            serde_json::to_value(old.with(&[5_000])).ok(),
+            Some(serde_json::json!({"samples_ms": [60_000, 61_000, 5_000]}))
         );
-    }
-
-    #[test]
-    fn measured_samples_are_kept_at_most_every_ten_seconds() {
-        let measured = Measured::default();
-        assert!(measured.take_due().is_empty(), "nothing measured");
-        measured.add(Kind::Codex, 4_000);
-        measured.add(Kind::Codex, 5_000);
-        assert_eq!(measured.take_due(), vec![(Kind::Codex, vec![4_000, 5_000])]);
-        measured.add(Kind::Codex, 6_000);
-        assert!(measured.take_due().is_empty(), "written a moment ago");
     }
 }

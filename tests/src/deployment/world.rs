@@ -223,7 +223,6 @@ impl Deployment {
                 wake,
                 schedules: ScheduleRules::default(),
                 fanout: Fanout::Channel(DueChannel::new()),
-                measured: Default::default(),
             },
             delete: Delete {
                 store: table.clone(),

@@ -110,7 +110,7 @@ async fn a_leaving_owner_gets_410_and_no_agentkit_call_on_every_path() {
         .expect("a wake is scheduled");
     let report = api
         .resume
-        .tick(due, Deadline::after(Duration::from_secs(20)))
+        .tick_and_consume(due, Deadline::after(Duration::from_secs(20)))
         .await
         .unwrap();
     assert_eq!(report.due, 1, "{report:?}");

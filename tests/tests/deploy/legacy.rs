@@ -47,8 +47,7 @@ async fn wake<S: AgentStore + snapwake::store::ScheduleStore>(
         identity: identity(),
         wake: WakeSettings::default(),
         schedules: Default::default(),
-        fanout: snapwake::fanout::Fanout::Inline,
-        measured: Default::default(),
+        fanout: snapwake::fanout::Fanout::Channel(Default::default()),
     };
     let resp = resume
         .handle(request(

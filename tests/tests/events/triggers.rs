@@ -39,7 +39,7 @@ async fn a_schedule_wakes_with_trigger_schedule() {
     for minute in 0..20 {
         let report = api
             .resume
-            .tick(
+            .tick_and_consume(
                 wake_at + minute * 60_000,
                 Deadline::after(Duration::from_secs(25)),
             )
@@ -168,11 +168,19 @@ async fn a_change_is_announced_as_what_started_it_whoever_settles_it() {
     // alice wakes one herself (a short request: 202, the session booting) ...
     let (status, body) = call(&api, "POST", &by_person, "resume").await;
     assert_eq!(status, 202, "{body}");
-    // ... the tick wakes the other (no wait either: its holder answers once Resume is sent) ...
+    // ... the tick hands both occurrences to the queue, and a consumer works each once (no
+    // wait either: its holder answers once Resume is sent; its follow-ups wait in the queue) ...
     let tick = api
         .resume
         .tick(wake_at, Deadline::after(Duration::from_secs(25)));
     assert_eq!(tick.await.expect("a tick").errors, 0);
+    for agent_id in [&by_schedule, &by_person] {
+        let schedule = store.get_schedule(&key(agent_id)).await.unwrap().unwrap();
+        let due = snapwake::fanout::DueOccurrence::of(&schedule, wake_at, Default::default())
+            .expect("a keyed schedule");
+        let deadline = Deadline::after(Duration::from_secs(25));
+        api.resume.due(&due, deadline).await.expect("handled");
+    }
     let waking = store.get(&key(&by_schedule)).await.unwrap().unwrap();
     assert_eq!(waking.state, WakeState::Waking, "the tick left it booting");
     // ... both sessions boot, and each change is finished by the other side: alice's poll
@@ -181,7 +189,7 @@ async fn a_change_is_announced_as_what_started_it_whoever_settles_it() {
     tokio::time::sleep(Duration::from_secs(4)).await;
     settle_to(&api, &by_schedule, "resume", "awake").await;
     for minute in 1..10 {
-        let tick = api.resume.tick(
+        let tick = api.resume.tick_and_consume(
             wake_at + minute * 60_000,
             Deadline::after(Duration::from_secs(25)),
         );

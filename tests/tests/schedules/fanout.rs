@@ -118,7 +118,7 @@ async fn the_tick_queues_what_is_due_and_the_consumers_wake_each_agent_once() {
     }
     // The tick acts on nothing itself; twice (a repeated delivery), it queues each once.
     for _ in 0..2 {
-        let report = tick(&f, w).await;
+        let report = hand_over(&f, w).await;
         assert_eq!(
             (report.due, report.queued, report.woke, report.carried),
             (6, 6, 0, 0),
@@ -130,7 +130,7 @@ async fn the_tick_queues_what_is_due_and_the_consumers_wake_each_agent_once() {
     // Carried to the end a minute apart, as the Scheduler ticks.
     for minute in 1..=5 {
         tokio::time::sleep(Duration::from_millis(400)).await;
-        tick(&f, w + minute * 60_000).await;
+        hand_over(&f, w + minute * 60_000).await;
         drain(&queue, &f).await;
     }
     let stats = queue.counts();
@@ -231,7 +231,7 @@ async fn a_contended_occurrence_is_decided_again_within_its_minute() {
             .unwrap(),
     );
     ctl.reset_counters();
-    let report = tick(&ticking, w).await;
+    let report = hand_over(&ticking, w).await;
     assert_eq!((report.due, report.queued), (1, 1), "{report:?}");
     // The consumer loses its three tries at the item, then wins once the rival is done.
     let consumer = Resume {

@@ -92,8 +92,19 @@ async fn asleep_agent<S: AgentStore + ScheduleStore, K: AgentKit>(
     agent_id
 }
 
-/// One tick at `time_ms`, as EventBridge Scheduler would send it.
+/// One tick at `time_ms`, as EventBridge Scheduler would send it to a function with no queue:
+/// its own invocation consumes what it hands over.
 async fn tick<S: AgentStore + ScheduleStore, K: AgentKit>(
+    f: &Resume<S, K>,
+    time_ms: u64,
+) -> TickReport {
+    f.tick_and_consume(time_ms, Deadline::after(Duration::from_secs(25)))
+        .await
+        .expect("a tick")
+}
+
+/// The tick alone at `time_ms`: what is due handed to the fan-out, for the test's consumer.
+async fn hand_over<S: AgentStore + ScheduleStore, K: AgentKit>(
     f: &Resume<S, K>,
     time_ms: u64,
 ) -> TickReport {

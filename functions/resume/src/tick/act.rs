@@ -46,10 +46,7 @@ pub(super) const FOLLOW_UP_AT_LEAST: Duration = Duration::from_secs(2);
 
 impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
     /// Wake or put the agent to sleep exactly as the HTTP routes do, without waiting (the
-    /// holder sends its call and the occurrence is followed up, or the next tick looks again),
-    /// within `per_agent` beyond one AgentKit request (`None`: the store's whole deadline, for
-    /// a consumer of one occurrence).
-    #[allow(clippy::too_many_arguments)]
+    /// holder sends its call and the occurrence is followed up), within the store's deadline.
     pub(super) async fn act(
         &self,
         store: Within<'_, S>,
@@ -58,17 +55,10 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
         record: AgentRecord,
         registry: &ToolRegistry,
         admitted: Admitted,
-        per_agent: Option<Duration>,
     ) -> Acted {
         let home = home_of(registry, &record);
         let describe = record.description.clone();
-        let by = match per_agent {
-            Some(margin) => store
-                .deadline()
-                .min_after(self.agentkit.request_timeout() + margin),
-            None => store.deadline(),
-        };
-        let budget = Budget::new(by, Duration::ZERO);
+        let budget = Budget::new(store.deadline(), Duration::ZERO);
         let store = store.until(budget.work);
         match action {
             Action::Wake => {
@@ -112,9 +102,9 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
     }
 
     /// Write what the act came to on the schedule item, and when the occurrence is to be
-    /// followed up, if it is still open and there is a queue to follow it up through (its
-    /// consumer sends it again, delayed until then: docs/schedules.md, "Fan-out"). A conflict
-    /// is left to the next tick (which sees the agent as it is, and decides from that).
+    /// followed up, if it is still open (its consumer sends it again, delayed until then:
+    /// docs/schedules.md, "Fan-out"). A conflict is left to the next tick (which sees the agent
+    /// as it is, and decides from that).
     pub(super) async fn record_outcome(
         &self,
         store: Within<'_, S>,
@@ -125,13 +115,12 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
     ) -> Option<Duration> {
         let mut open = written.open.take()?;
         let expected = written.version;
-        let queued = !matches!(self.fanout, snapwake::fanout::Fanout::Inline);
         let mut wait = None;
         let mut follow_up = |w: Duration| {
             let w = w.clamp(Duration::from_secs(1), FOLLOW_UP_AT_MOST);
-            wait = queued.then_some(w);
+            wait = Some(w);
             // In the tick's time, as the tick compares it.
-            wait.map(|w| time_ms + w.as_millis() as u64)
+            Some(time_ms + w.as_millis() as u64)
         };
         match acted {
             Acted::Reached { .. } | Acted::Failed => {

@@ -1,6 +1,6 @@
 //! The fan-out queue's consumer (docs/schedules.md, "Fan-out"): each message is one due
-//! occurrence a tick found, decided and acted on exactly as the tick acts on it inline
-//! (`handle_due`), as of the tick's time and with the lead the tick worked out.
+//! occurrence a tick found, decided and acted on (`handle_due`), as of the tick's time and with
+//! the lead the tick worked out.
 //!
 //! Deployed, the resume function gets the messages in batches from an SQS event source
 //! mapping; a batch's messages are worked at once, and those that could not be handled are
@@ -120,14 +120,19 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
         Invocation::background(crate::FUNCTION, Trigger::Schedule)
             .run(self.due_at(due, deadline))
             .await
+            .map(|_| ())
     }
 
-    async fn due_at(&self, due: &DueOccurrence, deadline: Deadline) -> Result<(), Error> {
+    pub(super) async fn due_at(
+        &self,
+        due: &DueOccurrence,
+        deadline: Deadline,
+    ) -> Result<Handled, Error> {
         let store = Within::new(&self.store, deadline);
         let registry = self.registry.get(&store).await?;
         let Some(schedule) = store.get_schedule(&due.agent).await? else {
             // Deleted since the tick: nothing is due.
-            return Ok(());
+            return Ok(Handled::Idle);
         };
         // Superseded: the occurrence is in flight and whoever wrote that follows it up (a
         // message of its own, delayed until then). This copy — the tick's, sent again while the
@@ -136,12 +141,11 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
         let pending = schedule.open.as_ref().and_then(|o| o.follow_up_ms);
         if pending.is_some_and(|at| due.tick_ms != at && due.tick_ms < at + FOLLOW_UP_LATE_MS) {
             tracing::debug!(agent = %due.agent, "a due occurrence its follow-up supersedes");
-            return Ok(());
+            return Ok(Handled::Idle);
         }
         let handled = self
-            // One occurrence: it may wait the whole invocation for its budget slots, which a
-            // tick of many could not afford (and would leave to the next minute).
-            .handle_due(store, schedule, due.tick_ms, due.lead, &registry, None)
+            // One occurrence: it may wait the whole invocation for its budget slots.
+            .handle_due(store, schedule, due.tick_ms, due.lead, &registry)
             .await
             .inspect_err(|e| tracing::warn!(agent = %due.agent, error = %e, "a due occurrence could not be handled"))?;
         if let Handled::Settled {
@@ -152,12 +156,12 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
             ..
         } = handled
         {
-            // Seen by a consumer, whose follow-ups look again within half of what the wake
-            // took so far: closer than a tick a minute later would have.
-            self.measured.add(kind, ms);
+            if let Err(e) = Readiness::record(&store, kind, &[ms]).await {
+                tracing::info!(error = %e, %kind, "a readiness seen was not kept");
+            }
         }
-        let follow_up = match handled {
-            Handled::Acted { follow_up, .. } | Handled::Carried { follow_up, .. } => follow_up,
+        let follow_up = match &handled {
+            Handled::Acted { follow_up, .. } | Handled::Carried { follow_up, .. } => *follow_up,
             // Another consumer (or a person's PUT) was writing the item: decide again soon,
             // from what it left (its own follow-up, if any, finds the occurrence moved on).
             Handled::Contended => Some(CONTENDED_AGAIN),
@@ -170,12 +174,6 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
                 tracing::warn!(agent = %due.agent, error = %e, "a follow-up was not sent; the tick sends the occurrence again");
             }
         }
-        for (kind, samples) in self.measured.take_due() {
-            let kept = Readiness::update(&store, kind, |kept| kept.with_seen(&samples));
-            if let Err(e) = kept.await {
-                tracing::info!(error = %e, %kind, "readiness seen not kept this time");
-            }
-        }
-        Ok(())
+        Ok(handled)
     }
 }

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use snapwake::agentkit::AgentKit;
 use snapwake::domain::{Action, AgentRecord, Kind, ScheduleRecord};
-use snapwake::schedule::{wake_lead_ms, DueLead, Readiness, Starting, Step};
+use snapwake::schedule::{wake_lead_ms, DueLead, Readiness, Step};
 use snapwake::store::{AgentStore, ScheduleStore, Within};
 use snapwake::timestamp;
 
@@ -21,7 +21,6 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
             readiness: HashMap::new(),
             per_minute: HashMap::new(),
             wakes_per_second: self.schedules.wakes_per_second,
-            starting: self.fanout.starting(),
         };
         for record in ahead {
             let (Some(key), Some(wake)) = (&record.key, record.next_wake_ms) else {
@@ -49,7 +48,6 @@ pub(super) struct Leads {
     /// Wakes due in each minute (epoch minutes).
     per_minute: HashMap<u64, usize>,
     wakes_per_second: u32,
-    starting: Starting,
 }
 
 impl Leads {
@@ -67,7 +65,7 @@ impl Leads {
         let now_ms = record.next_wake_ms.map_or(0, |wake| {
             let readiness = self.readiness.get(&key.kind).copied().flatten();
             let due = self.per_minute.get(&minute(wake)).copied().unwrap_or(0);
-            wake_lead_ms(readiness, due, self.wakes_per_second, self.starting)
+            wake_lead_ms(readiness, due, self.wakes_per_second)
         });
         DueLead {
             now_ms,
@@ -79,12 +77,7 @@ impl Leads {
     /// the prior) and the margin alone, as if nothing else were due in its minute.
     fn alone(&self, kind: Kind) -> Option<u64> {
         let readiness = self.readiness.get(&kind).copied().flatten();
-        Some(wake_lead_ms(
-            readiness,
-            1,
-            self.wakes_per_second,
-            self.starting,
-        ))
+        Some(wake_lead_ms(readiness, 1, self.wakes_per_second))
     }
 }
 

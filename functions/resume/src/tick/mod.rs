@@ -6,39 +6,38 @@
 //! from the sparse `by_due` index (never a scan), works out how early each wake starts to be
 //! Ready at its minute (`lead.rs`), decides for each one due now
 //! ([`snapwake::schedule::decide_early`]), records the
-//! decision on the schedule item with a conditional write *before* acting — of two ticks on
-//! one item only the one whose write lands acts — and then wakes or puts the agent to sleep
+//! decision on the schedule item with a conditional write *before* acting — of two deciders
+//! on one item only the one whose write lands acts — and then wakes or puts the agent to sleep
 //! exactly as the HTTP routes do (`act.rs`), through the per-agent lock: a person clicking
 //! Wake at the same minute joins the scheduled wake, and vice versa. An occurrence of an agent
 //! whose owner is being offboarded is settled `refused`, with nothing asked of AgentKit.
 //!
-//! Deployed, the tick only finds what is due and hands each occurrence to the fan-out queue
+//! The tick only finds what is due and hands each occurrence to the fan-out queue
 //! (`snapwake::fanout`, docs/schedules.md, "Fan-out"), whose consumer (`due.rs`) decides and
-//! acts on it exactly as below, many at once across invocations; with no queue configured the
-//! tick acts on them itself.
+//! acts on it as below, many at once across invocations. A channel nobody else consumes (the
+//! one-shot CLI, a function deployed without a queue, a test) is worked by the tick's own
+//! invocation, through the same consumer.
 //!
 //! Every call to the table goes through one store bounded by the tick's deadline (each agent's
 //! wake or sleep by its own, shorter one), so a table that hangs ends the tick in time. A
 //! write that moves a schedule's next occurrences moves the summary on the agent record with
 //! it, in one transaction (`ScheduleStore::set_schedule`).
 
-use std::collections::HashMap;
-use std::time::Duration;
+use std::sync::Mutex;
 
-use futures::stream::{self, StreamExt};
 use serde::Serialize;
 use snapwake::agentkit::AgentKit;
 use snapwake::deadline::Deadline;
 use snapwake::domain::{
-    Action, AgentRecord, Kind, ScheduleRecord, Settled, ToolRegistry, Trigger, WakeState,
+    Action, AgentRecord, ScheduleRecord, Settled, ToolRegistry, Trigger, WakeState,
 };
 use snapwake::error::Error;
-use snapwake::fanout::{DueOccurrence, Fanout};
+use snapwake::fanout::{DueChannel, DueOccurrence, Fanout, AT_ONCE};
 use snapwake::invocation::Invocation;
 use snapwake::metrics::{self, Record};
 use snapwake::offboarding::{admit, Admitted};
 use snapwake::schedule::readiness::LONGEST_LEAD_MS;
-use snapwake::schedule::{decide_early, AgentSeen, DueLead, Plan, Readiness, Step};
+use snapwake::schedule::{decide_early, AgentSeen, DueLead, Plan, Step};
 use snapwake::store::{AgentStore, DueCursor, ScheduleStore, StoreError, Within};
 use snapwake::timestamp::now_ms;
 
@@ -55,21 +54,8 @@ mod lead;
 pub use due::{BatchResponse, ItemFailure, QueueBatch, QueueMessage};
 use handled::{Handled, FOLLOW_UP_LATE_MS};
 
-/// Schedules worked on at once. What AgentKit can take is the deployment's budget's to pace
-/// (`snapwake::budget`: the tick's calls wait for background slots, behind nobody's wake),
-/// so this bounds only the work in flight in one invocation.
-const AT_ONCE: usize = 32;
 /// Due schedules read per index query.
 const PAGE: u32 = 100;
-/// How long one scheduled wake or sleep may work beyond one whole AgentKit request (which the
-/// engines insist on having before they send one) before the tick moves on; the next tick
-/// carries it on (a wake's holder sends its Resume and answers, without waiting). Most of it
-/// is waiting for budget slots: with [`AT_ONCE`] wakes in flight and AgentKit's 429s slowing
-/// the background lane to half (15 Resumes a second become 7), each call waits up to ~5 s for
-/// its slot, and a wake makes two or three. With 5 s, a third of a 300-wake minute was refused
-/// by the budget before it was sent and tried again only on the next tick, past its minute
-/// (`cli/tests/fleet_serve.rs`).
-const PER_AGENT_MARGIN: Duration = Duration::from_secs(20);
 
 /// What one tick did.
 #[derive(Debug, Default, Serialize, PartialEq, Eq)]
@@ -78,9 +64,11 @@ pub struct TickReport {
     pub time_ms: u64,
     /// Schedules due at this tick (a wake starting early to be Ready at its minute included).
     pub due: usize,
-    /// Of those, handed to the fan-out queue (the rest of the report is then the consumers').
+    /// Of those, handed to the fan-out queue.
     pub queued: usize,
-    /// Occurrences that came due and were acted on: wakes and sleeps started (or joined).
+    /// The rest counts what its own invocation did as the consumer ([`Resume::tick_and_consume`];
+    /// zero where a queue's consumers act). Occurrences that came due and were acted on:
+    /// wakes and sleeps started (or joined).
     pub woke: usize,
     pub slept: usize,
     /// Occurrences carried on from an earlier tick (a wake or sleep in flight driven on, a
@@ -106,7 +94,6 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
 
     async fn tick_at(&self, time_ms: u64, deadline: Deadline) -> Result<TickReport, Error> {
         let store = Within::new(&self.store, deadline);
-        let registry = self.registry.get(&store).await?;
         let mut report = TickReport {
             time_ms,
             ..TickReport::default()
@@ -134,104 +121,89 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
             })
             .collect();
         report.due = due.len();
-        if !matches!(self.fanout, Fanout::Inline) {
-            // An occurrence its consumer follows up is its consumer's, unless the follow-up is
-            // late (lost with the consumer that meant to send it).
-            let followed = |record: &&ScheduleRecord| {
-                record
-                    .open
-                    .as_ref()
-                    .and_then(|o| o.follow_up_ms)
-                    .is_some_and(|at| time_ms < at + FOLLOW_UP_LATE_MS)
-            };
-            let messages: Vec<DueOccurrence> = due
-                .iter()
-                .filter(|record| !followed(record))
-                .filter_map(|record| DueOccurrence::of(record, time_ms, leads.for_record(record)))
-                .collect();
-            // Not handed over: the tick fails, and the next one (or the Scheduler's retry)
-            // finds the same occurrences due and sends them again.
-            self.fanout
-                .send(&messages)
-                .await
-                .map_err(|e| Error::Internal(e.to_string()))?;
-            report.queued = messages.len();
-            metrics::emit(
-                Record::of("tick")
-                    .count("SchedulesDue", report.due as u64)
-                    .count("OccurrencesQueued", report.queued as u64),
-            );
-            tracing::info!(time_ms, due = report.due, queued = report.queued, "tick");
-            return Ok(report);
-        }
-        let handled: Vec<Result<Handled, Error>> = stream::iter(due)
-            .map(|record| {
-                let lead = leads.for_record(&record);
-                self.handle_due(
-                    store,
-                    record,
-                    time_ms,
-                    lead,
-                    &registry,
-                    Some(PER_AGENT_MARGIN),
-                )
-            })
-            .buffer_unordered(AT_ONCE)
-            .collect()
-            .await;
-        let mut measured: HashMap<Kind, Vec<u64>> = HashMap::new();
-        for h in handled {
-            match h {
-                Ok(Handled::Acted {
-                    action: Action::Wake,
-                    ..
-                }) => report.woke += 1,
-                Ok(Handled::Acted {
-                    action: Action::Sleep,
-                    ..
-                }) => report.slept += 1,
-                Ok(Handled::Settled { ready }) => {
-                    report.settled += 1;
-                    if let Some((kind, ms)) = ready {
-                        measured.entry(kind).or_default().push(ms);
-                    }
-                }
-                Ok(Handled::Gone) => report.settled += 1,
-                Ok(Handled::Contended) => report.contended += 1,
-                Ok(Handled::Carried { ready, .. }) => {
-                    report.carried += 1;
-                    if let Some((kind, ms)) = ready {
-                        measured.entry(kind).or_default().push(ms);
-                    }
-                }
-                Ok(Handled::Idle) => {}
-                Err(e) => {
-                    tracing::warn!(error = %e, "a due schedule could not be handled");
-                    report.errors += 1;
-                }
-            }
-        }
-        for (kind, samples) in measured {
-            if let Err(e) = Readiness::record(&store, kind, &samples).await {
-                tracing::info!(error = %e, %kind, "measured readiness not kept this time");
-            }
-        }
+        // An occurrence its consumer follows up is its consumer's, unless the follow-up is
+        // late (lost with the consumer that meant to send it).
+        let followed = |record: &&ScheduleRecord| {
+            record
+                .open
+                .as_ref()
+                .and_then(|o| o.follow_up_ms)
+                .is_some_and(|at| time_ms < at + FOLLOW_UP_LATE_MS)
+        };
+        let messages: Vec<DueOccurrence> = due
+            .iter()
+            .filter(|record| !followed(record))
+            .filter_map(|record| DueOccurrence::of(record, time_ms, leads.for_record(record)))
+            .collect();
+        // Not handed over: the tick fails, and the next one (or the Scheduler's retry) finds
+        // the same occurrences due and sends them again.
+        self.fanout
+            .send(&messages)
+            .await
+            .map_err(|e| Error::Internal(e.to_string()))?;
+        report.queued = messages.len();
         metrics::emit(
             Record::of("tick")
                 .count("SchedulesDue", report.due as u64)
-                .count("ScheduledWakes", report.woke as u64)
-                .count("ScheduledSleeps", report.slept as u64)
-                .count("TickErrors", report.errors as u64),
+                .count("OccurrencesQueued", report.queued as u64),
         );
-        tracing::info!(
-            time_ms,
-            due = report.due,
-            woke = report.woke,
-            slept = report.slept,
-            errors = report.errors,
-            "tick"
-        );
+        tracing::info!(time_ms, due = report.due, queued = report.queued, "tick");
         Ok(report)
+    }
+
+    /// A tick whose own invocation then consumes what it handed over, if the fan-out is a
+    /// channel (the one-shot CLI, a function deployed without a queue, a test), until the
+    /// channel is idle or `deadline` has passed; the report counts what the occurrences came to.
+    /// With a queue, the tick alone.
+    pub async fn tick_and_consume(
+        &self,
+        time_ms: u64,
+        deadline: Deadline,
+    ) -> Result<TickReport, Error> {
+        let report = self.tick(time_ms, deadline).await?;
+        let Fanout::Channel(channel) = &self.fanout else {
+            return Ok(report);
+        };
+        let report = Invocation::background(crate::FUNCTION, Trigger::Schedule)
+            .run(self.consume(channel, deadline, report))
+            .await;
+        metrics::emit(Record::of("tick").count("TickErrors", report.errors as u64));
+        Ok(report)
+    }
+
+    async fn consume(
+        &self,
+        channel: &DueChannel,
+        deadline: Deadline,
+        report: TickReport,
+    ) -> TickReport {
+        let counted = Mutex::new(report);
+        channel
+            .drain_until(AT_ONCE, deadline, |due| {
+                let counted = &counted;
+                async move {
+                    let handled = self.due_at(&due, deadline).await;
+                    let mut r = counted.lock().unwrap_or_else(|p| p.into_inner());
+                    match &handled {
+                        Ok(Handled::Acted {
+                            action: Action::Wake,
+                            ..
+                        }) => r.woke += 1,
+                        Ok(Handled::Acted {
+                            action: Action::Sleep,
+                            ..
+                        }) => r.slept += 1,
+                        Ok(Handled::Settled { .. } | Handled::Gone) => r.settled += 1,
+                        Ok(Handled::Carried { .. }) => r.carried += 1,
+                        Ok(Handled::Contended) => r.contended += 1,
+                        Ok(Handled::Idle) => {}
+                        Err(_) => r.errors += 1,
+                    }
+                    handled.is_ok()
+                }
+            })
+            .await;
+        counted.into_inner().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Decide for one due schedule and act; a lost race for the schedule item (or, with the
@@ -244,7 +216,6 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
         time_ms: u64,
         lead: DueLead,
         registry: &ToolRegistry,
-        per_agent: Option<Duration>,
     ) -> Result<Handled, Error> {
         let Some(key) = schedule.key.clone() else {
             return Ok(Handled::Idle);
@@ -347,7 +318,7 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
             let started = written.open.as_ref().and_then(|o| o.started_ms);
             let acting = tokio::time::Instant::now();
             let acted = self
-                .act(store, action, &key, agent, registry, admitted, per_agent)
+                .act(store, action, &key, agent, registry, admitted)
                 .await;
             // Only a session this wake started tells how long one takes to be Ready (one
             // found alive, made outside snapwake, took no time at all).
