@@ -151,11 +151,18 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
             Acted::Retry { after } => {
                 // The record as our attempt left it (it may have taken and given back the
                 // lock): the next tick tries again only if nobody moves the agent meanwhile.
-                // Unread, the version before the attempt stands, and the next tick, seeing
-                // our own writes as a move, gives up rather than risk undoing someone's.
-                if let Ok(Some(agent)) = store.get(key).await {
-                    open.seen_version = agent.version;
-                    open.seen_rest = Some(agent.rest_mark());
+                // Read again if the table failed: unread, the version before the attempt
+                // stands, and the next tick, seeing our own writes as a move, gives up rather
+                // than risk undoing someone's (an agent left awake past its scheduled sleep,
+                // the simulated deployment found: seed 1015).
+                for _ in 0..3 {
+                    if let Ok(read) = store.get(key).await {
+                        if let Some(agent) = read {
+                            open.seen_version = agent.version;
+                            open.seen_rest = Some(agent.rest_mark());
+                        }
+                        break;
+                    }
                 }
                 open.attempt = Attempt::Retry;
                 // After what the refusal said; else a second, backing off to half of how long
