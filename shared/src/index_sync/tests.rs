@@ -95,6 +95,14 @@ async fn a_live_session_is_indexed_on_a_record_at_rest_only() {
     assert_eq!(fresh.state, Some(WakeState::Awake));
     assert_eq!(fresh.session_id, Some(Some("s-1".into())));
     assert_eq!(fresh.snapshots.as_ref().map(Vec::len), Some(1));
+    let learned = fresh.announce.expect("learned awake: announced");
+    assert_eq!(
+        (learned.what, learned.trigger),
+        (
+            crate::domain::Announce::Awake,
+            crate::domain::Trigger::Agentkit
+        )
+    );
 
     // A record that says all of it already: nothing to write.
     let store = crate::store::memory::MemoryStore::new();
@@ -103,6 +111,14 @@ async fn a_live_session_is_indexed_on_a_record_at_rest_only() {
         .await
         .unwrap();
     assert!(changes_for(Some(&r), &key, &l, &agents[&key], &lock).is_none());
+    // Awake on another session: the session moves, the state does not; nothing announced.
+    let mut other = r.clone();
+    other.session_id = Some("s-0".into());
+    // Written before the listing began (a newer record would know better than the listing).
+    other.updated_at = Some("2026-12-01T00:00:00Z".into());
+    let moved = changes_for(Some(&other), &key, &l, &agents[&key], &lock).unwrap();
+    assert_eq!(moved.session_id, Some(Some("s-1".into())));
+    assert_eq!(moved.announce, None);
     // A wake in flight is left alone.
     r.state = WakeState::Waking;
     r.session_id = None;

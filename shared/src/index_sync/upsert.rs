@@ -177,7 +177,11 @@ pub(super) fn changes_for(
         learned_end(&mut changes, Some(kept));
         return Some(changes);
     }
-    // A live session of an agent at rest: the index says it is awake.
+    // A live session of an agent at rest: the index says it is awake. Learned of an agent not
+    // awake (asleep, failed, or with no live record: a create held until its window ended and
+    // its record expired, whose session did start), it is announced as AgentKit's doing, as a
+    // learned end is (docs/events.md; the simulated deployment found one unannounced: seed
+    // 1018).
     if let Some(live) = live {
         let at_rest = current.is_none_or(|r| {
             matches!(
@@ -192,6 +196,12 @@ pub(super) fn changes_for(
             changes.session_expire_at = Some(live.expire_at.clone());
             changes.session_created_at = Some(live.created_at.clone());
             changes.verified_at_ms = Some(0);
+            if current.is_none_or(|r| r.state != WakeState::Awake) {
+                changes.announce = Some(crate::domain::Announcement {
+                    what: crate::domain::Announce::Awake,
+                    trigger: crate::domain::Trigger::Agentkit,
+                });
+            }
         }
     }
     (changes != Changes::default()).then_some(changes)
