@@ -31,7 +31,7 @@
 //! parameters (400), objects (404/409).
 //!
 //! # Signatures
-//! Verified with [`snapwake::agentkit::signer::verify`] over the `Host` header as received, the
+//! Verified with [`signature::verify`] over the `Host` header as received, the
 //! query pairs as received (percent-decoded), path `/` and the body bytes. `X-Date` must be
 //! within 15 minutes of *wall-clock* time (not the simulated clock), as a real service would
 //! check; when the configured credentials have a session token, `X-Security-Token` must be
@@ -132,6 +132,7 @@ mod in_process;
 mod pagination;
 mod server;
 mod shared;
+pub mod signature;
 mod simulator;
 mod state;
 mod limits;

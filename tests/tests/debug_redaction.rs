@@ -5,7 +5,7 @@
 //! Each type is built from canary values the way the code builds it (from the environment,
 //! from the wire, by signing), then formatted with `{:?}` and `{:#?}`.
 
-use snapwake::agentkit::signer::{self, parse_authorization};
+use snapwake::agentkit::signer;
 use snapwake::agentkit::types::{
     CreateSessionResult, CreateTool, EnvVar, GetSessionSnapshotResult, ListSessionsResult, Session,
     Tool, UpdateTool,
@@ -14,6 +14,7 @@ use snapwake::agentkit::{AgentKitClient, Credentials};
 use snapwake::config::Config;
 use snapwake::deploy::catalogue::Catalogue;
 use snapwake_list::ListSettings;
+use snapwake_sim::signature::parse_authorization;
 use time::macros::datetime;
 
 const SECRET_KEY: &str = "canary-SECRET-KEY-3f9a";

@@ -6,7 +6,7 @@ use time::OffsetDateTime;
 
 use crate::error::SimError;
 use crate::shared::Shared;
-use snapwake::agentkit::signer::{self, VerifyError};
+use crate::signature::{self, VerifyError};
 
 /// How far `X-Date` may be from wall-clock time.
 const MAX_SKEW: time::Duration = time::Duration::minutes(15);
@@ -41,7 +41,7 @@ pub(super) fn authenticate(
     let lookup = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
     // Read once: a rotation during this request applies to the next one.
     let credentials = sh.credentials();
-    let auth = signer::verify(&credentials, authz, "/", &pairs, lookup, body).map_err(|e| {
+    let auth = signature::verify(&credentials, authz, "/", &pairs, lookup, body).map_err(|e| {
         match e {
             VerifyError::Malformed => {
                 SimError::unauthorized("InvalidAuthorization", "malformed Authorization header")
