@@ -1,7 +1,6 @@
-//! One call to an AWS service's JSON protocol (EventBridge `PutEvents`, SQS
-//! `SendMessageBatch`), signed with SigV4 by the AWS SDK's own `aws-sigv4` and sent with the
-//! `reqwest` client the AgentKit client uses: no service SDK crate, whose client would cost a
-//! function's 6 MiB budget more than this file.
+//! One call to an AWS service's JSON protocol (EventBridge `PutEvents`, SQS `SendMessageBatch`),
+//! signed by `aws-sigv4` and sent with `reqwest`: a service SDK crate would cost a function's
+//! 6 MiB budget more than this file.
 
 use std::time::{Duration, SystemTime};
 
@@ -12,19 +11,15 @@ use aws_sigv4::sign::v4;
 use aws_smithy_runtime_api::client::identity::Identity;
 use serde_json::Value;
 
-/// Why a call did not get an answer. The text names the step, never a credential or a
-/// signature.
+/// Why a call got no answer; the text names the step, never a credential or a signature.
 #[derive(Debug, thiserror::Error)]
 pub enum AwsJsonError {
-    /// No region or credentials to sign with.
     #[error("no AWS credentials: {0}")]
     Credentials(String),
-    /// The request could not be built or sent, or timed out.
     #[error("{0}")]
     Failed(String),
 }
 
-/// A service endpoint calls are signed for.
 pub struct AwsJson {
     http: reqwest::Client,
     endpoint: String,
@@ -35,14 +30,12 @@ pub struct AwsJson {
     /// `application/x-amz-json-1.0` or `-1.1`, as the service speaks.
     content_type: &'static str,
     credentials: SharedCredentialsProvider,
-    /// What its calls address, as the IAM check reads it (`crate::aws_calls`): the variable
-    /// the function was configured with.
+    /// What its calls address, as the IAM check reads it (`crate::aws_calls`).
     resource: &'static str,
 }
 
 impl AwsJson {
-    /// A caller of `service` with `config`'s region and credentials, at `endpoint` or, unset,
-    /// the service's endpoint of the region; each call bounded by `timeout`.
+    /// A caller of `service` at `endpoint` (default: the region's), each call within `timeout`.
     pub fn new(
         config: &SdkConfig,
         service: &'static str,
@@ -83,15 +76,13 @@ impl AwsJson {
         })
     }
 
-    /// This caller addresses what `resource` names (`env:SNAPWAKE_DUE_QUEUE_URL`), as its
-    /// recorded calls say.
+    /// This caller addresses what `resource` names (`env:SNAPWAKE_DUE_QUEUE_URL`).
     pub fn addressing(mut self, resource: &'static str) -> AwsJson {
         self.resource = resource;
         self
     }
 
-    /// POST `body` as `target` (`AWSEvents.PutEvents`): the answer's status and its JSON
-    /// (`Null` when it had none).
+    /// POST `body` as `target` (`AWSEvents.PutEvents`): the status and JSON (`Null` if none).
     pub async fn call(&self, target: &str, body: Vec<u8>) -> Result<(u16, Value), AwsJsonError> {
         if crate::aws_calls::recording_on() {
             crate::aws_calls::record(crate::aws_calls::AwsCall {

@@ -1,10 +1,6 @@
-//! Environment → typed configuration, read and validated once at cold start.
-//!
-//! Every function builds a [`Config`] before serving its first request; a bad value is a
-//! [`ConfigError`] naming the variable (never echoing a secret's value), so a misconfigured
-//! deployment fails loudly at start instead of answering odd errors later.
-//! [`Config::from_lookup`] takes any lookup function, so tests never touch the process
-//! environment.
+//! Environment → typed configuration, read and validated once at cold start: a bad value is a
+//! [`ConfigError`] naming the variable (never echoing a secret), so a misconfigured deployment
+//! fails loudly at start instead of answering odd errors later.
 
 use std::time::Duration;
 
@@ -30,7 +26,6 @@ pub enum ConfigError {
     Invalid { var: &'static str, reason: String },
 }
 
-/// The whole configuration of a function.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Config {
     pub identity: IdentityConfig,
@@ -42,35 +37,26 @@ pub struct Config {
     pub wake: WakeSettings,
     /// Explicit Tool ids (`SNAPWAKE_TOOL_<KEY>`), laid over the registry.
     pub tool_overrides: ToolOverrides,
-    /// The key that authenticates list cursors (`SNAPWAKE_CURSOR_KEY`, at least 32
-    /// characters); `None`: the list function keeps a random key in the table instead.
+    /// Key of list cursors (`SNAPWAKE_CURSOR_KEY`, 32+ characters); `None`: random, in the table.
     pub cursor_key: Option<Secret>,
-    /// How many snapshots the retention sweep keeps.
     pub retention: RetentionConfig,
-    /// A custom domain's base path the API is mapped under (`SNAPWAKE_BASE_PATH`, e.g.
-    /// `/api`): stripped before routing and put back into `Location` (the HTTP edge reads the
-    /// same variable; this check refuses a malformed one at cold start).
+    /// A custom domain's base path (`SNAPWAKE_BASE_PATH`, e.g. `/api`), stripped before routing.
     pub base_path: Option<String>,
-    /// The EventBridge `source` values an offboarding event is accepted from
-    /// (`SNAPWAKE_OFFBOARDING_SOURCES`, comma-separated; default [`DEFAULT_OFFBOARDING_SOURCE`]).
+    /// The EventBridge `source` values offboarding events are accepted from
+    /// (`SNAPWAKE_OFFBOARDING_SOURCES`, comma list; default [`DEFAULT_OFFBOARDING_SOURCE`]).
     pub offboarding_sources: Vec<String>,
-    /// Where a person works with an awake agent (`SNAPWAKE_OPEN_URL`, placeholders `{kind}`,
-    /// `{agent_id}`, `{session_id}`); `None`: views carry no `open_url`.
+    /// Where a person works with an awake agent (`SNAPWAKE_OPEN_URL`); `None`: no `open_url`.
     pub open_url: Option<crate::domain::OpenUrl>,
-    /// The EventBridge bus state-change events go to (`SNAPWAKE_EVENT_BUS`, a name or an
-    /// ARN); `None`: none are published.
+    /// The bus state-change events go to (`SNAPWAKE_EVENT_BUS`, name or ARN); `None`: none.
     pub event_bus: Option<String>,
-    /// The standard SQS queue the tick hands due occurrences to (`SNAPWAKE_DUE_QUEUE_URL`, its
-    /// URL); `None`: a channel the tick's own invocation works (docs/schedules.md, "Fan-out").
+    /// The SQS queue for due occurrences (`SNAPWAKE_DUE_QUEUE_URL`); `None`: a channel in process.
     pub due_queue: Option<String>,
     /// What a schedule may ask for (`SNAPWAKE_SCHEDULE_MIN_INTERVAL_S`, default 3600).
     pub schedules: ScheduleRules,
-    /// The deployment's AgentKit budget (`SNAPWAKE_AGENTKIT_LIMITS`: AgentKit's limits as
-    /// assumed, `agentkit` by default; `off`: no budget).
+    /// The AgentKit budget (`SNAPWAKE_AGENTKIT_LIMITS`, default `agentkit`; `off`: none).
     pub budget: Option<crate::budget::BudgetSettings>,
 }
 
-/// The one source offboarding events are accepted from unless configured otherwise.
 pub const DEFAULT_OFFBOARDING_SOURCE: &str = "snapwake.offboarding";
 
 /// What the retention sweep keeps (docs/operations.md, "The retention sweep").
@@ -78,11 +64,10 @@ pub const DEFAULT_OFFBOARDING_SOURCE: &str = "snapwake.offboarding";
 pub struct RetentionConfig {
     /// The newest Ready snapshots kept per agent (`SNAPWAKE_KEEP_SNAPSHOTS`, default 3).
     pub keep_snapshots: usize,
-    /// Snapshots older than this many days go too (`SNAPWAKE_SNAPSHOT_MAX_AGE_DAYS`; unset:
-    /// no age limit).
+    /// Snapshots older than this go too (`SNAPWAKE_SNAPSHOT_MAX_AGE_DAYS`; unset: no limit).
     pub max_age_days: Option<u64>,
-    /// An agent with no live session whose newest snapshot is older than this many days is
-    /// deleted as a whole (`SNAPWAKE_AGENT_MAX_IDLE_DAYS`; unset: never).
+    /// An agent with no live session and no snapshot newer than this is deleted as a whole
+    /// (`SNAPWAKE_AGENT_MAX_IDLE_DAYS`; unset: never).
     pub max_idle_days: Option<u64>,
 }
 
@@ -97,12 +82,11 @@ impl Default for RetentionConfig {
 }
 
 impl Config {
-    /// Read the process environment.
     pub fn from_env() -> Result<Config, ConfigError> {
         Config::from_lookup(|name| std::env::var(name).ok())
     }
 
-    /// Read configuration through `lookup` (a variable set to the empty string counts as unset).
+    /// Read through `lookup`, so tests never touch the environment; empty counts as unset.
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Config, ConfigError> {
         let get = |name: &str| lookup(name).filter(|v| !v.trim().is_empty());
         let open_url = get("SNAPWAKE_OPEN_URL")
@@ -113,9 +97,8 @@ impl Config {
                 reason,
             })?;
         let budget = budget_settings(&get)?;
-        // A scheduled wake starts early enough for the Resumes the budget's background lane
-        // lets out a second, slowed as far as AgentKit's 429s can slow it: a burst is when
-        // they come (docs/schedules.md, "Ready at the minute").
+        // A scheduled wake starts early enough for the Resumes the background lane lets out a
+        // second at its slowest: a burst is when 429s come (docs/schedules.md).
         let wakes_per_second = budget
             .as_ref()
             .and_then(|b| b.lanes("ResumeSessionFromSnapshot"))
@@ -126,7 +109,6 @@ impl Config {
             identity: identity_config(&get)?,
             agentkit: agentkit_config(&get)?,
             table: get("SNAPWAKE_TABLE").map(|t| t.trim().to_string()),
-            // The answers of wakes and sleeps show the link too.
             wake: WakeSettings {
                 open_url: open_url.clone(),
                 ..wake_settings(&get)?
@@ -191,7 +173,6 @@ fn retention_config(get: &impl Fn(&str) -> Option<String>) -> Result<RetentionCo
     })
 }
 
-/// An optional positive number of days.
 fn days(
     get: &impl Fn(&str) -> Option<String>,
     var: &'static str,

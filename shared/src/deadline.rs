@@ -1,24 +1,20 @@
-//! A point in time by which an operation must have answered.
-//!
-//! Every call that may wait (AgentKit retries, readiness polling) takes a [`Deadline`] from its
-//! caller instead of inventing its own timeout: a Lambda has its remaining time, an HTTP request
-//! its budget, and nothing may run past either.
+//! A point in time by which an operation must have answered. Every call that may wait takes a
+//! [`Deadline`] from its caller instead of inventing its own timeout: a Lambda has its remaining
+//! time, an HTTP request its budget, and nothing may run past either.
 
 use std::time::Duration;
 
 use lambda_http::{Request, RequestExt};
 use tokio::time::Instant;
 
-/// Kept back from a Lambda's remaining time so that the answer still gets out: API Gateway
-/// gives up at 30 s, an invoker at the function's timeout, and work that ends exactly at the
-/// deadline has no time left to say what it did.
+/// Kept back from a Lambda's remaining time so the answer still gets out: work that ends
+/// exactly at the deadline has no time left to say what it did.
 pub const ANSWER_MARGIN: Duration = Duration::from_secs(2);
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Deadline(Instant);
 
 impl Deadline {
-    /// `budget` from now.
     pub fn after(budget: Duration) -> Self {
         Deadline(Instant::now() + budget)
     }
@@ -31,7 +27,6 @@ impl Deadline {
         self.0
     }
 
-    /// Time left, zero once passed.
     pub fn remaining(self) -> Duration {
         self.0.saturating_duration_since(Instant::now())
     }
@@ -40,21 +35,18 @@ impl Deadline {
         self.remaining().is_zero()
     }
 
-    /// Whether waiting `wait` would still leave time before the deadline.
     pub fn allows(self, wait: Duration) -> bool {
         Instant::now() + wait < self.0
     }
 
-    /// An invocation's deadline: the Lambda context's `deadline_ms` (epoch ms) less
-    /// [`ANSWER_MARGIN`].
+    /// The Lambda context's `deadline_ms` (epoch ms) less [`ANSWER_MARGIN`].
     pub fn for_invocation(deadline_ms: u64) -> Self {
         let left = deadline_ms.saturating_sub(crate::timestamp::now_ms());
         Deadline::after(Duration::from_millis(left).saturating_sub(ANSWER_MARGIN))
     }
 
-    /// An HTTP request's deadline: `budget` (what the route allows itself), cut to its
-    /// Lambda's remaining time less [`ANSWER_MARGIN`]. Served locally (no Lambda context), the
-    /// budget alone.
+    /// `budget` (what the route allows itself), cut to its Lambda's remaining time less
+    /// [`ANSWER_MARGIN`]; served locally, the budget alone.
     pub fn for_request(request: &Request, budget: Duration) -> Self {
         let own = Deadline::after(budget);
         match request.lambda_context_ref() {
@@ -63,27 +55,22 @@ impl Deadline {
         }
     }
 
-    /// The deadline on the wall clock, in epoch milliseconds: what a record keeps (a poll lease
-    /// taken until the caller's deadline).
+    /// The deadline in epoch ms, as a record keeps it (a poll lease until the caller's deadline).
     pub fn epoch_ms(self) -> u64 {
         crate::timestamp::now_ms() + self.remaining().as_millis() as u64
     }
 
-    /// The earlier of this deadline and `budget` from now.
     pub fn min_after(self, budget: Duration) -> Self {
         self.min(Deadline::after(budget))
     }
 }
 
-/// How long an HTTP request may work at most: API Gateway cuts HTTP requests at 30 s, and
-/// [`ANSWER_MARGIN`] of that is kept for the answer to get out.
+/// API Gateway cuts HTTP requests at 30 s; [`ANSWER_MARGIN`] of that is kept for the answer.
 pub const REQUEST_BUDGET: Duration = Duration::from_secs(28);
 
-/// A request's two limits (docs/wake-protocol.md, "Short requests"): `work`, by which it
-/// answers whatever it is doing (every store and AgentKit call takes its timeout from it), and
-/// `wait`, until which it may wait on somebody else (a session booting, a snapshot being made).
-/// `wait` is never later than `work`; a `wait` already past means "do your own step, then
-/// answer": the holder of a wake still sends its Resume, a poller still asks once.
+/// A request's two limits (docs/wake-protocol.md, "Short requests"): `work`, by which it answers
+/// (every store and AgentKit call takes its timeout from it), and `wait`, never later, until
+/// which it may wait on others. A `wait` already past means "do your own step, then answer".
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Budget {
     pub work: Deadline,
@@ -91,7 +78,6 @@ pub struct Budget {
 }
 
 impl Budget {
-    /// Working until `work`, waiting at most `wait` from now.
     pub fn new(work: Deadline, wait: Duration) -> Self {
         Budget {
             work,
@@ -99,13 +85,11 @@ impl Budget {
         }
     }
 
-    /// Waiting as long as working.
     pub fn waiting_throughout(work: Deadline) -> Self {
         Budget { work, wait: work }
     }
 
-    /// An HTTP request's budget: [`REQUEST_BUDGET`] cut to its Lambda's remaining time (see
-    /// [`Deadline::for_request`]), waiting at most `wait`.
+    /// [`REQUEST_BUDGET`] cut as [`Deadline::for_request`] does, waiting at most `wait`.
     pub fn for_request(request: &Request, wait: Duration) -> Self {
         Budget::new(Deadline::for_request(request, REQUEST_BUDGET), wait)
     }
@@ -124,8 +108,7 @@ impl Backoff {
         Backoff { next: min, max }
     }
 
-    /// Sleep the next pause, if `until` allows it whole (and `also` after it); `false`, without
-    /// sleeping, when it does not: the loop's budget is spent.
+    /// Sleep the next pause if `until` allows it whole (and `also` after); else `false` at once.
     pub async fn wait(&mut self, until: Deadline, also: Duration) -> bool {
         if !until.allows(self.next + also) {
             return false;
@@ -136,12 +119,10 @@ impl Backoff {
     }
 }
 
-/// How often AgentKit is asked about work in progress (a session booting, a snapshot being
-/// made), by whoever asks (docs/wake-protocol.md, "Short requests"): every `min` at first,
-/// then a quarter of the time the work has taken so far, up to `max`. A session Ready in two
-/// seconds is seen within half a second of it; a boot of minutes costs one call every `max`,
-/// not four a second. The holder's own loop and the poll lease that spaces the polls of a storm's callers
-/// both use it, so the calls per wake depend on how long the boot takes, never on the callers.
+/// How often AgentKit is asked about work in progress (docs/wake-protocol.md, "Short
+/// requests"): every `min` at first, then a quarter of the time taken so far, up to `max`. A
+/// session Ready in 2 s is seen within half a second; a boot of minutes costs a call every
+/// `max`. The holder and the poll lease share it, so calls never grow with the callers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Pace {
     pub min: Duration,
@@ -149,16 +130,14 @@ pub struct Pace {
 }
 
 impl Pace {
-    /// The pause before the next poll of work begun at `since_ms` (epoch ms; 0: unknown, the
-    /// shortest pause), at `now_ms`.
+    /// The pause before the next poll of work begun at `since_ms` (0: unknown, the shortest).
     pub fn gap(&self, since_ms: u64, now_ms: u64) -> Duration {
         let elapsed = Duration::from_millis(now_ms.saturating_sub(since_ms));
         let gap = if since_ms == 0 { self.min } else { elapsed / 4 };
         gap.clamp(self.min, self.max.max(self.min))
     }
 
-    /// What a 202 suggests before asking again: the pause rounded up to whole seconds
-    /// (`Retry-After` counts seconds), at least one.
+    /// A 202's `Retry-After`: the pause rounded up to whole seconds, at least one.
     pub fn retry_after_s(&self, since_ms: u64, now_ms: u64) -> u64 {
         let gap = self.gap(since_ms, now_ms);
         gap.as_millis().div_ceil(1000).max(1) as u64

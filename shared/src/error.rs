@@ -9,7 +9,6 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    /// No verified identity in the request context.
     #[error("the request carries no verified identity")]
     Unauthenticated,
 
@@ -17,12 +16,12 @@ pub enum Error {
     #[error("no such agent")]
     AgentNotFound,
 
-    /// The agent has no such snapshot (never had it, or it belongs to another agent).
     #[error("the agent has no schedule")]
     ScheduleNotFound,
     /// A field of the request body is not acceptable (422, naming the field).
     #[error("{field}: {detail}")]
     InvalidField { field: &'static str, detail: String },
+    /// The agent has no such snapshot (never had it, or it belongs to another agent).
     #[error("no such snapshot of this agent")]
     SnapshotNotFound,
 
@@ -30,11 +29,9 @@ pub enum Error {
     #[error("the agent was deleted")]
     AgentGone,
 
-    /// Another operation holds the agent's lock.
     #[error("{detail}")]
     AgentBusy { detail: String, retry_after_s: u64 },
 
-    /// `If-Match` named another version than the current one.
     #[error("the agent changed since version {given}")]
     PreconditionFailed { given: String },
 
@@ -42,32 +39,26 @@ pub enum Error {
     #[error("{detail}")]
     InvalidRequest { status: u16, detail: String },
 
-    /// The agent exists but cannot be woken (422 `NOT_WAKEABLE`).
     #[error("{0}")]
     NotWakeable(String),
 
-    /// A wake did not produce a usable session; the snapshot is intact and the agent still
-    /// wakeable (502, retryable).
+    /// A wake did not produce a usable session; the snapshot is intact, the agent wakeable.
     #[error("{0}")]
     WakeFailed(String),
 
-    /// The agent's newest snapshot has been `Creating` for longer than the snapshot timeout
-    /// (502 `SNAPSHOT_STUCK`); older snapshots can still be woken by name.
+    /// The newest snapshot stayed `Creating` past the snapshot timeout; older ones still wake.
     #[error("snapshot {snapshot_id} has been in progress for longer than the snapshot timeout")]
     SnapshotStuck { snapshot_id: String },
 
-    /// The session a wake started did not become ready within the readiness timeout (502
-    /// `SESSION_STUCK`, retryable: the next wake ends it and resumes the snapshot again).
+    /// The woken session was not ready within the readiness timeout; the next wake ends it.
     #[error("{0}")]
     SessionStuck(String),
 
-    /// AgentKit reports a session or snapshot in a status nobody documented: nothing is started
-    /// or ended beside it (502 `PROVIDER_ERROR`, retryable).
+    /// AgentKit reports an undocumented status: nothing is started or ended beside it (502).
     #[error("AgentKit reports the {what} in status {status:?}, which snapwake does not know")]
     UnknownStatus { what: &'static str, status: String },
 
-    /// The agent cannot be put to sleep: it lives on a temporary Tool (no snapshots), 422
-    /// `NOT_SLEEPABLE`.
+    /// The agent lives on a temporary Tool, without snapshots (422 `NOT_SLEEPABLE`).
     #[error("{0}")]
     NotSleepable(String),
 
@@ -75,26 +66,20 @@ pub enum Error {
     #[error("{0}")]
     NotAwake(String),
 
-    /// A sleep's snapshot failed (or could not be taken); the session was not ended and the
-    /// agent is still awake (502, retryable).
+    /// A sleep's snapshot failed; the session was not ended and the agent is still awake.
     #[error("{0}")]
     SleepFailed(String),
 
-    /// Not enough of this request's budget is left to do the work safely (a Resume or
-    /// CreateSession is never sent with less than one AgentKit request timeout left); nothing
-    /// was changed. 503, retryable.
+    /// Too little of the request's budget is left to work safely; nothing changed (503).
     #[error("{detail}")]
     Deferred { detail: String, retry_after_s: u64 },
 
-    /// A request body above the limit.
     #[error("the request body is larger than {limit} bytes")]
     PayloadTooLarge { limit: usize },
 
-    /// The route exists but this method is not served there.
     #[error("method not allowed; allowed: {allow}")]
     MethodNotAllowed { allow: String },
 
-    /// No route matches.
     #[error("no such route")]
     RouteNotFound,
 
@@ -102,11 +87,9 @@ pub enum Error {
     #[error("{0}")]
     NotConfigured(String),
 
-    /// A call to AgentKit failed.
     #[error(transparent)]
     AgentKit(#[from] AgentKitError),
 
-    /// The table could not be read or written.
     #[error(transparent)]
     Store(#[from] StoreError),
 
@@ -116,13 +99,11 @@ pub enum Error {
 }
 
 impl Error {
-    /// The problem code a client branches on (docs/http-api.md, "Errors"): the error's own,
-    /// whichever layer asks (a wake records it on a failed record; the edge answers it).
+    /// The problem code a client branches on (docs/http-api.md, "Errors"), whichever layer asks.
     pub fn code(&self) -> &'static str {
         self.status_and_code().1
     }
 
-    /// The HTTP status the error is answered with.
     pub fn status(&self) -> u16 {
         self.status_and_code().0
     }
@@ -161,8 +142,7 @@ impl Error {
         }
     }
 
-    /// The agent's lock is held by an operation in `state`: 409, ask again after
-    /// `retry_after_s`.
+    /// The agent's lock is held by an operation in `state`: 409, ask again after a while.
     pub fn held_by(state: WakeState, retry_after_s: u64) -> Error {
         Error::AgentBusy {
             detail: state.holder_detail().into(),
@@ -171,8 +151,7 @@ impl Error {
     }
 
     /// Too little of the request is left for one whole AgentKit request that must not be cut
-    /// short (a Resume, a CreateSession, a CreateSessionSnapshot): nothing was sent; 503,
-    /// retryable at once.
+    /// short (a Resume, a CreateSession): nothing was sent; 503, retryable at once.
     pub fn no_time_to(what: &str) -> Error {
         Error::Deferred {
             detail: format!("not enough time left in this request to {what} safely; retry"),
@@ -180,9 +159,8 @@ impl Error {
         }
     }
 
-    /// AgentKit answered `status` for a `what` (session, snapshot): counted (`UnknownStatus`)
-    /// and answered 502. The status is AgentKit's text: only a short, plain rendering of it is
-    /// kept (it reaches the problem's detail).
+    /// AgentKit answered `status` for a `what`: counted and answered 502. Only a short, plain
+    /// rendering of AgentKit's text is kept, since it reaches the problem's detail.
     pub fn unknown_status(what: &'static str, status: Option<&str>) -> Error {
         let status: String = status
             .unwrap_or("(none)")
@@ -195,7 +173,6 @@ impl Error {
         Error::UnknownStatus { what, status }
     }
 
-    /// A 400 `INVALID_REQUEST`.
     pub fn bad_request(detail: impl Into<String>) -> Self {
         Error::InvalidRequest {
             status: 400,
@@ -203,7 +180,6 @@ impl Error {
         }
     }
 
-    /// A 422 `INVALID_REQUEST`: well-formed, but not acceptable.
     pub fn unprocessable(detail: impl Into<String>) -> Self {
         Error::InvalidRequest {
             status: 422,

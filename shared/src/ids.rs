@@ -1,10 +1,6 @@
-//! Fresh random ids: agents' UserSessionIds, lock holders, pollers, create attempts.
-//!
-//! A v4 UUID from the operating system's generator, except on a thread that asked for a seeded
-//! one ([`seed_this_thread`]): the simulated deployment runs every function on one thread, and
-//! a seed must replay the same run (docs/testing.md, "One simulated deployment"). Ids decide
-//! order (an agent's id is its key, and keys are listed in order), so random ids made two runs
-//! of one seed work one minute's agents in different orders.
+//! Fresh random ids (v4 UUIDs), except on a thread seeded by [`seed_this_thread`]: ids decide
+//! order (keys list in order), so a simulated deployment's seed must draw them to replay its
+//! run (docs/testing.md, "One simulated deployment").
 
 use std::cell::RefCell;
 
@@ -19,7 +15,6 @@ pub fn seed_this_thread(seed: u64) {
     fastrand::seed(seed.rotate_left(32) ^ 0x5eed_5eed);
 }
 
-/// A fresh v4 UUID.
 pub fn fresh() -> uuid::Uuid {
     SEEDED.with(|s| match s.borrow_mut().as_mut() {
         Some(rng) => uuid::Builder::from_random_bytes(rng.u128(..).to_le_bytes()).into_uuid(),

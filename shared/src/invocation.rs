@@ -1,21 +1,10 @@
 //! Where one invocation begins, and what it is.
 //!
-//! **What it is** ([`Invocation`]): the function that runs it, whose work it is and what set it
-//! off, set once at each entry point ([`Invocation::run`]) and read where it matters: the AWS
-//! call recorder names the function (`crate::aws_calls`), the AgentKit budget picks its lane by
-//! the priority (`crate::budget`), and a state change is announced with the trigger
-//! (`crate::events`).
-//!
-//! **Its span**: every function's entry point calls [`begin_http`] (through
-//! [`crate::http::edge::serve`]) or [`begin_event`] (the delete function's schedules and
-//! events, the deploy function's) and runs the invocation's future in the span it answers.
-//!
-//! The span carries the ids to find the invocation's lines by: `aws_request_id` (Lambda's,
-//! from the invocation's context) and, for an API Gateway request, `apigw_request_id`
-//! (`requestContext.requestId`, the id a client sees in a problem's `request_id`). The JSON log
-//! lines of a deployed function put them at the top level of every line logged inside it
-//! (`bootstrap::logs`), so one request's lines are `filter aws_request_id = "…"` in CloudWatch
-//! Logs Insights, also those logged deep in the store, the AgentKit client, wake and sleep.
+//! [`Invocation`] (its function, priority and trigger) is set once at each entry point and read
+//! where it matters: the AWS call recorder, the AgentKit budget's lanes, announced events. Its
+//! span ([`begin_http`], [`begin_event`]) carries `aws_request_id` and, for API Gateway,
+//! `apigw_request_id` (a problem's `request_id`): every JSON log line inside it carries them at
+//! its top level (`bootstrap::logs`), so CloudWatch finds one request's lines by either.
 
 use std::future::Future;
 
@@ -35,7 +24,6 @@ pub enum Priority {
     Background,
 }
 
-/// What one invocation is: set once where it begins, read wherever it matters.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Invocation {
     /// The function running it (its logical id in the template): whose AWS calls they are.
@@ -51,7 +39,6 @@ tokio::task_local! {
 }
 
 impl Invocation {
-    /// A request through the HTTP API, a person's (or a program's) waiting on its answer.
     pub fn http(function: &'static str) -> Self {
         Invocation {
             function,
@@ -60,7 +47,6 @@ impl Invocation {
         }
     }
 
-    /// Work nobody waits on, set off by `trigger`.
     pub fn background(function: &'static str, trigger: Trigger) -> Self {
         Invocation {
             function,
@@ -69,14 +55,13 @@ impl Invocation {
         }
     }
 
-    /// Run `work` as this invocation. Boxed: an entry point's future is large (a sweep's,
-    /// unoptimised, overflowed a test thread's stack once one more layer held it by value).
+    /// Run `work` as this invocation. Boxed: an entry point's future is large enough to
+    /// overflow a test thread's stack.
     pub async fn run<F: Future>(self, work: F) -> F::Output {
         CURRENT.scope(self, Box::pin(work)).await
     }
 
-    /// The invocation the current task runs in, if any (a test's own setup, `serve`'s stream
-    /// reader: none).
+    /// The invocation the current task runs in, if any.
     pub fn current() -> Option<Invocation> {
         CURRENT.try_with(|i| *i).ok()
     }
@@ -97,24 +82,20 @@ pub fn trigger() -> Trigger {
     Invocation::current().map_or(Trigger::Http, |i| i.trigger)
 }
 
-/// The invocation span's name.
 pub const SPAN_NAME: &str = "invocation";
 /// The invocation span's target (this module's path, which the span gets by default).
 pub const TARGET: &str = "snapwake::invocation";
-/// Lambda's request id: the invocation's, in every function.
 pub const AWS_REQUEST_ID: &str = "aws_request_id";
 /// API Gateway's request id (`requestContext.requestId`): only in an HTTP request.
 pub const APIGW_REQUEST_ID: &str = "apigw_request_id";
 
-/// The span `lambda_runtime` opens around each invocation (its `TracingLayer`), and the field
-/// holding Lambda's request id there. The runtime logs a few lines of its own inside it, before
-/// the handler runs (an event it cannot read, for one): they carry `aws_request_id` too.
+/// The span `lambda_runtime` opens around each invocation: its own lines inside it (an event it
+/// cannot read) carry `aws_request_id` too.
 pub const RUNTIME_SPAN_NAME: &str = "Lambda runtime invoke";
 /// The request id field of [`RUNTIME_SPAN_NAME`].
 pub const RUNTIME_REQUEST_ID: &str = "requestId";
 
-/// An API Gateway request begins: the span of its invocation, with Lambda's request id (when
-/// it came through Lambda: the local server has none) and API Gateway's.
+/// An API Gateway request's span, with Lambda's request id (none locally) and API Gateway's.
 pub fn begin_http(request: &Request) -> Span {
     let aws = request
         .lambda_context_ref()
@@ -126,15 +107,13 @@ pub fn begin_http(request: &Request) -> Span {
     begin(aws, apigw)
 }
 
-/// An event invocation begins (a schedule, an EventBridge event, a direct invoke): the span
-/// of its invocation, with Lambda's request id.
+/// An event invocation's span (a schedule, an event, a direct invoke), with Lambda's id.
 pub fn begin_event(context: &Context) -> Span {
     begin(Some(context.request_id.as_str()), None)
 }
 
 fn begin(aws_request_id: Option<&str>, apigw_request_id: Option<&str>) -> Span {
-    // Both fields are declared, and only the known ones recorded: a field left `Empty` is not
-    // written at all, rather than written empty.
+    // Only known ids are recorded: a field left `Empty` is not written at all.
     let span = tracing::info_span!(
         "invocation",
         aws_request_id = Empty,

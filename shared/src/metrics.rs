@@ -1,28 +1,19 @@
-//! Metrics as CloudWatch embedded metric format (EMF): one JSON object per line on stdout,
-//! which Lambda's log pipeline turns into metrics without an API call (and without a client
-//! in the function). The one place snapwake emits them from; call sites build a [`Record`].
+//! Metrics as CloudWatch embedded metric format (EMF): one JSON line on stdout, which Lambda's
+//! log pipeline turns into metrics without an API call. The one place snapwake emits them from.
 //!
-//! In a deployed function every record also names the function (`FunctionName`, Lambda's
-//! `AWS_LAMBDA_FUNCTION_NAME`): a top-level member and one more dimension set, its own dimensions
-//! plus `FunctionName`. An extra set, not a changed one: CloudWatch matches an alarm's exact
-//! dimension set, and the template's alarms watch the sets without it. Each container's start is
-//! marked once by [`cold_start`] (`ColdStart` = 1, component `lambda`).
-//!
-//! Nothing is emitted unless `SNAPWAKE_METRICS_NAMESPACE` names a namespace (the template sets
-//! it): locally and in tests the lines would only be noise. Tests of the emitting code install
-//! a sink ([`capture_into`]) to read what would have been printed.
+//! In Lambda every record is also published under its dimensions plus `FunctionName`: an extra
+//! set, not a changed one, since an alarm matches an exact set. Nothing is emitted unless
+//! `SNAPWAKE_METRICS_NAMESPACE` is set: locally and in tests the lines would only be noise.
 
 use std::sync::{Mutex, OnceLock};
 
 use serde_json::{json, Map, Value};
 
-/// The environment variable naming the CloudWatch namespace.
 pub const NAMESPACE_VAR: &str = "SNAPWAKE_METRICS_NAMESPACE";
 
 /// The dimension naming the function a record comes from (Lambda's own name for it).
 pub const FUNCTION_DIMENSION: &str = "FunctionName";
 
-/// The units snapwake uses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Unit {
     Count,
@@ -42,16 +33,14 @@ impl Unit {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Record {
     dimensions: Vec<(&'static str, String)>,
-    /// More dimension sets to publish the same values under, each a subset of `dimensions`:
-    /// an alarm watches one exact set, so a per-action count an alarm sums over every action
-    /// is also published without the action.
+    /// More dimension sets for the same values, each a subset of `dimensions`: an alarm summing
+    /// a per-action count over every action needs the set without the action.
     rollups: Vec<Vec<&'static str>>,
     metrics: Vec<(&'static str, Unit, f64)>,
 }
 
 impl Record {
-    /// A record of `component` (`resume`, `wake`, `agentkit`, `sweep`, `deploy`): every record
-    /// carries the component as a dimension.
+    /// A record of `component` (`wake`, `agentkit`, `sweep`, …), carried as a dimension.
     pub fn of(component: &str) -> Record {
         Record::default().dimension("Component", component)
     }
@@ -61,7 +50,6 @@ impl Record {
         self
     }
 
-    /// Publish the values under `names` alone as well (a subset of the dimensions).
     pub fn rolled_up_by(mut self, names: &[&'static str]) -> Record {
         self.rollups.push(names.to_vec());
         self
@@ -77,15 +65,12 @@ impl Record {
         self
     }
 
-    /// The record as EMF at `timestamp_ms`: the `_aws` envelope (timestamp, namespace, the
-    /// dimension set and each metric's name and unit), then every dimension and metric value
-    /// as a top-level member, as the format requires.
+    /// The record as EMF: the `_aws` envelope, then each dimension and value at the top level.
     pub fn to_emf(&self, namespace: &str, timestamp_ms: u64) -> Value {
         self.to_emf_of(namespace, timestamp_ms, None)
     }
 
-    /// [`Record::to_emf`] of the function named `function` (Lambda's name for it): the record's
-    /// own dimension sets, then its dimensions plus `FunctionName`.
+    /// [`Record::to_emf`] with a set of its dimensions plus `FunctionName`, when one is given.
     pub fn to_emf_of(&self, namespace: &str, timestamp_ms: u64, function: Option<&str>) -> Value {
         let dimension_names: Vec<&str> = self.dimensions.iter().map(|(n, _)| *n).collect();
         let mut dimension_sets = vec![dimension_names.clone()];
@@ -144,17 +129,15 @@ fn function_name() -> Option<&'static str> {
         .as_deref()
 }
 
-/// The record that marks a container's start: `ColdStart` = 1, component `lambda`, once per
-/// process (`None` after the first call). CloudWatch's sum of it per `FunctionName` is how many
-/// containers each function started.
+/// `ColdStart` = 1 (component `lambda`), once per process: its sum per `FunctionName` is how
+/// many containers each function started.
 pub fn cold_start_record() -> Option<Record> {
     static STARTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
     let first = !STARTED.swap(true, std::sync::atomic::Ordering::SeqCst);
     first.then(|| Record::of("lambda").count("ColdStart", 1))
 }
 
-/// Mark this container's start (once; every function's `main` calls it through
-/// `bootstrap::init`).
+/// Mark this container's start (every `main` calls it through `bootstrap::init`).
 pub fn cold_start() {
     if let Some(record) = cold_start_record() {
         emit(record);

@@ -1,23 +1,15 @@
 //! What an offboarding leaves in the table (docs/operations.md, "Offboarding"): the owner's
-//! progress, under each of the owner's keys (`OFFBOARD#<owner_key>` / `PROGRESS`), and the list
-//! of owners whose offboarding is not finished (`OFFBOARD` / `PENDING`), which the sweep
-//! finishes.
+//! progress under each owner key (`OFFBOARD#<owner_key>` / `PROGRESS`), and the owners whose
+//! offboarding is unfinished (`OFFBOARD` / `PENDING`), which the sweep finishes.
 //!
-//! While an owner's offboarding is unfinished, nothing of theirs is woken, put to sleep, kept
-//! alive, scheduled or created: [`admit`] is the one check every such path passes through
-//! (410 `AGENT_GONE`), and a wake or a sleep cannot even start without the [`Admitted`] it
-//! answers. The progress is found from the agent's UserSessionId (its owner key), one read. A
-//! finished offboarding no longer refuses anything (every agent it found is a tombstone by
-//! then, and the person may come back), so a document that says `finished` is as good as none.
+//! While it is unfinished, nothing of the owner's is woken, put to sleep, kept alive, scheduled
+//! or created: [`admit`] is the one check (410 `AGENT_GONE`). A finished one refuses nothing:
+//! every agent it found is a tombstone, and the person may come back.
 //!
-//! **Finished only after a late enough listing.** A request admitted a moment before the
-//! progress was written (a create, a wake) may still write its record, and start its session,
-//! after the offboarding has looked. So an offboarding is finished only when nothing is left
-//! *and* a complete listing of everything the owner had (the owner index and every Tool) began
-//! at least [`ADMITTED_FOR`] after the progress was written: by then every such request has
-//! written the record that makes its agent found (`Progress::may_finish`). A listing that
-//! failed is no listing: the offboarding stays pending, and the next run (a retry, a sweep)
-//! lists again.
+//! A request admitted just before the progress was written may still write its record after
+//! the offboarding looked, so it finishes only when nothing is left *and* a complete listing
+//! began at least [`ADMITTED_FOR`] after the progress was written. A failed listing is no
+//! listing: the next run (a retry, a sweep) lists again.
 
 use serde::{Deserialize, Serialize};
 
@@ -40,13 +32,10 @@ const PROGRESS_SK: &str = "PROGRESS";
 /// How many times a document that keeps changing under a write is tried.
 const ROUNDS: u32 = 5;
 
-/// The longest an invocation admitted just before an owner's offboarding was accepted may still
-/// work before it has written the record that makes the agent it acts on found: a request's
-/// whole budget and the margin of its answer (`crate::deadline::REQUEST_BUDGET`, 28 s, and
-/// `ANSWER_MARGIN`); a tick's consumer works within the same.
+/// The longest a request admitted just before an offboarding may work before writing its
+/// record: `crate::deadline::REQUEST_BUDGET` (28 s) and `ANSWER_MARGIN`; a tick's the same.
 pub const ADMITTED_FOR: Duration = Duration::from_secs(30);
 
-/// One owner's offboarding.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Progress {
     pub owner: String,
@@ -55,8 +44,7 @@ pub struct Progress {
     pub left: Vec<AgentKey>,
     /// Runs so far (the event's, its retries', the sweeps').
     pub runs: u64,
-    /// When the last complete listing of the owner's agents began (epoch ms): the owner index
-    /// and every Tool read to their end.
+    /// When the last complete listing (owner index and every Tool) began (epoch ms).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub listed_at_ms: Option<u64>,
     /// When nothing was left (epoch ms).
@@ -68,8 +56,7 @@ impl Progress {
         self.finished_at_ms.is_some()
     }
 
-    /// When a listing must begin, at the earliest, to find every agent a request admitted
-    /// before this offboarding acts on ([`ADMITTED_FOR`] after it was accepted).
+    /// The earliest a listing may begin to find every admitted request's agent.
     pub fn last_listing_from_ms(&self) -> u64 {
         self.started_at_ms + ADMITTED_FOR.as_millis() as u64
     }
@@ -80,7 +67,6 @@ impl Progress {
             .is_some_and(|at| at >= self.last_listing_from_ms())
     }
 
-    /// Whether it may be finished: nothing left, after a listing that began late enough.
     pub fn may_finish(&self) -> bool {
         self.left.is_empty() && self.listed_late_enough()
     }
@@ -123,15 +109,13 @@ async fn read<S: AgentStore>(store: &S, owner_key: &str) -> Result<Option<Progre
     Ok(doc.and_then(|d| serde_json::from_value(d.value).ok()))
 }
 
-/// That the owner of an agent was not being offboarded when [`admit`] asked: what a wake or a
-/// sleep needs before it may start (`crate::wake::WakeTarget`, `crate::sleep::SleepTarget`).
-/// Only [`admit`] makes one.
+/// Proof that the owner was not being offboarded when [`admit`] asked, which a wake or a sleep
+/// needs to start. Only [`admit`] makes one.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Admitted(());
 
-/// The check every path passes through that would wake, put to sleep, keep alive, schedule or
-/// create an agent: `key`'s owner being offboarded is refused (410 `AGENT_GONE`; no AgentKit
-/// call has been made). One read of the owner's progress, through the caller's bounded store.
+/// Refuses `key` when its owner is being offboarded (410 `AGENT_GONE`, before any AgentKit
+/// call): one read of the owner's progress.
 pub async fn admit<S: AgentStore>(store: &S, key: &AgentKey) -> Result<Admitted, Error> {
     admit_owner_key(store, owner_key_of(key)).await
 }
@@ -153,21 +137,16 @@ async fn admit_owner_key<S: AgentStore>(
     Ok(Admitted(()))
 }
 
-/// The owner key of `key`'s UserSessionId (`None`: a `snapshot-<id>` agent, whose owner is
-/// not known).
+/// The owner key of `key`'s UserSessionId (`None` for a `snapshot-<id>` agent).
 fn owner_key_of(key: &AgentKey) -> Option<String> {
     user_session_id(&key.agent_id)
         .map(UserSessionId::parse)
         .and_then(|id| id.owner_key())
 }
 
-/// Record `progress` under both of the owner's keys, and keep the pending list in step.
-///
-/// A progress that says unfinished is always on the pending list, which is how the sweep finds
-/// it: the owner is added before an unfinished progress is written, and taken off only after
-/// a finished one was. The long run found the other order's gap (seed 1040): the owner taken
-/// off first, the finished progress then not written (the table failed), and an offboarding
-/// left unfinished that nothing would ever look at again, its owner refused for good.
+/// Record `progress` under both of the owner's keys. The owner joins the pending list before an
+/// unfinished progress is written and leaves only after a finished one is, so the sweep always
+/// finds an unfinished offboarding, even when a write fails.
 pub async fn record<S: AgentStore>(store: &S, progress: &Progress) -> Result<(), StoreError> {
     let finished = progress.is_finished();
     if !finished {
@@ -192,7 +171,6 @@ pub async fn record<S: AgentStore>(store: &S, progress: &Progress) -> Result<(),
     Ok(())
 }
 
-/// The owners whose offboarding is unfinished.
 pub async fn pending<S: AgentStore>(store: &S) -> Result<Vec<String>, StoreError> {
     Ok(store
         .get_document(PENDING)
@@ -218,7 +196,6 @@ async fn set_pending<S: AgentStore>(store: &S, owner: &str, on: bool) -> Result<
     kept_changing(updated, "the pending offboardings kept changing")
 }
 
-/// Write `value` at `key`, whatever it held.
 async fn put<S: AgentStore>(
     store: &S,
     key: DocumentKey<'_>,
@@ -239,7 +216,6 @@ fn kept_changing<D, R>(updated: Updated<D, R>, why: &str) -> Result<(), StoreErr
     }
 }
 
-/// A new offboarding of `owner`, started now.
 pub fn start(owner: &str) -> Progress {
     Progress {
         owner: owner.to_string(),

@@ -1,6 +1,5 @@
-//! The tool registry as the functions read it: the registry item deploy writes, with explicit
-//! Tool ids from the environment (`SNAPWAKE_TOOL_<KEY>`) laid over it, cached for a minute in a
-//! warm container so a burst of requests costs one read.
+//! The tool registry as the functions read it: deploy's item with `SNAPWAKE_TOOL_<KEY>` ids laid
+//! over it, cached a minute in a warm container so a burst of requests costs one read.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -30,7 +29,6 @@ pub const TOOL_KEYS: [(&str, Kind, Retention); 6] = [
 pub struct ToolOverrides(pub BTreeMap<String, String>);
 
 impl ToolOverrides {
-    /// Read `SNAPWAKE_TOOL_<KEY>` for every known key.
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Self {
         let mut map = BTreeMap::new();
         for (key, _, _) in TOOL_KEYS {
@@ -43,7 +41,6 @@ impl ToolOverrides {
         ToolOverrides(map)
     }
 
-    /// `registry` with the overrides laid over it.
     pub fn apply(&self, mut registry: ToolRegistry) -> ToolRegistry {
         for (key, kind, retention) in TOOL_KEYS {
             if let Some(id) = self.0.get(key) {
@@ -58,7 +55,6 @@ impl ToolOverrides {
     }
 }
 
-/// The registry of a warm container.
 #[derive(Debug)]
 pub struct RegistryCache {
     overrides: ToolOverrides,
@@ -79,8 +75,7 @@ impl RegistryCache {
         }
     }
 
-    /// The current registry: cached if read less than a TTL ago, else read from `store`.
-    /// No registry written yet reads as an empty one (plus overrides).
+    /// The current registry, cached for a TTL; none written yet reads as empty (plus overrides).
     pub async fn get<S: AgentStore>(&self, store: &S) -> Result<Arc<ToolRegistry>, Error> {
         if let Some(hit) = self.fresh() {
             return Ok(hit);

@@ -1,13 +1,10 @@
-//! [`Secret`]: a string that must never be shown — a credential, a token, a key, a session
-//! Endpoint (its query string carries the session's auth). Its `Debug` prints `<redacted>`
-//! and it has no `Display`, so a `{:?}` of any type that holds one, derived or not, cannot
-//! leak it into a log line (docs/security.md). The value is read with [`Secret::expose`],
-//! which names the moment it leaves.
+//! [`Secret`]: a string never shown (a credential, a token, a key, a session Endpoint). `Debug`
+//! prints `<redacted>` and there is no `Display`, so no `{:?}` of a type holding one can leak it
+//! into a log line (docs/security.md). [`Secret::expose`] names the moment it leaves.
 
 use serde::{Deserialize, Serialize};
 
-/// A string kept out of `Debug` output. Serialises as the bare string: AgentKit sends and
-/// expects it so.
+/// Serialises as the bare string: AgentKit sends and expects it so.
 #[derive(Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct Secret(String);

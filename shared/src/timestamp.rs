@@ -1,12 +1,9 @@
 //! Timestamps as AgentKit writes them and snapwake stores them: RFC 3339 in UTC with whole
-//! seconds (`2026-12-02T10:00:00Z`). They arrive as strings; they are parsed to be compared,
-//! never sorted as text.
+//! seconds (`2026-12-02T10:00:00Z`), parsed to be compared, never sorted as text.
 //!
-//! And the one wall clock every module reads ([`now_utc`] and what derives from it): the
-//! system's, except on a thread that runs a simulated deployment ([`simulate_from`]), where it
-//! is tokio's clock counted from an instant the simulation chose, so that leases, lifecycles
-//! and ticks all keep one simulated time (docs/testing.md, "One simulated deployment").
-//! Deployed code never sets it.
+//! And the one wall clock every module reads ([`now_utc`]): the system's, except on a simulated
+//! deployment's thread ([`simulate_from`]), so leases and ticks keep one simulated time
+//! (docs/testing.md, "One simulated deployment").
 
 use std::cell::Cell;
 
@@ -19,9 +16,8 @@ thread_local! {
     static SIMULATED: Cell<Option<(i128, tokio::time::Instant)>> = const { Cell::new(None) };
 }
 
-/// Make this thread's wall clock tokio's clock, reading `at` now. With tokio's time paused (a
-/// `current_thread` runtime started paused), the whole deployment then runs on one simulated
-/// time that moves only when everything waits. Call it inside the runtime.
+/// Make this thread's wall clock tokio's, reading `at` now: with tokio's time paused, the
+/// deployment runs on one time that moves only when everything waits. Call inside the runtime.
 pub fn simulate_from(at: OffsetDateTime) {
     SIMULATED.with(|s| {
         s.set(Some((
@@ -31,7 +27,6 @@ pub fn simulate_from(at: OffsetDateTime) {
     });
 }
 
-/// Now, in UTC: the system's clock, or the simulated one on a simulated thread.
 pub fn now_utc() -> OffsetDateTime {
     match SIMULATED.with(Cell::get) {
         None => OffsetDateTime::now_utc(),
@@ -48,7 +43,6 @@ pub fn format(t: OffsetDateTime) -> String {
     t.to_offset(UtcOffset::UTC).format(&fmt).unwrap_or_default()
 }
 
-/// Now, formatted.
 pub fn now() -> String {
     format(now_utc())
 }

@@ -128,12 +128,7 @@ async fn schedule(store: &DynamoStore, ids: &[String], due_ms: u64) {
                 sleep: None,
                 next_wake_ms: Some(due_ms),
                 next_sleep_ms: None,
-                next_wake_lead_ms: None,
-                keep_ms: None,
-                open: None,
-                last: None,
-                version: 0,
-                updated_at: None,
+                ..ScheduleRecord::default()
             };
             store.put_schedule(&schedule, 0).await.unwrap();
         })

@@ -37,12 +37,7 @@ fn schedule(key: AgentKey, next_wake_ms: u64) -> ScheduleRecord {
         sleep: None,
         next_wake_ms: Some(next_wake_ms),
         next_sleep_ms: None,
-        next_wake_lead_ms: None,
-        keep_ms: None,
-        open: None,
-        last: None,
-        version: 0,
-        updated_at: None,
+        ..ScheduleRecord::default()
     }
 }
 

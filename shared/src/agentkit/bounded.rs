@@ -1,18 +1,12 @@
-//! Reading an answer body with a cap. AgentKit's largest answer is a page of 100 sessions or
-//! snapshots, tens of KiB; a body past [`MAX_ANSWER_BYTES`] is a misbehaving service or
-//! something in between, and reading it whole would let it take the function's memory
-//! (docs/security.md, "Bounded reads"). A declared `Content-Length` over the cap is refused
-//! before reading; a chunked body is read until it passes the cap.
+//! Reading an answer body with a cap (docs/security.md, "Bounded reads"). AgentKit's largest
+//! answer is tens of KiB: a bigger body is a misbehaving peer that must not take our memory.
 
-/// The largest AgentKit answer read: 4 MiB.
 pub const MAX_ANSWER_BYTES: usize = 4 * 1024 * 1024;
 
 /// Why a body was not read.
 #[derive(Debug)]
 pub enum Unread {
-    /// The body is longer than the cap.
     TooLarge { limit: usize },
-    /// The connection failed while reading.
     Transport(reqwest::Error),
 }
 

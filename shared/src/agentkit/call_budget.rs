@@ -1,6 +1,5 @@
-//! The hook through which the client asks the deployment's AgentKit budget (`crate::budget`)
-//! before each attempt, and tells it when AgentKit refused one as throttled. A trait object,
-//! so the client knows nothing of where the budget is kept.
+//! The client's hook into the deployment's AgentKit budget (`crate::budget`): a slot before
+//! each attempt, a report of each throttle. A trait object: the client knows not where it lives.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -10,13 +9,11 @@ use super::types::Action;
 use super::AgentKitError;
 use crate::deadline::Deadline;
 
-/// A boxed future of a [`CallBudget`] method.
 pub type BudgetFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 /// The budget has no slot for the call before the latest moment it could still be sent.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct NoSlot {
-    /// When a slot is next free, from now.
     pub free_in: Duration,
 }
 
@@ -32,16 +29,14 @@ pub trait CallBudget: Send + Sync + 'static {
     fn refused(&self, action: &'static str) -> BudgetFuture<'_, ()>;
 }
 
-/// Take a slot of `budget` for one attempt of `A`. A non-idempotent action's slot must leave a
-/// whole `request_timeout` before `deadline` (an answer cut short would leave its outcome
-/// unknown); with none free in time the call is refused here as throttled, nothing sent.
+/// Take a slot for one attempt of `A`. A non-idempotent action's must leave a whole
+/// `request_timeout` before `deadline`; with none in time it is refused as throttled, unsent.
 pub(super) async fn take_slot<A: Action>(
     budget: &dyn CallBudget,
     request_timeout: Duration,
     deadline: Deadline,
 ) -> Result<(), AgentKitError> {
-    // The callers checked the whole timeout was left just before calling: a slot free at once
-    // is always in time.
+    // Callers checked the whole timeout was left, so a slot free at once is always in time.
     let now = tokio::time::Instant::now();
     let latest = if A::IDEMPOTENT {
         deadline

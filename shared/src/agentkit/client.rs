@@ -1,10 +1,5 @@
-//! The AgentKit HTTP client: signs each request, reads the envelope, classifies errors, retries
-//! what may be retried within the caller's deadline, and falls back across regions.
-//!
-//! Built once per container (outside the handler) and shared: it holds a connection pool and
-//! the credentials, which it re-reads when AgentKit refuses them or they are old
-//! (`rotation.rs`). It logs the action, region, status and attempt of each call, never the
-//! body, a header, a signature or a session `Endpoint`.
+//! The AgentKit HTTP client: signs, reads the envelope, classifies errors, retries within the
+//! caller's deadline, falls back across regions. One per container, shared by its clones.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -29,8 +24,7 @@ use crate::metrics::{self, Record};
 
 const JSON: &str = "application/json";
 
-/// A result together with the region that answered it; resume and delete must go back to the
-/// region where the object was found.
+/// A result with the region that answered it: resume and delete must go back to that region.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Regional<T> {
     pub region: String,
@@ -39,20 +33,15 @@ pub struct Regional<T> {
 
 #[derive(Clone)]
 pub struct AgentKitClient {
-    /// Where requests go: HTTPS deployed ([`Https`]), or a simulator in process.
     transport: Arc<dyn Transport>,
     endpoint: Url,
-    /// The `Host` header exactly as it is signed and sent.
     host: String,
     regions: Vec<String>,
-    /// Shared by every clone: one container, one set of credentials, one re-read at a time.
     credentials: Arc<CredentialsCell>,
-    /// At most one re-read of the credentials in this long.
     reread_interval: Duration,
     retry: RetryPolicy,
     request_timeout: Duration,
-    /// The deployment's AgentKit budget, asked before every attempt (`crate::budget`); none:
-    /// calls go out as soon as they are made.
+    /// Asked before every attempt (`crate::budget`); `None`: calls go out at once.
     budget: Option<Arc<dyn CallBudget>>,
 }
 
@@ -66,26 +55,21 @@ impl std::fmt::Debug for AgentKitClient {
     }
 }
 
-/// One attempt's failure, with what the retry loop needs to decide.
 struct Failure {
     error: AgentKitError,
-    /// Retrying may help (429/503, throttling code, no answer).
     retryable: bool,
-    /// The request surely did not reach AgentKit, so even a non-idempotent action may be sent
-    /// again.
+    /// The request surely never reached AgentKit: even a non-idempotent action may be resent.
     not_sent: bool,
     retry_after: Option<Duration>,
 }
 
 impl AgentKitClient {
-    /// A client for `config` with `credentials` already loaded from `config.credentials`
-    /// (see [`super::credentials`]), which is where they are re-read from.
+    /// A client with `credentials` already loaded from `config.credentials` (re-read from there).
     pub fn new(config: &AgentKitConfig, credentials: Credentials) -> Result<Self, AgentKitError> {
         Self::with_http(http_client()?, config, credentials)
     }
 
-    /// A client for `config`, loading its credentials from where the configuration says
-    /// (the environment, or the Secrets Manager extension). Call once at cold start.
+    /// A client loading its credentials as `config` says. Call once at cold start.
     pub async fn from_config(config: &AgentKitConfig) -> Result<Self, AgentKitError> {
         let http = http_client()?;
         let credentials = super::credentials::load(&config.credentials, &http).await?;
@@ -106,8 +90,7 @@ impl AgentKitClient {
         endpoint.set_path("/");
         endpoint.set_query(None);
         let host_name = endpoint.host_str().ok_or_else(|| invalid("has no host"))?;
-        // `Url::port` is None for the scheme's default port, which is also what the Python
-        // signer does (it drops :80 and :443 from the signed Host).
+        // `Url::port` is None for a default port: the Python signer also drops :80/:443 from Host.
         let host = match endpoint.port() {
             Some(port) => format!("{host_name}:{port}"),
             None => host_name.to_string(),
@@ -138,32 +121,27 @@ impl AgentKitClient {
         self
     }
 
-    /// Send requests through `transport` instead of HTTPS (a simulated deployment hands them
-    /// to the simulator in process: `agentkit::transport`).
+    /// Send requests through `transport` instead of HTTPS (a simulator in process).
     pub fn with_transport(mut self, transport: Arc<dyn Transport>) -> Self {
         self.transport = transport;
         self
     }
 
-    /// Replace the retry policy (tests use shorter waits).
     pub fn with_retry_policy(mut self, retry: RetryPolicy) -> Self {
         self.retry = retry;
         self
     }
 
-    /// Replace the interval between two re-reads of the credentials (tests shrink it; it is
-    /// also the age at which credentials are re-read before a call).
+    /// The least time between credential re-reads, and the age that prompts one before a call.
     pub fn with_credentials_reread_interval(mut self, interval: Duration) -> Self {
         self.reread_interval = interval;
         self
     }
 
-    /// The configured regions, in the order they are tried.
     pub fn regions(&self) -> &[String] {
         &self.regions
     }
 
-    /// The per-attempt timeout.
     pub fn request_timeout(&self) -> Duration {
         self.request_timeout
     }
@@ -224,21 +202,16 @@ impl AgentKitClient {
                         .after_refusal(used, interval, deadline)
                         .await
                 };
-                // As the callers of a non-idempotent action do before its first send: an answer
-                // cut short by the deadline would leave its outcome unknown.
+                // As before a first send: an answer cut short would leave the outcome unknown.
                 let short = deadline.remaining() < self.request_timeout;
                 if matches!(next, AfterRefusal::Retry) && !A::IDEMPOTENT && short {
                     next = AfterRefusal::GiveUp(Reread::ReplacedNotResent);
                 }
                 match next {
                     AfterRefusal::Retry => {
-                        // Sent again even when not idempotent (Resume, CreateSession): refused
-                        // credentials mean AgentKit did nothing. The spec says only that "a
-                        // wrong signature gets an error envelope, HTTP 401"; Volcengine lists
-                        // these codes among the common errors of every service's API (the
-                        // request is authenticated before any action runs), and like every 4xx
-                        // this is a refusal (`AgentKitError::outcome_unknown`). Once only: new
-                        // credentials refused again are returned, never looped on.
+                        // Resent even when not idempotent: Volcengine authenticates before any
+                        // action runs (spec: "a wrong signature gets an error envelope, HTTP
+                        // 401"), so AgentKit did nothing. Once only: a second refusal is returned.
                         tracing::info!(
                             action = A::NAME,
                             region,
@@ -280,9 +253,8 @@ impl AgentKitClient {
         }
     }
 
-    /// Call `request` in each configured region in turn, moving on only when the answer is
-    /// `InvalidResource.NotFound` (the object or its Tool lives in another region). Any other
-    /// error stops the search: a throttled region is not a missing object.
+    /// Call `request` in each region in turn, moving on only on `InvalidResource.NotFound` (the
+    /// object or its Tool lives elsewhere): a throttled region is not a missing object.
     pub async fn call_any_region<A: Action>(
         &self,
         request: &A,
@@ -403,8 +375,7 @@ impl AgentKitClient {
                         action: A::NAME,
                         detail: format!("the answer is larger than {} MiB", limit / (1024 * 1024)),
                     },
-                    // The same request gets the same answer; and for an action AgentKit may
-                    // have carried out, the outcome is unknown, as with any unreadable answer.
+                    // Same request, same answer; the outcome is unknown, as for any unreadable one.
                     retryable: false,
                     not_sent: false,
                     retry_after: None,
@@ -416,9 +387,9 @@ impl AgentKitClient {
         read_envelope::<A>(status, &bytes).map_err(|error| {
             let retryable = envelope::is_retry_status(status)
                 || matches!(error, AgentKitError::Throttled { .. });
-            // Only a 429 or an explicit throttling code says AgentKit refused the request before
-            // acting; a bare 503 or any other 5xx may come after it acted (outcome unknown), so
-            // a non-idempotent action is not sent again (docs/wake-protocol.md).
+            // Only a 429 or a throttling code says AgentKit refused before acting; any 5xx (a
+            // bare 503 too) may come after it acted: not resent unless idempotent
+            // (docs/wake-protocol.md).
             let not_sent = status == 429 || matches!(error, AgentKitError::Throttled { .. });
             if !retryable {
                 tracing::info!(
@@ -447,7 +418,6 @@ fn http_client() -> Result<reqwest::Client, AgentKitError> {
         .map_err(|e| AgentKitError::Credentials(format!("HTTP client: {e}")))
 }
 
-/// Decide a response by the envelope's error code first, the HTTP status second.
 fn read_envelope<A: Action>(status: u16, bytes: &[u8]) -> Result<A::Output, AgentKitError> {
     let parsed: Result<Envelope<A::Output>, _> = serde_json::from_slice(bytes);
     match parsed {

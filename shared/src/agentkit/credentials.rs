@@ -1,16 +1,7 @@
-//! Loading AgentKit credentials: at cold start, and again when AgentKit refuses them.
-//!
-//! From the environment (`VOLCENGINE_ACCESS_KEY`, `VOLCENGINE_SECRET_KEY`, optional
-//! `VOLCENGINE_SESSION_TOKEN`), or — preferred in Lambda — from a Secrets Manager secret read
-//! through the AWS Parameters and Secrets Lambda Extension on localhost, which needs nothing
-//! but an HTTP client. The secret's value is JSON with either the environment variable names
-//! as keys or `access_key_id` / `secret_access_key` / `session_token`.
-//!
-//! The client re-reads the secret after AgentKit refuses the credentials, or when they are
-//! older than [`REREAD_INTERVAL`], at most once per interval (`rotation.rs`,
-//! docs/agentkit.md "Credentials"). Static keys from the environment are never re-read.
-//!
-//! Errors say what went wrong without echoing the secret or the extension's answer.
+//! Loading AgentKit credentials (docs/agentkit.md, "Credentials"): from the environment, or
+//! (preferred in Lambda) a Secrets Manager secret read through the AWS Parameters and Secrets
+//! Lambda Extension on localhost, JSON keyed by the environment variable names or
+//! `access_key_id` / `secret_access_key` / `session_token`. Errors never echo the secret.
 
 use std::time::Duration;
 
@@ -21,28 +12,22 @@ use super::signer::Credentials;
 use super::AgentKitError;
 use crate::agentkit::CredentialsSource;
 
-/// How often the extension is asked before giving up: it may still be starting when the
-/// function's init phase runs.
+/// Attempts at cold start: the extension may still be starting during the init phase.
 const EXTENSION_ATTEMPTS: u32 = 3;
 
-/// How long one answer of the extension may take at cold start.
 const EXTENSION_TIMEOUT: Duration = Duration::from_secs(2);
 
-/// At most one re-read of the secret per container in this long, whatever asks for it (a
-/// refusal by AgentKit, or credentials this old). It matches the extension's own cache
-/// (`SECRETS_MANAGER_TTL`, 300 s by default and at most): asking sooner would mostly get the
-/// cached value back, and a container whose key is really wrong must not turn each request into
-/// a read of the secret.
+/// At most one re-read of the secret per container in this long, whatever asks. It matches the
+/// extension's cache (`SECRETS_MANAGER_TTL`, 300 s default and max): sooner would mostly get the
+/// cached value, and a wrong key must not turn each request into a read of the secret.
 pub const REREAD_INTERVAL: Duration = Duration::from_secs(300);
 
-/// How long a re-read may take (one attempt: the extension is warm by then), within the
-/// caller's deadline.
+/// How long a re-read may take (one attempt: the extension is warm by then).
 pub const REREAD_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// A secret of three keys is well under a KiB; Secrets Manager's own limit is 64 KiB.
 const MAX_SECRET_ANSWER_BYTES: usize = 64 * 1024;
 
-/// The credentials `source` names.
 pub async fn load(
     source: &CredentialsSource,
     http: &reqwest::Client,
@@ -60,8 +45,7 @@ pub async fn load(
     }
 }
 
-/// Read `source` again, in one attempt of at most `timeout`: `Ok(None)` for static
-/// credentials, which cannot change.
+/// Read `source` again, once, within `timeout`: `Ok(None)` for static credentials.
 pub(crate) async fn reread(
     source: &CredentialsSource,
     http: &reqwest::Client,
@@ -106,8 +90,7 @@ struct SecretValue {
     session_token: Option<String>,
 }
 
-/// Read `secret_id` from the extension at `url` (`…/secretsmanager/get`), as at cold start:
-/// a few attempts, since the extension may still be starting.
+/// Read `secret_id` from the extension at `url` as at cold start, in a few attempts.
 pub async fn from_extension(
     http: &reqwest::Client,
     url: &str,

@@ -1,7 +1,5 @@
-//! The response envelope every action answers with, and how an error inside it is classified.
-//!
-//! An error can arrive with a non-200 status or inside a 200: the error code in
-//! `ResponseMetadata.Error.Code` decides first, the HTTP status second (docs/agentkit.md).
+//! The envelope every action answers with, and its errors' classification (docs/agentkit.md):
+//! an error may come inside a 200; `ResponseMetadata.Error.Code` decides first, the status second.
 
 use serde::{Deserialize, Serialize};
 
@@ -41,8 +39,7 @@ pub fn is_throttling_code(code: &str) -> bool {
     c.contains("throttl") || c.contains("toomanyrequests") || c.contains("limitexceeded")
 }
 
-/// Classify an error answered by AgentKit. `code` is `ResponseMetadata.Error.Code` when the
-/// envelope had one.
+/// Classify an error answered by AgentKit; `code` is `ResponseMetadata.Error.Code`, if any.
 pub fn classify(
     action: &'static str,
     status: u16,

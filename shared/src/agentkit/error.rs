@@ -1,6 +1,5 @@
-//! How an AgentKit call can fail, classified so callers can act on it (docs/agentkit.md, "Errors
-//! and what they recognise"). Messages from the provider are kept for logs only;
-//! [`crate::http::edge`] never shows them to callers.
+//! How an AgentKit call can fail, classified for callers (docs/agentkit.md, "Errors and what
+//! they recognise"). Provider messages are for logs: [`crate::http::edge`] never shows them.
 
 use std::time::Duration;
 
@@ -17,18 +16,14 @@ pub enum AgentKitError {
     #[error("AgentKit CreateSession may have failed: {message}")]
     CreateSessionFailed { message: String },
 
-    /// HTTP 429 or an explicit throttling code, still failing when the retries or the deadline
-    /// ran out. AgentKit refused the request: it surely did not act.
+    /// HTTP 429 or a throttling code, past the retries or the deadline. AgentKit did not act.
     #[error("AgentKit throttled {action}")]
     Throttled {
         action: &'static str,
         retry_after: Option<Duration>,
     },
 
-    /// AgentKit did not accept the credentials: an unknown or disabled access key, a signature
-    /// made with another secret, an expired STS token ([`super::codes::is_auth_code`], or a
-    /// bare 401). Refused before anything was done. `reread` says whether the client re-read
-    /// its credentials and what came of it (docs/agentkit.md, "Credentials").
+    /// Refused credentials ([`super::codes::is_auth_code`], or a bare 401): AgentKit did not act.
     #[error("AgentKit {action}: credentials refused: {code} (HTTP {status}); {reread}")]
     Unauthorized {
         action: &'static str,
@@ -47,9 +42,8 @@ pub enum AgentKitError {
         message: String,
     },
 
-    /// The request never got an answer (connection refused, reset, timed out). `sent`: the
-    /// request may have reached AgentKit (anything but a refused connection or a deadline
-    /// that passed before sending), so AgentKit may have acted.
+    /// No answer. `sent`: the request may have reached AgentKit, and AgentKit may have acted
+    /// (anything but a refused connection or a deadline passed before sending).
     #[error("AgentKit {action}: transport error: {detail}")]
     Transport {
         action: &'static str,
@@ -57,39 +51,33 @@ pub enum AgentKitError {
         sent: bool,
     },
 
-    /// The answer could not be read, or a listing misbehaved (a repeated NextToken, too many
-    /// pages).
+    /// An unreadable answer, or a misbehaving listing (a repeated NextToken, too many pages).
     #[error("AgentKit {action}: invalid response: {detail}")]
     InvalidResponse {
         action: &'static str,
         detail: String,
     },
 
-    /// Credentials are missing or could not be loaded.
     #[error("AgentKit credentials: {0}")]
     Credentials(String),
 }
 
-/// What the client did about credentials AgentKit refused. Says nothing of their values.
+/// What the client did about credentials AgentKit refused (each told by `Display`); no values.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Reread {
     /// Not asked yet: the error as classified, before the client decides.
     NotTried,
-    /// Static credentials from the environment: there is nothing to re-read.
     Static,
-    /// The source was re-read `ago`, less than the interval `every`: not again so soon.
-    TooSoon { ago: Duration, every: Duration },
-    /// Re-read: the secret still holds the refused credentials.
+    TooSoon {
+        ago: Duration,
+        every: Duration,
+    },
     Unchanged,
-    /// Re-reading failed; the previous credentials are kept. The reason names the secret,
-    /// never its value.
+    /// The reason names the secret, never its value.
     Failed(String),
-    /// New credentials were read and the call sent once more with them: refused again.
     RetriedOnce,
-    /// New credentials were read, but too little time was left to send a non-idempotent call
-    /// again; the next call signs with them.
+    /// New ones read, too little time left to resend a non-idempotent call: the next uses them.
     ReplacedNotResent,
-    /// The caller's deadline left no time to re-read.
     NoTime,
 }
 
@@ -118,7 +106,6 @@ impl std::fmt::Display for Reread {
 }
 
 impl AgentKitError {
-    /// The AgentKit action the error belongs to.
     pub fn action(&self) -> &'static str {
         match self {
             AgentKitError::NotFound { action, .. }
@@ -132,7 +119,6 @@ impl AgentKitError {
         }
     }
 
-    /// The provider's error code, when it gave one.
     pub fn code(&self) -> Option<&str> {
         match self {
             AgentKitError::NotFound { .. } => Some(super::codes::NOT_FOUND),
@@ -144,7 +130,6 @@ impl AgentKitError {
         }
     }
 
-    /// Whether AgentKit refused the credentials (docs/agentkit.md, "Credentials").
     pub fn is_unauthorized(&self) -> bool {
         matches!(self, AgentKitError::Unauthorized { .. })
     }
@@ -188,12 +173,10 @@ impl AgentKitError {
         matches!(self, AgentKitError::NotFound { .. })
     }
 
-    /// Whether AgentKit may have carried the request out although it answered an error
-    /// (docs/agentkit.md, "Errors and what they mean"): a timeout or dropped connection after
-    /// sending, a 5xx (a bare 503 included), an unreadable answer, `ErrCreateSessionFail`. For
-    /// a non-idempotent action (Resume, CreateSession) this is **unknown**, not failed: the
-    /// caller must reconcile, never send it again blindly. Throttles, NotFound, refused
-    /// credentials and other 4xx are refusals: AgentKit did nothing.
+    /// Whether AgentKit may have acted despite the error (docs/agentkit.md, "Errors and what they
+    /// mean"): no answer after sending, any 5xx, an unreadable answer, `ErrCreateSessionFail`.
+    /// For Resume or CreateSession that is **unknown**, not failed: reconcile, never resend
+    /// blindly. Throttles, NotFound, refused credentials and other 4xx did nothing.
     pub fn outcome_unknown(&self) -> bool {
         match self {
             AgentKitError::Transport { sent, .. } => *sent,

@@ -1,9 +1,5 @@
-//! AgentKit's account-wide rate limits as snapwake assumes them: per action, CreateTool and
-//! UpdateTool sharing one (the Tool writes). The numbers are not published; the defaults of
-//! [`RateLimits::agentkit`] are assumptions, written down in docs/agentkit.md, *Rate limits*.
-//!
-//! One source for two readers: the deployment's AgentKit budget (`crate::budget`) paces its
-//! calls by these, and the simulator refuses what exceeds them.
+//! AgentKit's account-wide rate limits as assumed (unpublished; docs/agentkit.md, *Rate limits*):
+//! `crate::budget` paces calls by them; the simulator refuses what exceeds them.
 
 use std::collections::BTreeMap;
 use std::str::FromStr;
@@ -35,8 +31,6 @@ const READS: [&str; 6] = [
     "GetTool",
 ];
 
-/// The limit an action counts against: its own, or the Tool writes' for CreateTool and
-/// UpdateTool.
 pub fn limit_of(action: &str) -> &str {
     match action {
         "CreateTool" | "UpdateTool" => TOOL_WRITES,
@@ -44,7 +38,6 @@ pub fn limit_of(action: &str) -> &str {
     }
 }
 
-/// Whether snapwake knows `name` as a limit: an action it calls, or [`TOOL_WRITES`].
 fn is_known(name: &str) -> bool {
     name == TOOL_WRITES
         || matches!(name, "CreateTool" | "UpdateTool")
@@ -57,19 +50,15 @@ fn is_known(name: &str) -> bool {
 pub struct RateLimits(pub BTreeMap<String, u32>);
 
 impl RateLimits {
-    /// No limit at all.
     pub fn off() -> Self {
         RateLimits(BTreeMap::new())
     }
 
-    /// Only CreateTool+UpdateTool, 3 per second.
     pub fn tool_writes() -> Self {
         RateLimits::off().with(TOOL_WRITES, Some(DEFAULT_TOOL_WRITE_LIMIT))
     }
 
-    /// Every action limited as AgentKit is assumed to limit it: the session writes
-    /// (CreateSession, Resume, snapshots, DeleteSession, SetSessionTtl) 20 per second, the
-    /// reads and listings 50, the Tool writes 3.
+    /// Every action limited as AgentKit is assumed to limit it.
     pub fn agentkit() -> Self {
         let mut limits = RateLimits::tool_writes();
         for action in SESSION_WRITES {
@@ -87,7 +76,6 @@ impl RateLimits {
         self
     }
 
-    /// Set `limit` (an action, or [`TOOL_WRITES`]) to `per_second` (`None`: off).
     pub fn set(&mut self, limit: &str, per_second: Option<u32>) {
         match per_second {
             Some(n) => self.0.insert(limit_of(limit).to_string(), n),
@@ -95,7 +83,6 @@ impl RateLimits {
         };
     }
 
-    /// The requests per second `action` may send, `None` when it is not limited.
     pub fn per_second(&self, action: &str) -> Option<u32> {
         self.0.get(limit_of(action)).copied()
     }
@@ -139,7 +126,6 @@ impl RateLimits {
 impl FromStr for RateLimits {
     type Err = String;
 
-    /// [`RateLimits::parse`] over the actions snapwake calls.
     fn from_str(text: &str) -> Result<Self, String> {
         RateLimits::parse(text, is_known)
     }

@@ -1,8 +1,5 @@
-//! AgentKit: the typed actions, the request signer, the HTTP client (envelope, retries,
-//! pagination, region fallback, credentials). The strict simulator of the service is its own
-//! crate, `snapwake-sim`.
-//!
-//! The client never logs a secret, a signature or a session `Endpoint`.
+//! AgentKit: typed actions, the signer, the HTTP client (envelope, retries, pagination, region
+//! fallback, credentials). Nothing here logs a secret, a signature or a session `Endpoint`.
 
 mod bounded;
 mod client;

@@ -1,8 +1,5 @@
-//! Walking `NextToken` listings with guards.
-//!
-//! A listing ends when AgentKit answers no token (or an empty one). Two guards keep a
-//! misbehaving listing from looping forever or eating a Lambda's whole budget: a token that
-//! comes back a second time is an error, and so is a listing longer than the caller's page cap.
+//! Walking `NextToken` listings, guarded so a misbehaving one cannot loop or eat a Lambda's
+//! budget: a repeated token is an error, and so is a listing past the caller's page cap.
 
 use std::collections::HashSet;
 
@@ -13,12 +10,10 @@ use super::types::{
 use super::AgentKitError;
 use crate::deadline::Deadline;
 
-/// Pages of one agent's sessions any path reads (reconcile, list, delete): an agent has at
-/// most one live session, so more pages than this is a listing gone wrong.
+/// Pages of one agent's sessions read: it has at most one live session, so more is a fault.
 pub const AGENT_SESSION_PAGES: usize = 20;
 
-/// Pages of one agent's snapshots any path reads (locate, delete): retention keeps few, but a
-/// deleted agent's every snapshot must be found.
+/// Pages of one agent's snapshots read: retention keeps few, but a delete must find them all.
 pub const AGENT_SNAPSHOT_PAGES: usize = 100;
 
 /// A listing action that pages with `NextToken`.
@@ -81,8 +76,7 @@ pub struct Pager<'c, K: AgentKit, A: Paged> {
 }
 
 impl<'c, K: AgentKit, A: Paged> Pager<'c, K, A> {
-    /// Page through `request` in `region`, at most `page_cap` pages. The request's own
-    /// `NextToken` (if any) is where the listing starts, so a stored cursor can resume it.
+    /// Page `request` in `region`, at most `page_cap` pages, from its own `NextToken` (a cursor).
     pub fn new(client: &'c K, region: &str, request: A, page_cap: usize) -> Self {
         Pager {
             client,
@@ -96,18 +90,15 @@ impl<'c, K: AgentKit, A: Paged> Pager<'c, K, A> {
         }
     }
 
-    /// The token that fetches the next page: `None` before the first page and at the end.
-    /// A caller that stops early (a paged API) hands it out as its own cursor.
+    /// The next page's token (`None` before the first and at the end): a caller's cursor.
     pub fn next_token(&self) -> Option<&str> {
         self.next.as_deref()
     }
 
-    /// Whether the listing has been read to its end.
     pub fn is_done(&self) -> bool {
         self.done
     }
 
-    /// The next page, or `None` when the listing is over.
     pub async fn next_page(
         &mut self,
         deadline: Deadline,

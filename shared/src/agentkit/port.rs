@@ -1,6 +1,5 @@
-//! The AgentKit port: what the wake protocol and the handlers need of AgentKit, so tests can
-//! put a wrapper in front of the real client (to stop a holder dead at a chosen step, say)
-//! without any hook in production code.
+//! The AgentKit port: what the wake protocol and handlers need of AgentKit, so tests can wrap
+//! the real client (to stop a holder at a chosen step, say) with no hook in production code.
 
 use std::future::Future;
 use std::time::Duration;
@@ -21,15 +20,13 @@ pub trait AgentKit: Send + Sync + 'static {
     /// The configured regions, in the order they are tried.
     fn regions(&self) -> &[String];
 
-    /// How long one attempt of a call may take (`AGENTKIT_TIMEOUT_MS`). A non-idempotent
-    /// action is never sent with less budget left than this (docs/wake-protocol.md): an answer cut
-    /// short by the caller's deadline would leave its outcome unknown.
+    /// How long one attempt may take (`AGENTKIT_TIMEOUT_MS`). A non-idempotent action is never
+    /// sent with less left (docs/wake-protocol.md): an answer cut short leaves its outcome unknown.
     fn request_timeout(&self) -> Duration {
         DEFAULT_REQUEST_TIMEOUT
     }
 }
 
-/// The per-attempt timeout when none is configured.
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 
 impl AgentKit for AgentKitClient {
@@ -39,8 +36,7 @@ impl AgentKit for AgentKitClient {
         request: &A,
         deadline: Deadline,
     ) -> impl Future<Output = Result<A::Output, AgentKitError>> + Send {
-        // Boxed: an HTTP request is a large future, and the protocol code awaits many of them
-        // (debug builds would otherwise need megabytes of stack per request).
+        // Boxed: a large future, awaited often (debug builds would need megabytes of stack).
         Box::pin(AgentKitClient::call(self, region, request, deadline))
     }
 

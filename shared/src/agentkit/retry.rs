@@ -1,9 +1,6 @@
-//! When and how long to wait before trying an AgentKit call again.
-//!
-//! Only answers that say "not now" are retried: HTTP 429 or 503, a throttling error code, or a
-//! request that never got an answer. Waits grow exponentially with full jitter (so callers
-//! released by the same throttle do not return in lock step), a `Retry-After` from the service
-//! wins over the computed wait, and no wait ever runs past the caller's deadline.
+//! When and how long to wait before retrying an AgentKit call. Only "not now" is retried (429,
+//! 503, a throttling code, no answer). Waits grow exponentially with jitter, so callers freed by
+//! one throttle do not return in lock step; a `Retry-After` wins; no wait passes the deadline.
 
 use std::time::Duration;
 
@@ -15,7 +12,6 @@ pub struct RetryPolicy {
     pub max_retries: u32,
     /// The first backoff; doubled for each further retry.
     pub base: Duration,
-    /// No single wait is longer than this.
     pub max_wait: Duration,
 }
 
@@ -44,8 +40,7 @@ impl RetryPolicy {
         half + Duration::from_nanos(fastrand::u64(0..=(cap - half).as_nanos() as u64))
     }
 
-    /// The wait before retry number `retry`, or `None` when the policy is exhausted or the
-    /// wait would end past `deadline`.
+    /// The wait before retry `retry`, or `None` when retries are spent or it would pass `deadline`.
     pub fn next_wait(
         &self,
         retry: u32,

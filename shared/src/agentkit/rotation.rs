@@ -1,25 +1,10 @@
-//! The credentials a client signs with, shared by all its clones, and when they are read again.
-//!
-//! A container lives for hours and reads its credentials at cold start; a rotated key would
-//! otherwise fail every call until the container dies. So the client re-reads the secret:
-//!
-//! - **after a refusal** (`AgentKitError::Unauthorized`): then the refused call is sent once
-//!   more, only if the credentials changed; a refusal with unchanged ones is returned;
-//! - **proactively**, before a call, when they were last read [`REREAD_INTERVAL`] ago or
-//!   more, so that a key rotated with an overlap is picked up without a single refusal. A
-//!   failed proactive read keeps the old credentials and the call goes on with them.
-//!
-//! Either way at most one re-read per interval: the secret is not read on every request of a
-//! container whose key is simply wrong. Concurrent refusals share one re-read (single flight):
-//! the first caller reads while the others wait on the same lock, then find the credentials
-//! already replaced and retry with them. Static credentials (the environment) are never
-//! re-read.
-//!
-//! Readers take the current credentials from a `std` read-write lock (an `Arc` clone, the lock
-//! never held across an `.await`); the re-read is serialised by a `tokio` mutex. Values are
-//! never logged: only why a re-read happened and what came of it.
-//!
-//! [`REREAD_INTERVAL`]: super::credentials::REREAD_INTERVAL
+//! The credentials a client signs with, shared by all its clones, and when they are re-read.
+//! A container lives for hours: without re-reads a rotated key would fail every call until it
+//! dies. The secret is re-read after a refusal (the call is resent once, only if they changed),
+//! and before a call once they are `REREAD_INTERVAL` old, so an overlapping rotation costs no
+//! refusal. At most one re-read per interval, single flight: concurrent refusals wait on one
+//! `tokio` mutex and find them replaced. Readers clone an `Arc` under a `std` lock never held
+//! across an `.await`.
 
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
@@ -32,12 +17,10 @@ use super::settings::CredentialsSource;
 use super::signer::Credentials;
 use crate::deadline::Deadline;
 
-/// The credentials to sign with now.
 #[derive(Clone)]
 pub(crate) struct Current {
     pub(crate) credentials: Arc<Credentials>,
-    /// Bumped each time the credentials are replaced, so a refused caller can tell whether
-    /// another one already replaced those it signed with.
+    /// Bumped on each replacement: a refused caller can tell if another already replaced them.
     pub(crate) generation: u64,
     /// When the source was last asked (the load, or a re-read whatever its outcome).
     checked_at: Instant,
@@ -47,7 +30,6 @@ pub(crate) struct Current {
 pub(crate) enum AfterRefusal {
     /// The credentials changed since the call signed: send it again with them.
     Retry,
-    /// Nothing better to sign with: return the refusal, saying why.
     GiveUp(Reread),
 }
 
@@ -55,13 +37,11 @@ pub(crate) struct CredentialsCell {
     source: CredentialsSource,
     http: reqwest::Client,
     current: RwLock<Current>,
-    /// Held for the length of a re-read (single flight); holds when the last one started.
-    /// `None` until the first: the load at cold start does not count against the interval, so
-    /// the first refusal of a container's life is always answered by a re-read.
+    /// Held through a re-read; when the last one started. `None` until the first, so the first
+    /// refusal of a container's life is always answered by a re-read.
     last_reread: tokio::sync::Mutex<Option<Instant>>,
 }
 
-/// Why the source is read again (for the log line).
 #[derive(Clone, Copy)]
 enum Why {
     Refused,
@@ -78,7 +58,6 @@ impl Why {
 }
 
 impl CredentialsCell {
-    /// `credentials` as just read from `source`.
     pub(crate) fn new(
         source: CredentialsSource,
         http: reqwest::Client,
@@ -124,8 +103,7 @@ impl CredentialsCell {
         self.reread(&mut last, Why::Stale, deadline).await;
     }
 
-    /// After AgentKit refused the credentials of generation `used`: re-read them unless that
-    /// was done less than `interval` ago, and say whether the call may be sent again.
+    /// After a refusal of generation `used`: re-read (once per `interval`), say whether to resend.
     pub(crate) async fn after_refusal(
         &self,
         used: u64,
@@ -159,8 +137,7 @@ impl CredentialsCell {
         }
     }
 
-    /// Read the source once, holding the re-read lock (`last`). `None` when the credentials
-    /// were replaced; otherwise what happened instead (they are then unchanged).
+    /// Read the source once, holding the lock (`last`): `None` if replaced, else why not.
     async fn reread(
         &self,
         last: &mut Option<Instant>,
@@ -182,7 +159,6 @@ impl CredentialsCell {
                 None
             }
             Ok(_) => Some(Reread::Unchanged),
-            // The error names the secret and what failed, never a value (`credentials.rs`).
             Err(e) => Some(Reread::Failed(e.to_string())),
         };
         drop(current);

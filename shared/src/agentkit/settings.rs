@@ -1,5 +1,4 @@
-//! How to reach AgentKit: endpoint, regions, credentials, timeout. Built by `crate::config` at
-//! cold start; read by the client.
+//! How to reach AgentKit: endpoint, regions, credentials, timeout. Built by `crate::config`.
 
 use std::time::Duration;
 
@@ -20,7 +19,6 @@ pub enum CredentialsSource {
     },
 }
 
-/// How to reach AgentKit.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AgentKitConfig {
     /// `AGENTKIT_ENDPOINT`, default the global Volcengine OpenAPI host.

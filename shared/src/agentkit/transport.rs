@@ -1,14 +1,6 @@
-//! How a signed request reaches AgentKit and its answer comes back: the [`Transport`] port of
-//! the client. Deployed, it is HTTPS through reqwest ([`Https`]). A simulated deployment hands
-//! the very same request (signed, with its headers and body) to the simulator in process
-//! (`snapwake_sim::InProcess`), so that the client's signing, envelope, retries and budget all
-//! run unchanged, on the one clock the simulation keeps (docs/testing.md, "One simulated
-//! deployment"): over loopback sockets, a paused clock would jump ahead while an answer is on
-//! its way.
-//!
-//! A transport knows nothing of AgentKit: it sends bytes and reads bytes, and says whether a
-//! request that got no answer surely never left (so that even a non-idempotent action may be
-//! sent again) or may have been acted on.
+//! The client's [`Transport`] port: bytes out, bytes back, and whether an unanswered request
+//! surely never left. Deployed, HTTPS ([`Https`]); simulated, the simulator in process
+//! (`snapwake_sim::InProcess`): over loopback, a paused clock would jump ahead mid-answer.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -29,39 +21,35 @@ pub struct Outgoing {
     pub body: Vec<u8>,
     /// How long the answer may take, whole body included.
     pub timeout: Duration,
-    /// The most bytes of answer read.
     pub limit: usize,
 }
 
-/// An answer, read whole.
 #[derive(Clone, Debug)]
 pub struct Answered {
     pub status: u16,
-    /// Its `Retry-After`, if it had one that reads as a wait.
     pub retry_after: Option<Duration>,
     pub body: Vec<u8>,
 }
 
-/// Why a request got no answer to read.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum NoAnswer {
     /// It never reached AgentKit (no connection): whatever it asked was not done.
-    NotSent { detail: String },
-    /// It may have reached AgentKit, and the answer did not come (a timeout, a connection
-    /// dropped, a body cut short): what it asked may have been done.
+    NotSent {
+        detail: String,
+    },
+    /// It may have reached AgentKit, but no answer came (timeout, dropped, cut short): maybe done.
     Lost {
         detail: String,
         retry_after: Option<Duration>,
     },
-    /// The answer is longer than the limit (not read).
-    TooLarge { limit: usize },
+    TooLarge {
+        limit: usize,
+    },
 }
 
-/// An answer not yet arrived. Boxed: an HTTP request is a large future, and the protocol code
-/// awaits many of them (debug builds would otherwise need megabytes of stack per request).
+/// An answer not yet arrived; boxed, as in `port.rs`.
 pub type Sending<'a> = Pin<Box<dyn Future<Output = Result<Answered, NoAnswer>> + Send + 'a>>;
 
-/// Where the client's requests go.
 pub trait Transport: Send + Sync + 'static {
     fn send(&self, request: Outgoing) -> Sending<'_>;
 }
@@ -120,8 +108,7 @@ impl Transport for Https {
     }
 }
 
-/// The transport error without the URL (it holds nothing secret today, but the query and host
-/// are not the caller's business either).
+/// The transport error without the URL (its query and host are not the caller's business).
 fn detail(e: &reqwest::Error) -> String {
     let kind = if e.is_timeout() {
         "timed out"

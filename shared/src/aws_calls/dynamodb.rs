@@ -1,8 +1,5 @@
-//! The DynamoDB client's recorder: an SDK interceptor that reads each request as it goes on
-//! the wire (its `X-Amz-Target` and JSON body) and records the calls IAM authorises in it.
-//! A `BatchGetItem` is one call per table; a `TransactWriteItems` or `TransactGetItems` is one
-//! call per item, as the item's own operation (`Update` is `UpdateItem`), since IAM
-//! authorises a transaction item by item.
+//! The DynamoDB client's recorder: an SDK interceptor that reads each request on the wire and
+//! records the calls IAM authorises in it, a transaction's item by item as its own operation.
 
 use aws_sdk_dynamodb::config::interceptors::BeforeTransmitInterceptorContextRef;
 use aws_sdk_dynamodb::config::{ConfigBag, Intercept, RuntimeComponents};
@@ -14,8 +11,7 @@ use super::{record, AwsCall};
 /// The table's partition key attribute (`store::table`).
 const PARTITION_KEY: &str = "pk";
 
-/// Records every request of the client it is added to (`DynamoStore::from_conf` adds it when
-/// [`super::recording_on`]).
+/// Records every request of the client it is added to (by `DynamoStore::from_conf`).
 #[derive(Debug, Default)]
 pub struct CallRecorder;
 
@@ -86,7 +82,6 @@ pub fn calls_of(operation: &str, body: &Value) -> Vec<AwsCall> {
     }
 }
 
-/// `table`, or `index/<name>` for a request on an index.
 fn resource_of(body: &Value) -> String {
     body["IndexName"]
         .as_str()

@@ -1,15 +1,7 @@
-//! Which function makes each AWS call, and, when asked, a record of every call: the evidence
-//! the IAM check (`tests/tests/iam.rs`) holds against each function's policy in
-//! `infra/template.yaml` (docs/security.md, "What each function may do").
-//!
-//! Every function's entry points run as an [`crate::invocation::Invocation`] naming their
-//! template name (`ResumeFunction`), a task-local that costs nothing when nobody records. With `SNAPWAKE_AWS_CALLS=<dir>` set, the
-//! DynamoDB client ([`dynamodb::CallRecorder`]) and the SQS and EventBridge callers
-//! (`aws_json`) write each distinct call once to `<dir>/calls-<pid>.jsonl`: the function, the
-//! API operation, the resource and, for DynamoDB, the partition key it leads with. A call
-//! outside any function (a test's own setup, `serve`'s stream reader) is recorded without one.
-//!
-//! Recording happens on the wire, after the SDK has built the request: what is recorded is
+//! Which function makes each AWS call and, when asked, a record of every call: the evidence the
+//! IAM check (`tests/tests/iam.rs`) holds against each function's policy (docs/security.md).
+//! With `SNAPWAKE_AWS_CALLS=<dir>` set, the DynamoDB client and the SQS and EventBridge callers
+//! write each distinct call once to `<dir>/calls-<pid>.jsonl`, on the wire: what is recorded is
 //! what AWS would authorise, whichever store method or retry sent it.
 
 pub mod dynamodb;
@@ -32,8 +24,7 @@ pub struct AwsCall {
     pub function: Option<String>,
     /// `dynamodb`, `sqs`, `events`.
     pub service: String,
-    /// The API operation (`UpdateItem`, `SendMessageBatch`); a transaction is recorded as
-    /// each of its items' operations, as IAM authorises it.
+    /// The API operation (`UpdateItem`); a transaction is recorded item by item, as IAM sees it.
     pub operation: String,
     /// What it addresses: `table` or `index/<name>` for DynamoDB; for the others, the
     /// environment variable the function was configured with (`env:SNAPWAKE_DUE_QUEUE_URL`).
@@ -68,13 +59,11 @@ fn recording() -> Option<&'static Recording> {
         .as_ref()
 }
 
-/// Whether this process records its calls.
 pub fn recording_on() -> bool {
     recording().is_some()
 }
 
-/// Record `call` (by the current function) once. Each line is written whole and at once, so a
-/// process killed mid-test leaves every line before it.
+/// Record `call` once. Each line is written whole, so a process killed mid-test leaves the rest.
 pub fn record(mut call: AwsCall) {
     let Some(recording) = recording() else {
         return;

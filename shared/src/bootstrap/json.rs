@@ -1,22 +1,15 @@
 //! The JSON line of a deployed function: tracing-subscriber's own shape (`level`, `fields`,
-//! `target`) plus, at the top level, the ids of the invocation the line was logged in —
-//! `aws_request_id`, and `apigw_request_id` for an API Gateway request
-//! ([`crate::invocation`]):
+//! `target`) plus, at the top level, the ids of its invocation ([`crate::invocation`]):
 //!
 //! ```json
 //! {"level":"INFO","fields":{"message":"request refused","status":404},"target":"snapwake::http::edge",
 //!  "aws_request_id":"8476a536-…","apigw_request_id":"JKJaXmPLvHcESHA="}
 //! ```
 //!
-//! Top-level fields rather than tracing-subscriber's `span`/`spans` objects: CloudWatch Logs
-//! Insights discovers top-level JSON fields, so `filter aws_request_id = "…"` finds one
-//! request's lines without knowing where a span sat in a list; and the lists repeated every
-//! span's fields (the runtime's span and ours) on every line. No other span's fields are
-//! written: a value a line needs goes in its own fields.
-//!
-//! [`InvocationIds`] picks the ids up: a [`Layer`] beside the formatter that reads them from
-//! the invocation span (and from `lambda_runtime`'s, whose `requestId` is the same Lambda id)
-//! when it is made, and keeps them in the span's extensions for [`JsonLines`] to write.
+//! Top level rather than tracing-subscriber's `span`/`spans` lists: CloudWatch Logs Insights
+//! discovers top-level fields, so `filter aws_request_id = "…"` finds one request's lines, and
+//! the lists repeated every span's fields on every line. [`KeepIds`] reads the ids from the
+//! invocation span (and `lambda_runtime`'s) into its extensions for [`JsonLines`] to write.
 
 use std::fmt;
 
@@ -36,9 +29,7 @@ use crate::invocation;
 /// Which span of an invocation `meta` is, if it is one.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Kind {
-    /// Ours ([`invocation::SPAN_NAME`]).
     Ours,
-    /// `lambda_runtime`'s ([`invocation::RUNTIME_SPAN_NAME`]).
     Runtime,
 }
 
@@ -135,7 +126,6 @@ where
     }
 }
 
-/// The ids of the invocation the event of `ctx` was logged in (none outside one).
 fn ids_of<S, N>(ctx: &FmtContext<'_, S, N>) -> InvocationIds
 where
     S: Subscriber + for<'a> LookupSpan<'a>,
@@ -152,7 +142,6 @@ where
     ids
 }
 
-/// The event format: one JSON object a line (module docs).
 pub struct JsonLines;
 
 impl<S> FormatEvent<S, JsonFields> for JsonLines
@@ -171,7 +160,6 @@ where
     }
 }
 
-/// `event` as one JSON object: tracing-subscriber's members, then the invocation's ids.
 fn json_line(event: &Event<'_>, ids: &InvocationIds) -> Result<Vec<u8>, serde_json::Error> {
     let meta = event.metadata();
     let mut line = Vec::new();

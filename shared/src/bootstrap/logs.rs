@@ -1,16 +1,10 @@
 //! The log setup of every function and of the local server: one `fmt` layer, filtered by
 //! `RUST_LOG` ([`rust_log`]) and then by [`LOG_CAPS`], which no `RUST_LOG` can lift.
 //!
-//! Why the caps: at `trace`, `lambda_runtime` logs every raw event it receives — headers and
-//! all, the caller's bearer token among them — and the network crates log requests and frames
-//! as they go. A `RUST_LOG=trace` set to chase a bug must not copy tokens into CloudWatch
-//! (docs/security.md, "Trace logs"). `RUST_LOG` directives are most-specific-wins, so a cap
-//! written as one more directive could be out-ranked by `lambda_runtime::layers=trace`; the
-//! caps are a second filter instead, and an event must pass both.
-//!
-//! In Lambda each line is JSON ([`super::json`]) and carries the ids of the invocation it was
-//! logged in at its top level (`aws_request_id`, `apigw_request_id`); in plain text the
-//! invocation span's prefix shows them (`invocation{aws_request_id=… apigw_request_id=…}:`).
+//! Why the caps: at `trace`, `lambda_runtime` logs every raw event (the caller's bearer token
+//! among its headers) and the network crates log requests as they go; a `RUST_LOG=trace` must
+//! not copy tokens into CloudWatch (docs/security.md, "Trace logs"). A cap written as one more
+//! directive could be out-ranked by a more specific one, so the caps are a second filter.
 
 use tracing::level_filters::LevelFilter;
 use tracing_subscriber::filter::{filter_fn, FilterExt, Targets};
@@ -48,9 +42,8 @@ pub fn log_caps() -> Targets {
     )
 }
 
-/// `RUST_LOG` as `level` and `target=level` directives, comma-separated
-/// (`info,snapwake=debug,aws_smithy_runtime=warn`): a `Targets` filter, not an `EnvFilter`,
-/// whose span and field directives need a regex engine (half a megabyte in every function).
+/// `RUST_LOG` as `level` and `target=level` directives (`info,snapwake=debug`): a `Targets`
+/// filter, not an `EnvFilter`, whose regex engine costs half a megabyte in every function.
 /// Unset, blank or unreadable: `info`.
 pub fn rust_log() -> Targets {
     std::env::var("RUST_LOG")
@@ -70,8 +63,7 @@ where
     log_layer_with(writer, json, rust_log())
 }
 
-/// [`log_layer`] with `directives` for `RUST_LOG`'s: a test picks its level without changing
-/// the process's environment.
+/// [`log_layer`] with `directives` for `RUST_LOG`'s, so a test needs no environment.
 pub fn log_layer_with<S, W>(
     writer: W,
     json: bool,
@@ -82,9 +74,8 @@ where
     W: for<'w> MakeWriter<'w> + Send + Sync + 'static,
 {
     use std::io::IsTerminal;
-    // The invocation spans pass whatever `RUST_LOG` says (they print nothing by themselves):
-    // a `warn` line must carry its invocation's ids under `RUST_LOG=warn` too. The caps are
-    // about events, which this lets through no more than before.
+    // The invocation spans pass whatever `RUST_LOG` says (they print nothing themselves), so a
+    // `warn` line still carries its ids; events still meet the caps.
     let invocation_spans =
         filter_fn(json::is_invocation_span).with_max_level_hint(LevelFilter::INFO);
     let filter = directives.and(log_caps()).or(invocation_spans);

@@ -21,8 +21,7 @@ use crate::config::{Config, ConfigError};
 use crate::store::dynamo::DynamoStore;
 use crate::store::BudgetStore;
 
-/// Why a function could not start: its configuration, or AgentKit's credentials. A function
-/// error at cold start (Lambda reports it and retries), never an HTTP answer.
+/// Why a function could not start: a cold-start error for Lambda to retry, never an HTTP answer.
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
     #[error(transparent)]
@@ -31,8 +30,7 @@ pub enum StartError {
     AgentKit(#[from] AgentKitError),
 }
 
-/// The DynamoDB store of a deployed function (credentials from its environment, [`aws`]):
-/// `SNAPWAKE_TABLE` is required there.
+/// The DynamoDB store of a deployed function; `SNAPWAKE_TABLE` is required there.
 pub async fn dynamo_store(config: &Config) -> Result<DynamoStore, StartError> {
     let sdk = aws::lambda_sdk_config();
     let table = config.table.clone().ok_or(ConfigError::Missing {
@@ -41,9 +39,8 @@ pub async fn dynamo_store(config: &Config) -> Result<DynamoStore, StartError> {
     Ok(DynamoStore::from_conf(&sdk, table))
 }
 
-/// The state-change event publisher of the announce function (docs/events.md): EventBridge
-/// when `SNAPWAKE_EVENT_BUS` names a bus, else none. A bus that cannot be set up is a
-/// cold-start error, not silence.
+/// The announce function's publisher (docs/events.md): EventBridge when `SNAPWAKE_EVENT_BUS`
+/// names a bus, else none. A bus that cannot be set up fails the cold start, not silently.
 pub fn publisher(config: &Config) -> Result<crate::events::Publisher, StartError> {
     use crate::events::{eventbridge::EventBridge, Publisher};
     match &config.event_bus {
@@ -76,9 +73,8 @@ pub fn fanout(config: &Config) -> Result<crate::fanout::Fanout, StartError> {
     }
 }
 
-/// The AgentKit client, credentials loaded now; it re-reads them when AgentKit refuses them or
-/// they are old (docs/agentkit.md, "Credentials"). Every call takes its slot from the
-/// deployment's AgentKit budget kept in `store` (docs/agentkit.md, *Rate limits*).
+/// The AgentKit client, credentials loaded now (re-read when refused or old), every call taking
+/// its slot from the deployment's budget in `store` (docs/agentkit.md).
 pub async fn agentkit<S: BudgetStore + 'static>(
     config: &Config,
     store: S,
@@ -90,8 +86,7 @@ pub async fn agentkit<S: BudgetStore + 'static>(
     ))
 }
 
-/// `client` taking its slots from the budget `config` sets, kept in `store` (none when the
-/// configuration turns the budget off).
+/// `client` taking its slots from the budget `config` sets (none when turned off).
 pub fn within_budget<S: BudgetStore + 'static>(
     client: AgentKitClient,
     config: &Config,

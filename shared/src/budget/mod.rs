@@ -1,28 +1,14 @@
-//! The deployment's AgentKit budget (docs/agentkit.md, *Rate limits*). AgentKit limits requests
-//! per account and action, and every function of a deployment, every instance of each, shares
-//! the account: instances retrying on their own each think they have the whole limit. So every
-//! call takes a slot from one budget per limit, kept in the table ([`BudgetStore`]), before it
-//! is sent.
+//! The deployment's AgentKit budget (docs/agentkit.md, *Rate limits*). AgentKit's limits are per
+//! account, shared by every instance of every function, so each call first takes a slot, `1 / rate`
+//! apart, from one budget per limit kept in the table ([`BudgetStore`]), and sleeps until it.
 //!
-//! - **Slots, not polls.** A limit's slots are spaced `1 / rate` apart; a caller takes the
-//!   earliest free one with one conditional write and sleeps until it. A lane of `r` slots a
-//!   second never puts more than `r` calls in any one second, wherever the callers run.
-//! - **People first.** Each limit is split in two lanes: a person's (an HTTP request's) and the
-//!   background's (the tick, the sweep, the refresh, deploys). A person's call takes a free
-//!   slot of their lane, else a background slot free right now, else waits for their lane:
-//!   background work never takes a person's slot, so a wake clicked during the 08:30 burst is
-//!   never queued behind the fleet.
-//! - **Headroom.** The lanes together use [`BudgetSettings::headroom_permille`] of the assumed
-//!   limit: calls leave on their slots but reach AgentKit a little early or late.
-//! - **Adaptive.** AgentKit answering 429 means the limit is lower than assumed, or someone
-//!   else shares the account: the lanes' rate drops by a quarter (at most once a second, never
-//!   below half) and climbs back over [`RECOVERY`]. Gently, and not to nothing: a 429 does not
-//!   say how much lower the limit is, and AgentKit that throttles a share of calls whatever
-//!   the rate (30% of Resumes in `cli/tests/fleet_serve.rs`) would otherwise drive the budget
-//!   to its floor and the fleet past its minute; below half, AgentKit's own 429s and the
-//!   client's retries (which its window does not count) carry the rest.
-//! - **Fail open.** A budget the table cannot answer does not stop AgentKit calls: they go out,
-//!   and meet AgentKit's own 429s and the client's backoff.
+//! - **People first.** A person's call takes a free slot of their lane, else a background slot
+//!   free now, else waits for their lane; background work never takes a person's slot.
+//! - **Headroom.** Calls reach AgentKit a little off their slots, so lanes use less than the limit.
+//! - **Adaptive.** A 429 cuts the rate by a quarter (at most once a second, never below half),
+//!   recovering over [`RECOVERY`]: gently, as a 429 does not say by how much, and AgentKit
+//!   throttling a share of calls at any rate would otherwise drive the budget to its floor.
+//! - **Fail open.** Calls go out when the table cannot answer, and meet AgentKit's own 429s.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -39,21 +25,16 @@ use crate::timestamp::now_ms;
 
 /// How long a slowdown takes to climb back to the whole rate.
 pub const RECOVERY: Duration = Duration::from_secs(30);
-/// Never slower than half the rate.
 const SLOWEST_PERMILLE: u32 = 500;
-/// Each slowdown keeps three quarters of the rate as it stands.
 const SLOWED_PERMILLE: u32 = 750;
 /// Many calls refused in one burst slow the budget down once.
 const SLOWDOWN_GAP_MS: u64 = 1000;
 /// The longest one budget write may take before the call goes out without it.
 const STORE_WAIT: Duration = Duration::from_secs(2);
-/// The same for a person's call, who is waiting on it: a table that slow (fifty times its
-/// usual answer) is not worth a person's seconds; the fleet's calls, in the other lane, keep
-/// being paced. Found by serve's first-morning test, where DynamoDB Local on two cores answers
-/// the fleet's burst in seconds (docs/schedules.md, "A first morning is a morning").
+/// The same for a person's call: a table that slow (fifty times its usual answer) is not worth
+/// a person's seconds; the fleet's calls, in the other lane, keep being paced.
 const PEOPLE_STORE_WAIT: Duration = Duration::from_millis(500);
-/// A call that leaves this long after its slot (the table answered late, or the instance
-/// stalled) has lost its spacing: about two slots of the headroom at AgentKit's usual limits.
+/// A call this late for its slot has lost its spacing: about two slots of the usual headroom.
 const LATE_SLOT_MS: u64 = 100;
 
 /// The budget's settings (`SNAPWAKE_AGENTKIT_LIMITS`, docs/agentkit.md).
@@ -77,8 +58,7 @@ impl Default for BudgetSettings {
     }
 }
 
-/// A limit's two lanes, in slots a second (whole numbers: a lane of `r` spaced `1000 / r` ms
-/// apart holds at most `r` in any second).
+/// A limit's two lanes, in whole slots a second.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Lanes {
     pub people: u32,
@@ -86,8 +66,7 @@ pub struct Lanes {
 }
 
 impl BudgetSettings {
-    /// The lanes of `action`'s limit, `None` when it is not limited. A limit too small to
-    /// split is all background, and people take its free slots first as everywhere.
+    /// The lanes of `action`'s limit (`None`: not limited); one too small to split is background.
     pub fn lanes(&self, action: &str) -> Option<Lanes> {
         let limit = self.limits.per_second(action)?;
         let total = (limit * self.headroom_permille / 1000).max(1);
@@ -186,8 +165,6 @@ impl<S: BudgetStore> AgentKitBudget<S> {
             return Ok(());
         };
         let latest_ms = latest.epoch_ms();
-        // A person: their lane if free now, else a background slot free now, else wait for
-        // their lane. Background work: its own lane only.
         let tries: &[(Priority, bool)] = match priority() {
             Priority::People if lanes.people > 0 => &[
                 (Priority::People, true),
@@ -212,9 +189,7 @@ impl<S: BudgetStore> AgentKitBudget<S> {
                     }
                     let late_ms = now_ms().saturating_sub(at_ms);
                     if late_ms > LATE_SLOT_MS {
-                        // The spacing is lost for this call: it meets its neighbours' slots
-                        // at AgentKit, which may refuse one. Counted, not refused: the slot
-                        // is spent and the person or the fleet is waiting.
+                        // Counted, not refused: the slot is spent and someone is waiting.
                         tracing::warn!(
                             action,
                             late_ms,
@@ -268,8 +243,7 @@ impl<S: BudgetStore> AgentKitBudget<S> {
     }
 }
 
-/// What a lane of `per_second` lets out at the slowest AgentKit's 429s can make it: what to
-/// plan by when the calls come in a burst, which is when AgentKit throttles.
+/// What a lane of `per_second` lets out at its slowest: what to plan a burst by.
 pub fn at_slowest(per_second: u32) -> u32 {
     per_second * SLOWEST_PERMILLE / 1000
 }
@@ -279,8 +253,7 @@ pub fn slowed(current: u32) -> u32 {
     (current * SLOWED_PERMILLE / 1000).max(SLOWEST_PERMILLE)
 }
 
-/// The rate factor (permille) a slowdown leaves at `now_ms`: climbing linearly back to the
-/// whole rate over [`RECOVERY`].
+/// The rate factor (permille) a slowdown leaves at `now_ms`, climbing back over [`RECOVERY`].
 pub fn factor_at(slowdown: Option<Slowdown>, now_ms: u64) -> u32 {
     let Some(s) = slowdown else {
         return 1000;

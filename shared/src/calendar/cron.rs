@@ -1,10 +1,8 @@
-//! Five-field cron expressions: `minute hour day-of-month month day-of-week`.
-//!
-//! Each field is `*`, a value, a range `a-b`, a step `*/n`, `a-b/n` or `a/n` (from `a` to the
-//! field's end), or a comma list of those. Months and weekdays also take their English
-//! three-letter names (case-insensitive); day-of-week 0 and 7 are both Sunday. As in Vixie
-//! cron, when both day fields are restricted a day matches if *either* does
-//! (`0 0 13 * FRI`: every 13th and every Friday); otherwise both must.
+//! Five-field cron expressions: `minute hour day-of-month month day-of-week`. Each field is `*`,
+//! a value, a range `a-b`, a step `*/n`, `a-b/n` or `a/n` (from `a` to the field's end), or a
+//! comma list of those; months and weekdays also take English three-letter names, and weekday 7
+//! is Sunday too. As in Vixie cron, when both day fields are restricted a day matches if *either*
+//! does (`0 0 13 * FRI`: every 13th and every Friday); otherwise both must.
 
 use std::fmt;
 use std::str::FromStr;
@@ -75,7 +73,6 @@ impl Field {
         CronError(format!("{}: {what}", self.name))
     }
 
-    /// One value of the field: a number or, for months and weekdays, a name.
     fn value(&self, text: &str) -> Result<u32, CronError> {
         if text.is_empty() {
             return Err(self.err("a value is missing"));
@@ -102,7 +99,6 @@ impl Field {
         }
     }
 
-    /// The set of values `text` allows, as bits.
     fn parse(&self, text: &str) -> Result<u64, CronError> {
         let mut bits = 0u64;
         for item in text.split(',') {
@@ -134,7 +130,6 @@ impl Field {
                 (a, b)
             } else {
                 let a = self.value(range)?;
-                // `a/n` runs from a to the field's end.
                 (a, if step.is_some() { self.max } else { a })
             };
             // `step_by` cannot overflow where `v += step` would on "*/4294967295".
@@ -166,7 +161,6 @@ impl FromStr for Cron {
             )));
         }
         let mut weekdays = WEEKDAY.parse(fields[4])?;
-        // 7 is Sunday too.
         if weekdays & (1 << 7) != 0 {
             weekdays = (weekdays | 1) & 0x7f;
         }
@@ -197,7 +191,6 @@ impl Cron {
             && self.minutes & (1 << dt.minute()) != 0
     }
 
-    /// Whether the expression fires on some minute of this day.
     pub fn matches_date(&self, date: Date) -> bool {
         if self.months & (1 << date.month()) == 0 {
             return false;
@@ -210,12 +203,10 @@ impl Cron {
         }
     }
 
-    /// The hours of a day it fires in, ascending.
     pub fn hours(&self) -> impl Iterator<Item = i8> + '_ {
         (0..24i8).filter(move |h| self.hours & (1 << h) != 0)
     }
 
-    /// The minutes of an hour it fires at, ascending.
     pub fn minutes(&self) -> impl Iterator<Item = i8> + '_ {
         (0..60i8).filter(move |m| self.minutes & (1 << m) != 0)
     }

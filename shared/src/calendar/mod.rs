@@ -1,25 +1,12 @@
 //! When: five-field cron expressions in IANA time zones, and the instants they fire at
-//! (docs/schedules.md, "When: cron and time zones"). The module owns the expression
-//! ([`Cron`]), the zone ([`Zone`]) and the occurrences ([`next_after`], [`upcoming`]); what a
-//! schedule does at an occurrence is `schedule`'s. Pure: no I/O, no clock, nothing of ours.
+//! (docs/schedules.md, "When: cron and time zones"). The module owns the expression ([`Cron`]),
+//! the zone ([`Zone`]) and the occurrences ([`next_after`], [`upcoming`]); what a schedule does
+//! at an occurrence is `schedule`'s. Pure: no I/O, no clock.
 //!
-//! - Fields: minute 0-59, hour 0-23, day-of-month 1-31, month 1-12 or JAN-DEC, day-of-week
-//!   0-7 or SUN-SAT (0 and 7 are Sunday); names are case-insensitive. Each field is `*`, a
-//!   value, a range `a-b`, a step `*/n`, `a-b/n` or `a/n` (from `a` to the field's end), or a
-//!   comma list of those. Step 0, backward ranges, empty items, macros (`@daily`) and a
-//!   seconds field are refused, each error naming its field.
-//! - Vixie cron's day rule: when both day-of-month and day-of-week are restricted (neither
-//!   starts with `*`), a day matches if either does; otherwise both must.
-//! - Occurrences are instants, at second 0 of a local minute. A local time that does not
-//!   exist (the spring-forward gap) fires at the next valid minute, which is the transition
-//!   itself: Berlin's 2026-03-29 02:30 fires at 03:00 CEST (01:00Z). A local time that exists
-//!   twice (the autumn fold) fires once, at the earlier instant. Several local times in one
-//!   gap fire once together, since an occurrence is always strictly after the previous one.
-//! - An expression with no occurrence within [`HORIZON_DAYS`] never fires.
-//!
-//! Files: `cron.rs` (the expression), `zone.rs` (the zone), this (occurrences), `spacing.rs`
-//! (how close occurrences come, for the rules a schedule keeps), `tests.rs`
-//! and `tests/` (cases worked out by hand, and a property against a minute-by-minute scan).
+//! Occurrences are instants at second 0 of a local minute. A local time that does not exist (the
+//! spring-forward gap) fires at the transition itself; one that exists twice (the autumn fold)
+//! fires once, at the earlier instant. Several local times in one gap fire once, together. An
+//! expression with no occurrence within [`HORIZON_DAYS`] never fires.
 
 mod cron;
 mod spacing;

@@ -1,22 +1,16 @@
-//! How close occurrences come: one expression's to each other ([`shortest_gap`]) and two
-//! expressions' to each other ([`shared_minute`]), in local time. An expression's minutes
-//! and hours are the same on every day it matches, so the answers come from its fields and
-//! from which days match, looked for over [`HORIZON_DAYS`] from a given date.
-//!
-//! Local time, not instants: daylight saving can move two occurrences closer (a one-hour
-//! local gap across the spring-forward gap is one instant: they fire once, together) or
-//! apart; the rules a schedule must keep are about what a person wrote.
+//! How close occurrences come, in local time: one expression's to each other ([`shortest_gap`])
+//! and two expressions' ([`shared_minute`]). An expression's times of day are the same on every
+//! day it matches, so the answers come from its fields and which days match. Local time, not
+//! instants: the rules a schedule keeps are about what a person wrote, not daylight saving.
 
 use jiff::civil::{Date, DateTime};
 
 use super::{Cron, HORIZON_DAYS};
 
-/// Minutes in a day.
 const DAY: u32 = 24 * 60;
 
-/// The shortest time between two occurrences of `cron`, in local minutes: between two on one
-/// day, or across midnight when two days in a row match (looked for from `from`). Two days
-/// (2,880) when it fires at most once a day and never on two days in a row.
+/// The shortest time between two occurrences of `cron` in local minutes, within a day or across
+/// midnight on two matching days in a row; two days (2,880) when neither happens.
 pub fn shortest_gap(cron: &Cron, from: Date) -> u32 {
     let times: Vec<u32> = cron
         .hours()

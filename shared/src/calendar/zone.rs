@@ -14,7 +14,6 @@ pub struct Zone {
     tz: TimeZone,
 }
 
-/// Why a name is not a zone of the database.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
 pub struct ZoneError(String);
@@ -22,18 +21,11 @@ pub struct ZoneError(String);
 impl Zone {
     /// The zone called `name` in the IANA database ("Europe/Berlin", "UTC", "Etc/GMT+2").
     ///
-    /// Lookup is case-insensitive, as jiff's is: "europe/berlin" is Europe/Berlin, and the
-    /// zone keeps the database's spelling, so what is stored and shown is canonical. We chose
-    /// that over refusing, since the spelling carries no meaning and a picker or a person may
-    /// lower-case it. Everything else is refused, with no trimming: offsets ("+02:00"),
-    /// abbreviations that are not zone names ("CEST"), POSIX rules ("CET-1CEST"), paths and
-    /// names with whitespace. An offset or an abbreviation does not follow a place's
-    /// daylight-saving changes, which is what a person's working hours do. (A few legacy
-    /// names of the database, "CET" or "EST5EDT", are zones in it and accepted.)
+    /// Lookup is case-insensitive, as jiff's is, and the zone keeps the database's spelling.
+    /// Offsets ("+02:00"), abbreviations that are not zone names ("CEST") and POSIX rules are
+    /// refused: they do not follow a place's daylight-saving changes, as a person's hours do.
     pub fn named(name: &str) -> Result<Zone, ZoneError> {
-        // The database's names are ASCII letters, digits, `/ _ - +` and start with a letter;
-        // checking that first keeps any other input (paths, whitespace, control characters)
-        // away from the lookup and out of the error's quoting.
+        // Checked first, so paths, whitespace and control characters stay out of lookup and error.
         let plausible = !name.is_empty()
             && name.len() <= MAX_LEN
             && name
@@ -56,12 +48,10 @@ impl Zone {
         Ok(Zone { name, tz })
     }
 
-    /// The zone's IANA name as the database spells it ("Europe/Berlin" for "europe/berlin").
     pub fn name(&self) -> &str {
         &self.name
     }
 
-    /// The local date at `at`.
     pub fn date_at(&self, at: jiff::Timestamp) -> jiff::civil::Date {
         self.tz.to_datetime(at).date()
     }

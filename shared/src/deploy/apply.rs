@@ -1,8 +1,6 @@
-//! Applying a plan (docs/agentkit.md, "Apply and the write limiter"): each entry's steps in order,
-//! entries concurrently; every CreateTool and UpdateTool through the run's one [`WriteLimiter`];
-//! then GetTool polling until the Tool is Ready (and, for a recoverable one, reads snapshots on),
-//! bounded by the deadline. What is not ready by then is `pending`: the Tool exists and the next
-//! run finds it by name (or id) and finishes it.
+//! Applying a plan (docs/agentkit.md, "Apply and the write limiter"): each entry's steps in
+//! order, entries concurrently, every write through the run's one [`WriteLimiter`]. What is not
+//! Ready by the deadline is `pending`: the Tool exists and the next run finishes it.
 
 use std::time::Duration;
 
@@ -18,14 +16,11 @@ use super::plan::{Origin, Planned, Step};
 use super::progress::Progress;
 use super::report::{EntryReport, EntryStatus};
 
-/// What applying needs.
 pub struct Applier<'a, K> {
-    /// Reads (GetTool), with the client's own retries.
     pub agentkit: &'a K,
     /// Writes, through a client that does not retry by itself.
     pub writer: &'a K,
     pub limiter: &'a WriteLimiter,
-    /// GetTool polling interval.
     pub poll_interval: Duration,
     /// No step starts and no poll waits past this.
     pub deadline: Deadline,
@@ -37,17 +32,14 @@ pub struct Applier<'a, K> {
 pub struct Applied {
     pub report: EntryReport,
     pub ready: bool,
-    /// The Tool as last read.
     pub tool: Option<Tool>,
 }
 
 impl<K: AgentKit> Applier<'_, K> {
-    /// Apply every entry concurrently.
     pub async fn apply_all(&self, plan: &[Planned]) -> Vec<Applied> {
         futures::future::join_all(plan.iter().map(|p| self.apply(p))).await
     }
 
-    /// Apply one entry.
     pub async fn apply(&self, planned: &Planned) -> Applied {
         let mut report = planned.report();
         report.steps.clear();

@@ -1,34 +1,12 @@
-//! The catalogue: the Tools snapshot needs (docs/agentkit.md, "The catalogue"), their names, and
-//! the JSON document that overrides them.
+//! The catalogue: the desired Tools (docs/agentkit.md, "The catalogue"), their names, and the
+//! JSON document that overrides them (`SNAPWAKE_CATALOGUE`: the JSON or a path to it).
 //!
-//! Names follow the reference Studio's rule, so an existing Studio deployment's Tools are found
-//! by name and adopted rather than duplicated:
-//! `veadk-studio-<app>-<purpose>-<crc32(app name) as 8 hex>`, where `<app>` is the app name
-//! lower-cased, runs of characters outside `[a-z0-9-]` replaced by `-`, trimmed of `-`, at most
-//! 30 characters, `studio` when nothing is left.
+//! Names follow the reference Studio's rule, so an existing Studio deployment's Tools are adopted
+//! rather than duplicated. The CRC-32 suffix is taken over the raw app name (the specification is
+//! silent): only that tells apart apps whose readable part normalises alike (`My App`, `my-app`).
 //!
-//! Choice (the specification is silent): the CRC-32 (IEEE, `crc32fast`) is taken over the
-//! **raw** app name as configured (`SNAPWAKE_APP`, UTF-8 bytes, not trimmed or lower-cased),
-//! falling back to `studio` when unset. The suffix exists to tell apart apps whose readable
-//! part normalises to the same text (`My App` and `my-app`), which only the raw name does.
-//! A deployment whose Tools were named otherwise can pin them with `name` or `tool_id` in the
-//! override document.
-//!
-//! Override document (`SNAPWAKE_CATALOGUE` holding the JSON itself, or a path to a file with
-//! it; the CLI's `--catalogue FILE`):
-//!
-//! ```json
-//! {"app": "My Studio",
-//!  "entries": [
-//!    {"key": "codex", "tool_id": "t-123"},
-//!    {"key": "hermes_snapshot", "envs": {"MODE": "fast", "TOKEN": {"from_env": "HERMES_TOKEN"}}},
-//!    {"key": "extra", "tool_type": "CodeEnv", "purpose": "extra", "enable_snapshot": false}]}
-//! ```
-//!
-//! Each entry is merged over the default entry of the same key (fields given win); an unknown
-//! key adds an entry and needs `tool_type` (or `kind`) and `purpose`. `app` wins over
-//! `SNAPWAKE_APP`. Env values are literal strings or `{"from_env": "VAR"}` (read once, here,
-//! so a secret can come from the function's environment); values are never logged or reported.
+//! Each document entry is merged over the default of its key; an unknown key adds an entry. Env
+//! values are literal or `{"from_env": "VAR"}` (read once, here) and are never logged.
 
 use std::collections::BTreeMap;
 
@@ -44,13 +22,12 @@ use crate::registry_cache::ToolOverrides;
 pub const PROJECT_NAME: &str = "default";
 pub const CPU_MILLI: u32 = 4000;
 pub const MEMORY_MB: u32 = 8192;
-/// The model agent of openclaw and hermes Tools.
 pub const MODEL_AGENT_NAME: &str = "doubao-seed-evolving";
 /// `<app>` when the app name normalises to nothing.
 pub const FALLBACK_APP: &str = "studio";
 const APP_MAX_CHARS: usize = 30;
 
-/// Desired `Envs` of a Tool. Its `Debug` shows keys only: values may be secrets.
+/// Desired `Envs` of a Tool; `Debug` shows keys only (values may be secrets).
 #[derive(Clone, Default, PartialEq, Eq)]
 pub struct DesiredEnvs(pub Vec<EnvVar>);
 
@@ -67,7 +44,6 @@ impl std::fmt::Debug for DesiredEnvs {
 pub enum IdSource {
     /// `SNAPWAKE_TOOL_<KEY>`.
     Env(String),
-    /// The override document.
     Catalogue,
 }
 
@@ -83,16 +59,13 @@ impl std::fmt::Display for IdSource {
 /// One Tool of the desired state.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Entry {
-    /// `codex`, `codex_snapshot`, `skill_creator`, ...
     pub key: String,
     /// The kind it serves in the registry (`None`: not a kind's Tool, e.g. `skill_creator`).
     pub kind: Option<Kind>,
     pub tool_type: String,
     /// `EnableSnapshot`: a recoverable Tool.
     pub recoverable: bool,
-    /// The `<purpose>` part of the name.
     pub purpose: String,
-    /// The Tool's name (the naming rule, unless the document gave one).
     pub name: String,
     /// An explicit id: verified, never renamed or recreated.
     pub tool_id: Option<String>,
@@ -117,7 +90,6 @@ impl Entry {
     }
 }
 
-/// The desired state.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Catalogue {
     /// The raw app name the names derive from.
@@ -125,7 +97,6 @@ pub struct Catalogue {
     pub entries: Vec<Entry>,
 }
 
-/// `(key, kind, recoverable, purpose)` of the default catalogue.
 const DEFAULTS: [(&str, Option<Kind>, bool, &str); 7] = [
     ("codex", Some(Kind::Codex), false, "chat-temporary"),
     ("codex_snapshot", Some(Kind::Codex), true, "chat-snapshot"),
@@ -151,7 +122,6 @@ const DEFAULTS: [(&str, Option<Kind>, bool, &str); 7] = [
     ),
 ];
 
-/// `<app>` of the naming rule.
 pub fn normalise_app(app: &str) -> String {
     let mut out = String::new();
     let mut in_run = false;
@@ -184,7 +154,6 @@ pub fn tool_name(app: &str, purpose: &str) -> String {
     )
 }
 
-/// `studio-` + the first 16 hex digits of SHA-256 of the Tool name.
 pub fn api_key_name(tool_name: &str) -> String {
     let digest = Sha256::digest(tool_name.as_bytes());
     format!("studio-{}", &hex::encode(digest)[..16])
@@ -261,8 +230,7 @@ impl Catalogue {
         Catalogue { app, entries }
     }
 
-    /// The catalogue of an environment: `SNAPWAKE_APP`, `SNAPWAKE_CATALOGUE` (JSON, or a path
-    /// to a JSON file), then `SNAPWAKE_TOOL_<KEY>` explicit ids.
+    /// The catalogue of an environment (`SNAPWAKE_APP`, `SNAPWAKE_CATALOGUE`, `SNAPWAKE_TOOL_*`).
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Catalogue, Error> {
         let document = match lookup("SNAPWAKE_CATALOGUE").filter(|v| !v.trim().is_empty()) {
             None => None,
@@ -277,8 +245,7 @@ impl Catalogue {
         Ok(catalogue)
     }
 
-    /// The default catalogue for `app` with the override `document` (JSON) merged in; `env`
-    /// resolves `{"from_env": ...}` values.
+    /// The default catalogue for `app` with the override `document` (JSON) merged in.
     pub fn load(
         app: Option<&str>,
         document: Option<&str>,
@@ -392,8 +359,7 @@ impl Catalogue {
         Ok(())
     }
 
-    /// Lay explicit ids from the environment over the catalogue's (the environment wins, as it
-    /// does over the registry in the other functions).
+    /// Lay explicit ids from the environment over the catalogue's: the environment wins.
     pub fn apply_overrides(&mut self, overrides: &ToolOverrides) {
         for entry in &mut self.entries {
             let key = entry.key.to_uppercase();
@@ -404,7 +370,6 @@ impl Catalogue {
         }
     }
 
-    /// The entry of `kind` and `retention`, if the catalogue has one.
     pub fn entry(&self, kind: Kind, retention: Retention) -> Option<&Entry> {
         self.entries
             .iter()
@@ -412,8 +377,7 @@ impl Catalogue {
     }
 }
 
-/// `SNAPWAKE_TOOL_<KEY>` for every entry (the six kind keys and any other, e.g.
-/// `SNAPWAKE_TOOL_SKILL_CREATOR`).
+/// `SNAPWAKE_TOOL_<KEY>` for every entry, not only the six kind keys.
 fn tool_overrides(
     catalogue: &Catalogue,
     lookup: &impl Fn(&str) -> Option<String>,

@@ -1,22 +1,12 @@
 //! The one rate limiter every CreateTool and UpdateTool of a deploy run passes: at most 3 per
-//! second, evenly spaced (≥ 334 ms apart), no burst, shared by all the run's tasks.
+//! second, evenly spaced (a token bucket would allow a burst), shared by all the run's tasks.
 //!
-//! It hands out time slots: a mutex guards the next free slot, each caller takes the later of
-//! that slot and now, moves the slot on by the spacing, and sleeps until its own slot outside
-//! the lock. Evenly spaced slots keep every sliding one-second window at ≤ 3 writes, whatever
-//! the window's phase (a token bucket would allow a burst of 3 followed by more).
+//! Slots are spaced at the sender, but a write delayed on the way can land close to the next,
+//! so each write also holds one of 3 permits until a second after its answer: AgentKit accepts a
+//! write between sending and answer, so any four accepted writes are a second apart.
 //!
-//! Even spacing at the sender is not enough on its own: a write delayed on the way (a slow
-//! connection, a busy host) reaches AgentKit late and the next one on time, so two can land
-//! closer than 334 ms and four inside one second. So each write also holds one of 3 permits
-//! from its slot until one second after its answer: AgentKit accepts a write between its
-//! sending and its answer, so any four accepted writes are at least a second apart, whatever
-//! the latency.
-//!
-//! A 429 (or throttling code) from AgentKit means someone else shares the account's quota: the
-//! limiter pushes its next slot past `Retry-After` (or a backoff of one second per attempt)
-//! and tries again with a fresh slot. The writes go through a client that does not retry by
-//! itself (see [`crate::deploy`]), so every attempt that reaches AgentKit passed the limiter.
+//! A throttle means someone else shares the account's quota: the next slot moves past
+//! `Retry-After` (or one second per attempt) and the write is retried in a fresh slot.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -34,7 +24,6 @@ use crate::deadline::Deadline;
 /// The spacing of 3 writes per second, rounded up so three never fit in one second.
 pub const WRITE_SPACING: Duration = Duration::from_millis(334);
 
-/// Writes allowed in one second.
 pub const WRITES_PER_WINDOW: usize = 3;
 /// The throttle's window: a permit is held this long after its write's answer.
 const WINDOW: Duration = Duration::from_secs(1);
@@ -42,7 +31,6 @@ const WINDOW: Duration = Duration::from_secs(1);
 /// How many times a throttled write is tried in all.
 pub const MAX_WRITE_ATTEMPTS: u32 = 5;
 
-/// Why a write did not happen.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum WriteError {
     /// No slot (or no retry) fits before the deadline: nothing was sent for it.
@@ -64,8 +52,7 @@ impl Drop for Slot {
     fn drop(&mut self) {
         if let Some(permit) = self.permit.take() {
             if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-                // In the invocation's span, as every future of it: a line logged here one day
-                // carries the invocation's ids like the rest.
+                // In the invocation's span, so a line logged here carries its ids.
                 runtime.spawn(
                     async move {
                         tokio::time::sleep(WINDOW).await;
@@ -104,8 +91,7 @@ impl WriteLimiter {
         }
     }
 
-    /// Wait for a permit and the next free slot; `Err(NoTime)` (taking nothing) when the
-    /// write could not start before `deadline`.
+    /// Wait for a permit and the next free slot; `Err(NoTime)`, taking nothing, past `deadline`.
     pub async fn acquire(&self, deadline: Deadline) -> Result<Slot, WriteError> {
         let permit =
             tokio::time::timeout_at(deadline.instant(), self.permits.clone().acquire_owned())
@@ -177,12 +163,10 @@ impl WriteLimiter {
         }
     }
 
-    /// Writes AgentKit accepted.
     pub fn writes(&self) -> u64 {
         self.writes.load(Ordering::Relaxed)
     }
 
-    /// Throttles AgentKit answered.
     pub fn throttles(&self) -> u64 {
         self.throttles.load(Ordering::Relaxed)
     }

@@ -1,18 +1,9 @@
 //! Deploy (docs/agentkit.md, "Deploy: reconciling the Tools"): reconcile the catalogue of AgentKit
-//! Tools, like a small `terraform apply` — lock, plan, apply only differences (every tool write
-//! through one 3-per-second limiter), wait for readiness within the time left, write the registry,
-//! report. A second run of an unchanged catalogue makes no write.
+//! Tools like a small `terraform apply`: lock, plan, apply only the differences, wait for
+//! readiness, write the registry, report. A second run of an unchanged catalogue writes nothing.
 //!
-//! The deploy function and `snapwake deploy` run the same [`Deployer`].
-//!
-//! Files: `catalogue.rs` (desired state and names), `plan/` (reads → steps, legacy rules),
-//! `limiter.rs` (the write rate limiter), `apply.rs` (steps, readiness polling), `publish.rs`
-//! (the registry item after a run), `lock.rs` (the deploy lock), `report.rs` (the report).
-//!
-//! Writes must pass the limiter on *every* attempt, so the [`Deployer::writer`] client must
-//! not retry by itself (build it with `RetryPolicy { max_retries: 0, .. }`, see
-//! [`no_retry_policy`]); the limiter retries throttles in fresh slots. Reads use a client with
-//! the usual retries.
+//! Every tool write passes the run's one limiter on each attempt, so the [`Deployer::writer`]
+//! client must not retry by itself ([`no_retry_policy`]); the limiter retries throttles.
 
 use std::time::Duration;
 
@@ -41,7 +32,6 @@ pub use limiter::WriteLimiter;
 pub use progress::{NoProgress, Progress};
 pub use report::{EntryReport, EntryStatus, Report, RunOutcome};
 
-/// What a run is asked to do.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Deserialize)]
 pub struct DeployOptions {
     /// Stop after planning and report the plan (no lock, no write).
@@ -52,15 +42,12 @@ pub struct DeployOptions {
     pub migrate_legacy: bool,
 }
 
-/// Timings of a run.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DeploySettings {
-    /// GetTool polling interval while waiting for readiness (docs/agentkit.md, "Apply and the write
-    /// limiter": 5 s).
+    /// GetTool polling interval while waiting for readiness.
     pub poll_interval: Duration,
     /// Time kept back from the deadline for the registry write, the release and the report.
     pub finish_margin: Duration,
-    /// Spacing of tool writes (≥ 334 ms: 3 per second).
     pub write_spacing: Duration,
 }
 
@@ -85,7 +72,6 @@ pub fn no_retry_policy() -> RetryPolicy {
 /// One deploy run's ports and desired state.
 pub struct Deployer<'a, S, K> {
     pub store: &'a S,
-    /// Reads.
     pub agentkit: &'a K,
     /// Writes: a client without retries of its own.
     pub writer: &'a K,
@@ -95,7 +81,6 @@ pub struct Deployer<'a, S, K> {
 }
 
 impl<S: AgentStore, K: AgentKit> Deployer<'_, S, K> {
-    /// The registry as it is, and the plan of the catalogue against it and AgentKit.
     async fn plan(
         &self,
         migrate_legacy: bool,
@@ -113,7 +98,6 @@ impl<S: AgentStore, K: AgentKit> Deployer<'_, S, K> {
         Ok((previous, plan))
     }
 
-    /// Run once, finishing by `deadline`.
     pub async fn run(&self, options: DeployOptions, deadline: Deadline) -> Result<Report, Error> {
         let started = Instant::now();
         let mut report = Report {

@@ -1,13 +1,8 @@
-//! The registry item a run writes (docs/agentkit.md, "Registry, lock and report"): per kind the
-//! temporary and recoverable Tool ids, the legacy snapshot Tools, the region; CAS on its version.
-//!
-//! - An entry that ended Ready records its Tool; a pending or failed one leaves the slot as
-//!   the previous registry had it (functions keep using the old Tool until the new one works).
-//! - Snapshots are never lost from sight: a Tool that was a kind's recoverable Tool (or a
-//!   legacy snapshot Tool) and no longer is stays in `legacy_snapshot_tools` until one
-//!   ListSessionSnapshots page shows it has no snapshot left (or the Tool is gone). Temporary
-//!   Tools that read snapshots on stay there unconditionally.
-//! - Nothing changed → nothing written.
+//! The registry item a run writes (docs/agentkit.md, "Registry, lock and report"), CAS on its
+//! version. A Tool is recorded once Ready; until then the slot keeps the previous Tool, which
+//! functions go on using. A Tool that stops being a kind's recoverable Tool stays in
+//! `legacy_snapshot_tools` until it has no snapshot left, so no snapshot is lost from sight;
+//! temporary Tools with snapshots on stay there unconditionally.
 
 use std::collections::BTreeMap;
 

@@ -1,6 +1,5 @@
-//! The deploy report (docs/agentkit.md, "Registry, lock and report"): per entry what happened and
-//! why, warnings, writes made, throttles met, duration. Serialised as the function's answer and
-//! logged as one line. It holds Tool ids and names, never an env value.
+//! The deploy report (docs/agentkit.md, "Registry, lock and report"): the function's answer,
+//! also logged as one line. It holds Tool ids and names, never an env value.
 
 use serde::{Deserialize, Serialize};
 
@@ -10,9 +9,7 @@ use crate::domain::{Kind, Retention, ToolRegistry};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum EntryStatus {
-    /// Already as desired: no write.
     Unchanged,
-    /// CreateTool.
     Created,
     /// UpdateTool (snapshots switched on, envs changed).
     Updated,
@@ -24,13 +21,10 @@ pub enum EntryStatus {
     Failed,
 }
 
-/// How a run ended as a whole.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum RunOutcome {
-    /// Planned and applied.
     Applied,
-    /// A dry run: planned only.
     Planned,
     /// Another deploy holds the lock: nothing was done.
     AlreadyRunning,
@@ -48,8 +42,7 @@ pub struct EntryReport {
     pub status: EntryStatus,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
-    /// The steps planned (dry run) or taken: `create_tool`, `enable_snapshots`,
-    /// `set_envs(KEYS)`, `await_ready`.
+    /// The steps planned (dry run) or taken, e.g. `create_tool`, `set_envs(KEYS)`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub steps: Vec<String>,
     /// Line-by-line notes (legacy migration).
@@ -73,7 +66,6 @@ pub struct Report {
     /// Throttles (429) AgentKit answered.
     pub throttles: u64,
     pub duration_ms: u64,
-    /// Whether the registry item was written by this run.
     pub registry_written: bool,
     /// The registry as it stands after the run (read or written).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -81,12 +73,10 @@ pub struct Report {
 }
 
 impl Report {
-    /// The entry of `key`.
     pub fn entry(&self, key: &str) -> Option<&EntryReport> {
         self.entries.iter().find(|e| e.key == key)
     }
 
-    /// How many entries ended with `status`.
     pub fn count(&self, status: EntryStatus) -> usize {
         self.entries.iter().filter(|e| e.status == status).count()
     }

@@ -1,6 +1,5 @@
-//! The agent view: what the API says about one agent, derived from AgentKit's truth plus
-//! snapwake's agent record. It never carries a session `Endpoint` or any credential — the
-//! type has no field that could hold one.
+//! The agent view: what the API says about one agent, from AgentKit's truth plus the agent
+//! record. It has no field that could hold a session `Endpoint` or a credential.
 
 use serde::{Deserialize, Serialize};
 
@@ -10,22 +9,17 @@ use super::kind::{Kind, Retention};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum AgentState {
-    /// A live session is Ready.
     Awake,
-    /// A live session exists but is not Ready yet.
     Starting,
-    /// A resume is in flight.
     Waking,
     /// No live session, at least one Ready snapshot.
     Asleep,
-    /// A delete holds the agent.
     Deleting,
     /// No live session and no Ready snapshot.
     Unavailable,
-    /// A sleep is in flight: snapshotting, then ending the session.
     Sleeping,
-    /// AgentKit reports the live session in a status nobody documented (the raw status is in
-    /// `session.status`): nothing is woken or created beside it.
+    /// The live session is in an undocumented status (raw in `session.status`): nothing is
+    /// woken or created beside it.
     Unknown,
 }
 
@@ -85,8 +79,8 @@ pub struct SnapshotView {
     pub created_at: Option<String>,
 }
 
-/// The wake lock as the API shows it: `waking` while a resume is in flight, `failed` with a
-/// code and snapwake's words after one failed (the agent stays wakeable; see [`super::failure`]).
+/// The wake lock as the API shows it: `waking`, or `failed` with a code and snapwake's words
+/// ([`super::failure`]).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WakeView {
     pub state: String,
@@ -97,17 +91,14 @@ pub struct WakeView {
     /// What went wrong, in snapwake's words.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
-    /// What went wrong, as a code (`PROVIDER_ERROR`, `SESSION_ENDED`, …).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error_code: Option<String>,
-    /// Why a wake in flight is waiting: `SNAPSHOT_IN_PROGRESS` while AgentKit is still saving
-    /// the last session.
+    /// `SNAPSHOT_IN_PROGRESS` while a wake waits for AgentKit to save the last session.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
 }
 
 impl WakeView {
-    /// A wake or sleep in flight (`state` `waking` or `sleeping`): since when, and its session.
     pub fn in_flight(state: &str, since: Option<String>, session_id: Option<String>) -> WakeView {
         WakeView {
             state: state.to_string(),
@@ -137,15 +128,12 @@ pub struct AgentView {
     /// The agent record's version, quoted; absent when no record exists yet.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub etag: Option<String>,
-    /// When the record this view was read from was last written (RFC 3339): present only on
-    /// views answered from the index rather than from AgentKit (an admin's page of everyone).
+    /// When the record was last written (RFC 3339); only on views answered from the index.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub as_of: Option<String>,
-    /// Where a person works with the agent while it is awake (the deployment's
-    /// `SNAPWAKE_OPEN_URL`); null otherwise. Never the session's Endpoint.
+    /// From `SNAPWAKE_OPEN_URL` while awake, else null. Never the session's Endpoint.
     #[serde(default)]
     pub open_url: Option<String>,
-    /// The agent's schedule, when it has one and the answer carries it (the list does).
     #[serde(default)]
     pub schedule: Option<super::schedule::ScheduleView>,
 }

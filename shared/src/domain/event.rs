@@ -14,7 +14,6 @@ pub enum Announce {
 }
 
 impl Announce {
-    /// How the record stores it.
     pub fn as_str(self) -> &'static str {
         match self {
             Announce::Awake => "awake",
@@ -25,7 +24,6 @@ impl Announce {
         }
     }
 
-    /// The EventBridge `detail-type`.
     pub fn detail_type(self) -> &'static str {
         match self {
             Announce::Awake => "snapwake.agent.awake",
@@ -41,21 +39,16 @@ impl Announce {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Trigger {
-    /// A person or a program through the HTTP API.
     #[default]
     Http,
-    /// A schedule's tick.
     Schedule,
-    /// The retention sweep.
     Sweep,
-    /// An owner's offboarding.
     Offboarding,
     /// AgentKit itself: a session its clock ended, once snapwake records it.
     Agentkit,
 }
 
 impl Trigger {
-    /// How the record stores it (and the event's `trigger`).
     pub fn as_str(self) -> &'static str {
         match self {
             Trigger::Http => "http",
@@ -67,7 +60,6 @@ impl Trigger {
     }
 }
 
-/// The one of `all` whose stored name is `s`.
 fn named<T: Copy>(all: &[T], name: fn(T) -> &'static str, s: &str) -> Result<T, String> {
     all.iter()
         .copied()
@@ -101,18 +93,15 @@ impl std::str::FromStr for Trigger {
     }
 }
 
-/// The state change a write is, and what set it off: written on the record by that write
-/// (and removed by the next that announces nothing), so the table's change stream says which
-/// versions are state changes and the events are derived from the table alone
-/// (docs/events.md).
+/// The state change a write is, and what set it off: kept on the record until the next write,
+/// so events are derived from the table's change stream alone (docs/events.md).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Announcement {
     pub what: Announce,
     pub trigger: Trigger,
 }
 
-/// The event's `detail`. Never an endpoint, a credential or a signature: it is built from the
-/// agent record, which holds none.
+/// The event's `detail`: built from the agent record, so never an endpoint or a credential.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct EventDetail {
     pub kind: super::Kind,
@@ -127,12 +116,10 @@ pub struct EventDetail {
     /// When the change was written (RFC 3339).
     pub at: String,
     pub trigger: Trigger,
-    /// `<kind>/<agent_id>/<record version>`: the same for every delivery of one change, so a
-    /// consumer drops repeats by it.
+    /// `<kind>/<agent_id>/<record version>`: the same on every delivery, so repeats drop out.
     pub change_id: String,
 }
 
-/// One state-change event.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StateEvent {
     pub detail_type: String,

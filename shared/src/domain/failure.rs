@@ -1,10 +1,6 @@
-//! Why the last wake failed, as the agent record keeps it and as views show it.
-//!
-//! The record keeps `CODE: reason`: the code says what kind of failure it was, the reason is
-//! the full story for an operator reading the table (it may quote AgentKit). A view shows the
-//! code and snapwake's own words for it, never the reason: an AgentKit error's text can carry
-//! parse errors, request details or worse (docs/security.md, "Provider text"). A record written
-//! before codes existed shows the generic words.
+//! Why the last wake failed, as the agent record keeps it (`CODE: reason`, the reason being the
+//! operator's full story) and as views show it: the code and snapwake's own words, never the
+//! reason, since AgentKit's text can carry request details (docs/security.md, "Provider text").
 
 /// The code of a wake whose resumed session ended before it was ready.
 pub const SESSION_ENDED: &str = "SESSION_ENDED";
@@ -12,12 +8,10 @@ pub const SESSION_ENDED: &str = "SESSION_ENDED";
 /// The code of a wake whose session stayed starting past the readiness timeout.
 pub const SESSION_STUCK: &str = "SESSION_STUCK";
 
-/// The code of a wake waiting for a snapshot AgentKit is still making (kept on a `waking`
-/// record while it waits; not a failure).
+/// Kept on a `waking` record waiting for a snapshot AgentKit is still making; not a failure.
 pub const SNAPSHOT_IN_PROGRESS: &str = "SNAPSHOT_IN_PROGRESS";
 
-/// The code of an agent whose session AgentKit ended at its expiry without saving it (its
-/// expiry snapshot failed): recorded by the sweep or the refresh, not by a wake.
+/// AgentKit ended the session at expiry without saving it; recorded by the sweep or refresh.
 pub const SESSION_EXPIRED: &str = "SESSION_EXPIRED";
 
 /// The code shown for a failure recorded without one.
@@ -72,7 +66,6 @@ pub fn recorded_failure(code: &str, reason: &str) -> String {
     format!("{code}: {reason}")
 }
 
-/// The code a record keeps first (`CODE: reason`), if any.
 pub fn recorded_code(recorded: &str) -> Option<&str> {
     recorded
         .split_once(':')
@@ -80,18 +73,12 @@ pub fn recorded_code(recorded: &str) -> Option<&str> {
         .filter(|c| !c.is_empty())
 }
 
-/// How long after a wake failed (or a sleep ended) its outcome is the answer to whoever asks,
-/// rather than a new attempt: callers of short requests come back after `Retry-After` (at most
-/// 2 s) to learn how the operation they asked for ended, and a storm of them must not start one
-/// new attempt each (docs/wake-protocol.md, "Short requests"). A failed wake's or sleep's
-/// problem says `Retry-After` this long: a retry after it is a new attempt.
+/// How long a failed wake's (or ended sleep's) outcome answers whoever asks: callers come back
+/// after `Retry-After` (at most 2 s), and a storm of them must not each start a new attempt.
 pub const OUTCOME_KEPT: std::time::Duration = std::time::Duration::from_secs(3);
 
-/// Whether a recorded failure is how a wake itself ended (the sandbox did not start, its
-/// status is one nobody documented, its snapshot is stuck) rather than a refusal to try
-/// (AgentKit throttling, the table or the configuration away), which a retry after its
-/// `Retry-After` simply tries again. Only the former is the answer to the callers who come
-/// back to learn how the wake they asked for ended (docs/wake-protocol.md, "Short requests").
+/// Whether a recorded failure is how a wake itself ended (the answer to callers who come back),
+/// rather than a refusal to try (throttling, table or configuration away) that a retry retries.
 pub fn is_definite(recorded: &str) -> bool {
     !matches!(
         recorded_code(recorded),
@@ -99,8 +86,7 @@ pub fn is_definite(recorded: &str) -> bool {
     )
 }
 
-/// The code and words a view shows for what a record keeps. Unknown codes, and records from
-/// before codes, show as [`WAKE_FAILED`].
+/// The code and words a view shows; unknown codes and records without one as [`WAKE_FAILED`].
 pub fn shown_failure(recorded: &str) -> (&'static str, &'static str) {
     let code = recorded.split_once(':').map_or("", |(code, _)| code.trim());
     WORDS

@@ -6,7 +6,6 @@ use serde::{Deserialize, Serialize};
 
 use super::kind::Kind;
 
-/// Which agent: `(kind, agent_id)`.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct AgentKey {
     pub kind: Kind,

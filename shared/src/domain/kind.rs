@@ -25,7 +25,6 @@ impl Kind {
         }
     }
 
-    /// The AgentKit `ToolType` of this kind's Tools.
     pub fn tool_type(self) -> &'static str {
         match self {
             Kind::Codex => "CodeEnv",
@@ -34,7 +33,6 @@ impl Kind {
         }
     }
 
-    /// The kind whose Tools have this `ToolType`, if any.
     pub fn from_tool_type(tool_type: &str) -> Option<Kind> {
         Kind::ALL.into_iter().find(|k| k.tool_type() == tool_type)
     }
@@ -83,7 +81,6 @@ impl Retention {
         }
     }
 
-    /// Whether a Tool of this retention has snapshots enabled.
     pub fn enable_snapshot(self) -> bool {
         self == Retention::Recoverable
     }
@@ -91,7 +88,6 @@ impl Retention {
 
 impl fmt::Display for Retention {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        // `pad`, so a width in a format string (a table column) is honoured.
         f.pad(self.as_str())
     }
 }

@@ -1,10 +1,6 @@
 //! `open_url`: where a person works with an awake agent, from the deployment's template
-//! `SNAPWAKE_OPEN_URL` with the placeholders `{kind}`, `{agent_id}` and `{session_id}`
-//! (docs/http-api.md, "The agent view"). Never the session's Endpoint: the template is the
-//! studio's own page, which knows how to reach the sandbox.
-//!
-//! One template per deployment, read once at cold start by the composition root and carried
-//! by each handler's settings into the views it draws (`crate::view::AgentFacts::open_url`).
+//! `SNAPWAKE_OPEN_URL` (docs/http-api.md, "The agent view"). Never the session's Endpoint: the
+//! template is the studio's own page, which knows how to reach the sandbox.
 
 use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 
@@ -19,13 +15,11 @@ const VALUE: &AsciiSet = &NON_ALPHANUMERIC
 
 const PLACEHOLDERS: [&str; 3] = ["{kind}", "{agent_id}", "{session_id}"];
 
-/// A checked `SNAPWAKE_OPEN_URL` template.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct OpenUrl(String);
 
 impl OpenUrl {
-    /// An `https://` (or, for local runs, `http://`) URL whose only `{…}` are the three
-    /// placeholders.
+    /// An `http(s)://` URL whose only `{…}` are `{kind}`, `{agent_id}` and `{session_id}`.
     pub fn parse(template: &str) -> Result<OpenUrl, String> {
         let t = template.trim();
         if !(t.starts_with("https://") || t.starts_with("http://")) {

@@ -1,7 +1,5 @@
-//! The agent record: snapwake's own memory of an agent (who owns it, how to show it) and its
-//! wake lock (docs/wake-protocol.md). AgentKit stays the truth about sessions and snapshots; the
-//! record adds what AgentKit cannot say: who holds the agent right now, and which session a
-//! wake in flight has started.
+//! The agent record: snapwake's own memory of an agent (owner, how to show it) and its wake
+//! lock (docs/wake-protocol.md). AgentKit stays the truth about sessions and snapshots.
 
 use std::fmt;
 use std::str::FromStr;
@@ -12,19 +10,15 @@ use super::agent::SnapshotView;
 use super::key::AgentKey;
 use super::kind::Retention;
 
-/// The lock state of an agent.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum WakeState {
     /// Nothing in flight (also what a missing record reads as).
     Asleep,
-    /// A resume holds the agent.
     Waking,
-    /// The recorded session was seen Ready.
     Awake,
     /// The last resume failed; the agent is still wakeable.
     Failed,
-    /// A delete holds the agent.
     Deleting,
     /// Deleted: the tombstone answers 410 until it expires.
     Gone,
@@ -93,12 +87,9 @@ impl FromStr for WakeState {
     }
 }
 
-/// The descriptive fields of a record: who owns the agent, where it lives and how to show it.
-/// What a write sets (`Changes::describe`) and what a holder learns; every `Some` field
-/// overwrites the record's.
+/// Who owns the agent, where it lives, how to show it: a `describe` write's `Some` fields win.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Description {
-    /// The raw owner id, when known.
     pub owner: Option<String>,
     /// The owner index key derived from the UserSessionId (`None` for ownerless agents).
     pub owner_key: Option<String>,
@@ -107,12 +98,10 @@ pub struct Description {
     pub retention: Option<Retention>,
     pub tool_id: Option<String>,
     pub region: Option<String>,
-    /// RFC 3339.
     pub created_at: Option<String>,
 }
 
 impl Description {
-    /// Write every field `other` has over this one's (what a `describe` write does).
     pub fn overlay(&mut self, other: &Description) {
         fn set<T: Clone>(mine: &mut Option<T>, theirs: &Option<T>) {
             if theirs.is_some() {
@@ -130,11 +119,9 @@ impl Description {
     }
 }
 
-/// Everything the table keeps about one agent.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct AgentRecord {
     pub key: AgentKey,
-    /// Who owns the agent, where it lives and how to show it.
     pub description: Description,
 
     pub state: WakeState,
@@ -145,60 +132,44 @@ pub struct AgentRecord {
     pub lease_until_ms: u64,
     pub snapshot_id: Option<String>,
     pub session_id: Option<String>,
-    /// When the recorded session ends (AgentKit's `ExpireAt`, RFC 3339), so an `awake` record
-    /// whose session has expired is known asleep without asking AgentKit.
+    /// AgentKit's `ExpireAt`: an `awake` record past it is known asleep without asking AgentKit.
     pub session_expire_at: Option<String>,
-    /// When the recorded session was created (AgentKit's `CreatedAt`, RFC 3339), so that an
-    /// answer read from the record shows it as a listing would.
+    /// AgentKit's `CreatedAt`, so an answer read from the record shows it as a listing would.
     pub session_created_at: Option<String>,
     /// When the recorded session was last seen active by AgentKit (epoch ms; 0: never).
     pub verified_at_ms: u64,
     /// When a Resume was (about to be) sent and its outcome is not known yet (epoch ms).
     pub resume_sent_at_ms: Option<u64>,
-    /// When a create's CreateSession was (about to be) sent and it is not known yet whether
-    /// AgentKit created the session (epoch ms). Until the readiness timeout after it, an
-    /// empty listing is no proof, and no second CreateSession is sent for the agent.
+    /// When a create's CreateSession was (about to be) sent, outcome unknown (epoch ms). Until
+    /// the readiness timeout after it, an empty listing is no proof: no second CreateSession.
     pub create_sent_at_ms: Option<u64>,
-    /// Until when one caller polls AgentKit for this wake (the holder, or the winner of a poll
-    /// lease); the others watch the record (epoch ms; 0: nobody).
+    /// Until when one caller polls AgentKit; the others watch the record (epoch ms; 0: nobody).
     pub poll_until_ms: u64,
-    /// Who holds the poll lease: a token new at every take, so a caller whose take lost to
-    /// another written in the same millisecond is told it lost (docs/wake-protocol.md,
-    /// "Short requests").
+    /// The poll lease's holder, a token new at every take: a same-millisecond loser learns it.
     pub poller: Option<String>,
-    /// When the AgentKit work this record waits on began (a Resume answered, a snapshot asked
-    /// for; epoch ms, 0: none): the pause between two polls of it grows from there
-    /// (docs/wake-protocol.md, "Short requests").
+    /// When the awaited AgentKit work began (epoch ms, 0: none): polls space out from there.
     pub awaited_since_ms: u64,
     pub error: Option<String>,
-    /// The agent's snapshots as snapwake last saw them (newest first): what an admin page of
-    /// everyone shows without asking AgentKit. Kept current by every snapwake write that
-    /// changes them (a wake's listing, a snapshot delete, the sweep).
+    /// The snapshots as last seen (newest first), for an admin page of everyone.
     pub snapshots: Vec<SnapshotView>,
-    /// The agent's schedule, as its views show it (docs/schedules.md); the schedule item is
-    /// the tick's truth.
+    /// The schedule as views show it; the schedule item is the tick's truth.
     pub schedule: Option<super::schedule::ScheduleSummary>,
     /// +1 on every write; the ETag.
     pub version: u64,
     pub updated_at: Option<String>,
     /// Epoch seconds after which the record reads as absent (tombstones, TTL).
     pub expires_at: Option<i64>,
-    /// What set off the change that holds the agent, or last held it: the trigger of the
-    /// invocation whose acquire started it. The change is announced as its doing, whoever
-    /// settles it (a person's poll finishing a scheduled wake, a tick carrying a person's).
+    /// The trigger of the acquire that started the change holding (or last holding) the agent:
+    /// the change is announced as its doing, whoever settles it.
     pub started_by: Option<super::event::Trigger>,
-    /// The state change the last write was, if it was one (`crate::store::Changes::announce`):
-    /// what the change stream's consumer announces for this version.
+    /// The state change the last write was, if any: what the change stream announces.
     pub announced: Option<super::event::Announcement>,
 }
 
 impl AgentRecord {
-    /// A mark of where the agent rests: its state and what its last wake or sleep left (the
-    /// session, its expiry, the snapshot). A wake or a sleep moves it, and so does a person's
-    /// keepalive; a write that only describes or verifies the agent (snapshot summaries, a
-    /// check, a schedule's summary, a prune under the lock) does not. Stable across builds
-    /// (SHA-256), since the ticks keep it on the schedule item (docs/schedules.md, *Carrying
-    /// an occurrence*).
+    /// Where the agent rests: its state and what its last wake or sleep left. Wakes, sleeps and
+    /// keepalives move it; writes that only describe or verify do not. SHA-256, so stable
+    /// across builds: the ticks keep it on the schedule item (docs/schedules.md).
     pub fn rest_mark(&self) -> u64 {
         use sha2::{Digest, Sha256};
         let mut hash = Sha256::new();
@@ -252,7 +223,6 @@ impl AgentRecord {
         self.expires_at.is_some_and(|t| t < now_s)
     }
 
-    /// The quoted version, as sent in `ETag`.
     pub fn etag(&self) -> String {
         format!("\"{}\"", self.version)
     }

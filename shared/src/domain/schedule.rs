@@ -5,7 +5,6 @@ use serde::{Deserialize, Serialize};
 
 use super::key::AgentKey;
 
-/// What a schedule does at an occurrence.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Action {
@@ -22,20 +21,17 @@ impl Action {
     }
 }
 
-/// What the last attempt at an occurrence left behind, so that the next tick knows whether
-/// acting again could undo what someone else did since (docs/schedules.md, "Carrying an
-/// occurrence").
+/// What the last attempt at an occurrence left, so the next tick knows whether acting again
+/// could undo what someone else did since (docs/schedules.md, "Carrying an occurrence").
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Attempt {
-    /// Recorded before acting; the outcome is not known (a tick still at work, or one that
-    /// died). Act again only if the agent's record has not moved since.
+    /// Recorded before acting, outcome unknown: act again only if the agent has not moved.
     Acting,
     /// The wake or sleep is in flight: drive it on (joining never starts a second one).
     InFlight,
-    /// The attempt came to nothing (the agent was busy, or AgentKit or the store could not be
-    /// reached): act again, unless the agent has moved since (its version is read after the
-    /// attempt, which may have taken and given back the lock).
+    /// Came to nothing (agent busy, AgentKit or store away): act again unless the agent moved
+    /// (its version is read after the attempt, which may have taken the lock).
     Retry,
 }
 
@@ -46,27 +42,22 @@ pub struct Occurrence {
     /// The instant it was due (epoch ms).
     pub at_ms: u64,
     pub attempt: Attempt,
-    /// The agent record's version when the attempt was recorded (0: no record); for a
-    /// `Retry`, after the attempt.
+    /// The agent record's version when the attempt was recorded (0: no record; `Retry`: after).
     pub seen_version: u64,
-    /// Where the agent rested then ([`crate::domain::AgentRecord::rest_mark`]): what tells
-    /// whether it has moved since. `None` in items written before it was kept (the version
-    /// tells then, and any write moves it).
+    /// [`crate::domain::AgentRecord::rest_mark`] at the attempt; `None` in older items.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seen_rest: Option<u64>,
-    /// The tick time it was first acted on (epoch ms): before `at_ms` when a wake starts early
-    /// to be Ready by it (docs/schedules.md, "Ready at the minute"); `None` in items written
-    /// before it was kept.
+    /// When first acted on (epoch ms): before `at_ms` for a wake started early.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub started_ms: Option<u64>,
-    /// When the consumer that last acted on it follows it up (a message of the fan-out queue
-    /// sent delayed until then): until a little after, the tick does not send it again.
+    /// When the consumer that last acted follows it up (delayed fan-out); not resent till then.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub follow_up_ms: Option<u64>,
 }
 
-/// A schedule as the table keeps it: `SCHEDULE#<kind>#<agent_id>` (docs/table.md).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// A schedule as the table keeps it: `SCHEDULE#<kind>#<agent_id>` (docs/table.md). The default
+/// is no schedule at all (nothing due), for building one field by field.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ScheduleRecord {
     #[serde(skip)]
     pub key: Option<AgentKey>,
@@ -77,20 +68,18 @@ pub struct ScheduleRecord {
     /// The next occurrence of each action not yet taken (epoch ms).
     pub next_wake_ms: Option<u64>,
     pub next_sleep_ms: Option<u64>,
-    /// How early the next wake starts at the latest, as its kind's readiness stood when the
-    /// occurrence was set (docs/schedules.md, "Ready at the minute"); a crowded minute starts
-    /// earlier. `None`: nothing measured then, or an item written before it was kept.
+    /// How early the next wake starts at the latest, from its kind's readiness when set
+    /// (docs/schedules.md, "Ready at the minute"). `None`: nothing measured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_wake_lead_ms: Option<u64>,
-    /// During a scheduled day whose wake was reached, when the ticks next make sure the
-    /// agent's session lasts until the day's sleep: AgentKit ends a session 8 h after it began,
-    /// and a day can be longer (docs/schedules.md, "A day longer than a session").
+    /// When the ticks next make sure a reached day's session lasts until its sleep: AgentKit
+    /// ends a session after 8 h, and a day can be longer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub keep_ms: Option<u64>,
     /// The occurrence being carried, if any.
     #[serde(default)]
     pub open: Option<Occurrence>,
-    /// The last occurrence the ticks finished with, and how (`reached`, `missed`, ...).
+    /// The last occurrence the ticks finished with.
     #[serde(default)]
     pub last: Option<Settled>,
     /// +1 on every write (store-side); 0 is never stored.
@@ -105,14 +94,12 @@ pub struct ScheduleRecord {
 pub struct Settled {
     pub action: Action,
     pub at_ms: u64,
-    /// `reached`, `failed`, `missed` (more than `CATCH_UP_MS` (`crate::schedule`) late), `superseded` (a later
-    /// occurrence came due first), `moved` (someone changed the agent meanwhile), `refused`
-    /// (the owner is being offboarded).
+    /// `reached`, `failed`, `missed` (over `crate::schedule`'s `CATCH_UP_MS` late), `superseded`,
+    /// `moved` (someone changed the agent meanwhile) or `refused` (owner being offboarded).
     pub outcome: String,
 }
 
 impl ScheduleRecord {
-    /// What the agent record keeps of this schedule for its views.
     pub fn summary(&self) -> ScheduleSummary {
         ScheduleSummary {
             timezone: self.timezone.clone(),
@@ -124,11 +111,8 @@ impl ScheduleRecord {
         }
     }
 
-    /// When the ticks next have work on it: the occurrence being carried is due at once,
-    /// otherwise the earlier next occurrence. `None`: never (the sparse index leaves it out).
     /// When a tick should next act on this schedule, a wake counting as due `wake_lead_ms`
-    /// before its minute (docs/schedules.md, "Ready at the minute"): the carried occurrence's
-    /// start, else the earlier of the next wake's start and the next sleep.
+    /// before its minute. `None`: never (the sparse index leaves it out).
     pub fn starts_at_ms(&self, wake_lead_ms: u64) -> Option<u64> {
         let occurrence = match &self.open {
             Some(open) => Some(open.started_ms.unwrap_or(open.at_ms)),
@@ -137,8 +121,7 @@ impl ScheduleRecord {
         earliest(occurrence, self.keep_ms)
     }
 
-    /// When the next wake starts, `wake_lead_ms` before its minute, but never before a sleep
-    /// due ahead of that minute: a wake started before it would be put to sleep by it.
+    /// When the next wake starts, `wake_lead_ms` early but never before a sleep due ahead.
     pub fn wake_starts_at_ms(&self, wake_lead_ms: u64) -> Option<u64> {
         Some(wake_starts_at_ms(
             self.next_wake_ms?,
@@ -156,7 +139,6 @@ impl ScheduleRecord {
     }
 }
 
-/// The earlier of two instants, either of which may be none.
 fn earliest(a: Option<u64>, b: Option<u64>) -> Option<u64> {
     match (a, b) {
         (Some(a), Some(b)) => Some(a.min(b)),
@@ -164,10 +146,8 @@ fn earliest(a: Option<u64>, b: Option<u64>) -> Option<u64> {
     }
 }
 
-/// What the agent record keeps of its schedule, so that every view of the agent (a list page
-/// among them, within its DynamoDB budget) shows it without reading the schedule item. Written
-/// in the same transaction as the item whenever the definition or a next occurrence changes
-/// (`crate::store::ScheduleStore::set_schedule`), so it always says what the item says.
+/// What the agent record keeps of its schedule, so every view (a list page among them) shows
+/// it without reading the item. Written in the same transaction as the item, so they agree.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ScheduleSummary {
     pub timezone: String,
@@ -178,15 +158,12 @@ pub struct ScheduleSummary {
     pub next_wake_ms: Option<u64>,
     #[serde(default)]
     pub next_sleep_ms: Option<u64>,
-    /// The item's [`ScheduleRecord::next_wake_lead_ms`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_wake_lead_ms: Option<u64>,
 }
 
 impl ScheduleSummary {
-    /// The minute whose tick starts waking for the next wake at the latest (the owner's minute
-    /// while nothing is measured): the ticks come on whole minutes, the first at or after the
-    /// start starts it.
+    /// The minute whose tick starts the next wake at the latest: ticks come on whole minutes.
     pub fn wake_starts_at_ms(&self) -> Option<u64> {
         let wake = self.next_wake_ms?;
         let starts = wake_starts_at_ms(
@@ -215,9 +192,7 @@ pub struct ScheduleView {
     pub wake: Option<String>,
     pub sleep: Option<String>,
     pub next_wake_at: Option<String>,
-    /// When snapwake starts waking the agent for `next_wake_at` at the latest, so that it is
-    /// Ready by then: earlier by its kind's measured readiness, the same as `next_wake_at`
-    /// while nothing is measured.
+    /// When waking starts at the latest to be Ready by `next_wake_at`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wake_starts_at: Option<String>,
     pub next_sleep_at: Option<String>,

@@ -1,17 +1,10 @@
-//! How AgentKit session and snapshot statuses read: classified once, here.
-//!
-//! Statuses arrive as free strings in whatever case the service uses, and the set is open:
-//! AgentKit may answer a status nobody wrote down. Each status falls in exactly one phase
-//! (docs/wake-protocol.md, "AgentKit keeps its own time"); anything unrecognised is
-//! [`SessionPhase::Unknown`], which every path treats as "something is there, and we do not
-//! know what": never woken, created or deleted beside automatically, never mistaken for "no
-//! session".
+//! How AgentKit session and snapshot statuses read: classified once, here (docs/wake-protocol.md,
+//! "AgentKit keeps its own time"). Statuses are free strings in any case, and the set is open:
+//! anything unrecognised is [`SessionPhase::Unknown`], "something is there, we do not know
+//! what", never mistaken for "no session".
 
-/// A session starting up: alive, not yet usable.
 const STARTING: [&str; 4] = ["creating", "starting", "initializing", "pending"];
-/// A session that can be handed to a person (with an endpoint).
 const USABLE: [&str; 2] = ["ready", "running"];
-/// A session that is over.
 const ENDED: [&str; 6] = [
     "failed",
     "error",
@@ -21,12 +14,10 @@ const ENDED: [&str; 6] = [
     "deleted",
 ];
 
-/// What a session's status says about it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SessionPhase {
     /// Creating, Starting, Initializing, Pending (or Ready/Running without an endpoint yet).
     Starting,
-    /// Ready or Running, with an endpoint.
     Usable,
     /// Failed, Error, Stopped, Terminated, Expired, Deleted (and, by the caller, not found).
     Ended,
@@ -35,8 +26,7 @@ pub enum SessionPhase {
 }
 
 impl SessionPhase {
-    /// Classify `status` (case-insensitive); `has_endpoint` decides whether a Ready session is
-    /// usable yet.
+    /// Classify `status` (any case); a Ready session without an endpoint is still starting.
     pub fn of(status: Option<&str>, has_endpoint: bool) -> SessionPhase {
         let Some(s) = status else {
             return SessionPhase::Unknown;
@@ -57,42 +47,33 @@ impl SessionPhase {
         }
     }
 
-    /// Something may be running: never start another session beside it.
+    /// Anything but ended, unknown included, may be running: never start another beside it.
     pub fn occupies(self) -> bool {
         self != SessionPhase::Ended
     }
 }
 
-/// A session whose status is anything but ended occupies its agent: never start another for
-/// the same agent beside it (an unknown status included).
 pub fn is_session_active(status: Option<&str>) -> bool {
     SessionPhase::of(status, true).occupies()
 }
 
-/// A session can be handed to a person: `Ready` or `Running`, and it has an endpoint.
 pub fn is_session_usable(status: Option<&str>, has_endpoint: bool) -> bool {
     SessionPhase::of(status, has_endpoint) == SessionPhase::Usable
 }
 
-/// The `Reason` AgentKit gives the snapshot it keeps of a session its clock ended (compared
-/// without case).
+/// The `Reason` AgentKit gives the snapshot of a session its clock ended (compare in any case).
 pub const REASON_EXPIRED: &str = "Expired";
 
-/// What a snapshot's status says about it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SnapshotPhase {
-    /// `Creating` or `Pending`: still being made.
     InProgress,
-    /// `Ready`: can be resumed.
     Ready,
     /// `Failed` or `Error`: will never be Ready.
     Failed,
-    /// Anything else (or none).
     Unknown,
 }
 
 impl SnapshotPhase {
-    /// Classify `status` (case-insensitive).
     pub fn of(status: Option<&str>) -> SnapshotPhase {
         let Some(s) = status else {
             return SnapshotPhase::Unknown;
@@ -110,13 +91,11 @@ impl SnapshotPhase {
     }
 }
 
-/// A snapshot can be resumed only when it is `Ready`.
 pub fn is_snapshot_wakeable(status: Option<&str>) -> bool {
     SnapshotPhase::of(status) == SnapshotPhase::Ready
 }
 
-/// A snapshot still being made: `Creating` or `Pending`. A sleep waits on these, and so does a
-/// wake whose newest snapshot is one.
+/// Still being made: a sleep waits on such a snapshot, and so does a wake whose newest it is.
 pub fn is_snapshot_in_progress(status: Option<&str>) -> bool {
     SnapshotPhase::of(status) == SnapshotPhase::InProgress
 }

@@ -1,7 +1,5 @@
-//! The tool registry: which AgentKit Tool serves each kind and retention.
-//!
-//! Deploy writes it (CAS on `version`); every other function reads it, cached for a minute in a
-//! warm container, with explicit ids from the environment taking precedence.
+//! The tool registry: which AgentKit Tool serves each kind and retention. Deploy writes it (CAS
+//! on `version`); everything else reads it through `crate::registry_cache`.
 
 use std::collections::BTreeMap;
 
@@ -9,7 +7,6 @@ use serde::{Deserialize, Serialize};
 
 use super::{Kind, Retention};
 
-/// The Tools of one kind.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct KindTools {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -30,8 +27,7 @@ impl KindTools {
         }
     }
 
-    /// The retention a new agent of this kind gets when none is asked for: recoverable when a
-    /// recoverable Tool is deployed, else temporary (docs/http-api.md, "GET /v1/capabilities").
+    /// Retention when none is asked for (docs/http-api.md, "GET /v1/capabilities").
     pub fn default_retention(&self) -> Retention {
         if self.recoverable.is_some() {
             Retention::Recoverable
@@ -48,7 +44,6 @@ impl KindTools {
             .chain(self.legacy_snapshot_tools.iter().map(String::as_str))
     }
 
-    /// Every Tool of this kind.
     pub fn all_tools(&self) -> impl Iterator<Item = &str> {
         self.temporary
             .as_deref()
@@ -61,7 +56,6 @@ impl KindTools {
 pub struct ToolRegistry {
     #[serde(default)]
     pub kinds: BTreeMap<Kind, KindTools>,
-    /// The region the Tools were deployed in, when known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub region: Option<String>,
     /// +1 on every write (CAS).
@@ -78,14 +72,12 @@ impl ToolRegistry {
         self.kind(kind).and_then(|k| k.tool(retention))
     }
 
-    /// The default retention of `kind` ([`KindTools::default_retention`]); temporary for a
-    /// kind with no Tools at all.
+    /// [`KindTools::default_retention`]; temporary for a kind with no Tools at all.
     pub fn default_retention(&self, kind: Kind) -> Retention {
         self.kind(kind)
             .map_or(Retention::Temporary, KindTools::default_retention)
     }
 
-    /// Whether `tool_id` is one of `kind`'s snapshot Tools.
     pub fn is_snapshot_tool(&self, kind: Kind, tool_id: &str) -> bool {
         self.kind(kind)
             .is_some_and(|k| k.snapshot_tools().any(|t| t == tool_id))

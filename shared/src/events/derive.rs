@@ -1,7 +1,5 @@
-//! The event a change of the table is: derived from the record the write left, which says
-//! whether that write was a state change and what set it off (`AgentRecord::announced`). A
-//! write that is none, a removed item (TTL taking a tombstone away) and an item that is not an
-//! agent record announce nothing.
+//! The event a change of the table is, derived from the record the write left
+//! (`AgentRecord::announced`). Other writes, removed items and non-agents announce nothing.
 
 use crate::domain::failure::recorded_code;
 use crate::domain::{AgentRecord, Announce, EventDetail, StateEvent};

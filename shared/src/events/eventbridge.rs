@@ -1,9 +1,6 @@
-//! Amazon EventBridge `PutEvents` (the JSON 1.1 protocol), a signed call of
-//! [`crate::aws_json`].
-//!
-//! Up to ten entries a call (`source: snapwake`, EventBridge's limit); each entry succeeds or
-//! fails on its own (EventBridge answers 200 with `FailedEntryCount` and each failed entry's
-//! `ErrorCode`, e.g. throttled), retried by the caller.
+//! Amazon EventBridge `PutEvents` (JSON 1.1), a signed call of [`crate::aws_json`]. At most ten
+//! entries a call; each succeeds or fails on its own (a 200 with `FailedEntryCount` and each
+//! failed entry's `ErrorCode`), retried by the caller.
 
 use std::time::Duration;
 
@@ -14,7 +11,6 @@ use super::sink::{EventError, EventSink};
 use crate::aws_json::{AwsJson, AwsJsonError};
 use crate::domain::StateEvent;
 
-/// The `source` of every event snapwake publishes.
 pub const SOURCE: &str = "snapwake";
 /// One call's limit: part of [`super::relay::PUBLISH_BUDGET`].
 const CALL_TIMEOUT: Duration = Duration::from_millis(1000);
@@ -34,9 +30,8 @@ impl From<AwsJsonError> for EventError {
 }
 
 impl EventBridge {
-    /// A publisher to `bus` with `config`'s region and credentials. The endpoint is
-    /// EventBridge's of the region, or `AWS_ENDPOINT_URL_EVENTS` when set (tests, a VPC
-    /// endpoint); never the generic `AWS_ENDPOINT_URL`, which the tests point at DynamoDB.
+    /// A publisher to `bus`, at `AWS_ENDPOINT_URL_EVENTS` if set (tests, a VPC endpoint); never
+    /// the generic `AWS_ENDPOINT_URL`, which the tests point at DynamoDB.
     pub fn new(config: &SdkConfig, bus: impl Into<String>) -> Result<EventBridge, EventError> {
         let endpoint = std::env::var("AWS_ENDPOINT_URL_EVENTS")
             .ok()
@@ -64,7 +59,6 @@ impl EventBridge {
         })
     }
 
-    /// The `PutEvents` body of `events`.
     pub fn body(&self, events: &[StateEvent]) -> Result<Vec<u8>, EventError> {
         let entries = events
             .iter()

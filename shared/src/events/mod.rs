@@ -1,20 +1,9 @@
-//! State-change events (docs/events.md): what a write records of the change it is
-//! ([`announcement`]), the event derived from the table's change stream ([`derive`]), handing
-//! them to the bus in order ([`relay`]), the port a publisher implements ([`EventSink`]) and
-//! its adapters: EventBridge ([`eventbridge`]), none, and (feature `memory`) a recording one
-//! for local runs and tests ([`recorded`]).
-//!
-//! Why from the stream: a state change is one conditional write, and the write itself carries
-//! what it means (`Changes::announce`, stored on the record). The table's stream delivers
-//! every landed write at least once, whatever becomes of the function that made it (killed
-//! after the write, its answer lost, its deadline passed), so the consumer that derives the
-//! events from it announces each change exactly when it happened. The request path never
-//! waits on the bus. A storm of 500 callers that ends in one completion is one write, so one
-//! event, whose `change_id` is that write's version.
-//!
-//! What set the change off (`trigger`) is the invocation's (`crate::invocation`): HTTP unless
-//! its entry point said otherwise (the tick, the sweep, an offboarding), or AgentKit for what
-//! snapwake learns of its clock.
+//! State-change events (docs/events.md): what a write records of its change ([`announcement`]),
+//! the event derived from the table's stream (`derive`), relaying them in order ([`relay`]),
+//! and the [`EventSink`] port with its adapters (EventBridge, none, recorded in memory). From the
+//! stream, because a state change is one conditional write carrying its meaning
+//! (`Changes::announce`): the stream delivers every landed write at least once, whatever becomes
+//! of its writer, and the request path never waits on the bus.
 
 mod derive;
 pub mod eventbridge;
@@ -37,8 +26,7 @@ pub fn announcement(what: Announce) -> Announcement {
     }
 }
 
-/// The publisher of a deployment: EventBridge when `SNAPWAKE_EVENT_BUS` names a bus, else
-/// nothing.
+/// The deployment's publisher: EventBridge when `SNAPWAKE_EVENT_BUS` names a bus, else none.
 pub enum Publisher {
     Off,
     EventBridge(eventbridge::EventBridge),

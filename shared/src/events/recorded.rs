@@ -1,5 +1,4 @@
-//! Events kept in memory (feature `memory`): what `snapwake serve` shows at `GET /v1/events`
-//! and prints to its log, and what tests read back.
+//! Events kept in memory (feature `memory`), for `snapwake serve` (`GET /v1/events`) and tests.
 
 use std::collections::VecDeque;
 use std::sync::Mutex;
@@ -24,7 +23,6 @@ impl Recorded {
         }
     }
 
-    /// The events kept, oldest first.
     pub fn events(&self) -> Vec<StateEvent> {
         self.lock().iter().cloned().collect()
     }

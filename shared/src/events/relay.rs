@@ -1,15 +1,8 @@
-//! Handing the stream's changes to the bus: in order, their events published ten to a call
-//! (EventBridge's `PutEvents` limit), each event tried three times within [`PUBLISH_BUDGET`],
-//! stopping at the first that could not be published, so that delivery resumes there and an
-//! agent's events keep the order of its versions. The deployed consumer (the announce
-//! function) reports that change to its event source mapping as the batch's first failure; a
-//! local run ([`follow`]) tries it again before anything later.
-//!
-//! A call carries at most one event of an agent: a call's entries succeed or fail one by one,
-//! and two of one agent in one call could be published out of their order (the first failed,
-//! the second not). And it stops in time: a call is started only while the caller's deadline
-//! leaves it a whole [`PUBLISH_BUDGET`], so a slow bus ends an invocation with a partial batch
-//! and the rest delivered again, never a timeout that replays the whole batch.
+//! Relaying the stream's changes to the bus in order, stopping at the first event not published
+//! so delivery resumes there (the announce function reports it as the batch's first failure;
+//! [`follow`] retries it first) and an agent's events keep its versions' order. A call holds one
+//! event per agent, as entries fail one by one. A call starts only with a whole
+//! [`PUBLISH_BUDGET`] left: a slow bus ends with a partial batch, not a timeout replaying it all.
 
 use std::collections::HashSet;
 use std::time::Duration;
@@ -30,15 +23,12 @@ const ATTEMPTS: u32 = 3;
 /// What publishing a batch of changes did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Relayed {
-    /// Events published.
     pub published: usize,
-    /// The first change whose event could not be published, or was not tried before the
-    /// deadline (it and those after it were not handled): its `sequence`.
+    /// The `sequence` of the first change not handled (failed, or not tried by the deadline).
     pub failed_at: Option<String>,
 }
 
-/// Publish the events of `changes`, in order, to `sink`, stopping at the first failure or when
-/// `deadline` leaves no time for another call.
+/// Publish the events of `changes` in order, until a failure or `deadline`.
 pub async fn announce<E: EventSink>(
     changes: &[RecordChange],
     sink: &E,
@@ -84,8 +74,7 @@ pub async fn announce<E: EventSink>(
     relayed
 }
 
-/// The events of `events` in calls: in order, at most [`EVENTS_PER_CALL`] a call and one of
-/// each agent.
+/// `events` in calls: in order, at most [`EVENTS_PER_CALL`] each, one per agent.
 fn calls<'e>(
     events: &'e [(&'e RecordChange, StateEvent)],
 ) -> Vec<Vec<(&'e RecordChange, StateEvent)>> {
@@ -106,8 +95,7 @@ fn calls<'e>(
     calls
 }
 
-/// One call's events, each tried [`ATTEMPTS`] times (the failed ones again) within
-/// [`PUBLISH_BUDGET`]: each one's outcome.
+/// One call's events, the failed ones tried again, [`ATTEMPTS`] in all within [`PUBLISH_BUDGET`].
 async fn publish<E: EventSink>(
     sink: &E,
     call: &[(&RecordChange, StateEvent)],
@@ -140,8 +128,7 @@ async fn publish<E: EventSink>(
     outcome
 }
 
-/// Relay `source` to `sink` for as long as the process runs, polling every `every`. Changes
-/// whose events could not be published are tried again, before any later one.
+/// Relay `source` to `sink` for good, polling every `every`; a failed change is retried first.
 pub async fn follow<C: ChangeSource, E: EventSink>(mut source: C, sink: E, every: Duration) {
     let mut pending: Vec<RecordChange> = Vec::new();
     loop {

@@ -1,5 +1,4 @@
-//! The port a publisher of state-change events implements ([`EventSink`]), and why it may
-//! fail ([`EventError`]).
+//! The port a state-change publisher implements ([`EventSink`]), and its error.
 
 use std::future::Future;
 
@@ -10,12 +9,10 @@ pub enum EventError {
     /// The bus could not be reached, refused the call, or failed the entry; worth retrying.
     #[error("publishing failed: {0}")]
     Failed(String),
-    /// No credentials to sign with.
     #[error("no AWS credentials to publish with: {0}")]
     Credentials(String),
 }
 
-/// Where state-change events go.
 pub trait EventSink: Send + Sync {
     fn publish(&self, event: &StateEvent) -> impl Future<Output = Result<(), EventError>> + Send;
 
@@ -40,7 +37,6 @@ pub trait EventSink: Send + Sync {
     }
 }
 
-/// A shared sink is a sink.
 impl<T: EventSink> EventSink for std::sync::Arc<T> {
     fn publish(&self, event: &StateEvent) -> impl Future<Output = Result<(), EventError>> + Send {
         (**self).publish(event)

@@ -1,12 +1,7 @@
-//! The due-occurrence queue of `serve`, the tests and the benches: a channel into the same
-//! consumer the deployed queue feeds (docs/schedules.md, "Fan-out"). A follow-up arrives once
-//! its delay is over (what SQS's `DelaySeconds` does); at most `at_once` messages are worked
-//! at a time (the event source mapping's maximum concurrency).
+//! The due-occurrence queue of `serve`, the tests and the benches: a channel into the same consumer
+//! the deployed queue feeds, delaying follow-ups as SQS does.
 //!
-//! It does not deliver a message again: an occurrence whose consumer failed or was killed is
-//! sent again by the next minute's tick, which finds it still open (as it does deployed for a
-//! message that went to the dead letters). Nothing else of SQS matters here: what fires an
-//! occurrence once is the schedule item's conditional write, never the queue.
+//! Nothing is delivered again: the next minute's tick resends an occurrence still open.
 
 use std::future::Future;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -19,14 +14,12 @@ use crate::deadline::Deadline;
 
 use super::message::DueOccurrence;
 
-/// Messages worked at once, as deployed: the event source mapping's maximum concurrency (10
-/// invocations) times its batch size (10 messages), infra/template.yaml.
+/// Messages worked at once, as deployed: 10 invocations × batches of 10 (infra/template.yaml).
 pub const AT_ONCE: usize = 100;
 
 /// What the channel has carried since it was made.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ChannelCounts {
-    /// Messages sent.
     pub sent: u64,
     /// Of those, sent with a delay (follow-ups).
     pub delayed: u64,
@@ -110,8 +103,7 @@ impl DueChannel {
         }
     }
 
-    /// Work every message as it comes, `at_once` at most, for as long as the future is polled
-    /// (`serve`'s consumer). `handle` answers whether it finished with the message.
+    /// Work messages as they come, `at_once` at most, while polled; `handle` is `true` once done.
     pub async fn consume<F, Fut>(&self, at_once: usize, handle: F)
     where
         F: Fn(DueOccurrence) -> Fut,
@@ -120,8 +112,7 @@ impl DueChannel {
         self.work(at_once, handle, Until::Never).await;
     }
 
-    /// Work the messages until none is left, in flight or waiting for its delay (a test's or
-    /// a bench's consumer).
+    /// Work the messages until none is left, in flight or delayed (a test's or a bench's consumer).
     pub async fn drain<F, Fut>(&self, at_once: usize, handle: F)
     where
         F: Fn(DueOccurrence) -> Fut,
@@ -130,9 +121,7 @@ impl DueChannel {
         self.work(at_once, handle, Until::Idle).await;
     }
 
-    /// Work the messages until none is left or `until` has passed, then leave the rest for the
-    /// next (a tick whose own invocation consumes what it sent: the one-shot CLI, a function
-    /// deployed without a queue, a test).
+    /// Work the messages until none is left or `until` has passed (a tick consuming what it sent).
     pub async fn drain_until<F, Fut>(&self, at_once: usize, until: Deadline, handle: F)
     where
         F: Fn(DueOccurrence) -> Fut,
@@ -141,8 +130,7 @@ impl DueChannel {
         self.work(at_once, handle, Until::IdleOr(until)).await;
     }
 
-    /// Work what comes until `until`; past a deadline the messages in flight are finished and
-    /// no new one is taken.
+    /// Work what comes until `until`, then finish those in flight and take no new one.
     async fn work<F, Fut>(&self, at_once: usize, handle: F, until: Until)
     where
         F: Fn(DueOccurrence) -> Fut,

@@ -1,5 +1,4 @@
-//! What the tick hands the queue: one [`DueOccurrence`] a message; and why a hand-over may
-//! fail ([`FanoutError`]).
+//! What the tick hands the queue ([`DueOccurrence`]), and why a hand-over may fail.
 
 use serde::{Deserialize, Serialize};
 
@@ -10,8 +9,7 @@ use crate::schedule::DueLead;
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DueOccurrence {
     pub agent: AgentKey,
-    /// The tick's time (epoch ms): the consumer decides as of it, as the tick would have (a
-    /// follow-up as of the tick's time and the wait since).
+    /// The tick's time (epoch ms): the consumer decides as of it, as the tick would have.
     pub tick_ms: u64,
     /// Not to be delivered before this (epoch ms): a follow-up, sent ahead of its time.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -41,8 +39,7 @@ impl DueOccurrence {
         })
     }
 
-    /// The same occurrence to look at again after `wait`: decided as of the tick's time and
-    /// the wait, delivered no sooner.
+    /// The same occurrence to look at again after `wait`, delivered no sooner.
     pub fn follow_up(&self, wait: std::time::Duration) -> DueOccurrence {
         let wait_ms = wait.as_millis() as u64;
         DueOccurrence {

@@ -1,9 +1,5 @@
-//! The deployed fan-out queue: SQS `SendMessageBatch` (the JSON 1.0 protocol), a signed call
-//! of [`crate::aws_json`], to a standard queue: ten messages a call, a follow-up delayed until
-//! its time ([`super::DueOccurrence::delay`], `DelaySeconds`, 15 minutes at most).
-//!
-//! SQS answers 200 with some entries failed; those SQS did not blame on the sender are sent
-//! again (twice at most), then the tick fails and the next one sends them again.
+//! The deployed fan-out queue: SQS `SendMessageBatch` (via [`crate::aws_json`]), ten messages a
+//! call. Entries failed without blaming the sender are sent again, twice at most.
 
 use std::time::Duration;
 
@@ -27,8 +23,7 @@ pub struct SqsQueue {
 }
 
 impl SqsQueue {
-    /// The queue at `url` with `config`'s region and credentials. The endpoint is SQS's of
-    /// the region, or `AWS_ENDPOINT_URL_SQS` when set (tests, a VPC endpoint).
+    /// The queue at `url`; `AWS_ENDPOINT_URL_SQS` overrides the region's endpoint.
     pub fn new(config: &SdkConfig, url: impl Into<String>) -> Result<SqsQueue, FanoutError> {
         let endpoint = std::env::var("AWS_ENDPOINT_URL_SQS")
             .ok()

@@ -1,11 +1,6 @@
-//! The HTTP edge: how every function serves a request ([`serve`]: in the invocation's span,
-//! so every line logged for it carries its ids) and turns a handler's result into the answer
-//! API Gateway sends back. A success passes through; a failure becomes problem+json carrying
-//! the request id, and is logged once, by its status: a 5xx is ours or a dependency's to fix
-//! (`warn`), a 4xx is the caller's to fix (`info`). Details go to the log, never into the body.
-//!
-//! Everything an answer is lives here, in three parts: serving, the successful JSON answers
-//! with their headers, and problem+json.
+//! The HTTP edge: serving a request in the invocation's span, and every answer: JSON with its
+//! headers, or problem+json with the request id, logged once by status (a 5xx is ours or a
+//! dependency's to fix: `warn`; a 4xx the caller's: `info`). Details never go into the body.
 
 use std::future::Future;
 
@@ -24,13 +19,8 @@ use crate::store::StoreError;
 
 use super::request::request_id;
 
-/// Serve `request`: `work` (the function's handling of it), then its answer ([`answer`]), both
-/// inside the invocation's span ([`invocation::begin_http`]). Every HTTP function's `handle`
-/// goes through here, so none can forget the span.
-///
-/// `work` is mapped, not awaited in an `async` block: such a block keeps the future it captured
-/// and the one it awaits side by side, twice the handler's future (tens of KB in a debug build),
-/// and the tests' stacks overflowed. Mapped, it is held once, as when a handler awaited it.
+/// Serve `request` in the invocation's span, so no function can forget it. `work` is mapped, not
+/// awaited in an `async` block, which would hold its future twice (debug stacks overflow).
 pub fn serve<'w>(
     request: &Request,
     work: impl Future<Output = crate::Result<Response<Body>>> + 'w,
@@ -41,7 +31,6 @@ pub fn serve<'w>(
         .instrument(span)
 }
 
-/// The answer to a request whose handler returned `result`.
 pub fn answer(result: crate::Result<Response<Body>>, request_id: Option<&str>) -> Response<Body> {
     match result {
         Ok(response) => response,
@@ -64,8 +53,6 @@ pub fn problem(err: &Error, request_id: Option<&str>) -> Response<Body> {
     p.into_response()
 }
 
-// ---- Successful JSON responses and the headers that name an agent's version and address.
-
 /// `status` with `value` as a JSON body.
 pub fn json<T: Serialize>(status: u16, value: &T) -> http::Response<Body> {
     let body = serde_json::to_string(value).unwrap_or_else(|_| "{}".into());
@@ -76,7 +63,6 @@ pub fn json<T: Serialize>(status: u16, value: &T) -> http::Response<Body> {
         .unwrap_or_else(|_| http::Response::new(Body::Empty))
 }
 
-/// A 204 without a body.
 pub fn no_content() -> http::Response<Body> {
     http::Response::builder()
         .status(204)
@@ -84,8 +70,7 @@ pub fn no_content() -> http::Response<Body> {
         .unwrap_or_else(|_| http::Response::new(Body::Empty))
 }
 
-/// `response` with `record`'s version as its `ETag` (a record never written has none: there
-/// is nothing to match an `If-Match` against).
+/// `response` with `record`'s version as `ETag` (none for a record never written).
 pub fn with_etag(mut response: http::Response<Body>, record: &AgentRecord) -> http::Response<Body> {
     if record.version > 0 {
         if let Ok(value) = record.etag().parse() {
@@ -95,9 +80,8 @@ pub fn with_etag(mut response: http::Response<Body>, record: &AgentRecord) -> ht
     response
 }
 
-/// `response` with the agent's address as its `Location`: where a 201 created it, where a 202
-/// says to read how the work goes on. `prefix` is what API Gateway put before the route
-/// ([`super::request::prefix`]), so the address works from where the client stands.
+/// `response` with the agent's address as `Location` (a 201's creation, a 202's progress),
+/// under `prefix` ([`super::request::prefix`]) so it works from where the client stands.
 pub fn with_location(
     mut response: http::Response<Body>,
     prefix: &str,
@@ -109,8 +93,7 @@ pub fn with_location(
     response
 }
 
-/// `response` as the JSON a Lambda answers API Gateway (HTTP API, payload 2.0) with: what a
-/// function invoked directly returns, and what `snapwake invoke` prints.
+/// `response` as a Lambda answers API Gateway (HTTP API, payload 2.0); `snapwake invoke` prints it.
 pub fn api_gateway_v2(response: http::Response<Body>) -> ApiGatewayV2httpResponse {
     let (parts, body) = response.into_parts();
     let mut out = ApiGatewayV2httpResponse::default();
@@ -124,13 +107,9 @@ pub fn api_gateway_v2(response: http::Response<Body>) -> ApiGatewayV2httpRespons
     out
 }
 
-// ---- RFC 9457 problem+json: the single place where an [`Error`] becomes an HTTP answer.
-//
-// Every function answers errors in one shape:
-// `{"type", "title", "status", "detail", "code", "retryable", "request_id"}` with
-// `Content-Type: application/problem+json`, plus `Retry-After` or `Allow` where they apply.
-// `detail` is human text chosen here; it never carries provider messages, secrets, endpoints
-// or stack traces (internal details go to the log, not the caller).
+// ---- RFC 9457 problem+json, the one place an [`Error`] becomes an HTTP answer:
+// `{"type", "title", "status", "detail", "code", "retryable", "request_id"}`, plus `Retry-After`
+// or `Allow`. `detail` is chosen here: never provider messages, secrets, endpoints or traces.
 
 pub const CONTENT_TYPE: &str = "application/problem+json";
 
@@ -147,7 +126,6 @@ pub struct Problem {
     /// The request body's field a 422 is about.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub field: Option<&'static str>,
-    /// Seconds for the `Retry-After` header (not part of the body).
     #[serde(skip)]
     pub retry_after_s: Option<u64>,
     /// Methods for the `Allow` header of a 405 (not part of the body).
@@ -188,7 +166,6 @@ impl Problem {
         self
     }
 
-    /// The HTTP response: status, problem+json body and the headers that go with it.
     pub fn into_response(self) -> http::Response<Body> {
         let mut builder = http::Response::builder()
             .status(self.status)
@@ -208,8 +185,7 @@ impl Problem {
 }
 
 impl From<&Error> for Problem {
-    /// Status and code are the error's own ([`Error::status`], [`Error::code`]); this adds what
-    /// a person reads (title, detail) and how to retry.
+    /// Status and code are the error's own; this adds title, detail and how to retry.
     fn from(err: &Error) -> Self {
         let problem = |title: &'static str, detail: String| {
             Problem::new(err.status(), err.code(), title, detail)
@@ -337,7 +313,6 @@ fn agentkit_problem(
 }
 
 impl Error {
-    /// This error as a problem+json response.
     pub fn into_response(&self, request_id: Option<&str>) -> http::Response<Body> {
         let mut p = Problem::from(self);
         if let Some(id) = request_id {

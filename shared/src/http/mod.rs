@@ -1,6 +1,5 @@
-//! HTTP concerns shared by every function: the edge every answer leaves through, routing and
-//! request parsing, JSON and problem+json responses, ETag and Location headers, the `Prefer:
-//! wait` preference.
+//! HTTP concerns shared by every function: the edge answers leave through, routing and request
+//! parsing, JSON and problem+json, ETag and Location, `Prefer: wait`.
 
 pub mod edge;
 pub mod request;

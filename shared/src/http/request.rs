@@ -1,5 +1,4 @@
-//! Reading an API Gateway HTTP API request: routes, path parameters, bodies and headers, each
-//! failure a typed [`Error`] (so a problem+json 4xx), never a panic.
+//! Reading an API Gateway HTTP API request; each failure a typed [`Error`] (a 4xx), never a panic.
 
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -30,8 +29,7 @@ pub struct Matched {
     pub params: Vec<String>,
 }
 
-/// Match `method` and `path` against `routes`: an unknown path → 404, a known path with
-/// another method → 405 listing the allowed ones.
+/// Match `method` and `path`: an unknown path → 404, a known one with another method → 405.
 pub fn route(routes: &[Route], method: &str, path: &str) -> Result<Matched> {
     let mut allowed: Vec<&str> = Vec::new();
     for r in routes {
@@ -54,8 +52,7 @@ pub fn route(routes: &[Route], method: &str, path: &str) -> Result<Matched> {
     }
 }
 
-/// Captures of `path` against `pattern`, or `None` if it does not match. Each captured
-/// segment is percent-decoded exactly once; a segment that is not UTF-8 once decoded is a 400.
+/// Captures of `path` against `pattern`, each percent-decoded exactly once (not UTF-8: 400).
 fn match_path(pattern: &str, path: &str) -> Result<Option<Vec<String>>> {
     let want: Vec<&str> = pattern.trim_matches('/').split('/').collect();
     let got: Vec<&str> = path
@@ -80,12 +77,10 @@ fn match_path(pattern: &str, path: &str) -> Result<Option<Vec<String>>> {
     Ok(Some(params))
 }
 
-/// The environment variable naming a custom domain's base path (`/api`), if the API is mapped
-/// under one.
+/// The variable naming a custom domain's base path (`/api`), if the API is mapped under one.
 pub const BASE_PATH_VAR: &str = "SNAPWAKE_BASE_PATH";
 
-/// The configured base path: `/` and one or more segments, no trailing `/` (`None`: not set,
-/// empty, or `/`). Read once; `Config::from_env` refuses a malformed one at cold start.
+/// The configured base path (`None`: unset, empty or `/`), read once; checked at cold start.
 pub fn base_path() -> Option<&'static str> {
     static BASE: OnceLock<Option<String>> = OnceLock::new();
     BASE.get_or_init(|| {
@@ -102,9 +97,8 @@ pub fn normalise_base_path(raw: &str) -> Option<String> {
     (!trimmed.is_empty()).then(|| format!("/{trimmed}"))
 }
 
-/// What API Gateway put before snapwake's own path: a named stage (`/prod`, from
-/// `requestContext.stage`; `$default` adds nothing) and the configured base path, in the order
-/// a client's URL has them. Empty when there is neither, as locally.
+/// What API Gateway put before snapwake's own path: a named stage (`/prod`; `$default` adds
+/// nothing) and the base path, in the client URL's order. Empty when neither, as locally.
 pub fn prefix(req: &Request) -> String {
     let mut prefix = String::new();
     if let Some(base) = base_path() {
@@ -112,8 +106,7 @@ pub fn prefix(req: &Request) -> String {
     }
     if let Some(stage) = stage(req) {
         let raw = raw_path(req);
-        // A custom domain maps a stage without naming it in the path; `execute-api` URLs
-        // name it first.
+        // A custom domain maps a stage without naming it; `execute-api` URLs name it first.
         if starts_with_segment(raw, &format!("/{stage}")) {
             return format!("/{stage}{prefix}");
         }
@@ -121,9 +114,8 @@ pub fn prefix(req: &Request) -> String {
     prefix
 }
 
-/// The request's path as the client sent it (percent-encoded), without API Gateway's stage
-/// and base path ([`prefix`]), so each segment is decoded exactly once by [`route`]. A path
-/// that does not start with the prefix is kept whole (and then matches no route: 404).
+/// The path as sent (percent-encoded, for [`route`] to decode once), without [`prefix`]. One
+/// not under the prefix is kept whole (and matches no route: 404).
 pub fn path(req: &Request) -> &str {
     let raw = raw_path(req);
     let prefix = prefix(req);
@@ -136,7 +128,6 @@ pub fn path(req: &Request) -> &str {
     }
 }
 
-/// The request's stage, unless it is `$default` (which is not in the path).
 fn stage(req: &Request) -> Option<String> {
     match req.request_context_ref() {
         Some(lambda_http::request::RequestContext::ApiGatewayV2(ctx)) => ctx
@@ -156,13 +147,11 @@ fn raw_path(req: &Request) -> &str {
     }
 }
 
-/// Whether `path` is `segment` or starts with it followed by `/`.
 fn starts_with_segment(path: &str, segment: &str) -> bool {
     path.strip_prefix(segment)
         .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
 }
 
-/// A `{kind}` path parameter.
 pub fn parse_kind(raw: &str) -> Result<Kind> {
     raw.parse::<Kind>()
         .map_err(|e| Error::bad_request(e.to_string()))
@@ -173,7 +162,6 @@ pub fn parse_id(raw: &str) -> Result<String> {
     validate_agent_id(raw).map(str::to_string)
 }
 
-/// The request body as bytes, refused above [`MAX_BODY_BYTES`].
 pub fn body_bytes(req: &Request) -> Result<&[u8]> {
     let bytes: &[u8] = match req.body() {
         Body::Empty => &[],
@@ -189,10 +177,8 @@ pub fn body_bytes(req: &Request) -> Result<&[u8]> {
     Ok(bytes)
 }
 
-/// An optional JSON body: absent or blank → `None`; malformed or of the wrong shape → 400.
-///
-/// Every body of this API is a JSON object: anything else is refused before serde sees it,
-/// because serde would read a struct from an array too (`[]` as a struct of optional fields).
+/// An optional JSON body: absent or blank → `None`; malformed → 400. A non-object is refused
+/// first: serde would read a struct from an array too (`[]` as a struct of optional fields).
 pub fn optional_json<T: DeserializeOwned>(req: &Request) -> Result<Option<T>> {
     let bytes = body_bytes(req)?;
     let Some(first) = bytes.iter().find(|b| !b.is_ascii_whitespace()) else {
@@ -206,7 +192,6 @@ pub fn optional_json<T: DeserializeOwned>(req: &Request) -> Result<Option<T>> {
         .map_err(|e| Error::bad_request(format!("invalid JSON body: {}", json_error(&e))))
 }
 
-/// A required JSON body.
 pub fn json<T: DeserializeOwned>(req: &Request) -> Result<T> {
     optional_json(req)?.ok_or_else(|| Error::bad_request("a JSON body is required"))
 }
@@ -222,7 +207,6 @@ fn json_error(e: &serde_json::Error) -> String {
     }
 }
 
-/// A header as text, if present and readable.
 pub fn header<'r>(req: &'r Request, name: &str) -> Option<&'r str> {
     req.headers().get(name).and_then(|v| v.to_str().ok())
 }
@@ -238,15 +222,9 @@ pub fn request_id(req: &Request) -> Option<String> {
     req.lambda_context_ref().map(|c| c.request_id.clone())
 }
 
-// ---- RFC 7240 `Prefer: wait=<seconds>`: how long a client would like a resume or a sleep to hold
-// its request (docs/wake-protocol.md, "Short requests"), and the `Preference-Applied` header
-// that says what it got.
-//
-// A preference is a hint, not a command (RFC 7240 §2): one that cannot be read (`wait=soon`,
-// `wait=-1`) is ignored, as the RFC asks, and the request is served as if it had none (a
-// short request, no `Preference-Applied`). The header may list several preferences
-// (`respond-async, wait=10`) over several lines; names are case-insensitive, a value may be
-// quoted, and the first `wait` counts.
+// ---- RFC 7240 `Prefer: wait=<seconds>`: how long a resume or sleep may hold its request
+// (docs/wake-protocol.md, "Short requests"). A hint (§2): an unreadable one is ignored. Names are
+// case-insensitive, values may be quoted, the first `wait` of any line counts.
 
 /// The most a client may ask for: API Gateway cuts HTTP requests at 30 s.
 pub const MAX_WAIT: Duration = Duration::from_secs(20);

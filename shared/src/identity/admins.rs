@@ -1,35 +1,26 @@
 //! Who is an admin: the `SNAPWAKE_ADMINS` entries and how a caller's claims match them
 //! (docs/identity.md, "Admins"; the threats in docs/security.md).
 //!
-//! An entry names the claim it must be found in (`sub:8f3c…`, `email:boss@corp.com`). A bare
-//! value matches only the claim the caller's owner id came from. Either way a value is found
-//! in one claim only: with an identity provider that lets people choose a username, someone
-//! who signs up as `boss@corp.com` must not become the admin whose *email* that is.
-//!
-//! Values compare ignoring ASCII case only. Full Unicode folding would make distinct
-//! identifiers equal (the Kelvin sign `K` lower-cases to `k`), and an attacker picks the
-//! one that folds onto an admin's.
-//!
-//! `email` counts only with `email_verified: true`: many providers let a person type any
-//! address at sign-up and verify it later, or never.
+//! An entry names its claim (`sub:8f3c…`, `email:boss@corp.com`); a bare value matches only the
+//! owner claim. One claim only: where people choose a username, someone signing up as
+//! `boss@corp.com` must not become the admin whose *email* that is. Values compare ignoring
+//! ASCII case only: full Unicode folding would let an attacker pick an identifier that folds
+//! onto an admin's (the Kelvin sign `K` lower-cases to `k`). `email` counts only with
+//! `email_verified: true`: many providers let a person type any address and verify it later.
 
 use super::claims::Claims;
 
 /// The claim whose value is trusted only when `email_verified` is `true`.
 pub const EMAIL_CLAIM: &str = "email";
 
-/// One `SNAPWAKE_ADMINS` entry.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AdminEntry {
-    /// The claim the value is looked for in; `None` for a bare value, which is looked for
-    /// only in the claim the caller's owner id came from.
+    /// The claim to look in; `None` for a bare value (the owner claim).
     pub claim: Option<String>,
-    /// The identifier, compared ignoring ASCII case.
     pub value: String,
 }
 
 impl AdminEntry {
-    /// A bare entry: matches the owner claim only.
     pub fn bare(value: impl Into<String>) -> AdminEntry {
         AdminEntry {
             claim: None,
@@ -37,7 +28,6 @@ impl AdminEntry {
         }
     }
 
-    /// An entry that names its claim.
     pub fn in_claim(claim: impl Into<String>, value: impl Into<String>) -> AdminEntry {
         AdminEntry {
             claim: Some(claim.into()),
@@ -45,10 +35,9 @@ impl AdminEntry {
         }
     }
 
-    /// Reads one entry. `claim:value` names its claim when `claim` is one of `claims` (the
-    /// owner claims, and `email`); anything else is a bare value, colons and all, since a
-    /// `sub` may itself hold colons (`urn:…`). The longest matching claim name wins, so a
-    /// claim with a colon in its name (`custom:staff_id`) works as well.
+    /// Reads one entry: `claim:value` when `claim` is an owner claim or `email`, else a bare
+    /// value, colons and all (a `sub` may hold colons: `urn:…`). The longest matching claim name
+    /// wins, so `custom:staff_id` works too.
     pub fn parse(raw: &str, claims: &[String]) -> AdminEntry {
         let raw = raw.trim();
         let value_after = |claim: &str| {

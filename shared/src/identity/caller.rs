@@ -1,8 +1,4 @@
-//! Who is calling: the owner id, the name shown as creator, and whether they are an admin.
-//!
-//! In Lambda the caller comes only from the verified claims in the API Gateway request context
-//! ([`Caller::from_request`], [`Caller::from_request_context`]); headers are never read there.
-//! The local server builds callers with [`Caller::local`] from its own development headers.
+//! Who is calling (owner id, display name, admin), and who may act on an agent.
 
 use lambda_http::aws_lambda_events::apigw::ApiGatewayV2httpRequestContext;
 use lambda_http::request::RequestContext;
@@ -23,20 +19,17 @@ pub const DISPLAY_NAME_CLAIMS: [&str; 5] =
 /// Claims that may carry group names.
 pub const GROUP_CLAIMS: [&str; 2] = ["cognito:groups", "groups"];
 
-/// An authenticated caller.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Caller {
     /// The stable id that scopes every agent (never empty).
     pub owner: String,
-    /// The name shown as the creator of agents.
     pub display_name: String,
     /// Admins see and act on every owner's agents.
     pub is_admin: bool,
 }
 
 impl Caller {
-    /// A caller of the local development server, which trusts its own headers. Never used in
-    /// Lambda. The display name is the owner id.
+    /// A caller of the local development server, which trusts its own headers; never in Lambda.
     pub fn local(owner: impl Into<String>, is_admin: bool) -> Caller {
         let owner = owner.into();
         Caller {
@@ -46,10 +39,8 @@ impl Caller {
         }
     }
 
-    /// The caller of a Lambda request from API Gateway (HTTP API, payload 2.0).
-    ///
-    /// A request without an HTTP API request context (another event source, or a test request
-    /// built without one) has no verified identity: [`Error::Unauthenticated`].
+    /// The caller of an API Gateway HTTP API (payload 2.0) request; without that request
+    /// context there is no verified identity: [`Error::Unauthenticated`].
     pub fn from_request(request: &lambda_http::Request, config: &IdentityConfig) -> Result<Caller> {
         match request.request_context_ref() {
             Some(RequestContext::ApiGatewayV2(ctx)) => Caller::from_request_context(ctx, config),
@@ -66,19 +57,11 @@ impl Caller {
         Caller::from_claims(&Claims::from_authorizer(authorizer), config)
     }
 
-    /// The caller that verified claims describe (docs/identity.md):
-    ///
-    /// - owner id: the first non-blank claim of `config.owner_claims`; none → unauthenticated;
-    /// - display name: the first non-blank of [`DISPLAY_NAME_CLAIMS`], else the owner id;
-    /// - admin: one of `config.admins` matches ([`AdminEntry`](super::AdminEntry): in the
-    ///   claim it names, else in the owner claim; ASCII case only; `email` only when
-    ///   verified), or a group claim ([`GROUP_CLAIMS`]) names one of `config.admin_groups`
-    ///   (group names compare exactly: identity providers treat them as case-sensitive, so
-    ///   `Admins` is not `admins`).
-    ///
-    /// Nobody is an admin unless configured: empty `admins` and `admin_groups` make no admin.
-    /// (The reference Studio made everybody an admin when no list was configured; snapwake
-    /// deliberately does not.)
+    /// The caller that verified claims describe (docs/identity.md): the owner id is the first
+    /// non-blank of `config.owner_claims` (none: unauthenticated), the display name the first of
+    /// [`DISPLAY_NAME_CLAIMS`], else the owner id. Admin when an [`AdminEntry`](super::AdminEntry)
+    /// matches or a group claim names one of `config.admin_groups`, compared exactly: identity
+    /// providers treat group names as case-sensitive. Nobody is an admin unless configured.
     pub fn from_claims(claims: &Claims, config: &IdentityConfig) -> Result<Caller> {
         let (owner_claim, owner) = config
             .owner_claims
@@ -98,15 +81,12 @@ impl Caller {
         })
     }
 
-    /// The two owner-index keys under which this caller's agents are recorded: the current
-    /// UserSessionId format and the legacy one (the owner index is queried for both:
-    /// docs/identity.md, "Owner keys").
+    /// This caller's owner-index keys, current and legacy (docs/identity.md, "Owner keys").
     pub fn owner_keys(&self) -> [String; 2] {
         usid::owner_keys(&self.owner)
     }
 
-    /// Whether this caller may see and act on an agent whose UserSessionId is
-    /// `user_session_id` (admins may act on every agent, including ownerless ones).
+    /// Whether this caller may act on the agent with `user_session_id` (admins: every agent).
     pub fn may_access(&self, user_session_id: Option<&str>) -> bool {
         self.is_admin || user_session_id.is_some_and(|id| usid::belongs_to(id, &self.owner))
     }
@@ -125,8 +105,7 @@ fn is_admin(claims: &Claims, owner_claim: &str, config: &IdentityConfig) -> bool
     by_identifier || by_group
 }
 
-// ---- Who may act on an agent, and whom a first write of its record names as its owner: the
-// rules every function that reads or changes one agent (resume, delete, list) shares.
+// ---- Who may act on an agent, and whom the first write of its record names as owner.
 
 /// Whether `caller` may see and act on `key`: admins always; others when the record names
 /// them, or when the UserSessionId is theirs. `snapshot-<id>` agents are admin-only.
@@ -148,9 +127,8 @@ pub struct Place<'a> {
     pub retention: Retention,
 }
 
-/// What the first write of an agent's record should say about it: the record's own fields
-/// first, then what the UserSessionId and the snapshots' metadata tell. `place`, when known,
-/// adds the Tool (a wake that has not located the agent yet writes it later).
+/// What the first write of an agent's record should say: the record's own fields first, then
+/// what the UserSessionId and the snapshots' metadata tell; `place` adds the Tool when known.
 pub fn describe(
     caller: &Caller,
     key: &AgentKey,
@@ -159,8 +137,7 @@ pub fn describe(
     snapshots: Option<&[Snapshot]>,
 ) -> Description {
     let usid = user_session_id(&key.agent_id);
-    // The raw owner is known only when it is the caller's own agent (an admin acting on
-    // someone else's agent must not be recorded as its owner).
+    // Only the caller's own agent names its raw owner: an admin must not be recorded as owner.
     let owner = record
         .and_then(|r| r.description.owner.clone())
         .or_else(|| {

@@ -1,35 +1,27 @@
-//! Verified claims, normalised from whichever authorizer API Gateway ran.
-//!
-//! A JWT authorizer hands every claim over as a string (API Gateway flattens an array claim into
-//! `"[a b]"`); a Lambda authorizer hands over whatever JSON its context held (strings, numbers,
-//! booleans, arrays). [`Claims`] turns both into one shape so the rules of docs/identity.md are
-//! written once: scalars become text (`42` → `"42"`, `true` → `"true"`), arrays become lists of
-//! text, and `null` or nested objects are dropped (they identify nobody).
+//! Verified claims, normalised from whichever authorizer API Gateway ran: a JWT authorizer's
+//! are all strings (an array flattened into `"[a b]"`), a Lambda authorizer's any JSON. Scalars
+//! become text, arrays lists of text, and `null` or objects are dropped (they identify nobody).
 
 use std::collections::BTreeMap;
 
 use lambda_http::aws_lambda_events::apigw::ApiGatewayRequestAuthorizer;
 use serde_json::Value;
 
-/// One claim's value after normalisation.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ClaimValue {
-    /// A scalar claim, as text.
     Text(String),
     /// An array claim (Lambda authorizer only: JWT arrays arrive flattened into [`Self::Text`]).
     List(Vec<String>),
 }
 
-/// The verified claims of one request, by claim name.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Claims {
     values: BTreeMap<String, ClaimValue>,
 }
 
 impl Claims {
-    /// The claims a request was authorised with: the JWT authorizer's claims when present,
-    /// otherwise the Lambda authorizer's context. An IAM authorizer identifies an AWS
-    /// principal, not a person, so it yields no claims (and the caller is unauthenticated).
+    /// The JWT authorizer's claims when present, else the Lambda authorizer's context. An IAM
+    /// authorizer identifies no person, so it yields no claims.
     pub fn from_authorizer(authorizer: &ApiGatewayRequestAuthorizer) -> Claims {
         match &authorizer.jwt {
             Some(jwt) if !jwt.claims.is_empty() => Claims::from_jwt(
@@ -46,7 +38,6 @@ impl Claims {
         }
     }
 
-    /// Claims of a JWT authorizer: every value is already a string.
     pub fn from_jwt<'a>(claims: impl IntoIterator<Item = (&'a str, &'a str)>) -> Claims {
         let values = claims
             .into_iter()
@@ -55,7 +46,6 @@ impl Claims {
         Claims { values }
     }
 
-    /// Claims of a Lambda authorizer's context: any JSON value.
     pub fn from_lambda<'a>(fields: impl IntoIterator<Item = (&'a str, &'a Value)>) -> Claims {
         let values = fields
             .into_iter()
@@ -80,8 +70,7 @@ impl Claims {
         self.values.get(name)
     }
 
-    /// A scalar claim, when present and not blank. The value is returned as sent: an owner id
-    /// is compared byte for byte, so it is not trimmed; a blank value counts as absent.
+    /// A scalar claim, blank counting as absent. Not trimmed: an owner id compares byte for byte.
     pub fn text(&self, name: &str) -> Option<&str> {
         match self.values.get(name)? {
             ClaimValue::Text(t) if !t.trim().is_empty() => Some(t),
@@ -98,8 +87,7 @@ impl Claims {
         }
     }
 
-    /// A group-like claim as a list of names, whichever form it arrived in (see
-    /// [`parse_group_list`]).
+    /// A group-like claim as a list of names ([`parse_group_list`]).
     pub fn groups(&self, name: &str) -> Vec<String> {
         match self.values.get(name) {
             Some(ClaimValue::Text(t)) => parse_group_list(t),
@@ -114,7 +102,6 @@ impl Claims {
     }
 }
 
-/// A JSON scalar as text; `null`, objects and arrays have no text form.
 fn scalar_text(value: &Value) -> Option<String> {
     match value {
         Value::String(s) => Some(s.clone()),
@@ -124,14 +111,10 @@ fn scalar_text(value: &Value) -> Option<String> {
     }
 }
 
-/// The group names in a group claim that arrived as a string. Accepted forms:
-///
-/// - API Gateway's flattening of an array claim: `[admins devs]` (space separated);
-/// - a JSON array in a string: `["admins","devs"]` (some Lambda authorizers stringify);
-/// - a comma list `admins, devs`, or a single name `admins`.
-///
-/// Inside brackets, commas and whitespace both separate names; outside brackets only commas do,
-/// so a plain single value is taken whole. Blank names are dropped.
+/// The group names in a group claim that arrived as a string: API Gateway's flattened array
+/// `[admins devs]`, a stringified JSON array `["admins","devs"]`, or a comma list. Inside
+/// brackets commas and whitespace separate names, outside only commas, so a plain single value
+/// is taken whole.
 pub fn parse_group_list(raw: &str) -> Vec<String> {
     let trimmed = raw.trim();
     let names: Vec<&str> = match trimmed

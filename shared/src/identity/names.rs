@@ -13,18 +13,12 @@ pub fn user_session_id(agent_id: &str) -> Option<&str> {
 
 /// The session `Metadata` / snapshot `SessionMetadata` key holding a display name.
 pub const METADATA_DISPLAY_NAME_KEY: &str = "veadk_display_name";
-/// The longest display name accepted by `POST /v1/agents`, in characters.
 pub const MAX_DISPLAY_NAME_CHARS: usize = 40;
-/// The longest agent id, in characters.
 pub const MAX_AGENT_ID_LEN: usize = 200;
 
-/// The display name of an agent, first that exists (docs/identity.md): snapwake's agent record →
-/// the `veadk_display_name` metadata → the name decoded from a legacy UserSessionId → the
-/// UserSessionId → the SnapshotId.
-///
-/// A blank value (empty or only whitespace) counts as absent at every step, so an agent never
-/// shows an empty name while something better exists; when everything is absent the result is
-/// empty (every agent has a UserSessionId or a SnapshotId, so callers do not meet that case).
+/// The display name of an agent, the first non-blank of (docs/identity.md): the agent record,
+/// the `veadk_display_name` metadata, a legacy UserSessionId's name, the UserSessionId, the
+/// SnapshotId. Blank counts as absent, so no agent shows an empty name while a better exists.
 pub fn display_name(
     record_name: Option<&str>,
     metadata_name: Option<&str>,
@@ -48,9 +42,8 @@ pub fn display_name(
     name
 }
 
-/// A display name given to `POST /v1/agents`: trimmed, then 1–40 characters (Unicode scalar
-/// values, not bytes) with no control characters. Returns the trimmed name; a name that breaks
-/// a rule is well-formed input that cannot be accepted, so it answers 422 `INVALID_REQUEST`.
+/// A display name given to `POST /v1/agents`, trimmed: 1–40 characters (not bytes), no control
+/// characters; else 422 `INVALID_REQUEST` (well-formed, but not acceptable).
 pub fn validate_display_name(name: &str) -> Result<String> {
     let trimmed = name.trim();
     if trimmed.is_empty() {

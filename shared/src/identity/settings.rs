@@ -14,7 +14,6 @@ pub const DEFAULT_OWNER_CLAIMS: [&str; 7] = [
     "login",
 ];
 
-/// Who is who: how the owner id is read and who is an admin.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IdentityConfig {
     /// Claims tried in order for the owner id (`SNAPWAKE_OWNER_CLAIMS`).
@@ -26,7 +25,6 @@ pub struct IdentityConfig {
 }
 
 impl Default for IdentityConfig {
-    /// Nobody is an admin by default.
     fn default() -> Self {
         IdentityConfig {
             owner_claims: DEFAULT_OWNER_CLAIMS.iter().map(|c| c.to_string()).collect(),

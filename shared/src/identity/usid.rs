@@ -1,28 +1,19 @@
-//! The UserSessionId codec, byte-compatible with the reference Studio (docs/identity.md).
-//!
-//! A UserSessionId says who owns an agent. Three shapes exist on the shared Tools:
+//! The UserSessionId codec, byte-compatible with the reference Studio (docs/identity.md). A
+//! UserSessionId says who owns an agent; three shapes exist on the shared Tools:
 //!
 //! - current `studio-<safe_owner>-<32 lowercase hex>`, written by [`mint`];
 //! - legacy `studio2-<fingerprint>-<random>-<base64url name>`, read only;
 //! - older `studio-<uuid with dashes>`, read only and ownerless.
 //!
-//! Ownership is decided by [`belongs_to`] against a known owner; [`UserSessionId::parse`]
-//! classifies an arbitrary id (for the owner index key, support tools and display names).
+//! An older id is exactly `studio-` and an 8-4-4-4-12 hex UUID (either case); anything else
+//! after `studio-` with a `-` is current, the safe owner running to the first `-`. A safe owner
+//! of 8 hex (`deadbeef`) is ambiguous only against hand-made older ids: [`belongs_to`] goes by
+//! prefix as the Studio does, while [`UserSessionId::parse`] calls the exact older shape
+//! ownerless. Minted ids end in 32 hex without dashes, so they are never ambiguous.
 //!
-//! Telling current from older ids: an older id is exactly `studio-` followed by a 36-character
-//! 8-4-4-4-12 hex UUID (either case). Anything else after `studio-` that has a `-` is current:
-//! the safe owner is the text up to the first `-` (a safe owner never contains one). An owner
-//! whose safe form is 8 hex characters (say `deadbeef`) is ambiguous only against hand-made ids
-//! of the older shape; [`belongs_to`] goes by prefix as the Studio does, so it still treats
-//! `studio-deadbeef-…` as that owner's, while [`UserSessionId::parse`] calls the exact older
-//! shape ownerless. Ids that [`mint`] writes end in 32 hex without dashes, so they are never
-//! ambiguous.
-//!
-//! Known property of the Studio's scheme, kept for compatibility: a truncated safe owner
-//! (rule 3) is `<127 chars>_<32 hex>`, exactly 160 characters; an owner id of exactly that
-//! shape (rule 1 keeps it as is) would share its prefix. Such an owner must be chosen knowing the
-//! other owner's id and hash, and owner ids come from the identity provider (`sub` by default),
-//! so this needs a provider that lets users pick 160-character ids.
+//! Kept for compatibility: a truncated safe owner (rule 3) is `<127 chars>_<32 hex>`, exactly
+//! 160 characters, so an owner id of that shape (kept as is by rule 1) would share its prefix;
+//! exploiting it needs the other owner's id and hash, and a provider allowing such ids.
 
 use data_encoding::{BASE32_NOPAD, BASE64URL_NOPAD};
 use sha2::{Digest, Sha256};
@@ -30,7 +21,6 @@ use subtle::ConstantTimeEq;
 
 /// Prefix of current and older UserSessionIds.
 pub const CURRENT_PREFIX: &str = "studio-";
-/// Prefix of legacy UserSessionIds.
 pub const LEGACY_PREFIX: &str = "studio2-";
 /// The longest UserSessionId AgentKit accepts.
 pub const MAX_LEN: usize = 200;
@@ -40,14 +30,11 @@ pub const MAX_SAFE_OWNER_LEN: usize = MAX_LEN - "studio".len() - 32 - 2;
 const TRUNCATED_KEEP: usize = 127;
 /// Hex characters of SHA-256(owner) that end a truncated safe owner.
 const TRUNCATED_HASH_HEX: usize = 32;
-/// Hex characters of the legacy owner fingerprint.
 const FINGERPRINT_HEX: usize = 16;
 
-/// The owner as it appears in a current UserSessionId (docs/identity.md, "The safe owner"). Only
-/// `[A-Za-z0-9_]`, never `-`, at most 160 characters.
-///
-/// The empty owner never reaches here from a request (a caller needs a non-blank owner claim);
-/// if it does, it encodes by rule 2 to `u_`, which no other owner produces.
+/// The owner as it appears in a current UserSessionId (docs/identity.md, "The safe owner"):
+/// only `[A-Za-z0-9_]`, at most 160 characters. The empty owner (never from a request) encodes
+/// by rule 2 to `u_`, which no other owner produces.
 pub fn safe_owner(owner: &str) -> String {
     let plain = !owner.is_empty()
         && owner
@@ -76,8 +63,7 @@ pub fn prefix(owner: &str) -> String {
     format!("{CURRENT_PREFIX}{}-", safe_owner(owner))
 }
 
-/// A fresh current-format UserSessionId for `owner`: the prefix and a v4 UUID as 32 lowercase
-/// hex characters; at most 200 characters.
+/// A fresh current-format UserSessionId: the prefix and a v4 UUID as 32 lowercase hex.
 pub fn mint(owner: &str) -> String {
     format!("{}{}", prefix(owner), crate::ids::fresh_hex())
 }
@@ -89,10 +75,9 @@ pub fn fingerprint(owner: &str) -> String {
     hash
 }
 
-/// The owner-index keys of `owner`: `studio-<safe_owner>` (current) and
-/// `studio2-<fingerprint>` (legacy). An agent's key ([`UserSessionId::owner_key`]) equals one
-/// of them exactly when [`belongs_to`] says the agent is the owner's (except for the hand-made
-/// older-shape ids described in the module docs, which have no key).
+/// The owner-index keys of `owner`: `studio-<safe_owner>` and `studio2-<fingerprint>`. An
+/// agent's [`UserSessionId::owner_key`] equals one exactly when [`belongs_to`] says it is the
+/// owner's (hand-made older-shape ids aside).
 pub fn owner_keys(owner: &str) -> [String; 2] {
     [
         format!("{CURRENT_PREFIX}{}", safe_owner(owner)),
@@ -100,12 +85,9 @@ pub fn owner_keys(owner: &str) -> [String; 2] {
     ]
 }
 
-/// Whether the agent with `user_session_id` belongs to `owner` (docs/identity.md):
-///
-/// - current: the id starts with `studio-<safe_owner(owner)>-` and something follows;
-/// - legacy: its fingerprint equals the owner's (constant-time) and its name decodes.
-///
-/// Older and unrecognised ids belong to no one.
+/// Whether the agent with `user_session_id` belongs to `owner` (docs/identity.md): a current
+/// id starting `studio-<safe_owner(owner)>-` with more after, or a legacy one whose fingerprint
+/// matches (constant-time) and whose name decodes. Other ids belong to no one.
 pub fn belongs_to(user_session_id: &str, owner: &str) -> bool {
     if let Some(rest) = user_session_id.strip_prefix(&prefix(owner)) {
         return !rest.is_empty();
@@ -120,7 +102,6 @@ pub fn belongs_to(user_session_id: &str, owner: &str) -> bool {
     }
 }
 
-/// A UserSessionId, classified by shape.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum UserSessionId {
     /// `studio-<safe_owner>-<rest>`: written by snapwake and the current Studio.
@@ -132,12 +113,10 @@ pub enum UserSessionId {
     },
     /// `studio2-<fingerprint>-<random>-<name>`: written by an earlier Studio.
     Legacy {
-        /// 16 lowercase hex characters of SHA-256(owner).
         fingerprint: String,
         /// Not validated (the Studio never checked it).
         random: String,
-        /// The display name, decoded from base64url; `None` when it does not decode to UTF-8,
-        /// which makes the agent owned by no one (admins see it by its raw id).
+        /// Decoded from base64url; `None` when not UTF-8, which leaves the agent ownerless.
         name: Option<String>,
     },
     /// `studio-<uuid with dashes>`: created before ids carried an owner; ownerless.
@@ -174,8 +153,7 @@ impl UserSessionId {
         }
     }
 
-    /// The owner-index key: `studio-<safe_owner>` or `studio2-<fingerprint>`; `None` for an
-    /// agent that belongs to no one (it gets no owner-index entry).
+    /// The owner-index key; `None` for an agent that belongs to no one.
     pub fn owner_key(&self) -> Option<String> {
         match self {
             UserSessionId::Current { safe_owner, .. } => {
@@ -190,7 +168,6 @@ impl UserSessionId {
         }
     }
 
-    /// The display name carried by a legacy id (`None` for other shapes or when undecodable).
     pub fn legacy_name(&self) -> Option<&str> {
         match self {
             UserSessionId::Legacy { name, .. } => name.as_deref(),
@@ -198,7 +175,6 @@ impl UserSessionId {
         }
     }
 
-    /// The shape's name: `current`, `legacy`, `older` or `unowned`.
     pub fn format_name(&self) -> &'static str {
         match self {
             UserSessionId::Current { .. } => "current",
@@ -234,7 +210,6 @@ fn parse_legacy(rest: &str) -> UserSessionId {
     }
 }
 
-/// 8-4-4-4-12 hex digits (either case) separated by `-`.
 fn is_dashed_uuid(s: &str) -> bool {
     let groups: Vec<&str> = s.split('-').collect();
     groups.len() == 5

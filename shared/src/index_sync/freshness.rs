@@ -1,7 +1,6 @@
-//! How fresh the owner index is (docs/operations.md, "Index freshness"): the minute refresh
-//! records, per snapshot Tool, when it last read that Tool and from which creation time its
-//! next read starts (`SWEEP` / `REFRESH`). Lists built from the index say `as_of`: the oldest
-//! of those reads over the Tools they cover (or the last full sweep, when later).
+//! How fresh the owner index is (docs/operations.md, "Index freshness"): per snapshot Tool, when
+//! the minute refresh last read it and where its next read starts. Lists built from the index say
+//! `as_of`: the oldest of those reads over the Tools they cover.
 
 use std::collections::BTreeMap;
 
@@ -10,13 +9,11 @@ use serde::{Deserialize, Serialize};
 use super::IndexStatus;
 use crate::store::{AgentStore, DocumentKey, StoreError};
 
-/// The refresh's record.
 pub const REFRESH_DOCUMENT: DocumentKey<'static> = DocumentKey {
     pk: "SWEEP",
     sk: "REFRESH",
 };
 
-/// Per snapshot Tool: when it was last read, and where the next read starts.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ToolMark {
     /// When the last refresh read the Tool to its end (epoch ms, snapwake's clock).
@@ -26,7 +23,6 @@ pub struct ToolMark {
     pub after: Option<String>,
 }
 
-/// The `SWEEP` / `REFRESH` document.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Freshness {
     #[serde(default)]
@@ -34,9 +30,8 @@ pub struct Freshness {
 }
 
 impl Freshness {
-    /// When the index last read every one of `tools` (epoch ms): for each Tool the later of
-    /// the last completed sync that covered it (`status`) and its last refresh; the oldest of
-    /// those (the sync's completion when `tools` is empty).
+    /// When the index last read every one of `tools` (epoch ms): the oldest, over them, of the
+    /// later of the last sync that covered the Tool and its last refresh.
     pub fn as_of<'t>(&self, status: &IndexStatus, tools: impl IntoIterator<Item = &'t str>) -> u64 {
         tools
             .into_iter()

@@ -1,5 +1,4 @@
-//! Listing one Tool to its end and reading, from what it holds, which agents exist and
-//! what each says of itself.
+//! Listing one Tool to its end, and reading from it which agents exist and what each says.
 
 use std::collections::BTreeMap;
 
@@ -12,8 +11,7 @@ use crate::identity::{user_session_id, SNAPSHOT_AGENT_PREFIX};
 use crate::locate::regions;
 use crate::timestamp::now_ms;
 
-/// Most pages read from one snapshot Tool (100 snapshots each): a listing longer than this is
-/// an error rather than a Lambda's whole budget.
+/// Most pages read from one Tool: a longer listing is an error, not a Lambda's whole budget.
 pub const MAX_SYNC_PAGES: usize = 10_000;
 
 /// Everything one Tool holds: its snapshots (a snapshot Tool) and its sessions, any status.
@@ -21,7 +19,6 @@ pub const MAX_SYNC_PAGES: usize = 10_000;
 pub struct ToolListing {
     pub kind: Kind,
     pub tool_id: String,
-    /// The region that knows the Tool.
     pub region: String,
     pub retention: Retention,
     pub snapshots: Vec<Snapshot>,
@@ -54,9 +51,8 @@ pub fn tools(registry: &ToolRegistry) -> Vec<(Kind, String, Retention)> {
     out
 }
 
-/// List one Tool to its end: its snapshots (when it is a snapshot Tool, read in time slices
-/// side by side: [`snapshots_between`]) and its sessions, in the first region that knows it. `InvalidResource.NotFound` in every region is an error the
-/// caller may read as "no such Tool".
+/// List one Tool to its end, in the first region that knows it: its snapshots (a snapshot
+/// Tool's, in time slices) and sessions. NotFound in every region means "no such Tool".
 pub async fn list_tool<K: AgentKit>(
     agentkit: &K,
     registry: &ToolRegistry,
@@ -128,7 +124,6 @@ async fn all_pages<K: AgentKit, A: crate::agentkit::Paged>(
 /// What one Tool's listing says about one agent.
 #[derive(Clone, Debug, Default)]
 pub struct Seen {
-    /// Its snapshots (any status).
     pub snapshots: Vec<Snapshot>,
     /// Its active sessions.
     pub sessions: Vec<Session>,

@@ -1,27 +1,12 @@
-//! The index sync (docs/operations.md, "The owner index"): make sure every agent AgentKit
-//! knows — with a snapshot on a snapshot Tool, or a live session on any Tool — has an agent
-//! record carrying its owner key, owner, display name, Tool, region, retention and
-//! `created_at`, its snapshot summaries, and (for an agent at rest) its live session. Then
-//! `GET /v1/agents` for one owner is a query of the owner index plus one exact AgentKit call
-//! per agent, and an admin's page of everyone is read from the table alone. Once a full sync
-//! has completed it records so in the [`INDEX_DOCUMENT`] (`status.rs`); the list function trusts the index
-//! only then (and only for the Tools that sync covered).
+//! The index sync (docs/operations.md, "The owner index"): every agent AgentKit knows (a snapshot
+//! on a snapshot Tool, or a live session) gets an agent record with its owner, description,
+//! snapshot summaries and, at rest, live session, so one owner's list is a query of the owner
+//! index. The list function trusts the index only for the Tools a completed full sync covered
+//! ([`INDEX_DOCUMENT`]).
 //!
-//! Writes are conditional only: a record is read first, then created with
-//! [`Condition::Absent`] or filled with `Version(seen)`. Only descriptive fields that are
-//! missing are written (what snapwake already recorded, e.g. the owner a create wrote, wins);
-//! the snapshot summaries are replaced when they differ; a live session is written only on a
-//! record at rest (asleep, failed, awake with another session, or none) and never while a
-//! lock is held; deleted agents are left alone. A record that already says everything is not
-//! written at all, so a second sync writes nothing.
-//!
-//! The `Username` metadata of a snapshot or session is taken as the agent's raw owner only
-//! when the UserSessionId agrees ([`crate::identity::belongs_to`]): metadata is free text
-//! another system may have written, and a record's owner grants access.
-//!
-//! The retention sweep (the delete function) lists each Tool once with [`list_tool`] and
-//! indexes its agents with [`index_agent`] before pruning them; [`sync_index`] is the sync
-//! alone over every Tool.
+//! Writes are conditional and fill only what is missing (what snapwake recorded wins), so a second
+//! sync writes nothing. A `Username` in metadata is taken as the owner only when the UserSessionId
+//! agrees ([`crate::identity::belongs_to`]): metadata is free text; a record's owner grants access.
 
 mod freshness;
 mod listing;

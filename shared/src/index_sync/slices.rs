@@ -1,27 +1,13 @@
 //! Reading a big snapshot Tool several pages at once (docs/operations.md, *At a million
-//! snapshots*). A `NextToken` listing is one page after another: a million snapshots are
-//! 10,000 pages, 2,000 s at 200 ms a call, longer than a Lambda may run. AgentKit's listing
-//! filters on creation time (`CreateTimeAfter`, `CreateTimeBefore`), so the time range is cut
-//! into slices and the slices are read side by side, each through the deployment's AgentKit
-//! budget (the calls take their slots like any other, so more slices never means more than
-//! the budget allows).
+//! snapshots*): a `NextToken` listing, one page after another, is too slow for a Lambda, so the
+//! creation-time range is cut into slices read side by side, each call within the AgentKit budget.
 //!
-//! Where the snapshots lie in time is not known beforehand (an old deployment, a burst last
-//! night). A wide range starts cut where they tend to be (the last hour, the two before, the
-//! four before those...: [`first_slices`]); then the slices are found by **bisection**: a slice whose first page says there is
-//! more, and that is still wider than [`NARROWEST_S`], is cut in four and the pieces are read;
-//! one that is not, is paged through. Dense stretches end up cut fine and empty ones cost one
-//! call each; the first page of a cut slice is one call spent to learn where to cut. Once
-//! [`SliceSettings::max_slices`] are made, slices are paged through whatever their size.
+//! Slices are found by bisection: a slice whose first page says there is more, and that is wider
+//! than [`NARROWEST_S`], is cut in [`PIECES`] and the pieces are read; any other is paged through.
 //!
-//! Whether the bounds are inclusive is not documented. A slice `(after, up_to]` (whole seconds,
-//! as AgentKit writes `CreatedAt`) is asked for with `CreateTimeAfter = after` and
-//! `CreateTimeBefore = up_to + 1 s`, which reads the whole slice under either reading: read as
-//! exclusive, exactly its seconds; read as inclusive, a second more on each side. A snapshot
-//! whose `CreatedAt` hides a fraction of a second (shown `:05`, made at `:05.3`) is read by
-//! both slices that touch second 5, never by neither. The snapshots are de-duplicated by id.
-//! An earlier version reached a second further back as well: slices cut down to a second then
-//! read each second twice (docs/operations.md).
+//! Whether the time bounds are inclusive is not documented: a slice `(after, up_to]` (whole
+//! seconds) is asked with `CreateTimeAfter = after` and `CreateTimeBefore = up_to + 1 s`, whole
+//! under either reading. Snapshots are de-duplicated by id.
 
 use std::collections::{HashSet, VecDeque};
 
@@ -39,15 +25,11 @@ pub const NARROWEST_S: u64 = 4;
 /// The earliest time a listing with no lower bound reads from (before AgentKit existed).
 pub const ORIGIN_S: u64 = 1_577_836_800; // 2020-01-01T00:00:00Z
 
-/// How a Tool is read in slices.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SliceSettings {
-    /// Pages requested at once.
     pub concurrency: usize,
-    /// Most slices one read makes.
     pub max_slices: usize,
-    /// Most pages one read makes (a listing longer than this is an error, not a Lambda's
-    /// whole budget).
+    /// Most pages one read makes: a longer listing is an error, not a Lambda's whole budget.
     pub max_pages: usize,
 }
 
@@ -62,14 +44,11 @@ impl Default for SliceSettings {
     }
 }
 
-/// What a sliced read found.
 #[derive(Clone, Debug, Default)]
 pub struct SlicedRead {
     /// Every snapshot created in the range, once.
     pub snapshots: Vec<Snapshot>,
-    /// Pages requested.
     pub calls: u64,
-    /// Slices the range ended up cut into.
     pub slices: usize,
 }
 
@@ -80,13 +59,12 @@ struct Slice {
     up_to: u64,
 }
 
-/// A slice with no upper bound: AgentKit's clock may be ahead of this machine's (the
-/// simulator's, in tests, by weeks), so "up to now" would miss what it dates later.
+/// A slice with no upper bound: AgentKit's clock may be ahead of this machine's, so "up to now"
+/// would miss what it dates later.
 const OPEN: u64 = u64::MAX;
 
-/// How far past the newest snapshot seen an open slice is cut. Snapshots being made now are
-/// dated within seconds of it; a wide margin would spend the first cuts on empty future (an
-/// hour of it once made a minute's burst four levels of cutting deep).
+/// How far past the newest snapshot seen an open slice is cut: snapshots being made now are
+/// dated within seconds of it, and a wider margin spends the first cuts on empty future.
 const AHEAD_S: u64 = 60;
 
 /// A slice that has more than a page is cut in this many: fewer rounds one after the other
@@ -99,18 +77,14 @@ impl Slice {
             tool_id: tool_id.to_string(),
             max_results: Some(MAX_PAGE_SIZE),
             next_token,
-            // Whole under either reading of the bounds (the module's comment).
             create_time_after: Some(format_ms(self.after * 1000)),
             create_time_before: (self.up_to != OPEN).then(|| format_ms((self.up_to + 1) * 1000)),
             ..ListSessionSnapshots::default()
         }
     }
 
-    /// The slice cut in [`PIECES`], or `None` when it is as narrow as slices go. An open
-    /// slice is first cut [`AHEAD_S`] past `newest` (the later of this machine's now and the
-    /// newest snapshot its first page showed, so an AgentKit clock ahead of ours is followed,
-    /// not cut an hour at a time): what lies beyond is one open slice, what lies before is
-    /// cut in pieces.
+    /// The slice cut in [`PIECES`] (`None`: as narrow as slices go). An open slice is first cut
+    /// [`AHEAD_S`] past `newest`, following an AgentKit clock ahead of ours; the rest stays open.
     fn pieces(&self, newest: u64) -> Option<Vec<Slice>> {
         if self.up_to == OPEN {
             let cut = self.after.max(newest) + AHEAD_S;
@@ -145,12 +119,9 @@ impl Slice {
     }
 }
 
-/// The slices a read starts from. A range reaching back a few days or less is one slice (a
-/// quiet refresh: one call). A wider one is cut where snapshots tend to be: the last hour, the two
-/// before it, the four before those, and so on back to its start, and what lies after `now`
-/// (AgentKit's clock may be ahead). Halving a range of years down to where a deployment's
-/// snapshots lie would take some twenty rounds one after the other; these slices are all
-/// asked at once, and only those with more than a page are cut further.
+/// The slices a read starts from: one for a range reaching back a few days or less (a quiet
+/// refresh: one call); else cuts where snapshots tend to be (the last hour, the two before, the
+/// four before those, ...) and after `now`, asked at once instead of twenty rounds of halving.
 fn first_slices(whole: Slice, now: u64) -> Vec<Slice> {
     const HOUR: u64 = 3600;
     if now.saturating_sub(whole.after) <= GEOMETRIC_FROM_S {
@@ -183,7 +154,6 @@ fn first_slices(whole: Slice, now: u64) -> Vec<Slice> {
     slices
 }
 
-/// Ranges reaching further back than this start from [`first_slices`]' cuts.
 const GEOMETRIC_FROM_S: u64 = 3 * 24 * 3600;
 
 /// One page to ask for: a slice's first (it may be cut after it) or a later one.
@@ -192,9 +162,8 @@ struct Ask {
     next_token: Option<String>,
 }
 
-/// Every snapshot of `tool_id` in `region` created after `after_s` (none: since
-/// [`ORIGIN_S`]) and up to `up_to_s` (epoch seconds; none: whenever), read in slices side by
-/// side.
+/// Every snapshot of `tool_id` in `region` created in `(after_s, up_to_s]` (epoch seconds; none:
+/// since [`ORIGIN_S`], whenever), read in slices side by side.
 pub async fn snapshots_between<K: AgentKit>(
     agentkit: &K,
     region: &str,

@@ -7,7 +7,6 @@ use crate::domain::{Kind, ToolRegistry};
 use crate::store::{AgentStore, DocumentKey, StoreError};
 use crate::timestamp::now_ms;
 
-/// Where the completion of the last full sync is recorded.
 pub const INDEX_DOCUMENT: DocumentKey<'static> = DocumentKey {
     pk: "SWEEP",
     sk: "INDEX",
@@ -16,7 +15,6 @@ pub const INDEX_DOCUMENT: DocumentKey<'static> = DocumentKey {
 /// How many times a lost race on one record is retried.
 pub(super) const MAX_ROUNDS: usize = 3;
 
-/// What the [`INDEX_DOCUMENT`] holds.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct IndexStatus {
     /// When the last full sync completed (epoch ms).
@@ -38,7 +36,6 @@ impl IndexStatus {
     }
 }
 
-/// The recorded status of the last completed sync, if any.
 pub async fn index_status<S: AgentStore>(store: &S) -> Result<Option<IndexStatus>, StoreError> {
     Ok(store
         .get_document(INDEX_DOCUMENT)
@@ -46,7 +43,6 @@ pub async fn index_status<S: AgentStore>(store: &S) -> Result<Option<IndexStatus
         .and_then(|d| serde_json::from_value(d.value).ok()))
 }
 
-/// Record that a full sync covered `tools`.
 pub async fn record_completion<S: AgentStore>(
     store: &S,
     tools: Vec<String>,

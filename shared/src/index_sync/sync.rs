@@ -1,5 +1,4 @@
-//! The sync alone over every Tool of a registry ([`sync_index`]): list each, index its agents,
-//! and record the completion.
+//! The sync alone over every Tool of a registry: list each, index its agents, record completion.
 
 use serde::Serialize;
 
@@ -12,23 +11,17 @@ use crate::deadline::Deadline;
 use crate::domain::{AgentKey, ToolRegistry};
 use crate::store::AgentStore;
 
-/// What one sync did.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct IndexSyncReport {
-    /// Agents seen on the Tools (with a snapshot or a live session).
     pub seen: u64,
-    /// Records created or filled in.
     pub indexed: u64,
     /// Records that already said everything (or are being deleted): not written.
     pub unchanged: u64,
-    /// Tools that could not be listed, and records that could not be written.
     pub errors: u64,
-    /// Whether every Tool was read to its end and every record written: only then is the
-    /// completion recorded.
+    /// Every Tool read to its end and every record written: only then is completion recorded.
     pub completed: bool,
 }
 
-/// Sync the owner index from every Tool of `registry`, within `deadline`.
 pub async fn sync_index<S: AgentStore, K: AgentKit>(
     store: &S,
     agentkit: &K,

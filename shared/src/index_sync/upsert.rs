@@ -20,7 +20,6 @@ use crate::timestamp::now_ms;
 use crate::timestamp::sort_key;
 use crate::view::{snapshot_views, METADATA_CREATOR_KEY, METADATA_OWNER_KEY};
 
-/// How many records are read and written at once.
 const WRITE_CONCURRENCY: usize = 16;
 
 /// The descriptive fields a Tool's listing says an agent should have.
@@ -31,7 +30,6 @@ pub(super) fn wanted(key: &AgentKey, listing: &ToolListing, seen: &Seen) -> Desc
         .and_then(UserSessionId::legacy_name)
         .filter(|n| !n.trim().is_empty())
         .map(str::to_string);
-    // (instant, metadata) of everything seen, newest first.
     let mut dated: Vec<(i128, &[crate::agentkit::types::MetadataEntry])> = seen
         .snapshots
         .iter()
@@ -106,7 +104,6 @@ pub(super) fn missing(record: &AgentRecord, want: &Description) -> Option<Descri
     (d != Description::default()).then_some(d)
 }
 
-/// What indexing one agent did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Upsert {
     Written,
@@ -125,8 +122,7 @@ pub(super) fn changes_for(
 ) -> Option<Changes> {
     let want = wanted(key, listing, seen);
     if let Some(r) = current {
-        // Deleted, or being deleted: not ours to describe. Another holder's work in flight is
-        // left alone too (its own writes keep the record current).
+        // Deleted or being deleted: not ours to describe; a lock holder's writes keep it current.
         if r.state == WakeState::Gone || lock.is_held(r, now_ms()) {
             return None;
         }
@@ -138,11 +134,9 @@ pub(super) fn changes_for(
         },
         ..Changes::default()
     };
-    // A wake, sleep or delete that wrote the record after the listing began knows the
-    // agent's state, session and snapshots better than the listing does (a sleep that ended
-    // a session the listing still shows alive, with a snapshot the listing does not have
-    // yet): then only what the record lacks is filled in, and the next pass brings the rest.
-    // Records keep whole seconds, so the listing's own second counts as after.
+    // A wake, sleep or delete that wrote the record after the listing began knows the agent
+    // better than the listing does: then only what the record lacks is filled in. Records keep
+    // whole seconds, so the listing's own second counts as after.
     let newer = current
         .and_then(|r| r.updated_at.as_deref())
         .and_then(crate::timestamp::epoch_ms)
@@ -168,8 +162,7 @@ pub(super) fn changes_for(
         return (changes != Changes::default()).then_some(changes);
     }
     let live = crate::agentkit::types::newest_session(seen.sessions.iter().cloned());
-    // The session the record says is awake, ended by AgentKit's clock: what AgentKit kept of it
-    // is the agent's state now, announced as AgentKit's doing.
+    // The awake session ended by AgentKit's clock: what it kept is the agent's state now.
     if let Some(kept) = current
         .filter(|_| live.is_none())
         .and_then(|r| ended_session(r, listing, seen))
@@ -207,13 +200,10 @@ pub(super) fn changes_for(
     (changes != Changes::default()).then_some(changes)
 }
 
-/// What AgentKit kept of the session `record` says is awake, once the listing shows that
-/// session over (docs/events.md, "What snapwake learns"): its snapshot, `Ready` (the agent is
-/// asleep) or `Failed` (nothing was kept). `None` while it may still run, while its snapshot is
-/// still being made, and on a Tool that keeps no snapshots. The sweep lists the Tool's active
-/// sessions, so a session not among them is over; the refresh lists snapshots alone, and then
-/// only AgentKit's own snapshot of an expiry (reason `Expired`) says so: a snapshot someone
-/// took of a running session does not end it.
+/// What AgentKit kept of the session `record` says is awake, once the listing shows it over
+/// (docs/events.md, "What snapwake learns"): its settled snapshot. A full listing shows a session
+/// over by its absence; a partial one only by AgentKit's `Expired` snapshot, since a snapshot
+/// someone took of a running session does not end it.
 fn ended_session<'a>(
     record: &AgentRecord,
     listing: &ToolListing,
@@ -245,9 +235,8 @@ fn ended_session<'a>(
     (over && settled).then_some(kept)
 }
 
-/// The record of an agent whose session AgentKit ended, keeping `kept`: asleep, or its wake
-/// failed when AgentKit could not save the workspace (or, on a temporary Tool, kept nothing:
-/// `None`); either announced with trigger `agentkit`.
+/// Record that AgentKit ended the session, keeping `kept`: asleep if it saved the workspace, else
+/// failed (`None`: a temporary Tool keeps nothing); announced with trigger `agentkit`.
 pub(crate) fn learned_end(changes: &mut Changes, kept: Option<&crate::agentkit::types::Snapshot>) {
     use crate::domain::{failure, Announce, Announcement, SnapshotPhase, Trigger};
     let saved =
@@ -285,11 +274,9 @@ pub(crate) fn learned_end(changes: &mut Changes, kept: Option<&crate::agentkit::
     });
 }
 
-/// A partial listing's snapshots laid over what `current` summarises: a snapshot listed
-/// replaces its summary (its status moved on), a new one is added. When the record was written
-/// after the listing began (`newer`), nothing is laid over it: that write (a wake's listing, a
-/// delete) knows better, and may have deleted a snapshot the listing still showed; the next
-/// refresh reads the last minutes again.
+/// A partial listing's snapshots laid over what `current` summarises, unless the record was
+/// written after the listing began (`newer`): that write knows better, and may have deleted a
+/// snapshot the listing still shows.
 fn merged(
     current: Option<&AgentRecord>,
     listed: &[crate::agentkit::types::Snapshot],
@@ -332,11 +319,9 @@ pub async fn index_agent<S: AgentStore>(
     }
 }
 
-/// Bring the records of `agents`, all on `listing`'s Tool, up to what it says of them: the
-/// records read [`GET_MANY_KEYS`] a request, then only those with something to write
-/// written, [`WRITE_CONCURRENCY`] at once. A quiet refresh reads a hundred records a request
-/// and writes nothing (docs/operations.md, "At a million snapshots"). The outcomes come in no
-/// particular order; past `deadline` the rest are [`Upsert::OutOfTime`].
+/// [`index_agent`] for many agents of `listing`'s Tool: records read [`GET_MANY_KEYS`] a
+/// request, only changes written, `WRITE_CONCURRENCY` at once; past `deadline`, the rest are
+/// [`Upsert::OutOfTime`]. Outcomes come in no particular order.
 pub async fn index_many<S: AgentStore>(
     store: &S,
     listing: &ToolListing,
@@ -402,8 +387,7 @@ async fn index_from<S: AgentStore>(
     Upsert::Failed
 }
 
-/// Index one agent found by [`crate::locate::locate`] (AgentKit knows it, the table does not
-/// yet): the record a sync would write, so every route and the list answer for it alike.
+/// Index one agent [`crate::locate::locate`] found: the record a sync would write.
 pub async fn index_located<S: AgentStore>(
     store: &S,
     key: &AgentKey,

@@ -1,10 +1,6 @@
-//! Which agent a session without a UserSessionId belongs to. A `snapshot-<id>` agent's
-//! resumed session carries no UserSessionId, so after a Resume whose answer was lost its
-//! session can only be recognised among the Tool's unclaimed sessions — and another such
-//! agent's session looks the same. So every session a `snapshot-<id>` agent's wake learns of
-//! is claimed for it (`CLAIM#<tool>#<session>`, written only if absent, kept as long as a
-//! session can live), and an orphan is adopted only when exactly one candidate is unclaimed
-//! by any other agent, and the claim on it is won.
+//! Whose a session without a UserSessionId is: each one a `snapshot-<id>` agent's wake learns of is
+//! claimed (`CLAIM#<tool>#<session>`, only if absent), and an orphan of a lost Resume answer is
+//! adopted only when it alone is unclaimed and its claim is won.
 
 use crate::agentkit::types::{MetadataEntry, Session};
 use crate::agentkit::AgentKit;
@@ -41,7 +37,6 @@ async fn claimant<S: AgentStore>(
     Ok(doc.as_ref().and_then(claimed_by))
 }
 
-/// The agent a claim document names.
 fn claimed_by(doc: &Document) -> Option<String> {
     doc.value
         .get("agent")
@@ -74,11 +69,8 @@ pub async fn claim<S: AgentStore>(
     }
 }
 
-/// The session an unknown Resume of `key` (a `snapshot-<id>` agent) started, if it can be
-/// told: among [`orphans_of`], those no other agent claimed; exactly one, claimed now for
-/// `key`. None or several adopt nothing (the caller then waits out the readiness timeout
-/// before it may send another Resume, as docs/wake-protocol.md, "Agents no listing can find",
-/// allows).
+/// The session an unknown Resume of `key` started: the one unclaimed [`orphans_of`], claimed now.
+/// None or several adopt nothing.
 #[allow(clippy::too_many_arguments)]
 pub async fn adopt_orphan<S: AgentStore, K: AgentKit>(
     store: &S,

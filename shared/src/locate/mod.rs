@@ -1,11 +1,6 @@
-//! Finding where an agent lives: which of its kind's Tools (and which region) holds its
-//! snapshots or its live session. The holder of a wake, and delete, start here for an agent the
-//! table has no Tool for yet. Once it is known ([`Home`]), [`sessions`] asks the questions a
-//! wake and a sleep ask of that Tool.
-//!
-//! Files: `mod.rs` (this: finding the Tool, and where a record says the agent lives),
-//! `claims.rs` (whose a session without a UserSessionId is), `sessions.rs` (its sessions and
-//! snapshots there).
+//! Finding where an agent lives: which of its kind's Tools (and region) holds its snapshots or its
+//! live session. Once it is known ([`Home`]), [`sessions`] asks that Tool what a wake and a sleep
+//! need; [`claims`] says whose a session without a UserSessionId is.
 
 pub mod claims;
 pub mod sessions;
@@ -18,8 +13,7 @@ use crate::domain::{AgentKey, AgentRecord, Description, Retention, ToolRegistry}
 use crate::error::Error;
 use crate::identity::{user_session_id, SNAPSHOT_AGENT_PREFIX};
 
-/// How many pages of a snapshot Tool are read to find a `snapshot-<id>` agent (an admin-only,
-/// rare lookup: ids without a UserSessionId can only be found by listing).
+/// Pages of a snapshot Tool read to find a `snapshot-<id>` agent (a rare, admin-only lookup).
 const SNAPSHOT_SCAN_PAGES: usize = 200;
 
 /// Where an agent lives: its Tool, the Tool's region, and the Tool's retention.
@@ -41,8 +35,7 @@ impl Home {
     }
 }
 
-/// Where `record` says the agent lives: a Tool the registry knows as one of `key.kind`'s, and
-/// its region (`None`: the record does not say, or names a Tool no longer deployed).
+/// Where `record` says the agent lives (`None`: it does not say, or names a Tool gone since).
 pub fn home_of(registry: &ToolRegistry, record: &AgentRecord) -> Option<Home> {
     let tool = record.description.tool_id.as_deref()?;
     let kind_tools = registry.kind(record.key.kind)?;
@@ -65,7 +58,6 @@ pub fn home_of(registry: &ToolRegistry, record: &AgentRecord) -> Option<Home> {
 pub struct Located {
     pub tool_id: String,
     pub region: String,
-    /// The retention of that Tool.
     pub retention: Retention,
     /// The agent's snapshots on that Tool (any status).
     pub snapshots: Vec<Snapshot>,
@@ -74,7 +66,6 @@ pub struct Located {
 }
 
 impl Located {
-    /// Where the agent lives, as a record would say it.
     pub fn home(&self) -> Home {
         Home {
             tool_id: self.tool_id.clone(),
@@ -88,15 +79,12 @@ impl Located {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Whereabouts {
     pub home: Home,
-    /// The agent's snapshots on that Tool, when they had to be listed to find it (`None`: the
-    /// record said where, nothing was listed).
+    /// The agent's snapshots, when finding it listed them.
     pub snapshots: Option<Vec<Snapshot>>,
 }
 
-/// Where `key` lives: `known` (the caller resolved it already), else the Tool the record names
-/// when the registry still knows it as one of the kind's ([`home_of`]), else where [`locate`]
-/// finds it. `None`: nowhere. The one answer to "where does this agent live" for wake, sleep,
-/// keepalive and delete.
+/// Where `key` lives, for wake, sleep, keepalive and delete: `known`, else the Tool the record
+/// names ([`home_of`]), else where [`locate`] finds it (`None`: nowhere).
 pub async fn home_or_locate<K: AgentKit>(
     agentkit: &K,
     registry: &ToolRegistry,
@@ -133,8 +121,7 @@ pub fn regions<'a>(registry: &'a ToolRegistry, agentkit: &'a impl AgentKit) -> V
     out
 }
 
-/// Find `key`: its snapshots on its kind's snapshot Tools, else its live session on any Tool
-/// of its kind (an agent awake that never slept, a temporary agent).
+/// Find `key`: by its snapshots on its kind's snapshot Tools, else by its live session.
 pub async fn locate<K: AgentKit>(
     agentkit: &K,
     registry: &ToolRegistry,

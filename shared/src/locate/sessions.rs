@@ -1,9 +1,5 @@
-//! The AgentKit questions a wake asks: is this session alive, which session of this agent is
-//! alive, which snapshot to resume, and, for an agent no listing can find by id, which
-//! unclaimed session an unknown Resume left behind.
-//!
-//! Every listing is re-checked against the agent's exact UserSessionId, whatever the service's
-//! filter returned: a wake never adopts or resumes another agent's session or snapshot.
+//! The AgentKit questions a wake asks of the agent's Tool. Every listing is re-checked against the
+//! agent's exact UserSessionId: a wake never acts on another agent's session or snapshot.
 
 use super::{snapshots_on, Home};
 use crate::agentkit::pagination::AGENT_SESSION_PAGES;
@@ -15,8 +11,7 @@ use crate::agentkit::{list_all, AgentKit, AgentKitError};
 use crate::deadline::Deadline;
 use crate::domain::{AgentKey, SnapshotPhase};
 
-/// Pages of a Tool's sessions read to find the orphan of an unknown Resume of a
-/// `snapshot-<id>` agent (an admin-only, rare case).
+/// Pages of a Tool's sessions read to find an orphan of a `snapshot-<id>` agent (a rare case).
 const ORPHAN_PAGES: usize = 50;
 
 /// The session `session_id` on the agent's Tool, if AgentKit still has it.
@@ -55,8 +50,7 @@ pub async fn live_session<K: AgentKit>(
     })))
 }
 
-/// The agent's active session: `recorded` (the session its record names) while AgentKit
-/// still has it active, else the newest active one with its UserSessionId.
+/// The agent's active session: `recorded` while active, else the newest by UserSessionId.
 pub async fn active_session<K: AgentKit>(
     agentkit: &K,
     home: &Home,
@@ -87,13 +81,7 @@ pub async fn snapshots<K: AgentKit>(
     snapshots_on(agentkit, &home.tool_id, &home.region, key, deadline).await
 }
 
-/// The snapshot to resume among `snapshots`: the one asked for if it is Ready, else the
-/// newest Ready one. Only the agent's own snapshots count (its exact UserSessionId, or for a
-/// `snapshot-<id>` agent its own SnapshotId). AgentKit's times are whole seconds: among
-/// snapshots equally new, `recorded` (the one the record names, the last a sleep took) wins.
-///
-/// This is the bare rule; a wake asks [`choose`], which also waits for a newer snapshot still
-/// being made.
+/// The snapshot to resume: the one asked for if Ready, else the newest Ready one (see [`choose`]).
 pub fn pick<'s>(
     snapshots: &'s [Snapshot],
     key: &AgentKey,
@@ -112,11 +100,8 @@ pub fn pick<'s>(
     }
 }
 
-/// The agent's own snapshots, newest first. AgentKit's times are whole seconds; among equals,
-/// `recorded` comes first, then one still in progress (taken for the newer: waiting for it
-/// never loses work, passing it over might), then the one listed later (AgentKit lists oldest
-/// first, by its own finer clock: a sleep's snapshot taken in the same second as the one it
-/// woke from is listed after it).
+/// Own snapshots, newest first; among equals (whole seconds): `recorded`, then one in progress
+/// (waiting never loses work), then the one AgentKit listed later.
 fn newest_first<'s>(
     snapshots: &'s [Snapshot],
     key: &AgentKey,
@@ -138,9 +123,7 @@ fn newest_first<'s>(
     own.into_iter().map(|(_, s)| s).collect()
 }
 
-/// What a wake may know about the snapshot it should expect: the agent's last session expired
-/// moments ago, so AgentKit is (or soon will be) making a snapshot of it, which a listing may
-/// not show yet (docs/wake-protocol.md, "AgentKit keeps its own time").
+/// A snapshot a wake should expect before a listing shows it: the last session expired just now.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Expected {
     /// The session that expired.
@@ -151,33 +134,27 @@ pub struct Expected {
 #[allow(clippy::large_enum_variant)] // made once per wake, consumed at once
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Choice {
-    /// Resume this snapshot. `passed_over`: a newer snapshot that ended `Failed` (the wake
-    /// falls back to the newest Ready one, and says so).
+    /// Resume this snapshot; `passed_over`: a newer one that ended `Failed`.
     Wake {
         snapshot: Snapshot,
         passed_over: Option<String>,
     },
-    /// The newest snapshot is still being made (named when it is listed): wait for it rather
-    /// than wake an older one and lose the last session's work.
+    /// The newest snapshot is still being made: wait rather than lose the last session's work.
     Wait { snapshot_id: Option<String> },
     /// The newest snapshot has been `Creating` for longer than the snapshot timeout.
     Stuck { snapshot_id: String },
-    /// The newest snapshot is in a status nobody documented: neither waited for nor passed
-    /// over.
+    /// The newest snapshot's status is undocumented: neither waited for nor passed over.
     Unknown { snapshot_id: String, status: String },
-    /// Nothing to wake: the named snapshot is not Ready (or not the agent's), or the agent has
-    /// no Ready snapshot at all.
+    /// Nothing to wake: the named snapshot is not Ready, or no snapshot is.
     Nothing,
 }
 
-/// Decide which snapshot a wake resumes, at `now_ms` (docs/wake-protocol.md, "AgentKit keeps
-/// its own time"):
+/// Decide which snapshot a wake resumes at `now_ms`:
 ///
 /// - a named snapshot (`wanted`) is woken if it is Ready, whatever is newer;
 /// - an `expected` snapshot not listed yet is waited for;
-/// - otherwise the newest snapshot that did not fail decides: Ready → woken; `Creating` →
-///   waited for, until it is older than `stuck_after` (then [`Choice::Stuck`]); an unknown
-///   status → [`Choice::Unknown`]. Newer `Failed` ones are passed over.
+/// - else the newest that did not fail decides: Ready → woken; `Creating` → waited for until
+///   older than `stuck_after`; unknown → [`Choice::Unknown`].
 pub fn choose(
     snapshots: &[Snapshot],
     key: &AgentKey,
@@ -241,8 +218,7 @@ pub fn choose(
     Choice::Nothing
 }
 
-/// Whether `snapshot` is the agent's own: its exact UserSessionId, or for a `snapshot-<id>`
-/// agent its own SnapshotId (a listing may return more than its filter asked for).
+/// Whether `snapshot` is the agent's own (a listing may return more than its filter asked for).
 fn is_own(snapshot: &Snapshot, key: &AgentKey) -> bool {
     match crate::identity::user_session_id(&key.agent_id) {
         Some(usid) => snapshot.user_session_id.as_deref() == Some(usid),
@@ -260,12 +236,8 @@ pub fn own_snapshots(listing: &[Snapshot], key: &AgentKey) -> Vec<Snapshot> {
     listing.iter().filter(|s| is_own(s, key)).cloned().collect()
 }
 
-/// The sessions an unknown Resume of a `snapshot-<id>` agent may have started: sessions of a
-/// snapshot without a UserSessionId have none either, so no filter finds them. The candidates
-/// are the Tool's active sessions without a UserSessionId, created no earlier than the Resume
-/// was sent (less `margin`: AgentKit writes whole seconds, and clocks drift a little) and,
-/// when the snapshot carried metadata, carrying the same. Which one of them is the agent's
-/// (exactly one, and not claimed by another agent) is [`super::claims::adopt_orphan`]'s call.
+/// Sessions an unknown Resume of a `snapshot-<id>` agent may have started: active, without a
+/// UserSessionId, created since the Resume (less `margin`), with the snapshot's metadata.
 pub async fn orphans_of<K: AgentKit>(
     agentkit: &K,
     home: &Home,

@@ -1,8 +1,5 @@
-//! The lock on one agent record: acquire, fenced writes, writes by anyone, poll leases.
-//!
-//! Every store call goes through the caller's [`Within`] (its deadline plus a short grace for
-//! a final write such as a release). A call that timed out or answered 5xx is *ambiguous*: it
-//! may have landed; it is sent again, then decided by a consistent read (`settle`).
+//! The lock on one agent record. A store call that timed out or answered 5xx is *ambiguous*: it may
+//! have landed, so it is sent again, then decided by a consistent read.
 
 use std::time::Duration;
 
@@ -16,14 +13,12 @@ use crate::timestamp::now_ms;
 /// Whether an acquire starts a new generation of the wake fields.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Generation {
-    /// A wake or a create: the last wake's session, snapshot, expiry, verification and error
-    /// are cleared (the holder still sees them in [`Held::before`]); an unknown Resume or
-    /// CreateSession is kept: its outcome is owed to whoever holds the agent next.
+    /// A wake or a create: the last wake's fields are cleared (still in [`Held::before`]); an
+    /// unknown Resume or CreateSession is kept, its outcome owed to the next holder.
     New,
     /// A delete: the agent's session is what it was, and the holder hands it back as it was.
     Keep,
-    /// A sleep: the session stays (it is the one put to sleep); the snapshot field (named only
-    /// once this sleep's exists) and the last error are cleared.
+    /// A sleep: the session stays; the snapshot and the last error are cleared.
     Sleep,
 }
 
@@ -33,7 +28,6 @@ pub struct Acquire {
     /// The state that says who holds it (`waking`, `deleting`, `creating`).
     pub state: WakeState,
     pub generation: Generation,
-    /// The lease, from now.
     pub lease: Duration,
     /// Descriptive fields to write with the acquire (owner, Tool, ...).
     pub describe: Option<Description>,
@@ -53,7 +47,6 @@ pub struct Held {
 }
 
 impl Held {
-    /// The fence this tenure writes under.
     pub fn fence(&self) -> u64 {
         self.record.fence
     }
@@ -66,7 +59,6 @@ impl Held {
     }
 }
 
-/// The outcome of an acquire.
 #[allow(clippy::large_enum_variant)] // returned once per call, consumed at once
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Acquired {
@@ -78,10 +70,8 @@ pub enum Acquired {
 /// The outcome of a fenced write or a CAS on a version seen.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Written {
-    /// The write is in the record (this is the record).
     Done(AgentRecord),
-    /// The condition no longer held and the record does not show the write: the lock (or the
-    /// version) was lost. The record as it is now (`None`: absent).
+    /// The condition failed and the record does not show the write: the lock was lost.
     Lost(Option<AgentRecord>),
 }
 
@@ -94,7 +84,6 @@ pub struct AgentLock<'a, S> {
 }
 
 impl<'a, S: AgentStore> AgentLock<'a, S> {
-    /// The lock over the caller's bounded store, waiting on others until its deadline.
     pub fn new(store: Within<'a, S>, settings: &'a LockSettings) -> Self {
         AgentLock {
             wait: store.deadline(),
@@ -103,8 +92,7 @@ impl<'a, S: AgentStore> AgentLock<'a, S> {
         }
     }
 
-    /// The same lock, waiting on others (a session booting, a snapshot being made, another
-    /// caller's check) only until `until`.
+    /// Wait on others (a session booting, a snapshot, another caller's check) only until `until`.
     pub fn waiting_until(mut self, until: Deadline) -> Self {
         self.wait = until.min(self.store.deadline());
         self
@@ -114,13 +102,12 @@ impl<'a, S: AgentStore> AgentLock<'a, S> {
         self.settings
     }
 
-    /// By when the caller answers, whatever it is doing: every call's timeout comes from it.
+    /// By when the caller answers: every call's timeout comes from it.
     pub fn deadline(&self) -> Deadline {
         self.store.deadline()
     }
 
-    /// Until when the caller may wait on others (docs/wake-protocol.md, "Short requests"):
-    /// past already for a short request, which does its own step and answers.
+    /// Until when the caller may wait on others; already past for a short request.
     pub fn wait(&self) -> Deadline {
         self.wait
     }
@@ -130,8 +117,7 @@ impl<'a, S: AgentStore> AgentLock<'a, S> {
         self.store.get(key).await
     }
 
-    /// Take the lock of `key` under `condition` (absence, or the version of `seen`). A retried
-    /// or ambiguous write that landed is recognised by our fresh holder token.
+    /// Take the lock of `key` under `condition`. A retried write that landed shows our fresh token.
     pub async fn acquire(
         &self,
         key: &AgentKey,
@@ -169,7 +155,6 @@ impl<'a, S: AgentStore> AgentLock<'a, S> {
             changes.snapshot_id = Some(None);
             changes.error = Some(None);
         }
-        // Ours when the record carries our fresh token, however the write came back.
         let ours = |r: &AgentRecord| r.holder.as_deref() == Some(me.as_str());
         Ok(match self.settle(key, condition, &changes, ours).await? {
             Written::Done(record) => Acquired::Held(Box::new(Held {
@@ -182,9 +167,8 @@ impl<'a, S: AgentStore> AgentLock<'a, S> {
         })
     }
 
-    /// A fenced write by the holder. A failed condition whose record shows the write's fields
-    /// at our fence means an earlier attempt landed; otherwise the lock was lost (our lease
-    /// expired and somebody took the agent over): the caller is holder no more.
+    /// A fenced write by the holder. A failed condition whose record shows the write's fields at
+    /// our fence means an earlier attempt landed; otherwise the lock was taken over.
     pub async fn write(&self, held: &mut Held, changes: Changes) -> Result<Written, StoreError> {
         let changes = on_behalf_of(&held.record, changes);
         let condition = held.condition();
@@ -200,7 +184,6 @@ impl<'a, S: AgentStore> AgentLock<'a, S> {
         Ok(written)
     }
 
-    /// Give the lock back: `state`, no holder, no lease, plus `changes`.
     pub async fn release(
         &self,
         held: &mut Held,
@@ -214,10 +197,8 @@ impl<'a, S: AgentStore> AgentLock<'a, S> {
         self.write(held, changes).await
     }
 
-    /// Give the lock back when nothing of the agent exists anywhere (a wake or a sleep found
-    /// it on no Tool). A record only this acquire created is retired, so the agent stays a 404
-    /// rather than an empty entry in its owner's list; an older record is given back asleep.
-    /// A failure is logged: the lease lapses by itself.
+    /// Give the lock back when nothing of the agent exists anywhere. A record only this acquire
+    /// created is retired, so the agent stays a 404, not an empty entry in its owner's list.
     pub async fn give_back_unknown(&self, held: &mut Held) {
         let changes = Changes {
             expires_at: held
@@ -231,8 +212,7 @@ impl<'a, S: AgentStore> AgentLock<'a, S> {
         }
     }
 
-    /// A write by anyone under [`Condition::WakingWith`] or [`Condition::SleepingWith`]: it
-    /// settles that change only (a later acquire bumps the fence).
+    /// A write by anyone: it settles that change only (a later acquire bumps the fence).
     pub async fn write_by_anyone(
         &self,
         key: &AgentKey,
@@ -250,8 +230,7 @@ impl<'a, S: AgentStore> AgentLock<'a, S> {
         self.settle(key, condition, &changes, landed).await
     }
 
-    /// A CAS on the version of `seen` (a poll lease, a session a reconcile found, a
-    /// verification): the first writer wins, the others learn it in the same round trip.
+    /// A CAS on the version of `seen`: the first writer wins.
     pub async fn write_seen(
         &self,
         seen: &AgentRecord,
@@ -265,11 +244,8 @@ impl<'a, S: AgentStore> AgentLock<'a, S> {
         .await
     }
 
-    /// Take the poll lease of `seen` until `until_ms`: the winner alone asks AgentKit until
-    /// then. The write names this taker (`poller`, new every time). Without it, two callers that
-    /// computed the same `until_ms` in the same millisecond could not tell their writes
-    /// apart: the loser's failed condition would show "its" change, and both would poll (a
-    /// storm of 50 sleeps under load ended one session three times).
+    /// Take the poll lease of `seen` until `until_ms`: the winner alone asks AgentKit. The fresh
+    /// `poller` lets two callers that computed the same `until_ms` tell their writes apart.
     pub async fn take_poll_lease(
         &self,
         seen: &AgentRecord,
@@ -283,8 +259,7 @@ impl<'a, S: AgentStore> AgentLock<'a, S> {
         self.write_seen(seen, changes).await
     }
 
-    /// Hand the poll lease of `seen` on: nobody else asks AgentKit before `until_ms`. A write
-    /// that loses means the record moved on (the lease is free); one that fails lapses.
+    /// Hand the poll lease on until `until_ms`; a lost or failed write lets it lapse anyway.
     pub async fn hand_poll_lease_on(&self, seen: &AgentRecord, until_ms: u64) -> AgentRecord {
         let changes = Changes {
             poll_until_ms: Some(until_ms),
@@ -300,8 +275,7 @@ impl<'a, S: AgentStore> AgentLock<'a, S> {
         }
     }
 
-    /// Send a conditional write until it is known to have landed or not, up to the configured
-    /// attempts. `landed` recognises the record after our write.
+    /// Send a conditional write until it is known to have landed or not (`landed` recognises it).
     async fn settle(
         &self,
         key: &AgentKey,
@@ -330,8 +304,7 @@ impl<'a, S: AgentStore> AgentLock<'a, S> {
                 Err(e) => return Err(e),
             }
         }
-        // Still ambiguous: the record decides. Unchanged (the condition still holds), the
-        // write did not land and its outcome is as unknown as the store's answer.
+        // Still ambiguous: the record decides; unchanged, the outcome stays unknown.
         match self.read(key).await? {
             Some(r) if landed(&r) => Ok(Written::Done(r)),
             current if condition.holds(current.as_ref()) => Err(StoreError::Unavailable(why)),
@@ -340,8 +313,7 @@ impl<'a, S: AgentStore> AgentLock<'a, S> {
     }
 }
 
-/// `changes` with the lock let go: no holder, no lease, no poller. What giving the lock back
-/// and settling a change (by its holder or by anyone) write alike.
+/// `changes` with the lock let go: no holder, no lease, no poller.
 pub(crate) fn let_go(changes: Changes) -> Changes {
     Changes {
         holder: Some(None),
@@ -352,10 +324,7 @@ pub(crate) fn let_go(changes: Changes) -> Changes {
     }
 }
 
-/// `changes` announced as the doing of what started `record`'s change (its acquire's trigger),
-/// whoever writes them: a person's poll that finishes a scheduled wake announces the schedule,
-/// a tick that carries a person's wake announces the person. What snapwake learned of
-/// AgentKit's own clock stays AgentKit's.
+/// `changes` announced as the doing of what started `record`'s change, whoever writes them.
 pub fn on_behalf_of(record: &AgentRecord, mut changes: Changes) -> Changes {
     if let (Some(announced), Some(started_by)) = (changes.announce.as_mut(), record.started_by) {
         if announced.trigger != crate::domain::Trigger::Agentkit {
@@ -365,16 +334,9 @@ pub fn on_behalf_of(record: &AgentRecord, mut changes: Changes) -> Changes {
     changes
 }
 
-/// How a change that found the agent's session ended announces that end, by the state the
-/// agent rested in before it (docs/events.md): a record that said awake ended on AgentKit's
-/// clock (AgentKit's); a change whose lease lapsed, which this caller took over, may have
-/// followed an awake agent whose end nobody announced (announced as this caller's doing: at
-/// worst a watcher hears `asleep` of an agent that was asleep, never silence about one that was
-/// awake); a record at rest asleep or failed has nothing to announce. The simulated deployment
-/// found each place a change learned of an end without saying so: a wake that woke nothing, a
-/// sleep that found no session, a delete handed back over a lapsed one; and a lapsed delete is
-/// such a change too (a sleep that took over a delete that had stopped half-way over an awake
-/// agent, its session gone, wrote `asleep` with no event: seed 1011).
+/// How a change that found the agent's session ended announces that end (docs/events.md), by the
+/// state the agent rested in: after `awake`, on AgentKit's clock; after a lapsed change, as this
+/// caller's doing (at worst a repeated `asleep`, never silence); at rest otherwise, nothing.
 pub fn announced_end(rested: Option<WakeState>) -> Option<crate::domain::Announcement> {
     use crate::domain::{Announce, Announcement, Trigger};
     match rested? {

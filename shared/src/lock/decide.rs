@@ -1,5 +1,4 @@
-//! The pure decision of docs/wake-protocol.md, "A wake, step by step": what the record lets a
-//! caller do, before any AgentKit call.
+//! The pure decision of docs/wake-protocol.md, "A wake, step by step", before any AgentKit call.
 
 use std::time::Duration;
 
@@ -10,7 +9,7 @@ use crate::store::Condition;
 /// What a caller wants of the agent, for [`decide`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Intent {
-    /// Ensure it is awake. An `awake` record verified within `verify_fresh` is trusted as it is.
+    /// Ensure it is awake; an `awake` record verified within `verify_fresh` is trusted.
     Wake { verify_fresh: Duration },
     /// Delete it, or one of its snapshots.
     Delete,
@@ -38,18 +37,13 @@ pub enum Decision {
     Awake,
     /// Awake, not verified lately: check the recorded session once (wake only).
     Verify,
-    /// Another caller is checking the awake record's session right now: watch the record for
-    /// its verdict (wake only).
+    /// Another caller is checking the awake record's session: await its verdict (wake only).
     AwaitVerify,
     /// A sleep holds the agent: a wake waits for it to settle, then decides again.
     AwaitSleep,
 }
 
-/// The pure decision of docs/wake-protocol.md, "A wake, step by step", for `intent` at `now_ms`.
-///
-/// A wake of an `awake` record: an expired session is asleep without asking AgentKit; one
-/// verified within `verify_fresh` is trusted; else one caller checks it, and whoever finds a
-/// check under way (a live poll lease) awaits its verdict.
+/// What `record` lets a caller with `intent` do at `now_ms`.
 pub fn decide(
     record: Option<&AgentRecord>,
     now_ms: u64,

@@ -1,11 +1,5 @@
-//! The same lock discipline on a store document (`holder`, `fence`, `lease_until_ms` as JSON):
-//! the deploy lock (`LOCK#deploy` / `LOCK`), which guards no agent and so has no agent record.
-//!
-//! Documents are written by a CAS on their version, so "fenced" here means a CAS on the version
-//! the holder itself wrote: after a takeover the version has moved and the old holder finds
-//! out instead of overwriting. Liveness uses [`LockSettings::lease_holds`] (the same skew
-//! margin as agents); an ambiguous write is decided by a consistent read of the fields it set.
-//! The document never expires on its own: the fence must keep growing across runs.
+//! The same lock on a store document (the deploy lock): "fenced" is a CAS on the version the holder
+//! last wrote, and the document never expires, so the fence keeps growing.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -119,8 +113,7 @@ impl<'a, S: AgentStore> DocumentLock<'a, S> {
         })
     }
 
-    /// Fenced check before a write that must come from the holder: extend the lease to `lease`
-    /// from now. `false`: the lock was taken over (our lease expired); do not write.
+    /// Before a holder-only write, extend the lease to `lease` from now; `false`: taken over.
     pub async fn confirm(
         &self,
         hold: &mut DocumentHold,
@@ -134,8 +127,7 @@ impl<'a, S: AgentStore> DocumentLock<'a, S> {
         self.fenced(hold, &state).await
     }
 
-    /// Give the lock back: holder and lease cleared, the fence kept. A lock taken over
-    /// meanwhile is left alone.
+    /// Give the lock back, keeping the fence; a lock taken over meanwhile is left alone.
     pub async fn release(&self, mut hold: DocumentHold) -> Result<(), StoreError> {
         let state = LockState {
             holder: None,
@@ -162,10 +154,7 @@ impl<'a, S: AgentStore> DocumentLock<'a, S> {
         })
     }
 
-    /// Write `state` if the document is at `expected` (0: none): the document as written, or
-    /// (`Err`) as another writer left it. A retried or ambiguous write that landed shows
-    /// `state`, which is how it is recognised (a token or a fence is in every state); one that
-    /// stays ambiguous is decided by a consistent read.
+    /// Write `state` if the document is at `expected` (0: none); `Err`: as the winner left it.
     async fn write(
         &self,
         state: &LockState,

@@ -1,19 +1,13 @@
-//! The steps a wake and a sleep take under the lock (docs/wake-protocol.md), as plain functions
-//! each change calls in order: `crate::wake` and `crate::sleep` read top to bottom, and what
-//! they do alike is written once here.
+//! The steps a wake and a sleep take under the lock (docs/wake-protocol.md), each a plain function
+//! the change calls in order, so `crate::wake` and `crate::sleep` read top to bottom:
 //!
 //! - **decide** ([`Driver::decide`]): the pure [`super::decide`] of the record read;
 //! - **acquire** ([`Driver::acquire`]): take the agent, the winner's request polling first;
-//! - **watch** ([`Driver::watch`], [`Watch::next`]): everyone else reads the record, not
-//!   AgentKit, until the change they joined has ended, their wait is over (202), or there is
-//!   nothing to wait for; a watcher that finds the poller gone wins its **poll lease**;
-//! - **poll** ([`Driver::poll`]): ask AgentKit about the change in flight at the record's pace,
-//!   as its holder or under a poll lease, until it is done, failed, or the wait is over;
-//! - **settle** ([`Driver::settle`]): write the end, fenced for the holder and *by anyone* for
-//!   the rest, under a condition that names exactly that change;
+//! - **watch** ([`Watch::next`]): everyone else reads the record, not AgentKit, until the change
+//!   ends or their wait is over (202); one that finds the poller gone wins its **poll lease**;
+//! - **poll** ([`Driver::poll`]): ask AgentKit about the change at the record's pace;
+//! - **settle** ([`Driver::settle`]): write the end under a condition naming exactly that change;
 //! - **give back** ([`Driver::give_back`]): the holder lets go with the state to rest in.
-//!
-//! Only one thing a change tells these steps: how to ask AgentKit about it ([`Progress`]).
 
 use std::time::Duration;
 
@@ -33,19 +27,16 @@ use crate::timestamp::now_ms;
 pub enum Look<T> {
     /// Not done yet: ask again after a pause.
     Pending,
-    /// Not to be settled by this caller now (nothing to ask about yet, or too little time
-    /// left to finish): the change goes on from the record.
+    /// Not for this caller to settle now (nothing to ask yet, or too little time left).
     Later,
-    /// Done: settle with `changes`; `seen` is what AgentKit showed.
+    /// Done: settle with `changes`.
     Done { changes: Changes, seen: T },
     /// It will not be done: settle with `changes`, and answer `error`.
     Failed { changes: Changes, error: Error },
 }
 
-/// How a change in flight progresses, as AgentKit shows it: the one thing [`Driver::poll`]
-/// asks of a wake (GetSession) or a sleep (GetSessionSnapshot, then DeleteSession).
+/// How a change in flight shows in AgentKit: what [`Driver::poll`] asks of a wake or a sleep.
 pub trait Progress<S: AgentStore>: Sync {
-    /// What AgentKit shows when the change is done (a session; a snapshot).
     type Seen: Send;
     /// Ask AgentKit once about `record`'s change (unless it was `seen` already).
     async fn look(
@@ -60,15 +51,15 @@ pub trait Progress<S: AgentStore>: Sync {
 /// Where a poll of a change in flight got to.
 #[allow(clippy::large_enum_variant)] // returned once, consumed at once
 pub enum Polled<T> {
-    /// Settled as done: the record as written, and what AgentKit showed.
-    Settled { record: AgentRecord, seen: T },
-    /// Still in flight when the poller stopped asking: the record with the poll lease handed
-    /// on.
+    Settled {
+        record: AgentRecord,
+        seen: T,
+    },
+    /// Still in flight when the poller stopped: the poll lease handed on.
     Pending(AgentRecord),
 }
 
-/// Who settles a change: its holder (fenced writes) or anyone holding a poll lease (writes by
-/// anyone).
+/// Who settles a change: its holder (fenced) or a poll lease holder (by anyone).
 pub enum Settler<'h> {
     Holder(&'h mut Held),
     Anyone,
@@ -77,10 +68,8 @@ pub enum Settler<'h> {
 /// What a watcher of a change in flight is to do next ([`Watch::next`]).
 #[allow(clippy::large_enum_variant)] // returned once, consumed at once
 pub enum Step {
-    /// The change this caller joined has ended: `record` says how.
     Ended(AgentRecord),
-    /// The poller is gone and this caller holds the poll lease of `record`'s change: ask
-    /// AgentKit about it (for at most `polling`), then call [`Watch::next`] again.
+    /// This caller won the gone poller's lease: poll for at most `polling`, then call `next` again.
     Poll {
         record: AgentRecord,
         home: Home,
@@ -95,7 +84,6 @@ pub enum Step {
 }
 
 /// What the wakes and sleeps of one request (or one agent of a tick) are carried out with.
-/// `Agents::wake` and `Agents::sleep` each take their steps through a [`Driver`].
 pub struct Agents<'a, S, K> {
     pub(crate) store: Within<'a, S>,
     pub(crate) agentkit: &'a K,
@@ -118,8 +106,7 @@ impl<'a, S: AgentStore, K: AgentKit> Agents<'a, S, K> {
         }
     }
 
-    /// The driver of one change of `key` (`home`: where it lives, when the caller knows),
-    /// answering by `budget.work` and waiting on others until `budget.wait`.
+    /// The driver of one change of `key`, answering by `budget.work`, waiting until `budget.wait`.
     pub(crate) fn driver<'d>(
         &'d self,
         key: &'d AgentKey,
@@ -138,8 +125,6 @@ impl<'a, S: AgentStore, K: AgentKit> Agents<'a, S, K> {
     }
 }
 
-/// One caller's change of one agent: the lock within the caller's budget, the settings, and
-/// where the agent lives, resolved once.
 pub struct Driver<'a, S> {
     pub lock: AgentLock<'a, S>,
     pub settings: &'a WakeSettings,
@@ -151,12 +136,10 @@ pub struct Driver<'a, S> {
 }
 
 impl<'a, S: AgentStore> Driver<'a, S> {
-    /// By when the caller answers.
     pub fn deadline(&self) -> Deadline {
         self.lock.deadline()
     }
 
-    /// Until when the caller may wait on others.
     pub fn wait(&self) -> Deadline {
         self.lock.wait()
     }
@@ -166,7 +149,6 @@ impl<'a, S: AgentStore> Driver<'a, S> {
         0..self.settings.lock.max_rounds.max(1)
     }
 
-    /// The 409 of a caller out of rounds.
     pub fn too_busy(&self) -> Error {
         Error::AgentBusy {
             detail: "too many concurrent changes to the agent; retry".into(),
@@ -174,18 +156,15 @@ impl<'a, S: AgentStore> Driver<'a, S> {
         }
     }
 
-    /// `record`, when a change that ended moments ago wrote it: its outcome is the answer owed
-    /// to the callers polling it.
+    /// `record`, if a change that ended moments ago wrote it: its outcome is owed to its pollers.
     pub fn recent<'r>(&self, record: Option<&'r AgentRecord>) -> Option<&'r AgentRecord> {
         record.filter(|r| LockSettings::written_within(r, OUTCOME_KEPT, now_ms()))
     }
 
-    /// What `record` lets a caller with `intent` do now.
     pub fn decide(&self, record: Option<&AgentRecord>, intent: Intent) -> Decision {
         decide(record, now_ms(), intent, &self.settings.lock)
     }
 
-    /// `record`, or the absent record of the agent.
     pub fn seen(&self, record: Option<AgentRecord>) -> AgentRecord {
         record.unwrap_or_else(|| AgentRecord::absent(self.key.clone()))
     }
@@ -198,8 +177,7 @@ impl<'a, S: AgentStore> Driver<'a, S> {
         }
     }
 
-    /// Where the agent lives, for its holder: as known or recorded, else located (and known
-    /// from then on). `None`: nothing of it exists anywhere, and the lock is given back.
+    /// Where the agent lives, for its holder: known or located (`None`: nowhere; given back).
     pub async fn locate<K: AgentKit>(
         &self,
         agentkit: &K,
@@ -223,16 +201,13 @@ impl<'a, S: AgentStore> Driver<'a, S> {
         Ok(found)
     }
 
-    /// The lease of a change once it was sent: `timeout` from `from_ms`, never shorter than
-    /// this caller's wait (it polls until then; a lease that ended first would hand the change
-    /// to another caller mid-poll).
+    /// A change's lease once sent: never shorter than this caller's wait, lest it pass on mid-poll.
     pub fn lease_until(&self, from_ms: u64, timeout: Duration) -> u64 {
         (from_ms + timeout.as_millis() as u64).max(self.wait().epoch_ms())
     }
 
-    /// Take the agent into `state` under `condition`. Nobody polls before the holder has
-    /// recorded what it waits for (it says until when it polls then), so the poll lease starts
-    /// out as long as the holder's request.
+    /// Take the agent into `state`. The poll lease starts as long as the holder's request: nobody
+    /// polls before it records what it waits for.
     pub async fn acquire(
         &self,
         (state, generation): (WakeState, Generation),
@@ -250,9 +225,8 @@ impl<'a, S: AgentStore> Driver<'a, S> {
         self.lock.acquire(self.key, condition, seen, &how).await
     }
 
-    /// Start watching `record`, in flight or being checked (`joined`: the caller joined the
-    /// change it holds). Only a check of an awake record in flight (one GetSession) is waited
-    /// for past the caller's wait: nobody answers 202 for an awake agent.
+    /// Start watching `record` (`joined`: the caller joined its change). Only a check of an awake
+    /// record is waited for past the caller's wait: nobody answers 202 for an awake agent.
     pub fn watch(&self, record: AgentRecord, joined: bool, intent: Intent) -> Watch {
         Watch {
             intent,
@@ -264,10 +238,7 @@ impl<'a, S: AgentStore> Driver<'a, S> {
         }
     }
 
-    /// If the poller of the change in `seen` is gone, win its poll lease: the caller may then
-    /// ask AgentKit for the returned time (at most a poll lease, within its wait), the lease
-    /// covering one AgentKit request at least. `None`: somebody else polls, or there is nothing
-    /// to poll yet.
+    /// Win the poll lease of `seen`'s change if its poller is gone (`None`: not now).
     async fn take_poll_lease(&self, seen: &AgentRecord) -> Result<Option<Step>, Error> {
         let now = now_ms();
         if self.settings.lock.poll_lease_holds(seen.poll_until_ms, now) || !names_awaited(seen) {
@@ -291,9 +262,7 @@ impl<'a, S: AgentStore> Driver<'a, S> {
         })
     }
 
-    /// Poll `record`'s change until it is done (settle), will not be (settle, and answer the
-    /// error), or `until`: at least once (a short request asks once), the pauses at the
-    /// record's pace. Stopping without an answer, hand the poll lease on.
+    /// Poll `record`'s change at least once, until settled or `until`, then hand the lease on.
     pub async fn poll<P: Progress<S>>(
         &self,
         progress: &P,
@@ -327,9 +296,8 @@ impl<'a, S: AgentStore> Driver<'a, S> {
         Ok(Polled::Pending(self.hand_poll_on(&record).await))
     }
 
-    /// Write the end of `record`'s change, the lock let go; one somebody else wrote alike first
-    /// is as good. One not confirmed leaves the change done all the same: the answer shows what
-    /// this caller saw, without a version (no `ETag`), and the next caller settles the record.
+    /// Write the end of `record`'s change, letting go; the same end written first by another is as
+    /// good. Unconfirmed, the answer shows what this caller saw without a version (no `ETag`).
     pub async fn settle(
         &self,
         settler: &mut Settler<'_>,
@@ -365,8 +333,7 @@ impl<'a, S: AgentStore> Driver<'a, S> {
         }
     }
 
-    /// Let the next poller in one pause of the pace from now: this caller's poll lease covered
-    /// its own calls, which are over.
+    /// Let the next poller in one pause from now: this caller's poll lease covered its own calls.
     pub async fn hand_poll_on(&self, record: &AgentRecord) -> AgentRecord {
         let now = now_ms();
         let gap = self.settings.pace().gap(record.awaited_since_ms, now);
@@ -375,8 +342,7 @@ impl<'a, S: AgentStore> Driver<'a, S> {
             .await
     }
 
-    /// Give the lock back to rest in `state` with `changes`: the record as written (`None`: the
-    /// lock was lost, or the write failed, which is logged: the lease lapses by itself).
+    /// Give the lock back to rest in `state`. `None`: lost, or failed (logged; the lease lapses).
     pub async fn give_back(
         &self,
         held: &mut Held,
@@ -407,13 +373,11 @@ pub struct Watch {
 }
 
 impl Watch {
-    /// Whether the caller follows a change it joined.
     pub fn joined(&self) -> bool {
         self.joined_fence.is_some()
     }
 
-    /// Read the record (after a pause at the watcher's pace, but for the first) until it says
-    /// something for the caller to do (see [`Step`]).
+    /// Read the record (pausing, but the first time) until it says something for the caller to do.
     pub async fn next<S: AgentStore>(&mut self, driver: &Driver<'_, S>) -> Result<Step, Error> {
         loop {
             if !std::mem::replace(&mut self.fresh, false) {
@@ -454,13 +418,11 @@ impl Watch {
     }
 }
 
-/// A wake or a sleep in flight.
 fn in_flight(record: &AgentRecord) -> bool {
     matches!(record.state, WakeState::Waking | WakeState::Sleeping)
 }
 
-/// Whether the record names what its change in flight waits for (a wake: its session, or a
-/// Resume sent; a sleep: its snapshot), else nobody can poll it yet.
+/// Whether the record names what its change awaits (a session or Resume sent; a snapshot).
 fn names_awaited(record: &AgentRecord) -> bool {
     match record.state {
         WakeState::Waking => record.session_id.is_some() || record.resume_sent_at_ms.is_some(),
@@ -469,8 +431,7 @@ fn names_awaited(record: &AgentRecord) -> bool {
     }
 }
 
-/// The condition of a write by anyone that settles `record`'s change, and only it: the wake of
-/// that session, the sleep into that snapshot, under that fence.
+/// The condition of a write by anyone that settles `record`'s change, and only it.
 fn settling(record: &AgentRecord) -> Condition {
     match record.state {
         WakeState::Sleeping => Condition::SleepingWith {

@@ -1,15 +1,12 @@
-//! What every user of the lock shares ([`LockSettings`]), and the timings of the wake protocol
-//! ([`WakeSettings`]).
+//! The lock's settings ([`LockSettings`]) and the wake protocol's timings ([`WakeSettings`]).
 
 use std::time::Duration;
 
 use crate::domain::{AgentRecord, OpenUrl};
 
-/// What every user of the lock shares: the lease it takes, the skew margin, and how hard it
-/// tries. Wake, create, delete and deploy each carry their own copy with their own lease.
+/// What every user of the lock shares; wake, create, delete and deploy each have their own lease.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LockSettings {
-    /// The lease an acquire takes.
     pub lease: Duration,
     /// A lease counts as expired only this long after its end (docs/wake-protocol.md, "Leases").
     pub skew_margin: Duration,
@@ -31,21 +28,17 @@ impl Default for LockSettings {
 }
 
 impl LockSettings {
-    /// Whether a lease ending at `lease_until_ms` still holds at `now_ms`.
     pub fn lease_holds(&self, lease_until_ms: u64, now_ms: u64) -> bool {
         lease_until_ms.saturating_add(self.skew_margin.as_millis() as u64) >= now_ms
     }
 
-    /// Whether a poll lease ending at `poll_until_ms` still holds at `now_ms`. No skew margin:
-    /// a poll lease only rations AgentKit calls (one poller at a time), and two pollers at
-    /// once cost one call more, never a wrong answer (they complete or fail by anyone, under
-    /// a condition). The margin would stretch a 250 ms pause between polls to 2.25 s.
+    /// Whether a poll lease still holds. No skew margin: a poll lease only rations AgentKit calls,
+    /// and two pollers cost one call more, never a wrong answer.
     pub fn poll_lease_holds(&self, poll_until_ms: u64, now_ms: u64) -> bool {
         poll_until_ms > now_ms
     }
 
-    /// Whether `record` was written within `kept` of `now_ms` (the outcome of a wake or a
-    /// sleep that ended moments ago is the answer to the callers polling it).
+    /// Whether `record` was written within `kept` of `now_ms`.
     pub fn written_within(record: &AgentRecord, kept: Duration, now_ms: u64) -> bool {
         !kept.is_zero()
             && record
@@ -55,7 +48,6 @@ impl LockSettings {
                 .is_some_and(|written| now_ms <= written + kept.as_millis() as u64)
     }
 
-    /// Whether `record`'s lease still holds at `now_ms`.
     pub fn lease_is_live(&self, record: &AgentRecord, now_ms: u64) -> bool {
         self.lease_holds(record.lease_until_ms, now_ms)
     }
@@ -72,20 +64,16 @@ impl LockSettings {
     }
 }
 
-/// Timings of the wake protocol: of wakes and sleeps, the two changes the driver carries out
-/// under the lock (`driver`). Defaults are the specification's.
+/// Timings of the wakes and sleeps carried out under the lock. Defaults are the specification's.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WakeSettings {
     /// The lock; its lease covers locating, reconciling and sending Resume.
     pub lock: LockSettings,
-    /// Lease once a Resume was sent or its SessionId recorded: how long a session may take to
-    /// become Ready (`SNAPWAKE_READY_TIMEOUT_S`, default 360 s).
+    /// Lease once a Resume was sent: a session's time to Ready (`SNAPWAKE_READY_TIMEOUT_S`).
     pub ready_timeout: Duration,
-    /// The most a `Prefer: wait` may ask a request to wait for readiness (`SNAPWAKE_WAIT_S`,
-    /// 0–20, default 20 s); without it, a request waits for nothing ("Short requests").
+    /// The most a `Prefer: wait` may ask for (`SNAPWAKE_WAIT_S`, 0–20); without it, no wait.
     pub wait: Duration,
-    /// AgentKit is asked about a session booting (or a snapshot being made) every `poll_min`
-    /// at first, then less often, up to every `poll_max` ([`crate::deadline::Pace`]).
+    /// AgentKit is asked every `poll_min` at first, backing off to `poll_max`.
     pub poll_min: Duration,
     pub poll_max: Duration,
     /// Joiners re-read the record from `watch_min`, backing off to `watch_max`.
@@ -93,20 +81,16 @@ pub struct WakeSettings {
     pub watch_max: Duration,
     /// How long a poll lease (taken once the holder's request ended) lasts.
     pub poll_lease: Duration,
-    /// An awake record verified within this is trusted without asking AgentKit (2 s): long
-    /// enough for a storm's stragglers, back one `Retry-After` after their last 202 (1 s cost a
-    /// 500-caller storm three more GetSessions); short, as an ended session looks awake as long.
+    /// An awake record verified within this is trusted without asking AgentKit: long enough for a
+    /// storm's stragglers; short, as an ended session looks awake as long.
     pub verify_fresh: Duration,
-    /// Lease of a sleep once its snapshot is taken: how long a snapshot may take to become
-    /// Ready before another caller may take the sleep over (default 600 s).
+    /// Lease of a sleep once its snapshot is taken: how long it may take to become Ready.
     pub snapshot_timeout: Duration,
-    /// The longest `ttl_s` a keepalive may ask for (`SNAPWAKE_MAX_TTL_S`, default 28800 s).
+    /// The longest `ttl_s` a keepalive may ask for (`SNAPWAKE_MAX_TTL_S`).
     pub max_ttl: Duration,
-    /// How long after the agent's last session expired a wake waits for its snapshot to be
-    /// listed at all (`SNAPWAKE_SNAPSHOT_GRACE_S`, default 120 s): AgentKit may list it late.
+    /// Wait for an expired session's snapshot to be listed (`SNAPWAKE_SNAPSHOT_GRACE_S`).
     pub snapshot_grace: Duration,
-    /// How long a newest snapshot may stay `Creating` before a wake gives up on it with
-    /// `SNAPSHOT_STUCK` (`SNAPWAKE_SNAPSHOT_TIMEOUT_S`, default 1800 s).
+    /// How long a snapshot may stay `Creating` before a wake fails (`SNAPWAKE_SNAPSHOT_TIMEOUT_S`).
     pub snapshot_stuck_after: Duration,
     /// The open link (`SNAPWAKE_OPEN_URL`) an awake agent's answer carries, if any.
     pub open_url: Option<OpenUrl>,
@@ -150,13 +134,11 @@ impl WakeSettings {
         }
     }
 
-    /// The wait of one request: `asked` (a `Prefer: wait`; none: no wait at all), at most
-    /// `SNAPWAKE_WAIT_S`.
+    /// The wait of one request: `asked` (a `Prefer: wait`), at most `SNAPWAKE_WAIT_S`.
     pub fn wait_for(&self, asked: Option<Duration>) -> Duration {
         asked.unwrap_or(Duration::ZERO).min(self.wait)
     }
 
-    /// The back-off of watching the record.
     pub fn watching(&self) -> crate::deadline::Backoff {
         crate::deadline::Backoff::new(self.watch_min, self.watch_max)
     }

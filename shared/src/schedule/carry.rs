@@ -1,16 +1,13 @@
-//! What a tick does with one due schedule, decided from the schedule item, the tick's time and
-//! the agent's record as read now: a pure function, so every case is a unit test.
+//! What a tick does with one due schedule: a pure function of the schedule item, the tick's time
+//! and the agent's record, so every case is a unit test.
 //!
-//! At most once per occurrence: the step that acts is written to the schedule item first (a
-//! conditional write on its version), so of two ticks deciding on the same item only one acts;
-//! an occurrence still carried is acted on again only when doing so cannot undo someone
-//! else's change (docs/schedules.md, "Carrying an occurrence").
+//! At most once per occurrence: the acting step is written to the item first (a CAS on its
+//! version), so of two ticks only one acts (docs/schedules.md, "Carrying an occurrence").
 
 use super::Plan;
 use crate::domain::{Action, Attempt, Occurrence, ScheduleRecord, Settled, WakeState};
 
-/// How late an occurrence may still be acted on: a tick that arrives later (a Scheduler outage,
-/// a throttled function) skips it rather than wake an agent at the wrong hour.
+/// How late an occurrence may still be acted on, rather than wake an agent at the wrong hour.
 pub const CATCH_UP_MS: u64 = 15 * 60 * 1000;
 
 /// The agent's record as the tick read it (consistent read).
@@ -45,9 +42,7 @@ pub enum Step {
     Idle,
     /// Write this record (occurrences skipped, or one finished with) and act on nothing.
     Write(ScheduleRecord),
-    /// Write this record (its `open` occurrence marked [`Attempt::Acting`]), then, only if that
-    /// write succeeded, wake or put the agent to sleep: an occurrence just come due
-    /// (`carried: false`) or one carried on from an earlier tick.
+    /// Write this record (`open` marked [`Attempt::Acting`]); act only if that write succeeded.
     Act {
         record: ScheduleRecord,
         action: Action,
@@ -60,8 +55,7 @@ pub fn decide(record: &ScheduleRecord, plan: &Plan, now_ms: u64, agent: &AgentSe
     decide_early(record, plan, now_ms, agent, 0)
 }
 
-/// [`decide`], a wake counting as due `wake_lead_ms` before its minute (so that it is Ready by
-/// it; docs/schedules.md, "Ready at the minute"). A sleep is due at its minute.
+/// [`decide`], a wake counting as due `wake_lead_ms` early so that it is Ready at its minute.
 pub fn decide_early(
     record: &ScheduleRecord,
     plan: &Plan,
@@ -70,8 +64,7 @@ pub fn decide_early(
     wake_lead_ms: u64,
 ) -> Step {
     let mut next = record.clone();
-    // New occurrences first: the newest one due wins, older ones (and an occurrence still
-    // carried) are superseded — the owner's latest intent is what counts.
+    // New occurrences first: the newest due supersedes older ones (the owner's latest intent).
     let wake_starts = record.wake_starts_at_ms(wake_lead_ms);
     let wake = record
         .next_wake_ms
@@ -81,8 +74,7 @@ pub fn decide_early(
         .next_sleep_ms
         .filter(|at| *at <= now_ms)
         .map(|at| (Action::Sleep, at));
-    // The next occurrence after the one taken: after its minute, which an early wake is
-    // still before.
+    // The next occurrence after its minute, which an early wake is still before.
     if let Some((_, at)) = wake {
         next.next_wake_ms = plan.next(Action::Wake, now_ms.max(at));
     }
@@ -98,11 +90,7 @@ pub fn decide_early(
             next.last = Some(settled(open.action, open.at_ms, "superseded"));
         }
         if now_ms.saturating_sub(at_ms) > CATCH_UP_MS {
-            // Too late to act on, but an agent already where the occurrence wants it (a person
-            // woke it, or made it awake) has it reached: a day whose wake the ticks missed is
-            // still kept to its sleep. Found by the simulated deployment: an agent made awake
-            // before its 08:30 wake, the ticks first running at 09:00, its day ended at 08:00
-            // by AgentKit's 8 hours.
+            // Too late, but an agent already where it should be has it reached: its day is kept.
             next.open = None;
             let outcome = if agent.reached(action) {
                 "reached"
@@ -143,15 +131,9 @@ pub fn decide_early(
     if now_ms.saturating_sub(open.at_ms) > CATCH_UP_MS {
         return finish("missed");
     }
-    // Act again only if the agent has not moved since the attempt was recorded: if it has,
-    // our attempt (or a person) settled it, and acting again could wake an agent its owner
-    // just put to sleep. Moved is where it rests, not any write: a sweep's summary of its
-    // snapshots or a check of its session leaves a refused sleep to be tried again (the
-    // simulated deployment found a scheduled sleep given up for a prune, the agent awake all
-    // afternoon). A wake or sleep in flight is driven on (joining starts nothing new).
-    // A move that is this very action left unfinished (a `waking` record for a wake, its lease
-    // lapsed: the holder died, the tick that acquired it perhaps) settled nothing: acting
-    // again takes the lapsed lock over, as any caller would, and undoes nobody's change.
+    // Act again only if the agent has not moved (where it rests, not any write) since the attempt
+    // was recorded: else our attempt or a person settled it, and acting again could undo their
+    // change. A wake or sleep in flight is driven on; this very action left lapsed is taken over.
     let unmoved = match open.seen_rest {
         Some(rest) => agent.rest == rest,
         None => agent.version == open.seen_version,
@@ -178,9 +160,7 @@ pub fn decide_early(
     }
 }
 
-/// Once a scheduled wake has reached its state, the day is kept until its sleep: the ticks look
-/// at the session's expiry from now on (`keep_ms`). Nothing to keep without a sleep schedule,
-/// nor after anything but a reached wake.
+/// Once a scheduled wake is reached, the ticks keep the day until its sleep (`keep_ms`).
 pub fn keep_after(record: &mut ScheduleRecord, now_ms: u64) {
     let reached_wake = record
         .last

@@ -9,8 +9,7 @@ use crate::calendar::{self, Cron, Zone};
 use crate::domain::{Action, ScheduleRecord};
 use crate::error::Error;
 
-/// `PUT …/schedule`: unknown fields are refused (a misspelt `wakes` must not leave the agent
-/// without its wake schedule and no word why).
+/// `PUT …/schedule`: unknown fields are refused, so a misspelt `wakes` is not silently dropped.
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ScheduleBody {
@@ -21,17 +20,12 @@ pub struct ScheduleBody {
     pub sleep: Option<String>,
 }
 
-/// What a schedule may ask for, beyond being valid (docs/schedules.md, "What a schedule may
-/// ask"): every occurrence costs a snapshot or a Resume, so an expression may fire at most once
-/// per `min_interval`, and a wake and a sleep never in the same minute.
+/// What a schedule may ask beyond being valid: every occurrence costs a snapshot or a Resume.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ScheduleRules {
-    /// The shortest time between two occurrences of one expression
-    /// (`SNAPWAKE_SCHEDULE_MIN_INTERVAL_S`, default 3600 s; 0: no floor).
+    /// Shortest gap between two occurrences (`SNAPWAKE_SCHEDULE_MIN_INTERVAL_S`; 0: no floor).
     pub min_interval: Duration,
-    /// The scheduled wakes the deployment starts a second: its AgentKit budget's background
-    /// Resumes (`crate::budget`), which a wake's lead allows for (docs/schedules.md, "Ready at
-    /// the minute").
+    /// Scheduled wakes started a second (`crate::budget`'s background lane); leads allow for it.
     pub wakes_per_second: u32,
 }
 
@@ -57,8 +51,7 @@ pub struct Plan {
 }
 
 impl Plan {
-    /// Check a body; every refusal is a 422 naming its field. An expression that never fires
-    /// (`0 0 31 2 *`) is refused too: the person meant something else.
+    /// Check a body; every refusal (a cron that never fires included) is a 422 naming its field.
     pub fn check(body: &ScheduleBody) -> Result<Plan, Error> {
         let zone = match body.timezone.as_deref() {
             None => {
@@ -74,9 +67,7 @@ impl Plan {
         Ok(Plan { zone, wake, sleep })
     }
 
-    /// Refuse (422, naming the field) a plan that breaks `rules`: an expression that fires
-    /// more often than `rules.min_interval`, or a wake and a sleep that can fall in the same
-    /// local minute (an agent woken and put to sleep at once does neither well).
+    /// Refuse (422) a cron firing more often than `min_interval`, or a wake and sleep in a minute.
     pub fn keeps(&self, rules: &ScheduleRules) -> Result<(), Error> {
         let today = self.zone.date_at(jiff::Timestamp::now());
         let floor_min = rules.min_interval.as_secs().div_ceil(60);
@@ -108,8 +99,7 @@ impl Plan {
         Ok(())
     }
 
-    /// Read a stored schedule back into a plan (`None` when it no longer parses: a newer
-    /// version wrote something this one does not know; the tick leaves it alone).
+    /// Read a stored schedule back (`None`: written by a newer version, left alone).
     pub fn of(record: &ScheduleRecord) -> Option<Plan> {
         let zone = Zone::named(&record.timezone).ok()?;
         let parse = |e: &Option<String>| -> Option<Option<Cron>> {
@@ -125,7 +115,6 @@ impl Plan {
         })
     }
 
-    /// The expression of `action`.
     pub fn cron(&self, action: Action) -> Option<&Cron> {
         match action {
             Action::Wake => self.wake.as_ref(),
@@ -150,12 +139,7 @@ impl Plan {
             sleep: self.sleep.as_ref().map(|c| c.to_string()),
             next_wake_ms: self.next(Action::Wake, now_ms),
             next_sleep_ms: self.next(Action::Sleep, now_ms),
-            next_wake_lead_ms: None,
-            keep_ms: None,
-            open: None,
-            last: None,
-            version: 0,
-            updated_at: None,
+            ..ScheduleRecord::default()
         }
     }
 }

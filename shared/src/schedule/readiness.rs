@@ -1,14 +1,5 @@
-//! How long a kind's sandbox takes to be Ready once a scheduled wake starts, as the consumers
-//! of due occurrences have seen it, and the lead a scheduled wake starts by (docs/schedules.md,
-//! "Ready at the minute").
-//!
-//! One series: a wake the consumer started, seen reached by its follow-up (which looks again
-//! after half of what the wake has taken so far, 2 to 15 s: at most that over), written as it
-//! is seen. Measured once it can be: from a kind's first reached occurrence on, the tick starts its wakes
-//! early by the 95th percentile of the last [`SAMPLES_KEPT`] readinesses, plus the time the
-//! deployment's AgentKit budget needs for every wake due in that minute, plus a margin,
-//! rounded to the tick before. Before anything is measured (a deployment's first morning is a
-//! morning too) the readiness planned by is a conservative prior, [`PRIOR_READINESS_MS`].
+//! How long a kind's sandbox takes to be Ready after a scheduled wake starts, and the lead a wake
+//! starts by (docs/schedules.md, "Ready at the minute"): p95 readiness, budget time, margin.
 
 use serde::{Deserialize, Serialize};
 
@@ -18,22 +9,13 @@ use crate::store::{AgentStore, DocumentKey, StoreError};
 
 /// The most recent readinesses kept per kind.
 pub const SAMPLES_KEPT: usize = 64;
-/// The readiness a kind is planned by before any of its wakes was measured: a minute. A
-/// sandbox is Ready in seconds (the local simulator's 1.5 s; sandbox services boot in under
-/// one), so a minute is many times over what a kind is expected to take: its first morning's
-/// wakes are paid for a minute early, once, where starting them at their minute had a fleet
-/// awake minutes late. A kind slower than that is late only until its first wake is measured.
+/// The readiness planned by before any is measured: a minute, paid once, far over a sandbox's.
 pub const PRIOR_READINESS_MS: u64 = 60_000;
-/// A wake that took longer than this is not a readiness to plan by (a stuck session, a wake
-/// retried a tick later).
+/// A wake longer than this is not a readiness to plan by (a stuck session, a retried wake).
 pub const LONGEST_SAMPLE_MS: u64 = 10 * 60_000;
-/// Beyond the readiness and the budget's time: the tick's own reads and writes, the poll that
-/// sees the session Ready.
+/// Beyond readiness and budget: the tick's own reads and writes, and the poll that sees Ready.
 pub const MARGIN_MS: u64 = 5_000;
-/// Resumes sent per wake, as planned: AgentKit may refuse (429) some of a burst's Resumes
-/// whatever the budget's pace, and each refused one is sent again within the same budget.
-/// Planned for a third refused: with 30% of Resumes throttled, 300 wakes planned at one send
-/// each started 40 s too late to be Ready by their minute (`cli/tests/fleet_serve.rs`).
+/// Resumes sent per wake, as planned: a third of a burst's Resumes refused (429) and sent again.
 pub const SENDS_PER_WAKE: (u64, u64) = (3, 2);
 /// The ticks come a minute apart: a wake that should start between two starts at the first.
 pub const TICK_PERIOD_MS: u64 = 60_000;
@@ -42,10 +24,7 @@ pub const LONGEST_LEAD_MS: u64 = 15 * 60_000;
 
 const SK: &str = "READINESS";
 
-/// A kind's measured readinesses, oldest first (`READY#<kind>` / `READINESS`, a document).
-/// A document of an earlier version kept those its follow-ups saw apart (`seen_ms`): they are
-/// not read, and its `samples_ms`, measured to the tick (later than Ready: an earlier start),
-/// are planned by until new samples replace them.
+/// A kind's measured readinesses, oldest first (`READY#<kind>` / `READINESS`).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Readiness {
     pub samples_ms: Vec<u64>,
@@ -64,8 +43,7 @@ impl Readiness {
         sorted.get(at).copied()
     }
 
-    /// These readinesses with `samples` added, each at most [`LONGEST_SAMPLE_MS`], only the
-    /// last [`SAMPLES_KEPT`] kept.
+    /// With `samples` added (each capped), only the last [`SAMPLES_KEPT`] kept.
     pub fn with(mut self, samples: &[u64]) -> Self {
         let kept = &mut self.samples_ms;
         kept.extend(samples.iter().map(|s| (*s).min(LONGEST_SAMPLE_MS)));
@@ -82,10 +60,7 @@ impl Readiness {
             .unwrap_or_default())
     }
 
-    /// Add `samples` to what is kept for `kind` (a compare-and-set, tried again on a race). A
-    /// consumer writes each wake it saw reached as it sees it: a morning's thousands race for
-    /// the kind's one document, and a sample lost three times over is dropped, the next ones
-    /// coming soon (64 are all the lead needs).
+    /// Add `samples` for `kind` (a CAS, retried); a sample lost three races is dropped, more come.
     pub async fn record<S: AgentStore>(
         store: &S,
         kind: Kind,
@@ -101,11 +76,8 @@ impl Readiness {
     }
 }
 
-/// How long before its minute a wake starts: the readiness (nothing measured: the
-/// [`PRIOR_READINESS_MS`]), the time `due_that_minute` wakes take at `wakes_per_second`, each sent
-/// [`SENDS_PER_WAKE`] times (the queue's consumers work every minute through), and the margin,
-/// rounded up by a tick period less a millisecond (so that the tick before the start starts it,
-/// not the one after), at most [`LONGEST_LEAD_MS`].
+/// How long before its minute a wake starts: readiness, the budget's time for `due_that_minute`
+/// wakes (each sent [`SENDS_PER_WAKE`] times) and the margin, rounded to the tick before, capped.
 pub fn wake_lead_ms(
     readiness_ms: Option<u64>,
     due_that_minute: usize,
@@ -120,20 +92,17 @@ pub fn wake_lead_ms(
     (readiness + budget + MARGIN_MS + TICK_PERIOD_MS - 1).min(LONGEST_LEAD_MS)
 }
 
-/// The lead of one schedule's next wake, as the tick that found it due worked it out: carried
-/// with the occurrence to whoever acts on it (the tick itself, or the queue's consumer).
+/// The lead of one schedule's next wake, carried with the occurrence to whoever acts on it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DueLead {
     /// For its kind's readiness and its minute's crowd at the tick.
     pub now_ms: u64,
-    /// What a new occurrence of its kind is set with: its readiness and the margin alone
-    /// (`None`: not measured).
+    /// What a new occurrence of its kind is set with: readiness and margin alone (`None`: unknown).
     pub alone_ms: Option<u64>,
 }
 
 impl DueLead {
-    /// The lead of `record`'s next wake: never less than the lead kept with the occurrence,
-    /// which its views promised the owner.
+    /// The lead of `record`'s next wake: never less than the lead its views promised the owner.
     pub fn of(&self, record: &crate::domain::ScheduleRecord) -> u64 {
         if record.next_wake_ms.is_none() {
             return 0;
@@ -199,12 +168,8 @@ mod tests {
             sleep: None,
             next_wake_ms: None,
             next_sleep_ms: None,
-            next_wake_lead_ms: None,
-            keep_ms: None,
-            open: None,
-            last: None,
             version: 1,
-            updated_at: None,
+            ..crate::domain::ScheduleRecord::default()
         };
         assert_eq!(lead.of(&record), 0, "no wake: no lead");
         record.next_wake_ms = Some(1);

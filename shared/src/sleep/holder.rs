@@ -1,6 +1,5 @@
-//! The winner's path of a sleep (docs/wake-protocol.md, "Sleep now"), numbered below. Every
-//! step after the acquire is a fenced write, and the session is ended only by the poll
-//! (`super::Sleeping::look`) of a Ready snapshot this very sleep asked for.
+//! The winner's path of a sleep (docs/wake-protocol.md, "Sleep now"), numbered below. The session
+//! is ended only by the poll of a Ready snapshot this very sleep asked for.
 
 use crate::agentkit::types::{CreateSessionSnapshot, ListSessionSnapshots, Session, Snapshot};
 use crate::agentkit::{list_all, AgentKit, AgentKitError};
@@ -43,16 +42,14 @@ impl<S: AgentStore, K: AgentKit> Sleeping<'_, '_, S, K> {
             Ok(None) => return self.asleep_already(held, &home).await,
             Err(e) => return Err(self.give_back(&mut held, e.into()).await),
         };
-        // A session in a status nobody documented is neither snapshotted nor ended on its own
-        // (docs/wake-protocol.md, "AgentKit keeps its own time").
+        // An undocumented status: neither snapshotted nor ended on its own.
         if live.phase() == crate::domain::SessionPhase::Unknown {
             let err = Error::unknown_status("session", live.status.as_deref());
             return Err(self.give_back(&mut held, err).await);
         }
         let session_id = live.session_id.clone().unwrap_or_default();
 
-        // 3. Enough time for one whole AgentKit request before the request's deadline (not
-        // its wait: asking for the snapshot is this caller's own step), or none is sent.
+        // 3. Time for one whole AgentKit request by the deadline (not the wait), or none is sent.
         if deadline.remaining() < agents.agentkit.request_timeout() {
             let err = Error::no_time_to("snapshot the agent");
             return Err(self.give_back_awake(&mut held, &live, err).await);
@@ -80,8 +77,7 @@ impl<S: AgentStore, K: AgentKit> Sleeping<'_, '_, S, K> {
             }
         };
 
-        // 5. Name the snapshot (and the session it is of) before waiting for it. Nobody else
-        // asks about it while this caller does.
+        // 5. Name the snapshot (and its session) before waiting for it; nobody else asks meanwhile.
         let asking = now_ms() + agents.agentkit.request_timeout().as_millis() as u64;
         let changes = Changes {
             session_id: Some(Some(session_id)),
@@ -99,7 +95,7 @@ impl<S: AgentStore, K: AgentKit> Sleeping<'_, '_, S, K> {
         };
         let record = match self.driver.lock.write(&mut held, changes).await? {
             Written::Done(r) => r,
-            // The lease ran out and somebody took the agent over: theirs to finish.
+            // Taken over after our lease ran out: theirs to finish.
             Written::Lost(r) => {
                 return Err(Error::AgentBusy {
                     detail: format!(
@@ -126,8 +122,7 @@ impl<S: AgentStore, K: AgentKit> Sleeping<'_, '_, S, K> {
         })
     }
 
-    /// The newest snapshot of `session_id`, still being made or Ready, taken since
-    /// `sent_at_ms` (when this sleep sent CreateSessionSnapshot).
+    /// The newest snapshot of `session_id`, in progress or Ready, taken since `sent_at_ms`.
     async fn taken_since(
         &self,
         home: &Home,
@@ -167,9 +162,7 @@ impl<S: AgentStore, K: AgentKit> Sleeping<'_, '_, S, K> {
         let deadline = self.driver.deadline();
         let key = &self.target.key;
         tracing::warn!(agent = %key, error = %err, "CreateSessionSnapshot may have acted; looking for its snapshot");
-        // A listing that answers settles it; one that fails is asked again while the caller's
-        // wait lasts (a short request asks once; giving up takes a second snapshot next time,
-        // one more for the sweep).
+        // A failed listing is asked again while the wait lasts: giving up costs a second snapshot.
         let mut backoff = self.agents.settings.polling();
         let why = loop {
             let taken = self.taken_since(home, session_id, sent_at_ms, deadline);
@@ -190,9 +183,7 @@ impl<S: AgentStore, K: AgentKit> Sleeping<'_, '_, S, K> {
         )))
     }
 
-    /// CreateSessionSnapshot refused. A session that ended meanwhile means the agent is
-    /// asleep already (AgentKit kept its snapshot); a Tool that refuses snapshots makes the
-    /// agent not sleepable; anything else leaves it awake.
+    /// Refused: asleep if the session ended; not sleepable if the Tool refuses; else awake.
     async fn refused(
         &self,
         mut held: Held,
@@ -234,11 +225,7 @@ impl<S: AgentStore, K: AgentKit> Sleeping<'_, '_, S, K> {
                 None
             }
         };
-        // A record that said awake, or a change this sleep took over, was not asleep as far as
-        // a watcher was told: the end is announced. Its session ended on AgentKit's clock (the
-        // record said awake), or under the lapsed change (announced as that change's doing).
-        // The simulated deployment found a lapsed sleep taken over a day later written asleep
-        // with no event.
+        // Not asleep as far as a watcher knew (awake, or a change taken over): announce the end.
         let announce = crate::lock::agent::announced_end(held.before.as_ref().map(|b| b.state));
         let changes = crate::lock::agent::forget_session(Changes {
             // The snapshot field the acquire cleared is the last one known: put it back.
@@ -248,9 +235,7 @@ impl<S: AgentStore, K: AgentKit> Sleeping<'_, '_, S, K> {
             announce,
             ..Changes::default()
         });
-        // Unconfirmed (the write's answer lost), the answer is the record as this write makes
-        // it, without a version, never the `sleeping` record of the acquire (the simulated
-        // deployment found a 200 whose body said `sleeping`).
+        // Unconfirmed: the record as this write makes it, never the acquire's `sleeping` one.
         let shown = Changes {
             state: Some(WakeState::Asleep),
             ..crate::lock::agent::let_go(changes.clone())
@@ -283,12 +268,8 @@ impl<S: AgentStore, K: AgentKit> Sleeping<'_, '_, S, K> {
         err
     }
 
-    /// Give the lock back as the agent rested before (nothing was done), and hand back `err`.
-    /// A change whose lease lapsed (its holder died) and that this sleep took over is handed
-    /// back as it was left, its lease ended, for the next caller to finish: this sleep does
-    /// not know whether that change's session started or ended, and saying `asleep` of an
-    /// agent still awake would leave it so, unannounced (the simulated deployment found a
-    /// lapsed scheduled sleep, taken over during an AgentKit outage, given back asleep).
+    /// Give the lock back as the agent rested before (a lapsed change as it was left: `asleep`
+    /// could hide an awake agent), and hand back `err`.
     async fn give_back(&self, held: &mut Held, err: Error) -> Error {
         let state = match held.before.as_ref().map(|b| b.state) {
             Some(
@@ -299,7 +280,6 @@ impl<S: AgentStore, K: AgentKit> Sleeping<'_, '_, S, K> {
             ) => s,
             _ => WakeState::Asleep,
         };
-        // The snapshot field the acquire cleared is the last wake's: put it back.
         let changes = Changes {
             snapshot_id: Some(held.before.as_ref().and_then(|b| b.snapshot_id.clone())),
             ..Changes::default()
@@ -309,8 +289,7 @@ impl<S: AgentStore, K: AgentKit> Sleeping<'_, '_, S, K> {
     }
 }
 
-/// Whether `snapshot` was taken no earlier than `sent_at_ms`. AgentKit writes whole seconds,
-/// and clocks drift a little: a second and the skew margin are allowed.
+/// Whether `snapshot` was taken since `sent_at_ms` (give or take a second and the skew margin).
 fn taken_since_ms(snapshot: &Snapshot, sent_at_ms: u64, skew: std::time::Duration) -> bool {
     let margin = skew.as_millis() as u64 + 1000;
     crate::timestamp::sort_key(snapshot.created_at.as_deref())

@@ -1,12 +1,8 @@
-//! Sleep now (docs/wake-protocol.md, "Sleep now"): snapshot an awake agent, wait until the
-//! snapshot is Ready, only then end its session, and record it `asleep`: once, however many
-//! callers ask, under the same lock as wakes and deletes.
+//! Sleep now (docs/wake-protocol.md, "Sleep now"): snapshot an awake agent, wait until the snapshot
+//! is Ready, only then end its session and record it `asleep`, once however many callers ask.
 //!
-//! `Sleeping::run` is the sleep, top to bottom, in the steps of its docs; the steps it shares
-//! with a wake are the lock's (`crate::lock::driver`). The winner ([`holder`]) always asks for a new snapshot (the session may have worked since an
-//! earlier attempt's); a poller ends the session only on a Ready snapshot of that very session,
-//! while the sleep's lease has time left for it (a wake may take over a lapsed sleep). A
-//! snapshot that will not be Ready leaves the agent awake (502, retryable).
+//! The session ends only on a Ready snapshot of that very session, while the lease has time left; a
+//! snapshot never Ready leaves the agent awake (502).
 
 mod holder;
 
@@ -30,7 +26,6 @@ pub struct SleepTarget {
     pub key: AgentKey,
     /// Where the agent lives, when the record says; otherwise the winner locates it.
     pub home: Option<Home>,
-    /// Descriptive fields written with the acquire.
     pub describe: Description,
     /// The agent's owner is not being offboarded.
     pub admitted: Admitted,
@@ -40,16 +35,14 @@ pub struct SleepTarget {
 #[allow(clippy::large_enum_variant)] // returned once per request, consumed at once
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum SleepOutcome {
-    /// No live session: `slept` when this call or a concurrent one ended it, `false` when it
-    /// was asleep already.
+    /// No live session; `slept` unless it was asleep already.
     Asleep { record: AgentRecord, slept: bool },
     /// The snapshot is still being made at the end of this caller's budget.
     Sleeping { record: AgentRecord },
 }
 
 impl<S: AgentStore, K: AgentKit> Agents<'_, S, K> {
-    /// Put `target` to sleep, deciding from `record` (the caller's consistent read), waiting
-    /// on the snapshot until `budget.wait` and answering by `budget.work`.
+    /// Put `target` to sleep, deciding from `record` (the caller's consistent read).
     pub async fn sleep(
         &self,
         target: &SleepTarget,
@@ -65,7 +58,6 @@ impl<S: AgentStore, K: AgentKit> Agents<'_, S, K> {
     }
 }
 
-/// One caller's sleep of one agent.
 struct Sleeping<'s, 'a, S, K> {
     agents: &'s Agents<'a, S, K>,
     target: &'s SleepTarget,
@@ -78,15 +70,10 @@ type Next = ControlFlow<SleepOutcome, Option<AgentRecord>>;
 impl<S: AgentStore, K: AgentKit> Sleeping<'_, '_, S, K> {
     /// The sleep (docs/wake-protocol.md, "Sleep now"):
     ///
-    /// 1. A sleep that ended moments ago is the answer: asleep (answered from the record: a
-    ///    storm of pollers must not each take the lock and ask AgentKit again), or failed
-    ///    (awake again, the failure kept). Asleep only where the record places the agent: one
-    ///    it does not (a temporary agent a sleep was refused for) goes to the holder, which
-    ///    finds out what it is. `slept: false`: the record does not say whether a sleep or
-    ///    something else left it asleep; the caller that finished the sleep was told.
-    /// 2. Decide from the record, a few rounds at most: a tombstone: 410; another operation
-    ///    holds the agent: 409; nobody holds it: acquire and, won, **hold** it through the
-    ///    sleep (`holder`: locate, the live session, snapshot, poll, end the session); a sleep
+    /// 1. A sleep that ended moments ago is the answer (where the record places the agent): a storm
+    ///    of pollers must not each take the lock.
+    /// 2. Decide from the record, a few rounds at most: a tombstone: 410; another operation holds
+    ///    it: 409; nobody holds it: acquire and **hold** it through the sleep ([`holder`]); a sleep
     ///    in flight: **watch** it ([`watch`]).
     /// 3. Out of rounds (every CAS lost): 409.
     async fn run(&self, mut record: Option<AgentRecord>) -> Result<SleepOutcome, Error> {
@@ -134,7 +121,6 @@ impl<S: AgentStore, K: AgentKit> Sleeping<'_, '_, S, K> {
         Err(driver.too_busy())
     }
 
-    /// How this sleep's snapshot progresses.
     fn progress(&self) -> Snapshotting<'_, K> {
         Snapshotting {
             agentkit: self.agents.agentkit,
@@ -143,8 +129,7 @@ impl<S: AgentStore, K: AgentKit> Sleeping<'_, '_, S, K> {
     }
 }
 
-/// How a sleep this caller follows ended, by the record it wrote: asleep, or failed (awake
-/// again with its error). `None`: it did not end so.
+/// How a sleep ended, by the record it wrote: asleep, or failed (awake again with its error).
 fn ended(r: &AgentRecord) -> Option<Result<SleepOutcome, Error>> {
     match (r.state, &r.error) {
         (WakeState::Asleep, _) => Some(Ok(SleepOutcome::Asleep {
@@ -156,10 +141,8 @@ fn ended(r: &AgentRecord) -> Option<Result<SleepOutcome, Error>> {
     }
 }
 
-/// Watch the sleep in flight in `record` (`joined`: this caller joined it) until it ends, the
-/// wait is over (202), or there is nothing left to wait for: a sleep's own joiners, and a wake
-/// that found the agent `sleeping` (within its own run). A watcher that wins the poll lease
-/// asks AgentKit itself, as the holder would.
+/// Watch the sleep in flight in `record` until it ends, the wait is over (202), or nothing is left
+/// to wait for; a wake that found the agent `sleeping` watches it too.
 pub(crate) async fn watch<S: AgentStore, K: AgentKit>(
     driver: &Driver<'_, S>,
     agents: &Agents<'_, S, K>,
@@ -209,8 +192,7 @@ struct Snapshotting<'k, K> {
 impl<S: AgentStore, K: AgentKit> Progress<S> for Snapshotting<'_, K> {
     type Seen = Snapshot;
 
-    /// GetSessionSnapshot of the snapshot the record names: Ready → end the session, then
-    /// `asleep`; failed → `awake` again, the session untouched.
+    /// GetSessionSnapshot: Ready → end the session, then `asleep`; failed → `awake` again.
     async fn look(
         &self,
         driver: &Driver<'_, S>,
@@ -260,8 +242,7 @@ impl<S: AgentStore, K: AgentKit> Progress<S> for Snapshotting<'_, K> {
 }
 
 impl<K: AgentKit> Snapshotting<'_, K> {
-    /// The snapshot is Ready: end the session (a NotFound means it has ended already), then
-    /// write `asleep` with the snapshot first among the record's summaries.
+    /// Ready: end the session, then write `asleep`, this snapshot first in the summaries.
     async fn end_session<S: AgentStore>(
         &self,
         driver: &Driver<'_, S>,
@@ -286,8 +267,7 @@ impl<K: AgentKit> Snapshotting<'_, K> {
         };
         match self.agentkit.call(&home.region, &req, within).await {
             Err(e) if !e.is_not_found() => {
-                // The snapshot is Ready; the next caller ends the session (DeleteSession is
-                // idempotent).
+                // Ready: the next caller ends the session (DeleteSession is idempotent).
                 tracing::warn!(agent = %record.key, error = %e, "sleep: the session could not be ended yet");
                 return Look::Later;
             }

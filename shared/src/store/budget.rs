@@ -1,7 +1,5 @@
-//! The budget store port: the items that keep the deployment's AgentKit budget
-//! (docs/table.md, "The AgentKit budget"), one per limit and lane, each holding the earliest
-//! slot nobody has taken yet and the slowdown AgentKit's last 429 put on it. Implemented by both
-//! store adapters; `crate::budget` decides what to ask of it.
+//! The budget store port: one item per AgentKit limit and lane (docs/table.md, "The AgentKit
+//! budget"), holding the earliest untaken slot and the last 429's slowdown.
 
 use std::future::Future;
 
@@ -23,8 +21,7 @@ pub enum Reserved {
         at_ms: u64,
         slowdown: Option<Slowdown>,
     },
-    /// Every slot up to the caller's latest is taken; the first free one is at `free_at_ms`.
-    /// Nothing was taken.
+    /// Every slot up to the caller's latest is taken (none was); the first free is at `free_at_ms`.
     Full {
         free_at_ms: u64,
         slowdown: Option<Slowdown>,
@@ -32,7 +29,6 @@ pub enum Reserved {
 }
 
 impl Reserved {
-    /// The slowdown the bucket carries.
     pub fn slowdown(&self) -> Option<Slowdown> {
         match self {
             Reserved::At { slowdown, .. } | Reserved::Full { slowdown, .. } => *slowdown,
@@ -41,9 +37,8 @@ impl Reserved {
 }
 
 pub trait BudgetStore: Send + Sync {
-    /// Take the earliest free slot of `bucket`, `max(next free, now_ms)`, if it is no later
-    /// than `latest_ms`, and move the next free slot `interval_ms` past it. Check and move are
-    /// one atomic step on the server: two callers never take one slot.
+    /// Take the earliest free slot of `bucket`, `max(next free, now_ms)`, if no later than
+    /// `latest_ms`, and move the next free `interval_ms` past it, in one atomic step.
     fn reserve(
         &self,
         bucket: &str,

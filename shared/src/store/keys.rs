@@ -1,9 +1,6 @@
-//! The item layout both adapters share (docs/table.md): how an agent key becomes `pk`/`sk`,
-//! how a record is placed in the owner index (`gsi1pk`/`gsi1sk`), and the opaque owner-index
-//! cursor.
-//!
-//! The in-memory adapter has no index, but it orders and pages by the very same `gsi1sk` and
-//! cursor, so both adapters answer `query_owner` identically.
+//! The item layout both adapters share (docs/table.md): agent keys as `pk`/`sk`, the owner
+//! index keys (`gsi1pk`/`gsi1sk`) and its opaque cursor. The in-memory adapter pages by the same
+//! `gsi1sk` and cursor, so both answer `query_owner` identically.
 
 use std::collections::BTreeMap;
 
@@ -12,20 +9,14 @@ use data_encoding::BASE64URL_NOPAD;
 use super::StoreError;
 use crate::domain::{AgentKey, Kind};
 
-/// The sort key of every agent record.
 pub const AGENT_SK: &str = "AGENT";
-/// The registry item.
 pub const REGISTRY_PK: &str = "REGISTRY";
 pub const REGISTRY_SK: &str = "TOOLS";
-/// The owner index (GSI) name.
 pub const OWNER_INDEX: &str = "by_owner";
 /// The sparse index of schedules' next due times (GSI on `due_pk`/`due_at`).
 pub const DUE_INDEX: &str = "by_due";
-/// The one partition key of [`DUE_INDEX`].
 pub const DUE_PK: &str = "DUE";
-/// The sort key of every schedule item.
 pub const SCHEDULE_SK: &str = "SCHEDULE";
-/// The sort key of every AgentKit budget item.
 pub const BUDGET_SK: &str = "BUDGET";
 
 /// `BUDGET#<bucket>`: one item per AgentKit limit and lane (`crate::budget`).
@@ -33,12 +24,8 @@ pub fn budget_pk(bucket: &str) -> String {
     format!("BUDGET#{bucket}")
 }
 
-/// What `gsi1sk` starts with when a record has no `created_at`.
-///
-/// A fixed value rather than `updated_at`: an index sort key that moved on every write would
-/// let a record jump between pages while a caller pages through an owner's agents (a duplicate
-/// or a gap). `"0000"` sorts before every RFC 3339 time, so such records come last (oldest)
-/// in the newest-first listing, in a stable order.
+/// `gsi1sk`'s start for a record with no `created_at`: fixed, or records would jump between
+/// pages on every write; it sorts before every RFC 3339 time, so such records come last.
 pub const NO_CREATED_AT: &str = "0000";
 
 /// `AGENT#<kind>#<agent_id>`.
@@ -46,8 +33,7 @@ pub fn agent_pk(key: &AgentKey) -> String {
     format!("AGENT#{}#{}", key.kind, key.agent_id)
 }
 
-/// The key of an agent record's `pk`, the inverse of [`agent_pk`]. The agent id may itself
-/// contain `#`: only the first two separate.
+/// The inverse of [`agent_pk`]. The agent id may itself contain `#`: only the first two separate.
 pub fn parse_agent_pk(pk: &str) -> Result<AgentKey, StoreError> {
     let mut parts = pk.splitn(3, '#');
     match (parts.next(), parts.next(), parts.next()) {
@@ -63,13 +49,11 @@ pub fn parse_agent_pk(pk: &str) -> Result<AgentKey, StoreError> {
     }
 }
 
-/// `SCHEDULE#<kind>#<agent_id>`: not `AGENT#…`, which every reader of agent records (the
-/// admin scan among them) takes for an agent record.
+/// `SCHEDULE#<kind>#<agent_id>`: not `AGENT#…`, which every agent reader takes for a record.
 pub fn schedule_pk(key: &AgentKey) -> String {
     format!("SCHEDULE#{}#{}", key.kind, key.agent_id)
 }
 
-/// The agent of a schedule's `pk`, the inverse of [`schedule_pk`].
 pub fn parse_schedule_pk(pk: &str) -> Result<AgentKey, StoreError> {
     match pk.strip_prefix("SCHEDULE#") {
         Some(rest) => parse_agent_pk(&format!("AGENT#{rest}")),
@@ -84,8 +68,7 @@ pub fn owner_gsi_pk(owner_key: &str) -> String {
     format!("OWNER#{owner_key}")
 }
 
-/// `<created_at>#<kind>#<agent_id>` ([`NO_CREATED_AT`] when unknown). Unique per agent, so
-/// the index order is total and a cursor names exactly one position.
+/// `<created_at>#<kind>#<agent_id>`: unique per agent, so a cursor names exactly one position.
 pub fn owner_gsi_sk(created_at: Option<&str>, key: &AgentKey) -> String {
     format!(
         "{}#{}#{}",
@@ -95,8 +78,7 @@ pub fn owner_gsi_sk(created_at: Option<&str>, key: &AgentKey) -> String {
     )
 }
 
-/// Where the next page of an owner's agents starts: DynamoDB's `LastEvaluatedKey` for the
-/// `by_owner` index (the table keys plus the index keys), carried as base64url JSON.
+/// Where an owner's next page starts: `by_owner`'s `LastEvaluatedKey`, as base64url JSON.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct OwnerCursor {
     pub pk: String,
@@ -120,8 +102,7 @@ impl OwnerCursor {
         BASE64URL_NOPAD.encode(&json)
     }
 
-    /// Decode a cursor a caller sent back. A cursor is only valid for the owner key it was
-    /// issued for: one from another owner's listing would start a page in the wrong partition.
+    /// Decode a cursor a caller sent back; it is valid only for the owner key it was issued for.
     pub fn decode(cursor: &str, owner_key: &str) -> Result<OwnerCursor, StoreError> {
         let invalid = |why: &str| StoreError::InvalidCursor(why.to_string());
         let bytes = BASE64URL_NOPAD

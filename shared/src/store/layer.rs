@@ -1,10 +1,6 @@
-//! [`Layer`]: a decorator of the whole store port written as one method. Every call of
-//! [`AgentStore`], [`ScheduleStore`] and [`BudgetStore`] made through a layer passes through [`Layer::around`],
-//! which is told what the call is ([`Call`]) and holds its answer-to-be: it may bound it in
-//! time ([`super::Within`]), count it, or, in tests, fail, stall or lose it. A decorator
-//! written this way says only what it adds, and cannot forget a call the port gains.
-//!
-//! The one layer every request's store passes through, [`Within`], is here too.
+//! [`Layer`]: a decorator of the whole store port as one method, [`Layer::around`], told what
+//! each call is ([`Call`]): it says only what it adds, and cannot forget a call the port gains.
+//! Also [`Within`], the layer every request's store passes through.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -31,7 +27,6 @@ pub enum Call<'c> {
     GetDocument(DocumentKey<'c>),
     PutDocument(DocumentKey<'c>),
     GetSchedule(&'c AgentKey),
-    /// A tick's write of a schedule item.
     PutSchedule(&'c ScheduleRecord),
     /// A schedule defined or removed together with its agent's summary.
     SetSchedule(&'c AgentKey),
@@ -57,24 +52,20 @@ impl Call<'_> {
     }
 }
 
-/// An answer of the store, not yet asked for. Boxed, and `Send` by its type: a layer's
-/// answer is `Send` for whatever lifetimes it borrows, which an opaque future could not
-/// promise to the checks of a spawned task.
+/// An answer of the store, not yet asked for. Boxed, and `Send` by its type for whatever it
+/// borrows, which an opaque future could not promise to a spawned task's checks.
 pub type Answer<'a, T> = Pin<Box<dyn Future<Output = Result<T, StoreError>> + Send + 'a>>;
 
 /// A store that is another store with something around every call.
 pub trait Layer: Send + Sync {
     type Inner: Send + Sync;
 
-    /// The store every call goes to.
     fn inner(&self) -> &Self::Inner;
 
-    /// `answer` is the inner store's answer to `call`, not yet asked for: await it (or not),
-    /// and answer.
+    /// `answer` is the inner store's answer to `call`, not yet asked for: await it, or not.
     fn around<'a, T: Send + 'a>(&'a self, call: Call<'a>, answer: Answer<'a, T>) -> Answer<'a, T>;
 
-    /// Told of every agent write that landed (through [`Layer::around`]), with the record as
-    /// written: a layer that reports changes starts from here.
+    /// Told of every agent write that landed, with the record as written.
     fn written<'a>(
         &'a self,
         changes: &'a Changes,
@@ -247,15 +238,11 @@ where
     }
 }
 
-// ---- A store bounded by a request's deadline: every call gets the time left (plus a short grace,
-// [`STORE_GRACE`]) and, past it, is abandoned and answers [`StoreError::Unavailable`] — for a
-// write, ambiguous, as any unanswered write is. A handler wraps its store in one of these per
-// request, so a table that hangs or has gone away becomes a 503 inside API Gateway's 30 s,
-// never a hung request (the SDK's own timeouts are per attempt, not per request).
+// ---- A store bounded by a request's deadline (plus [`STORE_GRACE`]): past it a call answers
+// `Unavailable`, so a hung table is a 503 inside API Gateway's 30 s, not a hung request.
 
-/// Store calls may run this long past the deadline. Deadlines already keep a margin to answer
-/// (2 s before the Lambda's end), and a write that gives a lock back or records a failure is
-/// worth finishing rather than leaving an agent held until its lease runs out.
+/// Store calls may run this long past the deadline: deadlines already keep 2 s to answer, and a
+/// write that gives a lock back is worth finishing rather than leave an agent held.
 pub const STORE_GRACE: Duration = Duration::from_millis(1000);
 
 /// `S`, every call bounded by `deadline`.
@@ -283,8 +270,7 @@ impl<'a, S> Within<'a, S> {
         self.deadline
     }
 
-    /// The same store bounded by the earlier of its deadline and `deadline` (one part of a
-    /// request, or one agent of a tick, given less time than the whole).
+    /// The same store bounded by the earlier of its deadline and `deadline`.
     pub fn until(&self, deadline: Deadline) -> Within<'a, S> {
         Within {
             store: self.store,
@@ -292,7 +278,6 @@ impl<'a, S> Within<'a, S> {
         }
     }
 
-    /// The store underneath, unbounded.
     pub fn unbounded(&self) -> &'a S {
         self.store
     }
@@ -308,8 +293,7 @@ impl<S: Send + Sync> Layer for Within<'_, S> {
     fn around<'a, T: Send + 'a>(&'a self, _: Call<'a>, answer: Answer<'a, T>) -> Answer<'a, T> {
         Box::pin(async move {
             let limit = self.deadline.remaining() + STORE_GRACE;
-            // Boxed: an SDK request is a large future, and every caller would carry one per call
-            // site (debug builds then need megabytes of stack).
+            // Boxed: an SDK request is a large future (debug builds would need megabytes of stack).
             match tokio::time::timeout(limit, Box::pin(answer)).await {
                 Ok(answer) => answer,
                 Err(_) => Err(StoreError::Unavailable(

@@ -1,17 +1,7 @@
 //! The in-memory adapter (feature `memory`): the embedded table of local runs, and the second
-//! adapter the store contract suite runs against.
-//!
-//! It mirrors [`super::dynamo::DynamoStore`] exactly, not approximately: the same four
-//! conditions, the store-side `version`/`fence` increments, the current record on a failed
-//! condition (DynamoDB's `ALL_OLD`), expired records kept (as DynamoDB Local keeps them) but
-//! read as absent, and the owner index ordered and paged by the same `gsi1sk` and cursor.
-//!
-//! Its change feed stands in for the table's stream (`MemoryStore::changes_after`): every
-//! write to an agent record, old and new, in the order they were made.
-//!
-//! One `std::sync::Mutex` guards everything. Every method takes it, does its work without an
-//! `.await`, and lets it go, so a write's check and apply are one atomic step, as a
-//! conditional `UpdateItem` is.
+//! adapter the store contract suite runs against. It mirrors [`super::dynamo::DynamoStore`]
+//! exactly, a change feed standing in for the stream. One `std::sync::Mutex`, held with no
+//! `.await`, guards everything, so a write's check and apply are one step, as in `UpdateItem`.
 
 mod budget;
 mod feed;
@@ -39,7 +29,6 @@ struct Tables {
     documents: HashMap<(String, String), Document>,
     schedules: HashMap<AgentKey, ScheduleRecord>,
     budget: HashMap<String, budget::Bucket>,
-    /// Every write to an agent record, as DynamoDB's stream would carry it.
     feed: feed::Feed,
 }
 
@@ -55,8 +44,7 @@ impl MemoryStore {
     }
 
     fn lock(&self) -> MutexGuard<'_, Tables> {
-        // A panic while holding the lock cannot leave a half-applied write: writes are built
-        // on a copy and stored in one assignment. So a poisoned lock is still consistent.
+        // Writes are built on a copy and stored in one assignment: a poisoned lock is consistent.
         self.tables.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
@@ -288,8 +276,7 @@ impl MemoryStore {
         self.lock().feed.last()
     }
 
-    /// Up to `limit` changes made after the one numbered `after` (0: from the oldest kept),
-    /// oldest first; each change's `sequence` is its number.
+    /// Up to `limit` changes after the one numbered `after` (0: from the oldest kept).
     pub fn changes_after(&self, after: u64, limit: usize) -> Vec<RecordChange> {
         self.lock().feed.after(after, limit)
     }

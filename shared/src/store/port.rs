@@ -1,5 +1,5 @@
 //! The port itself: [`AgentStore`], the [`Condition`] of every write, the [`Changes`] it
-//! makes, and the [`StoreError`]s a store answers with (see the module docs of `store`).
+//! makes, and the [`StoreError`]s a store answers with.
 
 use std::future::Future;
 
@@ -7,23 +7,18 @@ use crate::domain::{
     AgentKey, AgentRecord, Description, Kind, SnapshotView, ToolRegistry, WakeState,
 };
 
-/// When a write may happen.
-///
-/// Only [`Condition::Absent`] can hold without a live record: an expired record is absent, so
-/// the other three fail on it (with `current: None`), exactly as they fail on a missing one.
+/// When a write may happen; all but [`Condition::Absent`] fail on an expired record.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Condition {
     /// No live record: none at all, or only an expired one (`attribute_not_exists(pk)`).
     Absent,
-    /// CAS: the record is at exactly this version. `Version(0)` is the version of an absent
-    /// record (what a read of a missing key answers), so it means [`Condition::Absent`].
+    /// CAS: the record is at exactly this version; `Version(0)` is an absent record's: `Absent`.
     Version(u64),
     /// Fenced: this caller holds the lock (`holder = :me AND fence = :mine`).
     Held { holder: String, fence: u64 },
     /// Complete-by-anyone: `state = waking AND fence = :f AND session_id = :s`.
     WakingWith { fence: u64, session_id: String },
-    /// A sleep settled by anyone: `state = sleeping AND fence = :f AND snapshot_id = :s` (the
-    /// snapshot the sleep is waiting for).
+    /// A sleep settled by anyone: `state = sleeping AND fence = :f AND snapshot_id = :s`.
     SleepingWith { fence: u64, snapshot_id: String },
 }
 
@@ -52,7 +47,6 @@ impl Condition {
         }
     }
 
-    /// Whether a write under this condition creates the record afresh.
     pub fn creates(&self) -> bool {
         matches!(self, Condition::Absent | Condition::Version(0))
     }
@@ -80,22 +74,18 @@ pub struct Changes {
     pub error: Option<Option<String>>,
     /// The agent's snapshot summaries, replaced as a whole.
     pub snapshots: Option<Vec<SnapshotView>>,
-    /// The schedule summary the agent's views show.
     pub schedule: Option<Option<crate::domain::ScheduleSummary>>,
     pub expires_at: Option<Option<i64>>,
-    /// What set off the change an acquire starts (`AgentRecord::started_by`).
     pub started_by: Option<crate::domain::Trigger>,
     /// Descriptive fields to set; each `Some` field of it overwrites.
     pub describe: Option<Description>,
-    /// The state change this write is, when it is one: stored on the record (and removed by
-    /// any write that is none), where the change stream's consumer finds it
-    /// (`crate::events::derive`, docs/events.md).
+    /// The state change this write is, if any: stored on the record (cleared by any write that
+    /// is none) for the change stream's consumer (`crate::events::derive`).
     pub announce: Option<crate::domain::Announcement>,
 }
 
 impl Changes {
-    /// `record` with the fields these changes set written over it; the counters the store
-    /// keeps (`version`, `fence`, `updated_at`) are left as they are.
+    /// `record` with the fields these changes set written over it, the store's counters aside.
     pub fn apply(&self, mut r: AgentRecord) -> AgentRecord {
         fn set<T: Clone>(field: &mut T, to: &Option<T>) {
             if let Some(v) = to {
@@ -125,7 +115,6 @@ impl Changes {
         if let Some(d) = &self.describe {
             r.description.overlay(d);
         }
-        // Every write says whether it is a state change: one that is none clears the last's.
         r.announced = self.announce;
         r
     }
@@ -139,8 +128,7 @@ impl Changes {
         r
     }
 
-    /// Whether `record` shows every field these changes set: a write that landed (writing it
-    /// again would change nothing but the counters).
+    /// Whether `record` shows every field these changes set: the write landed.
     pub fn shown_by(&self, record: &AgentRecord) -> bool {
         self.apply(record.clone()) == *record
     }
@@ -151,39 +139,31 @@ pub enum StoreError {
     /// The condition did not hold; `current` is the record as it is (`None`: absent).
     #[error("condition failed")]
     ConditionFailed { current: Option<Box<AgentRecord>> },
-    /// The store could not be reached or answered an error. For a write this is ambiguous:
-    /// it may have been applied; re-read before deciding.
+    /// The store could not be reached or answered an error; for a write, ambiguous: re-read.
     #[error("store unavailable: {0}")]
     Unavailable(String),
-    /// An item could not be read as a record.
     #[error("corrupt item: {0}")]
     Corrupt(String),
-    /// A `query_owner` cursor that this store did not issue for this owner key (a client
-    /// error: answer 400).
+    /// A `query_owner` cursor not issued for this owner key (a client error: 400).
     #[error("invalid cursor: {0}")]
     InvalidCursor(String),
-    /// `put_registry`'s expected version was not the stored one; `current` is the registry as
-    /// it is (`None`: none stored).
+    /// `put_registry` found another version; `current` is the stored registry.
     #[error("registry version conflict")]
     RegistryConflict { current: Option<Box<ToolRegistry>> },
-    /// A document write found another version; `current` is the live document (`None`:
-    /// absent or expired).
+    /// A document write found another version; `current` is the live document.
     #[error("document version conflict")]
     DocumentConflict { current: Option<Box<Document>> },
-    /// A transaction's conditions did not all hold (another writer came first); nothing was
-    /// written. Read again and decide again.
+    /// A transaction's conditions did not all hold; nothing was written: read and decide again.
     #[error("the items changed meanwhile")]
     Contended,
-    /// A schedule write found another version; `current` is the stored schedule (`None`:
-    /// absent).
+    /// A schedule write found another version; `current` is the stored schedule.
     #[error("schedule version conflict")]
     ScheduleConflict {
         current: Option<Box<crate::domain::ScheduleRecord>>,
     },
 }
 
-/// A small JSON document under its own key — an idempotency record, the deploy lock, the sweep
-/// checkpoint — versioned for compare-and-swap and optionally expiring.
+/// A small JSON document under its own key (an idempotency record, a lock), versioned for CAS.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Document {
     pub value: serde_json::Value,
@@ -205,7 +185,6 @@ pub struct DocumentKey<'a> {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct OwnerPage {
     pub records: Vec<AgentRecord>,
-    /// Present when more records follow.
     pub cursor: Option<String>,
 }
 
@@ -217,11 +196,10 @@ pub struct AgentPage {
     pub next: Option<AgentKey>,
 }
 
-/// The store port.
-/// How many records one [`AgentStore::get_many`] request reads: DynamoDB's `BatchGetItem`
-/// limit.
+/// Records per [`AgentStore::get_many`] request: DynamoDB's `BatchGetItem` limit.
 pub const GET_MANY_KEYS: usize = 100;
 
+/// The store port.
 pub trait AgentStore: Send + Sync {
     /// The live record of `key` (strongly consistent; expired → `None`).
     fn get(
@@ -229,24 +207,16 @@ pub trait AgentStore: Send + Sync {
         key: &AgentKey,
     ) -> impl Future<Output = Result<Option<AgentRecord>, StoreError>> + Send;
 
-    /// The live records of `keys` (strongly consistent; expired and missing ones left out), in
-    /// no particular order: [`GET_MANY_KEYS`] a request. For the refresh and the index sync,
-    /// which read many records to write a few.
+    /// The live records of `keys` (strongly consistent), in no particular order.
     fn get_many(
         &self,
         keys: &[AgentKey],
     ) -> impl Future<Output = Result<Vec<AgentRecord>, StoreError>> + Send;
 
-    /// Apply `changes` to `key` if `condition` holds; answers the record as written.
-    ///
-    /// With [`Condition::Absent`] (or `Version(0)`) the write creates the record afresh: an
-    /// expired record under the key is replaced, and only its `fence` and `version` carry on
-    /// (so a holder of the old incarnation can never match a fence or an ETag of the new one);
-    /// every other field is what `changes` sets.
-    ///
-    /// A write the SDK retried after a lost response may come back as `ConditionFailed` whose
-    /// `current` is the caller's own write (same `holder`, same `fence`): callers that set a
-    /// new holder token compare it before deciding they lost.
+    /// Apply `changes` to `key` if `condition` holds; answers the record as written. A create
+    /// carries on only an expired record's `fence` and `version`, so its old holders never match.
+    /// A write the SDK retried after a lost response may fail with `current` being the caller's
+    /// own write: callers that set a new holder compare it before deciding they lost.
     fn update(
         &self,
         key: &AgentKey,
@@ -262,9 +232,7 @@ pub trait AgentStore: Send + Sync {
         cursor: Option<&str>,
     ) -> impl Future<Output = Result<OwnerPage, StoreError>> + Send;
 
-    /// Live agent records of every owner (of `kind` only, when given), at most `limit`,
-    /// starting after `after`: an admin's page of everyone is read from here. Expired records
-    /// are skipped; tombstones are not (the caller decides what to show).
+    /// Live agent records of every owner (of `kind`, if given) after `after`, tombstones included.
     fn scan_agents(
         &self,
         kind: Option<Kind>,
@@ -282,9 +250,7 @@ pub trait AgentStore: Send + Sync {
         key: DocumentKey<'_>,
     ) -> impl Future<Output = Result<Option<Document>, StoreError>> + Send;
 
-    /// Write `value` at `key` if the live document is at `expected_version` (0: absent or
-    /// expired); answers the document as written (version + 1). A failed condition is
-    /// [`StoreError::DocumentConflict`] carrying the live document.
+    /// Write `value` at `key` if the live document is at `expected_version` (0: absent).
     fn put_document(
         &self,
         key: DocumentKey<'_>,
@@ -293,8 +259,7 @@ pub trait AgentStore: Send + Sync {
         expires_at: Option<i64>,
     ) -> impl Future<Output = Result<Document, StoreError>> + Send;
 
-    /// Write the registry if its stored version is `expected_version` (0: none stored yet);
-    /// answers the registry as written (version + 1).
+    /// Write the registry if stored at `expected_version` (0: none); answers it as written.
     fn put_registry(
         &self,
         registry: &ToolRegistry,
@@ -302,7 +267,6 @@ pub trait AgentStore: Send + Sync {
     ) -> impl Future<Output = Result<ToolRegistry, StoreError>> + Send;
 }
 
-/// A shared store is a store: several handlers (or a test's callers) can hold one adapter.
 impl<T: AgentStore> AgentStore for std::sync::Arc<T> {
     fn get(
         &self,

@@ -27,23 +27,17 @@ pub trait ScheduleStore: Send + Sync {
         key: &AgentKey,
     ) -> impl Future<Output = Result<Option<ScheduleRecord>, StoreError>> + Send;
 
-    /// Write `record` (its `key` names the agent) if the stored schedule is at
-    /// `expected_version` (0: none). The store sets `version + 1`, `updated_at` and the index
-    /// keys from [`ScheduleRecord::due_at_ms`]. A failed condition is
-    /// [`StoreError::ScheduleConflict`] carrying the stored schedule.
+    /// Write `record` if the stored schedule is at `expected_version` (0: none), setting the
+    /// index keys from [`ScheduleRecord::due_at_ms`]; else [`StoreError::ScheduleConflict`].
     fn put_schedule(
         &self,
         record: &ScheduleRecord,
         expected_version: u64,
     ) -> impl Future<Output = Result<ScheduleRecord, StoreError>> + Send;
 
-    /// Define the schedule of `agent` (`Some`: write this item; `None`: remove it) together
-    /// with the summary its agent record shows (`AgentRecord::schedule`), in one transaction,
-    /// so that the two never disagree. It holds only if the schedule item is at
-    /// `expected_version` (0: none) and the agent record still at `agent.version`, live and
-    /// not a tombstone; otherwise nothing is written and the answer is
-    /// [`StoreError::Contended`] (read both again). The agent record's version moves, as on
-    /// any write. Answers the item as written (`None`: removed).
+    /// Define (`Some`) or remove (`None`) the schedule of `agent` with its record's summary, in
+    /// one transaction: only if the item is at `expected_version` (0: none) and the record still
+    /// at `agent.version`, live, not a tombstone; else nothing is written: `Contended`.
     fn set_schedule(
         &self,
         agent: &AgentRecord,
@@ -51,16 +45,14 @@ pub trait ScheduleStore: Send + Sync {
         expected_version: u64,
     ) -> impl Future<Output = Result<Option<ScheduleRecord>, StoreError>> + Send;
 
-    /// Remove the schedule item of `key` (absent is not an error); the agent record is left
-    /// alone (its delete or its tombstone goes with it).
+    /// Remove the schedule item of `key` (absent is not an error), leaving the agent record.
     fn delete_schedule(
         &self,
         key: &AgentKey,
     ) -> impl Future<Output = Result<(), StoreError>> + Send;
 
-    /// Schedules due at or before `until_ms`, earliest first, at most `limit`, after `after`:
-    /// a query of the sparse index, never a scan. Eventually consistent (an index): a writer
-    /// decides on a consistent read or a conditional write.
+    /// Schedules due by `until_ms`, earliest first, at most `limit`, after `after`: a query of
+    /// the sparse index. Eventually consistent: a writer decides on a consistent read or a CAS.
     fn due_schedules(
         &self,
         until_ms: u64,

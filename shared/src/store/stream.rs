@@ -1,9 +1,6 @@
-//! The table's change stream as the port sees it: every write to an agent record, with the
-//! record before and after it. DynamoDB Streams delivers it (`NEW_AND_OLD_IMAGES`; the
-//! deployed consumer's event source mapping, `snapwake serve`'s reader on DynamoDB Local); the
-//! memory adapter keeps an equivalent feed. The state-change events are derived from it alone
-//! (`crate::events::derive`, docs/events.md), so a function that dies after its write still has
-//! its change announced.
+//! The table's change stream as the port sees it: every write to an agent record, before and
+//! after. The state-change events are derived from it alone (docs/events.md), so a function that
+//! dies after its write still has its change announced.
 
 use std::future::Future;
 
@@ -12,8 +9,7 @@ use crate::domain::AgentRecord;
 /// One write to an agent record, as the stream carries it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct RecordChange {
-    /// Its place in the stream (DynamoDB's `SequenceNumber`, the feed's count): what a consumer
-    /// names as the first change it could not handle, so delivery resumes there.
+    /// Its place in the stream: where delivery resumes after a change a consumer could not handle.
     pub sequence: String,
     /// The record before the write (`None`: there was no item).
     pub old: Option<AgentRecord>,
@@ -21,8 +17,7 @@ pub struct RecordChange {
     pub new: Option<AgentRecord>,
 }
 
-/// A reader of the stream, for a local run: the memory store's feed, DynamoDB Local's stream.
-/// (Deployed, Lambda's event source mapping reads the stream and hands batches over.)
+/// A reader of the stream for a local run (deployed, Lambda's event source mapping reads it).
 pub trait ChangeSource: Send {
     /// The changes after those already handed out, oldest first (empty: none yet).
     fn next(&mut self) -> impl Future<Output = Result<Vec<RecordChange>, String>> + Send;

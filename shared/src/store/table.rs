@@ -1,6 +1,5 @@
-//! Creating snapwake's table (docs/table.md): for tests against DynamoDB Local and local
-//! runs. Production's table comes from infra (`infra/template.yaml`, which also turns on
-//! point-in-time recovery, something DynamoDB Local has no use for).
+//! Creating snapwake's table (docs/table.md) for tests and local runs. Production's comes from
+//! infra (`infra/template.yaml`, which also turns on point-in-time recovery).
 
 use std::time::{Duration, Instant};
 
@@ -15,7 +14,6 @@ use aws_sdk_dynamodb::Client;
 use super::keys::{DUE_INDEX, OWNER_INDEX};
 use super::StoreError;
 
-/// How long [`create_table`] waits for the table and its index to become ACTIVE.
 const ACTIVE_WITHIN: Duration = Duration::from_secs(120);
 
 fn failed(op: &str, e: impl std::fmt::Display) -> StoreError {
@@ -46,19 +44,14 @@ fn attr_of(name: &str, kind: ScalarAttributeType) -> Result<AttributeDefinition,
         .map_err(|e| failed("AttributeDefinition", e))
 }
 
-/// Create table `name` (keys `pk`/`sk`, GSI `by_owner` on `gsi1pk`/`gsi1sk` and the sparse
-/// `by_due` on `due_pk`/`due_at`, both projecting everything, on-demand billing, TTL on
-/// `expires_at`, a stream of new and old images: the state-change events' source) and wait
-/// until it and its index are ACTIVE. Idempotent: an existing table is waited for, and TTL and
-/// the stream are only turned on if they are off.
+/// Create table `name` (keys, indexes, on-demand billing, TTL, a new-and-old-images stream) and
+/// wait until ACTIVE. Idempotent: TTL and the stream are turned on only if off.
 pub async fn create_table(client: &Client, name: &str) -> Result<(), StoreError> {
     create(client, name, true).await
 }
 
-/// [`create_table`] without the stream: for tests that read no events. DynamoDB Local keeps
-/// every stream record of every table in one store, and its writes slow down as they pile up
-/// (20,000 writes took 4 s on a fresh engine, the next 20,000 73 s, the next 204 s, on 2 cores:
-/// docs/testing.md), so a test suite's tables stream only where a test reads the stream.
+/// [`create_table`] without the stream, for tests that read no events: DynamoDB Local keeps
+/// every table's stream records in one store, and its writes slow down as they pile up.
 pub async fn create_table_without_stream(client: &Client, name: &str) -> Result<(), StoreError> {
     create(client, name, false).await
 }
@@ -66,8 +59,7 @@ pub async fn create_table_without_stream(client: &Client, name: &str) -> Result<
 async fn create(client: &Client, name: &str, streamed: bool) -> Result<(), StoreError> {
     // ALL: a listing answers from the index alone, with no GetItem per agent.
     let index = all_projected(OWNER_INDEX, "gsi1pk", "gsi1sk")?;
-    // Sparse: only schedule items with something due carry `due_pk`/`due_at`, so the tick's
-    // query reads the due ones and nothing else (docs/table.md, "Schedules").
+    // Sparse: only schedule items with something due carry `due_pk`/`due_at`.
     let due = all_projected(DUE_INDEX, "due_pk", "due_at")?;
     let created = client
         .create_table()
@@ -87,7 +79,6 @@ async fn create(client: &Client, name: &str, streamed: bool) -> Result<(), Store
         .send()
         .await;
     if let Err(err) = created {
-        // The table exists already (another test run, another function's cold start).
         if err.code() != Some("ResourceInUseException") {
             return Err(failed("CreateTable", DisplayErrorContext(&err)));
         }
@@ -95,8 +86,7 @@ async fn create(client: &Client, name: &str, streamed: bool) -> Result<(), Store
 
     let described = wait_active(client, name).await?;
 
-    // A table made before the events came from its stream (a local engine's, kept between
-    // runs) gains one.
+    // A table made before the events came from its stream (a kept local engine's) gains one.
     let streaming = described
         .stream_specification()
         .is_some_and(|s| s.stream_enabled());
@@ -141,7 +131,6 @@ async fn create(client: &Client, name: &str, streamed: bool) -> Result<(), Store
     Ok(())
 }
 
-/// A global secondary index on `hash`/`range` that projects every attribute.
 fn all_projected(name: &str, hash: &str, range: &str) -> Result<GlobalSecondaryIndex, StoreError> {
     GlobalSecondaryIndex::builder()
         .index_name(name)

@@ -1,13 +1,6 @@
-//! The one read, change, conditional-write loop (docs/architecture.md, *Conditional
-//! updates*): read a versioned item, decide from it, write under the version read; a write
-//! lost to another writer reads the item again (or takes it as the store answered it) and
-//! decides again, a few rounds at most. The pending offboardings and an offboarding's
-//! progress, the readiness documents, a scheduled day's next look and the document lock all
-//! change their items this way.
-//!
-//! It is a loop and no more: what a round reads, decides and writes is the caller's, so a
-//! caller's condition (a version, a fence) and its answer to a lost round stay where they are
-//! explained.
+//! The one read, change, conditional-write loop (docs/architecture.md, *Conditional updates*):
+//! read a versioned item, decide, write under the version read, again while writes are lost.
+//! What a round reads, decides and writes stays with the caller, with its condition.
 
 use std::future::Future;
 
@@ -18,7 +11,6 @@ use super::{AgentStore, Document, DocumentKey, StoreError};
 
 /// What a change decides from the item it read.
 pub enum Step<W, R> {
-    /// Write this, under the version read.
     Write(W),
     /// Nothing (more) to write: the update ends with this.
     Stop(R),
@@ -26,7 +18,6 @@ pub enum Step<W, R> {
 
 /// How one conditional write ended.
 pub enum Attempt<T, D> {
-    /// It landed: the item as written.
     Written(D),
     /// Another writer came first. `Some(item)`: the item as the store answered it (decide
     /// from it); `None`: read it again.
@@ -36,16 +27,13 @@ pub enum Attempt<T, D> {
 /// How an update ended.
 #[derive(Debug)]
 pub enum Updated<D, R> {
-    /// The item as written.
     Written(D),
-    /// The change stopped, with this.
     Stopped(R),
     /// Every round was lost to other writers.
     KeptChanging,
 }
 
-/// Read with `read`, decide with `change`, write with `write`, at most `rounds` rounds (one
-/// at least); an error of a read or a write ends the update with it.
+/// Read, decide with `change`, write, at most `rounds` rounds (one at least); an error ends it.
 pub async fn update<T, W, D, R, E, RF, WF>(
     rounds: u32,
     read: impl Fn() -> RF,

@@ -23,11 +23,8 @@ pub const METADATA_CREATOR_KEY: &str = "veadk_creator_name";
 pub struct AgentFacts<'a> {
     pub key: &'a AgentKey,
     pub record: Option<&'a AgentRecord>,
-    /// The agent's sessions, any status.
     pub sessions: &'a [Session],
-    /// The agent's snapshots, any status.
     pub snapshots: &'a [Snapshot],
-    /// The retention of the Tool the agent lives on.
     pub retention: Retention,
     /// The deployment's open link (`SNAPWAKE_OPEN_URL`), which an awake agent's view carries.
     pub open_url: Option<&'a OpenUrl>,
@@ -51,7 +48,6 @@ pub fn snapshot_view(s: &Snapshot) -> SnapshotView {
     }
 }
 
-/// The summaries of `snapshots` an agent record keeps, newest first.
 pub fn snapshot_views(snapshots: &[Snapshot]) -> Vec<SnapshotView> {
     newest_first(snapshots)
         .into_iter()
@@ -59,8 +55,7 @@ pub fn snapshot_views(snapshots: &[Snapshot]) -> Vec<SnapshotView> {
         .collect()
 }
 
-/// The snapshots an agent record summarises, as AgentKit would list them (for a view built
-/// from the record alone).
+/// The snapshots an agent record summarises, as AgentKit would list them.
 pub fn record_snapshots(record: &AgentRecord) -> Vec<Snapshot> {
     record
         .snapshots
@@ -76,8 +71,7 @@ pub fn record_snapshots(record: &AgentRecord) -> Vec<Snapshot> {
         .collect()
 }
 
-/// A wake in flight as the API shows it: since when, its session, and why it waits when it
-/// waits for AgentKit to finish the last session's snapshot (`SNAPSHOT_IN_PROGRESS`).
+/// A wake in flight as the API shows it; `reason` is set while it waits for the last snapshot.
 pub fn waking_view(record: &AgentRecord) -> WakeView {
     WakeView {
         reason: record
@@ -94,11 +88,8 @@ pub fn waking_view(record: &AgentRecord) -> WakeView {
     }
 }
 
-/// The session `record` says is live, as a listing would show it: while the record says
-/// awake (or sleeping: the session ends only once its snapshot is Ready) and the session's
-/// expiry has not passed at `now_ms`. For a view read from the table alone (an admin's page of
-/// everyone), or of an agent whose sessions no owner listing finds (one resumed from a
-/// snapshot without metadata carries no `Username`).
+/// The session `record` says is live: awake, or sleeping until its snapshot is Ready, and not
+/// expired at `now_ms`. For views from the table alone, or when no owner listing finds it.
 pub fn recorded_session(record: &AgentRecord, now_ms: u64) -> Option<Session> {
     let expired = record
         .session_expire_at
@@ -117,10 +108,8 @@ pub fn recorded_session(record: &AgentRecord, now_ms: u64) -> Option<Session> {
     })
 }
 
-/// `view` as its owner sees it: an agent whose owner the table and AgentKit do not name (an
-/// earlier Studio's `studio2-` agent whose snapshot carries no metadata) is `owner`'s when its
-/// UserSessionId says so (`crate::identity::belongs_to`: the fingerprint of a legacy id, the
-/// safe owner of a current one), and then made by them too.
+/// `view` as `owner` sees it: an agent with no owner named is `owner`'s, and made by them, when
+/// its UserSessionId says so (`crate::identity::belongs_to`).
 pub fn seen_by_owner(view: &mut AgentView, owner: &str) {
     if view.owner.is_some() {
         return;
@@ -148,8 +137,7 @@ pub fn agent_view(facts: &AgentFacts<'_>, now_ms: u64, settings: &LockSettings) 
     } else if held(WakeState::Sleeping) {
         AgentState::Sleeping
     } else if let Some(s) = &live {
-        // By status alone: a session read back from the record carries no endpoint, and the
-        // view never shows one anyway.
+        // By status alone: a session read back from the record carries no endpoint.
         match SessionPhase::of(s.status.as_deref(), true) {
             SessionPhase::Usable => AgentState::Awake,
             SessionPhase::Unknown => AgentState::Unknown,
@@ -188,7 +176,6 @@ pub fn agent_view(facts: &AgentFacts<'_>, now_ms: u64, settings: &LockSettings) 
 
     let wake = record.and_then(|r| match r.state {
         WakeState::Waking if settings.lease_is_live(r, now_ms) => Some(waking_view(r)),
-        // A sleep in flight, shown like a wake: since when, and the session it ends.
         WakeState::Sleeping if settings.lease_is_live(r, now_ms) => Some(WakeView::in_flight(
             "sleeping",
             r.updated_at.clone(),

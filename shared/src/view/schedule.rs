@@ -1,6 +1,5 @@
-//! The `schedule` of an agent view and of the schedule routes: one rendering of what the table
-//! keeps (the schedule item's summary, which the agent record carries too), so the routes and
-//! every view of the agent always show the same next occurrences.
+//! The `schedule` of an agent view and of the schedule routes: one rendering of the stored
+//! summary, so the routes and every view of the agent show the same next occurrences.
 
 use crate::domain::{ScheduleSummary, ScheduleView};
 use crate::timestamp::format_ms;

@@ -1,11 +1,8 @@
-//! The wake (docs/wake-protocol.md): wake an agent exactly once however many callers ask at the
-//! same moment, on every day of its life, and survive a caller dying (or an answer getting
-//! lost) at any step without a second Resume or a lost snapshot.
+//! The wake (docs/wake-protocol.md): wake an agent exactly once however many callers ask, and
+//! survive a caller dying at any step without a second Resume or a lost snapshot.
 //!
-//! `Waking::run` is the wake, top to bottom, in the steps of its docs; the holder's path is in
-//! [`holder`], and the steps a wake shares with a sleep are the lock's (`crate::lock::driver`).
-//! Ambiguity is never read as failure: a Resume whose outcome is unknown keeps the lock until
-//! the readiness timeout (202 meanwhile), and nobody sends another before that.
+//! The holder's path is `holder`. Ambiguity is never failure: a Resume of unknown outcome keeps
+//! the lock until the readiness timeout (202 meanwhile).
 
 mod holder;
 
@@ -37,7 +34,6 @@ pub struct WakeTarget {
     pub home: Option<Home>,
     /// The snapshot the caller asked for; default the newest Ready one.
     pub snapshot_id: Option<String>,
-    /// Descriptive fields written with the acquire (the Tool and region once known).
     pub describe: Description,
     /// The agent's owner is not being offboarded.
     pub admitted: Admitted,
@@ -54,8 +50,7 @@ impl WakeTarget {
 #[allow(clippy::large_enum_variant)] // returned once per request, consumed at once
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum WakeOutcome {
-    /// A live session: `resumed` when this call or a concurrent one woke it, `false` when it
-    /// was already awake.
+    /// A live session; `resumed` unless it was already awake.
     Awake {
         session: Session,
         resumed: bool,
@@ -68,8 +63,7 @@ pub enum WakeOutcome {
 }
 
 impl<S: AgentStore, K: AgentKit> Agents<'_, S, K> {
-    /// Ensure `target` is awake, deciding from `record` (the caller's consistent read),
-    /// waiting on others until `budget.wait` and answering by `budget.work`.
+    /// Ensure `target` is awake, deciding from `record` (the caller's consistent read).
     pub async fn wake(
         &self,
         target: &WakeTarget,
@@ -85,7 +79,6 @@ impl<S: AgentStore, K: AgentKit> Agents<'_, S, K> {
     }
 }
 
-/// One caller's wake of one agent.
 struct Waking<'w, 'a, S, K> {
     agents: &'w Agents<'a, S, K>,
     target: &'w WakeTarget,
@@ -98,17 +91,14 @@ type Next = ControlFlow<WakeOutcome, Option<AgentRecord>>;
 impl<S: AgentStore, K: AgentKit> Waking<'_, '_, S, K> {
     /// The wake (docs/wake-protocol.md, "A wake, step by step"):
     ///
-    /// 1. A wake of the same snapshot that failed moments ago is the answer: its pollers do
-    ///    not start another.
+    /// 1. A wake of the same snapshot that failed moments ago is the answer, not a second try.
     /// 2. Decide from the record ([`crate::lock::decide`]), a few rounds at most:
     ///    - a tombstone: 410; another operation holds the agent: 409 with `Retry-After`;
     ///    - awake and seen alive moments ago: answered from the record;
-    ///    - nobody holds it: acquire (a CAS on the version read) and, won, **hold** it through
-    ///      the wake (`holder`: locate, reconcile, pick the snapshot, Resume, poll);
+    ///    - nobody holds it: acquire and **hold** it through the wake ([`holder`]);
     ///    - awake, not seen alive lately: **verify** it (one caller asks GetSession);
     ///    - a sleep in flight: **wait for the sleep**, then decide again;
-    ///    - a wake in flight, or a check of the awake record: **watch** the record until it
-    ///      ends, winning the poll lease when its poller is gone.
+    ///    - a wake or a check in flight: **watch** it, polling once its poller is gone.
     /// 3. Out of rounds (every CAS lost): 409.
     async fn run(&self, mut record: Option<AgentRecord>) -> Result<WakeOutcome, Error> {
         let driver = &self.driver;
@@ -127,8 +117,7 @@ impl<S: AgentStore, K: AgentKit> Waking<'_, '_, S, K> {
                 Decision::Awake => return Ok(from_record(driver.seen(record), joined)),
                 Decision::Acquire(condition) => {
                     match self.acquire(&condition, record.as_ref()).await? {
-                        // Boxed: the holder's path is a large future (a debug build's worker
-                        // stack would otherwise have to be deep).
+                        // Boxed: the holder's path is a large future.
                         Acquired::Held(held) => return Box::pin(self.hold(*held, false)).await,
                         Acquired::Lost(r) => Next::Continue(r),
                     }
@@ -161,7 +150,6 @@ impl<S: AgentStore, K: AgentKit> Waking<'_, '_, S, K> {
         }
     }
 
-    /// Take the agent for this wake: a new generation, `waking`.
     async fn acquire(
         &self,
         condition: &Condition,
@@ -173,17 +161,14 @@ impl<S: AgentStore, K: AgentKit> Waking<'_, '_, S, K> {
         Ok(acquired.await?)
     }
 
-    /// A wake that failed moments ago is the answer to its pollers, unless this one names
-    /// another snapshot, or the failure was a refusal to try (throttled).
+    /// A recent failure answers its pollers, unless this names another snapshot or was throttled.
     fn failed(&self, r: &AgentRecord) -> Option<Error> {
         let same = self.target.snapshot_id.is_none() || self.target.snapshot_id == r.snapshot_id;
         let error = r.error.as_ref().filter(|e| is_definite(e))?;
         (r.state == WakeState::Failed && same).then(|| Error::WakeFailed(error.clone()))
     }
 
-    /// Watch the record (`joined`: this caller joined the wake it holds) until the wake ends
-    /// (its answer), the wait is over (202), or there is nothing left to wait for. A watcher
-    /// that wins the poll lease asks AgentKit itself, as the holder would.
+    /// Watch the record until the wake ends or the wait is over (202).
     async fn watch(&self, record: AgentRecord, joined: bool) -> Result<Next, Error> {
         let driver = &self.driver;
         let mut watch = driver.watch(record, joined, self.intent());
@@ -194,8 +179,7 @@ impl<S: AgentStore, K: AgentKit> Waking<'_, '_, S, K> {
                         WakeState::Failed => Err(Error::WakeFailed(
                             r.error.unwrap_or_else(|| "the wake failed".into()),
                         )),
-                        // The wake this caller watched has completed: its answer, however old
-                        // the record.
+                        // The watched wake completed: its answer, however old the record.
                         WakeState::Awake if r.session_id.is_some() => {
                             Ok(Next::Break(from_record(r, true)))
                         }
@@ -229,9 +213,7 @@ impl<S: AgentStore, K: AgentKit> Waking<'_, '_, S, K> {
         }
     }
 
-    /// Before a poller asks about a Resume whose answer was lost (`resume_sent_at`, no
-    /// session): find the session it started and record it (never send another). `None`:
-    /// nothing to poll yet.
+    /// Before polling a lost-answer Resume, record the session it started (never send another).
     async fn prepare(
         &self,
         home: &Home,
@@ -265,9 +247,8 @@ impl<S: AgentStore, K: AgentKit> Waking<'_, '_, S, K> {
         })
     }
 
-    /// An `awake` record not verified lately: one caller wins a poll lease and asks GetSession
-    /// once; the others await its verdict. The verification is written after the check, not
-    /// by its lease: else a caller in between would answer with a session already ended.
+    /// An `awake` record not verified lately: one caller asks GetSession under a poll lease. Its
+    /// verdict is written after the check, lest another answer with an ended session.
     async fn verify(&self, seen: AgentRecord) -> Result<Next, Error> {
         let driver = &self.driver;
         let deadline = driver.deadline();
@@ -321,8 +302,7 @@ impl<S: AgentStore, K: AgentKit> Waking<'_, '_, S, K> {
         }
     }
 
-    /// A sleep holds the agent: wait for it as its joiners do, then decide again (asleep:
-    /// woken from the sleep's snapshot; the sleep failed: awake).
+    /// A sleep holds the agent: wait for it as its joiners do, then decide again.
     async fn await_sleep(&self, record: AgentRecord) -> Result<Next, Error> {
         let watched = crate::sleep::watch(&self.driver, self.agents, record, false);
         match watched.await {
@@ -344,9 +324,8 @@ impl<S: AgentStore, K: AgentKit> Waking<'_, '_, S, K> {
 impl<S: AgentStore, K: AgentKit> Progress<S> for Waking<'_, '_, S, K> {
     type Seen = Session;
 
-    /// GetSession of the recorded session: Ready completes the wake, ended fails it (the
-    /// snapshot untouched), a status nobody documented fails it with the session kept, so
-    /// the next wake asks about it again rather than start another.
+    /// GetSession: Ready completes the wake, ended fails it; an undocumented status fails it
+    /// keeping the session, so the next wake asks again rather than start another.
     async fn look(
         &self,
         driver: &Driver<'_, S>,
@@ -403,8 +382,7 @@ impl<S: AgentStore, K: AgentKit> Progress<S> for Waking<'_, '_, S, K> {
     }
 }
 
-/// The fields a failed wake writes (`code: reason`), the snapshot untouched; with `session_id`
-/// the session kept, which the next wake looks at first, never beside it.
+/// The fields a failed wake writes; `session_id`: a session kept for the next wake to look at.
 fn failed(code: &str, error: &Error, session_id: Option<&str>) -> Changes {
     Changes {
         state: Some(WakeState::Failed),

@@ -13,12 +13,7 @@ fn schedule(id: &str, wake: Option<u64>, sleep: Option<u64>) -> ScheduleRecord {
         sleep: sleep.map(|_| "0 19 * * MON-FRI".into()),
         next_wake_ms: wake,
         next_sleep_ms: sleep,
-        next_wake_lead_ms: None,
-        keep_ms: None,
-        open: None,
-        last: None,
-        version: 0,
-        updated_at: None,
+        ..ScheduleRecord::default()
     }
 }
 

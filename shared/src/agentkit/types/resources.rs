@@ -1,12 +1,10 @@
-//! The records every action shares (a session, a snapshot, a Tool), their common fields, and
-//! the [`Action`] trait each request implements.
+//! The records the actions share (session, snapshot, Tool), and the [`Action`] trait.
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 use crate::secret::Secret;
 
-/// The API version every action is called with.
 pub const API_VERSION: &str = "2025-10-30";
 
 /// Session TTL used by CreateSession and ResumeSessionFromSnapshot: 8 hours.
@@ -19,10 +17,8 @@ pub const MAX_PAGE_SIZE: u32 = 100;
 pub trait Action: Serialize + DeserializeOwned + Send + Sync {
     const NAME: &'static str;
     type Output: Serialize + DeserializeOwned + Default + Send;
-    /// Whether sending the same request twice has the effect of sending it once. A request
-    /// that may have reached AgentKit (a timeout after it was sent) is retried only when this
-    /// holds: a second CreateSession or ResumeSessionFromSnapshot would start a second,
-    /// billable sandbox.
+    /// Whether sending it twice has the effect of once. Only then is a request that may have
+    /// reached AgentKit retried: a second CreateSession or Resume starts a second, paid sandbox.
     const IDEMPOTENT: bool = true;
 }
 
@@ -47,7 +43,6 @@ impl MetadataEntry {
     }
 }
 
-/// The value of `key` in a metadata list, if present.
 pub fn metadata_value<'a>(entries: &'a [MetadataEntry], key: &str) -> Option<&'a str> {
     entries
         .iter()
@@ -63,7 +58,6 @@ pub struct MetadataFilter {
     pub value: String,
 }
 
-/// A `{Name, Values}` filter.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "PascalCase", deny_unknown_fields)]
 pub struct Filter {
@@ -80,8 +74,7 @@ impl Filter {
     }
 }
 
-/// A `{Key, Value}` environment variable of a Tool. Values may be credentials of the sandbox,
-/// so `Debug` shows the key only.
+/// An environment variable of a Tool. Values may be sandbox credentials: `Debug` hides them.
 #[derive(Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "PascalCase", default)]
 pub struct EnvVar {
@@ -147,7 +140,6 @@ pub fn newest_session(sessions: impl Iterator<Item = Session>) -> Option<Session
 pub struct Snapshot {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub snapshot_id: Option<String>,
-    /// The session the snapshot was taken from.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub session_id: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -177,7 +169,6 @@ impl Snapshot {
         crate::domain::is_snapshot_in_progress(self.status.as_deref())
     }
 
-    /// The snapshot's phase.
     pub fn phase(&self) -> crate::domain::SnapshotPhase {
         crate::domain::SnapshotPhase::of(self.status.as_deref())
     }

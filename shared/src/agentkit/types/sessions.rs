@@ -8,9 +8,6 @@ use super::resources::{
     Action, Empty, Filter, MetadataEntry, MetadataFilter, Session, SESSION_TTL_S,
 };
 
-// ---------------------------------------------------------------------------------------------
-// Sessions
-
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "PascalCase", deny_unknown_fields)]
 pub struct ListSessions {

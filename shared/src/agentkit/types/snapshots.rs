@@ -1,12 +1,8 @@
-//! The snapshot actions: ListSessionSnapshots, ResumeSessionFromSnapshot, DeleteSessionSnapshot,
-//! CreateSessionSnapshot, GetSessionSnapshot, and SetSessionTtl.
+//! The snapshot actions, and SetSessionTtl.
 
 use serde::{Deserialize, Serialize};
 
 use super::resources::{Action, Snapshot, SESSION_TTL_S};
-
-// ---------------------------------------------------------------------------------------------
-// Snapshots
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "PascalCase", deny_unknown_fields)]
@@ -16,18 +12,14 @@ pub struct ListSessionSnapshots {
     pub max_results: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub next_token: Option<String>,
-    /// Exact match.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub user_session_id: Option<String>,
-    /// Exact match on the source session.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub session_id: Option<String>,
-    /// Only snapshots created after this instant (RFC 3339). The SDK's models have it, with
-    /// no word on whether the bound is inclusive: callers overlap and de-duplicate.
+    /// Created after this RFC 3339 instant; inclusive or not is unsaid: overlap and de-duplicate.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub create_time_after: Option<String>,
-    /// Only snapshots created before this instant (RFC 3339), the same caveat: the sweep reads
-    /// a big Tool in time slices with it (`index_sync::slices`).
+    /// The same, before: the sweep reads a big Tool in time slices (`index_sync::slices`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub create_time_before: Option<String>,
 }
@@ -149,7 +141,6 @@ pub struct SetSessionTtl {
 }
 
 impl SetSessionTtl {
-    /// `ttl_s` seconds from now.
     pub fn seconds(tool_id: &str, session_id: &str, ttl_s: u64) -> Self {
         SetSessionTtl {
             session_id: session_id.to_string(),

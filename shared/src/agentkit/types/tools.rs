@@ -1,12 +1,8 @@
-//! The Tool actions: ListTools, GetTool, CreateTool, UpdateTool, and the configuration a Tool
-//! is created with.
+//! The Tool actions, and the configuration a Tool is created with.
 
 use serde::{Deserialize, Serialize};
 
 use super::resources::{Action, Empty, EnvVar, Filter, Tool};
-
-// ---------------------------------------------------------------------------------------------
-// Tools
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "PascalCase", deny_unknown_fields)]

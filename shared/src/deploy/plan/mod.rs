@@ -1,20 +1,14 @@
-//! Planning (docs/agentkit.md, "Plan" and "Legacy single-Tool deployments"): read what
-//! AgentKit has for every catalogue entry and decide the steps that make it as desired.
-//! Reads only; reads are not rate limited.
+//! Planning (docs/agentkit.md, "Plan" and "Legacy single-Tool deployments"): read what AgentKit
+//! has for every catalogue entry and decide the steps that make it as desired. Reads only.
 //!
-//! - An explicit id is read with GetTool (each configured region in turn) and never renamed
-//!   or recreated: missing → that entry fails.
-//! - Otherwise ListTools by exact name: none → create; one → reuse (adopted when the registry
-//!   did not already name it); more than one → that entry fails (an operator pins one).
-//! - A recoverable Tool must read `EnableSnapshot = true` and `Ready`; desired `envs` must be
-//!   in its `Envs`.
+//! An explicit id is read with GetTool and never renamed or recreated; otherwise the Tool is found
+//! by exact name, and more than one of a name fails the entry (an operator pins one).
 //!
-//! Legacy: a kind whose temporary entry has an explicit id and whose recoverable entry has
-//! none keeps that id temporary; a temporary Tool read with snapshots on is recorded as a
-//! legacy snapshot Tool, with a warning. With `migrate_legacy` — or when the stored registry
-//! already records that id as the kind's recoverable Tool, i.e. an earlier run migrated it, so
-//! a run without the flag does not undo it — the Tool becomes the recoverable one (snapshots
-//! switched on if off) and the temporary entry is provisioned by name, a new Tool.
+//! Legacy: a kind whose temporary entry has an explicit id and whose recoverable entry has none
+//! keeps that id temporary, and a temporary Tool with snapshots on is recorded as a legacy
+//! snapshot Tool. With `migrate_legacy`, or once the stored registry records that id as
+//! recoverable (so a run without the flag does not undo it), the Tool becomes the recoverable one
+//! and the temporary entry gets a new Tool by name.
 
 use std::collections::BTreeMap;
 
@@ -37,24 +31,20 @@ const NAME_PAGES: usize = 5;
 /// How the Tool of an entry was found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Origin {
-    /// An explicit id.
     Explicit,
     /// By name, and the registry already names it (or the entry has no registry slot).
     Registered,
     /// By name (or a re-purposed legacy Tool) not yet in the registry.
     Adopted,
-    /// Nothing found: to be created.
     New,
 }
 
-/// The plan of one entry.
 #[derive(Clone, Debug)]
 pub struct Planned {
     pub entry: Entry,
     /// Where the Tool lives (or will be created).
     pub region: String,
     pub tool_id: Option<String>,
-    /// The Tool as read.
     pub tool: Option<Tool>,
     pub origin: Origin,
     pub steps: Vec<Step>,
@@ -92,7 +82,6 @@ impl Planned {
     }
 }
 
-/// The plan of a run.
 #[derive(Clone, Debug)]
 pub struct Plan {
     /// The region Tools are created in and recorded with (the first configured one).
@@ -161,7 +150,6 @@ pub async fn plan<K: AgentKit>(
     Ok(plan)
 }
 
-/// The legacy rules of one kind (module docs).
 async fn legacy<K: AgentKit>(
     agentkit: &K,
     plan: &mut Plan,

@@ -3,7 +3,6 @@
 use crate::agentkit::types::{EnvVar, Tool};
 use crate::deploy::catalogue::Entry;
 
-/// One step towards the desired state.
 #[derive(Clone, PartialEq, Eq)]
 pub enum Step {
     CreateTool,

@@ -1,7 +1,5 @@
-//! `get_many` in DynamoDB: `BatchGetItem`, 100 keys a request, consistent as `get`. Keys
-//! DynamoDB leaves unprocessed (it read up to its size or throughput limit) are asked again
-//! after a short pause, a few times; still unprocessed, the read is `Unavailable` like any
-//! other failure of the table.
+//! `get_many` in DynamoDB: `BatchGetItem`, 100 keys a request, consistent as `get`. Keys left
+//! unprocessed are asked again after a short pause, a few times, then the read is `Unavailable`.
 
 use std::time::Duration;
 
@@ -13,7 +11,6 @@ use crate::domain::{AgentKey, AgentRecord};
 use crate::store::{StoreError, GET_MANY_KEYS};
 use crate::timestamp::now_s;
 
-/// How many times the keys a `BatchGetItem` left unprocessed are asked for.
 const UNPROCESSED_ROUNDS: u32 = 4;
 
 impl DynamoStore {

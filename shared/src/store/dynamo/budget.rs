@@ -1,14 +1,7 @@
-//! AgentKit budget items in DynamoDB (docs/table.md, "The AgentKit budget"):
-//! `pk = BUDGET#<limit>#<lane>`, `sk = BUDGET`, `next_at` the earliest untaken slot (epoch ms),
-//! `slow` and `slow_since` the last slowdown.
-//!
-//! A slot is taken by one `UpdateItem` whose condition is the check: `next_at` moves forward
-//! by the interval only while it lies between now and the caller's latest, so concurrent
-//! callers each get their own slot, in order, with no read first. An idle bucket (`next_at` in
-//! the past, or no item) is restarted at now by a second conditional write; of two callers
-//! racing to restart it one wins and the other takes the next slot. No slot is ever polled
-//! for: a caller learns its slot and sleeps until it, so a thousand waiting wakes cost a
-//! thousand writes, not a thousand writes a second.
+//! AgentKit budget items in DynamoDB (docs/table.md, "The AgentKit budget"): `next_at`, the
+//! earliest untaken slot (epoch ms), and the last slowdown. A slot is taken by one `UpdateItem`
+//! whose condition is the check, so concurrent callers each get their own slot with no read; an
+//! idle bucket is restarted at now by a second conditional write, which one of two racing wins.
 
 use std::collections::HashMap;
 

@@ -9,8 +9,7 @@ use super::item::attr;
 use crate::domain::{AgentKey, WakeState};
 use crate::store::{keys, Changes, Condition};
 
-/// Everything of a record that a create (an `Absent` write) must clear when it replaces an
-/// expired item: all fields but the two counters, which carry on.
+/// What a create must clear when it replaces an expired item: all but the two counters.
 pub(super) const CLEARED_ON_CREATE: [&str; 27] = [
     attr::OWNER,
     attr::OWNER_KEY,
@@ -112,23 +111,12 @@ pub(super) fn n(v: impl std::fmt::Display) -> AttributeValue {
     AttributeValue::N(v.to_string())
 }
 
-/// The condition, as a `ConditionExpression`. The reasons, one by one:
-///
-/// - `Absent`: `attribute_not_exists(pk)` is DynamoDB's "no item"; `OR expires_at < :now`
-///   admits an expired tombstone the TTL sweeper has not deleted yet, since every read already
-///   treats it as absent and a caller that read "absent" must be able to create.
-/// - `Version(v)`: the CAS of an acquire or an `If-Match`; `Version(0)` is what an absent
-///   record reads as, so it is `Absent`.
-/// - `Held`: holder *and* fence. Holder tokens are random per invocation, but one invocation
-///   may hold the same agent twice (its lease expired, it acquired again with the same token);
-///   the fence, bumped on every acquire, tells the two tenures apart, so a delayed write from
-///   the first can never land in the second, and a stale holder always fails.
-/// - `SleepingWith`: the same for a sleep, by the snapshot it waits for.
-/// - `WakingWith`: anyone who saw the recorded session Ready may complete, but only that
-///   wake: a later acquire bumps the fence, and a different session would be a different wake.
-///
-/// The last three also require a live item (`expires_at` missing or not yet passed): an
-/// expired record is absent, and nothing but a create may write to an absent record.
+/// The condition, as a `ConditionExpression`. `Absent` admits an expired item the TTL sweeper
+/// has not deleted yet (`expires_at < :now`), since reads already treat it as absent; the others
+/// require a live item. `Held` checks holder *and* fence: one invocation may hold an agent twice
+/// with one token (lease expired, acquired again), and the fence, bumped on every acquire, keeps
+/// a delayed write of the first tenure out of the second. `WakingWith` and `SleepingWith` let
+/// anyone complete, but only that wake or sleep.
 pub(super) fn condition_expression(expr: &mut Expr, condition: &Condition, now: i64) -> String {
     let live = |expr: &mut Expr| {
         let exp = expr.name(attr::EXPIRES_AT);
@@ -181,7 +169,6 @@ pub(super) fn condition_expression(expr: &mut Expr, condition: &Condition, now: 
     }
 }
 
-/// The update expression of `changes` on `key`.
 pub(super) fn update_expression(expr: &mut Expr, key: &AgentKey, creates: bool, changes: &Changes) {
     if let Some(state) = changes.state {
         expr.set(attr::STATE, s(state.as_str()));
@@ -240,7 +227,6 @@ pub(super) fn update_expression(expr: &mut Expr, key: &AgentKey, creates: bool, 
     }
     match &changes.schedule {
         Some(Some(summary)) => {
-            // Serialising plain strings cannot fail.
             let json = serde_json::to_string(summary).unwrap_or_default();
             expr.set(attr::SCHEDULE, s(&json));
         }
@@ -288,14 +274,9 @@ pub(super) fn update_expression(expr: &mut Expr, key: &AgentKey, creates: bool, 
         expr.set(attr::RETENTION, s(retention.as_str()));
     }
 
-    // The owner index. `gsi1pk` follows `owner_key`. `gsi1sk` is kept equal to
-    // `<created_at or NO_CREATED_AT>#<kind>#<agent_id>` on every item, indexed or not, so a
-    // write that adds an owner key to an existing record need not know its `created_at`:
-    // - a write that sets `created_at` sets `gsi1sk` from it;
-    // - a create sets it from its own `created_at` or the fallback (an expired item's
-    //   `created_at` is cleared with everything else);
-    // - any other write keeps the existing one (`if_not_exists` covers items written before
-    //   this rule, which had none).
+    // The owner index: `gsi1pk` follows `owner_key`; `gsi1sk` is kept as `<created_at or
+    // NO_CREATED_AT>#<kind>#<agent_id>` on every item, so adding an owner key needs no
+    // `created_at`: set when written, else kept (`if_not_exists` for items that had none).
     if let Some(owner_key) = &describe.owner_key {
         expr.set(attr::GSI1PK, s(&keys::owner_gsi_pk(owner_key)));
     }

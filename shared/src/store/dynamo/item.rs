@@ -1,5 +1,4 @@
-//! The items of the table: attribute names, and reading an item back into a record, a
-//! document or the registry.
+//! The table's items: attribute names, and reading items back into records and documents.
 
 use std::collections::HashMap;
 
@@ -46,21 +45,17 @@ pub(super) mod attr {
     pub const VERSION: &str = "version";
     pub const UPDATED_AT: &str = "updated_at";
     pub const EXPIRES_AT: &str = "expires_at";
-    /// The state change the last write was (`Announce::as_str`), absent when it was none: the
-    /// change stream's consumer announces the versions that carry it (its mapping's filter
-    /// lets only those through).
+    /// The state change the last write was (`Announce::as_str`), absent when none: the stream
+    /// mapping's filter lets only the versions that carry it through.
     pub const ANNOUNCE: &str = "announce";
     /// What set that change off (`Trigger::as_str`).
     pub const TRIGGER: &str = "trigger";
     /// What set off the change an acquire started (`Trigger::as_str`).
     pub const STARTED_BY: &str = "started_by";
-    /// The registry item's JSON.
     pub const REGISTRY: &str = "registry";
-    /// A document item's JSON.
     pub const DOC: &str = "doc";
     /// A schedule's sparse index keys (`by_due`), present only while it has something due.
     pub const DUE_PK: &str = "due_pk";
-    /// Epoch ms (N).
     pub const DUE_AT: &str = "due_at";
 }
 
@@ -161,7 +156,6 @@ pub(super) fn record_from_item(item: &Item) -> Result<AgentRecord, StoreError> {
     })
 }
 
-/// The live record of an item (`None` when it has expired).
 pub(super) fn live_record(item: &Item, now: i64) -> Result<Option<AgentRecord>, StoreError> {
     let record = record_from_item(item)?;
     Ok((!record.is_expired(now)).then_some(record))
@@ -198,7 +192,6 @@ pub(super) fn registry_from_item(item: &Item) -> Result<ToolRegistry, StoreError
 
 /// Add the live records among `items` to `records` until it holds `limit`, calling `taken`
 /// with each item taken. `true`: a live record was left over, so more follow this page.
-/// Expired items (tombstones the TTL sweeper has not deleted yet) are skipped.
 pub(super) fn take_live(
     items: &[Item],
     now: i64,

@@ -1,22 +1,9 @@
-//! The DynamoDB adapter: the store port over one table (docs/table.md), used in production
-//! and, through `AWS_ENDPOINT_URL`, against DynamoDB Local in the tests.
-//!
-//! Every write is a single `UpdateItem` (or `PutItem` for the registry) whose
-//! `ConditionExpression` is the port's [`Condition`], so check and write are one atomic step
-//! on the server; there is no read-modify-write anywhere. The store, not the caller, computes
-//! `version + 1` and `fence + 1` in the update expression, so two writers can never both
-//! write the same next version.
-//!
-//! Attribute names always go through `#placeholders`: `state`, `owner`, `name`... are or may be
-//! DynamoDB reserved words, and a placeholder costs nothing.
-//!
-//! Expiry: DynamoDB's TTL deletes lazily (up to days late) and DynamoDB Local never does, so
-//! `expires_at < now` is checked on every read and inside every condition; an expired item is
-//! treated exactly like a missing one.
-//!
-//! Files: `mod.rs` (this: the adapter), `expression.rs` (conditions and changes as DynamoDB
-//! expressions), `item.rs` (the items' attributes, read back into records and documents),
-//! `batch.rs` (many records read at once: `BatchGetItem`).
+//! The DynamoDB adapter: the store port over one table (docs/table.md), in production and, via
+//! `AWS_ENDPOINT_URL`, on DynamoDB Local. Every write is one `UpdateItem` (or `PutItem` for the
+//! registry) whose `ConditionExpression` is the port's [`Condition`], DynamoDB itself computing
+//! `version + 1` and `fence + 1`. Attribute names always go through `#placeholders` (`state`,
+//! `name`... are reserved words). TTL deletes lazily (days late) and DynamoDB Local never does,
+//! so `expires_at < now` is checked on every read and inside every condition.
 
 mod batch;
 mod budget;
@@ -64,10 +51,8 @@ impl DynamoStore {
         }
     }
 
-    /// A store over `table` with a client from `config` (load it once per cold start and share
-    /// it between clients).
-    ///
-    /// With `SNAPWAKE_AWS_CALLS` set, the client records each call (`crate::aws_calls`).
+    /// A store over `table` with a client from `config` (load it once per cold start). With
+    /// `SNAPWAKE_AWS_CALLS` set, the client records each call (`crate::aws_calls`).
     pub fn from_conf(config: &aws_config::SdkConfig, table: impl Into<String>) -> Self {
         if !crate::aws_calls::recording_on() {
             return Self::new(Client::new(config), table);
@@ -78,19 +63,14 @@ impl DynamoStore {
         Self::new(Client::from_conf(config), table)
     }
 
-    /// A store over `table` with the SDK's default credential, region and endpoint chain
-    /// (`AWS_ENDPOINT_URL` points it at DynamoDB Local).
-    ///
-    /// Timeouts are explicit because the SDK's defaults have none per attempt: a request that
-    /// hangs would eat the whole Lambda budget (API Gateway cuts at 30 s). An attempt gets
-    /// 3 s, the whole call with the SDK's retries 8 s; a timed-out write is
-    /// [`StoreError::Unavailable`], which callers treat as ambiguous.
+    /// A store over `table` with the SDK's default chain (`AWS_ENDPOINT_URL`: DynamoDB Local).
+    /// Timeouts are explicit because the SDK has none per attempt and API Gateway cuts at 30 s:
+    /// 3 s an attempt, 8 s with retries; a timed-out write is ambiguous (`Unavailable`).
     pub async fn from_env(table: impl Into<String>) -> Self {
         Self::from_loader(sdk_defaults(), table).await
     }
 
-    /// [`DynamoStore::from_env`] from a given loader (one that names its own endpoint, say:
-    /// the tests' wire-fault proxy), with the same timeouts.
+    /// [`DynamoStore::from_env`] from a given loader (the tests' wire-fault proxy, say).
     pub async fn from_loader(loader: aws_config::ConfigLoader, table: impl Into<String>) -> Self {
         let config = loader.timeout_config(timeouts()).load().await;
         Self::from_conf(&config, table)
@@ -105,9 +85,7 @@ impl DynamoStore {
     }
 }
 
-/// Any SDK failure that is not a failed condition: unreachable, timed out, throttled, 5xx, or
-/// an error the service answered. All of them read as "the store could not do it"; for a write
-/// the caller must assume it may have been applied.
+/// Any SDK failure but a failed condition: for a write, it may have been applied.
 pub(super) fn unavailable<E, R>(op: &str, err: &SdkError<E, R>) -> StoreError
 where
     E: std::error::Error + 'static,
@@ -116,7 +94,6 @@ where
     StoreError::Unavailable(format!("{op}: {}", DisplayErrorContext(err)))
 }
 
-/// The smallest `Limit` of one owner-index query round.
 const MIN_QUERY_LIMIT: usize = 25;
 
 impl DynamoStore {
@@ -137,8 +114,7 @@ impl DynamoStore {
 
 impl AgentStore for DynamoStore {
     async fn get(&self, key: &AgentKey) -> Result<Option<AgentRecord>, StoreError> {
-        // Consistent: a caller deciding whether to acquire must see the latest write (an
-        // eventually consistent read could show a released lock as still held, or the reverse).
+        // Consistent: a caller deciding whether to acquire must see the latest write.
         let out = self
             .client
             .get_item()
@@ -180,8 +156,6 @@ impl AgentStore for DynamoStore {
             .set_expression_attribute_values(Some(expr.values))
             // The record as written: the caller learns its new version and fence without a read.
             .return_values(ReturnValue::AllNew)
-            // The record as it was when the condition failed: a loser decides again in the
-            // same round trip, with no window between a failed write and a re-read.
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
             .send()
             .await;
@@ -232,15 +206,11 @@ impl AgentStore for DynamoStore {
         let mut records = Vec::new();
         let mut last_item: Option<Item> = None;
         let mut more = false;
-        // Expired tombstones are in the index until the TTL sweeper deletes them, so a query
-        // page may hold fewer live records than asked for: query again from where it stopped.
-        // Each round asks for one more than still needed, so that "more follow" is known
-        // without an extra empty page; the cursor is then built from the last record
-        // returned, never from DynamoDB's `LastEvaluatedKey` (which may lie past records
-        // this page did not return).
+        // Tombstones stay in the index until deleted, so a page may hold fewer live records than
+        // asked: query on, one more than needed to know whether more follow. The cursor comes from
+        // the last record returned, never `LastEvaluatedKey` (which may lie past it).
         'pages: loop {
-            // At least a few dozen, so that a run of tombstones costs few round trips;
-            // reading past the page is harmless since the cursor never comes from DynamoDB.
+            // At least a few dozen, so that a run of tombstones costs few round trips.
             let want = (limit - records.len() + 1).max(MIN_QUERY_LIMIT);
             let out = self
                 .client
@@ -303,10 +273,7 @@ impl AgentStore for DynamoStore {
         let now = now_s();
         let mut records = Vec::new();
         let mut more = false;
-        // A Scan's `Limit` counts items read, before the filter drops the table's other items
-        // (idempotency documents, locks, the registry) and expired records: read on until the
-        // page is full. The next page starts after the last record returned, never at
-        // DynamoDB's `LastEvaluatedKey` (which may lie past records this page did not return).
+        // A Scan's `Limit` counts items before the filter drops the rest: read on until full.
         'pages: loop {
             let out = self
                 .client
@@ -328,9 +295,7 @@ impl AgentStore for DynamoStore {
                 break 'pages;
             }
             match out.last_evaluated_key() {
-                // A full page stops at the end of its batch rather than read the rest of the
-                // table to learn whether one more agent follows (the next page may then be
-                // empty: the last one).
+                // A full page ends with its batch (the next page may then be empty).
                 Some(lek) if !lek.is_empty() && records.len() == limit => {
                     more = true;
                     break;
@@ -430,8 +395,7 @@ impl AgentStore for DynamoStore {
         let json = serde_json::to_string(value)
             .map_err(|e| StoreError::Corrupt(format!("document: {e}")))?;
         let now = now_s();
-        // One UpdateItem: the version is incremented by DynamoDB itself, so an expired
-        // document's version carries on and a stale writer can never reuse a number.
+        // DynamoDB increments the version, so an expired document's carries on: none is reused.
         let mut update =
             "SET #doc = :doc, #version = if_not_exists(#version, :zero) + :one".to_string();
         update.push_str(if expires_at.is_some() {
@@ -458,8 +422,7 @@ impl AgentStore for DynamoStore {
             request = request.expression_attribute_values(":expires_at", n(t));
         }
         request = if expected_version == 0 {
-            // Absent, or present but expired: TTL deletion is lazy, so an expired document
-            // still physically there must not block a new one.
+            // Absent, or present but expired (TTL deletion is lazy).
             request
                 .condition_expression("attribute_not_exists(#pk) OR #expires_at < :now")
                 .expression_attribute_names("#pk", attr::PK)

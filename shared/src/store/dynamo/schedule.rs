@@ -1,11 +1,6 @@
-//! Schedule items in DynamoDB (docs/table.md, "Schedules"): `pk = SCHEDULE#<kind>#<agent_id>`,
-//! `sk = SCHEDULE`, the schedule as JSON in `doc`, and — only while something is due — the
-//! sparse index keys `due_pk = DUE`, `due_at` (epoch ms), so the tick's query of `by_due`
-//! reads the due schedules and nothing else.
-//!
-//! One partition key for the whole index: a tick asks "everything due by now" in one ordered
-//! query. Its write rate is the schedules' (a few writes per occurrence), far under a
-//! partition's 1,000 writes a second; shard `due_pk` if that ever changes.
+//! Schedule items in DynamoDB (docs/table.md, "Schedules"): the schedule as JSON in `doc`, and
+//! the sparse `by_due` keys (`due_pk = DUE`, `due_at`) only while something is due. One partition
+//! key lets a tick ask for all that is due in one query, far under a partition's write limit.
 
 use std::collections::HashMap;
 
@@ -41,10 +36,8 @@ fn from_item(item: &Item) -> Result<ScheduleRecord, StoreError> {
     Ok(record)
 }
 
-/// The write of a schedule item at `expected_version` (0: none yet), as one `UpdateItem`'s
-/// expressions: the document, DynamoDB's own `version + 1`, and the index keys set or removed
-/// with the document, so the index never shows a due time the item does not have. Used alone
-/// (a tick's write) and in a transaction with the agent record (`set_schedule`).
+/// A schedule item's write at `expected_version` (0: none yet): the document, `version + 1`,
+/// and the index keys set or removed with it, so the index never shows a due time the item lacks.
 struct ItemWrite {
     update: String,
     condition: &'static str,
@@ -174,8 +167,7 @@ impl ScheduleStore for DynamoStore {
     ) -> Result<Option<ScheduleRecord>, StoreError> {
         let key = &agent.key;
         let now = timestamp::now_s();
-        // The agent record: its summary, under a CAS on the version read, never on a
-        // tombstone.
+        // The agent record: its summary, under a CAS on the version read, never on a tombstone.
         let mut expr = Expr::default();
         let condition = condition_expression(&mut expr, &Condition::Version(agent.version), now);
         let state = expr.name(attr::STATE);
@@ -194,8 +186,8 @@ impl ScheduleStore for DynamoStore {
             .set_expression_attribute_values(Some(expr.values))
             .build()
             .map_err(|e| StoreError::Corrupt(format!("schedule transaction: {e}")))?;
-        // The schedule item, under a CAS on its version (none: absent): an `UpdateItem` or a
-        // `DeleteItem`, the actions the functions' roles already allow on schedule items.
+        // The schedule item under a CAS on its version: `UpdateItem` or `DeleteItem`, which the
+        // functions' roles already allow.
         let written = schedule.map(|record| {
             let mut written = record.clone();
             written.key = Some(key.clone());

@@ -1,21 +1,16 @@
-//! The AWS SDK configuration every client here starts from: the HTTP client, the timeouts and,
-//! for the CLI and the tests, the SDK's whole default chain.
+//! The AWS SDK configuration every client here starts from: HTTP client, timeouts, default chain.
 
 use aws_config::BehaviorVersion;
 use aws_smithy_http_client::tls::{rustls_provider::CryptoMode, Provider};
 
-/// The AWS SDK's configuration loader every client here starts from: the default credential,
-/// region and endpoint chain, over the SDK's hyper 1 HTTPS client on rustls with ring, the
-/// crypto provider reqwest (the AgentKit client) uses too, so a binary carries one TLS stack.
-///
-/// aws-config and aws-sdk-dynamodb are built without their default features (the legacy
-/// hyper 0.14 client, and a default client on aws-lc), so a loader that is not given this HTTP
-/// client has none: build every SDK configuration from here.
+/// The SDK's configuration loader: the default chain over hyper 1 HTTPS on rustls with ring (as
+/// reqwest: one TLS stack). The SDK crates are built without default features, so a loader not
+/// given this HTTP client has none: build every SDK configuration from here.
 pub fn sdk_defaults() -> aws_config::ConfigLoader {
     aws_config::defaults(BehaviorVersion::latest()).http_client(https_client())
 }
 
-/// Per attempt 3 s, the whole call with the SDK's retries 8 s (why: [`DynamoStore::from_env`]).
+/// Per attempt 3 s, the whole call with the SDK's retries 8 s (why: [`super::DynamoStore::from_env`]).
 pub fn timeouts() -> aws_config::timeout::TimeoutConfig {
     aws_config::timeout::TimeoutConfig::builder()
         .connect_timeout(std::time::Duration::from_secs(2))
@@ -24,7 +19,6 @@ pub fn timeouts() -> aws_config::timeout::TimeoutConfig {
         .build()
 }
 
-/// The SDK's hyper 1 HTTPS client on rustls with ring (see [`sdk_defaults`]).
 pub fn https_client() -> aws_sdk_dynamodb::config::SharedHttpClient {
     aws_smithy_http_client::Builder::new()
         .tls_provider(Provider::Rustls(CryptoMode::Ring))

@@ -1,7 +1,6 @@
-//! The table's DynamoDB stream (`NEW_AND_OLD_IMAGES`): its records read as [`RecordChange`]s,
-//! whether a Lambda event source mapping delivered them (the announce function) or a local
-//! run polls them ([`TableStream`], `snapwake serve` on DynamoDB Local). Only agent records
-//! count; the other items of the table (schedules, documents, the budget's slots) are skipped.
+//! The table's DynamoDB stream (`NEW_AND_OLD_IMAGES`) read as [`RecordChange`]s, delivered by a
+//! Lambda event source mapping or polled by [`TableStream`] (`snapwake serve` on DynamoDB
+//! Local). Only agent records count; the table's other items are skipped.
 
 use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
@@ -14,9 +13,8 @@ use super::item::{attr, get_s, record_from_item, Item};
 use crate::aws_json::AwsJson;
 use crate::store::{keys, RecordChange, StoreError};
 
-/// The changes to agent records among `records` (the `Records` of a stream event or of
-/// `GetRecords`), in their order. A record whose image cannot be read is logged and skipped:
-/// it cannot be announced, and holding the stream back for it would hold every later change.
+/// The changes to agent records among `records`, in order. A record whose image cannot be
+/// read is logged and skipped: holding the stream back for it would hold every later change.
 pub fn changes_of(records: &[Value]) -> Vec<RecordChange> {
     records
         .iter()
@@ -128,19 +126,16 @@ pub struct TableStream {
     arn: String,
     /// Open iterators by shard; `None`: the shard is read to its end.
     shards: BTreeMap<String, Option<String>>,
-    /// The last sequence number read from each shard.
     read_to: HashMap<String, String>,
     parents: HashMap<String, String>,
     start_at: StartAt,
     opened: bool,
 }
 
-/// One call's limit.
 const CALL_TIMEOUT: Duration = Duration::from_secs(5);
 
 impl TableStream {
-    /// The stream of the table `store` writes to, at `endpoint` (DynamoDB Local's, or AWS's
-    /// `streams.dynamodb.<region>.amazonaws.com`), signed with `sdk`'s credentials.
+    /// The stream of the table `store` writes to, at `endpoint`, signed with `sdk`'s credentials.
     pub async fn open(
         store: &super::DynamoStore,
         sdk: &aws_config::SdkConfig,
@@ -213,8 +208,7 @@ impl TableStream {
                 if let Some(parent) = shard["ParentShardId"].as_str() {
                     self.parents.insert(id.to_string(), parent.to_string());
                 }
-                // Shards open when the reader opens start where it was asked to; any later one
-                // from its beginning.
+                // Shards open at the start begin where asked; any later one from its beginning.
                 let kind = match (self.opened, self.start_at) {
                     (false, StartAt::Now) => "LATEST",
                     _ => "TRIM_HORIZON",
@@ -280,9 +274,8 @@ impl TableStream {
             }
             let answer = match self.records(&iterator).await {
                 Ok(answer) => answer,
-                // An iterator that expired (15 minutes unused), or one DynamoDB Local took on
-                // an empty shard and then calls trimmed once other tables' writes moved its
-                // sequence on: taken again from the last record read.
+                // An iterator that expired (15 minutes unused), or one DynamoDB Local trimmed
+                // once other tables' writes moved its sequence on: taken again after the last read.
                 Err(e) if e.contains("TrimmedDataAccess") || e.contains("ExpiredIterator") => {
                     let iterator = self.iterator_after(&id).await?;
                     self.records(&iterator).await?

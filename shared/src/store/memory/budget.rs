@@ -1,5 +1,4 @@
-//! AgentKit budget items in memory: the same slots, the same conditions as DynamoDB's
-//! (`dynamo/budget.rs`), each a step under the memory store's one lock.
+//! AgentKit budget items in memory: the same slots and conditions as `dynamo/budget.rs`.
 
 use crate::store::{Reserved, Slowdown};
 
@@ -11,8 +10,7 @@ pub(super) struct Bucket {
 }
 
 impl Bucket {
-    /// Take the earliest slot at or after `now_ms`, one `interval_ms` after the last, unless it
-    /// is later than `latest_ms`.
+    /// Take the earliest slot at or after `now_ms`, `interval_ms` on, unless past `latest_ms`.
     pub(super) fn reserve(&mut self, now_ms: u64, interval_ms: u64, latest_ms: u64) -> Reserved {
         let slowdown = self.slowdown;
         let at_ms = self.next_at_ms.map_or(now_ms, |next| next.max(now_ms));

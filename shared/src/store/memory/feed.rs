@@ -1,14 +1,12 @@
-//! The memory store's change feed: what DynamoDB Streams is to the table. Each write to an
-//! agent record, its record before and after, numbered in the order made; the last
-//! [`FEED_KEEP`] are kept (a stream keeps 24 hours), so a reader that falls further behind
-//! misses changes, as one that reads a stream too late does.
+//! The memory store's change feed, what DynamoDB Streams is to the table: each agent record
+//! write, before and after, numbered in order. Only the last [`FEED_KEEP`] are kept (a stream
+//! keeps 24 hours), so a reader too far behind misses changes, as with a stream.
 
 use std::collections::VecDeque;
 
 use crate::domain::AgentRecord;
 use crate::store::RecordChange;
 
-/// Changes kept.
 pub const FEED_KEEP: usize = 100_000;
 
 #[derive(Default)]
@@ -24,8 +22,7 @@ impl Feed {
         self.last
     }
 
-    /// Up to `limit` changes made after the one numbered `after` (0: from the oldest kept),
-    /// oldest first; each change's `sequence` is its number.
+    /// Up to `limit` changes after number `after` (0: the oldest kept); `sequence` is the number.
     pub(super) fn after(&self, after: u64, limit: usize) -> Vec<RecordChange> {
         // Numbers are consecutive: the first wanted is found by subtraction.
         let first = self.changes.front().map_or(1, |(n, _, _)| *n);

@@ -1,5 +1,4 @@
-//! Schedule items in memory, with the same conditions and the same sparse-index order as
-//! DynamoDB's `by_due` (due time, then the item's key).
+//! Schedule items in memory, in `by_due`'s order (due time, then key), with DynamoDB's conditions.
 
 use super::MemoryStore;
 use crate::domain::{AgentKey, AgentRecord, ScheduleRecord, WakeState};

@@ -1,6 +1,4 @@
-//! What the holder settles before it resumes (docs/wake-protocol.md, "A wake, step by step"):
-//! step 2, reconcile (the session an earlier holder of this wake started; one stuck starting
-//! ended first), and step 4, which snapshot.
+//! Steps 2 (reconcile) and 4 (which snapshot) of the holder's path (docs/wake-protocol.md).
 
 use crate::agentkit::types::{DeleteSession, MetadataEntry, Session, Snapshot};
 use crate::agentkit::AgentKit;
@@ -16,9 +14,7 @@ use crate::timestamp::now_ms;
 use crate::wake::{WakeOutcome, Waking};
 
 impl<S: AgentStore, K: AgentKit> Waking<'_, '_, S, K> {
-    /// A session this wake's earlier holders started: by UserSessionId, or for an agent
-    /// without one after an unknown Resume (`resume_sent_at`), the one unclaimed session it
-    /// left (recognised by `metadata` too, when known).
+    /// A session earlier holders of this wake started: by UserSessionId, else an orphan.
     pub(in crate::wake) async fn find_started(
         &self,
         home: &Home,
@@ -48,8 +44,7 @@ impl<S: AgentStore, K: AgentKit> Waking<'_, '_, S, K> {
         }
     }
 
-    /// End a session that stayed starting past its readiness timeout, and confirm it is gone
-    /// before anything is resumed beside it.
+    /// End a session stuck starting past its readiness timeout, and confirm it is gone.
     pub(super) async fn end_stuck(
         &self,
         home: &Home,
@@ -79,9 +74,7 @@ impl<S: AgentStore, K: AgentKit> Waking<'_, '_, S, K> {
         }
     }
 
-    /// A reconcile that could not finish: a failed wake, unless a Resume is still unaccounted
-    /// for, which the failure of something else (a listing) never writes off: the lock is
-    /// handed over like after the holder's own unknown Resume (202).
+    /// A reconcile that could not finish: a failed wake, unless a Resume is unaccounted for (202).
     pub(super) async fn interrupted(
         &self,
         mut held: Held,
@@ -94,11 +87,8 @@ impl<S: AgentStore, K: AgentKit> Waking<'_, '_, S, K> {
         self.hand_over(held).await
     }
 
-    /// Step 4: the snapshot to wake from (docs/wake-protocol.md, "AgentKit keeps its own
-    /// time"); errors have given the lock back already. A newer snapshot still being made is
-    /// waited for within the request's wait (a later holder sees it listed too), then the agent
-    /// is left `waking` (`SNAPSHOT_IN_PROGRESS`). One not listed yet is waited for within the
-    /// deadline, even in a short request: only the record this holder replaced says it comes.
+    /// Step 4: the snapshot to wake from; errors have given the lock back. A snapshot being made is
+    /// waited for within the wait; one not listed yet, within the deadline.
     pub(super) async fn pick_snapshot(
         &self,
         held: &mut Held,
@@ -131,8 +121,7 @@ impl<S: AgentStore, K: AgentKit> Waking<'_, '_, S, K> {
                 now_ms(),
             );
             match choice {
-                // Ready at last, but too late in this request to send Resume: give the agent
-                // back, so the next caller wakes it at once (202 meanwhile, not a 503).
+                // Ready, too late to send Resume: give it back so the next caller wakes it at once.
                 Choice::Wake { .. }
                     if waited && deadline.remaining() < agents.agentkit.request_timeout() =>
                 {
@@ -183,10 +172,8 @@ impl<S: AgentStore, K: AgentKit> Waking<'_, '_, S, K> {
         }
     }
 
-    /// The snapshot to wake from is still being made, and this request's wait ends: the agent
-    /// stays `waking` (reason `SNAPSHOT_IN_PROGRESS`) until this request's wait ends (at least
-    /// one poll pause: a short request's storm lists once per pause, not once per caller), and
-    /// whoever asks after that looks again (202 meanwhile).
+    /// The snapshot is still being made: the agent stays `waking` at least one poll pause, so a
+    /// storm of short requests lists once per pause.
     async fn await_snapshot(
         &self,
         held: &mut Held,
@@ -221,8 +208,7 @@ impl<S: AgentStore, K: AgentKit> Waking<'_, '_, S, K> {
         }
     }
 
-    /// The snapshot of the agent's last session, when that session expired less than the
-    /// snapshot grace ago on a recoverable Tool: AgentKit may not list it yet.
+    /// The last session's snapshot, if it expired within the snapshot grace: maybe not listed yet.
     fn expected_snapshot(&self, before: Option<&AgentRecord>) -> Option<Expected> {
         let before = before?;
         let session_id = before.session_id.clone()?;
@@ -250,29 +236,19 @@ pub(super) fn snapshot_metadata(
         .unwrap_or_default()
 }
 
-/// What a wake that woke nothing gives the agent back as, once it has found no live session:
-/// asleep. A record that said awake had its session ended on AgentKit's clock, which this wake
-/// learned: announced as AgentKit's (a watcher told it woke must be told it no longer is). A
-/// change whose lease lapsed and that this wake took over may have followed an awake agent
-/// whose end nobody announced: announced too, as this wake's doing (at worst a watcher hears
-/// `asleep` of an agent that was asleep; never silence about one that was awake). The
-/// simulated deployment found the gap: a person's wake that took over another's lapsed wake
-/// of an agent whose 8 hours had ended, then too late in its request to send Resume, wrote
-/// `asleep` with no event.
+/// What a wake that found no live session gives back: asleep, announcing any end it learned.
 pub(super) fn nothing_woken(before: Option<&AgentRecord>, home: &Home) -> (WakeState, Changes) {
     let rested = before.map(|b| b.state);
     let mut changes = asleep_at(home);
     changes.announce = crate::lock::agent::announced_end(rested);
-    // The recorded session is the one found not live: forgotten, as a learned end does. A
-    // lapsed change's fields are its next caller's to read, as they always were.
+    // The recorded session is the one found not live: forgotten. A lapsed change's fields stay.
     if rested == Some(WakeState::Awake) {
         changes = crate::lock::agent::forget_session(changes);
     }
     (WakeState::Asleep, changes)
 }
 
-/// What a lock given back with nothing woken writes: no Resume on its way, and where the
-/// agent lives (it rests asleep there).
+/// What a lock given back with nothing woken writes: no Resume on its way, and where it rests.
 pub(super) fn asleep_at(home: &Home) -> Changes {
     Changes {
         resume_sent_at_ms: Some(None),
@@ -284,7 +260,7 @@ pub(super) fn asleep_at(home: &Home) -> Changes {
 /// What step 4 came to.
 #[allow(clippy::large_enum_variant)] // made once per wake, consumed at once
 pub(super) enum Picked {
-    /// Wake from this snapshot; `listing` is the agent's snapshots as just listed.
+    /// Wake from this snapshot; `listing`: the agent's snapshots just listed.
     Snapshot {
         snapshot: Snapshot,
         listing: Vec<Snapshot>,

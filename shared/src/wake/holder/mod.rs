@@ -1,7 +1,6 @@
-//! The winner's path (docs/wake-protocol.md, "A wake, step by step"), numbered below as there.
-//! Every step after the acquire is a fenced write, so that a holder stopped at any point leaves
-//! a record the next caller can finish from without a second Resume. Steps 2 and 4 are in
-//! `before_resume.rs`.
+//! The winner's path (docs/wake-protocol.md, "A wake, step by step"), numbered as there. Every step
+//! after the acquire is a fenced write, so a holder stopped anywhere leaves a record the next
+//! caller finishes without a second Resume. Steps 2 and 4 are in `before_resume.rs`.
 
 mod before_resume;
 
@@ -33,15 +32,14 @@ use before_resume::{asleep_at, nothing_woken, snapshot_metadata, Picked};
 pub(super) struct Recorded {
     pub session_id: String,
     pub snapshot_id: Option<String>,
-    /// The session as last seen (an adopted one), so the first poll is not repeated.
+    /// As last seen (an adopted session), so the first poll is not repeated.
     pub seen: Option<Session>,
     /// This wake started it (or a concurrent, earlier holder of this wake did).
     pub resumed: bool,
 }
 
 impl<S: AgentStore, K: AgentKit> Waking<'_, '_, S, K> {
-    /// Hold the agent through its wake. `session_ended`: the caller already saw the session of
-    /// the previous generation ended (no need to ask again).
+    /// Hold the agent through its wake. `session_ended`: the previous session is known ended.
     pub(super) async fn hold(
         &self,
         mut held: Held,
@@ -76,8 +74,7 @@ impl<S: AgentStore, K: AgentKit> Waking<'_, '_, S, K> {
                         return Err(self.fail(&mut held, err, Some(&previous)).await);
                     }
                     SessionPhase::Starting if was_stuck(before.as_ref()) => {
-                        // Still starting past its readiness timeout: a wake that already said
-                        // so ends it before it resumes again; otherwise say so now.
+                        // Stuck: end it if a wake said so already, else say so.
                         let ended = if before.as_ref().is_some_and(said_stuck) {
                             self.end_stuck(&home, &previous, deadline).await
                         } else {
@@ -107,8 +104,7 @@ impl<S: AgentStore, K: AgentKit> Waking<'_, '_, S, K> {
             };
         }
         if let Some(s) = adopted {
-            // A wake in flight (a holder that died, an unknown Resume) started it: it counts
-            // as woken. A session that simply was alive all along does not.
+            // Started by a wake in flight (a dead holder, an unknown Resume): it counts as woken.
             let resumed = before
                 .as_ref()
                 .is_some_and(|b| b.state == WakeState::Waking || b.resume_sent_at_ms.is_some());
@@ -143,8 +139,7 @@ impl<S: AgentStore, K: AgentKit> Waking<'_, '_, S, K> {
 
         // 4. Which snapshot.
         if home.retention == Retention::Temporary {
-            // Its session ended: if the record still said awake, that end is what this wake
-            // learned of AgentKit's clock, and is announced as such (nothing was kept).
+            // An ended session the record still said awake: announce that end as AgentKit's.
             if before.as_ref().is_some_and(|b| b.state == WakeState::Awake) {
                 let mut changes = asleep_at(&home);
                 crate::index_sync::learned_end(&mut changes, None);
@@ -157,8 +152,7 @@ impl<S: AgentStore, K: AgentKit> Waking<'_, '_, S, K> {
                 "a temporary agent cannot be woken once its session has ended".into(),
             ));
         }
-        // Boxed: choosing, and waiting for, the snapshot keeps listings and choices alive across
-        // awaits; inline they would make the holder's frame too large for a debug worker.
+        // Boxed: a large future (listings and choices live across awaits).
         let picked =
             Box::pin(self.pick_snapshot(&mut held, &home, before.as_ref(), listed.take())).await?;
         let (snapshot, listing) = match picked {
@@ -168,16 +162,13 @@ impl<S: AgentStore, K: AgentKit> Waking<'_, '_, S, K> {
         };
         let snapshot_id = snapshot.snapshot_id.clone().unwrap_or_default();
 
-        // 5. Enough time for one whole AgentKit request, or none is sent. The request's own
-        // deadline, not its wait: sending Resume is this caller's own step, whatever it waits.
+        // 5. Time for one whole AgentKit request by the deadline (not the wait), or none is sent.
         if deadline.remaining() < agents.agentkit.request_timeout() {
             self.give_back(&mut held, &home).await;
             return Err(Error::no_time_to("wake the agent"));
         }
 
-        // 6. Say a Resume is on its way before it is. The lease stays the short acquire lease
-        // until Resume has answered (record_and_poll, hand_over extend it): a marker whose
-        // Resume was never sent holds nobody up for long.
+        // 6. Say a Resume is on its way before it is; an unfollowed marker holds nobody long.
         let sent_at = now_ms();
         let changes = Changes {
             // The listing is current (taken under the lock): the index's copy of it.
@@ -193,9 +184,7 @@ impl<S: AgentStore, K: AgentKit> Waking<'_, '_, S, K> {
         match self.driver.lock.write(&mut held, changes).await {
             Ok(Written::Done(_)) => {}
             Ok(Written::Lost(r)) => return self.follow(r).await,
-            // The marker may or may not have landed, and no Resume was sent: take it back (a
-            // fenced write, which needs no re-read), so nobody waits out a Resume that never
-            // was. If even that fails, the record keeps at most the short acquire lease.
+            // Maybe landed, no Resume sent: take the marker back, lest anyone wait it out.
             Err(e) => {
                 tracing::warn!(agent = %key, error = %e, "could not confirm the Resume marker; taking it back");
                 self.give_back(&mut held, &home).await;
@@ -203,9 +192,7 @@ impl<S: AgentStore, K: AgentKit> Waking<'_, '_, S, K> {
             }
         }
 
-        // 7. Resume, ended (retries of a throttled attempt included) inside the window the
-        // marker opened: past `sent_at + ready_timeout` another holder takes this Resume for
-        // lost and sends its own, and a late retry of this one would start a second sandbox.
+        // 7. Resume, retries included, within the marker's window (after it, another resumes).
         let request = ResumeSessionFromSnapshot::new(&home.tool_id, &snapshot_id);
         crate::metrics::emit(crate::metrics::Record::of("wake").count("ResumesSent", 1));
         let since_sent = Duration::from_millis(now_ms().saturating_sub(sent_at));
@@ -233,8 +220,7 @@ impl<S: AgentStore, K: AgentKit> Waking<'_, '_, S, K> {
         };
         tracing::info!(agent = %key, %session_id, "wake: resumed");
         if self.target.user_session_id().is_none() {
-            // Nothing in AgentKit says whose this session is: the claim does
-            // (crate::locate::claims). A failed write only makes a later orphan search wait.
+            // Nothing in AgentKit says whose this session is: the claim does.
             let claimed = crate::locate::claims::claim(&agents.store, &home, &session_id, key);
             if let Err(e) = claimed.await {
                 tracing::warn!(agent = %key, error = %e, "could not claim the resumed session");
@@ -249,8 +235,7 @@ impl<S: AgentStore, K: AgentKit> Waking<'_, '_, S, K> {
         self.record_and_poll(held, &home, recorded, listing).await
     }
 
-    /// Record the session at once (the lease extended to the readiness timeout), then poll it
-    /// until Ready within the wait (a short request: once), as its one poller meanwhile.
+    /// Record the session (lease to the readiness timeout), then poll it until Ready.
     pub(super) async fn record_and_poll(
         &self,
         mut held: Held,
@@ -293,9 +278,7 @@ impl<S: AgentStore, K: AgentKit> Waking<'_, '_, S, K> {
         })
     }
 
-    /// A Resume whose outcome is unknown: the lock stays held (its lease already covers the
-    /// readiness timeout, `resume_sent_at` is recorded). A session that already shows up is
-    /// adopted at once; otherwise pollers may look for it as soon as this request ends.
+    /// A Resume of unknown outcome: keep the lock; adopt a session that shows up at once.
     pub(super) async fn unknown_resume(
         &self,
         held: Held,
@@ -324,11 +307,9 @@ impl<S: AgentStore, K: AgentKit> Waking<'_, '_, S, K> {
         self.hand_over(held).await
     }
 
-    /// Keep the lock, with its Resume unaccounted for, and let whoever asks next look for the
-    /// session it started (under a poll lease, `Step::Poll` of `Driver::watch`): this caller answers 202.
+    /// Keep the lock with the Resume unaccounted for; the next poller looks for its session (202).
     pub(super) async fn hand_over(&self, mut held: Held) -> Result<WakeOutcome, Error> {
-        // The record names the agent's Tool already (the write before the Resume did), so
-        // pollers know where to look.
+        // The record already names the Tool (the marker did), so pollers know where to look.
         let sent = held.record.resume_sent_at_ms.unwrap_or_else(now_ms);
         let changes = Changes {
             poll_until_ms: Some(0),
@@ -350,7 +331,7 @@ impl<S: AgentStore, K: AgentKit> Waking<'_, '_, S, K> {
         }
     }
 
-    /// The lock was lost (our lease ran out and somebody took the agent over): follow them.
+    /// The lock was lost to a takeover: follow the new holder.
     async fn follow(&self, record: Option<AgentRecord>) -> Result<WakeOutcome, Error> {
         let Some(record) = record else {
             return Err(Error::AgentNotFound);
@@ -363,9 +344,7 @@ impl<S: AgentStore, K: AgentKit> Waking<'_, '_, S, K> {
         })
     }
 
-    /// Record a failed wake and hand back the error to answer: the snapshot untouched, the
-    /// agent wakeable, and with `session_id` that session kept on the record (the next wake
-    /// looks at it first, never beside it).
+    /// Record a failed wake (`failed`) and hand back the error to answer.
     async fn fail(&self, held: &mut Held, err: Error, session_id: Option<&str>) -> Error {
         tracing::warn!(agent = %held.key, reason = %err, "wake failed");
         let changes = failed(err.code(), &err, session_id);
@@ -382,9 +361,7 @@ impl<S: AgentStore, K: AgentKit> Waking<'_, '_, S, K> {
     }
 }
 
-/// Where the agent lives, and the names its snapshot carries when the record has none yet (an
-/// agent first met asleep): every answer read from the record then names it as a listing
-/// would.
+/// Where the agent lives, plus its snapshot's names when the record has none (first met asleep).
 fn described(record: &AgentRecord, home: &Home, snapshot: &Snapshot) -> Description {
     let lacking = |recorded: &Option<String>, key: &str| match recorded {
         Some(_) => None,
@@ -397,8 +374,7 @@ fn described(record: &AgentRecord, home: &Home, snapshot: &Snapshot) -> Descript
     }
 }
 
-/// The previous generation left a session that should have been ready by now: a wake whose
-/// readiness lease lapsed (this caller could acquire over it), or one already recorded stuck.
+/// The previous generation's session should be ready by now: a lapsed wake, or one said stuck.
 fn was_stuck(before: Option<&AgentRecord>) -> bool {
     before.is_some_and(|b| {
         b.state == WakeState::Waking || (b.state == WakeState::Failed && said_stuck(b))
