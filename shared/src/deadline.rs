@@ -85,10 +85,6 @@ impl Budget {
         }
     }
 
-    pub fn waiting_throughout(work: Deadline) -> Self {
-        Budget { work, wait: work }
-    }
-
     /// [`REQUEST_BUDGET`] cut as [`Deadline::for_request`] does, waiting at most `wait`.
     pub fn for_request(request: &Request, wait: Duration) -> Self {
         Budget::new(Deadline::for_request(request, REQUEST_BUDGET), wait)

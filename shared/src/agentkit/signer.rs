@@ -124,10 +124,6 @@ pub fn canonical_query(query: &[(&str, &str)]) -> String {
         .join("&")
 }
 
-pub fn is_signed_header(lower_name: &str) -> bool {
-    matches!(lower_name, "content-type" | "content-md5" | "host") || lower_name.starts_with("x-")
-}
-
 /// The canonical request over exactly the signed `(lower-case name, value)` headers, any order.
 pub fn canonical_request(
     method: &str,
