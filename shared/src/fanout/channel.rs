@@ -136,7 +136,16 @@ impl DueChannel {
         F: Fn(DueOccurrence) -> Fut,
         Fut: Future<Output = bool>,
     {
-        let mut receiver = self.inner.receiver.lock().await;
+        // Another consumer working the channel works its messages too: wait for it, but not past
+        // a deadline.
+        let lock = self.inner.receiver.lock();
+        let mut receiver = match until {
+            Until::IdleOr(d) => match tokio::time::timeout_at(d.instant(), lock).await {
+                Ok(receiver) => receiver,
+                Err(_) => return,
+            },
+            _ => lock.await,
+        };
         let mut running: FuturesUnordered<Fut> = FuturesUnordered::new();
         loop {
             let idle = running.is_empty()
@@ -213,6 +222,32 @@ mod tests {
         assert!(late.1 >= Duration::from_millis(1_900), "{seen:?}");
         assert_eq!(channel.counts().sent, 4);
         assert_eq!(channel.counts().delayed, 1);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_drain_until_a_deadline_leaves_a_later_follow_up_for_the_next() {
+        let channel = DueChannel::new();
+        let soon = due("a", 5).follow_up(Duration::from_secs(1));
+        let late = due("b", 5).follow_up(Duration::from_secs(10));
+        channel.send(&[due("c", 0), soon, late]);
+        let seen = Mutex::new(Vec::new());
+        let handle = |m: DueOccurrence| {
+            let seen = &seen;
+            async move {
+                seen.lock().unwrap().push(m.agent.agent_id.clone());
+                true
+            }
+        };
+        let until = Deadline::after(Duration::from_secs(5));
+        channel.drain_until(8, until, handle).await;
+        assert!(
+            until.is_past(),
+            "it waited for the follow-up due within its time"
+        );
+        assert_eq!(*seen.lock().unwrap(), ["c", "a"], "the later one not yet");
+        // The next drain finds it, once its delay is over.
+        channel.drain(8, handle).await;
+        assert_eq!(*seen.lock().unwrap(), ["c", "a", "b"]);
     }
 
     #[tokio::test(start_paused = true)]

@@ -85,10 +85,10 @@ pub fn wake_lead_ms(
 ) -> u64 {
     let readiness = readiness_ms.unwrap_or(PRIOR_READINESS_MS);
     let per_second = u64::from(wakes_per_second.max(1));
-    let per_tick = (per_second * TICK_PERIOD_MS / 1000).max(1);
     let (sends, per_wake) = SENDS_PER_WAKE;
     let due = (due_that_minute as u64 * sends).div_ceil(per_wake);
-    let budget = (due / per_tick) * TICK_PERIOD_MS + ((due % per_tick) * 1000).div_ceil(per_second);
+    // The consumers send the whole minute through: the sends at the budget's rate.
+    let budget = (due * 1000).div_ceil(per_second);
     (readiness + budget + MARGIN_MS + TICK_PERIOD_MS - 1).min(LONGEST_LEAD_MS)
 }
 
