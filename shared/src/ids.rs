@@ -9,7 +9,7 @@ thread_local! {
 }
 
 /// From now on, the ids made on this thread are drawn from `seed`, and so are the retry
-/// jitter's waits (fastrand's generator of this thread, `crate::agentkit::retry`).
+/// jitter's waits (fastrand's generator of this thread, `crate::agentkit::answer`).
 pub fn seed_this_thread(seed: u64) {
     SEEDED.with(|s| *s.borrow_mut() = Some(fastrand::Rng::with_seed(seed)));
     fastrand::seed(seed.rotate_left(32) ^ 0x5eed_5eed);

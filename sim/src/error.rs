@@ -21,7 +21,7 @@
 
 use axum::http::StatusCode;
 
-use snapwake::agentkit::codes::{NOT_FOUND, SIGNATURE_DOES_NOT_MATCH, THROTTLED};
+use snapwake::agentkit::answer::{NOT_FOUND, SIGNATURE_DOES_NOT_MATCH, THROTTLED};
 
 /// An error answered by the simulator (an AgentKit error envelope), or refused by a seed call.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]

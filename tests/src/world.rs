@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use snapwake::agentkit::retry::RetryPolicy;
+use snapwake::agentkit::answer::RetryPolicy;
 use snapwake::agentkit::types::MetadataEntry;
 use snapwake::agentkit::AgentKitClient;
 use snapwake::agentkit::{AgentKitConfig, CredentialsSource};

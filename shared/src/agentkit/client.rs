@@ -7,12 +7,12 @@ use std::time::Duration;
 use reqwest::Url;
 use time::OffsetDateTime;
 
-use super::bounded::MAX_ANSWER_BYTES;
+use super::answer::Reread;
+use super::answer::RetryPolicy;
+use super::answer::MAX_ANSWER_BYTES;
+use super::answer::{self, Envelope};
 use super::call_budget::{take_slot, CallBudget};
 use super::credentials::REREAD_INTERVAL;
-use super::envelope::{self, Envelope};
-use super::error::Reread;
-use super::retry::RetryPolicy;
 use super::rotation::{AfterRefusal, CredentialsCell};
 use super::signer::{self, Credentials};
 use super::transport::{Https, NoAnswer, Outgoing, Transport};
@@ -385,8 +385,8 @@ impl AgentKitClient {
         let (status, retry_after, bytes) = (answered.status, answered.retry_after, answered.body);
         tracing::debug!(action = A::NAME, region, status, "agentkit answered");
         read_envelope::<A>(status, &bytes).map_err(|error| {
-            let retryable = envelope::is_retry_status(status)
-                || matches!(error, AgentKitError::Throttled { .. });
+            let retryable =
+                answer::is_retry_status(status) || matches!(error, AgentKitError::Throttled { .. });
             // Only a 429 or a throttling code says AgentKit refused before acting; any 5xx (a
             // bare 503 too) may come after it acted: not resent unless idempotent
             // (docs/wake-protocol.md).
@@ -423,7 +423,7 @@ fn read_envelope<A: Action>(status: u16, bytes: &[u8]) -> Result<A::Output, Agen
     match parsed {
         Ok(env) => {
             if let Some(err) = env.response_metadata.error {
-                return Err(envelope::classify(
+                return Err(answer::classify(
                     A::NAME,
                     status,
                     Some(err.code.as_str()),
@@ -431,7 +431,7 @@ fn read_envelope<A: Action>(status: u16, bytes: &[u8]) -> Result<A::Output, Agen
                 ));
             }
             if !(200..300).contains(&status) {
-                return Err(envelope::classify(A::NAME, status, None, ""));
+                return Err(answer::classify(A::NAME, status, None, ""));
             }
             Ok(env.result.unwrap_or_default())
         }
@@ -439,7 +439,7 @@ fn read_envelope<A: Action>(status: u16, bytes: &[u8]) -> Result<A::Output, Agen
             action: A::NAME,
             detail: format!("unreadable envelope: {e}"),
         }),
-        Err(_) => Err(envelope::classify(A::NAME, status, None, "")),
+        Err(_) => Err(answer::classify(A::NAME, status, None, "")),
     }
 }
 

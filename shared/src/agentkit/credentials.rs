@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use super::bounded::read_bounded;
+use super::answer::read_bounded;
 use super::signer::Credentials;
 use super::AgentKitError;
 use crate::agentkit::CredentialsSource;

@@ -11,8 +11,8 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use super::answer::Reread;
 use super::credentials::{self, REREAD_TIMEOUT};
-use super::error::Reread;
 use super::settings::CredentialsSource;
 use super::signer::Credentials;
 use crate::deadline::Deadline;

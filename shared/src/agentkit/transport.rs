@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use reqwest::header::{HeaderValue, RETRY_AFTER};
 
-use super::bounded::{read_bounded, Unread};
-use super::retry::parse_retry_after;
+use super::answer::parse_retry_after;
+use super::answer::{read_bounded, Unread};
 
 /// One request, signed and ready to go.
 #[derive(Clone, Debug)]

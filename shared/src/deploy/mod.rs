@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::agentkit::retry::RetryPolicy;
+use crate::agentkit::answer::RetryPolicy;
 use crate::agentkit::AgentKit;
 use crate::deadline::Deadline;
 use crate::domain::ToolRegistry;

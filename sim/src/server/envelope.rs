@@ -7,7 +7,7 @@ use axum::Json;
 use serde_json::Value;
 
 use crate::error::SimError;
-use snapwake::agentkit::envelope::{ApiError, Envelope, ResponseMetadata};
+use snapwake::agentkit::answer::{ApiError, Envelope, ResponseMetadata};
 
 pub(super) fn respond(mut meta: ResponseMetadata, outcome: Result<Value, SimError>) -> Response {
     match outcome {

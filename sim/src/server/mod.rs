@@ -28,7 +28,7 @@ use super::error::SimError;
 use crate::control::SimControl;
 use auth::authenticate;
 use envelope::respond;
-use snapwake::agentkit::envelope::ResponseMetadata;
+use snapwake::agentkit::answer::ResponseMetadata;
 use snapwake::agentkit::signer;
 use snapwake::agentkit::types::API_VERSION;
 

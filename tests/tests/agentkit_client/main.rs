@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use snapwake::agentkit::retry::RetryPolicy;
+use snapwake::agentkit::answer::RetryPolicy;
 use snapwake::agentkit::types::*;
 use snapwake::agentkit::{list_all, AgentKitClient, AgentKitError, Credentials, Pager};
 use snapwake::agentkit::{AgentKitConfig, CredentialsSource};
