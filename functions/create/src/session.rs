@@ -1,7 +1,7 @@
 //! The AgentKit side of a create: CreateSession with its region fallback, the reconcile that
 //! follows an answer whose outcome is unknown, and reading the new session back.
 
-use snapwake::agentkit::pagination::AGENT_SESSION_PAGES;
+use snapwake::agentkit::port::AGENT_SESSION_PAGES;
 use snapwake::agentkit::types::{
     newest_session, CreateSession, Filter, GetSession, ListSessions, MetadataEntry, Session,
 };

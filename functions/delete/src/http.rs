@@ -15,7 +15,7 @@
 //! - A tombstoned agent answers 204 to both routes (its snapshots went with it).
 
 use lambda_http::{Body, Request, Response};
-use snapwake::agentkit::pagination::AGENT_SNAPSHOT_PAGES;
+use snapwake::agentkit::port::AGENT_SNAPSHOT_PAGES;
 use snapwake::agentkit::types::{ListSessionSnapshots, Snapshot};
 use snapwake::agentkit::{list_all, AgentKit};
 use snapwake::deadline::Deadline;

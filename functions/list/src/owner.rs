@@ -16,7 +16,7 @@
 //! (temporary and recoverable), each session kept only when its UserSessionId belongs to the
 //! owner (metadata is free text; the id is the proof).
 
-use snapwake::agentkit::pagination::AGENT_SESSION_PAGES;
+use snapwake::agentkit::port::AGENT_SESSION_PAGES;
 use snapwake::agentkit::types::{ListSessionSnapshots, Session, Snapshot, MAX_PAGE_SIZE};
 use snapwake::agentkit::{AgentKit, Pager};
 use snapwake::deadline::Deadline;

@@ -1,12 +1,17 @@
 //! The AgentKit port: what the wake protocol and handlers need of AgentKit, so tests can wrap
 //! the real client (to stop a holder at a chosen step, say) with no hook in production code.
+//!
+//! Walking `NextToken` listings, guarded so a misbehaving one cannot loop or eat a Lambda's
+//! budget: a repeated token is an error, and so is a listing past the caller's page cap.
 
-use std::future::Future;
-use std::time::Duration;
-
-use super::types::Action;
+use super::types::{
+    Action, ListSessionSnapshots, ListSessions, ListTools, Session, Snapshot, Tool, MAX_PAGE_SIZE,
+};
 use super::{AgentKitClient, AgentKitError};
 use crate::deadline::Deadline;
+use std::collections::HashSet;
+use std::future::Future;
+use std::time::Duration;
 
 pub trait AgentKit: Send + Sync + 'static {
     /// Call `request` in `region` within `deadline` (retries included).
@@ -65,5 +70,193 @@ impl<T: AgentKit> AgentKit for std::sync::Arc<T> {
 
     fn request_timeout(&self) -> Duration {
         (**self).request_timeout()
+    }
+}
+
+/// Pages of one agent's sessions read: it has at most one live session, so more is a fault.
+pub const AGENT_SESSION_PAGES: usize = 20;
+
+/// Pages of one agent's snapshots read: retention keeps few, but a delete must find them all.
+pub const AGENT_SNAPSHOT_PAGES: usize = 100;
+
+/// A listing action that pages with `NextToken`.
+pub trait Paged: Action + Clone + 'static {
+    type Item: Send;
+    fn set_next_token(&mut self, token: Option<String>);
+    fn set_page_size(&mut self, size: u32);
+    fn into_page(output: Self::Output) -> (Vec<Self::Item>, Option<String>);
+}
+
+impl Paged for ListSessions {
+    type Item = Session;
+    fn set_next_token(&mut self, token: Option<String>) {
+        self.next_token = token;
+    }
+    fn set_page_size(&mut self, size: u32) {
+        self.max_results = Some(size);
+    }
+    fn into_page(o: Self::Output) -> (Vec<Session>, Option<String>) {
+        (o.session_infos, o.next_token)
+    }
+}
+
+impl Paged for ListSessionSnapshots {
+    type Item = Snapshot;
+    fn set_next_token(&mut self, token: Option<String>) {
+        self.next_token = token;
+    }
+    fn set_page_size(&mut self, size: u32) {
+        self.max_results = Some(size);
+    }
+    fn into_page(o: Self::Output) -> (Vec<Snapshot>, Option<String>) {
+        (o.snapshots, o.next_token)
+    }
+}
+
+impl Paged for ListTools {
+    type Item = Tool;
+    fn set_next_token(&mut self, token: Option<String>) {
+        self.next_token = token;
+    }
+    fn set_page_size(&mut self, size: u32) {
+        self.max_results = Some(size);
+    }
+    fn into_page(o: Self::Output) -> (Vec<Tool>, Option<String>) {
+        (o.tools, o.next_token)
+    }
+}
+
+/// Pages of one listing in one region, fetched on demand.
+pub struct Pager<'c, K: AgentKit, A: Paged> {
+    client: &'c K,
+    region: String,
+    request: A,
+    seen: HashSet<String>,
+    pages: usize,
+    page_cap: usize,
+    next: Option<String>,
+    done: bool,
+}
+
+impl<'c, K: AgentKit, A: Paged> Pager<'c, K, A> {
+    /// Page `request` in `region`, at most `page_cap` pages, from its own `NextToken` (a cursor).
+    pub fn new(client: &'c K, region: &str, request: A, page_cap: usize) -> Self {
+        Pager {
+            client,
+            region: region.to_string(),
+            request,
+            seen: HashSet::new(),
+            pages: 0,
+            page_cap,
+            next: None,
+            done: false,
+        }
+    }
+
+    /// The next page's token (`None` before the first and at the end): a caller's cursor.
+    pub fn next_token(&self) -> Option<&str> {
+        self.next.as_deref()
+    }
+
+    pub fn is_done(&self) -> bool {
+        self.done
+    }
+
+    pub async fn next_page(
+        &mut self,
+        deadline: Deadline,
+    ) -> Result<Option<Vec<A::Item>>, AgentKitError> {
+        if self.done {
+            return Ok(None);
+        }
+        if self.pages >= self.page_cap {
+            return Err(AgentKitError::InvalidResponse {
+                action: A::NAME,
+                detail: format!("listing has more than {} pages", self.page_cap),
+            });
+        }
+        let out = self
+            .client
+            .call(&self.region, &self.request, deadline)
+            .await?;
+        self.pages += 1;
+        let (items, token) = A::into_page(out);
+        match token.filter(|t| !t.is_empty()) {
+            None => {
+                self.done = true;
+                self.next = None;
+            }
+            Some(t) => {
+                if !self.seen.insert(t.clone()) {
+                    return Err(AgentKitError::InvalidResponse {
+                        action: A::NAME,
+                        detail: "NextToken repeated: the listing would loop".into(),
+                    });
+                }
+                self.next = Some(t.clone());
+                self.request.set_next_token(Some(t));
+            }
+        }
+        Ok(Some(items))
+    }
+}
+
+/// Every item of a listing in `region`, at most `page_cap` pages of the largest size.
+pub async fn list_all<K: AgentKit, A: Paged>(
+    client: &K,
+    region: &str,
+    mut request: A,
+    page_cap: usize,
+    deadline: Deadline,
+) -> Result<Vec<A::Item>, AgentKitError> {
+    request.set_page_size(MAX_PAGE_SIZE);
+    let mut pager = Pager::new(client, region, request, page_cap);
+    let mut all = Vec::new();
+    while let Some(items) = pager.next_page(deadline).await? {
+        all.extend(items);
+    }
+    Ok(all)
+}
+
+#[cfg(test)]
+mod pagination_tests {
+    use super::*;
+    use crate::agentkit::types::ListToolsResult;
+    use std::time::Duration;
+
+    /// A service that always answers the same NextToken: a listing that would never end.
+    struct Looping;
+
+    impl AgentKit for Looping {
+        async fn call<A: Action + 'static>(
+            &self,
+            _region: &str,
+            _request: &A,
+            _deadline: Deadline,
+        ) -> Result<A::Output, AgentKitError> {
+            let page = ListToolsResult {
+                tools: vec![Tool::default()],
+                next_token: Some("same".into()),
+            };
+            serde_json::from_value(serde_json::to_value(page).unwrap()).map_err(|e| {
+                AgentKitError::InvalidResponse {
+                    action: A::NAME,
+                    detail: e.to_string(),
+                }
+            })
+        }
+
+        fn regions(&self) -> &[String] {
+            &[]
+        }
+    }
+
+    #[tokio::test]
+    async fn a_repeated_next_token_is_an_error_not_a_loop() {
+        let deadline = Deadline::after(Duration::from_secs(5));
+        let err = list_all(&Looping, "r", ListTools::default(), 100, deadline)
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains("NextToken repeated"), "{err}");
     }
 }

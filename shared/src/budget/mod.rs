@@ -14,7 +14,7 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use crate::agentkit::call_budget::BudgetFuture;
+use crate::agentkit::client::BudgetFuture;
 use crate::agentkit::limits::limit_of;
 use crate::agentkit::{CallBudget, NoSlot, RateLimits};
 use crate::deadline::Deadline;

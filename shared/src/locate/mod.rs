@@ -5,7 +5,7 @@
 pub mod claims;
 pub mod sessions;
 
-use crate::agentkit::pagination::AGENT_SNAPSHOT_PAGES;
+use crate::agentkit::port::AGENT_SNAPSHOT_PAGES;
 use crate::agentkit::types::{Filter, ListSessionSnapshots, ListSessions, Session, Snapshot};
 use crate::agentkit::{list_all, AgentKit, AgentKitError, Pager};
 use crate::deadline::Deadline;

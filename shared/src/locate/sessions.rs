@@ -2,7 +2,7 @@
 //! agent's exact UserSessionId: a wake never acts on another agent's session or snapshot.
 
 use super::{snapshots_on, Home};
-use crate::agentkit::pagination::AGENT_SESSION_PAGES;
+use crate::agentkit::port::AGENT_SESSION_PAGES;
 use crate::agentkit::types::{
     metadata_value, newest_session, Filter, GetSession, ListSessions, MetadataEntry, Session,
     Snapshot,

@@ -135,7 +135,7 @@ impl<S: AgentStore, K: AgentKit> Sleeping<'_, '_, S, K> {
             session_id: Some(session_id.to_string()),
             ..ListSessionSnapshots::default()
         };
-        let pages = crate::agentkit::pagination::AGENT_SNAPSHOT_PAGES;
+        let pages = crate::agentkit::port::AGENT_SNAPSHOT_PAGES;
         let listing = list_all(self.agents.agentkit, &home.region, request, pages, deadline);
         let listing = listing.await?;
         let skew = self.agents.settings.lock.skew_margin;

@@ -46,7 +46,7 @@ mod snapshots;
 
 pub use decision::{decide, Decision};
 use decision::{resting, Resting};
-use snapwake::agentkit::pagination::{
+use snapwake::agentkit::port::{
     AGENT_SESSION_PAGES as SESSION_PAGES, AGENT_SNAPSHOT_PAGES as SNAPSHOT_PAGES,
 };
 
