@@ -1,9 +1,19 @@
-//! The agent view: what the API says about one agent, from AgentKit's truth plus the agent
-//! record. It has no field that could hold a session `Endpoint` or a credential.
-
-use serde::{Deserialize, Serialize};
+//! An agent, in the order this file defines it:
+//!
+//! - the view: what the API says about one agent, from AgentKit's truth plus the record; it
+//!   has no field that could hold a session `Endpoint` or a credential;
+//! - the record: snapwake's own memory of an agent (owner, how to show it) and its wake lock
+//!   (docs/wake-protocol.md); AgentKit stays the truth about sessions and snapshots;
+//! - the key: its kind and its id, the key of its record and of everything about it;
+//! - how AgentKit's session and snapshot statuses read, classified once here
+//!   (docs/wake-protocol.md, "AgentKit keeps its own time"). Statuses are free strings in any
+//!   case and the set is open: anything unrecognised is [`SessionPhase::Unknown`], "something is
+//!   there, we do not know what", never mistaken for "no session".
 
 use super::kind::{Kind, Retention};
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::str::FromStr;
 
 /// The state a person sees (docs/http-api.md, "The agent view").
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -138,6 +148,342 @@ pub struct AgentView {
     pub schedule: Option<super::schedule::ScheduleView>,
 }
 
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum WakeState {
+    /// Nothing in flight (also what a missing record reads as).
+    Asleep,
+    Waking,
+    Awake,
+    /// The last resume failed; the agent is still wakeable.
+    Failed,
+    Deleting,
+    /// Deleted: the tombstone answers 410 until it expires.
+    Gone,
+    /// A create holds the agent around CreateSession.
+    Creating,
+    /// A sleep holds the agent: snapshot, wait until it is Ready, end the session.
+    Sleeping,
+}
+
+impl WakeState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WakeState::Asleep => "asleep",
+            WakeState::Waking => "waking",
+            WakeState::Awake => "awake",
+            WakeState::Failed => "failed",
+            WakeState::Deleting => "deleting",
+            WakeState::Gone => "gone",
+            WakeState::Creating => "creating",
+            WakeState::Sleeping => "sleeping",
+        }
+    }
+
+    /// States that hold the lock while their lease lives.
+    pub fn is_held(self) -> bool {
+        matches!(
+            self,
+            WakeState::Waking | WakeState::Deleting | WakeState::Creating | WakeState::Sleeping
+        )
+    }
+
+    /// What a 409 says about the operation holding the agent in this state.
+    pub fn holder_detail(self) -> &'static str {
+        match self {
+            WakeState::Waking => "a wake holds the agent",
+            WakeState::Deleting => "a delete holds the agent",
+            WakeState::Creating => "the agent is being created",
+            WakeState::Sleeping => "the agent is being put to sleep",
+            _ => "another operation holds the agent",
+        }
+    }
+}
+
+impl fmt::Display for WakeState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for WakeState {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        [
+            WakeState::Asleep,
+            WakeState::Waking,
+            WakeState::Awake,
+            WakeState::Failed,
+            WakeState::Deleting,
+            WakeState::Gone,
+            WakeState::Creating,
+            WakeState::Sleeping,
+        ]
+        .into_iter()
+        .find(|w| w.as_str() == s)
+        .ok_or_else(|| format!("unknown wake state {s:?}"))
+    }
+}
+
+/// Who owns the agent, where it lives, how to show it: a `describe` write's `Some` fields win.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Description {
+    pub owner: Option<String>,
+    /// The owner index key derived from the UserSessionId (`None` for ownerless agents).
+    pub owner_key: Option<String>,
+    pub display_name: Option<String>,
+    pub created_by: Option<String>,
+    pub retention: Option<Retention>,
+    pub tool_id: Option<String>,
+    pub region: Option<String>,
+    pub created_at: Option<String>,
+}
+
+impl Description {
+    pub fn overlay(&mut self, other: &Description) {
+        fn set<T: Clone>(mine: &mut Option<T>, theirs: &Option<T>) {
+            if theirs.is_some() {
+                mine.clone_from(theirs);
+            }
+        }
+        set(&mut self.owner, &other.owner);
+        set(&mut self.owner_key, &other.owner_key);
+        set(&mut self.display_name, &other.display_name);
+        set(&mut self.created_by, &other.created_by);
+        set(&mut self.retention, &other.retention);
+        set(&mut self.tool_id, &other.tool_id);
+        set(&mut self.region, &other.region);
+        set(&mut self.created_at, &other.created_at);
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AgentRecord {
+    pub key: AgentKey,
+    pub description: Description,
+
+    pub state: WakeState,
+    /// Random token of the invocation holding the lock.
+    pub holder: Option<String>,
+    /// +1 on every acquire: a holder's writes are fenced by the value it acquired.
+    pub fence: u64,
+    pub lease_until_ms: u64,
+    pub snapshot_id: Option<String>,
+    pub session_id: Option<String>,
+    /// AgentKit's `ExpireAt`: an `awake` record past it is known asleep without asking AgentKit.
+    pub session_expire_at: Option<String>,
+    /// AgentKit's `CreatedAt`, so an answer read from the record shows it as a listing would.
+    pub session_created_at: Option<String>,
+    /// When the recorded session was last seen active by AgentKit (epoch ms; 0: never).
+    pub verified_at_ms: u64,
+    /// When a Resume was (about to be) sent and its outcome is not known yet (epoch ms).
+    pub resume_sent_at_ms: Option<u64>,
+    /// When a create's CreateSession was (about to be) sent, outcome unknown (epoch ms). Until
+    /// the readiness timeout after it, an empty listing is no proof: no second CreateSession.
+    pub create_sent_at_ms: Option<u64>,
+    /// Until when one caller polls AgentKit; the others watch the record (epoch ms; 0: nobody).
+    pub poll_until_ms: u64,
+    /// The poll lease's holder, a token new at every take: a same-millisecond loser learns it.
+    pub poller: Option<String>,
+    /// When the awaited AgentKit work began (epoch ms, 0: none): polls space out from there.
+    pub awaited_since_ms: u64,
+    pub error: Option<String>,
+    /// The snapshots as last seen (newest first), for an admin page of everyone.
+    pub snapshots: Vec<SnapshotView>,
+    /// The schedule as views show it; the schedule item is the tick's truth.
+    pub schedule: Option<super::schedule::ScheduleSummary>,
+    /// +1 on every write; the ETag.
+    pub version: u64,
+    pub updated_at: Option<String>,
+    /// Epoch seconds after which the record reads as absent (tombstones, TTL).
+    pub expires_at: Option<i64>,
+    /// The trigger of the acquire that started the change holding (or last holding) the agent:
+    /// the change is announced as its doing, whoever settles it.
+    pub started_by: Option<super::event::Trigger>,
+    /// The state change the last write was, if any: what the change stream announces.
+    pub announced: Option<super::event::Announcement>,
+}
+
+impl AgentRecord {
+    /// Where the agent rests: its state and what its last wake or sleep left. Wakes, sleeps and
+    /// keepalives move it; writes that only describe or verify do not. SHA-256, so stable
+    /// across builds: the ticks keep it on the schedule item (docs/schedules.md).
+    pub fn rest_mark(&self) -> u64 {
+        use sha2::{Digest, Sha256};
+        let mut hash = Sha256::new();
+        for part in [
+            Some(self.state.as_str()),
+            self.session_id.as_deref(),
+            self.session_expire_at.as_deref(),
+            self.snapshot_id.as_deref(),
+        ] {
+            hash.update(part.unwrap_or("").as_bytes());
+            hash.update([0]);
+        }
+        let digest = hash.finalize();
+        let mut first = [0u8; 8];
+        first.copy_from_slice(&digest[..8]);
+        u64::from_be_bytes(first)
+    }
+
+    /// What a missing record reads as: asleep, version 0.
+    pub fn absent(key: AgentKey) -> Self {
+        AgentRecord {
+            key,
+            description: Description::default(),
+            state: WakeState::Asleep,
+            holder: None,
+            fence: 0,
+            lease_until_ms: 0,
+            snapshot_id: None,
+            session_id: None,
+            session_expire_at: None,
+            session_created_at: None,
+            verified_at_ms: 0,
+            resume_sent_at_ms: None,
+            create_sent_at_ms: None,
+            poll_until_ms: 0,
+            poller: None,
+            awaited_since_ms: 0,
+            error: None,
+            snapshots: Vec::new(),
+            schedule: None,
+            version: 0,
+            updated_at: None,
+            expires_at: None,
+            started_by: None,
+            announced: None,
+        }
+    }
+
+    /// Whether the record has expired (TTL deletion is lazy, so reads must check).
+    pub fn is_expired(&self, now_s: i64) -> bool {
+        self.expires_at.is_some_and(|t| t < now_s)
+    }
+
+    pub fn etag(&self) -> String {
+        format!("\"{}\"", self.version)
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct AgentKey {
+    pub kind: Kind,
+    pub agent_id: String,
+}
+
+impl AgentKey {
+    pub fn new(kind: Kind, agent_id: impl Into<String>) -> Self {
+        AgentKey {
+            kind,
+            agent_id: agent_id.into(),
+        }
+    }
+}
+
+impl fmt::Display for AgentKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.kind, self.agent_id)
+    }
+}
+
+const STARTING: [&str; 4] = ["creating", "starting", "initializing", "pending"];
+const USABLE: [&str; 2] = ["ready", "running"];
+const ENDED: [&str; 6] = [
+    "failed",
+    "error",
+    "stopped",
+    "terminated",
+    "expired",
+    "deleted",
+];
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SessionPhase {
+    /// Creating, Starting, Initializing, Pending (or Ready/Running without an endpoint yet).
+    Starting,
+    Usable,
+    /// Failed, Error, Stopped, Terminated, Expired, Deleted (and, by the caller, not found).
+    Ended,
+    /// A status outside the sets above (or none at all).
+    Unknown,
+}
+
+impl SessionPhase {
+    /// Classify `status` (any case); a Ready session without an endpoint is still starting.
+    pub fn of(status: Option<&str>, has_endpoint: bool) -> SessionPhase {
+        let Some(s) = status else {
+            return SessionPhase::Unknown;
+        };
+        let is = |set: &[&str]| set.iter().any(|a| a.eq_ignore_ascii_case(s));
+        if is(&USABLE) {
+            if has_endpoint {
+                SessionPhase::Usable
+            } else {
+                SessionPhase::Starting
+            }
+        } else if is(&STARTING) {
+            SessionPhase::Starting
+        } else if is(&ENDED) {
+            SessionPhase::Ended
+        } else {
+            SessionPhase::Unknown
+        }
+    }
+
+    /// Anything but ended, unknown included, may be running: never start another beside it.
+    pub fn occupies(self) -> bool {
+        self != SessionPhase::Ended
+    }
+}
+
+pub fn is_session_active(status: Option<&str>) -> bool {
+    SessionPhase::of(status, true).occupies()
+}
+
+pub fn is_session_usable(status: Option<&str>, has_endpoint: bool) -> bool {
+    SessionPhase::of(status, has_endpoint) == SessionPhase::Usable
+}
+
+/// The `Reason` AgentKit gives the snapshot of a session its clock ended (compare in any case).
+pub const REASON_EXPIRED: &str = "Expired";
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SnapshotPhase {
+    InProgress,
+    Ready,
+    /// `Failed` or `Error`: will never be Ready.
+    Failed,
+    Unknown,
+}
+
+impl SnapshotPhase {
+    pub fn of(status: Option<&str>) -> SnapshotPhase {
+        let Some(s) = status else {
+            return SnapshotPhase::Unknown;
+        };
+        let is = |set: &[&str]| set.iter().any(|a| a.eq_ignore_ascii_case(s));
+        if is(&["ready"]) {
+            SnapshotPhase::Ready
+        } else if is(&["creating", "pending"]) {
+            SnapshotPhase::InProgress
+        } else if is(&["failed", "error"]) {
+            SnapshotPhase::Failed
+        } else {
+            SnapshotPhase::Unknown
+        }
+    }
+}
+
+pub fn is_snapshot_wakeable(status: Option<&str>) -> bool {
+    SnapshotPhase::of(status) == SnapshotPhase::Ready
+}
+
+/// Still being made: a sleep waits on such a snapshot, and so does a wake whose newest it is.
+pub fn is_snapshot_in_progress(status: Option<&str>) -> bool {
+    SnapshotPhase::of(status) == SnapshotPhase::InProgress
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -176,5 +522,83 @@ mod tests {
         assert_eq!(v["etag"], "\"7\"");
         let back: AgentView = serde_json::from_value(v).unwrap();
         assert_eq!(back, view);
+    }
+}
+
+#[cfg(test)]
+mod session_tests {
+    use super::*;
+
+    #[test]
+    fn every_documented_status_has_its_phase_in_any_case() {
+        for s in ["Creating", "STARTING", "initializing", "Pending"] {
+            assert_eq!(
+                SessionPhase::of(Some(s), true),
+                SessionPhase::Starting,
+                "{s}"
+            );
+        }
+        for s in ["Ready", "running", "RUNNING"] {
+            assert_eq!(SessionPhase::of(Some(s), true), SessionPhase::Usable, "{s}");
+            // Not handed over without an endpoint: still starting.
+            assert_eq!(
+                SessionPhase::of(Some(s), false),
+                SessionPhase::Starting,
+                "{s}"
+            );
+        }
+        for s in [
+            "Failed",
+            "error",
+            "Stopped",
+            "TERMINATED",
+            "Expired",
+            "deleted",
+        ] {
+            assert_eq!(SessionPhase::of(Some(s), true), SessionPhase::Ended, "{s}");
+        }
+        for s in ["Paused", "Deleting", "weird", ""] {
+            assert_eq!(
+                SessionPhase::of(Some(s), true),
+                SessionPhase::Unknown,
+                "{s}"
+            );
+        }
+        assert_eq!(SessionPhase::of(None, true), SessionPhase::Unknown);
+    }
+
+    #[test]
+    fn an_unknown_status_occupies_its_agent() {
+        for s in ["Creating", "Ready", "Paused", "weird"] {
+            assert!(is_session_active(Some(s)), "{s}");
+        }
+        for s in ["Failed", "Stopped", "Expired", "Deleted"] {
+            assert!(!is_session_active(Some(s)), "{s}");
+        }
+        assert!(is_session_active(None));
+    }
+
+    #[test]
+    fn usable_needs_ready_or_running_and_an_endpoint() {
+        assert!(is_session_usable(Some("Ready"), true));
+        assert!(is_session_usable(Some("Running"), true));
+        assert!(!is_session_usable(Some("Ready"), false));
+        assert!(!is_session_usable(Some("Paused"), true));
+    }
+
+    #[test]
+    fn snapshot_phases() {
+        assert!(is_snapshot_wakeable(Some("Ready")));
+        assert!(!is_snapshot_wakeable(Some("Creating")));
+        assert!(!is_snapshot_wakeable(None));
+        assert!(is_snapshot_in_progress(Some("CREATING")));
+        assert!(is_snapshot_in_progress(Some("Pending")));
+        for s in ["Ready", "Failed", "weird", ""] {
+            assert!(!is_snapshot_in_progress(Some(s)), "{s}");
+        }
+        assert_eq!(SnapshotPhase::of(Some("Failed")), SnapshotPhase::Failed);
+        assert_eq!(SnapshotPhase::of(Some("ERROR")), SnapshotPhase::Failed);
+        assert_eq!(SnapshotPhase::of(Some("Archived")), SnapshotPhase::Unknown);
+        assert_eq!(SnapshotPhase::of(None), SnapshotPhase::Unknown);
     }
 }

@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::key::AgentKey;
+use super::agent::AgentKey;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
