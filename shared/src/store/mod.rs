@@ -14,11 +14,10 @@ pub mod update;
 #[cfg(feature = "memory")]
 pub mod memory;
 pub mod table;
-pub mod layer;
 mod port;
 
 pub use budget::{BudgetStore, Reserved, Slowdown};
-pub use layer::{Answer, Call, Layer, Within, STORE_GRACE};
 pub use port::*;
+pub use port::{Answer, Call, Layer, Within, STORE_GRACE};
 pub use schedule::{DueCursor, DuePage, ScheduleStore};
 pub use stream::{ChangeSource, RecordChange};

@@ -1,11 +1,14 @@
 //! The table's items: attribute names, and reading items back into records and documents.
+//!
+//! The port's conditions and changes as DynamoDB expressions: every write is one `UpdateItem`
+//! whose `ConditionExpression` checks and whose `UpdateExpression` writes, in one atomic step.
 
-use std::collections::HashMap;
-
+use crate::domain::{
+    AgentKey, AgentRecord, Announcement, Description, Retention, ToolRegistry, WakeState,
+};
+use crate::store::{keys, Changes, Condition, Document, StoreError};
 use aws_sdk_dynamodb::types::AttributeValue;
-
-use crate::domain::{AgentRecord, Announcement, Description, Retention, ToolRegistry, WakeState};
-use crate::store::{keys, Document, StoreError};
+use std::collections::{HashMap, HashSet};
 
 /// Attribute names of the agent record item.
 pub(super) mod attr {
@@ -210,4 +213,298 @@ pub(super) fn take_live(
         taken(item);
     }
     Ok(false)
+}
+
+/// What a create must clear when it replaces an expired item: all but the two counters.
+pub(super) const CLEARED_ON_CREATE: [&str; 27] = [
+    attr::OWNER,
+    attr::OWNER_KEY,
+    attr::DISPLAY_NAME,
+    attr::CREATED_BY,
+    attr::RETENTION,
+    attr::TOOL_ID,
+    attr::REGION,
+    attr::CREATED_AT,
+    attr::STATE,
+    attr::HOLDER,
+    attr::LEASE_UNTIL_MS,
+    attr::SNAPSHOT_ID,
+    attr::SESSION_ID,
+    attr::SESSION_EXPIRE_AT,
+    attr::SESSION_CREATED_AT,
+    attr::STARTED_BY,
+    attr::VERIFIED_AT_MS,
+    attr::RESUME_SENT_AT,
+    attr::CREATE_SENT_AT,
+    attr::POLL_UNTIL_MS,
+    attr::POLLER,
+    attr::AWAITED_SINCE_MS,
+    attr::SNAPSHOTS,
+    attr::SCHEDULE,
+    attr::ERROR,
+    attr::EXPIRES_AT,
+    attr::GSI1PK,
+];
+
+/// An expression under construction: placeholders are registered as they are used, since
+/// DynamoDB rejects a request that declares a name or value its expressions do not use.
+#[derive(Default)]
+pub(super) struct Expr {
+    pub(super) names: HashMap<String, String>,
+    pub(super) values: HashMap<String, AttributeValue>,
+    set: Vec<String>,
+    remove: Vec<String>,
+    touched: HashSet<&'static str>,
+}
+
+impl Expr {
+    pub(super) fn name(&mut self, attr: &str) -> String {
+        let placeholder = format!("#{attr}");
+        self.names.insert(placeholder.clone(), attr.to_string());
+        placeholder
+    }
+
+    pub(super) fn value(&mut self, tag: &str, value: AttributeValue) -> String {
+        let placeholder = format!(":{tag}");
+        self.values.insert(placeholder.clone(), value);
+        placeholder
+    }
+
+    pub(super) fn set(&mut self, attr: &'static str, value: AttributeValue) {
+        let name = self.name(attr);
+        let value = self.value(attr, value);
+        self.set.push(format!("{name} = {value}"));
+        self.touched.insert(attr);
+    }
+
+    pub(super) fn set_or_remove_s(&mut self, attr: &'static str, value: &Option<String>) {
+        match value {
+            Some(v) => self.set(attr, s(v)),
+            None => self.remove(attr),
+        }
+    }
+
+    /// `attr = if_not_exists(attr, 0) + 1`: a counter that a missing item starts at 0.
+    pub(super) fn increment(&mut self, attr: &'static str) {
+        let name = self.name(attr);
+        let zero = self.value("zero", n(0));
+        let one = self.value("one", n(1));
+        self.set
+            .push(format!("{name} = if_not_exists({name}, {zero}) + {one}"));
+        self.touched.insert(attr);
+    }
+
+    pub(super) fn remove(&mut self, attr: &'static str) {
+        let name = self.name(attr);
+        self.remove.push(name);
+        self.touched.insert(attr);
+    }
+
+    pub(super) fn update_expression(&self) -> String {
+        let mut out = format!("SET {}", self.set.join(", "));
+        if !self.remove.is_empty() {
+            out.push_str(&format!(" REMOVE {}", self.remove.join(", ")));
+        }
+        out
+    }
+}
+
+pub(super) fn s(v: &str) -> AttributeValue {
+    AttributeValue::S(v.to_string())
+}
+
+pub(super) fn n(v: impl std::fmt::Display) -> AttributeValue {
+    AttributeValue::N(v.to_string())
+}
+
+/// The condition, as a `ConditionExpression`. `Absent` admits an expired item the TTL sweeper
+/// has not deleted yet (`expires_at < :now`), since reads already treat it as absent; the others
+/// require a live item. `Held` checks holder *and* fence: one invocation may hold an agent twice
+/// with one token (lease expired, acquired again), and the fence, bumped on every acquire, keeps
+/// a delayed write of the first tenure out of the second. `WakingWith` and `SleepingWith` let
+/// anyone complete, but only that wake or sleep.
+pub(super) fn condition_expression(expr: &mut Expr, condition: &Condition, now: i64) -> String {
+    let live = |expr: &mut Expr| {
+        let exp = expr.name(attr::EXPIRES_AT);
+        let now = expr.value("c_now", n(now));
+        format!("(attribute_not_exists({exp}) OR {exp} >= {now})")
+    };
+    match condition {
+        Condition::Absent | Condition::Version(0) => {
+            let pk = expr.name(attr::PK);
+            let exp = expr.name(attr::EXPIRES_AT);
+            let now = expr.value("c_now", n(now));
+            format!("attribute_not_exists({pk}) OR {exp} < {now}")
+        }
+        Condition::Version(v) => {
+            let version = expr.name(attr::VERSION);
+            let v = expr.value("c_version", n(v));
+            format!("{version} = {v} AND {}", live(expr))
+        }
+        Condition::Held { holder, fence } => {
+            let h = expr.name(attr::HOLDER);
+            let f = expr.name(attr::FENCE);
+            let hv = expr.value("c_holder", s(holder));
+            let fv = expr.value("c_fence", n(fence));
+            format!("{h} = {hv} AND {f} = {fv} AND {}", live(expr))
+        }
+        Condition::SleepingWith { fence, snapshot_id } => {
+            let st = expr.name(attr::STATE);
+            let f = expr.name(attr::FENCE);
+            let snap = expr.name(attr::SNAPSHOT_ID);
+            let stv = expr.value("c_state", s(WakeState::Sleeping.as_str()));
+            let fv = expr.value("c_fence", n(fence));
+            let sv = expr.value("c_snapshot", s(snapshot_id));
+            format!(
+                "{st} = {stv} AND {f} = {fv} AND {snap} = {sv} AND {}",
+                live(expr)
+            )
+        }
+        Condition::WakingWith { fence, session_id } => {
+            let st = expr.name(attr::STATE);
+            let f = expr.name(attr::FENCE);
+            let sid = expr.name(attr::SESSION_ID);
+            let stv = expr.value("c_state", s(WakeState::Waking.as_str()));
+            let fv = expr.value("c_fence", n(fence));
+            let sv = expr.value("c_session", s(session_id));
+            format!(
+                "{st} = {stv} AND {f} = {fv} AND {sid} = {sv} AND {}",
+                live(expr)
+            )
+        }
+    }
+}
+
+pub(super) fn update_expression(expr: &mut Expr, key: &AgentKey, creates: bool, changes: &Changes) {
+    if let Some(state) = changes.state {
+        expr.set(attr::STATE, s(state.as_str()));
+    }
+    if let Some(holder) = &changes.holder {
+        expr.set_or_remove_s(attr::HOLDER, holder);
+    }
+    if changes.bump_fence {
+        expr.increment(attr::FENCE);
+    }
+    if let Some(lease) = changes.lease_until_ms {
+        expr.set(attr::LEASE_UNTIL_MS, n(lease));
+    }
+    if let Some(v) = &changes.snapshot_id {
+        expr.set_or_remove_s(attr::SNAPSHOT_ID, v);
+    }
+    if let Some(v) = &changes.session_id {
+        expr.set_or_remove_s(attr::SESSION_ID, v);
+    }
+    if let Some(v) = &changes.session_expire_at {
+        expr.set_or_remove_s(attr::SESSION_EXPIRE_AT, v);
+    }
+    if let Some(v) = &changes.session_created_at {
+        expr.set_or_remove_s(attr::SESSION_CREATED_AT, v);
+    }
+    if let Some(v) = changes.verified_at_ms {
+        expr.set(attr::VERIFIED_AT_MS, n(v));
+    }
+    match changes.resume_sent_at_ms {
+        Some(Some(t)) => expr.set(attr::RESUME_SENT_AT, n(t)),
+        Some(None) => expr.remove(attr::RESUME_SENT_AT),
+        None => {}
+    }
+    match changes.create_sent_at_ms {
+        Some(Some(t)) => expr.set(attr::CREATE_SENT_AT, n(t)),
+        Some(None) => expr.remove(attr::CREATE_SENT_AT),
+        None => {}
+    }
+    if let Some(v) = changes.poll_until_ms {
+        expr.set(attr::POLL_UNTIL_MS, n(v));
+    }
+    if let Some(v) = &changes.poller {
+        expr.set_or_remove_s(attr::POLLER, v);
+    }
+    if let Some(v) = changes.awaited_since_ms {
+        expr.set(attr::AWAITED_SINCE_MS, n(v));
+    }
+    match &changes.snapshots {
+        Some(list) if list.is_empty() => expr.remove(attr::SNAPSHOTS),
+        Some(list) => {
+            // Serialising plain strings cannot fail.
+            let json = serde_json::to_string(list).unwrap_or_default();
+            expr.set(attr::SNAPSHOTS, s(&json));
+        }
+        None => {}
+    }
+    match &changes.schedule {
+        Some(Some(summary)) => {
+            let json = serde_json::to_string(summary).unwrap_or_default();
+            expr.set(attr::SCHEDULE, s(&json));
+        }
+        Some(None) => expr.remove(attr::SCHEDULE),
+        None => {}
+    }
+    if let Some(v) = &changes.error {
+        expr.set_or_remove_s(attr::ERROR, v);
+    }
+    match changes.expires_at {
+        Some(Some(t)) => expr.set(attr::EXPIRES_AT, n(t)),
+        Some(None) => expr.remove(attr::EXPIRES_AT),
+        None => {}
+    }
+    if let Some(t) = changes.started_by {
+        expr.set(attr::STARTED_BY, s(t.as_str()));
+    }
+    // Every write says whether it is a state change (`Changes::apply`).
+    match changes.announce {
+        Some(a) => {
+            expr.set(attr::ANNOUNCE, s(a.what.as_str()));
+            expr.set(attr::TRIGGER, s(a.trigger.as_str()));
+        }
+        None => {
+            expr.remove(attr::ANNOUNCE);
+            expr.remove(attr::TRIGGER);
+        }
+    }
+
+    let describe = changes.describe.clone().unwrap_or_default();
+    for (name, value) in [
+        (attr::OWNER, &describe.owner),
+        (attr::OWNER_KEY, &describe.owner_key),
+        (attr::DISPLAY_NAME, &describe.display_name),
+        (attr::CREATED_BY, &describe.created_by),
+        (attr::TOOL_ID, &describe.tool_id),
+        (attr::REGION, &describe.region),
+        (attr::CREATED_AT, &describe.created_at),
+    ] {
+        if let Some(v) = value {
+            expr.set(name, s(v));
+        }
+    }
+    if let Some(retention) = describe.retention {
+        expr.set(attr::RETENTION, s(retention.as_str()));
+    }
+
+    // The owner index: `gsi1pk` follows `owner_key`; `gsi1sk` is kept as `<created_at or
+    // NO_CREATED_AT>#<kind>#<agent_id>` on every item, so adding an owner key needs no
+    // `created_at`: set when written, else kept (`if_not_exists` for items that had none).
+    if let Some(owner_key) = &describe.owner_key {
+        expr.set(attr::GSI1PK, s(&keys::owner_gsi_pk(owner_key)));
+    }
+    let sk = keys::owner_gsi_sk(describe.created_at.as_deref(), key);
+    if describe.created_at.is_some() || creates {
+        expr.set(attr::GSI1SK, s(&sk));
+    } else {
+        let name = expr.name(attr::GSI1SK);
+        let value = expr.value(attr::GSI1SK, s(&sk));
+        expr.set
+            .push(format!("{name} = if_not_exists({name}, {value})"));
+        expr.touched.insert(attr::GSI1SK);
+    }
+
+    expr.increment(attr::VERSION);
+    expr.set(attr::UPDATED_AT, s(&crate::timestamp::now()));
+
+    if creates {
+        for name in CLEARED_ON_CREATE {
+            if !expr.touched.contains(name) {
+                expr.remove(name);
+            }
+        }
+    }
 }

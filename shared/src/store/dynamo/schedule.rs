@@ -8,8 +8,8 @@ use aws_sdk_dynamodb::types::{
     Delete, ReturnValue, ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update,
 };
 
-use super::expression::{condition_expression, n, s, update_expression, Expr};
 use super::item::{attr, get_n, get_s, Item};
+use super::item::{condition_expression, n, s, update_expression, Expr};
 use super::{unavailable, DynamoStore};
 use crate::domain::{AgentKey, AgentRecord, ScheduleRecord, WakeState};
 use crate::store::keys::{self, DUE_INDEX, DUE_PK, SCHEDULE_SK};
