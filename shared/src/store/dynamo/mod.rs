@@ -58,7 +58,7 @@ impl DynamoStore {
             return Self::new(Client::new(config), table);
         }
         let config = aws_sdk_dynamodb::config::Builder::from(config)
-            .interceptor(crate::aws_calls::dynamodb::CallRecorder)
+            .interceptor(crate::aws_calls::CallRecorder)
             .build();
         Self::new(Client::from_conf(config), table)
     }
