@@ -25,7 +25,7 @@ use snapwake::budget::{at_slowest, AgentKitBudget, BudgetSettings};
 use snapwake::deadline::Deadline;
 use snapwake::domain::{AgentKey, Kind, ScheduleRecord};
 use snapwake::fanout::{DueChannel, Fanout, AT_ONCE};
-use snapwake::identity::usid;
+use snapwake::identity::caller;
 use snapwake::schedule::plan::DEFAULT_WAKES_PER_SECOND;
 use snapwake::schedule::wake_lead_ms;
 use snapwake::store::dynamo::DynamoStore;
@@ -90,7 +90,7 @@ fn quantile_s(v: &[u64], q: f64) -> f64 {
 /// Seed `n` asleep agents (a snapshot each, and a record). Answers their ids.
 async fn seed(world: &World, store: &DynamoStore, n: usize, first: usize) -> Vec<String> {
     let owners: Vec<String> = (0..n).map(|i| format!("owner-{:03}", i % 200)).collect();
-    let ids: Vec<String> = owners.iter().map(|o| usid::mint(o)).collect();
+    let ids: Vec<String> = owners.iter().map(|o| caller::mint(o)).collect();
     let seeds = ids
         .iter()
         .zip(&owners)

@@ -29,7 +29,7 @@ use snapwake::agentkit::types::MetadataEntry;
 use snapwake::budget::{AgentKitBudget, BudgetSettings};
 use snapwake::deadline::Deadline;
 use snapwake::domain::Trigger;
-use snapwake::identity::usid;
+use snapwake::identity::caller;
 use snapwake::index_sync::SliceSettings;
 use snapwake::invocation::Invocation;
 use snapwake::store::dynamo::DynamoStore;
@@ -159,7 +159,7 @@ async fn run(snapshots: usize, concurrency: usize) -> Row {
     let ids: Vec<(String, String)> = (0..agents)
         .map(|i| {
             let owner = format!("owner-{:03}", i % 100);
-            (usid::mint(&owner), owner)
+            (caller::mint(&owner), owner)
         })
         .collect();
     let mut seeds = Vec::new();

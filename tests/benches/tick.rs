@@ -17,7 +17,7 @@ use futures::stream::{self, StreamExt};
 use snapwake::agentkit::types::MetadataEntry;
 use snapwake::deadline::Deadline;
 use snapwake::domain::{AgentKey, Kind, ScheduleRecord, WakeState};
-use snapwake::identity::usid;
+use snapwake::identity::caller;
 use snapwake::store::{AgentStore, Condition, ScheduleStore};
 use snapwake_resume::Resume;
 use snapwake_sim::SeedSnapshot;
@@ -121,7 +121,7 @@ async fn main() {
     let mut due_keys = Vec::new();
     for i in 0..DUE {
         let owner = format!("owner-{i:03}");
-        let agent_id = usid::mint(&owner);
+        let agent_id = caller::mint(&owner);
         ctl.seed_snapshot(SeedSnapshot {
             tool_id: world.recoverable.clone(),
             user_session_id: Some(agent_id.clone()),

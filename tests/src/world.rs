@@ -8,7 +8,7 @@ use snapwake::agentkit::types::MetadataEntry;
 use snapwake::agentkit::AgentKitClient;
 use snapwake::agentkit::{AgentKitConfig, CredentialsSource};
 use snapwake::domain::{Kind, KindTools, ToolRegistry};
-use snapwake::identity::usid;
+use snapwake::identity::caller;
 use snapwake::store::AgentStore;
 use snapwake_sim::{RateLimits, RunningSim, SeedSnapshot, SeedTool, SimConfig, Simulator};
 
@@ -98,7 +98,7 @@ impl World {
 
     /// An asleep agent of `owner`: one Ready snapshot. Answers (agent id, snapshot id).
     pub fn asleep_agent(&self, owner: &str, name: &str) -> (String, String) {
-        let agent_id = usid::mint(owner);
+        let agent_id = caller::mint(owner);
         let snapshot = self
             .sim
             .control()

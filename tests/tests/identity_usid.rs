@@ -15,7 +15,7 @@
 use std::collections::HashMap;
 
 use proptest::prelude::*;
-use snapwake::identity::usid::{self, UserSessionId};
+use snapwake::identity::caller::{self, UserSessionId};
 use snapwake::identity::{belongs_to, display_name, mint, owner_keys, prefix, safe_owner};
 
 /// The reference Studio's vectors.
@@ -147,7 +147,7 @@ fn owner_keys_match_parsed_keys() {
             "studio2-ff8d9819fc0e12bf".into()
         ]
     );
-    assert_eq!(usid::fingerprint(owner), "ff8d9819fc0e12bf");
+    assert_eq!(caller::fingerprint(owner), "ff8d9819fc0e12bf");
     let minted = UserSessionId::parse(&mint(owner));
     assert_eq!(minted.format_name(), "current");
     assert_eq!(minted.owner_key().as_ref(), Some(&keys[0]));
@@ -187,10 +187,10 @@ proptest! {
     fn codec_invariants(owner in owner_strategy(), other in owner_strategy()) {
         let safe = safe_owner(&owner);
         prop_assert!(!safe.contains('-'));
-        prop_assert!(safe.len() <= usid::MAX_SAFE_OWNER_LEN);
+        prop_assert!(safe.len() <= caller::MAX_SAFE_OWNER_LEN);
         prop_assert!(safe.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_'));
         let id = mint(&owner);
-        prop_assert!(id.len() <= usid::MAX_LEN);
+        prop_assert!(id.len() <= caller::MAX_LEN);
         prop_assert!(belongs_to(&id, &owner));
         prop_assert!(snapwake::identity::is_valid_agent_id(&id));
         let parsed = UserSessionId::parse(&id);

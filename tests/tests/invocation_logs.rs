@@ -126,7 +126,7 @@ async fn every_line_of_an_invocation_carries_its_request_ids() {
     );
 
     // A refused request: the edge's line for it is the invocation's too.
-    let nothing = snapwake::identity::usid::mint("alice");
+    let nothing = snapwake::identity::caller::mint("alice");
     let missing = event("GET", &format!("/v1/agents/codex/{nothing}"), alice, None);
     let apigw = request_id_of(&missing);
     let request = from_event(&missing).with_lambda_context(lambda_context("aws-missing"));

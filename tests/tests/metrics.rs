@@ -153,7 +153,7 @@ async fn wakes_joins_and_throttles_leave_valid_emf_records() {
     assert_eq!(total(&lines, "WakesFailed"), 1.0, "the 502 is a failure");
 
     // A refusal is not a failure: an agent of alice's that AgentKit has nothing of is a 404.
-    let nothing = snapwake::identity::usid::mint("alice");
+    let nothing = snapwake::identity::caller::mint("alice");
     let refused = api
         .handle(alices_request(
             "POST",

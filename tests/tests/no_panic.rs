@@ -13,7 +13,7 @@ use std::time::Duration;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
 use serde_json::Value;
-use snapwake::identity::usid::{self, UserSessionId};
+use snapwake::identity::caller::{self, UserSessionId};
 use snapwake::identity::{belongs_to, display_name, is_valid_agent_id};
 use snapwake::store::memory::MemoryStore;
 use snapwake_tests::*;
@@ -375,9 +375,9 @@ proptest! {
         let key = parsed.owner_key();
         let _ = belongs_to(&id, &owner);
         if belongs_to(&id, &owner) {
-            let keys = usid::owner_keys(&owner);
+            let keys = caller::owner_keys(&owner);
             // Ownership implies the id's owner-index key is one of the owner's.
-            prop_assert!(key.as_ref().is_some_and(|k| keys.contains(k)) || id.starts_with(&usid::prefix(&owner)));
+            prop_assert!(key.as_ref().is_some_and(|k| keys.contains(k)) || id.starts_with(&caller::prefix(&owner)));
         }
         let (record, metadata, snapshot) = names;
         let shown = display_name(record.as_deref(), metadata.as_deref(), Some(&id), snapshot.as_deref());
@@ -386,10 +386,10 @@ proptest! {
         let _ = display_name(None, None, None, None);
 
         // A minted id is a valid agent id of its owner and of nobody else.
-        let minted = usid::mint(&owner);
+        let minted = caller::mint(&owner);
         prop_assert!(minted.len() <= 200 && is_valid_agent_id(&minted), "{minted}");
         prop_assert!(belongs_to(&minted, &owner));
-        prop_assert_eq!(UserSessionId::parse(&minted).owner_key(), Some(usid::owner_keys(&owner)[0].clone()));
+        prop_assert_eq!(UserSessionId::parse(&minted).owner_key(), Some(caller::owner_keys(&owner)[0].clone()));
         if other != owner {
             prop_assert!(!belongs_to(&minted, &other), "{minted} of {owner:?} also {other:?}'s");
         }

@@ -396,7 +396,7 @@ async fn the_retention_sweep_keeps_the_way_back_under_a_broken_wire() {
     let base = time::OffsetDateTime::now_utc() - Duration::from_secs(10 * 24 * 3600);
     let mut fleet: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for a in 0..6u64 {
-        let agent = snapwake::identity::usid::mint("alice");
+        let agent = snapwake::identity::caller::mint("alice");
         // Oldest first; every snapshot at its own minute.
         let ids = (0..keep as u64 + 3)
             .map(|i| {

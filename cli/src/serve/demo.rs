@@ -4,7 +4,7 @@
 
 use snapwake::agentkit::types::MetadataEntry;
 use snapwake::domain::{Kind, KindTools, Retention, ToolRegistry};
-use snapwake::identity::usid;
+use snapwake::identity::caller;
 use snapwake_sim::{SeedSession, SeedSnapshot, SeedTool, SimControl};
 
 /// The region every embedded Tool lives in.
@@ -142,7 +142,7 @@ pub fn seed_agents(sim: &SimControl) -> Result<(), String> {
     )?;
     let legacy = format!(
         "studio2-{}-0123456789abcdef-QWxpY2UgT2xk",
-        usid::fingerprint("alice")
+        caller::fingerprint("alice")
     );
     asleep(sim, Kind::Codex, "alice", &legacy, "", 1)?;
     // bob and carol.

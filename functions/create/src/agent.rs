@@ -29,7 +29,7 @@ use snapwake::agentkit::AgentKit;
 use snapwake::deadline::Deadline;
 use snapwake::domain::{AgentKey, AgentRecord, Description, WakeState};
 use snapwake::error::{Error, Result};
-use snapwake::identity::usid;
+use snapwake::identity::caller;
 use snapwake::lock::{
     decide, Acquire, Acquired, AgentLock, Decision, Generation, Held, Intent, Written,
 };
@@ -293,7 +293,7 @@ impl<S: AgentStore, K: AgentKit> Create<S, K> {
                 lease: self.settings.lock.lease,
                 describe: Some(Description {
                     owner: Some(plan.caller.owner.clone()),
-                    owner_key: usid::UserSessionId::parse(&key.agent_id).owner_key(),
+                    owner_key: caller::UserSessionId::parse(&key.agent_id).owner_key(),
                     display_name: Some(plan.display_name.clone()),
                     created_by: Some(plan.caller.display_name.clone()),
                     retention: Some(plan.retention),

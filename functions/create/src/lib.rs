@@ -58,7 +58,7 @@ use snapwake::domain::AgentState;
 use snapwake::error::Result;
 use snapwake::http::edge;
 use snapwake::http::request::{self as req, Route};
-use snapwake::identity::{usid, Caller};
+use snapwake::identity::{caller, Caller};
 use snapwake::store::AgentStore;
 use snapwake::timestamp::now_ms;
 use snapwake::view::{agent_view, AgentFacts};
@@ -94,7 +94,7 @@ impl<S: AgentStore, K: AgentKit> Create<S, K> {
         let plan = self.plan(request, caller, deadline).await?;
         match idempotency_key {
             None => {
-                let agent_id = usid::mint(&plan.caller.owner);
+                let agent_id = caller::mint(&plan.caller.owner);
                 let outcome = self.create_agent(&plan, &agent_id, false, deadline).await?;
                 Ok(self.answer(&plan, &outcome))
             }

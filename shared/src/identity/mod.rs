@@ -2,19 +2,16 @@
 //! Nobody is an admin unless configured. Lambda reads identity only from the verified request
 //! context, never headers; the local server's `X-Snapwake-*` headers go through [`Caller::local`].
 
-pub mod admins;
 pub mod caller;
-pub mod claims;
 pub mod names;
 pub mod settings;
-pub mod usid;
 
-pub use admins::AdminEntry;
+pub use caller::AdminEntry;
+pub use caller::{belongs_to, fingerprint, mint, owner_keys, prefix, safe_owner, UserSessionId};
 pub use caller::{describe, may_act, Caller, Place};
-pub use claims::{ClaimValue, Claims};
+pub use caller::{ClaimValue, Claims};
 pub use names::{
     display_name, is_valid_agent_id, user_session_id, validate_agent_id, validate_display_name,
     SNAPSHOT_AGENT_PREFIX,
 };
 pub use settings::{IdentityConfig, DEFAULT_OWNER_CLAIMS};
-pub use usid::{belongs_to, fingerprint, mint, owner_keys, prefix, safe_owner, UserSessionId};

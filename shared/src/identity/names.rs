@@ -1,6 +1,6 @@
 //! Agent names: which display name an agent shows, and which names and agent ids are accepted.
 
-use super::usid::UserSessionId;
+use super::caller::UserSessionId;
 use crate::error::{Error, Result};
 
 /// The prefix of agent ids made for snapshots without a UserSessionId.

@@ -1,7 +1,7 @@
 //! Who is who: which claims name a person, and who is an admin. Built by `crate::config` at
 //! cold start; read by [`super::Caller`].
 
-use super::admins::AdminEntry;
+use super::caller::AdminEntry;
 
 /// The default order of claims that identify a person (docs/identity.md).
 pub const DEFAULT_OWNER_CLAIMS: [&str; 7] = [

@@ -20,7 +20,7 @@ pub(crate) async fn everyone() {
     for o in 0..OWNERS_HERE {
         let owner = format!("owner-{o:03}");
         for _ in 0..AGENTS_EACH {
-            let id = usid::mint(&owner);
+            let id = caller::mint(&owner);
             for _ in 0..2 {
                 seeds.push(yesterdays_snapshot(&world, &owner, &id));
             }

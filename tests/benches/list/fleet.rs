@@ -6,7 +6,7 @@ pub use std::time::{Duration, Instant};
 
 pub use snapwake::agentkit::types::MetadataEntry;
 pub use snapwake::agentkit::AgentKitClient;
-pub use snapwake::identity::usid;
+pub use snapwake::identity::caller;
 pub use snapwake::store::AgentStore;
 pub use snapwake_list::{List, ListSettings};
 pub use snapwake_sim::{Fault, SeedSnapshot};

@@ -89,7 +89,7 @@ async fn bench() {
         let owner = format!("owner-{o:04}");
         let (agents, per_agent) = if o == 0 { (MY_AGENTS, 2) } else { (2, 10) };
         for _ in 0..agents {
-            let id = usid::mint(&owner);
+            let id = caller::mint(&owner);
             for _ in 0..per_agent {
                 seeds.push(yesterdays_snapshot(&world, &owner, &id));
             }

@@ -55,7 +55,7 @@ pub(crate) async fn refresh<S: AgentStore + snapwake::store::ScheduleStore>(
 
     // Another system makes a snapshot of a new agent of the measured owner.
     let me = "owner-0000";
-    let outside = usid::mint(me);
+    let outside = caller::mint(me);
     let made = Instant::now();
     ctl.seed_snapshot(SeedSnapshot {
         tool_id: world.recoverable.clone(),

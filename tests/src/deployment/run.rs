@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use snapwake::deadline::Deadline;
 use snapwake::domain::Kind;
-use snapwake::identity::usid;
+use snapwake::identity::caller;
 use snapwake_sim::{Fault, SeedSnapshot, SimConfig};
 use time::OffsetDateTime;
 
@@ -292,7 +292,7 @@ impl Run {
                     .encode(format!("{}'s old agent", person.name).as_bytes());
                 let id = format!(
                     "studio2-{}-{:016x}-{name}",
-                    usid::fingerprint(&person.name),
+                    caller::fingerprint(&person.name),
                     self.rng.u64(..)
                 );
                 // As the SDK's Snapshot shape has it: no metadata at all.

@@ -81,7 +81,7 @@ impl Env {
 
     /// An asleep agent of alice whose one Ready snapshot is `age` old. (agent id, snapshot id)
     fn asleep_since(&self, age: Duration) -> (String, String) {
-        let agent_id = snapwake::identity::usid::mint("alice");
+        let agent_id = snapwake::identity::caller::mint("alice");
         let snapshot = self
             .world
             .sim

@@ -71,7 +71,7 @@ pub(crate) const AN_HOUR: Duration = Duration::from_secs(3600);
 /// then a snapshot a sleep takes is newer by far, whatever the whole seconds of AgentKit's
 /// times). Answers (agent id, snapshot id).
 pub(crate) fn asleep_since(world: &World, taken: time::OffsetDateTime) -> (String, String) {
-    let agent_id = snapwake::identity::usid::mint("alice");
+    let agent_id = snapwake::identity::caller::mint("alice");
     let snapshot = world
         .sim
         .control()

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 use snapwake::agentkit::AgentKitClient;
-use snapwake::identity::usid;
+use snapwake::identity::caller;
 use snapwake::identity::IdentityConfig;
 use snapwake::store::dynamo::DynamoStore;
 use snapwake_sim::SeedSnapshot;
@@ -63,7 +63,7 @@ fn asleep_agent(world: &World) -> Agent {
 
 /// Alice's agent with a live session on the recoverable Tool, and no record.
 fn awake_agent(world: &World) -> Agent {
-    let id = usid::mint("alice");
+    let id = caller::mint("alice");
     let session = world.live_session("alice", &id);
     let expire_at = world.sim.control().session(&session).unwrap().expire_at;
     Agent {
@@ -155,7 +155,7 @@ async fn every_route_answers_each_caller_as_the_matrix_says() {
     let asleep = asleep_agent(&world);
     let legacy = legacy_agent(&world);
     // What a missing agent answers: a foreign one must answer exactly that.
-    let missing = format!("/v1/agents/codex/{}", usid::mint("alice"));
+    let missing = format!("/v1/agents/codex/{}", caller::mint("alice"));
     let (resp, _) = call(&api, "GET", &missing, "", Who::User("alice"), None).await;
     let (status, not_found) = answer(&resp);
     assert_eq!(status, 404, "{not_found}");

@@ -12,7 +12,7 @@ async fn an_idle_agent_is_deleted_whole_and_a_used_one_stays() {
     let now = OffsetDateTime::now_utc();
     let ago = |days: u64| now - Duration::from_secs(days * 24 * 3600);
     let agent = |owner: &str, ages: &[u64]| {
-        let id = usid::mint(owner);
+        let id = caller::mint(owner);
         for age in ages {
             ctl.seed_snapshot(snapshot_seed(&world.recoverable, owner, &id, ago(*age)))
                 .unwrap();

@@ -163,7 +163,7 @@ async fn a_snapshot_being_made_is_read_again_until_it_settles() {
 
     // A session another system started expires; AgentKit takes a while to snapshot it, and
     // lists the snapshot late.
-    let agent = usid::mint("alice");
+    let agent = caller::mint("alice");
     world.live_session("alice", &agent);
     ctl.set_expiry_snapshot_delay(Duration::from_secs(30));
     ctl.set_expiry_snapshot_hidden(Duration::from_secs(20));

@@ -11,7 +11,7 @@ use snapwake::agentkit::types::MetadataEntry;
 use snapwake::agentkit::{AgentKit, AgentKitClient};
 use snapwake::deadline::Deadline;
 use snapwake::domain::{AgentKey, Kind, WakeState};
-use snapwake::identity::usid;
+use snapwake::identity::caller;
 use snapwake::index_sync::index_status;
 use snapwake::store::{AgentStore, Changes, Condition};
 use snapwake::timestamp::{now_ms, now_s};
@@ -222,7 +222,7 @@ pub(crate) fn seed_fleet(
     let mut minute = 0u64;
     for owner in owners {
         for _ in 0..per_owner {
-            let agent_id = usid::mint(owner);
+            let agent_id = caller::mint(owner);
             // 0, n-1, 1, n-2, ...: a permutation of the ages.
             for j in 0..per_agent {
                 let age = if j % 2 == 0 {

@@ -15,7 +15,7 @@ pub(crate) struct Owners {
 pub(crate) fn legacy_id(owner: &str, name: &str) -> String {
     format!(
         "studio2-{}-{}-{}",
-        usid::fingerprint(owner),
+        caller::fingerprint(owner),
         &uuid::Uuid::new_v4().simple().to_string()[..16],
         data_encoding::BASE64URL_NOPAD.encode(name.as_bytes())
     )
@@ -61,7 +61,7 @@ pub(crate) async fn seed_owners<S: AgentStore + snapwake::store::ScheduleStore +
     world.live_session("alice", &awake);
     alice.insert("codex awake", codex(&awake));
     // codex, temporary, awake.
-    let temporary = usid::mint("alice");
+    let temporary = caller::mint("alice");
     temporary_session(&world.temporary, "alice", &temporary);
     alice.insert("codex temporary", codex(&temporary));
     // openclaw on its legacy snapshot Tool, with a legacy id.
@@ -74,17 +74,17 @@ pub(crate) async fn seed_owners<S: AgentStore + snapwake::store::ScheduleStore +
     .unwrap();
     alice.insert("openclaw legacy", AgentKey::new(Kind::Openclaw, legacy));
     // openclaw and hermes, temporary, awake.
-    let claw = usid::mint("alice");
+    let claw = caller::mint("alice");
     temporary_session(&more.openclaw_temporary, "alice", &claw);
     alice.insert("openclaw temporary", AgentKey::new(Kind::Openclaw, claw));
-    let hermes = usid::mint("alice");
+    let hermes = caller::mint("alice");
     temporary_session(&more.hermes_temporary, "alice", &hermes);
     alice.insert("hermes temporary", AgentKey::new(Kind::Hermes, hermes));
 
     // bob: one of each shape.
     let (bob_asleep, _) = world.asleep_agent("bob", "Bob asleep");
     world.more_snapshots("bob", &bob_asleep, 1);
-    let bob_awake = usid::mint("bob");
+    let bob_awake = caller::mint("bob");
     temporary_session(&world.temporary, "bob", &bob_awake);
     let bob_legacy = legacy_id("bob", "Bob Claw");
     ctl.seed_snapshot(SeedSnapshot {

@@ -15,7 +15,7 @@ async fn a_leaving_owner_gets_410_and_no_agentkit_call_on_every_path() {
     // A schedule due at every minute's tick: more often than a deployment allows by default.
     api.resume.schedules.min_interval = Duration::ZERO;
     let (asleep, _) = world.asleep_agent("alice", "Asleep");
-    let awake = usid::mint("alice");
+    let awake = caller::mint("alice");
     world.live_session("alice", &awake);
     // Both agents have records (an awake one is kept alive, an asleep one scheduled).
     for agent in [&asleep, &awake] {

@@ -9,7 +9,7 @@ pub(crate) async fn after_the_first_sweep_one_owners_list_comes_from_the_index()
     let world = World::registered(Duration::ZERO, &store).await;
     let fleet = seed_fleet(&world, &["ann", "carol", "dan", "eve", "fay"], 4, 6);
     // One more of carol's: awake on the temporary Tool, no snapshot.
-    let live = usid::mint("carol");
+    let live = caller::mint("carol");
     world
         .sim
         .control()

@@ -59,7 +59,7 @@ pub(crate) async fn a_maximum_age_prunes_old_snapshots_but_never_an_asleep_agent
     let days_ago = |d: u64| now - d as u32 * DAY;
     // Ages in days, newest first: the ids come back in that order.
     let seed = |owner: &str, ages: &[u64]| -> (String, Vec<String>) {
-        let agent_id = usid::mint(owner);
+        let agent_id = caller::mint(owner);
         let ids = ctl
             .seed_snapshots(
                 ages.iter()

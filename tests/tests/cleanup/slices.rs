@@ -12,7 +12,7 @@ use snapwake::invocation::Invocation;
 /// `n` Ready snapshots of one agent each at `at(i)`: their ids.
 fn seed_at(world: &World, n: usize, at: impl Fn(usize) -> OffsetDateTime) -> Vec<String> {
     let seeds = (0..n)
-        .map(|i| snapshot_seed(&world.recoverable, "alice", &usid::mint("alice"), at(i)))
+        .map(|i| snapshot_seed(&world.recoverable, "alice", &caller::mint("alice"), at(i)))
         .collect();
     world.sim.control().seed_snapshots(seeds).unwrap()
 }

@@ -29,7 +29,7 @@ async fn the_way_back_survives(landing: Landing, policy: RetentionPolicy) {
     let store = dynamo_store(&format!("way-back-{landing:?}-{}", policy.keep)).await;
     let world = World::registered(Duration::ZERO, &store).await;
     let ctl = world.sim.control();
-    let agent_id = usid::mint("alice");
+    let agent_id = caller::mint("alice");
     let now = OffsetDateTime::now_utc();
     let seed = |days: u64| {
         let at = now - Duration::from_secs(days * 24 * 3600);

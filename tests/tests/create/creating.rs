@@ -27,7 +27,7 @@ async fn creates_an_agent<S: AgentStore + snapwake::store::ScheduleStore>(store:
         id.starts_with("studio-u_MFWGSY3FIBSXQYLNOBWGKLTDN5WQ-"),
         "{id}"
     );
-    assert_eq!(id.len(), usid::prefix(owner).len() + 32);
+    assert_eq!(id.len(), caller::prefix(owner).len() + 32);
     assert_eq!(
         header_of(&resp, "location"),
         Some(format!("/v1/agents/codex/{id}").as_str())
@@ -78,7 +78,7 @@ async fn creates_an_agent<S: AgentStore + snapwake::store::ScheduleStore>(store:
     assert_eq!(record.verified_at_ms, 0);
     assert!(record.description.created_at.is_some());
     let page = store
-        .query_owner(&usid::owner_keys(owner)[0], 10, None)
+        .query_owner(&caller::owner_keys(owner)[0], 10, None)
         .await
         .unwrap();
     assert_eq!(page.records.len(), 1, "the owner index lists the new agent");

@@ -67,7 +67,7 @@ async fn create_session_fail_with_nothing_shown_is_202_until_its_window_ends() {
     tokio::time::sleep(Duration::from_millis(4000)).await;
     // The record of the agent that never started reads as absent once its window is over.
     let page = store
-        .query_owner(&usid::owner_keys("alice")[0], 10, None)
+        .query_owner(&caller::owner_keys("alice")[0], 10, None)
         .await
         .unwrap();
     assert!(

@@ -11,7 +11,7 @@ use snapwake::agentkit::list_all;
 use snapwake::agentkit::types::{metadata_value, Filter, ListSessions};
 use snapwake::deadline::Deadline;
 use snapwake::domain::{AgentKey, Kind, Retention, WakeState};
-use snapwake::identity::usid;
+use snapwake::identity::caller;
 use snapwake::store::memory::MemoryStore;
 use snapwake::store::{AgentStore, DocumentKey};
 use snapwake_create::CreateSettings;

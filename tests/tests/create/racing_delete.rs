@@ -8,7 +8,7 @@ async fn alices_agent<S: AgentStore + snapwake::store::ScheduleStore>(
     store: &S,
 ) -> snapwake::domain::AgentRecord {
     let page = store
-        .query_owner(&usid::owner_keys("alice")[0], 10, None)
+        .query_owner(&caller::owner_keys("alice")[0], 10, None)
         .await
         .unwrap();
     assert_eq!(page.records.len(), 1, "{:?}", page.records);

@@ -17,7 +17,7 @@ fn legacy_tool(ctl: &SimControl, owner: &str) -> (String, String) {
 }
 
 fn asleep_on(ctl: &SimControl, tool: &str, owner: &str) -> String {
-    let agent_id = usid::mint(owner);
+    let agent_id = caller::mint(owner);
     ctl.seed_snapshot(SeedSnapshot {
         tool_id: tool.to_string(),
         user_session_id: Some(agent_id.clone()),

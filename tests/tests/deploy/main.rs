@@ -14,7 +14,7 @@ use snapwake::deploy::{
     WriteLimiter,
 };
 use snapwake::domain::{Kind, Retention, ToolRegistry};
-use snapwake::identity::usid;
+use snapwake::identity::caller;
 use snapwake::registry_cache::{RegistryCache, ToolOverrides};
 use snapwake::store::AgentStore;
 use snapwake::wake::WakeSettings;

@@ -3,7 +3,7 @@
 
 use snapwake::deadline::Deadline;
 use snapwake::domain::WakeState;
-use snapwake::identity::usid;
+use snapwake::identity::caller;
 use snapwake_delete::{DeleteSettings, RetentionPolicy, SweepSettings};
 use snapwake_sim::SeedSnapshot;
 
@@ -75,7 +75,7 @@ async fn the_sweep_and_offboarding_announce_their_deletions() {
     let (store, bus, relay) = announcing("events-cleanup").await;
     let world = World::registered(Duration::ZERO, &store).await;
     let ctl = world.sim.control();
-    let idle = usid::mint("carol");
+    let idle = caller::mint("carol");
     ctl.seed_snapshot(SeedSnapshot {
         tool_id: world.recoverable.clone(),
         user_session_id: Some(idle.clone()),

@@ -72,7 +72,7 @@ async fn temporary_agents_and_agents_without_a_record_are_kept_alive_too() {
     assert!(ctl.session(&session).is_some());
 
     // A temporary session known only to AgentKit (no record): located, kept alive.
-    let seeded = usid::mint("alice");
+    let seeded = caller::mint("alice");
     let seeded_session = ctl
         .seed_session(SeedSession {
             tool_id: world.temporary.clone(),
@@ -84,7 +84,7 @@ async fn temporary_agents_and_agents_without_a_record_are_kept_alive_too() {
     kept_alive(&api, &ctl, &seeded, &seeded_session, 600).await;
 
     // And a recoverable one the same way.
-    let recoverable = usid::mint("alice");
+    let recoverable = caller::mint("alice");
     let recoverable_session = world.live_session("alice", &recoverable);
     kept_alive(&api, &ctl, &recoverable, &recoverable_session, 600).await;
     assert_eq!(sent_ttls(&ctl), 3);
@@ -260,7 +260,7 @@ async fn an_agent_held_by_a_wake_a_delete_or_a_create_is_busy() {
     });
     gate.reached().await;
     let page = store
-        .query_owner(&usid::owner_keys("alice")[0], 100, None)
+        .query_owner(&caller::owner_keys("alice")[0], 100, None)
         .await
         .unwrap();
     let creating: Vec<_> = page

@@ -152,7 +152,7 @@ async fn the_answer_is_the_agent_as_a_read_shows_it() {
     assert_eq!(status, 201, "{body}");
     let created = body["agent_id"].as_str().unwrap().to_string();
     // A temporary session known only to AgentKit: no record, the Tool says temporary.
-    let temporary = usid::mint("alice");
+    let temporary = caller::mint("alice");
     seed(&world.temporary, &temporary);
     // A recoverable agent known only to AgentKit, with a live session and an older snapshot.
     let (recoverable, snapshot) = world.asleep_agent("alice", "Seeded");

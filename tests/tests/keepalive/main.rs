@@ -13,7 +13,7 @@ use serde_json::Value;
 use snapwake::agentkit::types::MetadataEntry;
 use snapwake::agentkit::AgentKitClient;
 use snapwake::domain::{AgentKey, Kind, WakeState};
-use snapwake::identity::usid;
+use snapwake::identity::caller;
 use snapwake::store::dynamo::DynamoStore;
 use snapwake::store::AgentStore;
 use snapwake_sim::{SeedSession, SimControl};

@@ -21,7 +21,7 @@ async fn one_owner_among_20000_snapshots_costs_two_queries_and_one_call_per_tool
         let owner = format!("owner-{o:04}");
         let (agents, per_agent) = if o == 0 { (10, 2) } else { (2, 10) };
         for _ in 0..agents {
-            let id = usid::mint(&owner);
+            let id = caller::mint(&owner);
             if o == 0 {
                 mine.insert(id.clone());
             }
@@ -106,10 +106,10 @@ async fn the_cap_of_a_list_counts_live_agents_not_tombstones() {
     let registry = world.registry();
     assert!(sync(&store, &world, &registry).await.completed);
     // 1,001 deleted agents and 5 ended temporary ones, all created after the live ones.
-    let owner_key = usid::owner_keys("alice")[0].clone();
+    let owner_key = caller::owner_keys("alice")[0].clone();
     let later = snapwake::timestamp::format_ms(now_ms() + 3_600_000);
     for i in 0..1006 {
-        let key = AgentKey::new(Kind::Codex, usid::mint("alice"));
+        let key = AgentKey::new(Kind::Codex, caller::mint("alice"));
         let ended_temporary = i >= 1001;
         let changes = Changes {
             state: Some(if ended_temporary {

@@ -21,7 +21,7 @@ async fn everyone_is_paged_from_the_index_once_full_and_current() {
     for o in 0..OWNERS {
         let owner = format!("owner-{o:03}");
         for a in 0..AGENTS_PER_OWNER {
-            let id = usid::mint(&owner);
+            let id = caller::mint(&owner);
             everyone.insert(id.clone());
             owner_of.insert(id.clone(), owner.clone());
             for s in 0..2u64 {

@@ -13,7 +13,7 @@ use snapwake::agentkit::AgentKitClient;
 use snapwake::deadline::Deadline;
 use snapwake::domain::Description;
 use snapwake::domain::{AgentKey, AgentRecord, Kind, Retention, ToolRegistry, WakeState};
-use snapwake::identity::usid;
+use snapwake::identity::caller;
 use snapwake::index_sync::{sync_index, IndexSyncReport};
 
 use snapwake::store::{AgentStore, Changes, Condition};

@@ -63,7 +63,7 @@ async fn bad_queries_missing_identity_and_single_agents() {
     assert_eq!(get(&f, &one(&s.gone), &[], Who::User("alice")).await.0, 410);
     assert_eq!(get(&f, &one(&s.gone), &[], Who::User("bob")).await.0, 404);
     assert_eq!(
-        get(&f, &one(&usid::mint("alice")), &[], Who::User("alice"))
+        get(&f, &one(&caller::mint("alice")), &[], Who::User("alice"))
             .await
             .0,
         404

@@ -133,7 +133,7 @@ async fn a_failing_tool_still_answers_with_what_the_others_have() {
         .push(legacy_tool.clone());
     store.put_registry(&registry, 0).await.unwrap();
     let (on_recoverable, _) = world.asleep_agent("alice", "New");
-    let on_legacy = usid::mint("alice");
+    let on_legacy = caller::mint("alice");
     ctl.seed_snapshot(SeedSnapshot {
         tool_id: legacy_tool.clone(),
         user_session_id: Some(on_legacy.clone()),

@@ -32,7 +32,7 @@ async fn record<S: AgentStore + snapwake::store::ScheduleStore>(
     let key = AgentKey::new(Kind::Codex, id);
     let describe = Description {
         owner: Some("alice".into()),
-        owner_key: usid::UserSessionId::parse(id).owner_key(),
+        owner_key: caller::UserSessionId::parse(id).owner_key(),
         tool_id: Some(world.recoverable.clone()),
         region: Some(REGION.into()),
         retention: Some(Retention::Recoverable),
@@ -99,7 +99,7 @@ pub(crate) async fn seed<S: AgentStore + snapwake::store::ScheduleStore>(
         })
         .unwrap();
     }
-    let awake_temporary = usid::mint("alice");
+    let awake_temporary = caller::mint("alice");
     session(
         world,
         &world.temporary,
@@ -108,7 +108,7 @@ pub(crate) async fn seed<S: AgentStore + snapwake::store::ScheduleStore>(
         "Live",
         "Ready",
     );
-    let starting = usid::mint("alice");
+    let starting = caller::mint("alice");
     session(
         world,
         &world.temporary,
@@ -172,7 +172,7 @@ pub(crate) async fn seed<S: AgentStore + snapwake::store::ScheduleStore>(
     .await;
     let legacy = format!(
         "studio2-{}-0123456789abcdef-{}",
-        usid::fingerprint("alice"),
+        caller::fingerprint("alice"),
         BASE64URL_NOPAD.encode("Alice Old".as_bytes())
     );
     ctl.seed_snapshot(SeedSnapshot {
@@ -182,7 +182,7 @@ pub(crate) async fn seed<S: AgentStore + snapwake::store::ScheduleStore>(
     })
     .unwrap();
     let (bob_asleep, _) = world.asleep_agent("bob", "Bob's");
-    let bob_awake = usid::mint("bob");
+    let bob_awake = caller::mint("bob");
     session(
         world,
         &world.temporary,
@@ -192,7 +192,7 @@ pub(crate) async fn seed<S: AgentStore + snapwake::store::ScheduleStore>(
         "Ready",
     );
     // Metadata says alice, the id says bob: the id wins.
-    let mislabelled = usid::mint("bob");
+    let mislabelled = caller::mint("bob");
     session(
         world,
         &world.temporary,

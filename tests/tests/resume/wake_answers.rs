@@ -144,7 +144,7 @@ async fn a_resume_answered_not_found_is_not_wakeable() {
 async fn resuming_an_agent_that_does_not_exist_is_404_for_everybody_and_leaves_no_record() {
     let store = Arc::new(dynamo_store("resume-nothing").await);
     let world = World::registered(Duration::ZERO, &store).await;
-    let agent_id = snapwake::identity::usid::mint("alice");
+    let agent_id = snapwake::identity::caller::mint("alice");
     let f = Arc::new(resume_fn(store.clone(), world.client(), quick()));
     let answers = storm(f.clone(), &agent_id, 20).await;
     assert!(answers.iter().all(|(s, _)| *s == 404), "{answers:?}");

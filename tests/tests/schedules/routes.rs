@@ -178,7 +178,7 @@ async fn bad_schedules_are_refused_naming_the_field() {
     let (status, _) = alices_schedule(
         &f,
         "PUT",
-        &snapwake::identity::usid::mint("alice"),
+        &snapwake::identity::caller::mint("alice"),
         Some(json!({"timezone": "UTC", "wake": "0 9 * * *"})),
     )
     .await;
@@ -343,7 +343,7 @@ async fn an_agent_the_table_does_not_know_yet_has_a_schedule_like_any_other() {
     assert_eq!(record.snapshots.len(), 1, "{record:?}");
 
     // Awake, known by its live session only.
-    let awake = snapwake::identity::usid::mint("alice");
+    let awake = snapwake::identity::caller::mint("alice");
     let session = world.live_session("alice", &awake);
     let (status, _) = alices_schedule(f, "DELETE", &awake, None).await;
     assert_eq!(status, 204, "found, and nothing to remove");
@@ -361,7 +361,7 @@ async fn an_agent_the_table_does_not_know_yet_has_a_schedule_like_any_other() {
     assert!(listed(&awake).is_some(), "{listing}");
 
     // Nowhere: 404 on every route, and no record.
-    let nowhere = snapwake::identity::usid::mint("alice");
+    let nowhere = snapwake::identity::caller::mint("alice");
     for (method, body) in [
         ("GET", None),
         ("PUT", Some(json!({"timezone": "UTC", "wake": "0 9 * * *"}))),

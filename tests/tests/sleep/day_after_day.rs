@@ -94,7 +94,7 @@ async fn asleep_agents_stay_asleep_and_temporary_ones_do_not_sleep() {
     assert_eq!(received(&ctl, "CreateSessionSnapshot"), 0);
 
     // A temporary agent, awake on the temporary Tool.
-    let temp = snapwake::identity::usid::mint("alice");
+    let temp = snapwake::identity::caller::mint("alice");
     let session = ctl
         .seed_session(snapwake_sim::SeedSession {
             tool_id: world.temporary.clone(),

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use snapwake::domain::{Kind, Retention};
 use snapwake::error::{Error, Result};
-use snapwake::identity::usid;
+use snapwake::identity::caller;
 use snapwake::store::DocumentKey;
 
 /// The request header carrying the key.
@@ -45,7 +45,7 @@ pub fn key(request: &Request) -> Result<Option<String>> {
 /// (`studio-<safe_owner>`) only has `[A-Za-z0-9_-]` and the key no `#`, so two owners or two
 /// keys never share a document.
 pub fn pk(owner: &str, key: &str) -> String {
-    format!("IDEM#{}#{key}", usid::owner_keys(owner)[0])
+    format!("IDEM#{}#{key}", caller::owner_keys(owner)[0])
 }
 
 pub fn document_key(pk: &str) -> DocumentKey<'_> {

@@ -50,7 +50,7 @@ use snapwake::deadline::Deadline;
 use snapwake::domain::AgentKey;
 use snapwake::error::{Error, Result};
 use snapwake::http::edge;
-use snapwake::identity::usid;
+use snapwake::identity::caller;
 use snapwake::store::{AgentStore, DocumentKey, StoreError, Within};
 use snapwake::timestamp::{now_ms, now_s};
 
@@ -84,7 +84,7 @@ impl<S: AgentStore, K: AgentKit> Create<S, K> {
         let doc_key = document::document_key(&pk);
         let fingerprint = document::fingerprint(plan.kind, &plan.display_name, plan.retention);
         let attempt = snapwake::ids::fresh_hex();
-        let mut agent_id = usid::mint(&plan.caller.owner);
+        let mut agent_id = caller::mint(&plan.caller.owner);
         let mut expected = 0;
         let mut takeover = false;
 

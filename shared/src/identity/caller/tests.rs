@@ -109,7 +109,7 @@ mod caller {
 
 mod claims {
     use super::super::*;
-    use crate::identity::claims::parse_group_list;
+    use crate::identity::caller::parse_group_list;
     use serde_json::json;
 
     #[test]
@@ -168,7 +168,7 @@ mod access {
 
     #[test]
     fn owners_and_admins_may_act_others_may_not() {
-        let id = usid::mint("alice");
+        let id = mint("alice");
         let key = AgentKey::new(Kind::Codex, &id);
         assert!(may_act(&caller("alice", false), &key, None));
         assert!(!may_act(&caller("mallory", false), &key, None));
@@ -183,7 +183,7 @@ mod access {
 
     #[test]
     fn an_admin_is_never_recorded_as_someone_elses_owner() {
-        let id = usid::mint("alice");
+        let id = mint("alice");
         let key = AgentKey::new(Kind::Codex, &id);
         let place = |retention| Place {
             tool_id: "t-1",
