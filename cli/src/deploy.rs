@@ -15,11 +15,11 @@ use clap::Args;
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 use snapwake::agentkit::AgentKitClient;
 use snapwake::config::Config;
-use snapwake::deadline::Deadline;
 use snapwake::deploy::{
     no_retry_policy, Catalogue, DeployOptions, DeploySettings, Deployer, EntryReport, Progress,
     Report,
 };
+use snapwake::invocation::Deadline;
 use snapwake::store::dynamo::DynamoStore;
 use snapwake::store::memory::MemoryStore;
 use snapwake::store::AgentStore;

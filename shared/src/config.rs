@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use crate::agentkit::signer::Credentials;
 use crate::agentkit::{AgentKitConfig, CredentialsSource};
-use crate::http::request::{normalise_base_path, BASE_PATH_VAR};
+use crate::http::edge::{normalise_base_path, BASE_PATH_VAR};
 use crate::identity::{IdentityConfig, DEFAULT_OWNER_CLAIMS};
 use crate::registry_cache::ToolOverrides;
 use crate::schedule::ScheduleRules;
@@ -243,7 +243,7 @@ fn wake_settings(get: &impl Fn(&str) -> Option<String>) -> Result<WakeSettings, 
     )?;
     // The most a `Prefer: wait` is granted: API Gateway cuts HTTP requests at 30 s, and the
     // holder's own step (reconcile, Resume, record) comes before the wait.
-    if wait_s > crate::http::request::MAX_WAIT.as_secs() {
+    if wait_s > crate::http::edge::MAX_WAIT.as_secs() {
         return Err(ConfigError::Invalid {
             var: "SNAPWAKE_WAIT_S",
             reason: "must be from 0 to 20 (API Gateway answers 504 after 30 s)".into(),

@@ -11,7 +11,6 @@ pub mod secret;
 pub mod metrics;
 pub mod domain;
 pub mod invocation;
-pub mod deadline;
 pub mod aws_calls;
 pub mod aws_json;
 pub mod calendar;

@@ -33,7 +33,7 @@ const PROGRESS_SK: &str = "PROGRESS";
 const ROUNDS: u32 = 5;
 
 /// The longest a request admitted just before an offboarding may work before writing its
-/// record: `crate::deadline::REQUEST_BUDGET` (28 s) and `ANSWER_MARGIN`; a tick's the same.
+/// record: `crate::invocation::REQUEST_BUDGET` (28 s) and `ANSWER_MARGIN`; a tick's the same.
 pub const ADMITTED_FOR: Duration = Duration::from_secs(30);
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]

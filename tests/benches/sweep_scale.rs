@@ -27,10 +27,10 @@ use std::time::{Duration, Instant};
 
 use snapwake::agentkit::types::MetadataEntry;
 use snapwake::budget::{AgentKitBudget, BudgetSettings};
-use snapwake::deadline::Deadline;
 use snapwake::domain::Trigger;
 use snapwake::identity::caller;
 use snapwake::index_sync::SliceSettings;
+use snapwake::invocation::Deadline;
 use snapwake::invocation::Invocation;
 use snapwake::store::dynamo::DynamoStore;
 use snapwake_delete::{DeleteSettings, RefreshReport, SweepProgress, SweepReport, SweepSettings};

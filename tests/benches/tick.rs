@@ -15,9 +15,9 @@ use std::time::{Duration, Instant};
 
 use futures::stream::{self, StreamExt};
 use snapwake::agentkit::types::MetadataEntry;
-use snapwake::deadline::Deadline;
 use snapwake::domain::{AgentKey, Kind, ScheduleRecord, WakeState};
 use snapwake::identity::caller;
+use snapwake::invocation::Deadline;
 use snapwake::store::{AgentStore, Condition, ScheduleStore};
 use snapwake_resume::Resume;
 use snapwake_sim::SeedSnapshot;

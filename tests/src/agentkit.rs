@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use snapwake::agentkit::types::Action;
 use snapwake::agentkit::{AgentKit, AgentKitError};
-use snapwake::deadline::Deadline;
+use snapwake::invocation::Deadline;
 use tokio::sync::Notify;
 
 /// What a test's AgentKit does around each call it passes on to the real one: pause, note or

@@ -48,7 +48,7 @@ impl Function {
         Function::Delete,
     ];
 
-    pub fn routes(self) -> &'static [snapwake::http::request::Route] {
+    pub fn routes(self) -> &'static [snapwake::http::edge::Route] {
         match self {
             Function::List => &snapwake_list::ROUTES,
             Function::Create => &snapwake_create::ROUTES,
@@ -296,7 +296,7 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Api<S, K> {
         &self,
         request: lambda_http::Request,
     ) -> lambda_http::Response<lambda_http::Body> {
-        use snapwake::http::request as req;
+        use snapwake::http::edge as req;
         let table: Vec<(req::Route, Function)> = Function::ALL
             .into_iter()
             .flat_map(|f| f.routes().iter().map(move |r| (*r, f)))

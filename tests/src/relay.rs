@@ -57,7 +57,7 @@ impl Relay {
                     match announce(
                         &pending,
                         &sink,
-                        snapwake::deadline::Deadline::after(std::time::Duration::from_secs(60)),
+                        snapwake::invocation::Deadline::after(std::time::Duration::from_secs(60)),
                     )
                     .await
                     .failed_at

@@ -22,7 +22,7 @@ use snapwake::agentkit::types::{CreateSession, GetTool, MetadataEntry, Tool};
 use snapwake::agentkit::{
     AgentKitClient, AgentKitConfig, AgentKitError, Credentials, CredentialsSource, Reread,
 };
-use snapwake::deadline::Deadline;
+use snapwake::invocation::Deadline;
 use snapwake_sim::{RunningSim, SeedTool, SimConfig, Simulator};
 
 const BEIJING: &str = "cn-beijing";

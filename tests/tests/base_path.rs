@@ -13,7 +13,7 @@ type DynamoApi = Api<Arc<DynamoStore>, snapwake::agentkit::AgentKitClient>;
 
 async fn setup(test: &str) -> (World, DynamoApi) {
     // Every test of this binary sets the same value before the first request reads it.
-    std::env::set_var(snapwake::http::request::BASE_PATH_VAR, "api/");
+    std::env::set_var(snapwake::http::edge::BASE_PATH_VAR, "api/");
     let world = World::start(Duration::ZERO).await;
     let store = Arc::new(dynamo_store(test).await);
     world.register(&store).await;

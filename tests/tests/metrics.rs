@@ -192,7 +192,7 @@ async fn wakes_joins_and_throttles_leave_valid_emf_records() {
     let relayed = snapwake::events::announce(
         &change,
         &bus.publisher(),
-        snapwake::deadline::Deadline::after(Duration::from_secs(60)),
+        snapwake::invocation::Deadline::after(Duration::from_secs(60)),
     )
     .await;
     assert_eq!(relayed.failed_at.as_deref(), Some("1"));
@@ -201,7 +201,7 @@ async fn wakes_joins_and_throttles_leave_valid_emf_records() {
     let relayed = snapwake::events::announce(
         &change,
         &bus.publisher(),
-        snapwake::deadline::Deadline::after(Duration::from_secs(60)),
+        snapwake::invocation::Deadline::after(Duration::from_secs(60)),
     )
     .await;
     assert_eq!((relayed.published, relayed.failed_at), (1, None));

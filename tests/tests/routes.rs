@@ -6,7 +6,7 @@
 use std::collections::BTreeSet;
 
 use saphyr::{LoadableYamlNode, SafelyIndex, YamlOwned};
-use snapwake::http::request::Route;
+use snapwake::http::edge::Route;
 
 /// `(function, METHOD, path)`.
 type Declared = BTreeSet<(String, String, String)>;

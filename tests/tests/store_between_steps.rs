@@ -206,7 +206,7 @@ async fn a_tick_ends_by_its_deadline_whichever_call_of_the_table_hangs() {
         let started = std::time::Instant::now();
         let ticked = tokio::time::timeout(
             Duration::from_secs(20),
-            f.tick_and_consume(due, snapwake::deadline::Deadline::after(budget)),
+            f.tick_and_consume(due, snapwake::invocation::Deadline::after(budget)),
         )
         .await;
         let took = started.elapsed();

@@ -424,7 +424,7 @@ async fn the_retention_sweep_keeps_the_way_back_under_a_broken_wire() {
     }
     let sweep = |budget: Duration| {
         env.api.delete.sweep(
-            snapwake::deadline::Deadline::after(budget),
+            snapwake::invocation::Deadline::after(budget),
             false,
             &snapwake_delete::Quiet,
         )

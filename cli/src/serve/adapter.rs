@@ -170,7 +170,7 @@ mod tests {
             "",
         );
         assert_eq!(
-            snapwake::http::request::path(&r),
+            snapwake::http::edge::path(&r),
             "/v1/agents/codex/a%2Fb/resume"
         );
     }

@@ -4,7 +4,7 @@
 use lambda_http::{Body, Request, Response};
 use snapwake::agentkit::AgentKit;
 use snapwake::http::edge;
-use snapwake::http::request::{self as req, Route};
+use snapwake::http::edge::{self as req, Route};
 use snapwake::store::{AgentStore, ScheduleStore};
 use snapwake_create::Create;
 use snapwake_delete::Delete;

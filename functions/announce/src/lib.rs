@@ -17,8 +17,8 @@
 //! the on-failure queue, which is alarmed. Consumers drop repeats by `change_id`.
 
 use serde_json::{json, Value};
-use snapwake::deadline::Deadline;
 use snapwake::events::{announce, EventSink};
+use snapwake::invocation::Deadline;
 use snapwake::store::dynamo::stream::changes_of;
 
 /// The function's logical id in `infra/template.yaml`: its AWS calls are checked against that

@@ -15,7 +15,7 @@ async fn main() -> Result<(), Error> {
     };
     let announce = &announce;
     lambda_runtime::run(service_fn(move |event: LambdaEvent<Value>| async move {
-        let deadline = snapwake::deadline::Deadline::for_invocation(event.context.deadline);
+        let deadline = snapwake::invocation::Deadline::for_invocation(event.context.deadline);
         Ok::<_, Error>(announce.handle(&event.payload, deadline).await)
     }))
     .await

@@ -125,6 +125,6 @@ async fn an_unreadable_record_is_skipped_not_held_against_the_rest() {
 }
 
 /// A deadline no test reaches: the invocation's time is not what these tests are about.
-fn far() -> snapwake::deadline::Deadline {
-    snapwake::deadline::Deadline::after(std::time::Duration::from_secs(60))
+fn far() -> snapwake::invocation::Deadline {
+    snapwake::invocation::Deadline::after(std::time::Duration::from_secs(60))
 }

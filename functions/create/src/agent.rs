@@ -26,10 +26,10 @@
 
 use snapwake::agentkit::types::Session;
 use snapwake::agentkit::AgentKit;
-use snapwake::deadline::Deadline;
 use snapwake::domain::{AgentKey, AgentRecord, Description, WakeState};
 use snapwake::error::{Error, Result};
 use snapwake::identity::caller;
+use snapwake::invocation::Deadline;
 use snapwake::lock::{
     decide, Acquire, Acquired, AgentLock, Decision, Generation, Held, Intent, Written,
 };

@@ -4,11 +4,11 @@
 use lambda_http::Request;
 use serde::Deserialize;
 use snapwake::agentkit::AgentKit;
-use snapwake::deadline::Deadline;
 use snapwake::domain::{Kind, Retention};
 use snapwake::error::{Error, Result};
-use snapwake::http::request as req;
+use snapwake::http::edge as req;
 use snapwake::identity::{validate_display_name, Caller};
+use snapwake::invocation::Deadline;
 use snapwake::locate;
 use snapwake::store::{AgentStore, Within};
 
@@ -46,7 +46,7 @@ impl<S: AgentStore, K: AgentKit> Create<S, K> {
         caller: Caller,
         deadline: Deadline,
     ) -> Result<Plan> {
-        let body: CreateBody = req::json(request)?;
+        let body: CreateBody = req::json_body(request)?;
         let kind = req::parse_kind(&body.kind)?;
         let display_name = validate_display_name(&body.display_name)?;
         let asked = body.retention.as_deref().map(parse_retention).transpose()?;

@@ -6,10 +6,10 @@ use snapwake::agentkit::types::{
     newest_session, CreateSession, Filter, GetSession, ListSessions, MetadataEntry, Session,
 };
 use snapwake::agentkit::{list_all, AgentKit};
-use snapwake::deadline::Deadline;
 use snapwake::domain::AgentKey;
 use snapwake::error::{Error, Result};
 use snapwake::identity::names::METADATA_DISPLAY_NAME_KEY;
+use snapwake::invocation::Deadline;
 use snapwake::store::AgentStore;
 use snapwake::view::{METADATA_CREATOR_KEY, METADATA_OWNER_KEY};
 

@@ -18,13 +18,13 @@ use lambda_http::{Body, Request, Response};
 use snapwake::agentkit::port::AGENT_SNAPSHOT_PAGES;
 use snapwake::agentkit::types::{ListSessionSnapshots, Snapshot};
 use snapwake::agentkit::{list_all, AgentKit};
-use snapwake::deadline::Deadline;
 use snapwake::domain::{AgentKey, AgentRecord, Retention, ToolRegistry};
 use snapwake::error::{Error, Result};
 use snapwake::http::edge;
-use snapwake::http::request::{self as req, Route};
+use snapwake::http::edge::{self as req, Route};
 use snapwake::identity::{describe, may_act, Caller, Place};
 use snapwake::identity::{user_session_id, SNAPSHOT_AGENT_PREFIX};
+use snapwake::invocation::Deadline;
 use snapwake::locate;
 use snapwake::store::{AgentStore, ScheduleStore, Within};
 

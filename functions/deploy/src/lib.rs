@@ -10,10 +10,10 @@
 use lambda_runtime::Context;
 use serde_json::Value;
 use snapwake::agentkit::AgentKit;
-use snapwake::deadline::Deadline;
 use snapwake::deploy::{Catalogue, DeployOptions, DeploySettings, Deployer, NoProgress, Report};
 use snapwake::domain::Trigger;
 use snapwake::error::{Error, Result};
+use snapwake::invocation::Deadline;
 use snapwake::invocation::{self, Invocation};
 use snapwake::metrics::{self, Record};
 use snapwake::store::AgentStore;

@@ -4,12 +4,12 @@
 use lambda_http::{Body, Request, Response};
 use serde::Serialize;
 use snapwake::agentkit::AgentKit;
-use snapwake::deadline::Deadline;
 use snapwake::domain::{AgentState, AgentView, Kind, ToolRegistry};
 use snapwake::error::{Error, Result};
 use snapwake::http::edge;
 use snapwake::identity::Caller;
 use snapwake::index_sync::{index_status, IndexStatus};
+use snapwake::invocation::Deadline;
 use snapwake::store::{AgentStore, Within};
 
 use crate::everyone::Everyone;

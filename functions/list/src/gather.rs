@@ -8,12 +8,12 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 use snapwake::agentkit::types::{Filter, ListSessionSnapshots, ListSessions, Session, Snapshot};
 use snapwake::agentkit::{list_all, AgentKit, AgentKitError, Paged};
-use snapwake::deadline::Deadline;
 use snapwake::domain::OpenUrl;
 use snapwake::domain::{
     AgentKey, AgentRecord, AgentState, AgentView, Kind, Retention, ToolRegistry, WakeState,
 };
 use snapwake::identity::Caller;
+use snapwake::invocation::Deadline;
 use snapwake::lock::LockSettings;
 use snapwake::timestamp::now_ms;
 use snapwake::view::{agent_view, AgentFacts};

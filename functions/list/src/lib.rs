@@ -44,14 +44,14 @@ use std::time::Duration;
 
 use lambda_http::{Body, Request, Response};
 use snapwake::agentkit::AgentKit;
-use snapwake::deadline::Deadline;
 use snapwake::domain::AgentKey;
 use snapwake::domain::OpenUrl;
 use snapwake::error::Result;
 use snapwake::http::edge;
-use snapwake::http::request::{self as req, Route};
+use snapwake::http::edge::{self as req, Route};
 use snapwake::identity::{Caller, IdentityConfig};
 use snapwake::index_sync::IndexStatus;
+use snapwake::invocation::Deadline;
 use snapwake::lock::LockSettings;
 use snapwake::registry_cache::RegistryCache;
 use snapwake::secret::Secret;

@@ -19,12 +19,12 @@
 use snapwake::agentkit::port::AGENT_SESSION_PAGES;
 use snapwake::agentkit::types::{ListSessionSnapshots, Session, Snapshot, MAX_PAGE_SIZE};
 use snapwake::agentkit::{AgentKit, Pager};
-use snapwake::deadline::Deadline;
 use snapwake::domain::{AgentKey, AgentRecord, Kind, Retention, ToolRegistry, WakeState};
 use snapwake::error::Result;
 use snapwake::identity::user_session_id;
 use snapwake::identity::{belongs_to, owner_keys};
 use snapwake::index_sync::agent_of;
+use snapwake::invocation::Deadline;
 use snapwake::locate::regions;
 use snapwake::store::AgentStore;
 

@@ -3,7 +3,7 @@
 use lambda_http::{Request, RequestExt};
 use snapwake::domain::{AgentState, Kind};
 use snapwake::error::{Error, Result};
-use snapwake::http::request as req;
+use snapwake::http::edge as req;
 
 /// The default and largest page of `owner=*`.
 const DEFAULT_LIMIT: u32 = 50;

@@ -17,11 +17,11 @@ use lambda_http::{Body, Request, Response};
 use serde::{Deserialize, Serialize};
 use snapwake::agentkit::types::{Session, SetSessionTtl};
 use snapwake::agentkit::AgentKit;
-use snapwake::deadline::Deadline;
 use snapwake::domain::{AgentKey, AgentRecord, AgentView, ToolRegistry, WakeState};
 use snapwake::error::{Error, Result};
-use snapwake::http::request::{self as req, Matched};
-use snapwake::locate::sessions::active_session;
+use snapwake::http::edge::{self as req, Matched};
+use snapwake::invocation::Deadline;
+use snapwake::locate::active_session;
 use snapwake::locate::Home;
 use snapwake::lock::{AgentLock, Written};
 use snapwake::store::{AgentStore, Changes, ScheduleStore, Within};
@@ -78,7 +78,7 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
         matched: &Matched,
     ) -> Result<Response<Body>> {
         let named = self.named(request, matched)?;
-        let body: KeepaliveBody = req::json(request)?;
+        let body: KeepaliveBody = req::json_body(request)?;
         let ttl = Duration::from_secs(body.ttl_s);
         if ttl < MIN_TTL || ttl > self.wake.max_ttl {
             return Err(Error::unprocessable(format!(

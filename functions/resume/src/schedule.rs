@@ -15,10 +15,10 @@ use snapwake::agentkit::AgentKit;
 use snapwake::domain::{AgentRecord, Retention, ScheduleRecord, WakeState};
 use snapwake::error::{Error, Result};
 use snapwake::http::edge;
-use snapwake::http::request::{self as req, Matched};
+use snapwake::http::edge::{self as req, Matched};
 use snapwake::index_sync::index_located;
+use snapwake::locate::active_session;
 use snapwake::locate::locate;
-use snapwake::locate::sessions::active_session;
 use snapwake::schedule::{wake_lead_ms, Plan, Readiness, ScheduleBody};
 use snapwake::store::update::{update, Attempt, Step, Updated};
 use snapwake::store::{AgentStore, ScheduleStore, StoreError};
@@ -36,7 +36,7 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
     ) -> Result<Response<Body>> {
         let named = self.named(request, matched)?;
         let (addressed, _) = self.admitted(request, named).await?;
-        let body: ScheduleBody = req::json(request)?;
+        let body: ScheduleBody = req::json_body(request)?;
         let plan = Plan::check(&body)?;
         plan.keeps(&self.schedules)?;
         let agent = self.agent(&addressed).await?;

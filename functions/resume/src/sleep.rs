@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use snapwake::agentkit::AgentKit;
 use snapwake::domain::{AgentState, AgentView, Retention, WakeView};
 use snapwake::error::{Error, Result};
-use snapwake::http::request::{self as req, Matched};
+use snapwake::http::edge::{self as req, Matched};
 use snapwake::lock::Agents;
 use snapwake::sleep::{SleepOutcome, SleepTarget};
 use snapwake::store::AgentStore;

@@ -10,7 +10,7 @@
 //!    no answer), with exponential waits and jitter so callers freed by one throttle do not
 //!    return in lock step; a `Retry-After` wins, and no wait passes the deadline.
 
-use crate::deadline::Deadline;
+use crate::invocation::Deadline;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 

@@ -20,7 +20,7 @@ use super::signer::{AfterRefusal, CredentialsCell};
 use super::types::{Action, API_VERSION};
 use super::AgentKitError;
 use crate::agentkit::AgentKitConfig;
-use crate::deadline::Deadline;
+use crate::invocation::Deadline;
 use crate::metrics::{self, Record};
 use reqwest::header::{HeaderValue, RETRY_AFTER};
 use reqwest::Url;

@@ -8,7 +8,7 @@ use super::types::{
     Action, ListSessionSnapshots, ListSessions, ListTools, Session, Snapshot, Tool, MAX_PAGE_SIZE,
 };
 use super::{AgentKitClient, AgentKitError};
-use crate::deadline::Deadline;
+use crate::invocation::Deadline;
 use std::collections::HashSet;
 use std::future::Future;
 use std::time::Duration;

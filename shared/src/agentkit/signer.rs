@@ -15,7 +15,7 @@
 use super::answer::Reread;
 use super::credentials::{self, REREAD_TIMEOUT};
 use super::settings::CredentialsSource;
-use crate::deadline::Deadline;
+use crate::invocation::Deadline;
 use hmac::{Hmac, KeyInit, Mac};
 use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 use sha2::{Digest, Sha256};

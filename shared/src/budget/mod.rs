@@ -17,7 +17,7 @@ use std::time::Duration;
 use crate::agentkit::client::BudgetFuture;
 use crate::agentkit::limits::limit_of;
 use crate::agentkit::{CallBudget, NoSlot, RateLimits};
-use crate::deadline::Deadline;
+use crate::invocation::Deadline;
 use crate::invocation::{priority, Priority};
 use crate::metrics::{self, Record};
 use crate::store::{BudgetStore, Reserved, Slowdown};

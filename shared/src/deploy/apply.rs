@@ -8,7 +8,7 @@ use crate::agentkit::types::{
     AuthorizerConfiguration, CreateTool, GetTool, KeyAuth, NetworkConfiguration, Tool, UpdateTool,
 };
 use crate::agentkit::AgentKit;
-use crate::deadline::Deadline;
+use crate::invocation::Deadline;
 
 use super::catalogue::{CPU_MILLI, MEMORY_MB, PROJECT_NAME};
 use super::limiter::{WriteError, WriteLimiter};

@@ -19,7 +19,7 @@ use tracing::Instrument;
 
 use crate::agentkit::types::Action;
 use crate::agentkit::{AgentKit, AgentKitError};
-use crate::deadline::Deadline;
+use crate::invocation::Deadline;
 
 /// The spacing of 3 writes per second, rounded up so three never fit in one second.
 pub const WRITE_SPACING: Duration = Duration::from_millis(334);

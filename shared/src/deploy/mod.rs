@@ -11,9 +11,9 @@ use tokio::time::Instant;
 
 use crate::agentkit::answer::RetryPolicy;
 use crate::agentkit::AgentKit;
-use crate::deadline::Deadline;
 use crate::domain::ToolRegistry;
 use crate::error::Error;
+use crate::invocation::Deadline;
 use crate::lock::{DocumentLock, LockSettings};
 use crate::store::{AgentStore, StoreError};
 use crate::timestamp::now_ms;

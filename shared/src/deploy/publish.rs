@@ -8,8 +8,8 @@ use std::collections::BTreeMap;
 
 use crate::agentkit::types::ListSessionSnapshots;
 use crate::agentkit::AgentKit;
-use crate::deadline::Deadline;
 use crate::domain::{Kind, KindTools, Retention, ToolRegistry};
+use crate::invocation::Deadline;
 
 use super::apply::Applied;
 use super::plan::Plan;

@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use super::derive::derive;
 use super::sink::EventSink;
-use crate::deadline::Deadline;
 use crate::domain::{AgentKey, StateEvent};
+use crate::invocation::Deadline;
 use crate::metrics::{self, Record};
 use crate::store::{ChangeSource, RecordChange};
 

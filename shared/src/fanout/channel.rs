@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use futures::stream::{FuturesUnordered, StreamExt};
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 
-use crate::deadline::Deadline;
+use crate::invocation::Deadline;
 
 use super::message::DueOccurrence;
 

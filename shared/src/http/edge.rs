@@ -1,23 +1,26 @@
-//! The HTTP edge: serving a request in the invocation's span, and every answer: JSON with its
+//! The HTTP edge: reading an API Gateway HTTP API request (each failure a typed [`Error`], a
+//! 4xx, never a panic), serving it in the invocation's span, and every answer: JSON with its
 //! headers, or problem+json with the request id, logged once by status (a 5xx is ours or a
 //! dependency's to fix: `warn`; a 4xx the caller's: `info`). Details never go into the body.
 
-use std::future::Future;
-
-use futures::FutureExt;
-use lambda_http::aws_lambda_events::apigw::ApiGatewayV2httpResponse;
-use lambda_http::{Body, Request, Response};
-use serde::Serialize;
-use tracing::Instrument;
-
 use crate::agentkit::AgentKitError;
 use crate::domain::failure::OUTCOME_KEPT;
-use crate::domain::{AgentKey, AgentRecord};
-use crate::error::Error;
+use crate::domain::{AgentKey, AgentRecord, Kind};
+use crate::error::{Error, Result};
+use crate::identity::validate_agent_id;
 use crate::invocation;
 use crate::store::StoreError;
-
-use super::request::request_id;
+use futures::FutureExt;
+use http::HeaderMap;
+use lambda_http::aws_lambda_events::apigw::ApiGatewayV2httpResponse;
+use lambda_http::{Body, Request, RequestExt, Response};
+use percent_encoding::percent_decode_str;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use std::future::Future;
+use std::sync::OnceLock;
+use std::time::Duration;
+use tracing::Instrument;
 
 /// Serve `request` in the invocation's span, so no function can forget it. `work` is mapped, not
 /// awaited in an `async` block, which would hold its future twice (debug stacks overflow).
@@ -81,7 +84,7 @@ pub fn with_etag(mut response: http::Response<Body>, record: &AgentRecord) -> ht
 }
 
 /// `response` with the agent's address as `Location` (a 201's creation, a 202's progress),
-/// under `prefix` ([`super::request::prefix`]) so it works from where the client stands.
+/// under `prefix` ([`super::edge::prefix`]) so it works from where the client stands.
 pub fn with_location(
     mut response: http::Response<Body>,
     prefix: &str,
@@ -322,5 +325,386 @@ impl Error {
     }
 }
 
+/// Bodies above this are refused with 413.
+pub const MAX_BODY_BYTES: usize = 16 * 1024;
+
+/// One route of a function: a method and a path pattern whose `{name}` segments capture.
+#[derive(Clone, Copy, Debug)]
+pub struct Route {
+    pub method: &'static str,
+    pub pattern: &'static str,
+}
+
+/// The route a request matched, with its captured (percent-decoded) segments in order.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Matched {
+    pub pattern: &'static str,
+    pub params: Vec<String>,
+}
+
+/// Match `method` and `path`: an unknown path → 404, a known one with another method → 405.
+pub fn route(routes: &[Route], method: &str, path: &str) -> Result<Matched> {
+    let mut allowed: Vec<&str> = Vec::new();
+    for r in routes {
+        if let Some(params) = match_path(r.pattern, path)? {
+            if r.method.eq_ignore_ascii_case(method) {
+                return Ok(Matched {
+                    pattern: r.pattern,
+                    params,
+                });
+            }
+            allowed.push(r.method);
+        }
+    }
+    if allowed.is_empty() {
+        Err(Error::RouteNotFound)
+    } else {
+        Err(Error::MethodNotAllowed {
+            allow: allowed.join(", "),
+        })
+    }
+}
+
+/// Captures of `path` against `pattern`, each percent-decoded exactly once (not UTF-8: 400).
+fn match_path(pattern: &str, path: &str) -> Result<Option<Vec<String>>> {
+    let want: Vec<&str> = pattern.trim_matches('/').split('/').collect();
+    let got: Vec<&str> = path
+        .trim_end_matches('/')
+        .trim_start_matches('/')
+        .split('/')
+        .collect();
+    if want.len() != got.len() {
+        return Ok(None);
+    }
+    let mut params = Vec::new();
+    for (w, g) in want.iter().zip(&got) {
+        if w.starts_with('{') && w.ends_with('}') {
+            let decoded = percent_decode_str(g)
+                .decode_utf8()
+                .map_err(|_| Error::bad_request("a path segment is not valid UTF-8"))?;
+            params.push(decoded.into_owned());
+        } else if w != g {
+            return Ok(None);
+        }
+    }
+    Ok(Some(params))
+}
+
+/// The variable naming a custom domain's base path (`/api`), if the API is mapped under one.
+pub const BASE_PATH_VAR: &str = "SNAPWAKE_BASE_PATH";
+
+/// The configured base path (`None`: unset, empty or `/`), read once; checked at cold start.
+pub fn base_path() -> Option<&'static str> {
+    static BASE: OnceLock<Option<String>> = OnceLock::new();
+    BASE.get_or_init(|| {
+        std::env::var(BASE_PATH_VAR)
+            .ok()
+            .and_then(|v| normalise_base_path(&v))
+    })
+    .as_deref()
+}
+
+/// `raw` as a base path (`api/`, `/api`, `/api/` are all `/api`); `None` for none at all.
+pub fn normalise_base_path(raw: &str) -> Option<String> {
+    let trimmed = raw.trim().trim_matches('/');
+    (!trimmed.is_empty()).then(|| format!("/{trimmed}"))
+}
+
+/// What API Gateway put before snapwake's own path: a named stage (`/prod`; `$default` adds
+/// nothing) and the base path, in the client URL's order. Empty when neither, as locally.
+pub fn prefix(req: &Request) -> String {
+    let mut prefix = String::new();
+    if let Some(base) = base_path() {
+        prefix.push_str(base);
+    }
+    if let Some(stage) = stage(req) {
+        let raw = raw_path(req);
+        // A custom domain maps a stage without naming it; `execute-api` URLs name it first.
+        if starts_with_segment(raw, &format!("/{stage}")) {
+            return format!("/{stage}{prefix}");
+        }
+    }
+    prefix
+}
+
+/// The path as sent (percent-encoded, for [`route`] to decode once), without [`prefix`]. One
+/// not under the prefix is kept whole (and matches no route: 404).
+pub fn path(req: &Request) -> &str {
+    let raw = raw_path(req);
+    let prefix = prefix(req);
+    if prefix.is_empty() || !starts_with_segment(raw, &prefix) {
+        return raw;
+    }
+    match &raw[prefix.len()..] {
+        "" => "/",
+        rest => rest,
+    }
+}
+
+fn stage(req: &Request) -> Option<String> {
+    match req.request_context_ref() {
+        Some(lambda_http::request::RequestContext::ApiGatewayV2(ctx)) => ctx
+            .stage
+            .clone()
+            .filter(|s| !s.is_empty() && s != "$default"),
+        _ => None,
+    }
+}
+
+fn raw_path(req: &Request) -> &str {
+    let raw = req.raw_http_path();
+    if raw.is_empty() {
+        req.uri().path()
+    } else {
+        raw
+    }
+}
+
+fn starts_with_segment(path: &str, segment: &str) -> bool {
+    path.strip_prefix(segment)
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+}
+
+pub fn parse_kind(raw: &str) -> Result<Kind> {
+    raw.parse::<Kind>()
+        .map_err(|e| Error::bad_request(e.to_string()))
+}
+
+/// A `{agent_id}` (or snapshot id) path parameter: `^[A-Za-z0-9_.:-]{1,200}$`.
+pub fn parse_id(raw: &str) -> Result<String> {
+    validate_agent_id(raw).map(str::to_string)
+}
+
+pub fn body_bytes(req: &Request) -> Result<&[u8]> {
+    let bytes: &[u8] = match req.body() {
+        Body::Empty => &[],
+        Body::Text(t) => t.as_bytes(),
+        Body::Binary(b) => b.as_slice(),
+        _ => &[],
+    };
+    if bytes.len() > MAX_BODY_BYTES {
+        return Err(Error::PayloadTooLarge {
+            limit: MAX_BODY_BYTES,
+        });
+    }
+    Ok(bytes)
+}
+
+/// An optional JSON body: absent or blank → `None`; malformed → 400. A non-object is refused
+/// first: serde would read a struct from an array too (`[]` as a struct of optional fields).
+pub fn optional_json<T: DeserializeOwned>(req: &Request) -> Result<Option<T>> {
+    let bytes = body_bytes(req)?;
+    let Some(first) = bytes.iter().find(|b| !b.is_ascii_whitespace()) else {
+        return Ok(None);
+    };
+    if *first != b'{' {
+        return Err(Error::bad_request("the JSON body must be an object"));
+    }
+    serde_json::from_slice(bytes)
+        .map(Some)
+        .map_err(|e| Error::bad_request(format!("invalid JSON body: {}", json_error(&e))))
+}
+
+pub fn json_body<T: DeserializeOwned>(req: &Request) -> Result<T> {
+    optional_json(req)?.ok_or_else(|| Error::bad_request("a JSON body is required"))
+}
+
+/// serde's message without echoing the input back.
+fn json_error(e: &serde_json::Error) -> String {
+    use serde_json::error::Category;
+    match e.classify() {
+        Category::Syntax | Category::Eof | Category::Io => {
+            format!("malformed JSON at line {} column {}", e.line(), e.column())
+        }
+        Category::Data => e.to_string(),
+    }
+}
+
+pub fn header<'r>(req: &'r Request, name: &str) -> Option<&'r str> {
+    req.headers().get(name).and_then(|v| v.to_str().ok())
+}
+
+/// The id API Gateway gave this request (logged and returned in problems), else Lambda's.
+pub fn request_id(req: &Request) -> Option<String> {
+    if let Some(lambda_http::request::RequestContext::ApiGatewayV2(ctx)) = req.request_context_ref()
+    {
+        if let Some(id) = &ctx.request_id {
+            return Some(id.clone());
+        }
+    }
+    req.lambda_context_ref().map(|c| c.request_id.clone())
+}
+
+// ---- RFC 7240 `Prefer: wait=<seconds>`: how long a resume or sleep may hold its request
+// (docs/wake-protocol.md, "Short requests"). A hint (§2): an unreadable one is ignored. Names are
+// case-insensitive, values may be quoted, the first `wait` of any line counts.
+
+/// The most a client may ask for: API Gateway cuts HTTP requests at 30 s.
+pub const MAX_WAIT: Duration = Duration::from_secs(20);
+
+/// The `wait` preference of `headers`, at most [`MAX_WAIT`] (`None`: none, or unreadable).
+pub fn preferred_wait(headers: &HeaderMap) -> Option<Duration> {
+    headers
+        .get_all("prefer")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|line| line.split(','))
+        .find_map(|preference| {
+            // Parameters after `;` belong to the preference, not to its value.
+            let token = preference.split(';').next()?.trim();
+            let (name, value) = token.split_once('=')?;
+            if !name.trim().eq_ignore_ascii_case("wait") {
+                return None;
+            }
+            let value = value.trim().trim_matches('"');
+            if value.is_empty() || !value.bytes().all(|b| b.is_ascii_digit()) {
+                return None;
+            }
+            // Digits only: a number too large for u64 is simply "as long as allowed".
+            let seconds = value.parse::<u64>().unwrap_or(u64::MAX);
+            Some(Duration::from_secs(seconds).min(MAX_WAIT))
+        })
+}
+
+/// The `Preference-Applied` value for a wait of `applied` (whole seconds, rounded down).
+pub fn preference_applied(applied: Duration) -> String {
+    format!("wait={}", applied.as_secs())
+}
+
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod request_request_tests {
+    use super::*;
+
+    const ROUTES: [Route; 3] = [
+        Route {
+            method: "GET",
+            pattern: "/v1/agents/{kind}/{agent_id}",
+        },
+        Route {
+            method: "DELETE",
+            pattern: "/v1/agents/{kind}/{agent_id}",
+        },
+        Route {
+            method: "POST",
+            pattern: "/v1/agents/{kind}/{agent_id}/resume",
+        },
+    ];
+
+    #[test]
+    fn routes_capture_decoded_segments() {
+        let m = route(&ROUTES, "POST", "/v1/agents/codex/studio-a%3Ab/resume").unwrap();
+        assert_eq!(m.params, vec!["codex", "studio-a:b"]);
+        let m = route(&ROUTES, "GET", "/v1/agents/codex/x/").unwrap();
+        assert_eq!(m.params, vec!["codex", "x"]);
+    }
+
+    #[test]
+    fn unknown_paths_are_404_and_wrong_methods_405() {
+        assert!(matches!(
+            route(&ROUTES, "GET", "/v1/nope"),
+            Err(Error::RouteNotFound)
+        ));
+        match route(&ROUTES, "PUT", "/v1/agents/codex/x") {
+            Err(Error::MethodNotAllowed { allow }) => assert_eq!(allow, "GET, DELETE"),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    fn with_body(body: &str) -> Request {
+        let mut req = Request::default();
+        *req.body_mut() = Body::Text(body.into());
+        req
+    }
+
+    #[test]
+    fn a_json_body_must_be_an_object() {
+        #[derive(Debug, Default, serde::Deserialize)]
+        #[allow(dead_code)]
+        struct Optional {
+            #[serde(default)]
+            id: Option<String>,
+        }
+        for bad in ["[]", "[\"x\"]", "null", "7", "\"x\"", "true", " \n[1]"] {
+            assert!(
+                optional_json::<Optional>(&with_body(bad)).is_err(),
+                "{bad:?}"
+            );
+        }
+        assert!(optional_json::<Optional>(&with_body(" \n "))
+            .unwrap()
+            .is_none());
+        let ok = optional_json::<Optional>(&with_body(" {\"id\":\"a\"}")).unwrap();
+        assert_eq!(ok.unwrap().id.as_deref(), Some("a"));
+    }
+
+    #[test]
+    fn a_slash_inside_an_id_is_refused_once_decoded() {
+        let m = route(&ROUTES, "GET", "/v1/agents/codex/a%2Fb").unwrap();
+        assert!(parse_id(&m.params[1]).is_err());
+        assert!(parse_id("..").is_ok(), "dots are legal id characters");
+        assert!(parse_id(&"a".repeat(201)).is_err());
+        assert!(parse_id("a\u{7}").is_err());
+        assert!(route(&ROUTES, "GET", "/v1/agents/codex/%FF").is_err());
+        assert!(parse_kind("Codex").is_err());
+    }
+}
+
+#[cfg(test)]
+mod prefer_tests {
+    use super::*;
+    use super::{preference_applied as applied, preferred_wait as wait};
+
+    fn headers(values: &[&str]) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        for v in values {
+            h.append("prefer", v.parse().unwrap());
+        }
+        h
+    }
+
+    #[test]
+    fn reads_the_wait_preference_as_rfc_7240_writes_it() {
+        let s = |n| Some(Duration::from_secs(n));
+        assert_eq!(wait(&headers(&["wait=10"])), s(10));
+        assert_eq!(wait(&headers(&["WAIT = 5"])), s(5));
+        assert_eq!(wait(&headers(&["wait=\"7\""])), s(7));
+        assert_eq!(wait(&headers(&["respond-async, wait=3"])), s(3));
+        assert_eq!(wait(&headers(&["handling=lenient", "wait=4; x=y"])), s(4));
+        assert_eq!(wait(&headers(&["wait=0"])), s(0));
+        // The first wait counts.
+        assert_eq!(wait(&headers(&["wait=2, wait=9"])), s(2));
+    }
+
+    #[test]
+    fn caps_the_wait_at_twenty_seconds() {
+        assert_eq!(wait(&headers(&["wait=21"])), Some(MAX_WAIT));
+        assert_eq!(
+            wait(&headers(&["wait=99999999999999999999999"])),
+            Some(MAX_WAIT)
+        );
+    }
+
+    #[test]
+    fn ignores_what_it_cannot_read() {
+        for bad in [
+            "wait=soon",
+            "wait=-1",
+            "wait=",
+            "wait=1.5",
+            "respond-async",
+            "waiting=3",
+        ] {
+            assert_eq!(wait(&headers(&[bad])), None, "{bad}");
+        }
+        assert_eq!(wait(&HeaderMap::new()), None);
+    }
+
+    #[test]
+    fn says_what_was_applied_in_whole_seconds() {
+        assert_eq!(applied(Duration::from_millis(20_900)), "wait=20");
+        assert_eq!(applied(Duration::ZERO), "wait=0");
+    }
+}

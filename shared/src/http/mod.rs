@@ -2,6 +2,5 @@
 //! parsing, JSON and problem+json, ETag and Location, `Prefer: wait`.
 
 pub mod edge;
-pub mod request;
 
 pub use edge::Problem;

@@ -5,9 +5,9 @@ use std::collections::BTreeMap;
 use super::slices::{snapshots_between, SliceSettings};
 use crate::agentkit::types::{ListSessions, Session, Snapshot, MAX_PAGE_SIZE};
 use crate::agentkit::{AgentKit, AgentKitError, Pager};
-use crate::deadline::Deadline;
 use crate::domain::{AgentKey, Kind, Retention, ToolRegistry};
 use crate::identity::{user_session_id, SNAPSHOT_AGENT_PREFIX};
+use crate::invocation::Deadline;
 use crate::locate::regions;
 use crate::timestamp::now_ms;
 

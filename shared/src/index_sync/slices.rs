@@ -16,7 +16,7 @@ use futures::StreamExt;
 
 use crate::agentkit::types::{ListSessionSnapshots, Snapshot, MAX_PAGE_SIZE};
 use crate::agentkit::{AgentKit, AgentKitError};
-use crate::deadline::Deadline;
+use crate::invocation::Deadline;
 use crate::timestamp::format_ms;
 
 /// No slice is cut narrower than this: a second's snapshots are one slice, paged through.

@@ -7,8 +7,8 @@ use super::slices::SliceSettings;
 use super::status::record_completion;
 use super::upsert::{index_many, Upsert};
 use crate::agentkit::AgentKit;
-use crate::deadline::Deadline;
 use crate::domain::{AgentKey, ToolRegistry};
+use crate::invocation::Deadline;
 use crate::store::AgentStore;
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]

@@ -4,13 +4,13 @@
 
 use crate::agentkit::types::{MetadataEntry, Session};
 use crate::agentkit::AgentKit;
-use crate::deadline::Deadline;
 use crate::domain::AgentKey;
 use crate::error::Error;
+use crate::invocation::Deadline;
 use crate::store::{AgentStore, Document, DocumentKey, StoreError};
 use crate::timestamp::now_s;
 
-use super::sessions::orphans_of;
+use super::orphans_of;
 use super::Home;
 
 const CLAIM_SK: &str = "CLAIM";

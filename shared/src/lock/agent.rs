@@ -4,9 +4,9 @@
 use std::time::Duration;
 
 use super::settings::LockSettings;
-use crate::deadline::Deadline;
 use crate::domain::Description;
 use crate::domain::{AgentKey, AgentRecord, WakeState};
+use crate::invocation::Deadline;
 use crate::store::{AgentStore, Changes, Condition, StoreError, Within};
 use crate::timestamp::now_ms;
 

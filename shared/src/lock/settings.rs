@@ -122,13 +122,13 @@ impl Default for WakeSettings {
 
 impl WakeSettings {
     /// The back-off of the holder waiting for a snapshot still being made.
-    pub fn polling(&self) -> crate::deadline::Backoff {
-        crate::deadline::Backoff::new(self.poll_min, self.poll_max)
+    pub fn polling(&self) -> crate::invocation::Backoff {
+        crate::invocation::Backoff::new(self.poll_min, self.poll_max)
     }
 
     /// How often a session booting is asked about, by whoever asks.
-    pub fn pace(&self) -> crate::deadline::Pace {
-        crate::deadline::Pace {
+    pub fn pace(&self) -> crate::invocation::Pace {
+        crate::invocation::Pace {
             min: self.poll_min,
             max: self.poll_max,
         }
@@ -139,7 +139,7 @@ impl WakeSettings {
         asked.unwrap_or(Duration::ZERO).min(self.wait)
     }
 
-    pub fn watching(&self) -> crate::deadline::Backoff {
-        crate::deadline::Backoff::new(self.watch_min, self.watch_max)
+    pub fn watching(&self) -> crate::invocation::Backoff {
+        crate::invocation::Backoff::new(self.watch_min, self.watch_max)
     }
 }

@@ -3,11 +3,11 @@
 
 use crate::agentkit::types::{CreateSessionSnapshot, ListSessionSnapshots, Session, Snapshot};
 use crate::agentkit::{list_all, AgentKit, AgentKitError};
-use crate::deadline::Deadline;
 use crate::domain::{AgentRecord, Retention, WakeState};
 use crate::error::Error;
-use crate::locate::sessions::{active_session, own_snapshots, session, snapshots};
+use crate::invocation::Deadline;
 use crate::locate::Home;
+use crate::locate::{active_session, own_snapshots, session, snapshots};
 use crate::lock::driver::{Polled, Settler};
 use crate::lock::{Held, Written};
 use crate::store::{AgentStore, Changes};

@@ -10,9 +10,9 @@ use std::ops::ControlFlow;
 
 use crate::agentkit::types::{DeleteSession, GetSessionSnapshot, Snapshot};
 use crate::agentkit::AgentKit;
-use crate::deadline::Budget;
 use crate::domain::{AgentKey, AgentRecord, Announce, Description, WakeState};
 use crate::error::Error;
+use crate::invocation::Budget;
 use crate::locate::Home;
 use crate::lock::driver::{Agents, Driver, Look, Polled, Progress, Settler, Step};
 use crate::lock::{Acquired, Decision, Generation, Intent, WakeSettings};

@@ -7,10 +7,10 @@
 
 use super::budget::{BudgetStore, Reserved, Slowdown};
 use super::schedule::{DueCursor, DuePage, ScheduleStore};
-use crate::deadline::Deadline;
 use crate::domain::{
     AgentKey, AgentRecord, Description, Kind, ScheduleRecord, SnapshotView, ToolRegistry, WakeState,
 };
+use crate::invocation::Deadline;
 use std::future::Future;
 use std::pin::Pin;
 use std::time::Duration;

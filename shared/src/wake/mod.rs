@@ -10,12 +10,12 @@ use std::ops::ControlFlow;
 
 use crate::agentkit::types::{Session, Snapshot};
 use crate::agentkit::AgentKit;
-use crate::deadline::Budget;
 use crate::domain::failure::{is_definite, recorded_failure, SESSION_ENDED};
 use crate::domain::WakeState;
 use crate::domain::{AgentKey, AgentRecord, Announce, Description, SessionPhase};
 use crate::error::Error;
-use crate::locate::sessions::session;
+use crate::invocation::Budget;
+use crate::locate::session;
 use crate::locate::Home;
 use crate::lock::driver::{Agents, Driver, Look, Polled, Progress, Settler, Step};
 use crate::lock::{Acquired, Decision, Generation, Intent, Written};

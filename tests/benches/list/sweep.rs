@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use snapwake::deadline::Deadline;
+use snapwake::invocation::Deadline;
 use snapwake::store::AgentStore;
 use snapwake_tests::counting::CountingStore;
 use snapwake_tests::*;

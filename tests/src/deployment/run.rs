@@ -4,9 +4,9 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use snapwake::deadline::Deadline;
 use snapwake::domain::Kind;
 use snapwake::identity::caller;
+use snapwake::invocation::Deadline;
 use snapwake_sim::{Fault, SeedSnapshot, SimConfig};
 use time::OffsetDateTime;
 

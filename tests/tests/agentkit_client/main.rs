@@ -8,7 +8,7 @@ use snapwake::agentkit::answer::RetryPolicy;
 use snapwake::agentkit::types::*;
 use snapwake::agentkit::{list_all, AgentKitClient, AgentKitError, Credentials, Pager};
 use snapwake::agentkit::{AgentKitConfig, CredentialsSource};
-use snapwake::deadline::Deadline;
+use snapwake::invocation::Deadline;
 use snapwake_sim::{Fault, RunningSim, SeedTool, SimConfig, SimControl, Simulator};
 
 const BEIJING: &str = "cn-beijing";

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use serde_json::Value;
 use snapwake::agentkit::types::{CreateSessionSnapshot, DeleteSession};
-use snapwake::deadline::Deadline;
 use snapwake::domain::{AgentKey, Kind, WakeState};
+use snapwake::invocation::Deadline;
 use snapwake::store::dynamo::DynamoStore;
 use snapwake::store::AgentStore;
 use snapwake::wake::WakeSettings;

@@ -13,7 +13,7 @@ async fn bad_queries_and_forged_cursors_are_refused() {
         &api.list.store,
         &world.client(),
         &world.registry(),
-        snapwake::deadline::Deadline::after(std::time::Duration::from_secs(30)),
+        snapwake::invocation::Deadline::after(std::time::Duration::from_secs(30)),
     )
     .await;
     assert!(synced.completed);

@@ -6,7 +6,6 @@ use std::time::{Duration, Instant};
 
 use snapwake::agentkit::types::{MetadataEntry, UpdateTool};
 use snapwake::agentkit::{AgentKit, AgentKitClient};
-use snapwake::deadline::Deadline;
 use snapwake::deploy::catalogue::tool_name;
 use snapwake::deploy::plan::find_by_name;
 use snapwake::deploy::{
@@ -15,6 +14,7 @@ use snapwake::deploy::{
 };
 use snapwake::domain::{Kind, Retention, ToolRegistry};
 use snapwake::identity::caller;
+use snapwake::invocation::Deadline;
 use snapwake::registry_cache::{RegistryCache, ToolOverrides};
 use snapwake::store::AgentStore;
 use snapwake::wake::WakeSettings;

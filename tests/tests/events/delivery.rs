@@ -140,8 +140,8 @@ async fn the_announce_function_publishes_a_stream_batch_over_the_wire() {
 }
 
 /// A deadline no test reaches: the invocation's time is not what these tests are about.
-fn far() -> snapwake::deadline::Deadline {
-    snapwake::deadline::Deadline::after(std::time::Duration::from_secs(60))
+fn far() -> snapwake::invocation::Deadline {
+    snapwake::invocation::Deadline::after(std::time::Duration::from_secs(60))
 }
 
 /// The changes of `agents` (one each, in order), as the stream hands them over.
@@ -210,7 +210,7 @@ async fn events_go_ten_a_call_one_per_agent_and_stop_in_time() {
     // Too little time left for one call: nothing sent, the first change named, at once.
     let before = bus.deliveries().len();
     let started = std::time::Instant::now();
-    let short = snapwake::deadline::Deadline::after(Duration::from_millis(500));
+    let short = snapwake::invocation::Deadline::after(Duration::from_millis(500));
     let relayed = snapwake::events::announce(&changes, &bus.publisher(), short).await;
     assert_eq!(
         (relayed.published, relayed.failed_at.as_deref()),

@@ -3,8 +3,8 @@
 //! when AgentKit kept a snapshot, `wake_failed` when that snapshot failed. On the simulator's
 //! clock: the sessions expire because AgentKit's time passes, not because anyone asks.
 
-use snapwake::deadline::Deadline;
 use snapwake::domain::WakeState;
+use snapwake::invocation::Deadline;
 
 use super::*;
 

@@ -144,7 +144,7 @@ where
 {
     let report = f
         .sweep(
-            snapwake::deadline::Deadline::after(Duration::from_secs(120)),
+            snapwake::invocation::Deadline::after(Duration::from_secs(120)),
             false,
             &snapwake_delete::Quiet,
         )

@@ -1,9 +1,9 @@
 //! What set a change off: a schedule's tick, the retention sweep, an owner's offboarding (and
 //! HTTP everywhere else, changes.rs).
 
-use snapwake::deadline::Deadline;
 use snapwake::domain::WakeState;
 use snapwake::identity::caller;
+use snapwake::invocation::Deadline;
 use snapwake_delete::{DeleteSettings, RetentionPolicy, SweepSettings};
 use snapwake_sim::SeedSnapshot;
 

@@ -10,11 +10,11 @@ use data_encoding::BASE64URL_NOPAD;
 use serde_json::Value;
 use snapwake::agentkit::types::MetadataEntry;
 use snapwake::agentkit::AgentKitClient;
-use snapwake::deadline::Deadline;
 use snapwake::domain::Description;
 use snapwake::domain::{AgentKey, AgentRecord, Kind, Retention, ToolRegistry, WakeState};
 use snapwake::identity::caller;
 use snapwake::index_sync::{sync_index, IndexSyncReport};
+use snapwake::invocation::Deadline;
 
 use snapwake::store::{AgentStore, Changes, Condition};
 use snapwake::timestamp::{now_ms, now_s};

@@ -13,8 +13,8 @@ use std::time::Duration;
 
 use snapwake::agentkit::types::Action;
 use snapwake::agentkit::{AgentKit, AgentKitClient};
-use snapwake::deadline::Deadline;
 use snapwake::domain::{AgentKey, Kind, WakeState};
+use snapwake::invocation::Deadline;
 use snapwake::store::memory::MemoryStore;
 use snapwake::store::{AgentStore, Changes, Condition};
 use snapwake::timestamp::now_ms;

@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 use snapwake::agentkit::AgentKit;
-use snapwake::deadline::Deadline;
 use snapwake::domain::{AgentKey, Kind};
+use snapwake::invocation::Deadline;
 use snapwake::store::{AgentStore, ScheduleStore};
 use snapwake_resume::tick::TickReport;
 use snapwake_resume::Resume;

@@ -6,7 +6,7 @@
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use snapwake::deadline::Deadline;
+use snapwake::invocation::Deadline;
 use snapwake::lock::{Acquire, Acquired, AgentLock, Generation, Held, LockSettings, Written};
 use snapwake::store::{ScheduleStore, Within};
 use snapwake_tests::lost_answers::LostAnswers;

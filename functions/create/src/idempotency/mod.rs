@@ -46,11 +46,11 @@ use document::{IdemDoc, State, Stored};
 
 use lambda_http::{Body, Response};
 use snapwake::agentkit::AgentKit;
-use snapwake::deadline::Deadline;
 use snapwake::domain::AgentKey;
 use snapwake::error::{Error, Result};
 use snapwake::http::edge;
 use snapwake::identity::caller;
+use snapwake::invocation::Deadline;
 use snapwake::store::{AgentStore, DocumentKey, StoreError, Within};
 use snapwake::timestamp::{now_ms, now_s};
 

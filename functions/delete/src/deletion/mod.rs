@@ -27,11 +27,11 @@ use snapwake::agentkit::types::{
     DeleteSession, DeleteSessionSnapshot, Filter, ListSessionSnapshots, ListSessions, Snapshot,
 };
 use snapwake::agentkit::{list_all, AgentKit};
-use snapwake::deadline::Deadline;
 use snapwake::domain::Description;
 use snapwake::domain::{AgentKey, AgentRecord, Kind, ToolRegistry, WakeState};
 use snapwake::error::Error;
 use snapwake::identity::SNAPSHOT_AGENT_PREFIX;
+use snapwake::invocation::Deadline;
 use snapwake::lock::{self, Acquire, Acquired, AgentLock, Generation, LockSettings, Written};
 use snapwake::store::Within;
 use snapwake::store::{AgentStore, Changes, DocumentKey, ScheduleStore, StoreError};

@@ -5,12 +5,12 @@
 use std::collections::BTreeMap;
 
 use snapwake::agentkit::AgentKit;
-use snapwake::deadline::Deadline;
 use snapwake::domain::AgentKey;
 use snapwake::error::Error;
 use snapwake::identity::user_session_id;
 use snapwake::identity::{belongs_to, owner_keys};
 use snapwake::index_sync::{agents_of, list_tool, tools, SliceSettings};
+use snapwake::invocation::Deadline;
 use snapwake::store::{AgentStore, ScheduleStore};
 
 use super::{Found, Offboard};

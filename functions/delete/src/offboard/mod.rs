@@ -34,9 +34,9 @@ use std::time::Duration;
 
 use serde::Serialize;
 use snapwake::agentkit::AgentKit;
-use snapwake::deadline::Deadline;
 use snapwake::domain::{AgentKey, AgentRecord, Retention, ToolRegistry, WakeState};
 use snapwake::error::Error;
+use snapwake::invocation::Deadline;
 use snapwake::lock::LockSettings;
 use snapwake::offboarding;
 use snapwake::store::{AgentStore, ScheduleStore};

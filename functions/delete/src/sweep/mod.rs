@@ -25,11 +25,11 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use snapwake::agentkit::AgentKit;
-use snapwake::deadline::Deadline;
 use snapwake::domain::{AgentKey, Retention, ToolRegistry};
 use snapwake::error::Error;
 use snapwake::index_sync::{agents_of, index_agent, list_tool, record_completion, tools, Upsert};
 use snapwake::index_sync::{Seen, SliceSettings, ToolListing};
+use snapwake::invocation::Deadline;
 use snapwake::lock::{DocumentAcquired, DocumentLock, LockSettings};
 use snapwake::store::{AgentStore, ScheduleStore};
 use snapwake::timestamp::now_ms;

@@ -5,9 +5,9 @@
 //! round.
 
 use snapwake::agentkit::AgentKit;
-use snapwake::deadline::Deadline;
 use snapwake::domain::AgentKey;
 use snapwake::error::Error;
+use snapwake::invocation::Deadline;
 use snapwake::store::{AgentStore, ScheduleStore};
 
 use super::checkpoint::{SweepCounts, Unconfirmed};

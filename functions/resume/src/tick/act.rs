@@ -5,11 +5,11 @@
 use std::time::Duration;
 
 use snapwake::agentkit::AgentKit;
-use snapwake::deadline::Budget;
 use snapwake::domain::{
     Action, AgentKey, AgentRecord, Attempt, ScheduleRecord, Settled, ToolRegistry,
 };
 use snapwake::error::Error;
+use snapwake::invocation::Budget;
 use snapwake::locate::home_of;
 use snapwake::lock::Agents;
 use snapwake::offboarding::Admitted;

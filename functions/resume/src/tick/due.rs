@@ -12,10 +12,10 @@
 use futures::stream::{self, StreamExt};
 use serde::{Deserialize, Serialize};
 use snapwake::agentkit::AgentKit;
-use snapwake::deadline::Deadline;
 use snapwake::domain::Trigger;
 use snapwake::error::Error;
 use snapwake::fanout::DueOccurrence;
+use snapwake::invocation::Deadline;
 use snapwake::invocation::Invocation;
 use snapwake::metrics::{self, Record};
 use snapwake::schedule::Readiness;

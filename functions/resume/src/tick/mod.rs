@@ -27,12 +27,12 @@ use std::sync::Mutex;
 
 use serde::Serialize;
 use snapwake::agentkit::AgentKit;
-use snapwake::deadline::Deadline;
 use snapwake::domain::{
     Action, AgentRecord, ScheduleRecord, Settled, ToolRegistry, Trigger, WakeState,
 };
 use snapwake::error::Error;
 use snapwake::fanout::{DueChannel, DueOccurrence, Fanout, AT_ONCE};
+use snapwake::invocation::Deadline;
 use snapwake::invocation::Invocation;
 use snapwake::metrics::{self, Record};
 use snapwake::offboarding::{admit, Admitted};

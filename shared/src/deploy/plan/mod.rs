@@ -14,9 +14,9 @@ use std::collections::BTreeMap;
 
 use crate::agentkit::types::{Filter, GetTool, ListTools, Tool};
 use crate::agentkit::{list_all, AgentKit, AgentKitError};
-use crate::deadline::Deadline;
 use crate::domain::{Kind, Retention, ToolRegistry};
 use crate::error::Error;
+use crate::invocation::Deadline;
 
 use super::catalogue::{Catalogue, Entry, PROJECT_NAME};
 use super::report::{EntryReport, EntryStatus};

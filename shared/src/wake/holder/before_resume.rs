@@ -2,12 +2,12 @@
 
 use crate::agentkit::types::{DeleteSession, MetadataEntry, Session, Snapshot};
 use crate::agentkit::AgentKit;
-use crate::deadline::Deadline;
 use crate::domain::failure::{recorded_failure, SNAPSHOT_IN_PROGRESS};
 use crate::domain::{AgentRecord, SessionPhase, WakeState};
 use crate::error::Error;
-use crate::locate::sessions::{choose, live_session, session, snapshots, Choice, Expected};
+use crate::invocation::Deadline;
 use crate::locate::Home;
+use crate::locate::{choose, live_session, session, snapshots, Choice, Expected};
 use crate::lock::{Held, Written};
 use crate::store::{AgentStore, Changes};
 use crate::timestamp::now_ms;

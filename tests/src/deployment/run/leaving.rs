@@ -4,8 +4,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use snapwake::deadline::Deadline;
 use snapwake::domain::Kind;
+use snapwake::invocation::Deadline;
 
 use super::{instant, Run, OFFBOARD_BUDGET};
 use crate::deployment::invocation::Invocation;

@@ -231,7 +231,7 @@ impl Run {
         };
         for owner in pending {
             self.note(people, format!("{owner}'s offboarding redriven"));
-            let deadline = snapwake::deadline::Deadline::after(super::OFFBOARD_BUDGET);
+            let deadline = snapwake::invocation::Deadline::after(super::OFFBOARD_BUDGET);
             let _ = people
                 .deployment
                 .api
