@@ -28,8 +28,8 @@ use snapwake::store::{AgentStore, Changes, ScheduleStore, Within};
 use snapwake::timestamp::now_ms;
 use snapwake::wake::MIN_TTL;
 
-use crate::addressed::{view, with_etag};
 use crate::Resume;
+use crate::{view, with_etag};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -25,7 +25,7 @@ use snapwake::store::{AgentStore, ScheduleStore, StoreError};
 use snapwake::timestamp::now_ms;
 use snapwake::view::schedule_view;
 
-use crate::addressed::Addressed;
+use crate::Addressed;
 use crate::Resume;
 
 impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {

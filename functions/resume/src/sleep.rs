@@ -19,8 +19,8 @@ use snapwake::sleep::{SleepOutcome, SleepTarget};
 use snapwake::store::AgentStore;
 use snapwake::view::record_snapshots;
 
-use crate::addressed::{accepted, view, with_etag, with_preference};
 use crate::Resume;
+use crate::{accepted, view, with_etag, with_preference};
 
 /// No fields yet; anything sent is refused (400) rather than silently ignored.
 #[derive(Debug, Default, Deserialize)]
