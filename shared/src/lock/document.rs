@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::settings::LockSettings;
+use super::agent::LockSettings;
 use crate::store::update::{update, Attempt, Step, Updated};
 use crate::store::{AgentStore, Document, DocumentKey, StoreError};
 use crate::timestamp::now_ms;

@@ -14,13 +14,10 @@
 //! between invocations): a lease covers one invocation's work.
 
 pub mod agent;
-mod decide;
 pub mod document;
-pub(crate) mod driver;
-mod settings;
 
+pub use agent::Agents;
+pub use agent::{decide, Decision, Intent};
 pub use agent::{Acquire, Acquired, AgentLock, Generation, Held, Written};
-pub use decide::{decide, Decision, Intent};
+pub use agent::{LockSettings, WakeSettings, MIN_TTL};
 pub use document::{DocumentAcquired, DocumentHold, DocumentLock};
-pub use driver::Agents;
-pub use settings::{LockSettings, WakeSettings, MIN_TTL};

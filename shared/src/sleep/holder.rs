@@ -8,7 +8,7 @@ use crate::error::Error;
 use crate::invocation::Deadline;
 use crate::locate::Home;
 use crate::locate::{active_session, own_snapshots, session, snapshots};
-use crate::lock::driver::{Polled, Settler};
+use crate::lock::agent::{Polled, Settler};
 use crate::lock::{Held, Written};
 use crate::store::{AgentStore, Changes};
 use crate::timestamp::now_ms;

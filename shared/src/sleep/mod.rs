@@ -14,7 +14,7 @@ use crate::domain::{AgentKey, AgentRecord, Announce, Description, WakeState};
 use crate::error::Error;
 use crate::invocation::Budget;
 use crate::locate::Home;
-use crate::lock::driver::{Agents, Driver, Look, Polled, Progress, Settler, Step};
+use crate::lock::agent::{Agents, Driver, Look, Polled, Progress, Settler, Step};
 use crate::lock::{Acquired, Decision, Generation, Intent, WakeSettings};
 use crate::offboarding::Admitted;
 use crate::store::{AgentStore, Changes};

@@ -17,7 +17,7 @@ use crate::error::Error;
 use crate::invocation::Budget;
 use crate::locate::session;
 use crate::locate::Home;
-use crate::lock::driver::{Agents, Driver, Look, Polled, Progress, Settler, Step};
+use crate::lock::agent::{Agents, Driver, Look, Polled, Progress, Settler, Step};
 use crate::lock::{Acquired, Decision, Generation, Intent, Written};
 use crate::offboarding::Admitted;
 use crate::sleep::SleepOutcome;
@@ -92,7 +92,7 @@ impl<S: AgentStore, K: AgentKit> Waking<'_, '_, S, K> {
     /// The wake (docs/wake-protocol.md, "A wake, step by step"):
     ///
     /// 1. A wake of the same snapshot that failed moments ago is the answer, not a second try.
-    /// 2. Decide from the record ([`crate::lock::decide`]), a few rounds at most:
+    /// 2. Decide from the record ([`crate::lock::agent`]), a few rounds at most:
     ///    - a tombstone: 410; another operation holds the agent: 409 with `Retry-After`;
     ///    - awake and seen alive moments ago: answered from the record;
     ///    - nobody holds it: acquire and **hold** it through the wake ([`holder`]);

@@ -18,7 +18,7 @@ use crate::error::Error;
 use crate::identity::names::METADATA_DISPLAY_NAME_KEY;
 use crate::locate::Home;
 use crate::locate::{own_snapshots, session};
-use crate::lock::driver::{Polled, Settler};
+use crate::lock::agent::{Polled, Settler};
 use crate::lock::{Held, Written};
 use crate::store::{AgentStore, Changes};
 use crate::timestamp::now_ms;
