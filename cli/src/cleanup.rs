@@ -14,7 +14,7 @@ use snapwake::agentkit::AgentKitClient;
 use snapwake::config::Config;
 use snapwake::domain::AgentKey;
 use snapwake::invocation::Deadline;
-use snapwake::registry_cache::RegistryCache;
+use snapwake::locate::RegistryCache;
 use snapwake::store::dynamo::DynamoStore;
 use snapwake_delete::{Delete, DeleteSettings};
 use snapwake_delete::{OffboardProgress, OffboardReport, Outcome};

@@ -14,7 +14,7 @@ use snapwake::agentkit::AgentKitClient;
 use snapwake::config::Config;
 use snapwake::deploy::{no_retry_policy, Catalogue, DeploySettings};
 use snapwake::http::edge::api_gateway_v2;
-use snapwake::registry_cache::RegistryCache;
+use snapwake::locate::RegistryCache;
 use snapwake::store::dynamo::DynamoStore;
 use snapwake::timestamp::now_ms;
 

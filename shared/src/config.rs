@@ -4,11 +4,11 @@
 
 use std::time::Duration;
 
-use crate::agentkit::signer::Credentials;
+use crate::agentkit::Credentials;
 use crate::agentkit::{AgentKitConfig, CredentialsSource};
 use crate::http::edge::{normalise_base_path, BASE_PATH_VAR};
 use crate::identity::{IdentityConfig, DEFAULT_OWNER_CLAIMS};
-use crate::registry_cache::ToolOverrides;
+use crate::locate::ToolOverrides;
 use crate::schedule::ScheduleRules;
 use crate::secret::Secret;
 use crate::wake::WakeSettings;

@@ -21,7 +21,6 @@ pub mod error;
 pub mod events;
 pub mod identity;
 pub mod http;
-pub mod registry_cache;
 pub mod locate;
 pub mod lock;
 pub mod view;

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use crate::limits::RateLimits;
-use snapwake::agentkit::signer::Credentials;
+use snapwake::agentkit::Credentials;
 
 use crate::state::DEFAULT_EXPIRY_SNAPSHOT_DELAY;
 

@@ -17,7 +17,7 @@ use crate::faults::Faults;
 use crate::limits::Limiter;
 use crate::pagination::Tokens;
 use crate::state::World;
-use snapwake::agentkit::signer::Credentials;
+use snapwake::agentkit::Credentials;
 
 /// Everything behind one lock (never held across an `.await`).
 /// An action answered with an error now and carried out later (`Fault::apply_after`).

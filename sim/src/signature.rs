@@ -4,9 +4,8 @@
 
 use std::fmt;
 
-use snapwake::agentkit::signer::{
-    canonical_request, sha256_hex, signature, Credentials, ALGORITHM, SERVICE,
-};
+use snapwake::agentkit::signer::{canonical_request, sha256_hex, signature, ALGORITHM, SERVICE};
+use snapwake::agentkit::Credentials;
 
 /// A parsed `Authorization` header. `Debug` hides the signature.
 #[derive(Clone, PartialEq, Eq)]

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use lambda_http::{Body, Request, Response};
 use snapwake::agentkit::AgentKit;
-use snapwake::registry_cache::{RegistryCache, ToolOverrides};
+use snapwake::locate::{RegistryCache, ToolOverrides};
 use snapwake::schedule::ScheduleRules;
 use snapwake::store::{AgentStore, ScheduleStore};
 use snapwake::wake::WakeSettings;

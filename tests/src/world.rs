@@ -304,10 +304,7 @@ pub fn rate_limits() -> RateLimits {
 }
 
 /// [`client`] signing with `credentials`.
-pub fn client_with(
-    endpoint: &str,
-    credentials: snapwake::agentkit::signer::Credentials,
-) -> AgentKitClient {
+pub fn client_with(endpoint: &str, credentials: snapwake::agentkit::Credentials) -> AgentKitClient {
     let config = AgentKitConfig {
         endpoint: endpoint.to_string(),
         regions: vec![REGION.into(), "cn-shanghai".into()],

@@ -31,7 +31,7 @@ use snapwake::config::Config;
 use snapwake::events::recorded::Recorded;
 use snapwake::identity::IdentityConfig;
 use snapwake::invocation::Deadline;
-use snapwake::registry_cache::RegistryCache;
+use snapwake::locate::RegistryCache;
 use snapwake::store::memory::{FeedReader, MemoryStore};
 use snapwake::store::{AgentStore, BudgetStore, ChangeSource, ScheduleStore};
 use snapwake::wake::WakeSettings;

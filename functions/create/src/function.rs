@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use snapwake::domain::OpenUrl;
 use snapwake::identity::IdentityConfig;
+use snapwake::locate::RegistryCache;
 use snapwake::lock::LockSettings;
-use snapwake::registry_cache::RegistryCache;
 
 /// The function's logical id in `infra/template.yaml`: its AWS calls are checked against that
 /// function's policy (`snapwake::aws_calls`).

@@ -1,7 +1,7 @@
 //! The create Lambda: configuration and clients built once, then every request to the handler.
 
 use lambda_http::{service_fn, Error, Request};
-use snapwake::{bootstrap, config::Config, registry_cache::RegistryCache};
+use snapwake::{bootstrap, config::Config, locate::RegistryCache};
 use snapwake_create::{Create, CreateSettings};
 
 #[tokio::main]

@@ -8,7 +8,7 @@ use snapwake::agentkit::types::{
 use snapwake::agentkit::{list_all, AgentKit};
 use snapwake::domain::AgentKey;
 use snapwake::error::{Error, Result};
-use snapwake::identity::names::METADATA_DISPLAY_NAME_KEY;
+use snapwake::identity::caller::METADATA_DISPLAY_NAME_KEY;
 use snapwake::invocation::Deadline;
 use snapwake::store::AgentStore;
 use snapwake::view::{METADATA_CREATOR_KEY, METADATA_OWNER_KEY};

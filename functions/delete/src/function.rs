@@ -3,7 +3,7 @@
 //! at the end).
 
 use snapwake::identity::IdentityConfig;
-use snapwake::registry_cache::RegistryCache;
+use snapwake::locate::RegistryCache;
 
 use crate::offboard::OffboardProgress;
 use crate::settings::DeleteSettings;

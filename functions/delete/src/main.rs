@@ -5,7 +5,7 @@
 use lambda_http::lambda_runtime::{self, service_fn, LambdaEvent};
 use lambda_http::Error;
 use serde_json::Value;
-use snapwake::{bootstrap, config::Config, registry_cache::RegistryCache};
+use snapwake::{bootstrap, config::Config, locate::RegistryCache};
 use snapwake_delete::{Delete, DeleteSettings};
 
 #[tokio::main]

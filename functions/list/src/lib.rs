@@ -52,8 +52,8 @@ use snapwake::http::edge::{self as req, Route};
 use snapwake::identity::{Caller, IdentityConfig};
 use snapwake::index_sync::IndexStatus;
 use snapwake::invocation::Deadline;
+use snapwake::locate::RegistryCache;
 use snapwake::lock::LockSettings;
-use snapwake::registry_cache::RegistryCache;
 use snapwake::secret::Secret;
 use snapwake::store::{AgentStore, Within};
 

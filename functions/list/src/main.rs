@@ -1,7 +1,7 @@
 //! The list Lambda: configuration and clients built once, then every request to the handler.
 
 use lambda_http::{service_fn, Error, Request};
-use snapwake::{bootstrap, config::Config, registry_cache::RegistryCache};
+use snapwake::{bootstrap, config::Config, locate::RegistryCache};
 use snapwake_list::{List, ListSettings};
 
 #[tokio::main]

@@ -3,7 +3,7 @@
 
 use snapwake::fanout::Fanout;
 use snapwake::identity::IdentityConfig;
-use snapwake::registry_cache::RegistryCache;
+use snapwake::locate::RegistryCache;
 use snapwake::schedule::ScheduleRules;
 use snapwake::wake::WakeSettings;
 

@@ -4,7 +4,7 @@
 
 use lambda_http::lambda_runtime::{self, service_fn, LambdaEvent};
 use lambda_http::Error;
-use snapwake::{bootstrap, config::Config, registry_cache::RegistryCache};
+use snapwake::{bootstrap, config::Config, locate::RegistryCache};
 use snapwake_resume::Invocation;
 use snapwake_resume::Resume;
 

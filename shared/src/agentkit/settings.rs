@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use super::signer::Credentials;
+use super::Credentials;
 use crate::secret::Secret;
 
 /// Where AgentKit credentials come from.

@@ -16,7 +16,7 @@ use sha2::{Digest, Sha256};
 use crate::agentkit::types::EnvVar;
 use crate::domain::{Kind, Retention};
 use crate::error::Error;
-use crate::registry_cache::ToolOverrides;
+use crate::locate::ToolOverrides;
 
 /// The `ProjectName` of every Tool.
 pub const PROJECT_NAME: &str = "default";

@@ -4,13 +4,12 @@
 //!   has no field that could hold a session `Endpoint` or a credential;
 //! - the record: snapwake's own memory of an agent (owner, how to show it) and its wake lock
 //!   (docs/wake-protocol.md); AgentKit stays the truth about sessions and snapshots;
-//! - the key: its kind and its id, the key of its record and of everything about it;
 //! - how AgentKit's session and snapshot statuses read, classified once here
 //!   (docs/wake-protocol.md, "AgentKit keeps its own time"). Statuses are free strings in any
 //!   case and the set is open: anything unrecognised is [`SessionPhase::Unknown`], "something is
 //!   there, we do not know what", never mistaken for "no session".
 
-use super::kind::{Kind, Retention};
+use super::kind::{AgentKey, Kind, Retention};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
@@ -363,27 +362,6 @@ impl AgentRecord {
 
     pub fn etag(&self) -> String {
         format!("\"{}\"", self.version)
-    }
-}
-
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-pub struct AgentKey {
-    pub kind: Kind,
-    pub agent_id: String,
-}
-
-impl AgentKey {
-    pub fn new(kind: Kind, agent_id: impl Into<String>) -> Self {
-        AgentKey {
-            kind,
-            agent_id: agent_id.into(),
-        }
-    }
-}
-
-impl fmt::Display for AgentKey {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}/{}", self.kind, self.agent_id)
     }
 }
 

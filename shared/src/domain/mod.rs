@@ -8,7 +8,6 @@ mod kind;
 mod schedule;
 mod tool_registry;
 
-pub use agent::AgentKey;
 pub use agent::{
     is_session_active, is_session_usable, is_snapshot_in_progress, is_snapshot_wakeable,
     SessionPhase, SnapshotPhase, REASON_EXPIRED,
@@ -16,6 +15,7 @@ pub use agent::{
 pub use agent::{AgentRecord, Description, WakeState};
 pub use agent::{AgentState, AgentView, SessionView, SnapshotView, WakeView};
 pub use event::{Announce, Announcement, EventDetail, StateEvent, Trigger};
+pub use kind::AgentKey;
 pub use kind::{Kind, ParseKindError, ParseRetentionError, Retention};
 pub use schedule::{
     Action, Attempt, Occurrence, ScheduleRecord, ScheduleSummary, ScheduleView, Settled,

@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::agent::AgentKey;
+use super::kind::AgentKey;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]

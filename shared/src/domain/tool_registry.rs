@@ -1,5 +1,5 @@
 //! The tool registry: which AgentKit Tool serves each kind and retention. Deploy writes it (CAS
-//! on `version`); everything else reads it through `crate::registry_cache`.
+//! on `version`); everything else reads it through `crate::locate::RegistryCache`.
 //!
 //! `open_url`: where a person works with an awake agent, from the deployment's template
 //! `SNAPWAKE_OPEN_URL` (docs/http-api.md, "The agent view"). Never the session's Endpoint: the

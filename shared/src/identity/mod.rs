@@ -3,15 +3,11 @@
 //! context, never headers; the local server's `X-Snapwake-*` headers go through [`Caller::local`].
 
 pub mod caller;
+pub mod claims;
 pub mod names;
-pub mod settings;
 
-pub use caller::AdminEntry;
 pub use caller::{belongs_to, fingerprint, mint, owner_keys, prefix, safe_owner, UserSessionId};
-pub use caller::{describe, may_act, Caller, Place};
-pub use caller::{ClaimValue, Claims};
-pub use names::{
-    display_name, is_valid_agent_id, user_session_id, validate_agent_id, validate_display_name,
-    SNAPSHOT_AGENT_PREFIX,
-};
-pub use settings::{IdentityConfig, DEFAULT_OWNER_CLAIMS};
+pub use caller::{describe, may_act, user_session_id, Caller, Place, SNAPSHOT_AGENT_PREFIX};
+pub use claims::{AdminEntry, ClaimValue, Claims};
+pub use claims::{IdentityConfig, DEFAULT_OWNER_CLAIMS};
+pub use names::{display_name, is_valid_agent_id, validate_agent_id, validate_display_name};

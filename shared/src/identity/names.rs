@@ -3,16 +3,6 @@
 use super::caller::UserSessionId;
 use crate::error::{Error, Result};
 
-/// The prefix of agent ids made for snapshots without a UserSessionId.
-pub const SNAPSHOT_AGENT_PREFIX: &str = "snapshot-";
-
-/// The UserSessionId of an agent id (`None` for `snapshot-<id>` agents).
-pub fn user_session_id(agent_id: &str) -> Option<&str> {
-    (!agent_id.starts_with(SNAPSHOT_AGENT_PREFIX)).then_some(agent_id)
-}
-
-/// The session `Metadata` / snapshot `SessionMetadata` key holding a display name.
-pub const METADATA_DISPLAY_NAME_KEY: &str = "veadk_display_name";
 pub const MAX_DISPLAY_NAME_CHARS: usize = 40;
 pub const MAX_AGENT_ID_LEN: usize = 200;
 

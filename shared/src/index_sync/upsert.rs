@@ -10,7 +10,7 @@ use super::status::MAX_ROUNDS;
 use crate::agentkit::types::metadata_value;
 use crate::domain::Description;
 use crate::domain::{AgentKey, AgentRecord, Retention, WakeState};
-use crate::identity::names::METADATA_DISPLAY_NAME_KEY;
+use crate::identity::caller::METADATA_DISPLAY_NAME_KEY;
 use crate::identity::user_session_id;
 use crate::identity::{belongs_to, UserSessionId};
 use crate::invocation::Deadline;

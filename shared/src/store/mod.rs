@@ -4,6 +4,10 @@
 //! caller, increments `version` (and `fence` on an acquire), so no write moves it backwards, and
 //! a failed condition returns the current record, so a loser decides again without a read.
 //! Records past `expires_at` read as absent everywhere (TTL deletion is lazy).
+//!
+//! This file also holds [`Layer`]: a decorator of the whole store port as one method,
+//! [`Layer::around`], told what each call is ([`Call`]): it says only what it adds, and cannot
+//! forget a call the port gains. And [`Within`], the layer every request's store passes through.
 
 pub mod budget;
 pub mod dynamo;
@@ -18,6 +22,353 @@ mod port;
 
 pub use budget::{BudgetStore, Reserved, Slowdown};
 pub use port::*;
-pub use port::{Answer, Call, Layer, Within, STORE_GRACE};
 pub use schedule::{DueCursor, DuePage, ScheduleStore};
 pub use stream::{ChangeSource, RecordChange};
+
+use crate::domain::{AgentKey, AgentRecord, Kind, ScheduleRecord, ToolRegistry};
+use crate::invocation::Deadline;
+use std::future::Future;
+use std::pin::Pin;
+use std::time::Duration;
+
+/// A call of the store port, as a layer sees it.
+#[derive(Clone, Copy, Debug)]
+pub enum Call<'c> {
+    Get(&'c AgentKey),
+    GetMany(&'c [AgentKey]),
+    Update(&'c AgentKey, &'c Condition, &'c Changes),
+    QueryOwner,
+    ScanAgents,
+    GetRegistry,
+    PutRegistry,
+    GetDocument(DocumentKey<'c>),
+    PutDocument(DocumentKey<'c>),
+    GetSchedule(&'c AgentKey),
+    PutSchedule(&'c ScheduleRecord),
+    /// A schedule defined or removed together with its agent's summary.
+    SetSchedule(&'c AgentKey),
+    DeleteSchedule(&'c AgentKey),
+    DueSchedules,
+    /// A slot of the AgentKit budget taken, or a slowdown put on it.
+    Budget,
+}
+
+impl Call<'_> {
+    /// Whether the call may change the table (an unanswered one may have landed).
+    pub fn writes(&self) -> bool {
+        matches!(
+            self,
+            Call::Update(..)
+                | Call::PutRegistry
+                | Call::PutDocument(_)
+                | Call::PutSchedule(_)
+                | Call::SetSchedule(_)
+                | Call::DeleteSchedule(_)
+                | Call::Budget
+        )
+    }
+}
+
+/// An answer of the store, not yet asked for. Boxed, and `Send` by its type for whatever it
+/// borrows, which an opaque future could not promise to a spawned task's checks.
+pub type Answer<'a, T> = Pin<Box<dyn Future<Output = Result<T, StoreError>> + Send + 'a>>;
+
+/// A store that is another store with something around every call.
+pub trait Layer: Send + Sync {
+    type Inner: Send + Sync;
+
+    fn inner(&self) -> &Self::Inner;
+
+    /// `answer` is the inner store's answer to `call`, not yet asked for: await it, or not.
+    fn around<'a, T: Send + 'a>(&'a self, call: Call<'a>, answer: Answer<'a, T>) -> Answer<'a, T>;
+
+    /// Told of every agent write that landed, with the record as written.
+    fn written<'a>(
+        &'a self,
+        changes: &'a Changes,
+        record: &'a AgentRecord,
+    ) -> Pin<Box<dyn Future<Output = ()> + Send + 'a>> {
+        let _ = (changes, record);
+        Box::pin(async {})
+    }
+}
+
+impl<L: Layer> AgentStore for L
+where
+    L::Inner: AgentStore,
+{
+    async fn get(&self, key: &AgentKey) -> Result<Option<AgentRecord>, StoreError> {
+        self.around(Call::Get(key), Box::pin(self.inner().get(key)))
+            .await
+    }
+
+    async fn get_many(&self, keys: &[AgentKey]) -> Result<Vec<AgentRecord>, StoreError> {
+        let answer = Box::pin(self.inner().get_many(keys));
+        self.around(Call::GetMany(keys), answer).await
+    }
+
+    async fn update(
+        &self,
+        key: &AgentKey,
+        condition: &Condition,
+        changes: &Changes,
+    ) -> Result<AgentRecord, StoreError> {
+        let call = Call::Update(key, condition, changes);
+        let record = self
+            .around(call, Box::pin(self.inner().update(key, condition, changes)))
+            .await?;
+        self.written(changes, &record).await;
+        Ok(record)
+    }
+
+    async fn query_owner(
+        &self,
+        owner_key: &str,
+        limit: u32,
+        cursor: Option<&str>,
+    ) -> Result<OwnerPage, StoreError> {
+        let answer = self.inner().query_owner(owner_key, limit, cursor);
+        self.around(Call::QueryOwner, Box::pin(answer)).await
+    }
+
+    async fn scan_agents(
+        &self,
+        kind: Option<Kind>,
+        limit: u32,
+        after: Option<&AgentKey>,
+    ) -> Result<AgentPage, StoreError> {
+        let answer = self.inner().scan_agents(kind, limit, after);
+        self.around(Call::ScanAgents, Box::pin(answer)).await
+    }
+
+    async fn get_registry(&self) -> Result<Option<ToolRegistry>, StoreError> {
+        self.around(Call::GetRegistry, Box::pin(self.inner().get_registry()))
+            .await
+    }
+
+    async fn get_document(&self, key: DocumentKey<'_>) -> Result<Option<Document>, StoreError> {
+        self.around(
+            Call::GetDocument(key),
+            Box::pin(self.inner().get_document(key)),
+        )
+        .await
+    }
+
+    async fn put_document(
+        &self,
+        key: DocumentKey<'_>,
+        value: &serde_json::Value,
+        expected_version: u64,
+        expires_at: Option<i64>,
+    ) -> Result<Document, StoreError> {
+        let answer = self
+            .inner()
+            .put_document(key, value, expected_version, expires_at);
+        self.around(Call::PutDocument(key), Box::pin(answer)).await
+    }
+
+    async fn put_registry(
+        &self,
+        registry: &ToolRegistry,
+        expected_version: u64,
+    ) -> Result<ToolRegistry, StoreError> {
+        let answer = self.inner().put_registry(registry, expected_version);
+        self.around(Call::PutRegistry, Box::pin(answer)).await
+    }
+}
+
+impl<L: Layer> ScheduleStore for L
+where
+    L::Inner: ScheduleStore,
+{
+    async fn get_schedule(&self, key: &AgentKey) -> Result<Option<ScheduleRecord>, StoreError> {
+        self.around(
+            Call::GetSchedule(key),
+            Box::pin(self.inner().get_schedule(key)),
+        )
+        .await
+    }
+
+    async fn put_schedule(
+        &self,
+        record: &ScheduleRecord,
+        expected_version: u64,
+    ) -> Result<ScheduleRecord, StoreError> {
+        let answer = self.inner().put_schedule(record, expected_version);
+        self.around(Call::PutSchedule(record), Box::pin(answer))
+            .await
+    }
+
+    async fn set_schedule(
+        &self,
+        agent: &AgentRecord,
+        schedule: Option<&ScheduleRecord>,
+        expected_version: u64,
+    ) -> Result<Option<ScheduleRecord>, StoreError> {
+        let answer = self.inner().set_schedule(agent, schedule, expected_version);
+        self.around(Call::SetSchedule(&agent.key), Box::pin(answer))
+            .await
+    }
+
+    async fn delete_schedule(&self, key: &AgentKey) -> Result<(), StoreError> {
+        self.around(
+            Call::DeleteSchedule(key),
+            Box::pin(self.inner().delete_schedule(key)),
+        )
+        .await
+    }
+
+    async fn due_schedules(
+        &self,
+        until_ms: u64,
+        limit: u32,
+        after: Option<&DueCursor>,
+    ) -> Result<DuePage, StoreError> {
+        let answer = self.inner().due_schedules(until_ms, limit, after);
+        self.around(Call::DueSchedules, Box::pin(answer)).await
+    }
+}
+
+impl<L: Layer> BudgetStore for L
+where
+    L::Inner: BudgetStore,
+{
+    async fn reserve(
+        &self,
+        bucket: &str,
+        now_ms: u64,
+        interval_ms: u64,
+        latest_ms: u64,
+    ) -> Result<Reserved, StoreError> {
+        let answer = self.inner().reserve(bucket, now_ms, interval_ms, latest_ms);
+        self.around(Call::Budget, Box::pin(answer)).await
+    }
+
+    async fn slow_down(
+        &self,
+        bucket: &str,
+        slowdown: Slowdown,
+        min_gap_ms: u64,
+    ) -> Result<(), StoreError> {
+        let answer = self.inner().slow_down(bucket, slowdown, min_gap_ms);
+        self.around(Call::Budget, Box::pin(answer)).await
+    }
+}
+
+// ---- A store bounded by a request's deadline (plus [`STORE_GRACE`]): past it a call answers
+// `Unavailable`, so a hung table is a 503 inside API Gateway's 30 s, not a hung request.
+
+/// Store calls may run this long past the deadline: deadlines already keep 2 s to answer, and a
+/// write that gives a lock back is worth finishing rather than leave an agent held.
+pub const STORE_GRACE: Duration = Duration::from_millis(1000);
+
+/// `S`, every call bounded by `deadline`.
+#[derive(Debug)]
+pub struct Within<'a, S> {
+    store: &'a S,
+    deadline: Deadline,
+}
+
+// By hand: a derive would ask `S: Copy`, and only the reference is copied.
+impl<S> Clone for Within<'_, S> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<S> Copy for Within<'_, S> {}
+
+impl<'a, S> Within<'a, S> {
+    pub fn new(store: &'a S, deadline: Deadline) -> Self {
+        Within { store, deadline }
+    }
+
+    pub fn deadline(&self) -> Deadline {
+        self.deadline
+    }
+
+    /// The same store bounded by the earlier of its deadline and `deadline`.
+    pub fn until(&self, deadline: Deadline) -> Within<'a, S> {
+        Within {
+            store: self.store,
+            deadline: self.deadline.min(deadline),
+        }
+    }
+
+    pub fn unbounded(&self) -> &'a S {
+        self.store
+    }
+}
+
+impl<S: Send + Sync> Layer for Within<'_, S> {
+    type Inner = S;
+
+    fn inner(&self) -> &S {
+        self.store
+    }
+
+    fn around<'a, T: Send + 'a>(&'a self, _: Call<'a>, answer: Answer<'a, T>) -> Answer<'a, T> {
+        Box::pin(async move {
+            let limit = self.deadline.remaining() + STORE_GRACE;
+            // Boxed: an SDK request is a large future (debug builds would need megabytes of stack).
+            match tokio::time::timeout(limit, Box::pin(answer)).await {
+                Ok(answer) => answer,
+                Err(_) => Err(StoreError::Unavailable(
+                    "the table did not answer within the request's budget".into(),
+                )),
+            }
+        })
+    }
+}
+
+#[cfg(all(test, feature = "memory"))]
+mod tests {
+    use super::*;
+    use crate::domain::{AgentKey, Kind};
+    use crate::store::memory::MemoryStore;
+    use crate::store::{AgentStore, Changes, Condition};
+
+    /// A table that never answers reads (as a stopped DynamoDB whose connections hang).
+    struct Hangs(MemoryStore);
+
+    impl Layer for Hangs {
+        type Inner = MemoryStore;
+        fn inner(&self) -> &MemoryStore {
+            &self.0
+        }
+        fn around<'a, T: Send + 'a>(
+            &'a self,
+            call: Call<'a>,
+            answer: Answer<'a, T>,
+        ) -> Answer<'a, T> {
+            Box::pin(async move {
+                if call.writes() {
+                    return answer.await;
+                }
+                std::future::pending().await
+            })
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_table_that_hangs_answers_unavailable_at_the_deadline_and_grace() {
+        let store = Hangs(MemoryStore::new());
+        let deadline = Deadline::after(Duration::from_secs(3));
+        let within = Within::new(&store, deadline);
+        let started = tokio::time::Instant::now();
+        let got = within.get(&AgentKey::new(Kind::Codex, "x")).await;
+        assert!(matches!(got, Err(StoreError::Unavailable(_))));
+        assert_eq!(started.elapsed(), Duration::from_secs(3) + STORE_GRACE);
+        // Past the deadline a call still gets the grace, no more.
+        let started = tokio::time::Instant::now();
+        assert!(within.get_registry().await.is_err());
+        assert_eq!(started.elapsed(), STORE_GRACE);
+        // Calls that answer are passed through.
+        let key = AgentKey::new(Kind::Codex, "y");
+        let written = within
+            .update(&key, &Condition::Absent, &Changes::default())
+            .await
+            .unwrap();
+        assert_eq!(written.version, 1);
+    }
+}

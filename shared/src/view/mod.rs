@@ -7,8 +7,8 @@ use crate::domain::{
     AgentKey, AgentRecord, AgentState, AgentView, OpenUrl, Retention, SessionPhase, SessionView,
     SnapshotView, WakeState, WakeView,
 };
+use crate::identity::caller::METADATA_DISPLAY_NAME_KEY;
 use crate::identity::display_name;
-use crate::identity::names::METADATA_DISPLAY_NAME_KEY;
 use crate::lock::LockSettings;
 
 mod schedule;

@@ -20,7 +20,7 @@ use crate::domain::{
     AgentKey, AgentRecord, Announce, Description, Retention, SessionPhase, WakeState,
 };
 use crate::error::Error;
-use crate::identity::names::METADATA_DISPLAY_NAME_KEY;
+use crate::identity::caller::METADATA_DISPLAY_NAME_KEY;
 use crate::invocation::{Budget, Deadline};
 use crate::locate::{
     choose, live_session, own_snapshots, session, snapshots, Choice, Expected, Home,

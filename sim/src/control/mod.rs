@@ -17,8 +17,8 @@ use crate::faults::Fault;
 use crate::limits::RateLimits;
 use crate::shared::Shared;
 use crate::state::{SeedSession, SeedSnapshot, SeedTool};
-use snapwake::agentkit::signer::Credentials;
 use snapwake::agentkit::types;
+use snapwake::agentkit::Credentials;
 
 /// The handle tests (and the control surface) use: cheap to clone, `Send + Sync`.
 #[derive(Clone)]

@@ -3,8 +3,9 @@
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use snapwake::agentkit::signer::{self, Credentials};
+use snapwake::agentkit::signer;
 use snapwake::agentkit::types::MetadataEntry;
+use snapwake::agentkit::Credentials;
 use snapwake_sim::{Fault, SeedSession, SeedSnapshot, SeedTool, SimConfig, SimControl, Simulator};
 use time::OffsetDateTime;
 

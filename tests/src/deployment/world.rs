@@ -20,7 +20,7 @@ use snapwake::domain::StateEvent;
 use snapwake::events::{EventError, EventSink};
 use snapwake::fanout::{DueChannel, Fanout};
 use snapwake::invocation::Deadline;
-use snapwake::registry_cache::{RegistryCache, ToolOverrides};
+use snapwake::locate::{RegistryCache, ToolOverrides};
 use snapwake::schedule::ScheduleRules;
 use snapwake::store::memory::MemoryStore;
 use snapwake::store::RecordChange;

@@ -15,7 +15,7 @@ use snapwake::deploy::{
 use snapwake::domain::{Kind, Retention, ToolRegistry};
 use snapwake::identity::caller;
 use snapwake::invocation::Deadline;
-use snapwake::registry_cache::{RegistryCache, ToolOverrides};
+use snapwake::locate::{RegistryCache, ToolOverrides};
 use snapwake::store::AgentStore;
 use snapwake::wake::WakeSettings;
 use snapwake_deploy::Deploy;

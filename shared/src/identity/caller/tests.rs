@@ -109,7 +109,7 @@ mod caller {
 
 mod claims {
     use super::super::*;
-    use crate::identity::caller::parse_group_list;
+    use crate::identity::claims::parse_group_list;
     use serde_json::json;
 
     #[test]
