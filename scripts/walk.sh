@@ -16,7 +16,7 @@ if [ -z "${AWS_ENDPOINT_URL:-}" ]; then
   eval "$(scripts/start-dynamodb-local.sh)"
   trap 'scripts/stop-dynamodb-local.sh >/dev/null 2>&1 || true' EXIT
 fi
-export CARGO_TARGET_DIR="$out/target" RUSTFLAGS="-C instrument-coverage --cfg walk"
+export LLVM_PROFILE_FILE="$out/build-%p.profraw" CARGO_TARGET_DIR="$out/target" RUSTFLAGS="-C instrument-coverage --cfg walk"
 cargo build -q -p snapwake-tests --test walk
 bin="$(cargo test -q -p snapwake-tests --test walk --no-run --message-format=json 2>/dev/null \
   | python3 -c 'import json,sys

@@ -34,7 +34,12 @@ async fn one_resume_of_an_asleep_agent_by_its_owner() {
         .update(&key, &Condition::Absent, &world.asleep_record("alice"))
         .await
         .expect("the asleep agent's record");
-    let config = Config::from_lookup(|_| None).expect("the default configuration");
+    // The deployment's defaults; AgentKit's keys are the simulator's (the client has them).
+    let config = Config::from_lookup(|name| match name {
+        "VOLCENGINE_ACCESS_KEY" | "VOLCENGINE_SECRET_KEY" => Some("walk".into()),
+        _ => None,
+    })
+    .expect("the default configuration");
     let agentkit = snapwake::bootstrap::within_budget(world.client(), &config, store.clone());
     let mut resume = resume_fn(store.clone(), agentkit, config.wake.clone());
     resume.identity = identity();

@@ -70,10 +70,7 @@ pub use function::{
 };
 use plan::Plan;
 
-pub const ROUTES: [Route; 1] = [Route {
-    method: "POST",
-    pattern: "/v1/agents",
-}];
+pub const ROUTES: [Route; 1] = [Route::new("POST", "/v1/agents")];
 
 impl<S: AgentStore, K: AgentKit> Create<S, K> {
     /// Serve one request, in its invocation's span; every failure becomes a problem+json

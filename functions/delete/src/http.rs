@@ -32,14 +32,11 @@ use crate::deletion::{decide, AgentPlace, Decision, DeleteTarget, Deleter, Snaps
 use crate::Delete;
 
 pub const ROUTES: [Route; 2] = [
-    Route {
-        method: "DELETE",
-        pattern: "/v1/agents/{kind}/{agent_id}/snapshots/{snapshot_id}",
-    },
-    Route {
-        method: "DELETE",
-        pattern: "/v1/agents/{kind}/{agent_id}",
-    },
+    Route::new(
+        "DELETE",
+        "/v1/agents/{kind}/{agent_id}/snapshots/{snapshot_id}",
+    ),
+    Route::new("DELETE", "/v1/agents/{kind}/{agent_id}"),
 ];
 
 /// Where a snapshot was looked for.

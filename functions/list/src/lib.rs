@@ -64,18 +64,9 @@ use crate::cursor::CursorKeys;
 pub const FUNCTION: &str = "ListFunction";
 
 pub const ROUTES: [Route; 3] = [
-    Route {
-        method: "GET",
-        pattern: "/v1/capabilities",
-    },
-    Route {
-        method: "GET",
-        pattern: "/v1/agents",
-    },
-    Route {
-        method: "GET",
-        pattern: "/v1/agents/{kind}/{agent_id}",
-    },
+    Route::new("GET", "/v1/capabilities"),
+    Route::new("GET", "/v1/agents"),
+    Route::new("GET", "/v1/agents/{kind}/{agent_id}"),
 ];
 
 /// The most a list request works, whatever time the Lambda has left.

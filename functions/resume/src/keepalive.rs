@@ -15,17 +15,18 @@ use std::time::Duration;
 
 use lambda_http::{Body, Request, Response};
 use serde::{Deserialize, Serialize};
-use snapwake::agentkit::types::{Session, SetSessionTtl};
+use snapwake::agentkit::types::{Session, SetSessionTtl, Snapshot};
 use snapwake::agentkit::AgentKit;
 use snapwake::domain::{AgentKey, AgentRecord, AgentView, ToolRegistry, WakeState};
 use snapwake::error::{Error, Result};
 use snapwake::http::edge::{self as req, Matched};
 use snapwake::invocation::Deadline;
-use snapwake::locate::active_session;
+use snapwake::locate::questions::{active_session, snapshots};
 use snapwake::locate::Home;
 use snapwake::lock::{AgentLock, Written};
 use snapwake::store::{AgentStore, Changes, ScheduleStore, Within};
 use snapwake::timestamp::now_ms;
+use snapwake::view::record_snapshots;
 use snapwake::wake::MIN_TTL;
 
 use crate::Resume;
@@ -227,5 +228,30 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
                 record
             }
         }
+    }
+}
+
+impl<S: AgentStore, K: AgentKit> Resume<S, K> {
+    /// The agent's snapshots for a single caller's answer (a keepalive): the record's
+    /// summaries (kept current by every wake, sleep and sweep), or when it has none yet, a
+    /// listing of the agent's Tool. Never for the answers of a storm's joiners.
+    pub(crate) async fn snapshots_for(
+        &self,
+        record: &AgentRecord,
+        home: Option<&Home>,
+        deadline: Deadline,
+    ) -> Vec<Snapshot> {
+        if !record.snapshots.is_empty() {
+            return record_snapshots(record);
+        }
+        let Some(home) = home else {
+            return Vec::new();
+        };
+        snapshots(&self.agentkit, home, &record.key, deadline)
+            .await
+            .unwrap_or_else(|e| {
+                tracing::info!(agent = %record.key, error = %e, "could not list the agent's snapshots for the answer");
+                Vec::new()
+            })
     }
 }

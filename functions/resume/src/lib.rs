@@ -36,7 +36,7 @@ use snapwake::http::edge;
 use snapwake::http::edge::{self as req, Matched, Route};
 use snapwake::identity::{describe, may_act, Caller, Place};
 use snapwake::invocation::{begin_event, Budget, Deadline, Pace};
-use snapwake::locate::{home_of, snapshots, Home};
+use snapwake::locate::{home_of, Home};
 use snapwake::lock::Agents;
 use snapwake::metrics::{self, Record};
 use snapwake::offboarding::{admit, Admitted};
@@ -60,30 +60,12 @@ const KEEPALIVE: &str = "/v1/agents/{kind}/{agent_id}/keepalive";
 const SCHEDULE: &str = "/v1/agents/{kind}/{agent_id}/schedule";
 
 pub const ROUTES: [Route; 6] = [
-    Route {
-        method: "POST",
-        pattern: RESUME,
-    },
-    Route {
-        method: "POST",
-        pattern: SLEEP,
-    },
-    Route {
-        method: "POST",
-        pattern: KEEPALIVE,
-    },
-    Route {
-        method: "PUT",
-        pattern: SCHEDULE,
-    },
-    Route {
-        method: "GET",
-        pattern: SCHEDULE,
-    },
-    Route {
-        method: "DELETE",
-        pattern: SCHEDULE,
-    },
+    Route::new("POST", RESUME),
+    Route::new("POST", SLEEP),
+    Route::new("POST", KEEPALIVE),
+    Route::new("PUT", SCHEDULE),
+    Route::new("GET", SCHEDULE),
+    Route::new("DELETE", SCHEDULE),
 ];
 
 impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
@@ -537,29 +519,4 @@ pub(crate) fn with_preference(
         }
     }
     response
-}
-
-impl<S: AgentStore, K: AgentKit> Resume<S, K> {
-    /// The agent's snapshots for a single caller's answer (a keepalive): the record's
-    /// summaries (kept current by every wake, sleep and sweep), or when it has none yet, a
-    /// listing of the agent's Tool. Never for the answers of a storm's joiners.
-    pub(crate) async fn snapshots_for(
-        &self,
-        record: &AgentRecord,
-        home: Option<&Home>,
-        deadline: Deadline,
-    ) -> Vec<Snapshot> {
-        if !record.snapshots.is_empty() {
-            return record_snapshots(record);
-        }
-        let Some(home) = home else {
-            return Vec::new();
-        };
-        snapshots(&self.agentkit, home, &record.key, deadline)
-            .await
-            .unwrap_or_else(|e| {
-                tracing::info!(agent = %record.key, error = %e, "could not list the agent's snapshots for the answer");
-                Vec::new()
-            })
-    }
 }

@@ -3,24 +3,23 @@
 //! headers, or problem+json with the request id, logged once by status (a 5xx is ours or a
 //! dependency's to fix: `warn`; a 4xx the caller's: `info`). Details never go into the body.
 
-use crate::agentkit::AgentKitError;
-use crate::domain::failure::OUTCOME_KEPT;
 use crate::domain::{AgentKey, AgentRecord, Kind};
 use crate::error::{Error, Result};
 use crate::identity::validate_agent_id;
 use crate::invocation;
-use crate::store::StoreError;
 use futures::FutureExt;
 use http::HeaderMap;
 use lambda_http::aws_lambda_events::apigw::ApiGatewayV2httpResponse;
 use lambda_http::{Body, Request, RequestExt, Response};
 use percent_encoding::percent_decode_str;
-use serde::de::DeserializeOwned;
 use serde::Serialize;
 use std::future::Future;
 use std::sync::OnceLock;
 use std::time::Duration;
 use tracing::Instrument;
+
+pub use super::body::{body_bytes, json_body, optional_json, MAX_BODY_BYTES};
+pub use super::problem::{Problem, CONTENT_TYPE};
 
 /// Serve `request` in the invocation's span, so no function can forget it. `work` is mapped, not
 /// awaited in an `async` block, which would hold its future twice (debug stacks overflow).
@@ -110,229 +109,17 @@ pub fn api_gateway_v2(response: http::Response<Body>) -> ApiGatewayV2httpRespons
     out
 }
 
-// ---- RFC 9457 problem+json, the one place an [`Error`] becomes an HTTP answer:
-// `{"type", "title", "status", "detail", "code", "retryable", "request_id"}`, plus `Retry-After`
-// or `Allow`. `detail` is chosen here: never provider messages, secrets, endpoints or traces.
-
-pub const CONTENT_TYPE: &str = "application/problem+json";
-
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct Problem {
-    #[serde(rename = "type")]
-    pub type_uri: String,
-    pub title: &'static str,
-    pub status: u16,
-    pub detail: String,
-    pub code: &'static str,
-    pub retryable: bool,
-    pub request_id: Option<String>,
-    /// The request body's field a 422 is about.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub field: Option<&'static str>,
-    #[serde(skip)]
-    pub retry_after_s: Option<u64>,
-    /// Methods for the `Allow` header of a 405 (not part of the body).
-    #[serde(skip)]
-    pub allow: Option<String>,
-}
-
-impl Problem {
-    fn new(
-        status: u16,
-        code: &'static str,
-        title: &'static str,
-        detail: impl Into<String>,
-    ) -> Self {
-        let kebab = code.to_ascii_lowercase().replace('_', "-");
-        Problem {
-            type_uri: format!("urn:snapwake:problem:{kebab}"),
-            title,
-            status,
-            detail: detail.into(),
-            code,
-            retryable: false,
-            request_id: None,
-            field: None,
-            retry_after_s: None,
-            allow: None,
-        }
-    }
-
-    fn retryable(mut self, retry_after_s: Option<u64>) -> Self {
-        self.retryable = true;
-        self.retry_after_s = retry_after_s;
-        self
-    }
-
-    pub fn with_request_id(mut self, request_id: impl Into<String>) -> Self {
-        self.request_id = Some(request_id.into());
-        self
-    }
-
-    pub fn into_response(self) -> http::Response<Body> {
-        let mut builder = http::Response::builder()
-            .status(self.status)
-            .header(http::header::CONTENT_TYPE, CONTENT_TYPE);
-        if let Some(s) = self.retry_after_s {
-            builder = builder.header(http::header::RETRY_AFTER, s.to_string());
-        }
-        if let Some(allow) = &self.allow {
-            builder = builder.header(http::header::ALLOW, allow.as_str());
-        }
-        // Serialising a struct of strings and numbers cannot fail.
-        let body = serde_json::to_string(&self).unwrap_or_default();
-        builder
-            .body(Body::Text(body))
-            .unwrap_or_else(|_| http::Response::new(Body::Empty))
-    }
-}
-
-impl From<&Error> for Problem {
-    /// Status and code are the error's own; this adds title, detail and how to retry.
-    fn from(err: &Error) -> Self {
-        let problem = |title: &'static str, detail: String| {
-            Problem::new(err.status(), err.code(), title, detail)
-        };
-        let kept = Some(OUTCOME_KEPT.as_secs());
-        match err {
-            Error::Unauthenticated => problem(
-                "Unauthenticated",
-                "sign in: the request carries no verified identity".into(),
-            ),
-            Error::AgentNotFound => problem(
-                "Agent not found",
-                "no such agent, or it is not yours".into(),
-            ),
-            Error::ScheduleNotFound => {
-                problem("Schedule not found", "the agent has no schedule".into())
-            }
-            Error::InvalidField { field, .. } => Problem {
-                field: Some(field),
-                ..problem("Invalid request", err.to_string())
-            },
-            Error::SnapshotNotFound => problem(
-                "Snapshot not found",
-                "the agent has no such snapshot".into(),
-            ),
-            Error::AgentGone => problem("Agent deleted", "the agent was deleted".into()),
-            Error::AgentBusy {
-                detail,
-                retry_after_s,
-            } => problem("Agent busy", detail.clone()).retryable(Some(*retry_after_s)),
-            Error::PreconditionFailed { .. } => problem("Precondition failed", err.to_string()),
-            Error::InvalidRequest { detail, .. } => problem("Invalid request", detail.clone()),
-            Error::NotWakeable(detail) => problem("Agent not wakeable", detail.clone()),
-            Error::NotSleepable(detail) => problem("Agent not sleepable", detail.clone()),
-            Error::NotAwake(detail) => problem("Agent not awake", detail.clone()),
-            Error::SleepFailed(_) => problem(
-                "Sleep failed",
-                "the snapshot was not taken; the agent is still awake, retry the sleep".into(),
-            )
-            .retryable(kept),
-            Error::PayloadTooLarge { .. } => problem("Payload too large", err.to_string()),
-            Error::MethodNotAllowed { allow } => Problem {
-                allow: Some(allow.clone()),
-                ..problem("Method not allowed", err.to_string())
-            },
-            Error::RouteNotFound => problem("Not found", "no such route".into()),
-            Error::NotConfigured(detail) => problem("Not configured", detail.clone()),
-            Error::Deferred {
-                detail,
-                retry_after_s,
-            } => problem("Try again", detail.clone()).retryable(Some(*retry_after_s)),
-            Error::AgentKit(e) => agentkit_problem(problem, e),
-            Error::WakeFailed(_) => problem(
-                "Wake failed",
-                "the sandbox did not start; its snapshot is intact, retry the resume".into(),
-            )
-            .retryable(kept),
-            Error::SnapshotStuck { snapshot_id } => problem(
-                "Snapshot stuck",
-                format!(
-                    "AgentKit has been making snapshot {snapshot_id} for longer than expected; \
-                     retry later, or wake an older snapshot by its snapshot_id"
-                ),
-            )
-            .retryable(None),
-            Error::SessionStuck(_) => problem(
-                "Wake stuck",
-                "the sandbox did not become ready in time; retry the resume: the stuck sandbox \
-                 is ended and the agent started again from its snapshot, which is intact"
-                    .into(),
-            )
-            .retryable(None),
-            Error::UnknownStatus { .. } => problem(
-                "AgentKit status unknown",
-                format!("{err}; nothing was started beside it, retry later or delete the agent"),
-            )
-            .retryable(None),
-            Error::Store(StoreError::Unavailable(_)) => problem(
-                "Store unavailable",
-                "the agent table could not be reached; retry shortly".into(),
-            )
-            .retryable(Some(1)),
-            Error::Store(StoreError::InvalidCursor(_)) => problem(
-                "Invalid request",
-                "the cursor is malformed or was not issued for this listing".into(),
-            ),
-            Error::Internal(_) | Error::Store(_) => problem(
-                "Internal error",
-                "snapwake failed to answer; the failure is logged".into(),
-            ),
-        }
-    }
-}
-
-fn agentkit_problem(
-    problem: impl Fn(&'static str, String) -> Problem,
-    err: &AgentKitError,
-) -> Problem {
-    match err {
-        AgentKitError::Throttled { retry_after, .. } => problem(
-            "AgentKit throttled",
-            "AgentKit is throttling requests; retry later".into(),
-        )
-        .retryable(Some(retry_after.map_or(1, |d| d.as_secs().max(1)))),
-        AgentKitError::Credentials(_) => problem(
-            "Not configured",
-            "AgentKit credentials are not configured".into(),
-        ),
-        other => {
-            let p = problem(
-                "AgentKit error",
-                format!(
-                    "AgentKit {} failed ({})",
-                    other.action(),
-                    other.code().unwrap_or("no code")
-                ),
-            );
-            if other.is_retryable() {
-                p.retryable(None)
-            } else {
-                p
-            }
-        }
-    }
-}
-
-impl Error {
-    pub fn into_response(&self, request_id: Option<&str>) -> http::Response<Body> {
-        let mut p = Problem::from(self);
-        if let Some(id) = request_id {
-            p = p.with_request_id(id);
-        }
-        p.into_response()
-    }
-}
-
-/// Bodies above this are refused with 413.
-pub const MAX_BODY_BYTES: usize = 16 * 1024;
-
 /// One route of a function: a method and a path pattern whose `{name}` segments capture.
 #[derive(Clone, Copy, Debug)]
 pub struct Route {
     pub method: &'static str,
     pub pattern: &'static str,
+}
+
+impl Route {
+    pub const fn new(method: &'static str, pattern: &'static str) -> Self {
+        Route { method, pattern }
+    }
 }
 
 /// The route a request matched, with its captured (percent-decoded) segments in order.
@@ -475,51 +262,6 @@ pub fn parse_id(raw: &str) -> Result<String> {
     validate_agent_id(raw).map(str::to_string)
 }
 
-pub fn body_bytes(req: &Request) -> Result<&[u8]> {
-    let bytes: &[u8] = match req.body() {
-        Body::Empty => &[],
-        Body::Text(t) => t.as_bytes(),
-        Body::Binary(b) => b.as_slice(),
-        _ => &[],
-    };
-    if bytes.len() > MAX_BODY_BYTES {
-        return Err(Error::PayloadTooLarge {
-            limit: MAX_BODY_BYTES,
-        });
-    }
-    Ok(bytes)
-}
-
-/// An optional JSON body: absent or blank → `None`; malformed → 400. A non-object is refused
-/// first: serde would read a struct from an array too (`[]` as a struct of optional fields).
-pub fn optional_json<T: DeserializeOwned>(req: &Request) -> Result<Option<T>> {
-    let bytes = body_bytes(req)?;
-    let Some(first) = bytes.iter().find(|b| !b.is_ascii_whitespace()) else {
-        return Ok(None);
-    };
-    if *first != b'{' {
-        return Err(Error::bad_request("the JSON body must be an object"));
-    }
-    serde_json::from_slice(bytes)
-        .map(Some)
-        .map_err(|e| Error::bad_request(format!("invalid JSON body: {}", json_error(&e))))
-}
-
-pub fn json_body<T: DeserializeOwned>(req: &Request) -> Result<T> {
-    optional_json(req)?.ok_or_else(|| Error::bad_request("a JSON body is required"))
-}
-
-/// serde's message without echoing the input back.
-fn json_error(e: &serde_json::Error) -> String {
-    use serde_json::error::Category;
-    match e.classify() {
-        Category::Syntax | Category::Eof | Category::Io => {
-            format!("malformed JSON at line {} column {}", e.line(), e.column())
-        }
-        Category::Data => e.to_string(),
-    }
-}
-
 pub fn header<'r>(req: &'r Request, name: &str) -> Option<&'r str> {
     req.headers().get(name).and_then(|v| v.to_str().ok())
 }
@@ -575,136 +317,7 @@ pub fn preference_applied(applied: Duration) -> String {
 mod tests;
 
 #[cfg(test)]
-mod request_request_tests {
-    use super::*;
-
-    const ROUTES: [Route; 3] = [
-        Route {
-            method: "GET",
-            pattern: "/v1/agents/{kind}/{agent_id}",
-        },
-        Route {
-            method: "DELETE",
-            pattern: "/v1/agents/{kind}/{agent_id}",
-        },
-        Route {
-            method: "POST",
-            pattern: "/v1/agents/{kind}/{agent_id}/resume",
-        },
-    ];
-
-    #[test]
-    fn routes_capture_decoded_segments() {
-        let m = route(&ROUTES, "POST", "/v1/agents/codex/studio-a%3Ab/resume").unwrap();
-        assert_eq!(m.params, vec!["codex", "studio-a:b"]);
-        let m = route(&ROUTES, "GET", "/v1/agents/codex/x/").unwrap();
-        assert_eq!(m.params, vec!["codex", "x"]);
-    }
-
-    #[test]
-    fn unknown_paths_are_404_and_wrong_methods_405() {
-        assert!(matches!(
-            route(&ROUTES, "GET", "/v1/nope"),
-            Err(Error::RouteNotFound)
-        ));
-        match route(&ROUTES, "PUT", "/v1/agents/codex/x") {
-            Err(Error::MethodNotAllowed { allow }) => assert_eq!(allow, "GET, DELETE"),
-            other => panic!("{other:?}"),
-        }
-    }
-
-    fn with_body(body: &str) -> Request {
-        let mut req = Request::default();
-        *req.body_mut() = Body::Text(body.into());
-        req
-    }
-
-    #[test]
-    fn a_json_body_must_be_an_object() {
-        #[derive(Debug, Default, serde::Deserialize)]
-        #[allow(dead_code)]
-        struct Optional {
-            #[serde(default)]
-            id: Option<String>,
-        }
-        for bad in ["[]", "[\"x\"]", "null", "7", "\"x\"", "true", " \n[1]"] {
-            assert!(
-                optional_json::<Optional>(&with_body(bad)).is_err(),
-                "{bad:?}"
-            );
-        }
-        assert!(optional_json::<Optional>(&with_body(" \n "))
-            .unwrap()
-            .is_none());
-        let ok = optional_json::<Optional>(&with_body(" {\"id\":\"a\"}")).unwrap();
-        assert_eq!(ok.unwrap().id.as_deref(), Some("a"));
-    }
-
-    #[test]
-    fn a_slash_inside_an_id_is_refused_once_decoded() {
-        let m = route(&ROUTES, "GET", "/v1/agents/codex/a%2Fb").unwrap();
-        assert!(parse_id(&m.params[1]).is_err());
-        assert!(parse_id("..").is_ok(), "dots are legal id characters");
-        assert!(parse_id(&"a".repeat(201)).is_err());
-        assert!(parse_id("a\u{7}").is_err());
-        assert!(route(&ROUTES, "GET", "/v1/agents/codex/%FF").is_err());
-        assert!(parse_kind("Codex").is_err());
-    }
-}
+mod request_tests;
 
 #[cfg(test)]
-mod prefer_tests {
-    use super::*;
-    use super::{preference_applied as applied, preferred_wait as wait};
-
-    fn headers(values: &[&str]) -> HeaderMap {
-        let mut h = HeaderMap::new();
-        for v in values {
-            h.append("prefer", v.parse().unwrap());
-        }
-        h
-    }
-
-    #[test]
-    fn reads_the_wait_preference_as_rfc_7240_writes_it() {
-        let s = |n| Some(Duration::from_secs(n));
-        assert_eq!(wait(&headers(&["wait=10"])), s(10));
-        assert_eq!(wait(&headers(&["WAIT = 5"])), s(5));
-        assert_eq!(wait(&headers(&["wait=\"7\""])), s(7));
-        assert_eq!(wait(&headers(&["respond-async, wait=3"])), s(3));
-        assert_eq!(wait(&headers(&["handling=lenient", "wait=4; x=y"])), s(4));
-        assert_eq!(wait(&headers(&["wait=0"])), s(0));
-        // The first wait counts.
-        assert_eq!(wait(&headers(&["wait=2, wait=9"])), s(2));
-    }
-
-    #[test]
-    fn caps_the_wait_at_twenty_seconds() {
-        assert_eq!(wait(&headers(&["wait=21"])), Some(MAX_WAIT));
-        assert_eq!(
-            wait(&headers(&["wait=99999999999999999999999"])),
-            Some(MAX_WAIT)
-        );
-    }
-
-    #[test]
-    fn ignores_what_it_cannot_read() {
-        for bad in [
-            "wait=soon",
-            "wait=-1",
-            "wait=",
-            "wait=1.5",
-            "respond-async",
-            "waiting=3",
-        ] {
-            assert_eq!(wait(&headers(&[bad])), None, "{bad}");
-        }
-        assert_eq!(wait(&HeaderMap::new()), None);
-    }
-
-    #[test]
-    fn says_what_was_applied_in_whole_seconds() {
-        assert_eq!(applied(Duration::from_millis(20_900)), "wait=20");
-        assert_eq!(applied(Duration::ZERO), "wait=0");
-    }
-}
+mod prefer_tests;

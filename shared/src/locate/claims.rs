@@ -10,7 +10,7 @@ use crate::invocation::Deadline;
 use crate::store::{AgentStore, Document, DocumentKey, StoreError};
 use crate::timestamp::now_s;
 
-use super::orphans_of;
+use super::questions::orphans_of;
 use super::Home;
 
 const CLAIM_SK: &str = "CLAIM";

@@ -26,6 +26,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 pub mod claims;
+pub mod questions;
 
 /// Pages of a snapshot Tool read to find a `snapshot-<id>` agent (a rare, admin-only lookup).
 const SNAPSHOT_SCAN_PAGES: usize = 200;
@@ -252,9 +253,6 @@ pub async fn snapshots_on<K: AgentKit>(
     }
 }
 
-/// Pages of a Tool's sessions read to find an orphan of a `snapshot-<id>` agent (a rare case).
-const ORPHAN_PAGES: usize = 50;
-
 /// The session `session_id` on the agent's Tool, if AgentKit still has it.
 pub async fn session<K: AgentKit>(
     agentkit: &K,
@@ -271,55 +269,6 @@ pub async fn session<K: AgentKit>(
         Err(e) if e.is_not_found() => Ok(None),
         Err(e) => Err(e),
     }
-}
-
-/// The newest active session with the agent's UserSessionId on its Tool.
-pub async fn live_session<K: AgentKit>(
-    agentkit: &K,
-    home: &Home,
-    user_session_id: &str,
-    deadline: Deadline,
-) -> Result<Option<Session>, AgentKitError> {
-    let req = ListSessions {
-        tool_id: home.tool_id.clone(),
-        filters: Some(vec![Filter::one("UserSessionId", user_session_id)]),
-        ..ListSessions::default()
-    };
-    let sessions = list_all(agentkit, &home.region, req, AGENT_SESSION_PAGES, deadline).await?;
-    Ok(newest_session(sessions.into_iter().filter(|s| {
-        s.is_active() && s.user_session_id.as_deref() == Some(user_session_id)
-    })))
-}
-
-/// The agent's active session: `recorded` while active, else the newest by UserSessionId.
-pub async fn active_session<K: AgentKit>(
-    agentkit: &K,
-    home: &Home,
-    key: &AgentKey,
-    recorded: Option<&str>,
-    deadline: Deadline,
-) -> Result<Option<Session>, AgentKitError> {
-    if let Some(id) = recorded {
-        if let Some(s) = session(agentkit, home, id, deadline).await? {
-            if s.is_active() {
-                return Ok(Some(s));
-            }
-        }
-    }
-    match crate::identity::user_session_id(&key.agent_id) {
-        Some(usid) => live_session(agentkit, home, usid, deadline).await,
-        None => Ok(None),
-    }
-}
-
-/// The agent's snapshots on its Tool (any status).
-pub async fn snapshots<K: AgentKit>(
-    agentkit: &K,
-    home: &Home,
-    key: &AgentKey,
-    deadline: Deadline,
-) -> Result<Vec<Snapshot>, AgentKitError> {
-    snapshots_on(agentkit, &home.tool_id, &home.region, key, deadline).await
 }
 
 /// The snapshot to resume: the one asked for if Ready, else the newest Ready one (see [`choose`]).
@@ -477,41 +426,6 @@ pub fn own_snapshots(listing: &[Snapshot], key: &AgentKey) -> Vec<Snapshot> {
     listing.iter().filter(|s| is_own(s, key)).cloned().collect()
 }
 
-/// Sessions an unknown Resume of a `snapshot-<id>` agent may have started: active, without a
-/// UserSessionId, created since the Resume (less `margin`), with the snapshot's metadata.
-pub async fn orphans_of<K: AgentKit>(
-    agentkit: &K,
-    home: &Home,
-    sent_at_ms: u64,
-    margin_ms: u64,
-    metadata: &[MetadataEntry],
-    deadline: Deadline,
-) -> Result<Vec<Session>, AgentKitError> {
-    let req = ListSessions {
-        tool_id: home.tool_id.clone(),
-        max_results: Some(crate::agentkit::types::MAX_PAGE_SIZE),
-        ..ListSessions::default()
-    };
-    let all = list_all(agentkit, &home.region, req, ORPHAN_PAGES, deadline).await?;
-    let since = sent_at_ms.saturating_sub(margin_ms);
-    Ok(all
-        .into_iter()
-        .filter(|s| s.is_active())
-        .filter(|s| s.user_session_id.as_deref().is_none_or(str::is_empty))
-        .filter(|s| {
-            s.created_at
-                .as_deref()
-                .and_then(crate::timestamp::epoch_ms)
-                .is_some_and(|t| t >= since)
-        })
-        .filter(|s| {
-            metadata
-                .iter()
-                .all(|m| metadata_value(&s.metadata, &m.key) == Some(m.value.as_str()))
-        })
-        .collect())
-}
-
 /// How long a read registry is trusted.
 pub const REGISTRY_TTL: Duration = Duration::from_secs(60);
 
@@ -607,95 +521,7 @@ impl RegistryCache {
 mod sessions_tests;
 
 #[cfg(test)]
-mod registry_tests {
-    use super::*;
-    use crate::domain::KindTools;
-
-    #[test]
-    fn overrides_win_over_the_stored_registry() {
-        let mut stored = ToolRegistry::default();
-        stored.kinds.insert(
-            Kind::Codex,
-            KindTools {
-                temporary: Some("t-temp".into()),
-                recoverable: Some("t-rec".into()),
-                legacy_snapshot_tools: vec!["t-old".into()],
-            },
-        );
-        let env = |k: &str| match k {
-            "SNAPWAKE_TOOL_CODEX_SNAPSHOT" => Some("t-pinned".to_string()),
-            "SNAPWAKE_TOOL_HERMES" => Some(" t-h ".to_string()),
-            "SNAPWAKE_TOOL_OPENCLAW" => Some("".to_string()),
-            _ => None,
-        };
-        let r = ToolOverrides::from_lookup(env).apply(stored);
-        assert_eq!(
-            r.tool(Kind::Codex, Retention::Recoverable),
-            Some("t-pinned")
-        );
-        assert_eq!(r.tool(Kind::Codex, Retention::Temporary), Some("t-temp"));
-        assert_eq!(r.tool(Kind::Hermes, Retention::Temporary), Some("t-h"));
-        assert_eq!(r.tool(Kind::Openclaw, Retention::Temporary), None);
-        assert!(r.is_snapshot_tool(Kind::Codex, "t-old"));
-    }
-}
+mod registry_tests;
 
 #[cfg(all(test, feature = "memory"))]
-mod registry_cache_tests {
-    use super::*;
-    use crate::domain::KindTools;
-    use crate::store::memory::MemoryStore;
-    use crate::store::AgentStore;
-
-    fn with_recoverable(id: &str) -> ToolRegistry {
-        let mut r = ToolRegistry::default();
-        r.kinds.insert(
-            Kind::Codex,
-            KindTools {
-                recoverable: Some(id.into()),
-                ..KindTools::default()
-            },
-        );
-        r
-    }
-
-    #[tokio::test]
-    async fn a_warm_container_reads_the_registry_once_per_ttl() {
-        let store = MemoryStore::new();
-        let cache = RegistryCache::new(ToolOverrides::default());
-        assert_eq!(cache.get(&store).await.unwrap().kinds.len(), 0, "none yet");
-        store
-            .put_registry(&with_recoverable("t-1"), 0)
-            .await
-            .unwrap();
-        // Still the cached (empty) registry within the TTL...
-        assert_eq!(cache.get(&store).await.unwrap().kinds.len(), 0);
-        // ...until invalidated or expired.
-        cache.invalidate();
-        let r = cache.get(&store).await.unwrap();
-        assert_eq!(r.tool(Kind::Codex, Retention::Recoverable), Some("t-1"));
-
-        let short = RegistryCache::with_ttl(ToolOverrides::default(), Duration::ZERO);
-        assert_eq!(
-            short
-                .get(&store)
-                .await
-                .unwrap()
-                .tool(Kind::Codex, Retention::Recoverable),
-            Some("t-1")
-        );
-        store
-            .put_registry(&with_recoverable("t-2"), 1)
-            .await
-            .unwrap();
-        assert_eq!(
-            short
-                .get(&store)
-                .await
-                .unwrap()
-                .tool(Kind::Codex, Retention::Recoverable),
-            Some("t-2"),
-            "an expired entry is read again"
-        );
-    }
-}
+mod registry_cache_tests;

@@ -1,4 +1,5 @@
 use super::*;
+use crate::agentkit::AgentKitError;
 use std::time::Duration;
 
 fn body_json(resp: &http::Response<Body>) -> serde_json::Value {
