@@ -10,6 +10,7 @@
 //!    no answer), with exponential waits and jitter so callers freed by one throttle do not
 //!    return in lock step; a `Retry-After` wins, and no wait passes the deadline.
 
+use crate::agentkit::types::Action;
 use crate::invocation::Deadline;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
@@ -394,6 +395,35 @@ impl RetryPolicy {
 /// Parse a `Retry-After` header given in seconds (HTTP dates are not used by AgentKit).
 pub fn parse_retry_after(value: Option<&str>) -> Option<Duration> {
     value?.trim().parse::<u64>().ok().map(Duration::from_secs)
+}
+
+/// The result of an answer, or its classified error: the envelope decides before the status.
+pub(super) fn read_envelope<A: Action>(
+    status: u16,
+    bytes: &[u8],
+) -> Result<A::Output, AgentKitError> {
+    let parsed: Result<Envelope<A::Output>, _> = serde_json::from_slice(bytes);
+    match parsed {
+        Ok(env) => {
+            if let Some(err) = env.response_metadata.error {
+                return Err(classify(
+                    A::NAME,
+                    status,
+                    Some(err.code.as_str()),
+                    &err.message,
+                ));
+            }
+            if !(200..300).contains(&status) {
+                return Err(classify(A::NAME, status, None, ""));
+            }
+            Ok(env.result.unwrap_or_default())
+        }
+        Err(e) if (200..300).contains(&status) => Err(AgentKitError::InvalidResponse {
+            action: A::NAME,
+            detail: format!("unreadable envelope: {e}"),
+        }),
+        Err(_) => Err(classify(A::NAME, status, None, "")),
+    }
 }
 
 #[cfg(test)]

@@ -3,6 +3,7 @@
 
 pub mod answer;
 pub mod client;
+pub mod transport;
 
 pub mod credentials;
 pub mod limits;
@@ -14,10 +15,10 @@ pub mod types;
 pub use answer::{read_bounded, Unread, MAX_ANSWER_BYTES};
 pub use answer::{AgentKitError, Reread};
 pub use client::{AgentKitClient, Regional};
-pub use client::{Answered, NoAnswer, Outgoing, Transport};
-pub use client::{CallBudget, NoSlot};
 pub use limits::RateLimits;
 pub use port::AgentKit;
 pub use port::{list_all, Paged, Pager};
 pub use settings::{AgentKitConfig, CredentialsSource};
 pub use signer::Credentials;
+pub use transport::{Answered, NoAnswer, Outgoing, Transport};
+pub use transport::{CallBudget, NoSlot};

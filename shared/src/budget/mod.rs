@@ -14,8 +14,8 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use crate::agentkit::client::BudgetFuture;
 use crate::agentkit::limits::limit_of;
+use crate::agentkit::transport::BudgetFuture;
 use crate::agentkit::{CallBudget, NoSlot, RateLimits};
 use crate::invocation::Deadline;
 use crate::invocation::{priority, Priority};
