@@ -8,16 +8,11 @@
 //! - the schedules' tick ([`tick`]), a scheduled invocation, and the fan-out queue's batches
 //!   of due occurrences it hands over ([`Invocation`] tells them apart, below).
 //!
-//! Each authorises the caller and reads the agent's record the same way ([`Addressed`]); the
+//! Each starts from [`Addressed`] (the caller, the agent, the request's bounded store, the
+//! record, where it lives; a 404 for an agent the caller may not act on, a 410 while its owner
+//! is offboarded) and answers with its view, `ETag`, `Retry-After` and `Location`. The
 //! exactly-once guarantees live in [`snapwake::wake`] and [`snapwake::sleep`], under the one
-//! per-agent lock. Every failure becomes a problem+json response here, in [`Resume::handle`].
-//!
-//! What every route of the function starts from: the caller, the agent it names, the request's
-//! store (bounded by its deadline, built once here and passed down), the agent's record (a
-//! consistent read), the Tool registry and where the record says the agent lives. An agent
-//! the caller may not act on is a 404, exactly like one that does not exist; one whose owner
-//! is being offboarded, a 410 for the routes that would change it. And what every route
-//! answers with: the agent's view, its `ETag`, a 202's `Retry-After` and `Location`.
+//! per-agent lock; every failure becomes problem+json in [`Resume::handle`].
 
 pub use crate::function::{Resume, FUNCTION};
 use crate::tick::{BatchResponse, QueueBatch, TickReport};
@@ -93,21 +88,9 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
     }
 }
 
-// ---- Everything that can invoke the resume function, typed as the Lambda runtime hands it over
-// (never re-read from JSON text):
-//
-// - an API Gateway HTTP API request (payload 2.0): the wake, sleep, keepalive and schedule
-//   routes;
-// - the schedules' tick: `{"action": "tick", "time": "<RFC 3339>"}`, the input the
-//   EventBridge Scheduler schedule gives with `<aws.scheduler.scheduled-time>`
-//   (docs/schedules.md);
-// - a batch of the fan-out queue's due occurrences, from its SQS event source mapping,
-//   answered with the messages to deliver again (`batchItemFailures`).
-//
-// One function serves both, rather than the tick in a function of its own: a tick wakes and
-// puts agents to sleep through exactly the code, permissions and settings of the HTTP routes
-// (docs/architecture.md, "One way in per binary"). Anything else is refused by the runtime's
-// deserialisation: a function error naming what it expected.
+// ---- Everything that can invoke the resume function, typed as the Lambda runtime hands it
+// over: an API Gateway request, the schedules' tick (docs/schedules.md) or a batch of the
+// fan-out queue; one function for all (docs/architecture.md, "One way in per binary").
 
 /// What an invocation asks for. Untagged: the tick comes first, since it is recognised by its
 /// exact fields, and an API Gateway request never has them; then an SQS batch (`Records`,
@@ -210,16 +193,9 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
     }
 }
 
-// ---- `POST /v1/agents/{kind}/{agent_id}/resume`: a convergent "ensure awake".
-//
-// 200 with the agent when it is awake (`"resumed": true` when this call or a concurrent one
-// woke it, `false` when it already was); 202 with `Retry-After` and `Location` when it is still
-// waking at the end of this request's wait (none unless it says `Prefer: wait=<s>`; or a
-// sleep in flight has not settled yet); 404
-// when the agent does not exist or is not the caller's; 409 while a delete holds it; 410 once
-// deleted, or while its owner is being offboarded (docs/operations.md, "Offboarding"); 422
-// when nothing can be woken. The caller that wins the lock locates an agent the
-// table does not place yet.
+// ---- `POST /v1/agents/{kind}/{agent_id}/resume`: a convergent "ensure awake". 200 with the
+// agent (`"resumed"` says whether this call or a concurrent one woke it); 202 while it is still
+// waking when the wait ends; 404, 409, 410, 422 as docs/http-api.md says.
 
 /// Unknown fields are refused (400) rather than ignored: a misspelt `snapshotid` must not
 /// quietly wake the newest snapshot instead of the one named.

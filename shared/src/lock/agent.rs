@@ -15,6 +15,8 @@
 //! - **poll** ([`Driver::poll`]): ask AgentKit about the change at the record's pace;
 //! - **settle** ([`Driver::settle`]): write the end under a condition naming exactly that change;
 //! - **give back** ([`Driver::give_back`]): the holder lets go with the state to rest in.
+//!
+//! One protocol, read top to bottom, so one file over the 500-line rule (`shared/tests/layers.rs`).
 
 use crate::agentkit::AgentKit;
 use crate::domain::failure::OUTCOME_KEPT;

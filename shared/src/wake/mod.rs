@@ -7,6 +7,10 @@
 //! stopped anywhere leaves a record the next caller finishes without a second Resume.
 //! Ambiguity is never failure: a Resume of unknown outcome keeps the lock until the readiness
 //! timeout (202 meanwhile).
+//!
+//! One protocol, read top to bottom, so one file over the 500-line rule (`shared/tests/layers.rs`).
+
+pub(crate) mod choice;
 
 use crate::agentkit::types::{
     metadata_value, DeleteSession, MetadataEntry, ResumeSessionFromSnapshot, Session, Snapshot,
@@ -23,7 +27,7 @@ use crate::error::Error;
 use crate::identity::caller::METADATA_DISPLAY_NAME_KEY;
 use crate::invocation::{Budget, Deadline};
 use crate::locate::questions::{live_session, snapshots};
-use crate::locate::{choose, own_snapshots, session, Choice, Expected, Home};
+use crate::locate::{own_snapshots, session, Home};
 use crate::lock::agent::{Agents, Driver, Look, Polled, Progress, Settler, Step};
 use crate::lock::{Acquired, Decision, Generation, Held, Intent, Written};
 pub use crate::lock::{WakeSettings, MIN_TTL};
@@ -32,6 +36,7 @@ use crate::sleep::SleepOutcome;
 use crate::store::{AgentStore, Changes, Condition};
 use crate::timestamp::now_ms;
 use crate::view::METADATA_CREATOR_KEY;
+use choice::{choose, Choice, Expected};
 use std::ops::ControlFlow;
 use std::time::Duration;
 

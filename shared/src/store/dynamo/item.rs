@@ -10,57 +10,7 @@ use crate::store::{keys, Changes, Condition, Document, StoreError};
 use aws_sdk_dynamodb::types::AttributeValue;
 use std::collections::{HashMap, HashSet};
 
-/// Attribute names of the agent record item.
-pub(super) mod attr {
-    pub const PK: &str = "pk";
-    pub const SK: &str = "sk";
-    pub const GSI1PK: &str = "gsi1pk";
-    pub const GSI1SK: &str = "gsi1sk";
-    pub const OWNER: &str = "owner";
-    pub const OWNER_KEY: &str = "owner_key";
-    pub const DISPLAY_NAME: &str = "display_name";
-    pub const CREATED_BY: &str = "created_by";
-    pub const RETENTION: &str = "retention";
-    pub const TOOL_ID: &str = "tool_id";
-    pub const REGION: &str = "region";
-    pub const CREATED_AT: &str = "created_at";
-    pub const STATE: &str = "state";
-    pub const HOLDER: &str = "holder";
-    pub const FENCE: &str = "fence";
-    pub const LEASE_UNTIL_MS: &str = "lease_until_ms";
-    pub const SNAPSHOT_ID: &str = "snapshot_id";
-    pub const SESSION_ID: &str = "session_id";
-    pub const SESSION_EXPIRE_AT: &str = "session_expire_at";
-    pub const SESSION_CREATED_AT: &str = "session_created_at";
-    pub const VERIFIED_AT_MS: &str = "verified_at_ms";
-    /// Epoch ms (N).
-    pub const RESUME_SENT_AT: &str = "resume_sent_at";
-    /// Epoch ms (N).
-    pub const CREATE_SENT_AT: &str = "create_sent_at";
-    pub const POLL_UNTIL_MS: &str = "poll_until_ms";
-    pub const AWAITED_SINCE_MS: &str = "awaited_since_ms";
-    pub const POLLER: &str = "poller";
-    /// The snapshot summaries, as JSON (S).
-    pub const SNAPSHOTS: &str = "snapshots";
-    /// The schedule summary, as JSON (S).
-    pub const SCHEDULE: &str = "schedule";
-    pub const ERROR: &str = "error";
-    pub const VERSION: &str = "version";
-    pub const UPDATED_AT: &str = "updated_at";
-    pub const EXPIRES_AT: &str = "expires_at";
-    /// The state change the last write was (`Announce::as_str`), absent when none: the stream
-    /// mapping's filter lets only the versions that carry it through.
-    pub const ANNOUNCE: &str = "announce";
-    /// What set that change off (`Trigger::as_str`).
-    pub const TRIGGER: &str = "trigger";
-    /// What set off the change an acquire started (`Trigger::as_str`).
-    pub const STARTED_BY: &str = "started_by";
-    pub const REGISTRY: &str = "registry";
-    pub const DOC: &str = "doc";
-    /// A schedule's sparse index keys (`by_due`), present only while it has something due.
-    pub const DUE_PK: &str = "due_pk";
-    pub const DUE_AT: &str = "due_at";
-}
+pub(super) use crate::store::table::attr;
 
 pub(super) type Item = HashMap<String, AttributeValue>;
 
