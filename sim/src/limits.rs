@@ -10,7 +10,7 @@
 //! real service.
 //!
 //! Which limits there are and their assumed numbers are snapwake's own
-//! (`snapwake::agentkit::limits`): the budget that paces snapwake's calls reads the same ones.
+//! (`snapwake::agentkit::port`): the budget that paces snapwake's calls reads the same ones.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::time::Duration;
@@ -18,7 +18,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use serde::{Deserialize, Serialize};
-pub use snapwake::agentkit::limits::{limit_of, RateLimits, DEFAULT_TOOL_WRITE_LIMIT, TOOL_WRITES};
+pub use snapwake::agentkit::port::{limit_of, RateLimits, DEFAULT_TOOL_WRITE_LIMIT, TOOL_WRITES};
 
 const WINDOW: Duration = Duration::from_secs(1);
 

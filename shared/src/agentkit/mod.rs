@@ -6,7 +6,6 @@ pub mod client;
 pub mod transport;
 
 pub mod credentials;
-pub mod limits;
 pub mod port;
 pub mod settings;
 pub mod signer;
@@ -15,8 +14,8 @@ pub mod types;
 pub use answer::{read_bounded, Unread, MAX_ANSWER_BYTES};
 pub use answer::{AgentKitError, Reread};
 pub use client::{AgentKitClient, Regional};
-pub use limits::RateLimits;
 pub use port::AgentKit;
+pub use port::RateLimits;
 pub use port::{list_all, Paged, Pager};
 pub use settings::{AgentKitConfig, CredentialsSource};
 pub use signer::Credentials;

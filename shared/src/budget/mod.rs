@@ -14,7 +14,7 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use crate::agentkit::limits::limit_of;
+use crate::agentkit::port::limit_of;
 use crate::agentkit::transport::BudgetFuture;
 use crate::agentkit::{CallBudget, NoSlot, RateLimits};
 use crate::invocation::Deadline;

@@ -2,7 +2,10 @@
 //! 4xx, never a panic), serving it in the invocation's span, and every answer: JSON with its
 //! headers, or problem+json with the request id, logged once by status (a 5xx is ours or a
 //! dependency's to fix: `warn`; a 4xx the caller's: `info`). Details never go into the body.
+//!
+//! A request's JSON body, read with a cap; each failure a typed [`Error`] (a 4xx).
 
+pub use super::problem::{Problem, CONTENT_TYPE};
 use crate::domain::{AgentKey, AgentRecord, Kind};
 use crate::error::{Error, Result};
 use crate::identity::validate_agent_id;
@@ -12,14 +15,12 @@ use http::HeaderMap;
 use lambda_http::aws_lambda_events::apigw::ApiGatewayV2httpResponse;
 use lambda_http::{Body, Request, RequestExt, Response};
 use percent_encoding::percent_decode_str;
+use serde::de::DeserializeOwned;
 use serde::Serialize;
 use std::future::Future;
 use std::sync::OnceLock;
 use std::time::Duration;
 use tracing::Instrument;
-
-pub use super::body::{body_bytes, json_body, optional_json, MAX_BODY_BYTES};
-pub use super::problem::{Problem, CONTENT_TYPE};
 
 /// Serve `request` in the invocation's span, so no function can forget it. `work` is mapped, not
 /// awaited in an `async` block, which would hold its future twice (debug stacks overflow).
@@ -311,6 +312,54 @@ pub fn preferred_wait(headers: &HeaderMap) -> Option<Duration> {
 /// The `Preference-Applied` value for a wait of `applied` (whole seconds, rounded down).
 pub fn preference_applied(applied: Duration) -> String {
     format!("wait={}", applied.as_secs())
+}
+
+/// Bodies above this are refused with 413.
+pub const MAX_BODY_BYTES: usize = 16 * 1024;
+
+pub fn body_bytes(req: &Request) -> Result<&[u8]> {
+    let bytes: &[u8] = match req.body() {
+        Body::Empty => &[],
+        Body::Text(t) => t.as_bytes(),
+        Body::Binary(b) => b.as_slice(),
+        _ => &[],
+    };
+    if bytes.len() > MAX_BODY_BYTES {
+        return Err(Error::PayloadTooLarge {
+            limit: MAX_BODY_BYTES,
+        });
+    }
+    Ok(bytes)
+}
+
+/// An optional JSON body: absent or blank → `None`; malformed → 400. A non-object is refused
+/// first: serde would read a struct from an array too (`[]` as a struct of optional fields).
+pub fn optional_json<T: DeserializeOwned>(req: &Request) -> Result<Option<T>> {
+    let bytes = body_bytes(req)?;
+    let Some(first) = bytes.iter().find(|b| !b.is_ascii_whitespace()) else {
+        return Ok(None);
+    };
+    if *first != b'{' {
+        return Err(Error::bad_request("the JSON body must be an object"));
+    }
+    serde_json::from_slice(bytes)
+        .map(Some)
+        .map_err(|e| Error::bad_request(format!("invalid JSON body: {}", json_error(&e))))
+}
+
+pub fn json_body<T: DeserializeOwned>(req: &Request) -> Result<T> {
+    optional_json(req)?.ok_or_else(|| Error::bad_request("a JSON body is required"))
+}
+
+/// serde's message without echoing the input back.
+fn json_error(e: &serde_json::Error) -> String {
+    use serde_json::error::Category;
+    match e.classify() {
+        Category::Syntax | Category::Eof | Category::Io => {
+            format!("malformed JSON at line {} column {}", e.line(), e.column())
+        }
+        Category::Data => e.to_string(),
+    }
 }
 
 #[cfg(test)]

@@ -17,6 +17,8 @@
 //! Kept for compatibility: a truncated safe owner (rule 3) is `<127 chars>_<32 hex>`, exactly
 //! 160 characters, so an owner id of that shape (kept as is by rule 1) would share its prefix;
 //! exploiting it needs the other owner's id and hash, and a provider allowing such ids.
+//!
+//! Agent names: which display name an agent shows, and which names and agent ids are accepted.
 
 use super::claims::{Claims, IdentityConfig};
 use crate::agentkit::types::{metadata_value, Snapshot};
@@ -392,8 +394,80 @@ pub fn user_session_id(agent_id: &str) -> Option<&str> {
 /// The session `Metadata` / snapshot `SessionMetadata` key holding a display name.
 pub const METADATA_DISPLAY_NAME_KEY: &str = "veadk_display_name";
 
+pub const MAX_DISPLAY_NAME_CHARS: usize = 40;
+pub const MAX_AGENT_ID_LEN: usize = 200;
+
+/// The display name of an agent, the first non-blank of (docs/identity.md): the agent record,
+/// the `veadk_display_name` metadata, a legacy UserSessionId's name, the UserSessionId, the
+/// SnapshotId. Blank counts as absent, so no agent shows an empty name while a better exists.
+pub fn display_name(
+    record_name: Option<&str>,
+    metadata_name: Option<&str>,
+    user_session_id: Option<&str>,
+    snapshot_id: Option<&str>,
+) -> String {
+    let legacy = user_session_id.map(UserSessionId::parse);
+    let legacy_name = legacy.as_ref().and_then(UserSessionId::legacy_name);
+    let name = [
+        record_name,
+        metadata_name,
+        legacy_name,
+        user_session_id,
+        snapshot_id,
+    ]
+    .into_iter()
+    .flatten()
+    .find(|name| !name.trim().is_empty())
+    .unwrap_or_default()
+    .to_string();
+    name
+}
+
+/// A display name given to `POST /v1/agents`, trimmed: 1–40 characters (not bytes), no control
+/// characters; else 422 `INVALID_REQUEST` (well-formed, but not acceptable).
+pub fn validate_display_name(name: &str) -> Result<String> {
+    let trimmed = name.trim();
+    if trimmed.is_empty() {
+        return Err(Error::unprocessable("display_name must not be empty"));
+    }
+    let chars = trimmed.chars().count();
+    if chars > MAX_DISPLAY_NAME_CHARS {
+        return Err(Error::unprocessable(format!(
+            "display_name must be at most {MAX_DISPLAY_NAME_CHARS} characters (got {chars})"
+        )));
+    }
+    if trimmed.chars().any(char::is_control) {
+        return Err(Error::unprocessable(
+            "display_name must not contain control characters",
+        ));
+    }
+    Ok(trimmed.to_string())
+}
+
+/// Whether `id` is an acceptable `{agent_id}`: `^[A-Za-z0-9_.:-]{1,200}$` (docs/http-api.md).
+pub fn is_valid_agent_id(id: &str) -> bool {
+    (1..=MAX_AGENT_ID_LEN).contains(&id.len())
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b':' | b'-'))
+}
+
+/// An `{agent_id}` path segment (already percent-decoded once), or 400 `INVALID_REQUEST`.
+pub fn validate_agent_id(id: &str) -> Result<&str> {
+    if is_valid_agent_id(id) {
+        Ok(id)
+    } else {
+        Err(Error::bad_request(
+            "agent_id must be 1-200 characters of A-Z, a-z, 0-9, '_', '.', ':' or '-'",
+        ))
+    }
+}
+
 #[cfg(test)]
 mod tests;
 
 #[cfg(test)]
 mod usid_tests;
+
+#[cfg(test)]
+mod names_tests;

@@ -4,10 +4,9 @@
 
 pub mod caller;
 pub mod claims;
-pub mod names;
 
 pub use caller::{belongs_to, fingerprint, mint, owner_keys, prefix, safe_owner, UserSessionId};
 pub use caller::{describe, may_act, user_session_id, Caller, Place, SNAPSHOT_AGENT_PREFIX};
+pub use caller::{display_name, is_valid_agent_id, validate_agent_id, validate_display_name};
 pub use claims::{AdminEntry, ClaimValue, Claims};
 pub use claims::{IdentityConfig, DEFAULT_OWNER_CLAIMS};
-pub use names::{display_name, is_valid_agent_id, validate_agent_id, validate_display_name};

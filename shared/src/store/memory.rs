@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard};
 
 use super::budget::{BudgetStore, Reserved, Slowdown};
-use super::keys::{self, OwnerCursor};
+use super::port::{self, OwnerCursor};
 use super::port::{
     AgentPage, AgentStore, Changes, Condition, Document, DocumentKey, OwnerPage, StoreError,
 };
@@ -126,7 +126,7 @@ impl AgentStore for MemoryStore {
                 })
                 .map(|r| {
                     (
-                        keys::owner_gsi_sk(r.description.created_at.as_deref(), &r.key),
+                        port::owner_gsi_sk(r.description.created_at.as_deref(), &r.key),
                         r.clone(),
                     )
                 })
@@ -140,9 +140,9 @@ impl AgentStore for MemoryStore {
         let cursor = if more {
             indexed.last().map(|(sk, r)| {
                 OwnerCursor {
-                    pk: keys::agent_pk(&r.key),
-                    sk: keys::AGENT_SK.to_string(),
-                    gsi1pk: keys::owner_gsi_pk(owner_key),
+                    pk: port::agent_pk(&r.key),
+                    sk: port::AGENT_SK.to_string(),
+                    gsi1pk: port::owner_gsi_pk(owner_key),
                     gsi1sk: sk.clone(),
                 }
                 .encode()
@@ -165,13 +165,13 @@ impl AgentStore for MemoryStore {
         let now = now_s();
         let limit = limit.max(1) as usize;
         // The table's order here is the order of `pk`: stable, like DynamoDB's.
-        let after_pk = after.map(keys::agent_pk);
+        let after_pk = after.map(port::agent_pk);
         let mut live: Vec<(String, AgentRecord)> = self
             .lock()
             .agents
             .values()
             .filter(|r| !r.is_expired(now) && kind.is_none_or(|k| r.key.kind == k))
-            .map(|r| (keys::agent_pk(&r.key), r.clone()))
+            .map(|r| (port::agent_pk(&r.key), r.clone()))
             .filter(|(pk, _)| after_pk.as_ref().is_none_or(|a| pk > a))
             .collect();
         live.sort_by(|a, b| a.0.cmp(&b.0));

@@ -11,7 +11,6 @@
 
 pub mod budget;
 pub mod dynamo;
-pub mod keys;
 pub mod schedule;
 pub mod stream;
 pub mod update;

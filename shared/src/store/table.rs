@@ -12,7 +12,7 @@ use aws_sdk_dynamodb::types::{
 };
 use aws_sdk_dynamodb::Client;
 
-use super::keys::{DUE_INDEX, OWNER_INDEX};
+use super::port::{DUE_INDEX, OWNER_INDEX};
 use super::StoreError;
 
 /// Attribute names of the agent record item.

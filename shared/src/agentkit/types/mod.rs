@@ -5,12 +5,10 @@
 
 mod resources;
 mod sessions;
-mod snapshots;
 mod tools;
 
 pub use resources::*;
 pub use sessions::*;
-pub use snapshots::*;
 pub use tools::*;
 
 #[cfg(test)]

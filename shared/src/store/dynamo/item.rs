@@ -6,7 +6,7 @@
 use crate::domain::{
     AgentKey, AgentRecord, Announcement, Description, Retention, ToolRegistry, WakeState,
 };
-use crate::store::{keys, Changes, Condition, Document, StoreError};
+use crate::store::{port, Changes, Condition, Document, StoreError};
 use aws_sdk_dynamodb::types::AttributeValue;
 use std::collections::{HashMap, HashSet};
 
@@ -43,7 +43,7 @@ pub(super) fn get_n<T: std::str::FromStr>(
 /// An agent record item as a record. Missing wake fields read as an absent record's.
 pub(super) fn record_from_item(item: &Item) -> Result<AgentRecord, StoreError> {
     let pk = get_s(item, attr::PK)?.ok_or_else(|| StoreError::Corrupt("item without pk".into()))?;
-    let key = keys::parse_agent_pk(&pk)?;
+    let key = port::parse_agent_pk(&pk)?;
     let corrupt = |e: String| StoreError::Corrupt(format!("{pk}: {e}"));
     let state = match get_s(item, attr::STATE)? {
         Some(v) => v.parse::<WakeState>().map_err(corrupt)?,
@@ -434,9 +434,9 @@ pub(super) fn update_expression(expr: &mut Expr, key: &AgentKey, creates: bool, 
     // NO_CREATED_AT>#<kind>#<agent_id>` on every item, so adding an owner key needs no
     // `created_at`: set when written, else kept (`if_not_exists` for items that had none).
     if let Some(owner_key) = &describe.owner_key {
-        expr.set(attr::GSI1PK, s(&keys::owner_gsi_pk(owner_key)));
+        expr.set(attr::GSI1PK, s(&port::owner_gsi_pk(owner_key)));
     }
-    let sk = keys::owner_gsi_sk(describe.created_at.as_deref(), key);
+    let sk = port::owner_gsi_sk(describe.created_at.as_deref(), key);
     if describe.created_at.is_some() || creates {
         expr.set(attr::GSI1SK, s(&sk));
     } else {

@@ -10,12 +10,12 @@
 //! whose condition is the check, so concurrent callers each get their own slot with no read; an
 //! idle bucket is restarted at now by a second conditional write, which one of two racing wins.
 
-use super::keys::{self, OwnerCursor};
+use super::port::{self, OwnerCursor};
 use super::{
     AgentPage, AgentStore, Changes, Condition, Document, DocumentKey, OwnerPage, StoreError,
 };
 use crate::domain::{AgentKey, AgentRecord, Kind, ToolRegistry};
-use crate::store::keys::{budget_pk, BUDGET_SK};
+use crate::store::port::{budget_pk, BUDGET_SK};
 use crate::store::{BudgetStore, Reserved, Slowdown};
 use crate::timestamp::now_s;
 use aws_sdk_dynamodb::error::{DisplayErrorContext, SdkError};
@@ -100,15 +100,15 @@ const MIN_QUERY_LIMIT: usize = 25;
 impl DynamoStore {
     fn agent_key_attrs(key: &AgentKey) -> Item {
         HashMap::from([
-            (attr::PK.to_string(), s(&keys::agent_pk(key))),
-            (attr::SK.to_string(), s(keys::AGENT_SK)),
+            (attr::PK.to_string(), s(&port::agent_pk(key))),
+            (attr::SK.to_string(), s(port::AGENT_SK)),
         ])
     }
 
     fn registry_key_attrs() -> Item {
         HashMap::from([
-            (attr::PK.to_string(), s(keys::REGISTRY_PK)),
-            (attr::SK.to_string(), s(keys::REGISTRY_SK)),
+            (attr::PK.to_string(), s(port::REGISTRY_PK)),
+            (attr::SK.to_string(), s(port::REGISTRY_SK)),
         ])
     }
 }

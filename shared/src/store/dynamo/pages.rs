@@ -36,10 +36,10 @@ impl DynamoStore {
                 .client
                 .query()
                 .table_name(&self.table)
-                .index_name(keys::OWNER_INDEX)
+                .index_name(port::OWNER_INDEX)
                 .key_condition_expression("#gsi1pk = :gsi1pk")
                 .expression_attribute_names("#gsi1pk", attr::GSI1PK)
-                .expression_attribute_values(":gsi1pk", s(&keys::owner_gsi_pk(owner_key)))
+                .expression_attribute_values(":gsi1pk", s(&port::owner_gsi_pk(owner_key)))
                 .scan_index_forward(false)
                 .limit(i32::try_from(want).unwrap_or(i32::MAX))
                 .set_exclusive_start_key(start.take())

@@ -12,20 +12,20 @@ use super::item::{attr, get_n, get_s, Item};
 use super::item::{condition_expression, n, s, update_expression, Expr};
 use super::{unavailable, DynamoStore};
 use crate::domain::{AgentKey, AgentRecord, ScheduleRecord, WakeState};
-use crate::store::keys::{self, DUE_INDEX, DUE_PK, SCHEDULE_SK};
+use crate::store::port::{self, DUE_INDEX, DUE_PK, SCHEDULE_SK};
 use crate::store::{Changes, Condition, DueCursor, DuePage, ScheduleStore, StoreError};
 use crate::timestamp;
 
 fn key_attrs(key: &AgentKey) -> Item {
     HashMap::from([
-        (attr::PK.to_string(), s(&keys::schedule_pk(key))),
+        (attr::PK.to_string(), s(&port::schedule_pk(key))),
         (attr::SK.to_string(), s(SCHEDULE_SK)),
     ])
 }
 
 fn from_item(item: &Item) -> Result<ScheduleRecord, StoreError> {
     let pk = get_s(item, attr::PK)?.unwrap_or_default();
-    let key = keys::parse_schedule_pk(&pk)?;
+    let key = port::parse_schedule_pk(&pk)?;
     let json = get_s(item, attr::DOC)?
         .ok_or_else(|| StoreError::Corrupt(format!("schedule {pk} without doc")))?;
     let mut record: ScheduleRecord = serde_json::from_str(&json)
@@ -302,7 +302,7 @@ impl ScheduleStore for DynamoStore {
             Some(lek) if !lek.is_empty() => {
                 let pk = get_s(lek, attr::PK)?.unwrap_or_default();
                 Some(DueCursor {
-                    key: keys::parse_schedule_pk(&pk)?,
+                    key: port::parse_schedule_pk(&pk)?,
                     due_at_ms: get_n(lek, attr::DUE_AT)?.unwrap_or(0),
                 })
             }

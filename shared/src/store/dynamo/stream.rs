@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 
 use super::item::{attr, get_s, record_from_item, Item};
 use crate::aws_json::AwsJson;
-use crate::store::{keys, RecordChange, StoreError};
+use crate::store::{port, RecordChange, StoreError};
 
 /// The changes to agent records among `records`, in order. A record whose image cannot be
 /// read is logged and skipped: holding the stream back for it would hold every later change.
@@ -54,7 +54,7 @@ fn change_of(record: &Value) -> Result<Option<RecordChange>, StoreError> {
 }
 
 fn is_agent_record(item: &Item) -> bool {
-    matches!(get_s(item, attr::SK), Ok(Some(sk)) if sk == keys::AGENT_SK)
+    matches!(get_s(item, attr::SK), Ok(Some(sk)) if sk == port::AGENT_SK)
         && matches!(get_s(item, attr::PK), Ok(Some(pk)) if pk.starts_with("AGENT#"))
 }
 

@@ -2,7 +2,7 @@
 
 use super::MemoryStore;
 use crate::domain::{AgentKey, AgentRecord, ScheduleRecord, WakeState};
-use crate::store::keys::schedule_pk;
+use crate::store::port::schedule_pk;
 use crate::store::{Changes, DueCursor, DuePage, ScheduleStore, StoreError};
 use crate::timestamp::now_s;
 
