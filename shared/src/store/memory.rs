@@ -10,12 +10,12 @@ mod schedule;
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard};
 
-use super::budget::{BudgetStore, Reserved, Slowdown};
 use super::port::{self, OwnerCursor};
 use super::port::{
     AgentPage, AgentStore, Changes, Condition, Document, DocumentKey, OwnerPage, StoreError,
 };
 use super::stream::RecordChange;
+use super::{BudgetStore, Reserved, Slowdown};
 use crate::domain::{AgentKey, AgentRecord, Kind, ScheduleRecord, ToolRegistry};
 use crate::timestamp::now_s;
 

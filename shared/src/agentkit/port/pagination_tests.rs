@@ -1,4 +1,3 @@
-
 use super::*;
 use crate::agentkit::types::ListToolsResult;
 use std::time::Duration;

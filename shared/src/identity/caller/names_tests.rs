@@ -1,4 +1,3 @@
-
 use super::*;
 
 fn status(err: Error) -> u16 {
