@@ -10,7 +10,7 @@
 //! [`Deadline`] from its caller instead of inventing its own timeout: a Lambda has its remaining
 //! time, an HTTP request its budget, and nothing may run past either.
 
-use crate::domain::Trigger;
+use crate::domain::{Announce, Announcement, Trigger};
 use lambda_http::request::RequestContext;
 use lambda_http::{Context, Request, RequestExt};
 use std::future::Future;
@@ -264,6 +264,14 @@ impl Pace {
     pub fn retry_after_s(&self, since_ms: u64, now_ms: u64) -> u64 {
         let gap = self.gap(since_ms, now_ms);
         gap.as_millis().div_ceil(1000).max(1) as u64
+    }
+}
+
+/// What a write that is the state change `what` records, set off by the current task.
+pub fn announcement(what: Announce) -> Announcement {
+    Announcement {
+        what,
+        trigger: trigger(),
     }
 }
 

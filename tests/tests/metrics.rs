@@ -171,7 +171,7 @@ async fn wakes_joins_and_throttles_leave_valid_emf_records() {
     let key = snapwake::domain::AgentKey::new(snapwake::domain::Kind::Codex, &agent);
     let before = store.get(&key).await.unwrap().unwrap();
     let changes = snapwake::store::Changes {
-        announce: Some(snapwake::events::announcement(
+        announce: Some(snapwake::invocation::announcement(
             snapwake::domain::Announce::Awake,
         )),
         ..Default::default()

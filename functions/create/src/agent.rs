@@ -238,7 +238,7 @@ impl<S: AgentStore, K: AgentKit> Create<S, K> {
         changes.poll_until_ms = Some(0);
         // The create is done, whoever found its session: announced as the create's doing
         // (the simulated deployment's seed 1000 found it unannounced).
-        changes.announce = Some(snapwake::events::announcement(
+        changes.announce = Some(snapwake::invocation::announcement(
             snapwake::domain::Announce::Created,
         ));
         let changes = snapwake::lock::agent::on_behalf_of(seen, changes);
@@ -329,7 +329,7 @@ impl<S: AgentStore, K: AgentKit> Create<S, K> {
         region: &str,
     ) -> Result<Outcome> {
         let mut changes = created_changes(&session, region);
-        changes.announce = Some(snapwake::events::announcement(
+        changes.announce = Some(snapwake::invocation::announcement(
             snapwake::domain::Announce::Created,
         ));
         match lock.release(&mut held, WakeState::Awake, changes).await? {

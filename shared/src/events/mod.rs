@@ -1,4 +1,4 @@
-//! State-change events (docs/events.md): what a write records of its change ([`announcement`]),
+//! State-change events (docs/events.md): what a write records of its change (`crate::invocation::announcement`),
 //! the event derived from the table's stream (`derive`), relaying them in order ([`relay`]),
 //! and the [`EventSink`] port with its adapters (EventBridge, none, recorded in memory). From the
 //! stream, because a state change is one conditional write carrying its meaning
@@ -12,19 +12,11 @@ pub mod recorded;
 pub mod relay;
 mod sink;
 
-use crate::domain::{Announce, Announcement, StateEvent};
+use crate::domain::StateEvent;
 
 pub use derive::{derive, event_of};
 pub use relay::{announce, follow, Relayed};
 pub use sink::{EventError, EventSink};
-
-/// What a write that is the state change `what` records, set off by the current task.
-pub fn announcement(what: Announce) -> Announcement {
-    Announcement {
-        what,
-        trigger: crate::invocation::trigger(),
-    }
-}
 
 /// The deployment's publisher: EventBridge when `SNAPWAKE_EVENT_BUS` names a bus, else none.
 pub enum Publisher {

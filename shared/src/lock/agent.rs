@@ -363,7 +363,7 @@ pub fn announced_end(rested: Option<WakeState>) -> Option<crate::domain::Announc
             trigger: Trigger::Agentkit,
         }),
         WakeState::Waking | WakeState::Sleeping | WakeState::Creating | WakeState::Deleting => {
-            Some(crate::events::announcement(Announce::Asleep))
+            Some(crate::invocation::announcement(Announce::Asleep))
         }
         _ => None,
     }

@@ -284,7 +284,7 @@ impl<K: AgentKit> Snapshotting<'_, K> {
         );
         let changes = Changes {
             state: Some(WakeState::Asleep),
-            announce: Some(crate::events::announcement(Announce::Asleep)),
+            announce: Some(crate::invocation::announcement(Announce::Asleep)),
             session_id: Some(None),
             session_expire_at: Some(None),
             session_created_at: Some(None),

@@ -358,7 +358,7 @@ impl<S: AgentStore, K: AgentKit> Progress<S> for Waking<'_, '_, S, K> {
             Ok(Some(s)) if s.is_usable() => {
                 let changes = Changes {
                     state: Some(WakeState::Awake),
-                    announce: Some(crate::events::announcement(Announce::Awake)),
+                    announce: Some(crate::invocation::announcement(Announce::Awake)),
                     error: Some(None),
                     resume_sent_at_ms: Some(None),
                     session_expire_at: Some(s.expire_at.clone()),
@@ -400,7 +400,7 @@ impl<S: AgentStore, K: AgentKit> Progress<S> for Waking<'_, '_, S, K> {
 fn failed(code: &str, error: &Error, session_id: Option<&str>) -> Changes {
     Changes {
         state: Some(WakeState::Failed),
-        announce: Some(crate::events::announcement(Announce::WakeFailed)),
+        announce: Some(crate::invocation::announcement(Announce::WakeFailed)),
         error: Some(Some(recorded_failure(code, &error.to_string()))),
         resume_sent_at_ms: Some(None),
         session_id: session_id.map(|s| Some(s.to_string())),

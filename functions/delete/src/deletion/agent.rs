@@ -84,7 +84,7 @@ impl<'a, S: AgentStore + ScheduleStore, K: AgentKit> Deleter<'a, S, K> {
             resume_sent_at_ms: Some(None),
             snapshots: Some(Vec::new()),
             expires_at: Some(Some(now_s() + TOMBSTONE_TTL_S)),
-            announce: Some(snapwake::events::announcement(
+            announce: Some(snapwake::invocation::announcement(
                 snapwake::domain::Announce::Deleted,
             )),
             ..Changes::default()
