@@ -4,13 +4,13 @@
 
 use std::time::Duration;
 
+use crate::agentkit::types::Secret;
 use crate::agentkit::Credentials;
 use crate::agentkit::{AgentKitConfig, CredentialsSource};
 use crate::http::edge::{normalise_base_path, BASE_PATH_VAR};
 use crate::identity::{IdentityConfig, DEFAULT_OWNER_CLAIMS};
 use crate::locate::ToolOverrides;
 use crate::schedule::ScheduleRules;
-use crate::secret::Secret;
 use crate::wake::WakeSettings;
 
 pub const DEFAULT_AGENTKIT_ENDPOINT: &str = "https://open.volcengineapi.com";

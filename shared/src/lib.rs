@@ -7,7 +7,6 @@
 
 pub mod timestamp;
 pub mod ids;
-pub mod secret;
 pub mod metrics;
 pub mod domain;
 pub mod invocation;

@@ -16,7 +16,6 @@ use std::path::{Path, PathBuf};
 const LAYERS: &[&str] = &[
     "timestamp",
     "ids",
-    "secret",
     "metrics",
     "domain",
     "invocation",

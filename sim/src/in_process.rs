@@ -12,7 +12,7 @@
 use axum::body::Bytes;
 use axum::extract::{RawQuery, State};
 use axum::http::{HeaderMap, HeaderName, HeaderValue};
-use snapwake::agentkit::transport::{Answered, NoAnswer, Outgoing, Sending, Transport};
+use snapwake::agentkit::port::{Answered, NoAnswer, Outgoing, Sending, Transport};
 
 use crate::control::SimControl;
 use crate::server;

@@ -11,9 +11,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use snapwake::agentkit::types::Secret;
 use snapwake::agentkit::Credentials;
 use snapwake::bootstrap::logs::log_layer;
-use snapwake::secret::Secret;
 use snapwake::store::dynamo::DynamoStore;
 use snapwake_sim::SimConfig;
 use snapwake_tests::captured_log::CapturedLog;

@@ -16,7 +16,7 @@ use clap::Args;
 use reqwest::header::{HeaderMap, HeaderValue, ACCEPT, AUTHORIZATION};
 use reqwest::{Method, Url};
 use serde_json::Value;
-use snapwake::secret::Secret;
+use snapwake::agentkit::types::Secret;
 
 pub use answer::ApiError;
 

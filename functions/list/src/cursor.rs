@@ -14,8 +14,8 @@ use hmac::{Hmac, KeyInit, Mac};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use sha2::Sha256;
+use snapwake::agentkit::types::Secret;
 use snapwake::error::{Error, Result};
-use snapwake::secret::Secret;
 use snapwake::store::{AgentStore, DocumentKey, StoreError};
 use tokio::sync::OnceCell;
 

@@ -43,6 +43,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use lambda_http::{Body, Request, Response};
+use snapwake::agentkit::types::Secret;
 use snapwake::agentkit::AgentKit;
 use snapwake::domain::AgentKey;
 use snapwake::domain::OpenUrl;
@@ -54,7 +55,6 @@ use snapwake::index_sync::IndexStatus;
 use snapwake::invocation::Deadline;
 use snapwake::locate::RegistryCache;
 use snapwake::lock::LockSettings;
-use snapwake::secret::Secret;
 use snapwake::store::{AgentStore, Within};
 
 use crate::cursor::CursorKeys;

@@ -21,7 +21,8 @@ use snapwake::domain::{AgentKey, AgentRecord, AgentView, ToolRegistry, WakeState
 use snapwake::error::{Error, Result};
 use snapwake::http::edge::{self as req, Matched};
 use snapwake::invocation::Deadline;
-use snapwake::locate::questions::{active_session, snapshots};
+use snapwake::locate::questions::active_session;
+use snapwake::locate::snapshots;
 use snapwake::locate::Home;
 use snapwake::lock::{AgentLock, Written};
 use snapwake::store::{AgentStore, Changes, ScheduleStore, Within};

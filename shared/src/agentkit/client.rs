@@ -7,8 +7,8 @@ use super::answer::MAX_ANSWER_BYTES;
 use super::answer::{self, read_envelope};
 use super::credentials::REREAD_INTERVAL;
 use super::credentials::{AfterRefusal, CredentialsCell};
+use super::port::{AgentKit, CallBudget, Https, NoAnswer, NoSlot, Outgoing, Transport};
 use super::signer;
-use super::transport::{CallBudget, Https, NoAnswer, NoSlot, Outgoing, Transport};
 use super::types::{Action, API_VERSION};
 use super::AgentKitError;
 use super::Credentials;
@@ -16,6 +16,7 @@ use crate::agentkit::AgentKitConfig;
 use crate::invocation::Deadline;
 use crate::metrics::{self, Record};
 use reqwest::Url;
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 use time::OffsetDateTime;
@@ -441,6 +442,26 @@ pub(super) async fn take_slot<A: Action>(
                 free_in.as_millis().div_ceil(1000).max(1) as u64,
             )),
         })
+}
+
+impl AgentKit for AgentKitClient {
+    fn call<A: Action + 'static>(
+        &self,
+        region: &str,
+        request: &A,
+        deadline: Deadline,
+    ) -> impl Future<Output = Result<A::Output, AgentKitError>> + Send {
+        // Boxed: a large future, awaited often (debug builds would need megabytes of stack).
+        Box::pin(AgentKitClient::call(self, region, request, deadline))
+    }
+
+    fn regions(&self) -> &[String] {
+        AgentKitClient::regions(self)
+    }
+
+    fn request_timeout(&self) -> Duration {
+        AgentKitClient::request_timeout(self)
+    }
 }
 
 #[cfg(test)]

@@ -3,7 +3,6 @@
 
 pub mod answer;
 pub mod client;
-pub mod transport;
 
 pub mod credentials;
 pub mod port;
@@ -17,7 +16,7 @@ pub use client::{AgentKitClient, Regional};
 pub use port::AgentKit;
 pub use port::RateLimits;
 pub use port::{list_all, Paged, Pager};
+pub use port::{Answered, NoAnswer, Outgoing, Transport};
+pub use port::{CallBudget, NoSlot};
 pub use settings::{AgentKitConfig, CredentialsSource};
 pub use signer::Credentials;
-pub use transport::{Answered, NoAnswer, Outgoing, Transport};
-pub use transport::{CallBudget, NoSlot};

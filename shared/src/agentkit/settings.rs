@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use super::Credentials;
-use crate::secret::Secret;
+use crate::agentkit::types::Secret;
 
 /// Where AgentKit credentials come from.
 #[derive(Debug, Clone, PartialEq, Eq)]

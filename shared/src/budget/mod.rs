@@ -15,7 +15,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use crate::agentkit::port::limit_of;
-use crate::agentkit::transport::BudgetFuture;
+use crate::agentkit::port::BudgetFuture;
 use crate::agentkit::{CallBudget, NoSlot, RateLimits};
 use crate::invocation::Deadline;
 use crate::invocation::{priority, Priority};

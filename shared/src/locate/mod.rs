@@ -378,6 +378,34 @@ impl RegistryCache {
     }
 }
 
+/// The newest active session with the agent's UserSessionId on its Tool.
+pub async fn live_session<K: AgentKit>(
+    agentkit: &K,
+    home: &Home,
+    user_session_id: &str,
+    deadline: Deadline,
+) -> Result<Option<Session>, AgentKitError> {
+    let req = ListSessions {
+        tool_id: home.tool_id.clone(),
+        filters: Some(vec![Filter::one("UserSessionId", user_session_id)]),
+        ..ListSessions::default()
+    };
+    let sessions = list_all(agentkit, &home.region, req, AGENT_SESSION_PAGES, deadline).await?;
+    Ok(newest_session(sessions.into_iter().filter(|s| {
+        s.is_active() && s.user_session_id.as_deref() == Some(user_session_id)
+    })))
+}
+
+/// The agent's snapshots on its Tool (any status).
+pub async fn snapshots<K: AgentKit>(
+    agentkit: &K,
+    home: &Home,
+    key: &AgentKey,
+    deadline: Deadline,
+) -> Result<Vec<Snapshot>, AgentKitError> {
+    snapshots_on(agentkit, &home.tool_id, &home.region, key, deadline).await
+}
+
 #[cfg(test)]
 mod registry_tests;
 

@@ -1,29 +1,11 @@
 //! What the other changes ask of an agent's Tool (a sleep, a keepalive, a listing, a sweep):
-//! its live session, the session to end, its snapshots, the snapshots nobody claims. Every
+//! the session to end, and the snapshots nobody claims. Every
 //! listing is re-checked against the agent's exact UserSessionId, as a wake's are.
 
 use super::*;
 
 /// Pages of a Tool's sessions read to find an orphan of a `snapshot-<id>` agent (a rare case).
 const ORPHAN_PAGES: usize = 50;
-
-/// The newest active session with the agent's UserSessionId on its Tool.
-pub async fn live_session<K: AgentKit>(
-    agentkit: &K,
-    home: &Home,
-    user_session_id: &str,
-    deadline: Deadline,
-) -> Result<Option<Session>, AgentKitError> {
-    let req = ListSessions {
-        tool_id: home.tool_id.clone(),
-        filters: Some(vec![Filter::one("UserSessionId", user_session_id)]),
-        ..ListSessions::default()
-    };
-    let sessions = list_all(agentkit, &home.region, req, AGENT_SESSION_PAGES, deadline).await?;
-    Ok(newest_session(sessions.into_iter().filter(|s| {
-        s.is_active() && s.user_session_id.as_deref() == Some(user_session_id)
-    })))
-}
 
 /// The agent's active session: `recorded` while active, else the newest by UserSessionId.
 pub async fn active_session<K: AgentKit>(
@@ -44,16 +26,6 @@ pub async fn active_session<K: AgentKit>(
         Some(usid) => live_session(agentkit, home, usid, deadline).await,
         None => Ok(None),
     }
-}
-
-/// The agent's snapshots on its Tool (any status).
-pub async fn snapshots<K: AgentKit>(
-    agentkit: &K,
-    home: &Home,
-    key: &AgentKey,
-    deadline: Deadline,
-) -> Result<Vec<Snapshot>, AgentKitError> {
-    snapshots_on(agentkit, &home.tool_id, &home.region, key, deadline).await
 }
 
 /// Sessions an unknown Resume of a `snapshot-<id>` agent may have started: active, without a

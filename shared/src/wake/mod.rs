@@ -26,8 +26,8 @@ use crate::domain::{
 use crate::error::Error;
 use crate::identity::caller::METADATA_DISPLAY_NAME_KEY;
 use crate::invocation::{Budget, Deadline};
-use crate::locate::questions::{live_session, snapshots};
-use crate::locate::{own_snapshots, session, Home};
+
+use crate::locate::{live_session, own_snapshots, session, snapshots, Home};
 use crate::lock::agent::{Agents, Driver, Look, Polled, Progress, Settler, Step};
 use crate::lock::{Acquired, Decision, Generation, Held, Intent, Written};
 pub use crate::lock::{WakeSettings, MIN_TTL};

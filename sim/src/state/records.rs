@@ -8,8 +8,8 @@ use time::OffsetDateTime;
 
 use crate::clock::format_ts;
 use crate::pagination::Key;
+use snapwake::agentkit::types::Secret;
 use snapwake::agentkit::types::{self, EnvVar, MetadataEntry};
-use snapwake::secret::Secret;
 
 pub(crate) fn ns(t: OffsetDateTime) -> i128 {
     t.unix_timestamp_nanos()

@@ -1,6 +1,6 @@
 //! The world itself: its fields, ids, the index primitives and expiry.
 
-use snapwake::secret::Secret;
+use snapwake::agentkit::types::Secret;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::Duration;
 

@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::Value;
-use snapwake::agentkit::transport::{Answered, NoAnswer, Outgoing, Sending, Transport};
+use snapwake::agentkit::port::{Answered, NoAnswer, Outgoing, Sending, Transport};
 use snapwake::agentkit::{AgentKitClient, AgentKitConfig, CredentialsSource};
 use snapwake::budget::{AgentKitBudget, BudgetSettings};
 use snapwake::deploy::{Catalogue, DeployOptions, DeploySettings};

@@ -2,7 +2,6 @@
 //!
 //! The snapshot actions, and SetSessionTtl.
 
-use crate::secret::Secret;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
@@ -378,3 +377,47 @@ impl Action for SetSessionTtl {
     const IDEMPOTENT: bool = true;
     type Output = SetSessionTtlResult;
 }
+
+// [`Secret`]: a string never shown (a credential, a token, a key, a session Endpoint). `Debug`
+// prints `<redacted>` and there is no `Display`, so no `{:?}` of a type holding one can leak it
+// into a log line (docs/security.md). [`Secret::expose`] names the moment it leaves.
+/// Serialises as the bare string: AgentKit sends and expects it so.
+#[derive(Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Secret(String);
+
+impl Secret {
+    pub fn new(value: impl Into<String>) -> Secret {
+        Secret(value.into())
+    }
+
+    /// The value itself, for the one place that must send or use it.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+
+    pub fn into_exposed(self) -> String {
+        self.0
+    }
+}
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("<redacted>")
+    }
+}
+
+impl From<String> for Secret {
+    fn from(value: String) -> Secret {
+        Secret(value)
+    }
+}
+
+impl From<&str> for Secret {
+    fn from(value: &str) -> Secret {
+        Secret(value.to_string())
+    }
+}
+
+#[cfg(test)]
+mod secret_tests;

@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::secret::Secret;
+use crate::agentkit::types::Secret;
 
 use super::resources::{
     Action, Empty, Filter, MetadataEntry, MetadataFilter, Session, SESSION_TTL_S,
