@@ -1,5 +1,5 @@
 //! `snapwake deploy --plan | --apply [--catalogue FILE] [--migrate-legacy]`: the deploy
-//! function's reconciler ([`snapwake::deploy`]) run from a laptop against `AGENTKIT_ENDPOINT`
+//! function's reconciler ([`snapwake_deploy::reconcile`]) run from a laptop against `AGENTKIT_ENDPOINT`
 //! (credentials from the environment, as the functions read them), with a progress bar per
 //! Tool and a final table.
 //!
@@ -15,14 +15,14 @@ use clap::Args;
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 use snapwake::agentkit::AgentKitClient;
 use snapwake::config::Config;
-use snapwake::deploy::{
-    no_retry_policy, Catalogue, DeployOptions, DeploySettings, Deployer, EntryReport, Progress,
-    Report,
-};
 use snapwake::invocation::Deadline;
 use snapwake::store::dynamo::DynamoStore;
 use snapwake::store::memory::MemoryStore;
 use snapwake::store::AgentStore;
+use snapwake_deploy::reconcile::{
+    no_retry_policy, Catalogue, DeployOptions, DeploySettings, Deployer, EntryReport, Progress,
+    Report,
+};
 
 use crate::error::CliError;
 

@@ -29,7 +29,6 @@ pub mod schedule;
 pub mod fanout;
 pub mod sleep;
 pub mod wake;
-pub mod deploy;
 pub mod config;
 pub mod bootstrap;
 

@@ -38,7 +38,6 @@ const LAYERS: &[&str] = &[
     "fanout",
     "sleep",
     "wake",
-    "deploy",
     "config",
     "bootstrap",
 ];

@@ -7,8 +7,10 @@
 
 use std::time::{Duration, Instant};
 
-use snapwake::deploy::{no_retry_policy, Catalogue, DeployOptions, DeploySettings, EntryStatus};
 use snapwake::invocation::Deadline;
+use snapwake_deploy::reconcile::{
+    no_retry_policy, Catalogue, DeployOptions, DeploySettings, EntryStatus,
+};
 use snapwake_deploy::Deploy;
 use snapwake_sim::{SimConfig, SimControl, Simulator};
 use snapwake_tests::*;

@@ -12,7 +12,7 @@ use snapwake::agentkit::types::{
 };
 use snapwake::agentkit::{AgentKitClient, Credentials};
 use snapwake::config::Config;
-use snapwake::deploy::catalogue::Catalogue;
+use snapwake_deploy::reconcile::catalogue::Catalogue;
 use snapwake_list::ListSettings;
 use snapwake_sim::signature::parse_authorization;
 use time::macros::datetime;

@@ -1,16 +1,18 @@
 //! The deploy function: an EventBridge `Scheduled Event`, or a direct invoke with
 //! `{"dry_run": bool, "migrate_legacy": bool}`, reconciles the catalogue of AgentKit Tools
-//! ([`snapwake::deploy`]) and answers the report (also logged as one line).
+//! ([`reconcile`]) and answers the report (also logged as one line).
 //!
 //! A scheduled event runs a plain apply (no dry run, no migration: a migration is a decision
 //! an operator makes by invoking). Any other event must be the invoke body; unknown fields are
 //! refused, so a typo (`"dryrun"`) never turns a plan into an apply. A second run while one
 //! holds the deploy lock answers an `already_running` report, not an error.
 
+pub mod reconcile;
+
+use crate::reconcile::{Catalogue, DeployOptions, DeploySettings, Deployer, NoProgress, Report};
 use lambda_runtime::Context;
 use serde_json::Value;
 use snapwake::agentkit::AgentKit;
-use snapwake::deploy::{Catalogue, DeployOptions, DeploySettings, Deployer, NoProgress, Report};
 use snapwake::domain::Trigger;
 use snapwake::error::{Error, Result};
 use snapwake::invocation::Deadline;

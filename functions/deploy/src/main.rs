@@ -3,8 +3,8 @@
 
 use lambda_runtime::{service_fn, Error, LambdaEvent};
 use serde_json::Value;
-use snapwake::deploy::{no_retry_policy, Catalogue, DeploySettings};
 use snapwake::{bootstrap, config::Config};
+use snapwake_deploy::reconcile::{no_retry_policy, Catalogue, DeploySettings};
 use snapwake_deploy::Deploy;
 
 #[tokio::main]

@@ -15,7 +15,6 @@ use serde_json::Value;
 use snapwake::agentkit::port::{Answered, NoAnswer, Outgoing, Sending, Transport};
 use snapwake::agentkit::{AgentKitClient, AgentKitConfig, CredentialsSource};
 use snapwake::budget::{AgentKitBudget, BudgetSettings};
-use snapwake::deploy::{Catalogue, DeployOptions, DeploySettings};
 use snapwake::domain::StateEvent;
 use snapwake::events::{EventError, EventSink};
 use snapwake::fanout::{DueChannel, Fanout};
@@ -27,6 +26,7 @@ use snapwake::store::RecordChange;
 use snapwake::wake::WakeSettings;
 use snapwake_create::{Create, CreateSettings};
 use snapwake_delete::{Delete, DeleteSettings};
+use snapwake_deploy::reconcile::{Catalogue, DeployOptions, DeploySettings};
 use snapwake_deploy::Deploy;
 use snapwake_list::{List, ListSettings};
 use snapwake_resume::Resume;
@@ -186,7 +186,7 @@ impl Deployment {
             let c = if retries {
                 c
             } else {
-                c.with_retry_policy(snapwake::deploy::no_retry_policy())
+                c.with_retry_policy(snapwake_deploy::reconcile::no_retry_policy())
             };
             Arc::new(Hooked {
                 inner: c,
@@ -288,7 +288,9 @@ impl Deployment {
     }
 
     /// A deploy of the catalogue, as its daily schedule runs it.
-    pub async fn deploy_tools(&self) -> Result<snapwake::deploy::Report, snapwake::Error> {
+    pub async fn deploy_tools(
+        &self,
+    ) -> Result<snapwake_deploy::reconcile::Report, snapwake::Error> {
         self.deploy
             .run(DeployOptions::default(), Deadline::after(DEPLOY_BUDGET))
             .await

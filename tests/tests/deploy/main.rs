@@ -6,18 +6,18 @@ use std::time::{Duration, Instant};
 
 use snapwake::agentkit::types::{MetadataEntry, UpdateTool};
 use snapwake::agentkit::{AgentKit, AgentKitClient};
-use snapwake::deploy::catalogue::tool_name;
-use snapwake::deploy::plan::find_by_name;
-use snapwake::deploy::{
-    no_retry_policy, Catalogue, DeployOptions, DeploySettings, EntryStatus, Report, RunOutcome,
-    WriteLimiter,
-};
 use snapwake::domain::{Kind, Retention, ToolRegistry};
 use snapwake::identity::caller;
 use snapwake::invocation::Deadline;
 use snapwake::locate::{RegistryCache, ToolOverrides};
 use snapwake::store::AgentStore;
 use snapwake::wake::WakeSettings;
+use snapwake_deploy::reconcile::catalogue::tool_name;
+use snapwake_deploy::reconcile::plan::find_by_name;
+use snapwake_deploy::reconcile::{
+    no_retry_policy, Catalogue, DeployOptions, DeploySettings, EntryStatus, Report, RunOutcome,
+    WriteLimiter,
+};
 use snapwake_deploy::Deploy;
 use snapwake_resume::Resume;
 use snapwake_sim::{SeedSnapshot, SeedTool, SimConfig, SimControl, Simulator};

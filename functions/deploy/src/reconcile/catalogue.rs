@@ -13,10 +13,10 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
-use crate::agentkit::types::EnvVar;
-use crate::domain::{Kind, Retention};
-use crate::error::Error;
-use crate::locate::ToolOverrides;
+use snapwake::agentkit::types::EnvVar;
+use snapwake::domain::{Kind, Retention};
+use snapwake::error::Error;
+use snapwake::locate::ToolOverrides;
 
 /// The `ProjectName` of every Tool.
 pub const PROJECT_NAME: &str = "default";

@@ -6,10 +6,10 @@
 
 use std::collections::BTreeMap;
 
-use crate::agentkit::types::ListSessionSnapshots;
-use crate::agentkit::AgentKit;
-use crate::domain::{Kind, KindTools, Retention, ToolRegistry};
-use crate::invocation::Deadline;
+use snapwake::agentkit::types::ListSessionSnapshots;
+use snapwake::agentkit::AgentKit;
+use snapwake::domain::{Kind, KindTools, Retention, ToolRegistry};
+use snapwake::invocation::Deadline;
 
 use super::apply::Applied;
 use super::plan::Plan;

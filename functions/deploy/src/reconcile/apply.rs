@@ -4,11 +4,11 @@
 
 use std::time::Duration;
 
-use crate::agentkit::types::{
+use snapwake::agentkit::types::{
     AuthorizerConfiguration, CreateTool, GetTool, KeyAuth, NetworkConfiguration, Tool, UpdateTool,
 };
-use crate::agentkit::AgentKit;
-use crate::invocation::Deadline;
+use snapwake::agentkit::AgentKit;
+use snapwake::invocation::Deadline;
 
 use super::catalogue::{CPU_MILLI, MEMORY_MB, PROJECT_NAME};
 use super::limiter::{WriteError, WriteLimiter};
@@ -178,7 +178,7 @@ impl<K: AgentKit> Applier<'_, K> {
         &self,
         planned: &Planned,
         tool_id: &str,
-    ) -> Result<Option<Tool>, crate::agentkit::AgentKitError> {
+    ) -> Result<Option<Tool>, snapwake::agentkit::AgentKitError> {
         let request = GetTool {
             tool_id: tool_id.to_string(),
         };
@@ -202,7 +202,7 @@ impl<K: AgentKit> Applier<'_, K> {
                 return Ok(Some(tool));
             }
             if tool.is_failed() {
-                return Err(crate::agentkit::AgentKitError::Provider {
+                return Err(snapwake::agentkit::AgentKitError::Provider {
                     action: "GetTool",
                     code: tool.status.clone().unwrap_or_default(),
                     status: 200,

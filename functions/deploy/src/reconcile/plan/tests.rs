@@ -1,8 +1,8 @@
 //! Unit tests of `plan`.
 
 use super::*;
-use crate::agentkit::types::EnvVar;
-use crate::deploy::catalogue::Catalogue;
+use crate::reconcile::catalogue::Catalogue;
+use snapwake::agentkit::types::EnvVar;
 
 fn ev(k: &str, v: &str) -> EnvVar {
     EnvVar {

@@ -17,9 +17,9 @@ use tokio::sync::{Mutex, OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
 use tracing::Instrument;
 
-use crate::agentkit::types::Action;
-use crate::agentkit::{AgentKit, AgentKitError};
-use crate::invocation::Deadline;
+use snapwake::agentkit::types::Action;
+use snapwake::agentkit::{AgentKit, AgentKitError};
+use snapwake::invocation::Deadline;
 
 /// The spacing of 3 writes per second, rounded up so three never fit in one second.
 pub const WRITE_SPACING: Duration = Duration::from_millis(334);

@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::domain::{Kind, Retention, ToolRegistry};
+use snapwake::domain::{Kind, Retention, ToolRegistry};
 
 /// What a run did (or, for a dry run, would do) to one entry.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

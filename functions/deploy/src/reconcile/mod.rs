@@ -9,14 +9,14 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::agentkit::answer::RetryPolicy;
-use crate::agentkit::AgentKit;
-use crate::domain::ToolRegistry;
-use crate::error::Error;
-use crate::invocation::Deadline;
-use crate::lock::{DocumentLock, LockSettings};
-use crate::store::{AgentStore, StoreError};
-use crate::timestamp::now_ms;
+use snapwake::agentkit::answer::RetryPolicy;
+use snapwake::agentkit::AgentKit;
+use snapwake::domain::ToolRegistry;
+use snapwake::error::Error;
+use snapwake::invocation::Deadline;
+use snapwake::lock::{DocumentLock, LockSettings};
+use snapwake::store::{AgentStore, StoreError};
+use snapwake::timestamp::now_ms;
 
 pub mod apply;
 pub mod catalogue;

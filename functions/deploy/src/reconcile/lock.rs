@@ -1,11 +1,11 @@
-//! The deploy lock: one store document held through [`crate::lock::DocumentLock`]. A second
+//! The deploy lock: one store document held through [`snapwake::lock::DocumentLock`]. A second
 //! deploy finds it held and answers "already running"; the lease is the run's remaining time, so
 //! a run that dies frees the lock when its Lambda would have ended.
 
-use crate::lock::{DocumentLock, LockSettings};
-use crate::store::{AgentStore, DocumentKey};
+use snapwake::lock::{DocumentLock, LockSettings};
+use snapwake::store::{AgentStore, DocumentKey};
 
-pub use crate::lock::{DocumentAcquired as Acquired, DocumentHold as DeployLock};
+pub use snapwake::lock::{DocumentAcquired as Acquired, DocumentHold as DeployLock};
 
 pub const LOCK_KEY: DocumentKey<'static> = DocumentKey {
     pk: "LOCK#deploy",

@@ -12,11 +12,11 @@
 
 use std::collections::BTreeMap;
 
-use crate::agentkit::types::{Filter, GetTool, ListTools, Tool};
-use crate::agentkit::{list_all, AgentKit, AgentKitError};
-use crate::domain::{Kind, Retention, ToolRegistry};
-use crate::error::Error;
-use crate::invocation::Deadline;
+use snapwake::agentkit::types::{Filter, GetTool, ListTools, Tool};
+use snapwake::agentkit::{list_all, AgentKit, AgentKitError};
+use snapwake::domain::{Kind, Retention, ToolRegistry};
+use snapwake::error::Error;
+use snapwake::invocation::Deadline;
 
 use super::catalogue::{Catalogue, Entry, PROJECT_NAME};
 use super::report::{EntryReport, EntryStatus};
@@ -233,7 +233,7 @@ async fn legacy<K: AgentKit>(
             },
             entry.name
         ));
-        if let Some(crate::deploy::catalogue::IdSource::Env(var)) = &temp.entry.id_source {
+        if let Some(crate::reconcile::catalogue::IdSource::Env(var)) = &temp.entry.id_source {
             let msg = format!(
                 "{var} still pins {temp_id} as the {kind} temporary Tool for the other functions: \
                  set SNAPWAKE_TOOL_{}_SNAPSHOT={temp_id} and remove {var}",

@@ -1,7 +1,7 @@
 //! The steps that bring one Tool to what its catalogue entry wants (a pure comparison).
 
-use crate::agentkit::types::{EnvVar, Tool};
-use crate::deploy::catalogue::Entry;
+use crate::reconcile::catalogue::Entry;
+use snapwake::agentkit::types::{EnvVar, Tool};
 
 #[derive(Clone, PartialEq, Eq)]
 pub enum Step {
