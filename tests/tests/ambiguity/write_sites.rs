@@ -5,7 +5,7 @@ use super::faulty_store::*;
 use super::*;
 
 // ---------------------------------------------------------------------------------------------
-// The write sites, as their writes look (wake/, sleep/, lock/driver.rs, lock/agent.rs, deletion/,
+// The write sites, as their writes look (wake/, sleep/, lock/agent.rs, deletion/,
 // create's lib.rs)
 
 pub(crate) fn fenced(c: &Condition) -> bool {
