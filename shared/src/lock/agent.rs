@@ -8,13 +8,13 @@
 //! The steps a wake and a sleep take under the lock (docs/wake-protocol.md), each a plain function
 //! the change calls in order, so `crate::wake` and `crate::sleep` read top to bottom:
 //!
-//! - **decide** ([`Driver::decide`]): the pure [`decide`] of the record read;
-//! - **acquire** ([`Driver::acquire`]): take the agent, the winner's request polling first;
-//! - **watch** ([`Watch::next`]): everyone else reads the record, not AgentKit, until the change
+//! - **decide** (`Driver::decide`): the pure [`decide`] of the record read;
+//! - **acquire** (`Driver::acquire`): take the agent, the winner's request polling first;
+//! - **watch** (`Watch::next`): everyone else reads the record, not AgentKit, until the change
 //!   ends or their wait is over (202); one that finds the poller gone wins its **poll lease**;
-//! - **poll** ([`Driver::poll`]): ask AgentKit about the change at the record's pace;
-//! - **settle** ([`Driver::settle`]): write the end under a condition naming exactly that change;
-//! - **give back** ([`Driver::give_back`]): the holder lets go with the state to rest in.
+//! - **poll** (`Driver::poll`): ask AgentKit about the change at the record's pace;
+//! - **settle** (`Driver::settle`): write the end under a condition naming exactly that change;
+//! - **give back** (`Driver::give_back`): the holder lets go with the state to rest in.
 //!
 //! One protocol, read top to bottom, so one file over the 500-line rule (`shared/tests/layers.rs`).
 
@@ -610,7 +610,7 @@ pub fn decide(
 }
 
 /// What one question to AgentKit about a change in flight came to.
-pub enum Look<T> {
+pub(crate) enum Look<T> {
     /// Not done yet: ask again after a pause.
     Pending,
     /// Not for this caller to settle now (nothing to ask yet, or too little time left).
@@ -622,9 +622,7 @@ pub enum Look<T> {
 }
 
 /// How a change in flight shows in AgentKit: what [`Driver::poll`] asks of a wake or a sleep.
-// Implemented only by this crate's wake and sleep, which need no `Send` bound named on it.
-#[allow(async_fn_in_trait)]
-pub trait Progress<S: AgentStore>: Sync {
+pub(crate) trait Progress<S: AgentStore>: Sync {
     type Seen: Send;
     /// Ask AgentKit once about `record`'s change (unless it was `seen` already).
     async fn look(
@@ -638,7 +636,7 @@ pub trait Progress<S: AgentStore>: Sync {
 
 /// Where a poll of a change in flight got to.
 #[allow(clippy::large_enum_variant)] // returned once, consumed at once
-pub enum Polled<T> {
+pub(crate) enum Polled<T> {
     Settled {
         record: AgentRecord,
         seen: T,
@@ -648,14 +646,14 @@ pub enum Polled<T> {
 }
 
 /// Who settles a change: its holder (fenced) or a poll lease holder (by anyone).
-pub enum Settler<'h> {
+pub(crate) enum Settler<'h> {
     Holder(&'h mut Held),
     Anyone,
 }
 
 /// What a watcher of a change in flight is to do next ([`Watch::next`]).
 #[allow(clippy::large_enum_variant)] // returned once, consumed at once
-pub enum Step {
+pub(crate) enum Step {
     Ended(AgentRecord),
     /// This caller won the gone poller's lease: poll for at most `polling`, then call `next` again.
     Poll {
@@ -713,7 +711,7 @@ impl<'a, S: AgentStore, K: AgentKit> Agents<'a, S, K> {
     }
 }
 
-pub struct Driver<'a, S> {
+pub(crate) struct Driver<'a, S> {
     pub lock: AgentLock<'a, S>,
     pub settings: &'a WakeSettings,
     pub key: &'a AgentKey,
@@ -949,7 +947,7 @@ impl<'a, S: AgentStore> Driver<'a, S> {
 }
 
 /// A watcher's place: the record last read, the change it follows, and its pauses.
-pub struct Watch {
+pub(crate) struct Watch {
     intent: Intent,
     /// The fence of the change this caller follows (a takeover bumps it).
     joined_fence: Option<u64>,
