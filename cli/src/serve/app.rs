@@ -4,7 +4,7 @@
 use lambda_http::{Body, Request, Response};
 use snapwake::agentkit::AgentKit;
 use snapwake::http::edge;
-use snapwake::http::edge::{self as req, Route};
+use snapwake::http::edge::Route;
 use snapwake::store::{AgentStore, ScheduleStore};
 use snapwake_create::Create;
 use snapwake_delete::Delete;
@@ -44,9 +44,9 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> App<S, K> {
     pub async fn handle(&self, request: Request) -> Response<Body> {
         let table = routes();
         let all: Vec<Route> = table.iter().map(|(r, _)| *r).collect();
-        let matched = match req::route(&all, request.method().as_str(), req::path(&request)) {
+        let matched = match edge::route(&all, request.method().as_str(), edge::path(&request)) {
             Ok(m) => m,
-            Err(e) => return edge::problem(&e, req::request_id(&request).as_deref()),
+            Err(e) => return edge::problem(&e, edge::request_id(&request).as_deref()),
         };
         let method = request.method().as_str().to_string();
         let function = table
@@ -60,7 +60,7 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> App<S, K> {
             Some(Function::Delete) => self.delete.handle(request).await,
             None => edge::problem(
                 &snapwake::Error::RouteNotFound,
-                req::request_id(&request).as_deref(),
+                edge::request_id(&request).as_deref(),
             ),
         }
     }

@@ -56,7 +56,7 @@ use snapwake::agentkit::AgentKit;
 use snapwake::domain::AgentState;
 use snapwake::error::Result;
 use snapwake::http::edge;
-use snapwake::http::edge::{self as req, Route};
+use snapwake::http::edge::Route;
 use snapwake::identity::{caller, Caller};
 use snapwake::invocation::Deadline;
 use snapwake::store::AgentStore;
@@ -76,7 +76,7 @@ impl<S: AgentStore, K: AgentKit> Create<S, K> {
     /// Serve one request, in its invocation's span; every failure becomes a problem+json
     /// response.
     pub async fn handle(&self, request: Request) -> Response<Body> {
-        let request_id = req::request_id(&request);
+        let request_id = edge::request_id(&request);
         let served = edge::serve(&request, self.create(&request, request_id.as_deref()));
         snapwake::invocation::Invocation::http(FUNCTION)
             .run(served)
@@ -84,7 +84,7 @@ impl<S: AgentStore, K: AgentKit> Create<S, K> {
     }
 
     async fn create(&self, request: &Request, request_id: Option<&str>) -> Result<Response<Body>> {
-        req::route(&ROUTES, request.method().as_str(), req::path(request))?;
+        edge::route(&ROUTES, request.method().as_str(), edge::path(request))?;
         let caller = Caller::from_request(request, &self.identity)?;
         let idempotency_key = idempotency::key(request)?;
         let deadline = Deadline::for_request(request, self.settings.budget);

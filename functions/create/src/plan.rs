@@ -6,7 +6,7 @@ use serde::Deserialize;
 use snapwake::agentkit::AgentKit;
 use snapwake::domain::{Kind, Retention};
 use snapwake::error::{Error, Result};
-use snapwake::http::edge as req;
+use snapwake::http::edge;
 use snapwake::identity::{validate_display_name, Caller};
 use snapwake::invocation::Deadline;
 use snapwake::locate;
@@ -46,8 +46,8 @@ impl<S: AgentStore, K: AgentKit> Create<S, K> {
         caller: Caller,
         deadline: Deadline,
     ) -> Result<Plan> {
-        let body: CreateBody = req::json_body(request)?;
-        let kind = req::parse_kind(&body.kind)?;
+        let body: CreateBody = edge::json_body(request)?;
+        let kind = edge::parse_kind(&body.kind)?;
         let display_name = validate_display_name(&body.display_name)?;
         let asked = body.retention.as_deref().map(parse_retention).transpose()?;
 
@@ -66,7 +66,7 @@ impl<S: AgentStore, K: AgentKit> Create<S, K> {
             })?
             .to_string();
         Ok(Plan {
-            prefix: req::prefix(request),
+            prefix: edge::prefix(request),
             regions: locate::regions(&registry, &self.agentkit)
                 .into_iter()
                 .map(str::to_string)

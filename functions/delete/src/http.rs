@@ -21,7 +21,7 @@ use snapwake::agentkit::{list_all, AgentKit};
 use snapwake::domain::{AgentKey, AgentRecord, Retention, ToolRegistry};
 use snapwake::error::{Error, Result};
 use snapwake::http::edge;
-use snapwake::http::edge::{self as req, Route};
+use snapwake::http::edge::Route;
 use snapwake::identity::{describe, may_act, Caller, Place};
 use snapwake::identity::{user_session_id, SNAPSHOT_AGENT_PREFIX};
 use snapwake::invocation::Deadline;
@@ -63,14 +63,14 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Delete<S, K> {
     }
 
     async fn serve(&self, request: &Request) -> Result<Response<Body>> {
-        let matched = req::route(&ROUTES, request.method().as_str(), req::path(request))?;
+        let matched = edge::route(&ROUTES, request.method().as_str(), edge::path(request))?;
         let caller = Caller::from_request(request, &self.identity)?;
-        let kind = req::parse_kind(&matched.params[0])?;
-        let agent_id = req::parse_id(&matched.params[1])?;
+        let kind = edge::parse_kind(&matched.params[0])?;
+        let agent_id = edge::parse_id(&matched.params[1])?;
         let snapshot_id = matched
             .params
             .get(2)
-            .map(|s| req::parse_id(s))
+            .map(|s| edge::parse_id(s))
             .transpose()?;
         // An If-Match that is not text cannot match any version: never read it as absent.
         let if_match = if_match(

@@ -49,7 +49,7 @@ use snapwake::domain::AgentKey;
 use snapwake::domain::OpenUrl;
 use snapwake::error::Result;
 use snapwake::http::edge;
-use snapwake::http::edge::{self as req, Route};
+use snapwake::http::edge::Route;
 use snapwake::identity::{Caller, IdentityConfig};
 use snapwake::index_sync::IndexStatus;
 use snapwake::invocation::Deadline;
@@ -130,7 +130,7 @@ impl<S: AgentStore, K: AgentKit> List<S, K> {
     }
 
     async fn route(&self, request: &Request) -> Result<Response<Body>> {
-        let matched = req::route(&ROUTES, request.method().as_str(), req::path(request))?;
+        let matched = edge::route(&ROUTES, request.method().as_str(), edge::path(request))?;
         let caller = Caller::from_request(request, &self.identity)?;
         let deadline = Deadline::for_request(request, LIST_BUDGET);
         // Every store call of the request takes its time from the request's budget.
@@ -139,8 +139,8 @@ impl<S: AgentStore, K: AgentKit> List<S, K> {
             "/v1/capabilities" => self.capabilities(&store).await,
             "/v1/agents" => self.list(&store, request, &caller, deadline).await,
             _ => {
-                let kind = req::parse_kind(&matched.params[0])?;
-                let agent_id = req::parse_id(&matched.params[1])?;
+                let kind = edge::parse_kind(&matched.params[0])?;
+                let agent_id = edge::parse_id(&matched.params[1])?;
                 self.one(&store, &caller, AgentKey::new(kind, agent_id), deadline)
                     .await
             }

@@ -3,7 +3,7 @@
 use lambda_http::{Request, RequestExt};
 use snapwake::domain::{AgentState, Kind};
 use snapwake::error::{Error, Result};
-use snapwake::http::edge as req;
+use snapwake::http::edge;
 
 /// The default and largest page of `owner=*`.
 const DEFAULT_LIMIT: u32 = 50;
@@ -22,7 +22,7 @@ pub(crate) struct ListQuery {
 pub(crate) fn list_query(request: &Request) -> Result<ListQuery> {
     let params = request.query_string_parameters();
     let get = |name: &str| params.first(name).map(str::to_string);
-    let kind = get("kind").map(|k| req::parse_kind(&k)).transpose()?;
+    let kind = get("kind").map(|k| edge::parse_kind(&k)).transpose()?;
     let state = get("state")
         .map(|s| s.parse::<AgentState>().map_err(Error::bad_request))
         .transpose()?;

@@ -19,7 +19,7 @@ use snapwake::agentkit::types::{Session, SetSessionTtl, Snapshot};
 use snapwake::agentkit::AgentKit;
 use snapwake::domain::{AgentKey, AgentRecord, AgentView, ToolRegistry, WakeState};
 use snapwake::error::{Error, Result};
-use snapwake::http::edge::{self as req, Matched};
+use snapwake::http::edge::{self, Matched};
 use snapwake::invocation::Deadline;
 use snapwake::locate::questions::active_session;
 use snapwake::locate::snapshots;
@@ -80,7 +80,7 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
         matched: &Matched,
     ) -> Result<Response<Body>> {
         let named = self.named(request, matched)?;
-        let body: KeepaliveBody = req::json_body(request)?;
+        let body: KeepaliveBody = edge::json_body(request)?;
         let ttl = Duration::from_secs(body.ttl_s);
         if ttl < MIN_TTL || ttl > self.wake.max_ttl {
             return Err(Error::unprocessable(format!(

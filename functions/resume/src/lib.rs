@@ -27,8 +27,7 @@ use snapwake::domain::{
     AgentKey, AgentRecord, AgentState, AgentView, Description, Retention, ToolRegistry,
 };
 use snapwake::error::{Error, Result};
-use snapwake::http::edge;
-use snapwake::http::edge::{self as req, Matched, Route};
+use snapwake::http::edge::{self, parse_id, Matched, Route};
 use snapwake::identity::{describe, may_act, Caller, Place};
 use snapwake::invocation::{begin_event, Budget, Deadline, Pace};
 use snapwake::locate::{home_of, Home};
@@ -73,7 +72,7 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
     }
 
     async fn serve(&self, request: &Request) -> Result<Response<Body>> {
-        let matched = req::route(&ROUTES, request.method().as_str(), req::path(request))?;
+        let matched = edge::route(&ROUTES, request.method().as_str(), edge::path(request))?;
         match matched.pattern {
             RESUME => self.resume(request, &matched).await,
             SLEEP => self.sleep(request, &matched).await,
@@ -221,8 +220,8 @@ impl<S: AgentStore, K: AgentKit> Resume<S, K> {
         matched: &Matched,
     ) -> Result<Response<Body>> {
         let named = self.named(request, matched)?;
-        let body: ResumeBody = req::optional_json(request)?.unwrap_or_default();
-        let snapshot_id = body.snapshot_id.as_deref().map(req::parse_id).transpose()?;
+        let body: ResumeBody = edge::optional_json(request)?.unwrap_or_default();
+        let snapshot_id = body.snapshot_id.as_deref().map(parse_id).transpose()?;
         // An owner being offboarded gets nothing woken: their agents are on the way out.
         let (addressed, admitted) = self.admitted(request, named).await?;
         let target = WakeTarget {
@@ -353,8 +352,8 @@ impl<S: AgentStore, K: AgentKit> Resume<S, K> {
     /// whatever the body says).
     pub(crate) fn named(&self, request: &Request, matched: &Matched) -> Result<Named> {
         let caller = Caller::from_request(request, &self.identity)?;
-        let kind = req::parse_kind(&matched.params[0])?;
-        let agent_id = req::parse_id(&matched.params[1])?;
+        let kind = edge::parse_kind(&matched.params[0])?;
+        let agent_id = edge::parse_id(&matched.params[1])?;
         Ok(Named {
             caller,
             key: AgentKey::new(kind, agent_id),
@@ -391,7 +390,7 @@ impl<S: AgentStore, K: AgentKit> Resume<S, K> {
         admitting: bool,
     ) -> Result<(Addressed<'_, S>, Option<Admitted>)> {
         let Named { caller, key } = named;
-        let asked = req::preferred_wait(request.headers());
+        let asked = edge::preferred_wait(request.headers());
         let wait = self.wake.wait_for(asked);
         let budget = Budget::for_request(request, wait);
         let applied_wait = asked.map(|_| wait.min(budget.work.remaining()));
@@ -475,7 +474,7 @@ pub(crate) fn accepted<T: Serialize>(
 ) -> Response<Body> {
     let mut resp = edge::with_location(
         with_etag(202, body, record),
-        &req::prefix(request),
+        &edge::prefix(request),
         &record.key,
     );
     let retry_after_s = pace.retry_after_s(record.awaited_since_ms, now_ms());
@@ -490,7 +489,7 @@ pub(crate) fn with_preference(
     applied_wait: Option<Duration>,
 ) -> Response<Body> {
     if let Some(wait) = applied_wait {
-        if let Ok(value) = req::preference_applied(wait).parse() {
+        if let Ok(value) = edge::preference_applied(wait).parse() {
             response.headers_mut().insert("preference-applied", value);
         }
     }

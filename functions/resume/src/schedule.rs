@@ -15,7 +15,7 @@ use snapwake::agentkit::AgentKit;
 use snapwake::domain::{AgentRecord, Retention, ScheduleRecord, WakeState};
 use snapwake::error::{Error, Result};
 use snapwake::http::edge;
-use snapwake::http::edge::{self as req, Matched};
+use snapwake::http::edge::Matched;
 use snapwake::index_sync::index_located;
 use snapwake::locate::locate;
 use snapwake::locate::questions::active_session;
@@ -36,7 +36,7 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
     ) -> Result<Response<Body>> {
         let named = self.named(request, matched)?;
         let (addressed, _) = self.admitted(request, named).await?;
-        let body: ScheduleBody = req::json_body(request)?;
+        let body: ScheduleBody = edge::json_body(request)?;
         let plan = Plan::check(&body)?;
         plan.keeps(&self.schedules)?;
         let agent = self.agent(&addressed).await?;

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use snapwake::agentkit::AgentKit;
 use snapwake::domain::{AgentState, AgentView, Retention, WakeView};
 use snapwake::error::{Error, Result};
-use snapwake::http::edge::{self as req, Matched};
+use snapwake::http::edge::{self, Matched};
 use snapwake::lock::Agents;
 use snapwake::sleep::{SleepOutcome, SleepTarget};
 use snapwake::store::AgentStore;
@@ -42,7 +42,7 @@ impl<S: AgentStore, K: AgentKit> Resume<S, K> {
         matched: &Matched,
     ) -> Result<Response<Body>> {
         let named = self.named(request, matched)?;
-        let _: Option<SleepBody> = req::optional_json(request)?;
+        let _: Option<SleepBody> = edge::optional_json(request)?;
         let (addressed, admitted) = self.admitted(request, named).await?;
         // A temporary agent keeps no snapshot: refused before anything is locked.
         if addressed
