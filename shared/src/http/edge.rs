@@ -5,7 +5,7 @@
 //!
 //! A request's JSON body, read with a cap; each failure a typed [`Error`] (a 4xx).
 
-pub use super::problem::{Problem, CONTENT_TYPE};
+use super::problem::Problem;
 use crate::domain::{AgentKey, AgentRecord, Kind};
 use crate::error::{Error, Result};
 use crate::identity::validate_agent_id;
