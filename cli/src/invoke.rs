@@ -11,11 +11,11 @@ use clap::{Args, ValueEnum};
 use lambda_http::{Context, Request, RequestExt};
 use serde_json::Value;
 use snapwake::agentkit::AgentKitClient;
+use snapwake::ambient::now_ms;
 use snapwake::config::Config;
 use snapwake::http::edge::api_gateway_v2;
 use snapwake::locate::RegistryCache;
 use snapwake::store::dynamo::DynamoStore;
-use snapwake::timestamp::now_ms;
 use snapwake_deploy::reconcile::{no_retry_policy, Catalogue, DeploySettings};
 
 use crate::error::CliError;

@@ -168,7 +168,7 @@ impl Error {
             .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | ' '))
             .take(40)
             .collect();
-        crate::metrics::emit(crate::metrics::Record::of("wake").count("UnknownStatus", 1));
+        crate::invocation::emit(crate::invocation::Metric::of("wake").count("UnknownStatus", 1));
         tracing::warn!(what, %status, "AgentKit answered a status snapwake does not know");
         Error::UnknownStatus { what, status }
     }

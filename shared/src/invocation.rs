@@ -9,11 +9,20 @@
 //! A point in time by which an operation must have answered. Every call that may wait takes a
 //! [`Deadline`] from its caller instead of inventing its own timeout: a Lambda has its remaining
 //! time, an HTTP request its budget, and nothing may run past either.
+//!
+//! And the metrics an invocation reports ([`Metric`]), as CloudWatch embedded metric format (EMF): one JSON line on stdout, which Lambda's
+//! log pipeline turns into metrics without an API call. The one place snapwake emits them from.
+//!
+//! In Lambda every record is also published under its dimensions plus `FunctionName`: an extra
+//! set, not a changed one, since an alarm matches an exact set. Nothing is emitted unless
+//! `SNAPWAKE_METRICS_NAMESPACE` is set: locally and in tests the lines would only be noise.
 
 use crate::domain::{Announce, Announcement, Trigger};
 use lambda_http::request::RequestContext;
 use lambda_http::{Context, Request, RequestExt};
+use serde_json::{json, Map, Value};
 use std::future::Future;
+use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 use tokio::time::Instant;
 use tracing::field::Empty;
@@ -168,7 +177,7 @@ impl Deadline {
 
     /// The Lambda context's `deadline_ms` (epoch ms) less [`ANSWER_MARGIN`].
     pub fn for_invocation(deadline_ms: u64) -> Self {
-        let left = deadline_ms.saturating_sub(crate::timestamp::now_ms());
+        let left = deadline_ms.saturating_sub(crate::ambient::now_ms());
         Deadline::after(Duration::from_millis(left).saturating_sub(ANSWER_MARGIN))
     }
 
@@ -184,7 +193,7 @@ impl Deadline {
 
     /// The deadline in epoch ms, as a record keeps it (a poll lease until the caller's deadline).
     pub fn epoch_ms(self) -> u64 {
-        crate::timestamp::now_ms() + self.remaining().as_millis() as u64
+        crate::ambient::now_ms() + self.remaining().as_millis() as u64
     }
 
     pub fn min_after(self, budget: Duration) -> Self {
@@ -275,51 +284,188 @@ pub fn announcement(what: Announce) -> Announcement {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+pub const NAMESPACE_VAR: &str = "SNAPWAKE_METRICS_NAMESPACE";
 
-    #[test]
-    fn the_span_is_the_one_the_log_setup_looks_for() {
-        // A span is only built when a subscriber wants it: the registry wants every one.
-        tracing::subscriber::with_default(tracing_subscriber::registry(), || {
-            let span = begin(Some("aws-1"), Some("apigw-1"));
-            let meta = span.metadata().expect("an enabled span");
-            assert_eq!(meta.name(), SPAN_NAME);
-            assert_eq!(meta.target(), TARGET);
-            for field in [AWS_REQUEST_ID, APIGW_REQUEST_ID] {
-                assert!(meta.fields().field(field).is_some(), "{field}");
+/// The dimension naming the function a record comes from (Lambda's own name for it).
+pub const FUNCTION_DIMENSION: &str = "FunctionName";
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unit {
+    Count,
+    Milliseconds,
+}
+
+impl Unit {
+    fn as_str(self) -> &'static str {
+        match self {
+            Unit::Count => "Count",
+            Unit::Milliseconds => "Milliseconds",
+        }
+    }
+}
+
+/// One EMF record: metric values under one set of dimensions.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Metric {
+    dimensions: Vec<(&'static str, String)>,
+    /// More dimension sets for the same values, each a subset of `dimensions`: an alarm summing
+    /// a per-action count over every action needs the set without the action.
+    rollups: Vec<Vec<&'static str>>,
+    metrics: Vec<(&'static str, Unit, f64)>,
+}
+
+impl Metric {
+    /// A record of `component` (`wake`, `agentkit`, `sweep`, …), carried as a dimension.
+    pub fn of(component: &str) -> Metric {
+        Metric::default().dimension("Component", component)
+    }
+
+    pub fn dimension(mut self, name: &'static str, value: impl Into<String>) -> Metric {
+        self.dimensions.push((name, value.into()));
+        self
+    }
+
+    pub fn rolled_up_by(mut self, names: &[&'static str]) -> Metric {
+        self.rollups.push(names.to_vec());
+        self
+    }
+
+    pub fn count(mut self, name: &'static str, n: u64) -> Metric {
+        self.metrics.push((name, Unit::Count, n as f64));
+        self
+    }
+
+    pub fn millis(mut self, name: &'static str, ms: u64) -> Metric {
+        self.metrics.push((name, Unit::Milliseconds, ms as f64));
+        self
+    }
+
+    /// The record as EMF: the `_aws` envelope, then each dimension and value at the top level.
+    pub fn to_emf(&self, namespace: &str, timestamp_ms: u64) -> Value {
+        self.to_emf_of(namespace, timestamp_ms, None)
+    }
+
+    /// [`Metric::to_emf`] with a set of its dimensions plus `FunctionName`, when one is given.
+    pub fn to_emf_of(&self, namespace: &str, timestamp_ms: u64, function: Option<&str>) -> Value {
+        let dimension_names: Vec<&str> = self.dimensions.iter().map(|(n, _)| *n).collect();
+        let mut dimension_sets = vec![dimension_names.clone()];
+        dimension_sets.extend(self.rollups.iter().cloned());
+        if function.is_some() {
+            let mut with_function = dimension_names;
+            with_function.push(FUNCTION_DIMENSION);
+            dimension_sets.push(with_function);
+        }
+        let metric_defs: Vec<Value> = self
+            .metrics
+            .iter()
+            .map(|(name, unit, _)| json!({ "Name": name, "Unit": unit.as_str() }))
+            .collect();
+        let mut out = Map::new();
+        out.insert(
+            "_aws".into(),
+            json!({
+                "Timestamp": timestamp_ms,
+                "CloudWatchMetrics": [{
+                    "Namespace": namespace,
+                    "Dimensions": dimension_sets,
+                    "Metrics": metric_defs,
+                }],
+            }),
+        );
+        for (name, value) in &self.dimensions {
+            out.insert((*name).into(), Value::from(value.as_str()));
+        }
+        if let Some(function) = function {
+            out.insert(FUNCTION_DIMENSION.into(), Value::from(function));
+        }
+        for (name, _, value) in &self.metrics {
+            out.insert((*name).into(), json!(value));
+        }
+        Value::Object(out)
+    }
+}
+
+type Sink = Box<dyn Fn(&str) + Send + Sync>;
+
+fn sink() -> &'static Mutex<Option<Sink>> {
+    static SINK: OnceLock<Mutex<Option<Sink>>> = OnceLock::new();
+    SINK.get_or_init(|| Mutex::new(None))
+}
+
+/// The function this process is, in Lambda (`None` elsewhere).
+fn function_name() -> Option<&'static str> {
+    static FUNCTION: OnceLock<Option<String>> = OnceLock::new();
+    FUNCTION
+        .get_or_init(|| {
+            std::env::var("AWS_LAMBDA_FUNCTION_NAME")
+                .ok()
+                .filter(|n| !n.trim().is_empty())
+        })
+        .as_deref()
+}
+
+/// `ColdStart` = 1 (component `lambda`), once per process: its sum per `FunctionName` is how
+/// many containers each function started.
+pub fn cold_start_record() -> Option<Metric> {
+    static STARTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    let first = !STARTED.swap(true, std::sync::atomic::Ordering::SeqCst);
+    first.then(|| Metric::of("lambda").count("ColdStart", 1))
+}
+
+/// Mark this container's start (every `main` calls it through `bootstrap::init`).
+pub fn cold_start() {
+    if let Some(record) = cold_start_record() {
+        emit(record);
+    }
+}
+
+fn namespace() -> Option<&'static str> {
+    static NAMESPACE: OnceLock<Option<String>> = OnceLock::new();
+    NAMESPACE
+        .get_or_init(|| {
+            std::env::var(NAMESPACE_VAR)
+                .ok()
+                .map(|n| n.trim().to_string())
+                .filter(|n| !n.is_empty())
+        })
+        .as_deref()
+}
+
+/// Send lines to `lines` instead of stdout (tests).
+pub fn capture_into(lines: std::sync::Arc<Mutex<Vec<String>>>) {
+    if let Ok(mut slot) = sink().lock() {
+        *slot = Some(Box::new(move |line| {
+            if let Ok(mut all) = lines.lock() {
+                all.push(line.to_string());
             }
-        });
+        }));
+    }
+}
+
+/// Emit `record`, when a namespace is configured. Never fails: a metric is not worth an error.
+pub fn emit(record: Metric) {
+    let Some(namespace) = namespace() else { return };
+    if record.metrics.is_empty() {
+        return;
+    }
+    let line = record
+        .to_emf_of(namespace, crate::ambient::now_ms(), function_name())
+        .to_string();
+    match sink().lock() {
+        Ok(slot) => match slot.as_ref() {
+            Some(capture) => capture(&line),
+            // One `println!` is one write of one line: Lambda reads each as one log event.
+            None => println!("{line}"),
+        },
+        Err(_) => println!("{line}"),
     }
 }
 
 #[cfg(test)]
-mod deadline_pace_tests {
-    use super::*;
+mod tests;
 
-    const PACE: Pace = Pace {
-        min: Duration::from_millis(250),
-        max: Duration::from_secs(2),
-    };
+#[cfg(test)]
+mod deadline_pace_tests;
 
-    #[test]
-    fn polls_are_close_early_and_spaced_out_later() {
-        let t0 = 1_000_000;
-        assert_eq!(PACE.gap(t0, t0), Duration::from_millis(250));
-        assert_eq!(PACE.gap(t0, t0 + 1_000), Duration::from_millis(250));
-        assert_eq!(PACE.gap(t0, t0 + 2_000), Duration::from_millis(500));
-        assert_eq!(PACE.gap(t0, t0 + 60_000), Duration::from_secs(2));
-        // Unknown start, or a clock that went back: the shortest pause.
-        assert_eq!(PACE.gap(0, t0), Duration::from_millis(250));
-        assert_eq!(PACE.gap(t0, t0 - 5), Duration::from_millis(250));
-    }
-
-    #[test]
-    fn retry_after_is_whole_seconds_and_never_zero() {
-        let t0 = 1_000_000;
-        assert_eq!(PACE.retry_after_s(t0, t0), 1);
-        assert_eq!(PACE.retry_after_s(t0, t0 + 5_000), 2);
-        assert_eq!(PACE.retry_after_s(t0, t0 + 600_000), 2);
-    }
-}
+#[cfg(test)]
+mod metric_tests;

@@ -5,9 +5,7 @@
 //! (the `layers` test in `shared/tests/` fails on an import that points up). Ports and
 //! adapters: the domain imports nothing of ours; adapters depend on their port.
 
-pub mod timestamp;
-pub mod ids;
-pub mod metrics;
+pub mod ambient;
 pub mod domain;
 pub mod invocation;
 pub mod aws_calls;

@@ -15,12 +15,12 @@ use serde::{Deserialize, Serialize};
 
 use std::time::Duration;
 
+use crate::ambient::now_ms;
 use crate::domain::AgentKey;
 use crate::error::Error;
 use crate::identity::{owner_keys, user_session_id, UserSessionId};
 use crate::store::update::{update_document, Step, Updated};
 use crate::store::{AgentStore, DocumentKey, StoreError};
-use crate::timestamp::now_ms;
 
 /// The owners whose offboarding is unfinished.
 pub const PENDING: DocumentKey<'static> = DocumentKey {

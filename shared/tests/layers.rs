@@ -14,9 +14,7 @@ use std::path::{Path, PathBuf};
 
 /// Bottom to top; the order `lib.rs` lists them in.
 const LAYERS: &[&str] = &[
-    "timestamp",
-    "ids",
-    "metrics",
+    "ambient",
     "domain",
     "invocation",
     "aws_calls",

@@ -1,10 +1,10 @@
-//! The simulated clock: the wall clock (`snapwake::timestamp::now_utc`) plus an offset that
+//! The simulated clock: the wall clock (`snapwake::ambient::now_utc`) plus an offset that
 //! the control surface can move.
 //!
 //! Session and Tool lifecycles (readiness, expiry) read this clock, so a test can jump eight
 //! hours ahead in a microsecond. The wall clock keeps running underneath, so delays of a few
 //! hundred milliseconds also pass "by themselves" in a dev server. In a simulated deployment
-//! (snapwake's `timestamp::simulate_from`) the wall clock is the simulation's, which the
+//! (snapwake's `ambient::simulate_from`) the wall clock is the simulation's, which the
 //! functions read too: one time for all. Signature freshness deliberately uses the system's
 //! clock instead (see `server/auth.rs`), as a real service's check would.
 
@@ -23,7 +23,7 @@ impl Clock {
     /// The simulated now, in UTC.
     pub(crate) fn now(&self) -> OffsetDateTime {
         let offset = time::Duration::nanoseconds(self.offset_ns.load(Ordering::SeqCst));
-        snapwake::timestamp::now_utc() + offset
+        snapwake::ambient::now_utc() + offset
     }
 
     /// Move simulated time forward by `by`.
@@ -39,7 +39,7 @@ impl Clock {
 
     /// Make simulated now equal `t` (it may move backwards; lifecycles already applied stay).
     pub(crate) fn set_now(&self, t: OffsetDateTime) {
-        let diff = t - snapwake::timestamp::now_utc();
+        let diff = t - snapwake::ambient::now_utc();
         let ns = i64::try_from(diff.whole_nanoseconds()).unwrap_or(if diff.is_negative() {
             i64::MIN
         } else {
@@ -51,12 +51,12 @@ impl Clock {
 
 /// RFC 3339 UTC with whole seconds, e.g. `2026-12-02T10:00:00Z`, as AgentKit writes timestamps.
 pub(crate) fn format_ts(t: OffsetDateTime) -> String {
-    snapwake::timestamp::format(t)
+    snapwake::ambient::format(t)
 }
 
 /// Parse an RFC 3339 timestamp (any offset).
 pub(crate) fn parse_ts(s: &str) -> Option<OffsetDateTime> {
-    snapwake::timestamp::parse(s)
+    snapwake::ambient::parse(s)
 }
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 //! route would (signature checked, rate limits, faults, the action, the envelope), and reads
 //! the answer back with the client's own limits.
 //!
-//! For a simulated deployment (snapwake's `timestamp::simulate_from`, a paused tokio clock):
+//! For a simulated deployment (snapwake's `ambient::simulate_from`, a paused tokio clock):
 //! every function and the simulator in one process on one clock, where a loopback socket would
 //! let the paused clock jump ahead while an answer is on its way. A latency fault is a tokio
 //! sleep, so it takes simulated time; an answer that outlasts the request's timeout is lost

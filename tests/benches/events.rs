@@ -18,8 +18,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
+use snapwake::ambient::now_ms;
 use snapwake::store::{ChangeSource, RecordChange};
-use snapwake::timestamp::now_ms;
 use snapwake_tests::event_bus::EventBusDouble;
 use snapwake_tests::relay::table_stream;
 use snapwake_tests::*;

@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 
 use futures::stream::{self, StreamExt};
 use snapwake::agentkit::types::MetadataEntry;
+use snapwake::ambient::now_ms;
 use snapwake::budget::{at_slowest, AgentKitBudget, BudgetSettings};
 use snapwake::domain::{AgentKey, Kind, ScheduleRecord};
 use snapwake::fanout::{DueChannel, Fanout, AT_ONCE};
@@ -30,7 +31,6 @@ use snapwake::schedule::plan::DEFAULT_WAKES_PER_SECOND;
 use snapwake::schedule::wake_lead_ms;
 use snapwake::store::dynamo::DynamoStore;
 use snapwake::store::{AgentStore, Condition, ScheduleStore};
-use snapwake::timestamp::now_ms;
 use snapwake::wake::WakeSettings;
 use snapwake_resume::Resume;
 use snapwake_sim::{Fault, RateLimits, SeedSnapshot, SimConfig};

@@ -175,7 +175,7 @@ async fn put_events(
                 .to_string(),
             body: text.clone(),
             accepted: false,
-            received_ms: snapwake::timestamp::now_ms(),
+            received_ms: snapwake::ambient::now_ms(),
         });
     }
     let fault = {

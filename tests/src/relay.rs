@@ -7,11 +7,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use snapwake::ambient::now_ms;
 use snapwake::events::{announce, EventSink};
 use snapwake::store::dynamo::stream::{StartAt, TableStream};
 use snapwake::store::dynamo::{sdk_defaults, DynamoStore};
 use snapwake::store::{ChangeSource, RecordChange};
-use snapwake::timestamp::now_ms;
 
 /// How often the relay reads the stream.
 const POLL: Duration = Duration::from_millis(50);

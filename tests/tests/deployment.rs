@@ -46,7 +46,7 @@ fn ci_seed_2() {
 
 /// The same seed replays the same run: two runs of one seed, side by side, agree on every count,
 /// down to the number of AgentKit calls and of faults of each kind (the ids a run makes and its
-/// retries' jitter are drawn from its seed: `snapwake::ids`).
+/// retries' jitter are drawn from its seed: `snapwake::ambient`).
 #[test]
 #[ignore = "a minute and a half of both cores: run with the long run (docs/testing.md)"]
 fn a_seed_replays_the_same_run() {

@@ -18,9 +18,9 @@ use std::time::Duration;
 
 use lambda_http::RequestExt;
 use serde_json::{json, Value};
+use snapwake::ambient::now_ms;
 use snapwake::bootstrap::logs::log_layer_with;
 use snapwake::store::dynamo::DynamoStore;
-use snapwake::timestamp::now_ms;
 use snapwake_tests::captured_log::CapturedLog;
 use snapwake_tests::runtime_api::{serve_in_lambda_loop, Answer, RuntimeApi};
 use snapwake_tests::*;

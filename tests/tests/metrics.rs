@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::Value;
-use snapwake::metrics::{capture_into, NAMESPACE_VAR};
+use snapwake::invocation::{capture_into, NAMESPACE_VAR};
 use snapwake::store::dynamo::DynamoStore;
 use snapwake::store::AgentStore;
 use snapwake_sim::Fault;
@@ -94,8 +94,8 @@ async fn wakes_joins_and_throttles_leave_valid_emf_records() {
     let lines = Arc::new(Mutex::new(Vec::new()));
     capture_into(lines.clone());
     // The container's start, marked once however often `main`'s init would run.
-    snapwake::metrics::cold_start();
-    snapwake::metrics::cold_start();
+    snapwake::invocation::cold_start();
+    snapwake::invocation::cold_start();
 
     let world = World::start(Duration::from_millis(300)).await;
     let store = Arc::new(dynamo_store("metrics").await);

@@ -97,7 +97,7 @@ const SLACK: Duration = Duration::from_millis(1500);
 /// A Lambda context whose invocation ends `ms` from now: the request's budget follows it.
 fn ending_in(ms: u64) -> lambda_http::Context {
     let mut context = lambda_http::Context::default();
-    context.deadline = snapwake::timestamp::now_ms() + ms;
+    context.deadline = snapwake::ambient::now_ms() + ms;
     context
 }
 
@@ -199,7 +199,7 @@ async fn a_tick_ends_by_its_deadline_whichever_call_of_the_table_hangs() {
             Some(r#"{"timezone": "UTC", "wake": "*/2 * * * *", "sleep": "1-59/2 * * * *"}"#),
         );
         assert_eq!(answer(&f.handle(put).await).0, 200);
-        let due = snapwake::timestamp::now_ms() + 120_000;
+        let due = snapwake::ambient::now_ms() + 120_000;
 
         f.store.arm(true);
         let budget = Duration::from_secs(2);

@@ -53,7 +53,7 @@ async fn one_resume_of_an_asleep_agent_by_its_owner() {
     // A warm container: its registry already read (a minute's cache), as most requests find it.
     resume.registry.get(&store).await.expect("the registry");
     let mut context = lambda_http::Context::default();
-    context.deadline = snapwake::timestamp::now_ms() + 29_000;
+    context.deadline = snapwake::ambient::now_ms() + 29_000;
 
     // SAFETY: the profiler runtime is linked in whenever this file is built (`--cfg walk` comes
     // only with `-C instrument-coverage`); both functions take no arguments and touch only its

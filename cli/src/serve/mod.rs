@@ -360,7 +360,7 @@ async fn run_with<S: AgentStore + ScheduleStore + BudgetStore + 'static>(
             Some(control) => {
                 u64::try_from(control.now().unix_timestamp_nanos() / 1_000_000).unwrap_or_default()
             }
-            None => snapwake::timestamp::now_ms(),
+            None => snapwake::ambient::now_ms(),
         };
         tokio::spawn(async move {
             loop {

@@ -26,6 +26,7 @@
 
 use snapwake::agentkit::types::Session;
 use snapwake::agentkit::AgentKit;
+use snapwake::ambient::{now_ms, now_s};
 use snapwake::domain::{AgentKey, AgentRecord, Description, WakeState};
 use snapwake::error::{Error, Result};
 use snapwake::identity::caller;
@@ -36,7 +37,6 @@ use snapwake::lock::{
 use snapwake::offboarding::admit;
 use snapwake::store::Within;
 use snapwake::store::{AgentStore, Changes};
-use snapwake::timestamp::{now_ms, now_s};
 
 use crate::plan::Plan;
 use crate::session::Started;
@@ -303,7 +303,7 @@ impl<S: AgentStore, K: AgentKit> Create<S, K> {
                     created_at: Some(
                         seen.as_ref()
                             .and_then(|r| r.description.created_at.clone())
-                            .unwrap_or_else(snapwake::timestamp::now),
+                            .unwrap_or_else(snapwake::ambient::now),
                     ),
                 }),
                 poll_until_ms: None,

@@ -53,6 +53,7 @@ mod session;
 use lambda_http::http::header;
 use lambda_http::{Body, Request, Response};
 use snapwake::agentkit::AgentKit;
+use snapwake::ambient::now_ms;
 use snapwake::domain::AgentState;
 use snapwake::error::Result;
 use snapwake::http::edge;
@@ -60,7 +61,6 @@ use snapwake::http::edge::Route;
 use snapwake::identity::{caller, Caller};
 use snapwake::invocation::Deadline;
 use snapwake::store::AgentStore;
-use snapwake::timestamp::now_ms;
 use snapwake::view::{agent_view, AgentFacts};
 
 use agent::{Created, Outcome};

@@ -11,8 +11,7 @@ use snapwake::domain::{ToolRegistry, Trigger};
 use snapwake::error::Error;
 use snapwake::http::edge;
 use snapwake::invocation::Deadline;
-use snapwake::invocation::{begin_event, Invocation as Running};
-use snapwake::metrics::{self, Record};
+use snapwake::invocation::{self, begin_event, Invocation as Running, Metric};
 use snapwake::store::{AgentStore, ScheduleStore, Within};
 use tracing::Instrument;
 
@@ -62,8 +61,8 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Delete<S, K> {
                 }
                 let report = self.sweep(deadline, false, &crate::Quiet).await?;
                 let counts = &report.counts;
-                metrics::emit(
-                    Record::of("sweep")
+                invocation::emit(
+                    Metric::of("sweep")
                         .count("AgentsIndexed", counts.indexed)
                         .count("SnapshotsPruned", counts.pruned)
                         .count("IdleAgentsDeleted", counts.idle_deleted)

@@ -16,8 +16,7 @@ use snapwake::agentkit::AgentKit;
 use snapwake::domain::Trigger;
 use snapwake::error::{Error, Result};
 use snapwake::invocation::Deadline;
-use snapwake::invocation::{self, Invocation};
-use snapwake::metrics::{self, Record};
+use snapwake::invocation::{self, Invocation, Metric};
 use snapwake::store::AgentStore;
 use tracing::Instrument;
 
@@ -81,8 +80,8 @@ impl<S: AgentStore, K: AgentKit> Deploy<S, K> {
         let report = self
             .run(options, Deadline::for_invocation(deadline_ms))
             .await?;
-        metrics::emit(
-            Record::of("deploy")
+        invocation::emit(
+            Metric::of("deploy")
                 .count("ToolWrites", report.writes)
                 .count("ToolWriteThrottles", report.throttles)
                 .millis("DeployDuration", report.duration_ms),

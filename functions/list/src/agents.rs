@@ -76,7 +76,7 @@ impl<S: AgentStore, K: AgentKit> List<S, K> {
         .await?;
         let as_of = match path {
             Path::Index => self.as_of(store, &registry, &kinds).await?,
-            Path::Scan => Some(snapwake::timestamp::now_ms()),
+            Path::Scan => Some(snapwake::ambient::now_ms()),
         };
         let mut agents = collected.views(&kinds, q.state, &self.lock, self.open_url.as_ref());
         for view in &mut agents {
@@ -100,7 +100,7 @@ impl<S: AgentStore, K: AgentKit> List<S, K> {
                     .into_iter()
                     .map(|m| m.shown_to(caller))
                     .collect(),
-                as_of: as_of.map(snapwake::timestamp::format_ms),
+                as_of: as_of.map(snapwake::ambient::format_ms),
                 next_cursor: None,
             },
         ))
@@ -141,7 +141,7 @@ impl<S: AgentStore, K: AgentKit> List<S, K> {
                 truncated: page.next_cursor.is_some(),
                 agents: page.agents,
                 partial: page.missing,
-                as_of: as_of.map(snapwake::timestamp::format_ms),
+                as_of: as_of.map(snapwake::ambient::format_ms),
                 next_cursor: page.next_cursor,
             },
         ))

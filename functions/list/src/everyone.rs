@@ -16,13 +16,13 @@
 //! record yet: such a page says so in `partial`, one entry per Tool not yet covered.
 
 use serde::{Deserialize, Serialize};
+use snapwake::ambient::now_ms;
 use snapwake::domain::{AgentKey, AgentRecord, AgentState, AgentView, Kind};
 use snapwake::domain::{OpenUrl, Retention};
 use snapwake::error::{Error, Result};
 use snapwake::index_sync::IndexStatus;
 use snapwake::lock::LockSettings;
 use snapwake::store::AgentStore;
-use snapwake::timestamp::now_ms;
 use snapwake::view::AgentFacts;
 
 use crate::cursor::Signer;

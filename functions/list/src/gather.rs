@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 use snapwake::agentkit::types::{Filter, ListSessionSnapshots, ListSessions, Session, Snapshot};
 use snapwake::agentkit::{list_all, AgentKit, AgentKitError, Paged};
+use snapwake::ambient::now_ms;
 use snapwake::domain::OpenUrl;
 use snapwake::domain::{
     AgentKey, AgentRecord, AgentState, AgentView, Kind, Retention, ToolRegistry, WakeState,
@@ -15,7 +16,6 @@ use snapwake::domain::{
 use snapwake::identity::Caller;
 use snapwake::invocation::Deadline;
 use snapwake::lock::LockSettings;
-use snapwake::timestamp::now_ms;
 use snapwake::view::{agent_view, AgentFacts};
 
 /// Pages read for one agent's own snapshots or sessions.
@@ -155,10 +155,9 @@ pub fn view_of(facts: &AgentFacts<'_>, now: u64, settings: &LockSettings) -> Opt
 pub fn sort_newest_activity_first(views: &mut [AgentView]) {
     let activity = |v: &AgentView| {
         let session =
-            snapwake::timestamp::sort_key(v.session.as_ref().and_then(|s| s.created_at.as_deref()));
-        let snapshot = snapwake::timestamp::sort_key(
-            v.snapshots.first().and_then(|s| s.created_at.as_deref()),
-        );
+            snapwake::ambient::sort_key(v.session.as_ref().and_then(|s| s.created_at.as_deref()));
+        let snapshot =
+            snapwake::ambient::sort_key(v.snapshots.first().and_then(|s| s.created_at.as_deref()));
         session.max(snapshot)
     };
     views.sort_by(|a, b| {

@@ -4,6 +4,7 @@
 use lambda_http::{Body, Response};
 use snapwake::agentkit::types::{Session, Snapshot};
 use snapwake::agentkit::AgentKit;
+use snapwake::ambient::now_ms;
 use snapwake::domain::{AgentKey, AgentRecord, Retention, ToolRegistry, WakeState};
 use snapwake::error::{Error, Result};
 use snapwake::http::edge;
@@ -11,7 +12,6 @@ use snapwake::identity::{may_act, user_session_id, Caller};
 use snapwake::invocation::Deadline;
 use snapwake::locate::{self, regions};
 use snapwake::store::{AgentStore, Within};
-use snapwake::timestamp::now_ms;
 use snapwake::view::AgentFacts;
 
 use crate::gather::{

@@ -138,7 +138,7 @@ async fn owner_records<S: AgentStore>(
 /// owner's filtered listing cannot see it. The record is as fresh as the last write of a
 /// wake, a keepalive or the refresh, and knows when the session expires.
 fn recorded_sessions(c: &mut Collected) {
-    let now = snapwake::timestamp::now_ms();
+    let now = snapwake::ambient::now_ms();
     let unseen: Vec<(AgentKey, Retention, Session)> = c
         .records
         .values()

@@ -17,6 +17,7 @@ use lambda_http::{Body, Request, Response};
 use serde::{Deserialize, Serialize};
 use snapwake::agentkit::types::{Session, SetSessionTtl, Snapshot};
 use snapwake::agentkit::AgentKit;
+use snapwake::ambient::now_ms;
 use snapwake::domain::{AgentKey, AgentRecord, AgentView, ToolRegistry, WakeState};
 use snapwake::error::{Error, Result};
 use snapwake::http::edge::{self, Matched};
@@ -26,7 +27,6 @@ use snapwake::locate::snapshots;
 use snapwake::locate::Home;
 use snapwake::lock::{AgentLock, Written};
 use snapwake::store::{AgentStore, Changes, ScheduleStore, Within};
-use snapwake::timestamp::now_ms;
 use snapwake::view::record_snapshots;
 use snapwake::wake::MIN_TTL;
 

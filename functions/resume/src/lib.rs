@@ -23,19 +23,18 @@ use lambda_http::{Body, Context, Request, RequestExt, Response};
 use serde::{Deserialize, Serialize};
 use snapwake::agentkit::types::{Session, Snapshot};
 use snapwake::agentkit::AgentKit;
+use snapwake::ambient::now_ms;
 use snapwake::domain::{
     AgentKey, AgentRecord, AgentState, AgentView, Description, Retention, ToolRegistry,
 };
 use snapwake::error::{Error, Result};
 use snapwake::http::edge::{self, parse_id, Matched, Route};
 use snapwake::identity::{describe, may_act, Caller, Place};
-use snapwake::invocation::{begin_event, Budget, Deadline, Pace};
+use snapwake::invocation::{self, begin_event, Budget, Deadline, Metric, Pace};
 use snapwake::locate::{home_of, Home};
 use snapwake::lock::Agents;
-use snapwake::metrics::{self, Record};
 use snapwake::offboarding::{admit, Admitted};
 use snapwake::store::{AgentStore, ScheduleStore, Within};
-use snapwake::timestamp::now_ms;
 use snapwake::view::{agent_view, record_snapshots, AgentFacts};
 use snapwake::wake::{WakeOutcome, WakeSettings, WakeTarget};
 use std::sync::Arc;
@@ -152,7 +151,7 @@ pub enum Answer {
 
 fn rfc3339_ms<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
     let time = String::deserialize(d)?;
-    snapwake::timestamp::epoch_ms(&time)
+    snapwake::ambient::epoch_ms(&time)
         .ok_or_else(|| serde::de::Error::custom("the tick's time is not an RFC 3339 instant"))
 }
 
@@ -243,7 +242,7 @@ impl<S: AgentStore, K: AgentKit> Resume<S, K> {
         let outcome = agents
             .wake(&target, addressed.record, addressed.budget)
             .await;
-        metrics::emit(wake_record(&outcome, started.elapsed()));
+        invocation::emit(wake_metric(&outcome, started.elapsed()));
         let response = match outcome? {
             WakeOutcome::Awake {
                 session,
@@ -294,7 +293,7 @@ impl<S: AgentStore, K: AgentKit> Resume<S, K> {
 /// the agent), already awake, still waking (202), failed (a 5xx: the sandbox did not start,
 /// AgentKit or the table failed), or refused (a 4xx: not found, busy, gone, nothing to wake,
 /// throttled: the caller's or the moment's, not a failure to alarm on); and how long it took.
-fn wake_record(outcome: &Result<WakeOutcome>, took: std::time::Duration) -> Record {
+fn wake_metric(outcome: &Result<WakeOutcome>, took: std::time::Duration) -> Metric {
     let name = match outcome {
         Ok(WakeOutcome::Awake { resumed: true, .. }) => "WakesCompleted",
         Ok(WakeOutcome::Awake { resumed: false, .. }) => "AlreadyAwake",
@@ -302,7 +301,7 @@ fn wake_record(outcome: &Result<WakeOutcome>, took: std::time::Duration) -> Reco
         Err(e) if e.status() >= 500 => "WakesFailed",
         Err(_) => "WakesRefused",
     };
-    Record::of("resume")
+    Metric::of("resume")
         .count(name, 1)
         .millis("WakeLatency", took.as_millis() as u64)
 }

@@ -12,6 +12,7 @@
 
 use lambda_http::{Body, Request, Response};
 use snapwake::agentkit::AgentKit;
+use snapwake::ambient::now_ms;
 use snapwake::domain::{AgentRecord, Retention, ScheduleRecord, WakeState};
 use snapwake::error::{Error, Result};
 use snapwake::http::edge;
@@ -22,7 +23,6 @@ use snapwake::locate::questions::active_session;
 use snapwake::schedule::{wake_lead_ms, Plan, Readiness, ScheduleBody};
 use snapwake::store::update::{update, Attempt, Step, Updated};
 use snapwake::store::{AgentStore, ScheduleStore, StoreError};
-use snapwake::timestamp::now_ms;
 use snapwake::view::schedule_view;
 
 use crate::Addressed;

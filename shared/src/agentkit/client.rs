@@ -14,7 +14,7 @@ use super::AgentKitError;
 use super::Credentials;
 use crate::agentkit::AgentKitConfig;
 use crate::invocation::Deadline;
-use crate::metrics::{self, Record};
+use crate::invocation::{self, Metric};
 use reqwest::Url;
 use std::future::Future;
 use std::sync::Arc;
@@ -184,8 +184,8 @@ impl AgentKitClient {
                 } else {
                     "AgentKitErrors"
                 };
-                metrics::emit(
-                    Record::of("agentkit")
+                invocation::emit(
+                    Metric::of("agentkit")
                         .dimension("Action", A::NAME)
                         .rolled_up_by(&["Component"])
                         .count(name, 1),

@@ -10,7 +10,7 @@ pub use logs::init_tracing;
 /// What every function's `main` does first: logs, then the cold-start mark in its metrics.
 pub fn init() {
     init_tracing();
-    crate::metrics::cold_start();
+    crate::invocation::cold_start();
 }
 
 use std::sync::Arc;

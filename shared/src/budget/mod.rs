@@ -17,11 +17,10 @@ use std::time::Duration;
 use crate::agentkit::port::limit_of;
 use crate::agentkit::port::BudgetFuture;
 use crate::agentkit::{CallBudget, NoSlot, RateLimits};
+use crate::ambient::now_ms;
 use crate::invocation::Deadline;
-use crate::invocation::{priority, Priority};
-use crate::metrics::{self, Record};
+use crate::invocation::{self, priority, Metric, Priority};
 use crate::store::{BudgetStore, Reserved, Slowdown};
-use crate::timestamp::now_ms;
 
 /// How long a slowdown takes to climb back to the whole rate.
 pub const RECOVERY: Duration = Duration::from_secs(30);
@@ -145,7 +144,7 @@ impl<S: BudgetStore> AgentKitBudget<S> {
             }
             Ok(Err(e)) => {
                 tracing::warn!(action, error = %e, "the AgentKit budget could not be read; the call goes out");
-                metrics::emit(Record::of("budget").count("BudgetUnavailable", 1));
+                invocation::emit(Metric::of("budget").count("BudgetUnavailable", 1));
                 None
             }
             Err(_) => {
@@ -153,7 +152,7 @@ impl<S: BudgetStore> AgentKitBudget<S> {
                     action,
                     "the AgentKit budget did not answer in time; the call goes out"
                 );
-                metrics::emit(Record::of("budget").count("BudgetUnavailable", 1));
+                invocation::emit(Metric::of("budget").count("BudgetUnavailable", 1));
                 None
             }
         }
@@ -195,7 +194,7 @@ impl<S: BudgetStore> AgentKitBudget<S> {
                             late_ms,
                             "the AgentKit budget's slot was missed; the call goes out late"
                         );
-                        metrics::emit(Record::of("budget").count("BudgetLateSlots", 1));
+                        invocation::emit(Metric::of("budget").count("BudgetLateSlots", 1));
                     }
                     return Ok(());
                 }
@@ -208,8 +207,8 @@ impl<S: BudgetStore> AgentKitBudget<S> {
             free_in_ms = free_at_ms.unwrap_or_default().saturating_sub(now_ms()),
             "no AgentKit budget slot in time"
         );
-        metrics::emit(
-            Record::of("budget")
+        invocation::emit(
+            Metric::of("budget")
                 .dimension("Action", action)
                 .rolled_up_by(&["Component"])
                 .count("BudgetRefusals", 1),

@@ -1,9 +1,16 @@
-//! Sandbox kinds and retention.
+//! Sandbox kinds and retention, and the tool registry: which AgentKit Tool serves each kind
+//! and retention. Deploy writes the registry (CAS on `version`); everything else reads it through
+//! `crate::locate::RegistryCache`.
+//!
+//! `open_url`: where a person works with an awake agent, from the deployment's template
+//! `SNAPWAKE_OPEN_URL` (docs/http-api.md, "The agent view"). Never the session's Endpoint: the
+//! template is the studio's own page, which knows how to reach the sandbox.
 
+use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use std::fmt;
 use std::str::FromStr;
-
-use serde::{Deserialize, Serialize};
 
 /// The sandbox type of an agent; each maps to one AgentKit `ToolType`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -129,37 +136,125 @@ impl fmt::Display for AgentKey {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KindTools {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub temporary: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recoverable: Option<String>,
+    /// Tools that once held snapshots of this kind and may still: their snapshots stay listed,
+    /// wakeable and deletable, but no new agent is created on them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub legacy_snapshot_tools: Vec<String>,
+}
 
-    #[test]
-    fn kinds_round_trip_through_names_and_tool_types() {
-        for k in Kind::ALL {
-            assert_eq!(k.as_str().parse::<Kind>(), Ok(k));
-            assert_eq!(Kind::from_tool_type(k.tool_type()), Some(k));
-            let json = serde_json::to_string(&k).unwrap();
-            assert_eq!(json, format!("\"{}\"", k.as_str()));
+impl KindTools {
+    pub fn tool(&self, retention: Retention) -> Option<&str> {
+        match retention {
+            Retention::Temporary => self.temporary.as_deref(),
+            Retention::Recoverable => self.recoverable.as_deref(),
         }
-        assert_eq!(Kind::Codex.tool_type(), "CodeEnv");
-        assert_eq!(Kind::Openclaw.tool_type(), "ArkClawEnv");
-        assert_eq!(Kind::Hermes.tool_type(), "HermesEnv");
     }
 
-    #[test]
-    fn kind_names_are_exact() {
-        assert!("Codex".parse::<Kind>().is_err());
-        assert!("".parse::<Kind>().is_err());
-        assert!("codex ".parse::<Kind>().is_err());
-        assert_eq!(Kind::from_tool_type("codeenv"), None);
+    /// Retention when none is asked for (docs/http-api.md, "GET /v1/capabilities").
+    pub fn default_retention(&self) -> Retention {
+        if self.recoverable.is_some() {
+            Retention::Recoverable
+        } else {
+            Retention::Temporary
+        }
     }
 
-    #[test]
-    fn retention_parses_and_maps_to_snapshots() {
-        assert_eq!("recoverable".parse(), Ok(Retention::Recoverable));
-        assert_eq!("temporary".parse(), Ok(Retention::Temporary));
-        assert!("Temporary".parse::<Retention>().is_err());
-        assert!(Retention::Recoverable.enable_snapshot());
-        assert!(!Retention::Temporary.enable_snapshot());
+    /// Every Tool that may hold snapshots of this kind: the recoverable one first.
+    pub fn snapshot_tools(&self) -> impl Iterator<Item = &str> {
+        self.recoverable
+            .as_deref()
+            .into_iter()
+            .chain(self.legacy_snapshot_tools.iter().map(String::as_str))
+    }
+
+    pub fn all_tools(&self) -> impl Iterator<Item = &str> {
+        self.temporary
+            .as_deref()
+            .into_iter()
+            .chain(self.snapshot_tools())
     }
 }
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolRegistry {
+    #[serde(default)]
+    pub kinds: BTreeMap<Kind, KindTools>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub region: Option<String>,
+    /// +1 on every write (CAS).
+    #[serde(default)]
+    pub version: u64,
+}
+
+impl ToolRegistry {
+    pub fn kind(&self, kind: Kind) -> Option<&KindTools> {
+        self.kinds.get(&kind)
+    }
+
+    pub fn tool(&self, kind: Kind, retention: Retention) -> Option<&str> {
+        self.kind(kind).and_then(|k| k.tool(retention))
+    }
+
+    /// [`KindTools::default_retention`]; temporary for a kind with no Tools at all.
+    pub fn default_retention(&self, kind: Kind) -> Retention {
+        self.kind(kind)
+            .map_or(Retention::Temporary, KindTools::default_retention)
+    }
+
+    pub fn is_snapshot_tool(&self, kind: Kind, tool_id: &str) -> bool {
+        self.kind(kind)
+            .is_some_and(|k| k.snapshot_tools().any(|t| t == tool_id))
+    }
+}
+
+/// Everything but the unreserved characters of RFC 3986 is escaped in a placeholder's value.
+const VALUE: &AsciiSet = &NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'_')
+    .remove(b'.')
+    .remove(b'~');
+
+const PLACEHOLDERS: [&str; 3] = ["{kind}", "{agent_id}", "{session_id}"];
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OpenUrl(String);
+
+impl OpenUrl {
+    /// An `http(s)://` URL whose only `{…}` are `{kind}`, `{agent_id}` and `{session_id}`.
+    pub fn parse(template: &str) -> Result<OpenUrl, String> {
+        let t = template.trim();
+        if !(t.starts_with("https://") || t.starts_with("http://")) {
+            return Err("SNAPWAKE_OPEN_URL must be an http(s) URL".into());
+        }
+        let mut rest = t.to_string();
+        for p in PLACEHOLDERS {
+            rest = rest.replace(p, "");
+        }
+        if rest.contains('{') || rest.contains('}') {
+            return Err(
+                "SNAPWAKE_OPEN_URL knows only the placeholders {kind}, {agent_id} and {session_id}"
+                    .into(),
+            );
+        }
+        Ok(OpenUrl(t.to_string()))
+    }
+
+    /// The link to an agent's `session`: the template filled in, each value escaped. Only an
+    /// awake agent's view carries it (`crate::view`).
+    pub fn fill(&self, kind: Kind, agent_id: &str, session_id: &str) -> String {
+        let enc = |v: &str| utf8_percent_encode(v, VALUE).to_string();
+        self.0
+            .replace("{kind}", &enc(kind.as_str()))
+            .replace("{agent_id}", &enc(agent_id))
+            .replace("{session_id}", &enc(session_id))
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -6,7 +6,6 @@ mod event;
 pub mod failure;
 mod kind;
 mod schedule;
-mod tool_registry;
 
 pub use agent::{
     is_session_active, is_session_usable, is_snapshot_in_progress, is_snapshot_wakeable,
@@ -17,8 +16,7 @@ pub use agent::{AgentState, AgentView, SessionView, SnapshotView, WakeView};
 pub use event::{Announce, Announcement, EventDetail, StateEvent, Trigger};
 pub use kind::AgentKey;
 pub use kind::{Kind, ParseKindError, ParseRetentionError, Retention};
+pub use kind::{KindTools, OpenUrl, ToolRegistry};
 pub use schedule::{
     Action, Attempt, Occurrence, ScheduleRecord, ScheduleSummary, ScheduleView, Settled,
 };
-pub use tool_registry::OpenUrl;
-pub use tool_registry::{KindTools, ToolRegistry};

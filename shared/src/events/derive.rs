@@ -37,7 +37,7 @@ pub fn event_of(record: &AgentRecord) -> Option<StateEvent> {
             at: record
                 .updated_at
                 .clone()
-                .unwrap_or_else(crate::timestamp::now),
+                .unwrap_or_else(crate::ambient::now),
             trigger: announced.trigger,
             change_id: format!("{}/{}/{}", key.kind, key.agent_id, record.version),
         },

@@ -11,7 +11,7 @@ use super::derive::derive;
 use super::sink::EventSink;
 use crate::domain::{AgentKey, StateEvent};
 use crate::invocation::Deadline;
-use crate::metrics::{self, Record};
+use crate::invocation::{self, Metric};
 use crate::store::{ChangeSource, RecordChange};
 
 /// The longest one call's publishing may take (all its tries).
@@ -54,7 +54,7 @@ pub async fn announce<E: EventSink>(
         }
         let outcome = publish(sink, &call).await;
         relayed.published += outcome.iter().filter(|r| r.is_ok()).count();
-        metrics::emit(Record::of("events").count(
+        invocation::emit(Metric::of("events").count(
             "EventsPublished",
             outcome.iter().filter(|r| r.is_ok()).count() as u64,
         ));
@@ -66,7 +66,7 @@ pub async fn announce<E: EventSink>(
                 %error,
                 "a state-change event was not published; delivery resumes from it"
             );
-            metrics::emit(Record::of("events").count("EventsFailed", 1));
+            invocation::emit(Metric::of("events").count("EventsFailed", 1));
             relayed.failed_at = Some(change.sequence.clone());
             break;
         }

@@ -44,14 +44,14 @@ impl DueOccurrence {
         let wait_ms = wait.as_millis() as u64;
         DueOccurrence {
             tick_ms: self.tick_ms + wait_ms,
-            not_before_ms: Some(crate::timestamp::now_ms() + wait_ms),
+            not_before_ms: Some(crate::ambient::now_ms() + wait_ms),
             ..self.clone()
         }
     }
 
     /// How long from now it is to be delivered (a follow-up's wait; none for a tick's).
     pub fn delay(&self) -> std::time::Duration {
-        let now = crate::timestamp::now_ms();
+        let now = crate::ambient::now_ms();
         let at = self.not_before_ms.unwrap_or(0);
         std::time::Duration::from_millis(at.saturating_sub(now))
     }

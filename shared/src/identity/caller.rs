@@ -229,7 +229,7 @@ pub fn prefix(owner: &str) -> String {
 
 /// A fresh current-format UserSessionId: the prefix and a v4 UUID as 32 lowercase hex.
 pub fn mint(owner: &str) -> String {
-    format!("{}{}", prefix(owner), crate::ids::fresh_hex())
+    format!("{}{}", prefix(owner), crate::ambient::fresh_hex())
 }
 
 /// The legacy fingerprint of `owner`: the first 16 hex characters of SHA-256(owner).

@@ -5,11 +5,11 @@ use std::collections::BTreeMap;
 use super::slices::{snapshots_between, SliceSettings};
 use crate::agentkit::types::{ListSessions, Session, Snapshot, MAX_PAGE_SIZE};
 use crate::agentkit::{AgentKit, AgentKitError, Pager};
+use crate::ambient::now_ms;
 use crate::domain::{AgentKey, Kind, Retention, ToolRegistry};
 use crate::identity::{user_session_id, SNAPSHOT_AGENT_PREFIX};
 use crate::invocation::Deadline;
 use crate::locate::regions;
-use crate::timestamp::now_ms;
 
 /// Most pages read from one Tool: a longer listing is an error, not a Lambda's whole budget.
 pub const MAX_SYNC_PAGES: usize = 10_000;

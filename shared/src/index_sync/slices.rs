@@ -16,8 +16,8 @@ use futures::StreamExt;
 
 use crate::agentkit::types::{ListSessionSnapshots, Snapshot, MAX_PAGE_SIZE};
 use crate::agentkit::{AgentKit, AgentKitError};
+use crate::ambient::format_ms;
 use crate::invocation::Deadline;
-use crate::timestamp::format_ms;
 
 /// No slice is cut narrower than this: a second's snapshots are one slice, paged through.
 pub const NARROWEST_S: u64 = 4;
@@ -176,7 +176,7 @@ pub async fn snapshots_between<K: AgentKit>(
         after: after_s.unwrap_or(ORIGIN_S),
         up_to: up_to_s.unwrap_or(OPEN),
     };
-    let now = crate::timestamp::now_ms() / 1000;
+    let now = crate::ambient::now_ms() / 1000;
     let first = first_slices(whole, now);
     let mut asks: VecDeque<Ask> = first
         .iter()
@@ -215,7 +215,7 @@ pub async fn snapshots_between<K: AgentKit>(
         let newest = page
             .snapshots
             .iter()
-            .filter_map(|s| s.created_at.as_deref().and_then(crate::timestamp::epoch_ms))
+            .filter_map(|s| s.created_at.as_deref().and_then(crate::ambient::epoch_ms))
             .max()
             .map_or(now, |ms| now.max(ms / 1000));
         for snapshot in page.snapshots {

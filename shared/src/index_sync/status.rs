@@ -3,9 +3,9 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::ambient::now_ms;
 use crate::domain::{Kind, ToolRegistry};
 use crate::store::{AgentStore, DocumentKey, StoreError};
-use crate::timestamp::now_ms;
 
 pub const INDEX_DOCUMENT: DocumentKey<'static> = DocumentKey {
     pk: "SWEEP",

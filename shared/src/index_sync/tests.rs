@@ -3,10 +3,10 @@
 use super::upsert::{changes_for, missing, wanted};
 use super::*;
 use crate::agentkit::types::{MetadataEntry, Session, Snapshot};
+use crate::ambient::now_ms;
 use crate::domain::{AgentKey, AgentRecord, Description, Kind, Retention, WakeState};
 use crate::lock::LockSettings;
 use crate::store::{AgentStore, Condition};
-use crate::timestamp::now_ms;
 
 fn snap(usid: Option<&str>, at: &str, meta: &[(&str, &str)]) -> Snapshot {
     Snapshot {
@@ -156,7 +156,7 @@ fn a_record_written_since_the_listing_began_keeps_its_state_and_snapshots() {
     r.version = 4;
     r.state = WakeState::Asleep;
     r.snapshots = vec![summary("snap-new"), summary("snap-2026-12-01T00:00:00Z")];
-    r.updated_at = Some(crate::timestamp::now());
+    r.updated_at = Some(crate::ambient::now());
     let kept = changes_for(Some(&r), &key, &l, &agents[&key], &lock);
     assert!(
         kept.as_ref()
@@ -164,7 +164,7 @@ fn a_record_written_since_the_listing_began_keeps_its_state_and_snapshots() {
         "{kept:?}"
     );
     // Written before the listing began: the listing's word stands.
-    r.updated_at = Some(crate::timestamp::format_ms(now_ms() - 60_000));
+    r.updated_at = Some(crate::ambient::format_ms(now_ms() - 60_000));
     let c = changes_for(Some(&r), &key, &l, &agents[&key], &lock).unwrap();
     assert_eq!(c.state, Some(WakeState::Awake));
     assert_eq!(c.snapshots.map(|s| s.len()), Some(1));
@@ -200,7 +200,7 @@ fn a_refresh_adds_what_is_new_and_keeps_what_it_did_not_read() {
     let mut r = AgentRecord::absent(key.clone());
     r.version = 2;
     r.snapshots = crate::view::snapshot_views(&[old.clone()]);
-    r.updated_at = Some(crate::timestamp::format_ms(now_ms() - 60_000));
+    r.updated_at = Some(crate::ambient::format_ms(now_ms() - 60_000));
     old.status = Some("Ready".into());
     let new = snap(Some(id), "2026-12-02T00:00:00Z", &[]);
     let mut l = listing(vec![new, old], Vec::new());
@@ -230,7 +230,7 @@ fn a_refresh_adds_what_is_new_and_keeps_what_it_did_not_read() {
     let c = changes_for(Some(&r), &key, &only_new, &agents[&key], &lock).unwrap();
     assert_eq!(c.snapshots.map(|s| s.len()), Some(2));
     // A record written since the listing began (a delete, say) is left as it is.
-    r.updated_at = Some(crate::timestamp::now());
+    r.updated_at = Some(crate::ambient::now());
     let kept = changes_for(Some(&r), &key, &only_new, &agents[&key], &lock);
     assert!(
         kept.as_ref().is_none_or(|c| c.snapshots.is_none()),

@@ -8,6 +8,8 @@ use futures::StreamExt;
 use super::listing::{Seen, ToolListing};
 use super::status::MAX_ROUNDS;
 use crate::agentkit::types::metadata_value;
+use crate::ambient::now_ms;
+use crate::ambient::sort_key;
 use crate::domain::Description;
 use crate::domain::{AgentKey, AgentRecord, Retention, WakeState};
 use crate::identity::caller::METADATA_DISPLAY_NAME_KEY;
@@ -16,8 +18,6 @@ use crate::identity::{belongs_to, UserSessionId};
 use crate::invocation::Deadline;
 use crate::lock::LockSettings;
 use crate::store::{AgentStore, Changes, Condition, StoreError, GET_MANY_KEYS};
-use crate::timestamp::now_ms;
-use crate::timestamp::sort_key;
 use crate::view::{snapshot_views, METADATA_CREATOR_KEY, METADATA_OWNER_KEY};
 
 const WRITE_CONCURRENCY: usize = 16;
@@ -139,7 +139,7 @@ pub(super) fn changes_for(
     // whole seconds, so the listing's own second counts as after.
     let newer = current
         .and_then(|r| r.updated_at.as_deref())
-        .and_then(crate::timestamp::epoch_ms)
+        .and_then(crate::ambient::epoch_ms)
         .is_some_and(|at| at + 1000 > listing.listed_at_ms);
     if listing.retention == Retention::Recoverable {
         let summaries = if listing.partial {

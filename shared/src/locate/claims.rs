@@ -4,11 +4,11 @@
 
 use crate::agentkit::types::{MetadataEntry, Session};
 use crate::agentkit::AgentKit;
+use crate::ambient::now_s;
 use crate::domain::AgentKey;
 use crate::error::Error;
 use crate::invocation::Deadline;
 use crate::store::{AgentStore, Document, DocumentKey, StoreError};
-use crate::timestamp::now_s;
 
 use super::questions::orphans_of;
 use super::Home;

@@ -52,7 +52,7 @@ pub async fn orphans_of<K: AgentKit>(
         .filter(|s| {
             s.created_at
                 .as_deref()
-                .and_then(crate::timestamp::epoch_ms)
+                .and_then(crate::ambient::epoch_ms)
                 .is_some_and(|t| t >= since)
         })
         .filter(|s| {

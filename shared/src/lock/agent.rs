@@ -19,13 +19,13 @@
 //! One protocol, read top to bottom, so one file over the 500-line rule (`shared/tests/layers.rs`).
 
 use crate::agentkit::AgentKit;
+use crate::ambient::now_ms;
 use crate::domain::failure::OUTCOME_KEPT;
 use crate::domain::{AgentKey, AgentRecord, Description, OpenUrl, ToolRegistry, WakeState};
 use crate::error::Error;
 use crate::invocation::{Backoff, Budget, Deadline};
 use crate::locate::{home_of, home_or_locate, Home, Whereabouts};
 use crate::store::{AgentStore, Changes, Condition, StoreError, Within};
-use crate::timestamp::now_ms;
 use std::time::Duration;
 
 /// Whether an acquire starts a new generation of the wake fields.
@@ -143,7 +143,7 @@ impl<'a, S: AgentStore> AgentLock<'a, S> {
         seen: Option<&AgentRecord>,
         how: &Acquire,
     ) -> Result<Acquired, StoreError> {
-        let me = crate::ids::fresh_hex();
+        let me = crate::ambient::fresh_hex();
         // A takeover of a lapsed change of the same kind carries that change on: it stays the
         // doing of what started it (docs/events.md, "Triggers").
         let started_by = seen
@@ -222,7 +222,7 @@ impl<'a, S: AgentStore> AgentLock<'a, S> {
             expires_at: held
                 .before
                 .is_none()
-                .then_some(Some(crate::timestamp::now_s() - 1)),
+                .then_some(Some(crate::ambient::now_s() - 1)),
             ..Changes::default()
         };
         if let Err(e) = self.release(held, WakeState::Asleep, changes).await {
@@ -271,7 +271,7 @@ impl<'a, S: AgentStore> AgentLock<'a, S> {
     ) -> Result<Written, StoreError> {
         let changes = Changes {
             poll_until_ms: Some(until_ms),
-            poller: Some(Some(crate::ids::fresh_hex())),
+            poller: Some(Some(crate::ambient::fresh_hex())),
             ..Changes::default()
         };
         self.write_seen(seen, changes).await
@@ -420,7 +420,7 @@ impl LockSettings {
             && record
                 .updated_at
                 .as_deref()
-                .and_then(crate::timestamp::epoch_ms)
+                .and_then(crate::ambient::epoch_ms)
                 .is_some_and(|written| now_ms <= written + kept.as_millis() as u64)
     }
 
@@ -591,7 +591,7 @@ pub fn decide(
     let expired = r
         .session_expire_at
         .as_deref()
-        .and_then(crate::timestamp::epoch_ms)
+        .and_then(crate::ambient::epoch_ms)
         .is_some_and(|t| t <= now_ms);
     if expired {
         return cas;

@@ -7,9 +7,9 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::agent::LockSettings;
+use crate::ambient::now_ms;
 use crate::store::update::{update, Attempt, Step, Updated};
 use crate::store::{AgentStore, Document, DocumentKey, StoreError};
-use crate::timestamp::now_ms;
 
 /// What the document holds.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -64,7 +64,7 @@ impl<'a, S: AgentStore> DocumentLock<'a, S> {
 
     /// Take the lock for `lease` (a live lease of somebody else: [`DocumentAcquired::Busy`]).
     pub async fn acquire(&self, lease: Duration) -> Result<DocumentAcquired, StoreError> {
-        let me = crate::ids::fresh_hex();
+        let me = crate::ambient::fresh_hex();
         // The lease of the last state seen: what a caller that never got it waits for.
         let lease_seen = AtomicU64::new(0);
         let saw = |doc: Option<&Document>| {

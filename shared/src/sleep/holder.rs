@@ -3,6 +3,7 @@
 
 use crate::agentkit::types::{CreateSessionSnapshot, ListSessionSnapshots, Session, Snapshot};
 use crate::agentkit::{list_all, AgentKit, AgentKitError};
+use crate::ambient::now_ms;
 use crate::domain::{AgentRecord, Retention, WakeState};
 use crate::error::Error;
 use crate::invocation::Deadline;
@@ -13,7 +14,6 @@ use crate::locate::{own_snapshots, session};
 use crate::lock::agent::{Polled, Settler};
 use crate::lock::{Held, Written};
 use crate::store::{AgentStore, Changes};
-use crate::timestamp::now_ms;
 
 use super::{SleepOutcome, Sleeping};
 
@@ -141,7 +141,7 @@ impl<S: AgentStore, K: AgentKit> Sleeping<'_, '_, S, K> {
         let listing = list_all(self.agents.agentkit, &home.region, request, pages, deadline);
         let listing = listing.await?;
         let skew = self.agents.settings.lock.skew_margin;
-        let created = |s: &Snapshot| crate::timestamp::sort_key(s.created_at.as_deref());
+        let created = |s: &Snapshot| crate::ambient::sort_key(s.created_at.as_deref());
         let newest = own_snapshots(&listing, &self.target.key)
             .into_iter()
             .filter(|s| {
@@ -294,7 +294,7 @@ impl<S: AgentStore, K: AgentKit> Sleeping<'_, '_, S, K> {
 /// Whether `snapshot` was taken since `sent_at_ms` (give or take a second and the skew margin).
 fn taken_since_ms(snapshot: &Snapshot, sent_at_ms: u64, skew: std::time::Duration) -> bool {
     let margin = skew.as_millis() as u64 + 1000;
-    crate::timestamp::sort_key(snapshot.created_at.as_deref())
+    crate::ambient::sort_key(snapshot.created_at.as_deref())
         >= i128::from(sent_at_ms.saturating_sub(margin)) * 1_000_000
 }
 

@@ -10,6 +10,7 @@ use std::ops::ControlFlow;
 
 use crate::agentkit::types::{DeleteSession, GetSessionSnapshot, Snapshot};
 use crate::agentkit::AgentKit;
+use crate::ambient::now_ms;
 use crate::domain::{AgentKey, AgentRecord, Announce, Description, WakeState};
 use crate::error::Error;
 use crate::invocation::Budget;
@@ -18,7 +19,6 @@ use crate::lock::agent::{Agents, Driver, Look, Polled, Progress, Settler, Step};
 use crate::lock::{Acquired, Decision, Generation, Intent, WakeSettings};
 use crate::offboarding::Admitted;
 use crate::store::{AgentStore, Changes};
-use crate::timestamp::now_ms;
 
 /// What to put to sleep, resolved by the caller (the sleep handler, a tick) beforehand.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -16,8 +16,8 @@ use super::port::{
 };
 use super::stream::RecordChange;
 use super::{BudgetStore, Reserved, Slowdown};
+use crate::ambient::now_s;
 use crate::domain::{AgentKey, AgentRecord, Kind, ScheduleRecord, ToolRegistry};
-use crate::timestamp::now_s;
 
 pub use feed::FEED_KEEP;
 

@@ -129,7 +129,7 @@ impl Changes {
         let mut r = self.apply(record);
         r.fence += u64::from(self.bump_fence);
         r.version += 1;
-        r.updated_at = Some(crate::timestamp::now());
+        r.updated_at = Some(crate::ambient::now());
         r
     }
 

@@ -1,14 +1,16 @@
-//! The agent view derived from AgentKit's truth (sessions, snapshots) plus the agent record
-//! (docs/http-api.md, "The agent view"). It carries no session `Endpoint` and no credential.
+//! How an agent reads from AgentKit's truth (sessions, snapshots) plus the agent record: the
+//! view a person sees (docs/http-api.md, "The agent view"), which carries no session
+//! `Endpoint` and no credential, and the snapshot a wake resumes ([`choose`]).
 
 use crate::agentkit::types::{metadata_value, newest_session, Session, Snapshot};
 use crate::domain::failure::{recorded_code, shown_failure, SNAPSHOT_IN_PROGRESS};
 use crate::domain::{
     AgentKey, AgentRecord, AgentState, AgentView, OpenUrl, Retention, SessionPhase, SessionView,
-    SnapshotView, WakeState, WakeView,
+    SnapshotPhase, SnapshotView, WakeState, WakeView,
 };
 use crate::identity::caller::METADATA_DISPLAY_NAME_KEY;
 use crate::identity::display_name;
+use crate::locate::is_own;
 use crate::lock::LockSettings;
 
 mod schedule;
@@ -33,7 +35,7 @@ pub struct AgentFacts<'a> {
 /// `snapshots`, newest first (by instant, never by text).
 fn newest_first(snapshots: &[Snapshot]) -> Vec<&Snapshot> {
     let mut sorted: Vec<&Snapshot> = snapshots.iter().collect();
-    sorted.sort_by_key(|s| std::cmp::Reverse(crate::timestamp::sort_key(s.created_at.as_deref())));
+    sorted.sort_by_key(|s| std::cmp::Reverse(crate::ambient::sort_key(s.created_at.as_deref())));
     sorted
 }
 
@@ -94,7 +96,7 @@ pub fn recorded_session(record: &AgentRecord, now_ms: u64) -> Option<Session> {
     let expired = record
         .session_expire_at
         .as_deref()
-        .and_then(crate::timestamp::epoch_ms)
+        .and_then(crate::ambient::epoch_ms)
         .is_some_and(|t| t <= now_ms);
     let live = matches!(record.state, WakeState::Awake | WakeState::Sleeping) && !expired;
     let id = record.session_id.clone().filter(|_| live)?;
@@ -218,103 +220,162 @@ pub fn agent_view(facts: &AgentFacts<'_>, now_ms: u64, settings: &LockSettings) 
         open_url: None,
         schedule: record.and_then(|r| r.schedule.as_ref()).map(schedule_view),
     };
-    view.open_url = facts.open_url.and_then(|t| t.for_view(&view));
+    view.open_url = facts.open_url.and_then(|t| open_link(t, &view));
     view
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::agentkit::types::MetadataEntry;
-    use crate::domain::Kind;
+/// The open link of `view`: only while it is awake with a session.
+pub fn open_link(url: &OpenUrl, view: &AgentView) -> Option<String> {
+    let session = view
+        .session
+        .as_ref()
+        .filter(|_| view.state == AgentState::Awake)?;
+    Some(url.fill(view.kind, &view.agent_id, &session.session_id))
+}
 
-    fn snap(id: &str, status: &str, at: &str) -> Snapshot {
-        Snapshot {
-            snapshot_id: Some(id.into()),
-            status: Some(status.into()),
-            created_at: Some(at.into()),
-            session_metadata: vec![MetadataEntry::string("veadk_display_name", "Helper")],
-            ..Snapshot::default()
-        }
-    }
-
-    #[test]
-    fn asleep_with_newest_snapshot_first_and_metadata_name() {
-        let key = AgentKey::new(Kind::Codex, "studio-alice-0123");
-        let snaps = [
-            snap("old", "Ready", "2026-12-01T01:00:00Z"),
-            snap("new", "Ready", "2026-12-01T09:00:00Z"),
-        ];
-        let v = agent_view(
-            &AgentFacts {
-                key: &key,
-                record: None,
-                sessions: &[],
-                snapshots: &snaps,
-                retention: Retention::Recoverable,
-                open_url: None,
-            },
-            0,
-            &LockSettings::default(),
-        );
-        assert_eq!(v.state, AgentState::Asleep);
-        assert_eq!(v.snapshots[0].snapshot_id, "new");
-        assert_eq!(v.display_name, "Helper");
-        assert!(v.etag.is_none() && v.wake.is_none() && v.session.is_none());
-    }
-
-    #[test]
-    fn waking_failed_awake_starting_unavailable() {
-        let key = AgentKey::new(Kind::Codex, "studio-alice-0123");
-        let mut rec = AgentRecord::absent(key.clone());
-        rec.state = WakeState::Waking;
-        rec.lease_until_ms = 10_000;
-        rec.version = 3;
-        let settings = LockSettings::default();
-        let facts = |r: Option<&AgentRecord>, sessions: &[Session], snaps: &[Snapshot], now| {
-            agent_view(
-                &AgentFacts {
-                    key: &key,
-                    record: r,
-                    sessions,
-                    snapshots: snaps,
-                    retention: Retention::Recoverable,
-                    open_url: None,
-                },
-                now,
-                &settings,
-            )
-        };
-        let v = facts(Some(&rec), &[], &[], 5_000);
-        assert_eq!(v.state, AgentState::Waking);
-        assert_eq!(v.etag.as_deref(), Some("\"3\""));
-        // The lease ran out (beyond the skew margin): no longer waking.
-        assert_eq!(
-            facts(Some(&rec), &[], &[], 20_000).state,
-            AgentState::Unavailable
-        );
-        rec.state = WakeState::Failed;
-        rec.error = Some("PROVIDER_ERROR: AgentKit said: parse error at line 1 column 7".into());
-        let snaps = [snap("s", "Ready", "2026-12-01T01:00:00Z")];
-        let v = facts(Some(&rec), &[], &snaps, 5_000);
-        assert_eq!(v.state, AgentState::Asleep);
-        let wake = v.wake.unwrap();
-        assert_eq!(wake.state, "failed");
-        assert_eq!(wake.error_code.as_deref(), Some("PROVIDER_ERROR"));
-        let words = wake.error.unwrap();
-        assert!(
-            !words.contains("line 1") && !words.contains("AgentKit said"),
-            "{words}"
-        );
-        let running = Session {
-            session_id: Some("s-1".into()),
-            status: Some("Creating".into()),
-            endpoint: Some("https://secret.example/?auth=x".into()),
-            ..Session::default()
-        };
-        let v = facts(None, std::slice::from_ref(&running), &[], 0);
-        assert_eq!(v.state, AgentState::Starting);
-        let json = serde_json::to_string(&v).unwrap();
-        assert!(!json.contains("secret.example"), "no endpoint in a view");
+/// Step 4 of a wake's holder (docs/wake-protocol.md): the snapshot to resume, decided from a
+/// listing of the agent's own snapshots and what the record expects: the one asked for if Ready, else the newest Ready one (see [`choose`]).
+pub fn pick<'s>(
+    snapshots: &'s [Snapshot],
+    key: &AgentKey,
+    wanted: Option<&str>,
+    recorded: Option<&str>,
+) -> Option<&'s Snapshot> {
+    let ready: Vec<&Snapshot> = newest_own_first(snapshots, key, recorded)
+        .into_iter()
+        .filter(|s| s.is_wakeable())
+        .collect();
+    match wanted {
+        Some(want) => ready
+            .into_iter()
+            .find(|s| s.snapshot_id.as_deref() == Some(want)),
+        None => ready.into_iter().next(),
     }
 }
+
+/// Own snapshots, newest first; among equals (whole seconds): `recorded`, then one in progress
+/// (waiting never loses work), then the one AgentKit listed later.
+fn newest_own_first<'s>(
+    snapshots: &'s [Snapshot],
+    key: &AgentKey,
+    recorded: Option<&str>,
+) -> Vec<&'s Snapshot> {
+    let mut own: Vec<(usize, &Snapshot)> = snapshots
+        .iter()
+        .filter(|s| is_own(s, key))
+        .enumerate()
+        .collect();
+    own.sort_by_key(|(listed, s)| {
+        std::cmp::Reverse((
+            crate::ambient::sort_key(s.created_at.as_deref()),
+            recorded.is_some() && s.snapshot_id.as_deref() == recorded,
+            s.is_in_progress(),
+            *listed,
+        ))
+    });
+    own.into_iter().map(|(_, s)| s).collect()
+}
+
+/// A snapshot a wake should expect before a listing shows it: the last session expired just now.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Expected {
+    /// The session that expired.
+    pub session_id: String,
+}
+
+/// What a wake does about its snapshot ([`choose`]).
+#[allow(clippy::large_enum_variant)] // made once per wake, consumed at once
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Choice {
+    /// Resume this snapshot; `passed_over`: a newer one that ended `Failed`.
+    Wake {
+        snapshot: Snapshot,
+        passed_over: Option<String>,
+    },
+    /// The newest snapshot is still being made: wait rather than lose the last session's work.
+    Wait { snapshot_id: Option<String> },
+    /// The newest snapshot has been `Creating` for longer than the snapshot timeout.
+    Stuck { snapshot_id: String },
+    /// The newest snapshot's status is undocumented: neither waited for nor passed over.
+    Unknown { snapshot_id: String, status: String },
+    /// Nothing to wake: the named snapshot is not Ready, or no snapshot is.
+    Nothing,
+}
+
+/// Decide which snapshot a wake resumes at `now_ms`:
+///
+/// - a named snapshot (`wanted`) is woken if it is Ready, whatever is newer;
+/// - an `expected` snapshot not listed yet is waited for;
+/// - else the newest that did not fail decides: Ready → woken; `Creating` → waited for until
+///   older than `stuck_after`; unknown → [`Choice::Unknown`].
+pub fn choose(
+    snapshots: &[Snapshot],
+    key: &AgentKey,
+    wanted: Option<&str>,
+    recorded: Option<&str>,
+    expected: Option<&Expected>,
+    stuck_after: std::time::Duration,
+    now_ms: u64,
+) -> Choice {
+    if wanted.is_some() {
+        return match pick(snapshots, key, wanted, recorded) {
+            Some(s) => Choice::Wake {
+                snapshot: s.clone(),
+                passed_over: None,
+            },
+            None => Choice::Nothing,
+        };
+    }
+    let own = newest_own_first(snapshots, key, recorded);
+    if let Some(e) = expected {
+        if !own
+            .iter()
+            .any(|s| s.session_id.as_deref() == Some(e.session_id.as_str()))
+        {
+            return Choice::Wait { snapshot_id: None };
+        }
+    }
+    let mut passed_over = None;
+    for s in own {
+        let id = s.snapshot_id.clone().unwrap_or_default();
+        match s.phase() {
+            SnapshotPhase::Ready => {
+                return Choice::Wake {
+                    snapshot: s.clone(),
+                    passed_over,
+                }
+            }
+            SnapshotPhase::Failed => {
+                passed_over.get_or_insert(id);
+            }
+            SnapshotPhase::InProgress => {
+                let started = s.created_at.as_deref().and_then(crate::ambient::epoch_ms);
+                let stuck = started
+                    .is_some_and(|t| now_ms > t.saturating_add(stuck_after.as_millis() as u64));
+                return if stuck {
+                    Choice::Stuck { snapshot_id: id }
+                } else {
+                    Choice::Wait {
+                        snapshot_id: Some(id),
+                    }
+                };
+            }
+            SnapshotPhase::Unknown => {
+                return Choice::Unknown {
+                    snapshot_id: id,
+                    status: s.status.clone().unwrap_or_default(),
+                }
+            }
+        }
+    }
+    Choice::Nothing
+}
+
+#[cfg(test)]
+mod tests;
+
+#[cfg(test)]
+mod open_url_tests;
+
+#[cfg(test)]
+mod choice_tests;

@@ -1,8 +1,8 @@
 //! The `schedule` of an agent view and of the schedule routes: one rendering of the stored
 //! summary, so the routes and every view of the agent show the same next occurrences.
 
+use crate::ambient::format_ms;
 use crate::domain::{ScheduleSummary, ScheduleView};
-use crate::timestamp::format_ms;
 
 /// `summary` as the API shows it: the stored next occurrences as RFC 3339 instants.
 pub fn schedule_view(summary: &ScheduleSummary) -> ScheduleView {

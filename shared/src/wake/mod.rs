@@ -10,8 +10,6 @@
 //!
 //! One protocol, read top to bottom, so one file over the 500-line rule (`shared/tests/layers.rs`).
 
-pub(crate) mod choice;
-
 use crate::agentkit::types::{
     metadata_value, DeleteSession, MetadataEntry, ResumeSessionFromSnapshot, Session, Snapshot,
 };
@@ -27,6 +25,7 @@ use crate::error::Error;
 use crate::identity::caller::METADATA_DISPLAY_NAME_KEY;
 use crate::invocation::{Budget, Deadline};
 
+use crate::ambient::now_ms;
 use crate::locate::{live_session, own_snapshots, session, snapshots, Home};
 use crate::lock::agent::{Agents, Driver, Look, Polled, Progress, Settler, Step};
 use crate::lock::{Acquired, Decision, Generation, Held, Intent, Written};
@@ -34,9 +33,8 @@ pub use crate::lock::{WakeSettings, MIN_TTL};
 use crate::offboarding::Admitted;
 use crate::sleep::SleepOutcome;
 use crate::store::{AgentStore, Changes, Condition};
-use crate::timestamp::now_ms;
 use crate::view::METADATA_CREATOR_KEY;
-use choice::{choose, Choice, Expected};
+use crate::view::{choose, Choice, Expected};
 use std::ops::ControlFlow;
 use std::time::Duration;
 
@@ -142,8 +140,8 @@ impl<S: AgentStore, K: AgentKit> Waking<'_, '_, S, K> {
                     let joins = decision == Decision::Join;
                     if joins && !joined {
                         // A caller that joins a wake in flight is a Resume it did not send.
-                        crate::metrics::emit(
-                            crate::metrics::Record::of("wake").count("WakesJoined", 1),
+                        crate::invocation::emit(
+                            crate::invocation::Metric::of("wake").count("WakesJoined", 1),
                         );
                     }
                     joined |= joins;
@@ -588,7 +586,7 @@ impl<S: AgentStore, K: AgentKit> Waking<'_, '_, S, K> {
 
         // 7. Resume, retries included, within the marker's window (after it, another resumes).
         let request = ResumeSessionFromSnapshot::new(&home.tool_id, &snapshot_id);
-        crate::metrics::emit(crate::metrics::Record::of("wake").count("ResumesSent", 1));
+        crate::invocation::emit(crate::invocation::Metric::of("wake").count("ResumesSent", 1));
         let since_sent = Duration::from_millis(now_ms().saturating_sub(sent_at));
         let window = agents.settings.ready_timeout.saturating_sub(since_sent);
         let within = deadline.min_after(window.saturating_sub(agents.settings.lock.skew_margin));
@@ -978,7 +976,7 @@ impl<S: AgentStore, K: AgentKit> Waking<'_, '_, S, K> {
         let expired = before
             .session_expire_at
             .as_deref()
-            .and_then(crate::timestamp::epoch_ms)?;
+            .and_then(crate::ambient::epoch_ms)?;
         let now = now_ms();
         let skew = self.agents.settings.lock.skew_margin.as_millis() as u64;
         let grace = self.agents.settings.snapshot_grace.as_millis() as u64;

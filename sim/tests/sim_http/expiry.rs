@@ -148,7 +148,7 @@ async fn seeded_sessions_past_their_expiry_become_snapshots() {
 }
 
 fn snapwake_ts(t: OffsetDateTime) -> String {
-    snapwake::timestamp::format(t)
+    snapwake::ambient::format(t)
 }
 
 /// AgentKit's own time: the snapshot of an expired session is `Creating` for a while after the

@@ -101,13 +101,11 @@ async fn snapshots_on_request_and_session_ttls() {
         )
         .await;
     let moved = a.result()["ExpireAt"].as_str().unwrap().to_string();
-    assert!(
-        snapwake::timestamp::sort_key(Some(&moved)) > snapwake::timestamp::sort_key(Some(&before))
-    );
+    assert!(snapwake::ambient::sort_key(Some(&moved)) > snapwake::ambient::sort_key(Some(&before)));
     let cap = ctl.now() + time::Duration::hours(8);
     assert_eq!(
         moved,
-        snapwake::timestamp::format(cap),
+        snapwake::ambient::format(cap),
         "10 h asked, 8 h granted"
     );
     assert_eq!(

@@ -485,5 +485,5 @@ pub fn once(model: &mut Model, now: u64) -> Result<(), String> {
 
 /// An instant, for messages.
 pub fn at(ms: u64) -> String {
-    snapwake::timestamp::format_ms(ms)
+    snapwake::ambient::format_ms(ms)
 }

@@ -122,7 +122,7 @@ impl FormatTime for SimulatedTime {
         write!(
             w,
             "{}",
-            snapwake::timestamp::format_ms(snapwake::timestamp::now_ms())
+            snapwake::ambient::format_ms(snapwake::ambient::now_ms())
         )
     }
 }

@@ -2,7 +2,7 @@
 //! snapwake in one process (list, create, resume with its tick and queue consumer, delete
 //! with its sweep, refresh and offboarding, deploy, the stream relayed to the bus), over the
 //! in-memory table and the strict AgentKit simulator, on one simulated clock (tokio's, paused:
-//! `snapwake::timestamp::simulate_from`). A studio drawn from one seed works with it for
+//! `snapwake::ambient::simulate_from`). A studio drawn from one seed works with it for
 //! weeks, with faults at every step, and a reference model checks as it goes what must hold.
 //! A failure answers the seed and the last lines of what happened; the same seed draws the
 //! same studio, acts and faults again.

@@ -59,7 +59,7 @@ impl Fates {
 
 impl People {
     fn now(&self) -> u64 {
-        snapwake::timestamp::now_ms()
+        snapwake::ambient::now_ms()
     }
 
     fn note(&self, line: String) {

@@ -125,8 +125,8 @@ pub fn run(settings: &Settings) -> Result<Report, Failure> {
         .stack_size(256 * 1024 * 1024)
         .spawn(move || {
             // Every function runs on this thread: the ids it makes and its retries' jitter are
-            // drawn from the seed too, so the seed replays the run (snapwake::ids).
-            snapwake::ids::seed_this_thread(settings.seed);
+            // drawn from the seed too, so the seed replays the run (snapwake::ambient).
+            snapwake::ambient::seed_this_thread(settings.seed);
             let runtime = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .start_paused(true)
@@ -195,7 +195,7 @@ impl Run {
     async fn go(mut self) -> Result<Report, Failure> {
         let start =
             OffsetDateTime::from_unix_timestamp((self.start_ms / 1000) as i64).expect("a Monday");
-        snapwake::timestamp::simulate_from(start);
+        snapwake::ambient::simulate_from(start);
         fastrand::seed(self.settings.seed);
         let sim_config = SimConfig {
             session_ready_delay: Duration::from_secs(self.rng.u64(5..60)),
@@ -303,7 +303,7 @@ impl Run {
                         ..SeedSnapshot::default()
                     })
                     .map_err(|e| e.to_string())?;
-                let now = snapwake::timestamp::now_ms();
+                let now = snapwake::ambient::now_ms();
                 people
                     .model
                     .lock()
@@ -420,7 +420,7 @@ impl Run {
 
 /// The instant of epoch `ms` on the simulation's clock.
 fn instant(ms: u64) -> tokio::time::Instant {
-    let now = snapwake::timestamp::now_ms();
+    let now = snapwake::ambient::now_ms();
     tokio::time::Instant::now() + Duration::from_millis(ms.saturating_sub(now))
 }
 

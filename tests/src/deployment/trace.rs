@@ -14,7 +14,7 @@ impl Trace {
     const KEPT: usize = 60;
 
     pub fn note(&mut self, line: String) {
-        let at = snapwake::timestamp::format_ms(snapwake::timestamp::now_ms());
+        let at = snapwake::ambient::format_ms(snapwake::ambient::now_ms());
         self.lines.push_back(format!("{at} {line}"));
         self.noted += 1;
         while self.lines.len() > Self::KEPT {

@@ -195,7 +195,7 @@ async fn agrees(
         let written_ms = r
             .updated_at
             .as_deref()
-            .and_then(snapwake::timestamp::epoch_ms)
+            .and_then(snapwake::ambient::epoch_ms)
             .unwrap_or(0);
         if seen != r.version && written_ms + 1_000 >= now {
             return Ok(());

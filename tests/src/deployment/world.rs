@@ -76,7 +76,7 @@ impl Transport for Noted {
                 .map(|(_, v)| v.into_owned())
                 .unwrap_or_default();
             let body = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
-            let at_ms = snapwake::timestamp::now_ms();
+            let at_ms = snapwake::ambient::now_ms();
             let answered: Result<Answered, NoAnswer> = self.inner.send(request).await;
             let status = answered.as_ref().ok().map(|a| a.status);
             self.calls

@@ -263,11 +263,11 @@ async fn a_sleep_long_after_an_unconfirmed_snapshot_takes_a_fresh_one() {
         "the sleep ended the session on the snapshot the failed attempt took an hour before \
          (taken at {taken_at}; the session was handed out at {} and worked in since); \
          CreateSessionSnapshot sent {} times in all",
-        snapwake::timestamp::format(handed_out),
+        snapwake::ambient::format(handed_out),
         ctl.counters().received("CreateSessionSnapshot"),
     );
     assert!(
-        taken_at >= snapwake::timestamp::format(handed_out),
+        taken_at >= snapwake::ambient::format(handed_out),
         "the snapshot the sleep kept was taken at {taken_at}, before the session was last \
          handed out"
     );

@@ -331,7 +331,7 @@ async fn unknown_resume_then_failed_reconcile(agent: Agent) {
     // Nobody asks until the holder's lease (the readiness timeout) has lapsed.
     let lapse = held.lease_until_ms + wake.lock.skew_margin.as_millis() as u64 + 300;
     tokio::time::sleep(Duration::from_millis(
-        lapse.saturating_sub(snapwake::timestamp::now_ms()),
+        lapse.saturating_sub(snapwake::ambient::now_ms()),
     ))
     .await;
 

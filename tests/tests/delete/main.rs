@@ -5,10 +5,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use snapwake::ambient::{now_ms, now_s};
 use snapwake::domain::{AgentKey, Kind, WakeState};
 use snapwake::store::memory::MemoryStore;
 use snapwake::store::AgentStore;
-use snapwake::timestamp::{now_ms, now_s};
 use snapwake::wake::WakeSettings;
 use snapwake_tests::*;
 

@@ -77,7 +77,7 @@ async fn a_dry_run_plans_without_writing() {
     let store = dynamo_store("deploy_dry_run").await;
     let f = deploy_fn(store, &sim.endpoint(), catalogue(&[]));
     let event = serde_json::json!({"dry_run": true, "migrate_legacy": false});
-    let deadline_ms = snapwake::timestamp::now_ms() + 30_000;
+    let deadline_ms = snapwake::ambient::now_ms() + 30_000;
     let report = f.handle(event, deadline_ms).await.unwrap();
     assert_eq!(report["outcome"], "planned");
     let entries = report["entries"].as_array().unwrap();
@@ -177,7 +177,7 @@ async fn two_deploys_at_once_one_applies_and_the_other_says_already_running() {
     let scheduled = serde_json::json!({"version": "0", "id": "e-1", "detail-type": "Scheduled Event",
         "source": "aws.events", "account": "1", "time": "2026-01-01T00:00:00Z",
         "region": "us-east-1", "resources": [], "detail": {}});
-    let deadline_ms = snapwake::timestamp::now_ms() + 60_000;
+    let deadline_ms = snapwake::ambient::now_ms() + 60_000;
     let (ra, rb) = tokio::join!(
         a.handle(scheduled.clone(), deadline_ms),
         b.handle(scheduled.clone(), deadline_ms)

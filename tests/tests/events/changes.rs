@@ -46,7 +46,7 @@ async fn each_change_over_http_publishes_one_event() {
     assert_eq!(detail["session_id"].as_str(), record.session_id.as_deref());
     assert!(detail["snapshot_id"].is_null() && detail["error_code"].is_null());
     assert!(version_of(&awake[0]) <= record.version);
-    assert!(snapwake::timestamp::epoch_ms(detail["at"].as_str().unwrap()).is_some());
+    assert!(snapwake::ambient::epoch_ms(detail["at"].as_str().unwrap()).is_some());
     assert_eq!(world.live_sessions_of(&agent_id), 1);
 
     // Sleep: one `asleep`, naming the snapshot the sleep kept.

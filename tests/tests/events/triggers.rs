@@ -32,8 +32,7 @@ async fn a_schedule_wakes_with_trigger_schedule() {
         .await,
     );
     assert_eq!(status, 200, "{schedule}");
-    let wake_at =
-        snapwake::timestamp::epoch_ms(schedule["next_wake_at"].as_str().unwrap()).unwrap();
+    let wake_at = snapwake::ambient::epoch_ms(schedule["next_wake_at"].as_str().unwrap()).unwrap();
 
     // Ticks a minute apart from the occurrence until the wake completes.
     for minute in 0..20 {
@@ -162,8 +161,7 @@ async fn a_change_is_announced_as_what_started_it_whoever_settles_it() {
         );
         let (status, schedule) = answer(&api.handle(put).await);
         assert_eq!(status, 200, "{schedule}");
-        wake_at =
-            snapwake::timestamp::epoch_ms(schedule["next_wake_at"].as_str().unwrap()).unwrap();
+        wake_at = snapwake::ambient::epoch_ms(schedule["next_wake_at"].as_str().unwrap()).unwrap();
     }
     // alice wakes one herself (a short request: 202, the session booting) ...
     let (status, body) = call(&api, "POST", &by_person, "resume").await;

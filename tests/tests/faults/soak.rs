@@ -39,7 +39,7 @@ async fn with_record<S: AgentStore + snapwake::store::ScheduleStore>(
                 r.holder,
                 r.fence,
                 r.lease_until_ms,
-                snapwake::timestamp::now_ms(),
+                snapwake::ambient::now_ms(),
                 r.session_id,
                 r.resume_sent_at_ms,
                 r.error

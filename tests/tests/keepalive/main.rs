@@ -103,7 +103,7 @@ fn sent_ttls(ctl: &SimControl) -> u64 {
 }
 
 fn ts(s: &str) -> OffsetDateTime {
-    snapwake::timestamp::parse(s).unwrap_or_else(|| panic!("not a timestamp: {s:?}"))
+    snapwake::ambient::parse(s).unwrap_or_else(|| panic!("not a timestamp: {s:?}"))
 }
 
 /// The `session.expire_at` of an answer.

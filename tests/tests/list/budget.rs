@@ -107,7 +107,7 @@ async fn the_cap_of_a_list_counts_live_agents_not_tombstones() {
     assert!(sync(&store, &world, &registry).await.completed);
     // 1,001 deleted agents and 5 ended temporary ones, all created after the live ones.
     let owner_key = caller::owner_keys("alice")[0].clone();
-    let later = snapwake::timestamp::format_ms(now_ms() + 3_600_000);
+    let later = snapwake::ambient::format_ms(now_ms() + 3_600_000);
     for i in 0..1006 {
         let key = AgentKey::new(Kind::Codex, caller::mint("alice"));
         let ended_temporary = i >= 1001;

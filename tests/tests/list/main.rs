@@ -16,8 +16,8 @@ use snapwake::identity::caller;
 use snapwake::index_sync::{sync_index, IndexSyncReport};
 use snapwake::invocation::Deadline;
 
+use snapwake::ambient::{now_ms, now_s};
 use snapwake::store::{AgentStore, Changes, Condition};
-use snapwake::timestamp::{now_ms, now_s};
 use snapwake_list::{List, ListSettings};
 use snapwake_sim::{Fault, SeedSession, SeedSnapshot, SeedTool};
 use snapwake_tests::counting::CountingStore;

@@ -106,7 +106,7 @@ async fn who_may_resume_and_what_bad_input_answers() {
             &Changes {
                 state: Some(WakeState::Gone),
                 holder: Some(None),
-                expires_at: Some(Some(snapwake::timestamp::now_s() + 3600)),
+                expires_at: Some(Some(snapwake::ambient::now_s() + 3600)),
                 ..Changes::default()
             },
         )

@@ -13,11 +13,11 @@ use std::time::Duration;
 
 use snapwake::agentkit::types::Action;
 use snapwake::agentkit::{AgentKit, AgentKitClient};
+use snapwake::ambient::now_ms;
 use snapwake::domain::{AgentKey, Kind, WakeState};
 use snapwake::invocation::Deadline;
 use snapwake::store::memory::MemoryStore;
 use snapwake::store::{AgentStore, Changes, Condition};
-use snapwake::timestamp::now_ms;
 use snapwake::wake::WakeSettings;
 use snapwake_resume::Resume;
 use snapwake_sim::{Fault, SeedSnapshot};

@@ -23,7 +23,7 @@ async fn fired_between<S: AgentStore + ScheduleStore, K: AgentKit>(
         .unwrap()
         .unwrap()
         .last;
-    let before = before.map(|l| snapwake::timestamp::format_ms(l.at_ms));
+    let before = before.map(|l| snapwake::ambient::format_ms(l.at_ms));
     let mut t = at(from);
     while t <= at(to) {
         tick(f, t).await;
@@ -35,7 +35,7 @@ async fn fired_between<S: AgentStore + ScheduleStore, K: AgentKit>(
             .unwrap()
             .last;
         if let Some(last) = last {
-            let when = snapwake::timestamp::format_ms(last.at_ms);
+            let when = snapwake::ambient::format_ms(last.at_ms);
             if fired.last() != Some(&when) && before.as_ref() != Some(&when) {
                 fired.push(when);
             }

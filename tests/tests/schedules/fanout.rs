@@ -193,7 +193,7 @@ async fn a_batch_reports_only_the_messages_it_could_not_handle() {
     let event = batch(&[due(&fine), "not a due occurrence".into(), due(&broken)]);
     let invocation: Invocation = serde_json::from_value(event).expect("an SQS batch");
     let mut context = lambda_http::Context::default();
-    context.deadline = snapwake::timestamp::now_ms() + 29_000;
+    context.deadline = snapwake::ambient::now_ms() + 29_000;
     let answered = f.invoke(invocation, context).await.unwrap();
     let Answered::Queue(response) = answered else {
         panic!("not a batch's answer: {answered:?}");

@@ -30,7 +30,7 @@ fn key(agent_id: &str) -> AgentKey {
 
 /// Epoch ms of an RFC 3339 instant.
 fn at(rfc3339: &str) -> u64 {
-    snapwake::timestamp::epoch_ms(rfc3339).unwrap()
+    snapwake::ambient::epoch_ms(rfc3339).unwrap()
 }
 
 async fn call<S: AgentStore + ScheduleStore, K: AgentKit>(

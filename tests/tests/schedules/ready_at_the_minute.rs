@@ -184,7 +184,7 @@ async fn a_consumer_follows_its_wakes_up_and_keeps_the_readiness_it_saw() {
         let answer = put_schedule(&f, agent_id, body.clone()).await;
         w = at(answer["next_wake_at"].as_str().unwrap());
     }
-    let started = snapwake::timestamp::now_ms();
+    let started = snapwake::ambient::now_ms();
     let report = hand_over(&f, w).await;
     assert_eq!((report.due, report.queued), (2, 2), "{report:?}");
     drain(&queue, &f).await;
@@ -199,8 +199,7 @@ async fn a_consumer_follows_its_wakes_up_and_keeps_the_readiness_it_saw() {
     for agent_id in &agents {
         let record = store.get(&key(agent_id)).await.unwrap().unwrap();
         assert_eq!(record.state, WakeState::Awake, "{agent_id}");
-        let awake_at =
-            snapwake::timestamp::epoch_ms(record.updated_at.as_deref().unwrap()).unwrap();
+        let awake_at = snapwake::ambient::epoch_ms(record.updated_at.as_deref().unwrap()).unwrap();
         assert!(
             awake_at.saturating_sub(started) < ready_in + 4_000,
             "{agent_id} settled {} ms after its tick, Ready in {ready_in} ms",

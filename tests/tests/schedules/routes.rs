@@ -27,7 +27,7 @@ async fn a_schedule_is_set_read_listed_and_removed() {
         next_wake.ends_with('Z') && next_sleep.ends_with('Z'),
         "{body}"
     );
-    let now = snapwake::timestamp::now_ms();
+    let now = snapwake::ambient::now_ms();
     assert!(
         at(next_wake) > now && at(next_sleep) > now,
         "both in the future: {body}"

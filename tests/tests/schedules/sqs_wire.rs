@@ -42,10 +42,10 @@ async fn occurrences_reach_the_queue_signed_ten_a_call_a_follow_up_delayed() {
     // A follow-up, due in 4.2 s, is delayed 5 s: whole seconds, rounded up, never delivered
     // early. (4 s when the send itself came more than 0.2 s after the follow-up was made, as on
     // a loaded CI machine once: what is left of its wait, rounded up.)
-    let made = snapwake::timestamp::now_ms();
+    let made = snapwake::ambient::now_ms();
     let follow_up = due[0].follow_up(std::time::Duration::from_millis(4_200));
     sqs.sender().send(&[follow_up]).await.expect("sent");
-    let sent_by = snapwake::timestamp::now_ms();
+    let sent_by = snapwake::ambient::now_ms();
     let delay_s = sqs.messages().last().map(|m| m.delay_s).expect("sent");
     assert!(delay_s <= 5, "{delay_s} s");
     assert!(

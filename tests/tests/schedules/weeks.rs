@@ -51,7 +51,7 @@ async fn two_agents_keep_office_hours_for_two_weeks() {
             break;
         }
         occurrences += 1;
-        let local = snapwake::timestamp::format_ms(due);
+        let local = snapwake::ambient::format_ms(due);
         ctl.set_now(time::OffsetDateTime::from_unix_timestamp((due / 1000) as i64).unwrap());
         // A fault at some steps: AgentKit throttles the first call of every third occurrence.
         if occurrences.is_multiple_of(3) {

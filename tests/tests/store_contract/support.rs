@@ -4,6 +4,7 @@
 pub use std::collections::HashSet;
 pub use std::sync::Arc;
 
+pub use snapwake::ambient::{now_ms, now_s};
 pub use snapwake::domain::Description;
 pub use snapwake::domain::{
     AgentKey, AgentRecord, Kind, KindTools, Retention, ToolRegistry, WakeState,
@@ -12,7 +13,6 @@ pub use snapwake::store::dynamo::{sdk_defaults, DynamoStore};
 pub use snapwake::store::memory::MemoryStore;
 pub use snapwake::store::table::{create_table, create_table_without_stream};
 pub use snapwake::store::{AgentStore, Changes, Condition, StoreError};
-pub use snapwake::timestamp::{now_ms, now_s};
 
 // ---------------------------------------------------------------------------------------------
 // Helpers

@@ -46,13 +46,13 @@ use document::{IdemDoc, State, Stored};
 
 use lambda_http::{Body, Response};
 use snapwake::agentkit::AgentKit;
+use snapwake::ambient::{now_ms, now_s};
 use snapwake::domain::AgentKey;
 use snapwake::error::{Error, Result};
 use snapwake::http::edge;
 use snapwake::identity::caller;
 use snapwake::invocation::Deadline;
 use snapwake::store::{AgentStore, DocumentKey, StoreError, Within};
-use snapwake::timestamp::{now_ms, now_s};
 
 use crate::plan::Plan;
 use crate::Create;
@@ -83,7 +83,7 @@ impl<S: AgentStore, K: AgentKit> Create<S, K> {
         let pk = document::pk(&plan.caller.owner, key);
         let doc_key = document::document_key(&pk);
         let fingerprint = document::fingerprint(plan.kind, &plan.display_name, plan.retention);
-        let attempt = snapwake::ids::fresh_hex();
+        let attempt = snapwake::ambient::fresh_hex();
         let mut agent_id = caller::mint(&plan.caller.owner);
         let mut expected = 0;
         let mut takeover = false;

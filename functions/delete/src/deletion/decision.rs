@@ -1,11 +1,11 @@
 //! What the record alone says a deleter may do, before any AgentKit call: a pure rule, so
 //! it is tested at fixed instants.
 
+use snapwake::ambient::now_ms;
 use snapwake::domain::{AgentRecord, WakeState};
 use snapwake::error::Error;
 use snapwake::lock::{self, Intent, LockSettings};
 use snapwake::store::{Changes, Condition};
-use snapwake::timestamp::now_ms;
 
 /// What the record says a deleter may do, before any AgentKit call.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -84,7 +84,7 @@ pub(super) fn resting(seen: Option<&AgentRecord>, now_ms: u64) -> Resting {
                 let expires = r
                     .session_expire_at
                     .as_deref()
-                    .and_then(snapwake::timestamp::epoch_ms);
+                    .and_then(snapwake::ambient::epoch_ms);
                 r.session_id.as_ref().map(|_| expires)
             });
             match recorded {
@@ -120,7 +120,7 @@ mod tests {
     #[test]
     fn a_lapsed_delete_hands_back_awake_until_the_session_expires_then_announces_its_end() {
         let expiry = "2027-08-04T14:58:36Z";
-        let at = snapwake::timestamp::epoch_ms(expiry).unwrap();
+        let at = snapwake::ambient::epoch_ms(expiry).unwrap();
         let before = resting(Some(&deleting(expiry)), at - 1);
         assert_eq!(before.state, WakeState::Awake);
         assert_eq!(before.changes, Changes::default(), "nothing learned");

@@ -27,6 +27,7 @@ use snapwake::agentkit::types::{
     DeleteSession, DeleteSessionSnapshot, Filter, ListSessionSnapshots, ListSessions, Snapshot,
 };
 use snapwake::agentkit::{list_all, AgentKit};
+use snapwake::ambient::{now_ms, now_s};
 use snapwake::domain::Description;
 use snapwake::domain::{AgentKey, AgentRecord, Kind, ToolRegistry, WakeState};
 use snapwake::error::Error;
@@ -35,7 +36,6 @@ use snapwake::invocation::Deadline;
 use snapwake::lock::{self, Acquire, Acquired, AgentLock, Generation, LockSettings, Written};
 use snapwake::store::Within;
 use snapwake::store::{AgentStore, Changes, DocumentKey, ScheduleStore, StoreError};
-use snapwake::timestamp::{now_ms, now_s};
 
 use crate::retention::RetentionPolicy;
 
@@ -231,7 +231,7 @@ impl<'a, S: AgentStore + ScheduleStore, K: AgentKit> Deleter<'a, S, K> {
                 Decision::Gone => return Ok(Taken::Gone),
                 Decision::Acquire(c) => c,
             };
-            let resting = resting(seen.as_ref(), snapwake::timestamp::now_ms());
+            let resting = resting(seen.as_ref(), snapwake::ambient::now_ms());
             match lock
                 .acquire(&target.key, &condition, seen.as_ref(), &how)
                 .await?

@@ -5,11 +5,11 @@
 //! with nothing left after a listing late enough is finished and leaves the pending list.
 
 use snapwake::agentkit::AgentKit;
+use snapwake::ambient::now_ms;
 use snapwake::error::Error;
 use snapwake::invocation::Deadline;
 use snapwake::offboarding;
 use snapwake::store::{AgentStore, ScheduleStore};
-use snapwake::timestamp::now_ms;
 
 use super::{FinishReport, Offboard, OffboardReport};
 

@@ -34,13 +34,13 @@ use std::time::Duration;
 
 use serde::Serialize;
 use snapwake::agentkit::AgentKit;
+use snapwake::ambient::now_ms;
 use snapwake::domain::{AgentKey, AgentRecord, Retention, ToolRegistry, WakeState};
 use snapwake::error::Error;
 use snapwake::invocation::Deadline;
 use snapwake::lock::LockSettings;
 use snapwake::offboarding;
 use snapwake::store::{AgentStore, ScheduleStore};
-use snapwake::timestamp::now_ms;
 
 use crate::deletion::{AgentPlace, DeleteTarget, Deleted, Deleter};
 

@@ -26,8 +26,8 @@ pub fn check(source: Option<&str>, allowed: &[String]) -> Result<(), Refused> {
                 .take(128)
                 .collect();
             tracing::warn!(source = %source, "offboarding event refused: not from a configured source");
-            snapwake::metrics::emit(
-                snapwake::metrics::Record::of("offboard").count("OffboardingRefused", 1),
+            snapwake::invocation::emit(
+                snapwake::invocation::Metric::of("offboard").count("OffboardingRefused", 1),
             );
             Err(Refused {
                 refused: true,

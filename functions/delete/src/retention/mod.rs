@@ -69,7 +69,7 @@ fn dated(snapshots: &[Snapshot]) -> Vec<(u64, &Snapshot)> {
             let at = s
                 .created_at
                 .as_deref()
-                .and_then(snapwake::timestamp::epoch_ms)?;
+                .and_then(snapwake::ambient::epoch_ms)?;
             Some((i, at, s))
         })
         .collect();
@@ -119,7 +119,7 @@ impl RetentionPolicy {
         snapshots.iter().all(|s| {
             s.created_at
                 .as_deref()
-                .and_then(snapwake::timestamp::epoch_ms)
+                .and_then(snapwake::ambient::epoch_ms)
                 .is_some_and(|at| at.saturating_add(idle.as_millis() as u64) < now_ms)
         })
     }

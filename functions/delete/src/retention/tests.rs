@@ -8,7 +8,7 @@ fn snap(id: &str, status: &str, days_ago: u64) -> Snapshot {
     Snapshot {
         snapshot_id: Some(id.into()),
         status: Some(status.into()),
-        created_at: Some(snapwake::timestamp::format_ms(NOW - days_ago * DAY_MS)),
+        created_at: Some(snapwake::ambient::format_ms(NOW - days_ago * DAY_MS)),
         ..Snapshot::default()
     }
 }

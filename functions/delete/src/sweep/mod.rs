@@ -25,6 +25,7 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use snapwake::agentkit::AgentKit;
+use snapwake::ambient::now_ms;
 use snapwake::domain::{AgentKey, Retention, ToolRegistry};
 use snapwake::error::Error;
 use snapwake::index_sync::{agents_of, index_agent, list_tool, record_completion, tools, Upsert};
@@ -32,7 +33,6 @@ use snapwake::index_sync::{Seen, SliceSettings, ToolListing};
 use snapwake::invocation::Deadline;
 use snapwake::lock::{DocumentAcquired, DocumentLock, LockSettings};
 use snapwake::store::{AgentStore, ScheduleStore};
-use snapwake::timestamp::now_ms;
 
 use crate::retention::RetentionPolicy;
 

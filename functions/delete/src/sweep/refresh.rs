@@ -18,6 +18,7 @@ use std::time::Duration;
 use serde::Serialize;
 use snapwake::agentkit::types::Snapshot;
 use snapwake::agentkit::AgentKit;
+use snapwake::ambient::{epoch_ms, format_ms, now_ms};
 use snapwake::domain::{Retention, SnapshotPhase, ToolRegistry};
 use snapwake::error::Error;
 use snapwake::index_sync::{agents_of, freshness, index_many, save_freshness, tools};
@@ -27,7 +28,6 @@ use snapwake::invocation::Deadline;
 use snapwake::locate::regions;
 use snapwake::lock::{DocumentAcquired, DocumentLock, LockSettings};
 use snapwake::store::{AgentStore, DocumentKey, ScheduleStore, StoreError};
-use snapwake::timestamp::{epoch_ms, format_ms, now_ms};
 
 /// How far before the last read began the next one starts.
 pub const OVERLAP: Duration = Duration::from_secs(300);

@@ -11,12 +11,12 @@ use tokio::time::Instant;
 
 use snapwake::agentkit::answer::RetryPolicy;
 use snapwake::agentkit::AgentKit;
+use snapwake::ambient::now_ms;
 use snapwake::domain::ToolRegistry;
 use snapwake::error::Error;
 use snapwake::invocation::Deadline;
 use snapwake::lock::{DocumentLock, LockSettings};
 use snapwake::store::{AgentStore, StoreError};
-use snapwake::timestamp::now_ms;
 
 pub mod apply;
 pub mod catalogue;

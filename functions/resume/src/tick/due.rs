@@ -17,7 +17,7 @@ use snapwake::error::Error;
 use snapwake::fanout::DueOccurrence;
 use snapwake::invocation::Deadline;
 use snapwake::invocation::Invocation;
-use snapwake::metrics::{self, Record};
+use snapwake::invocation::{self, Metric};
 use snapwake::schedule::Readiness;
 use snapwake::store::{AgentStore, ScheduleStore, Within};
 
@@ -107,7 +107,7 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
             .filter(|(_, handled)| !handled)
             .map(|(id, _)| ItemFailure { id })
             .collect();
-        metrics::emit(Record::of("due").count("DueFailed", failures.len() as u64));
+        invocation::emit(Metric::of("due").count("DueFailed", failures.len() as u64));
         BatchResponse { failures }
     }
 

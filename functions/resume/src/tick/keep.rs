@@ -13,13 +13,13 @@
 use std::time::Duration;
 
 use snapwake::agentkit::AgentKit;
+use snapwake::ambient::{epoch_ms, now_ms};
 use snapwake::domain::{Action, ScheduleRecord, ToolRegistry, WakeState};
 use snapwake::error::Error;
 use snapwake::locate::home_of;
 use snapwake::offboarding::admit;
 use snapwake::store::update::{update, Attempt, Step, Updated};
 use snapwake::store::{AgentStore, ScheduleStore, StoreError, Within};
-use snapwake::timestamp::{epoch_ms, now_ms};
 
 use super::Handled;
 use crate::Resume;
@@ -71,7 +71,7 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
         tracing::info!(
             agent = %key,
             awake = awake.is_some(),
-            next = next.map(snapwake::timestamp::format_ms),
+            next = next.map(snapwake::ambient::format_ms),
             "a scheduled day's session looked at"
         );
         schedule.keep_ms = next;

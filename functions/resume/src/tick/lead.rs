@@ -5,10 +5,10 @@ use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 
 use snapwake::agentkit::AgentKit;
+use snapwake::ambient;
 use snapwake::domain::{Action, AgentRecord, Kind, ScheduleRecord};
 use snapwake::schedule::{wake_lead_ms, DueLead, Readiness, Step};
 use snapwake::store::{AgentStore, ScheduleStore, Within};
-use snapwake::timestamp;
 
 use crate::Resume;
 
@@ -109,7 +109,7 @@ pub(super) fn readiness_shown(
     let awake = agent
         .updated_at
         .as_deref()
-        .and_then(timestamp::epoch_ms)
+        .and_then(ambient::epoch_ms)
         .filter(|at| *at >= started)
         .map_or(time_ms, |at| at.min(time_ms));
     Some((agent.key.kind, awake.saturating_sub(started)))

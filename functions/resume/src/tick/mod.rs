@@ -27,6 +27,7 @@ use std::sync::Mutex;
 
 use serde::Serialize;
 use snapwake::agentkit::AgentKit;
+use snapwake::ambient::now_ms;
 use snapwake::domain::{
     Action, AgentRecord, ScheduleRecord, Settled, ToolRegistry, Trigger, WakeState,
 };
@@ -34,12 +35,11 @@ use snapwake::error::Error;
 use snapwake::fanout::{DueChannel, DueOccurrence, Fanout, AT_ONCE};
 use snapwake::invocation::Deadline;
 use snapwake::invocation::Invocation;
-use snapwake::metrics::{self, Record};
+use snapwake::invocation::{self, Metric};
 use snapwake::offboarding::{admit, Admitted};
 use snapwake::schedule::readiness::LONGEST_LEAD_MS;
 use snapwake::schedule::{decide_early, AgentSeen, DueLead, Plan, Step};
 use snapwake::store::{AgentStore, DueCursor, ScheduleStore, StoreError, Within};
-use snapwake::timestamp::now_ms;
 
 use crate::Resume;
 use act::Acted;
@@ -142,8 +142,8 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
             .await
             .map_err(|e| Error::Internal(e.to_string()))?;
         report.queued = messages.len();
-        metrics::emit(
-            Record::of("tick")
+        invocation::emit(
+            Metric::of("tick")
                 .count("SchedulesDue", report.due as u64)
                 .count("OccurrencesQueued", report.queued as u64),
         );
@@ -167,7 +167,7 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
         let report = Invocation::background(crate::FUNCTION, Trigger::Schedule)
             .run(self.consume(channel, deadline, report))
             .await;
-        metrics::emit(Record::of("tick").count("TickErrors", report.errors as u64));
+        invocation::emit(Metric::of("tick").count("TickErrors", report.errors as u64));
         Ok(report)
     }
 

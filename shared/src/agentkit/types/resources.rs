@@ -131,7 +131,7 @@ impl Session {
 
 /// The most recently created session of an iterator (by instant, never by text).
 pub fn newest_session(sessions: impl Iterator<Item = Session>) -> Option<Session> {
-    sessions.max_by_key(|s| crate::timestamp::sort_key(s.created_at.as_deref()))
+    sessions.max_by_key(|s| crate::ambient::sort_key(s.created_at.as_deref()))
 }
 
 /// The saved workspace of an expired session.

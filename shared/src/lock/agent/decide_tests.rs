@@ -92,7 +92,7 @@ fn resting_states_are_acquired_by_version() {
 fn awake_records_are_trusted_checked_or_known_expired() {
     let mut r = record(WakeState::Awake);
     r.session_id = Some("s-1".into());
-    r.session_expire_at = Some(crate::timestamp::format_ms(NOW + 3_600_000));
+    r.session_expire_at = Some(crate::ambient::format_ms(NOW + 3_600_000));
     r.verified_at_ms = NOW - 1_000;
     assert_eq!(at(&r, WAKE), Decision::Awake);
     // Verified too long ago: somebody checks once.
@@ -105,7 +105,7 @@ fn awake_records_are_trusted_checked_or_known_expired() {
     r.poll_until_ms = NOW - 5_000;
     assert_eq!(at(&r, WAKE), Decision::Verify);
     // The session's own expiry has passed: asleep, without asking anybody.
-    r.session_expire_at = Some(crate::timestamp::format_ms(NOW - 1_000));
+    r.session_expire_at = Some(crate::ambient::format_ms(NOW - 1_000));
     r.verified_at_ms = NOW - 1_000;
     assert_eq!(at(&r, WAKE), Decision::Acquire(Condition::Version(7)));
     // An unreadable expiry is no evidence either way.

@@ -12,7 +12,7 @@ fn snap(id: &str, at: &str) -> Snapshot {
 
 #[test]
 fn a_lost_answer_is_matched_only_by_a_snapshot_taken_since_it_was_sent() {
-    let sent = crate::timestamp::epoch_ms("2026-12-02T10:00:00Z").unwrap();
+    let sent = crate::ambient::epoch_ms("2026-12-02T10:00:00Z").unwrap();
     let skew = std::time::Duration::from_secs(2);
     assert!(taken_since_ms(
         &snap("new", "2026-12-02T10:00:01Z"),

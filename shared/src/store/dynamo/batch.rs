@@ -7,9 +7,9 @@ use aws_sdk_dynamodb::types::KeysAndAttributes;
 
 use super::item::live_record;
 use super::{unavailable, DynamoStore};
+use crate::ambient::now_s;
 use crate::domain::{AgentKey, AgentRecord};
 use crate::store::{StoreError, GET_MANY_KEYS};
-use crate::timestamp::now_s;
 
 const UNPROCESSED_ROUNDS: u32 = 4;
 

@@ -448,7 +448,7 @@ pub(super) fn update_expression(expr: &mut Expr, key: &AgentKey, creates: bool, 
     }
 
     expr.increment(attr::VERSION);
-    expr.set(attr::UPDATED_AT, s(&crate::timestamp::now()));
+    expr.set(attr::UPDATED_AT, s(&crate::ambient::now()));
 
     if creates {
         for name in CLEARED_ON_CREATE {

@@ -14,10 +14,10 @@ use super::port::{self, OwnerCursor};
 use super::{
     AgentPage, AgentStore, Changes, Condition, Document, DocumentKey, OwnerPage, StoreError,
 };
+use crate::ambient::now_s;
 use crate::domain::{AgentKey, AgentRecord, Kind, ToolRegistry};
 use crate::store::port::{budget_pk, BUDGET_SK};
 use crate::store::{BudgetStore, Reserved, Slowdown};
-use crate::timestamp::now_s;
 use aws_sdk_dynamodb::error::{DisplayErrorContext, SdkError};
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;

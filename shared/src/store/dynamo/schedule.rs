@@ -11,10 +11,10 @@ use aws_sdk_dynamodb::types::{
 use super::item::{attr, get_n, get_s, Item};
 use super::item::{condition_expression, n, s, update_expression, Expr};
 use super::{unavailable, DynamoStore};
+use crate::ambient;
 use crate::domain::{AgentKey, AgentRecord, ScheduleRecord, WakeState};
 use crate::store::port::{self, DUE_INDEX, DUE_PK, SCHEDULE_SK};
 use crate::store::{Changes, Condition, DueCursor, DuePage, ScheduleStore, StoreError};
-use crate::timestamp;
 
 fn key_attrs(key: &AgentKey) -> Item {
     HashMap::from([
@@ -69,7 +69,7 @@ fn item_write(record: &ScheduleRecord, expected_version: u64) -> Result<ItemWrit
     }
     let mut values: Item = HashMap::from([
         (":doc".to_string(), s(&json)),
-        (":updated_at".to_string(), s(&timestamp::now())),
+        (":updated_at".to_string(), s(&ambient::now())),
         (":zero".to_string(), n(0)),
         (":one".to_string(), n(1)),
     ]);
@@ -166,7 +166,7 @@ impl ScheduleStore for DynamoStore {
         expected_version: u64,
     ) -> Result<Option<ScheduleRecord>, StoreError> {
         let key = &agent.key;
-        let now = timestamp::now_s();
+        let now = ambient::now_s();
         // The agent record: its summary, under a CAS on the version read, never on a tombstone.
         let mut expr = Expr::default();
         let condition = condition_expression(&mut expr, &Condition::Version(agent.version), now);
@@ -192,7 +192,7 @@ impl ScheduleStore for DynamoStore {
             let mut written = record.clone();
             written.key = Some(key.clone());
             written.version = expected_version + 1;
-            written.updated_at = Some(timestamp::now());
+            written.updated_at = Some(ambient::now());
             written
         });
         let invalid = |e: aws_sdk_dynamodb::error::BuildError| {

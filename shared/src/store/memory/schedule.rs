@@ -1,10 +1,10 @@
 //! Schedule items in memory, in `by_due`'s order (due time, then key), with DynamoDB's conditions.
 
 use super::MemoryStore;
+use crate::ambient::now_s;
 use crate::domain::{AgentKey, AgentRecord, ScheduleRecord, WakeState};
 use crate::store::port::schedule_pk;
 use crate::store::{Changes, DueCursor, DuePage, ScheduleStore, StoreError};
-use crate::timestamp::now_s;
 
 impl ScheduleStore for MemoryStore {
     async fn get_schedule(&self, key: &AgentKey) -> Result<Option<ScheduleRecord>, StoreError> {
@@ -29,7 +29,7 @@ impl ScheduleStore for MemoryStore {
         }
         let mut written = record.clone();
         written.version = expected_version + 1;
-        written.updated_at = Some(crate::timestamp::now());
+        written.updated_at = Some(crate::ambient::now());
         tables.schedules.insert(key, written.clone());
         Ok(written)
     }
@@ -65,7 +65,7 @@ impl ScheduleStore for MemoryStore {
         let mut written = schedule.clone();
         written.key = Some(key.clone());
         written.version = expected_version + 1;
-        written.updated_at = Some(crate::timestamp::now());
+        written.updated_at = Some(crate::ambient::now());
         tables.schedules.insert(key.clone(), written.clone());
         Ok(Some(written))
     }

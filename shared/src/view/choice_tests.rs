@@ -84,7 +84,7 @@ fn among_snapshots_of_the_same_second_the_recorded_one_wins() {
 
 const DAY: u64 = 86_400_000;
 fn at_ms(ts: &str) -> u64 {
-    crate::timestamp::epoch_ms(ts).unwrap()
+    crate::ambient::epoch_ms(ts).unwrap()
 }
 
 fn chosen(c: &Choice) -> Option<&str> {

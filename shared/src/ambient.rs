@@ -1,12 +1,15 @@
-//! Timestamps as AgentKit writes them and snapwake stores them: RFC 3339 in UTC with whole
-//! seconds (`2026-12-02T10:00:00Z`), parsed to be compared, never sorted as text.
-//!
-//! And the one wall clock every module reads ([`now_utc`]): the system's, except on a simulated
-//! deployment's thread ([`simulate_from`]), so leases and ticks keep one simulated time
+//! What every module reads from its surroundings rather than from its arguments, in one
+//! place: the wall clock and fresh random ids. Both are the system's, except on a simulated
+//! deployment's thread, whose clock is tokio's ([`simulate_from`]) and whose ids are drawn from
+//! its seed ([`seed_this_thread`]), so a seed replays its run with leases and ticks on one time
 //! (docs/testing.md, "One simulated deployment").
+//!
+//! Timestamps as AgentKit writes them and snapwake stores them: RFC 3339 in UTC with whole
+//! seconds (`2026-12-02T10:00:00Z`), parsed to be compared, never sorted as text. Ids are v4
+//! UUIDs; they decide order (keys list in order), which is why a seed must draw them.
 
 use std::cell::Cell;
-
+use std::cell::RefCell;
 use time::format_description::well_known::Rfc3339;
 use time::macros::format_description;
 use time::{OffsetDateTime, UtcOffset};
@@ -81,45 +84,32 @@ pub fn sort_key(s: Option<&str>) -> i128 {
         .map_or(i128::MIN, OffsetDateTime::unix_timestamp_nanos)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use time::macros::datetime;
-
-    #[test]
-    fn formats_utc_whole_seconds_and_orders_by_time_not_text() {
-        assert_eq!(
-            format(datetime!(2026-12-02 10:00:00.75 +08:00)),
-            "2026-12-02T02:00:00Z"
-        );
-        // Text order would put "…T09…+00:00" after "…T08…-02:00"; time order does not.
-        let a = sort_key(Some("2026-12-02T09:00:00+00:00"));
-        let b = sort_key(Some("2026-12-02T08:00:00-02:00"));
-        assert!(a < b);
-        assert!(sort_key(None) < a && sort_key(Some("soon")) == sort_key(None));
-        assert_eq!(
-            parse("2026-12-02T02:00:00Z"),
-            Some(datetime!(2026-12-02 02:00:00 UTC))
-        );
-    }
-
-    #[test]
-    fn epoch_milliseconds_round_trip_to_the_second() {
-        let ms = epoch_ms("2026-12-02T02:00:00+01:00").unwrap();
-        assert_eq!(format_ms(ms), "2026-12-02T01:00:00Z");
-        assert_eq!(format_ms(ms + 999), "2026-12-02T01:00:00Z");
-        assert_eq!(epoch_ms("later"), None);
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn a_simulated_thread_keeps_tokio_s_time_from_the_instant_it_chose() {
-        simulate_from(datetime!(2027-03-22 08:29:00 UTC));
-        assert_eq!(now(), "2027-03-22T08:29:00Z");
-        tokio::time::sleep(std::time::Duration::from_secs(90)).await;
-        assert_eq!(now(), "2027-03-22T08:30:30Z");
-        assert_eq!(now_s(), datetime!(2027-03-22 08:30:30 UTC).unix_timestamp());
-        // Another thread keeps the system's clock.
-        let elsewhere = std::thread::spawn(now_ms).join().unwrap();
-        assert!(elsewhere > now_ms() + 365 * 86_400_000 || elsewhere + 86_400_000 < now_ms());
-    }
+thread_local! {
+    /// On a seeded thread: where its ids are drawn from.
+    static SEEDED: RefCell<Option<fastrand::Rng>> = const { RefCell::new(None) };
 }
+
+/// From now on, the ids made on this thread are drawn from `seed`, and so are the retry
+/// jitter's waits (fastrand's generator of this thread, `crate::agentkit::answer`).
+pub fn seed_this_thread(seed: u64) {
+    SEEDED.with(|s| *s.borrow_mut() = Some(fastrand::Rng::with_seed(seed)));
+    fastrand::seed(seed.rotate_left(32) ^ 0x5eed_5eed);
+}
+
+pub fn fresh() -> uuid::Uuid {
+    SEEDED.with(|s| match s.borrow_mut().as_mut() {
+        Some(rng) => uuid::Builder::from_random_bytes(rng.u128(..).to_le_bytes()).into_uuid(),
+        None => uuid::Uuid::new_v4(),
+    })
+}
+
+/// A fresh v4 UUID as 32 lowercase hex characters.
+pub fn fresh_hex() -> String {
+    fresh().simple().to_string()
+}
+
+#[cfg(test)]
+mod timestamp_tests;
+
+#[cfg(test)]
+mod id_tests;
