@@ -13,14 +13,14 @@
 
 use std::time::Duration;
 
-use lambda_http::{Body, Request, Response};
+use lambda_http::Request;
 use serde::{Deserialize, Serialize};
 use snapwake::agentkit::types::{Session, SetSessionTtl, Snapshot};
 use snapwake::agentkit::AgentKit;
 use snapwake::ambient::now_ms;
 use snapwake::domain::{AgentKey, AgentRecord, AgentView, ToolRegistry, WakeState};
 use snapwake::error::{Error, Result};
-use snapwake::http::edge::{self, Matched};
+use snapwake::http::edge::{self};
 use snapwake::invocation::Deadline;
 use snapwake::locate::questions::active_session;
 use snapwake::locate::snapshots;
@@ -32,6 +32,7 @@ use snapwake::wake::MIN_TTL;
 
 use crate::Resume;
 use crate::{view, with_etag};
+use crate::{Named, Reply};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -74,12 +75,7 @@ struct KeptAlive<'a> {
 }
 
 impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
-    pub(crate) async fn keepalive(
-        &self,
-        request: &Request,
-        matched: &Matched,
-    ) -> Result<Response<Body>> {
-        let named = self.named(request, matched)?;
+    pub(crate) async fn keepalive(&self, request: &Request, named: Named) -> Reply {
         let body: KeepaliveBody = edge::json_body(request)?;
         let ttl = Duration::from_secs(body.ttl_s);
         if ttl < MIN_TTL || ttl > self.wake.max_ttl {

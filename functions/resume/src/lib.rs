@@ -70,16 +70,18 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
             .await
     }
 
-    async fn serve(&self, request: &Request) -> Result<Response<Body>> {
+    async fn serve(&self, request: &Request) -> Reply {
         let matched = edge::route(&ROUTES, request.method().as_str(), edge::path(request))?;
+        // Every route names one agent: who asks and which agent are read first, once.
+        let named = self.named(request, &matched)?;
         match matched.pattern {
-            RESUME => self.resume(request, &matched).await,
-            SLEEP => self.sleep(request, &matched).await,
-            KEEPALIVE => self.keepalive(request, &matched).await,
+            RESUME => self.resume(request, named).await,
+            SLEEP => self.sleep(request, named).await,
+            KEEPALIVE => self.keepalive(request, named).await,
             SCHEDULE => match request.method().as_str() {
-                "PUT" => self.put_schedule(request, &matched).await,
-                "GET" => self.get_schedule(request, &matched).await,
-                _ => self.delete_schedule(request, &matched).await,
+                "PUT" => self.put_schedule(request, named).await,
+                "GET" => self.get_schedule(request, named).await,
+                _ => self.delete_schedule(request, named).await,
             },
             _ => Err(Error::RouteNotFound),
         }
@@ -213,12 +215,7 @@ struct Resumed<'a> {
 }
 
 impl<S: AgentStore, K: AgentKit> Resume<S, K> {
-    pub(crate) async fn resume(
-        &self,
-        request: &Request,
-        matched: &Matched,
-    ) -> Result<Response<Body>> {
-        let named = self.named(request, matched)?;
+    pub(crate) async fn resume(&self, request: &Request, named: Named) -> Reply {
         let body: ResumeBody = edge::optional_json(request)?.unwrap_or_default();
         let snapshot_id = body.snapshot_id.as_deref().map(parse_id).transpose()?;
         // An owner being offboarded gets nothing woken: their agents are on the way out.
@@ -339,6 +336,9 @@ impl<S> Addressed<'_, S> {
         )
     }
 }
+
+/// What a route answers: a response, or an error the edge turns into problem+json.
+pub(crate) type Reply = Result<Response<Body>>;
 
 /// The caller and the agent the path names, before anything is read.
 pub(crate) struct Named {

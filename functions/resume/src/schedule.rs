@@ -10,13 +10,12 @@
 //! shows the stored next occurrences, the same ones every view of the agent shows
 //! (`snapwake::view::schedule_view`).
 
-use lambda_http::{Body, Request, Response};
+use lambda_http::Request;
 use snapwake::agentkit::AgentKit;
 use snapwake::ambient::now_ms;
 use snapwake::domain::{AgentRecord, Retention, ScheduleRecord, WakeState};
 use snapwake::error::{Error, Result};
 use snapwake::http::edge;
-use snapwake::http::edge::Matched;
 use snapwake::index_sync::index_located;
 use snapwake::locate::locate;
 use snapwake::locate::questions::active_session;
@@ -27,14 +26,10 @@ use snapwake::view::schedule_view;
 
 use crate::Addressed;
 use crate::Resume;
+use crate::{Named, Reply};
 
 impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
-    pub(crate) async fn put_schedule(
-        &self,
-        request: &Request,
-        matched: &Matched,
-    ) -> Result<Response<Body>> {
-        let named = self.named(request, matched)?;
+    pub(crate) async fn put_schedule(&self, request: &Request, named: Named) -> Reply {
         let (addressed, _) = self.admitted(request, named).await?;
         let body: ScheduleBody = edge::json_body(request)?;
         let plan = Plan::check(&body)?;
@@ -80,12 +75,7 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
         }
     }
 
-    pub(crate) async fn get_schedule(
-        &self,
-        request: &Request,
-        matched: &Matched,
-    ) -> Result<Response<Body>> {
-        let named = self.named(request, matched)?;
+    pub(crate) async fn get_schedule(&self, request: &Request, named: Named) -> Reply {
         let addressed = self.address(request, named).await?;
         self.agent(&addressed).await?;
         match addressed.store.get_schedule(&addressed.key).await? {
@@ -94,12 +84,7 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
         }
     }
 
-    pub(crate) async fn delete_schedule(
-        &self,
-        request: &Request,
-        matched: &Matched,
-    ) -> Result<Response<Body>> {
-        let named = self.named(request, matched)?;
+    pub(crate) async fn delete_schedule(&self, request: &Request, named: Named) -> Reply {
         let addressed = self.address(request, named).await?;
         let agent = self.agent(&addressed).await?;
         self.set(&addressed, agent, None).await?;

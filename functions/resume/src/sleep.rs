@@ -8,12 +8,12 @@
 //! the snapshot failed — the session is then untouched and the agent still awake. The
 //! protocol lives in [`snapwake::sleep`].
 
-use lambda_http::{Body, Request, Response};
+use lambda_http::Request;
 use serde::{Deserialize, Serialize};
 use snapwake::agentkit::AgentKit;
 use snapwake::domain::{AgentState, AgentView, Retention, WakeView};
-use snapwake::error::{Error, Result};
-use snapwake::http::edge::{self, Matched};
+use snapwake::error::Error;
+use snapwake::http::edge::{self};
 use snapwake::lock::Agents;
 use snapwake::sleep::{SleepOutcome, SleepTarget};
 use snapwake::store::AgentStore;
@@ -21,6 +21,7 @@ use snapwake::view::record_snapshots;
 
 use crate::Resume;
 use crate::{accepted, view, with_etag, with_preference};
+use crate::{Named, Reply};
 
 /// No fields yet; anything sent is refused (400) rather than silently ignored.
 #[derive(Debug, Default, Deserialize)]
@@ -36,12 +37,7 @@ struct Slept<'a> {
 }
 
 impl<S: AgentStore, K: AgentKit> Resume<S, K> {
-    pub(crate) async fn sleep(
-        &self,
-        request: &Request,
-        matched: &Matched,
-    ) -> Result<Response<Body>> {
-        let named = self.named(request, matched)?;
+    pub(crate) async fn sleep(&self, request: &Request, named: Named) -> Reply {
         let _: Option<SleepBody> = edge::optional_json(request)?;
         let (addressed, admitted) = self.admitted(request, named).await?;
         // A temporary agent keeps no snapshot: refused before anything is locked.
