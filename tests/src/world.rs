@@ -1,6 +1,7 @@
 //! The simulated AgentKit of a test: Tools of every kind, a registry, agents asleep and awake,
 //! and clients that sign like production.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use snapwake::agentkit::answer::RetryPolicy;
@@ -9,10 +10,34 @@ use snapwake::agentkit::AgentKitClient;
 use snapwake::agentkit::{AgentKitConfig, CredentialsSource};
 use snapwake::domain::{Kind, KindTools, ToolRegistry};
 use snapwake::identity::caller;
+use snapwake::store::dynamo::DynamoStore;
 use snapwake::store::AgentStore;
-use snapwake_sim::{RateLimits, RunningSim, SeedSnapshot, SeedTool, SimConfig, Simulator};
+use snapwake_sim::{
+    RateLimits, RunningSim, SeedSnapshot, SeedTool, SimConfig, SimControl, Simulator,
+};
 
-use crate::store::REGION;
+use crate::store::{dynamo_store, REGION};
+
+/// Where most tests start: a fresh table for `test` on DynamoDB Local, a [`World`] whose
+/// registry is written in it, and the simulator's control.
+pub async fn deployed(
+    test: &str,
+    session_ready_delay: Duration,
+) -> (DynamoStore, World, SimControl) {
+    let store = dynamo_store(test).await;
+    let world = World::registered(session_ready_delay, &store).await;
+    let ctl = world.sim.control();
+    (store, world, ctl)
+}
+
+/// [`deployed`], its store behind an `Arc` for the tests that share it between tasks.
+pub async fn deployed_shared(
+    test: &str,
+    session_ready_delay: Duration,
+) -> (Arc<DynamoStore>, World, SimControl) {
+    let (store, world, ctl) = deployed(test, session_ready_delay).await;
+    (Arc::new(store), world, ctl)
+}
 
 /// The simulator, one recoverable and one temporary codex Tool, and the registry naming them.
 pub struct World {

@@ -32,8 +32,7 @@ fn settings() -> WakeSettings {
 }
 
 async fn scenario(reads_after: u32) {
-    let store = dynamo_store("marker-lost").await;
-    let world = World::registered(Duration::ZERO, &store).await;
+    let (store, world, _) = deployed("marker-lost", Duration::ZERO).await;
     let (agent_id, snapshot) = world.asleep_agent("alice", "Marker");
     // Lost on every attempt the lock makes (each lands), the reads after them failing.
     let lossy = LostAnswers::new(store.clone(), marker, reads_after);
@@ -139,8 +138,7 @@ fn schedule_calls(call: &Call<'_>) -> bool {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_schedule_routes_answer_within_budget_when_the_table_hangs() {
-    let store = dynamo_store("hang-schedule-routes").await;
-    let world = World::registered(Duration::ZERO, &store).await;
+    let (store, world, _) = deployed("hang-schedule-routes", Duration::ZERO).await;
     let f = resume_fn(
         Stalling::new(store.clone(), schedule_calls),
         world.client(),
@@ -170,8 +168,7 @@ async fn the_schedule_routes_answer_within_budget_when_the_table_hangs() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tick_ends_by_its_deadline_whichever_call_of_the_table_hangs() {
-    let store = dynamo_store("hang-tick").await;
-    let world = World::registered(Duration::ZERO, &store).await;
+    let (store, world, _) = deployed("hang-tick", Duration::ZERO).await;
     let stalled: [(&str, Stalls); 3] = [
         ("the due index", |c| matches!(c, Call::DueSchedules)),
         ("the agent's record", |c| matches!(c, Call::Get(_))),
@@ -223,8 +220,7 @@ async fn a_tick_ends_by_its_deadline_whichever_call_of_the_table_hangs() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_wake_whose_session_claim_or_offboarding_read_hangs_answers_within_budget() {
-    let store = dynamo_store("hang-claim").await;
-    let world = World::registered(Duration::ZERO, &store).await;
+    let (store, world, _) = deployed("hang-claim", Duration::ZERO).await;
     let documents: [(&str, Stalls); 2] = [
         // A `snapshot-<id>` agent's resumed session is claimed after its Resume.
         (

@@ -8,7 +8,6 @@
 //! budget), invoked as Lambda invokes it, to its 200, in a warm container (its registry read).
 #![cfg(walk)]
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use snapwake::config::Config;
@@ -26,8 +25,7 @@ extern "C" {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_resume_of_an_asleep_agent_by_its_owner() {
-    let store = Arc::new(dynamo_store("walk").await);
-    let world = World::registered(Duration::ZERO, &store).await;
+    let (store, world, _) = deployed_shared("walk", Duration::ZERO).await;
     let (agent_id, _) = world.asleep_agent("alice", "Walk");
     let key = AgentKey::new(Kind::Codex, &agent_id);
     store

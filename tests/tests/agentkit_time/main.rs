@@ -43,8 +43,7 @@ struct Env {
 
 impl Env {
     async fn start(test: &str, wake: WakeSettings) -> Env {
-        let store = dynamo_store(test).await;
-        let world = World::registered(Duration::ZERO, &store).await;
+        let (store, world, _) = deployed(test, Duration::ZERO).await;
         let resume = resume_fn(store.clone(), world.client(), wake);
         Env {
             world,

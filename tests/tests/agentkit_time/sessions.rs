@@ -61,13 +61,7 @@ async fn a_session_in_an_unknown_status_is_never_woken_beside() {
     let env = Env::start("unknown-status", settings()).await;
     let (agent_id, _) = env.world.asleep_agent("alice", "Odd");
     let ctl = env.world.sim.control();
-    ctl.seed_session(snapwake_sim::SeedSession {
-        tool_id: env.world.recoverable.clone(),
-        user_session_id: Some(agent_id.clone()),
-        status: Some("Paused".into()),
-        ..Default::default()
-    })
-    .unwrap();
+    seed_paused(&env, &agent_id);
     for _ in 0..2 {
         // Each a new wake, not a caller learning how the last one ended.
         outcome_forgotten().await;
@@ -161,13 +155,7 @@ async fn a_session_in_an_unknown_status_is_not_put_to_sleep() {
     let env = Env::start("unknown-status-sleep", settings()).await;
     let (agent_id, _) = env.asleep_since(Duration::from_secs(3600));
     let ctl = env.world.sim.control();
-    ctl.seed_session(snapwake_sim::SeedSession {
-        tool_id: env.world.recoverable.clone(),
-        user_session_id: Some(agent_id.clone()),
-        status: Some("Paused".into()),
-        ..Default::default()
-    })
-    .unwrap();
+    seed_paused(&env, &agent_id);
     let path = format!("/v1/agents/codex/{agent_id}/sleep");
     let resp = env.resume.handle(alices_request("POST", &path)).await;
     let (status, body) = answer(&resp);
@@ -249,4 +237,16 @@ async fn a_session_the_simulator_keeps_starting_fails_cleanly_then_is_replaced()
     assert_eq!(counters.resumes_of(&snapshot), 2);
     assert_eq!(counters.received("DeleteSession"), 1);
     assert_eq!(counters.live_sessions_of(&agent_id), 1);
+}
+
+/// A session of `agent_id` in a status snapwake does not know (`Paused`).
+fn seed_paused(env: &Env, agent_id: &str) {
+    let ctl = env.world.sim.control();
+    ctl.seed_session(snapwake_sim::SeedSession {
+        tool_id: env.world.recoverable.clone(),
+        user_session_id: Some(agent_id.to_string()),
+        status: Some("Paused".into()),
+        ..Default::default()
+    })
+    .unwrap();
 }

@@ -15,8 +15,7 @@ fn completing(condition: &Condition, changes: &Changes) -> bool {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_wake_whose_completion_is_unconfirmed_answers_no_stale_etag() {
     for mode in MODES {
-        let store = dynamo_store("unconfirmed-etag").await;
-        let world = World::registered(Duration::ZERO, &store).await;
+        let (store, world, _) = deployed("unconfirmed-etag", Duration::ZERO).await;
         let (agent_id, _) = world.asleep_agent("alice", "Etag");
         let faulty = Arc::new(FaultyStore::new(store.clone()));
         // Every send of the write, and (answer lost) every re-read after it, fails.

@@ -60,10 +60,7 @@ pub(crate) async fn scenario(site: &'static Site, mode: Mode, times: u32) {
         _ => (Duration::ZERO, quick_wake()),
     };
     let env = Env::new(&table(site, mode, times), delay, wake).await;
-    let mut guard = AnswersOnPanic {
-        env: &env,
-        done: false,
-    };
+    let mut guard = AnswersOnPanic::new(&env);
     flow(&env, site, mode, times).await;
     guard.done = true;
 }
@@ -72,6 +69,12 @@ pub(crate) async fn scenario(site: &'static Site, mode: Mode, times: u32) {
 pub(crate) struct AnswersOnPanic<'e> {
     pub(crate) env: &'e Env,
     pub(crate) done: bool,
+}
+
+impl<'e> AnswersOnPanic<'e> {
+    pub(crate) fn new(env: &'e Env) -> Self {
+        AnswersOnPanic { env, done: false }
+    }
 }
 
 impl Drop for AnswersOnPanic<'_> {

@@ -39,10 +39,7 @@ fn lost_answer(action: &str, lost: Lost) -> Fault {
 /// and the next wake comes from that snapshot.
 async fn sleep_losing(action: &'static str, lost: Lost) {
     let env = Env::new("amb-sleep-lost", Duration::ZERO, quick_wake()).await;
-    let mut guard = AnswersOnPanic {
-        env: &env,
-        done: false,
-    };
+    let mut guard = AnswersOnPanic::new(&env);
     let ctl = env.world.sim.control();
     let (agent, session, before) = woken_for_a_sleep(&env).await;
     ctl.set_snapshot_ready_delay(QUICK_SNAPSHOT);
@@ -118,10 +115,7 @@ async fn a_repeated_sleep_still_wakes_from_the_sleeps_snapshot() {
 /// sleep's snapshot did not carry the old one's second (nothing was tested).
 async fn sleep_twice_in_one_second(repeat: bool) -> bool {
     let env = Env::new("amb-sleep-again", Duration::ZERO, quick_wake()).await;
-    let mut guard = AnswersOnPanic {
-        env: &env,
-        done: false,
-    };
+    let mut guard = AnswersOnPanic::new(&env);
     let ctl = env.world.sim.control();
     // A whole second a little ahead: the old snapshot is taken at its start, and the
     // simulated clock is moved to it just before the sleep, so the sleep's snapshot is taken
@@ -191,10 +185,7 @@ const SECOND: Duration = Duration::from_secs(1);
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_sleep_long_after_an_unconfirmed_snapshot_takes_a_fresh_one() {
     let env = Env::new("amb-sleep-stale", Duration::ZERO, quick_wake()).await;
-    let mut guard = AnswersOnPanic {
-        env: &env,
-        done: false,
-    };
+    let mut guard = AnswersOnPanic::new(&env);
     let ctl = env.world.sim.control();
     let (agent, session, before) = woken_for_a_sleep(&env).await;
     ctl.set_snapshot_ready_delay(QUICK_SNAPSHOT);

@@ -4,8 +4,7 @@ use super::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 pub(crate) async fn a_sweep_out_of_time_checkpoints_and_the_next_runs_finish_the_same_pass() {
-    let store = Arc::new(dynamo_store("cleanup-checkpoint").await);
-    let world = World::registered(Duration::ZERO, &store).await;
+    let (store, world, _) = deployed_shared("cleanup-checkpoint", Duration::ZERO).await;
     let fleet = seed_fleet(&world, &["ann", "ben", "cat", "dan", "eve"], 4, 6);
     // Every snapshot delete takes a while: a run has time for a few agents only, four at a
     // time (so each run is cut off with agents in flight).
@@ -67,8 +66,7 @@ pub(crate) async fn a_sweep_out_of_time_checkpoints_and_the_next_runs_finish_the
 /// must count what was deleted.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 pub(crate) async fn an_agent_cut_off_by_the_deadline_is_pruned_by_the_continuing_runs() {
-    let store = Arc::new(dynamo_store("cleanup-cutoff").await);
-    let world = World::registered(Duration::ZERO, &store).await;
+    let (store, world, _) = deployed_shared("cleanup-cutoff", Duration::ZERO).await;
     let fleet = seed_fleet(&world, &["ann", "ben"], 2, 6);
     let ctl = world.sim.control();
     ctl.inject(Fault::latency(Some("DeleteSessionSnapshot"), 300))
@@ -136,8 +134,7 @@ pub(crate) async fn an_agent_cut_off_by_the_deadline_is_pruned_by_the_continuing
 /// snapshot that no longer existed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 pub(crate) async fn a_deletion_cut_off_after_agentkit_acted_is_counted_by_the_next_run() {
-    let store = Arc::new(dynamo_store("cleanup-cut-acted").await);
-    let world = World::registered(Duration::ZERO, &store).await;
+    let (store, world, _) = deployed_shared("cleanup-cut-acted", Duration::ZERO).await;
     let fleet = seed_fleet(&world, &["ann", "ben"], 2, 6);
     let ctl = world.sim.control();
     ctl.inject(
@@ -180,8 +177,7 @@ pub(crate) async fn a_deletion_cut_off_after_agentkit_acted_is_counted_by_the_ne
 /// lease, and finishes in one run with every deletion counted.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 pub(crate) async fn a_prune_longer_than_the_lease_takes_the_lock_again() {
-    let store = Arc::new(dynamo_store("cleanup-lease").await);
-    let world = World::registered(Duration::ZERO, &store).await;
+    let (store, world, _) = deployed_shared("cleanup-lease", Duration::ZERO).await;
     let fleet = seed_fleet(&world, &["ann"], 1, 26);
     let ctl = world.sim.control();
     ctl.inject(Fault::latency(Some("DeleteSessionSnapshot"), 100))
@@ -210,8 +206,7 @@ pub(crate) async fn a_prune_longer_than_the_lease_takes_the_lock_again() {
 /// Two sweeps at once: one runs, the other finds the lock held and does nothing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 pub(crate) async fn two_sweeps_at_once_prune_once() {
-    let store = Arc::new(dynamo_store("cleanup-twice").await);
-    let world = World::registered(Duration::ZERO, &store).await;
+    let (store, world, _) = deployed_shared("cleanup-twice", Duration::ZERO).await;
     let fleet = seed_fleet(&world, &["ann", "ben"], 3, 6);
     world.inject(Fault::latency(Some("DeleteSessionSnapshot"), 20));
     let f = cleanup_fn(store.clone(), world.client(), SweepSettings::default());

@@ -71,8 +71,7 @@ pub(crate) fn eventbridge_fixtures_are_told_apart() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 pub(crate) async fn invoke_serves_http_the_sweep_and_offboarding_and_refuses_the_rest() {
-    let store = Arc::new(dynamo_store("cleanup-invoke").await);
-    let world = World::registered(Duration::ZERO, &store).await;
+    let (store, world, _) = deployed_shared("cleanup-invoke", Duration::ZERO).await;
     let fleet = seed_fleet(&world, &["carol"], 2, 5);
     let (doomed, _) = world.asleep_agent("alice", "Doomed by HTTP");
     world.more_snapshots("alice", &doomed, 2);
@@ -152,8 +151,7 @@ pub(crate) async fn invoke_serves_http_the_sweep_and_offboarding_and_refuses_the
 /// pass longer than one invocation still ends within its hour.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 pub(crate) async fn a_scheduled_sweep_begins_a_pass_an_hour_apart_and_continues_one_at_every_run() {
-    let store = Arc::new(dynamo_store("cleanup-every").await);
-    let world = World::registered(Duration::ZERO, &store).await;
+    let (store, world, _) = deployed_shared("cleanup-every", Duration::ZERO).await;
     seed_fleet(&world, &["ann", "ben", "cat"], 4, 6);
     let scheduled = serde_json::json!({"action": "sweep", "every_min": 60});
     match classify(&scheduled) {

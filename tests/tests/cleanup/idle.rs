@@ -6,9 +6,7 @@ use super::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_idle_agent_is_deleted_whole_and_a_used_one_stays() {
-    let store = dynamo_store("sweep-idle").await;
-    let world = World::registered(Duration::ZERO, &store).await;
-    let ctl = world.sim.control();
+    let (store, world, ctl) = deployed("sweep-idle", Duration::ZERO).await;
     let now = OffsetDateTime::now_utc();
     let ago = |days: u64| now - Duration::from_secs(days * 24 * 3600);
     let agent = |owner: &str, ages: &[u64]| {

@@ -38,9 +38,7 @@ async fn refresh<S: AgentStore + snapwake::store::ScheduleStore, K: AgentKit>(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_snapshot_made_outside_snapwake_is_listed_after_the_next_refresh() {
-    let store = dynamo_store("index-freshness").await;
-    let world = World::registered(Duration::ZERO, &store).await;
-    let ctl = world.sim.control();
+    let (store, world, ctl) = deployed("index-freshness", Duration::ZERO).await;
     let f = cleanup_fn(store.clone(), world.client(), SweepSettings::default());
     let list = list_fn(store.clone(), world.client(), ListSettings::default());
     assert!(sweep(&f, Duration::from_secs(60)).await.completed);
@@ -153,9 +151,7 @@ async fn a_burst_is_read_a_hundred_records_a_request() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_snapshot_being_made_is_read_again_until_it_settles() {
-    let store = dynamo_store("index-freshness-settle").await;
-    let world = World::registered(Duration::ZERO, &store).await;
-    let ctl = world.sim.control();
+    let (store, world, ctl) = deployed("index-freshness-settle", Duration::ZERO).await;
     let f = cleanup_fn(store.clone(), world.client(), SweepSettings::default());
     let list = list_fn(store.clone(), world.client(), ListSettings::default());
     assert!(sweep(&f, Duration::from_secs(60)).await.completed);

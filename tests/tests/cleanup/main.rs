@@ -52,6 +52,16 @@ pub(crate) fn fixture(name: &str) -> Value {
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}"))
 }
 
+/// The lock given back with the agent asleep: what a holder writes when it lets go.
+pub(crate) fn given_back_asleep() -> Changes {
+    Changes {
+        state: Some(WakeState::Asleep),
+        holder: Some(None),
+        lease_until_ms: Some(0),
+        ..Changes::default()
+    }
+}
+
 /// The delete function with the lock of [`quick_wake`], the sweep settings given, and
 /// offboarding on the source the offboarding fixture names (an identity system of the studio).
 pub(crate) fn cleanup_fn<S, K>(store: S, agentkit: K, sweep: SweepSettings) -> Delete<S, K> {

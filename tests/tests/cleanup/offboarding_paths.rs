@@ -9,8 +9,7 @@ use snapwake::store::ScheduleStore;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_leaving_owner_gets_410_and_no_agentkit_call_on_every_path() {
-    let store = dynamo_store("offboard-paths").await;
-    let world = World::registered(Duration::ZERO, &store).await;
+    let (store, world, _) = deployed("offboard-paths", Duration::ZERO).await;
     let mut api = Api::new(store.clone(), world.client(), identity());
     // A schedule due at every minute's tick: more often than a deployment allows by default.
     api.resume.schedules.min_interval = Duration::ZERO;

@@ -15,8 +15,7 @@ fn offboarded(owner: &str, source: &str) -> Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_held_agent_at_offboarding_time_is_deleted_by_the_next_sweep() {
-    let store = dynamo_store("offboard-held").await;
-    let world = World::registered(Duration::ZERO, &store).await;
+    let (store, world, _) = deployed("offboard-held", Duration::ZERO).await;
     let (free, _) = world.asleep_agent("alice", "Free");
     let (held_id, _) = world.asleep_agent("alice", "Held");
     let (bobs, _) = world.asleep_agent("bob", "Bob's");
@@ -76,12 +75,7 @@ async fn a_held_agent_at_offboarding_time_is_deleted_by_the_next_sweep() {
                 holder: "a-wake".into(),
                 fence: holding.fence,
             },
-            &Changes {
-                state: Some(WakeState::Asleep),
-                holder: Some(None),
-                lease_until_ms: Some(0),
-                ..Changes::default()
-            },
+            &given_back_asleep(),
         )
         .await
         .unwrap();
@@ -125,8 +119,7 @@ async fn a_held_agent_at_offboarding_time_is_deleted_by_the_next_sweep() {
 /// and deletes bob's agent, and it never wakes again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_offboarding_whose_listings_failed_lists_again_before_it_is_finished() {
-    let store = dynamo_store("offboard-listing-failed").await;
-    let world = World::registered(Duration::ZERO, &store).await;
+    let (store, world, _) = deployed("offboard-listing-failed", Duration::ZERO).await;
     let (bobs, _) = world.asleep_agent("bob", "Bob's");
     let f = cleanup_fn(store.clone(), world.client(), SweepSettings::default());
     let ctl = world.sim.control();
@@ -173,8 +166,7 @@ async fn an_offboarding_whose_listings_failed_lists_again_before_it_is_finished(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_offboarding_event_from_another_source_deletes_nothing() {
-    let store = dynamo_store("offboard-spoofed").await;
-    let world = World::registered(Duration::ZERO, &store).await;
+    let (store, world, _) = deployed("offboard-spoofed", Duration::ZERO).await;
     let (alices, _) = world.asleep_agent("alice", "Mine");
     let f = cleanup_fn(store.clone(), world.client(), SweepSettings::default());
     world.sim.control().reset_counters();

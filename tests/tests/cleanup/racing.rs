@@ -4,8 +4,7 @@ use super::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 pub(crate) async fn a_sweep_skips_an_agent_a_wake_or_a_delete_holds_and_prunes_it_later() {
-    let store = Arc::new(dynamo_store("cleanup-race").await);
-    let world = World::registered(Duration::ZERO, &store).await;
+    let (store, world, _) = deployed_shared("cleanup-race", Duration::ZERO).await;
     let fleet = seed_fleet(&world, &["alice", "bob"], 3, 6);
     let mut ids = fleet.keys().filter(|id| fleet[*id].owner == "alice");
     let waking = ids.next().unwrap().clone();
@@ -67,12 +66,7 @@ pub(crate) async fn a_sweep_skips_an_agent_a_wake_or_a_delete_holds_and_prunes_i
         .update(
             &codex(&deleting),
             &Condition::Version(held_delete.version),
-            &Changes {
-                state: Some(WakeState::Asleep),
-                holder: Some(None),
-                lease_until_ms: Some(0),
-                ..Changes::default()
-            },
+            &given_back_asleep(),
         )
         .await
         .unwrap();

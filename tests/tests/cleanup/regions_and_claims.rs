@@ -49,9 +49,7 @@ async fn an_agent_delete_reaches_every_region_its_tools_live_in() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_snapshot_agent_never_adopts_another_agents_session() {
-    let store = dynamo_store("orphan-claims").await;
-    let world = World::registered(Duration::ZERO, &store).await;
-    let ctl = world.sim.control();
+    let (store, world, ctl) = deployed("orphan-claims", Duration::ZERO).await;
     // Two snapshots without a UserSessionId (nor metadata): two `snapshot-<id>` agents.
     let seed = || {
         ctl.seed_snapshot(SeedSnapshot {

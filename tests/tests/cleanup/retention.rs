@@ -4,8 +4,7 @@ use super::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 pub(crate) async fn a_sweep_keeps_the_newest_three_and_a_second_deletes_nothing() {
-    let store = Arc::new(dynamo_store("cleanup-retain").await);
-    let world = World::registered(Duration::ZERO, &store).await;
+    let (store, world, _) = deployed_shared("cleanup-retain", Duration::ZERO).await;
     let fleet = seed_fleet(&world, &["ann", "ben", "cat", "dan", "eve"], 4, 6);
     assert_eq!((fleet.len(), total_snapshots(&fleet)), (20, 120));
     let f = cleanup_fn(store.clone(), world.client(), SweepSettings::default());
@@ -52,9 +51,7 @@ pub(crate) async fn a_sweep_keeps_the_newest_three_and_a_second_deletes_nothing(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 pub(crate) async fn a_maximum_age_prunes_old_snapshots_but_never_an_asleep_agents_way_back() {
-    let store = Arc::new(dynamo_store("cleanup-age").await);
-    let world = World::registered(Duration::ZERO, &store).await;
-    let ctl = world.sim.control();
+    let (store, world, ctl) = deployed_shared("cleanup-age", Duration::ZERO).await;
     let now = OffsetDateTime::now_utc();
     let days_ago = |d: u64| now - d as u32 * DAY;
     // Ages in days, newest first: the ids come back in that order.

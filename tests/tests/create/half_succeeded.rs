@@ -9,8 +9,7 @@ use super::*;
 
 #[tokio::test]
 async fn create_session_fail_with_the_session_created_is_reconciled_to_201() {
-    let store = Arc::new(dynamo_store("create-half").await);
-    let world = World::registered(Duration::from_secs(30), &store).await;
+    let (store, world, _) = deployed_shared("create-half", Duration::from_secs(30)).await;
     world.inject(
         Fault::error(Some("CreateSession"), "ErrCreateSessionFail", 500)
             .after_apply()
@@ -37,8 +36,7 @@ async fn create_session_fail_with_the_session_created_is_reconciled_to_201() {
 /// reads as absent: no ghost agent.
 #[tokio::test]
 async fn create_session_fail_with_nothing_shown_is_202_until_its_window_ends() {
-    let store = Arc::new(dynamo_store("create-fail").await);
-    let world = World::registered(Duration::from_secs(30), &store).await;
+    let (store, world, _) = deployed_shared("create-fail", Duration::from_secs(30)).await;
     world.inject(Fault::error(Some("CreateSession"), "ErrCreateSessionFail", 500).next(1));
     let mut function = create_fn(store.clone(), world.client(), CreateSettings::default());
     function.settings.unsettled_window = Duration::from_millis(1500);
@@ -84,9 +82,7 @@ async fn create_session_fail_with_nothing_shown_is_202_until_its_window_ends() {
 /// the next retry adopts it (201), and later ones replay that.
 #[tokio::test]
 async fn a_create_session_applied_late_is_adopted_never_sent_twice() {
-    let store = Arc::new(dynamo_store("create-late").await);
-    let world = World::registered(Duration::from_secs(30), &store).await;
-    let ctl = world.sim.control();
+    let (store, world, ctl) = deployed_shared("create-late", Duration::from_secs(30)).await;
     ctl.inject(Fault::error(Some("CreateSession"), "InternalError", 500).next(1))
         .unwrap();
     let function = create_fn(store.clone(), world.client(), CreateSettings::default());
@@ -147,9 +143,7 @@ async fn a_create_session_applied_late_is_adopted_never_sent_twice() {
 /// nothing and adopt the session once it shows.
 #[tokio::test]
 async fn a_create_session_the_simulator_applies_late_is_adopted_never_sent_twice() {
-    let store = Arc::new(dynamo_store("create-late-sim").await);
-    let world = World::registered(Duration::ZERO, &store).await;
-    let ctl = world.sim.control();
+    let (store, world, ctl) = deployed_shared("create-late-sim", Duration::ZERO).await;
     ctl.inject(
         Fault::error(Some("CreateSession"), "InternalError", 500)
             .next(1)

@@ -54,8 +54,7 @@ async fn same_key_and_body_replay_one_create_in_memory() {
 
 #[tokio::test]
 async fn a_duplicate_in_flight_gets_409_with_retry_after() {
-    let store = Arc::new(dynamo_store("create-inflight").await);
-    let world = World::registered(Duration::from_secs(30), &store).await;
+    let (store, world, _) = deployed_shared("create-inflight", Duration::from_secs(30)).await;
     world.inject(Fault::latency(Some("CreateSession"), 1500));
     let function = Arc::new(create_fn(
         store.clone(),
@@ -87,8 +86,7 @@ async fn a_duplicate_in_flight_gets_409_with_retry_after() {
 
 #[tokio::test]
 async fn a_key_is_per_owner() {
-    let store = Arc::new(dynamo_store("create-owner-key").await);
-    let world = World::registered(Duration::from_secs(30), &store).await;
+    let (store, world, _) = deployed_shared("create-owner-key", Duration::from_secs(30)).await;
     let function = create_fn(store.clone(), world.client(), CreateSettings::default());
     let alice = function
         .handle(alices_create("Mine", Some("shared-key")))
@@ -115,8 +113,7 @@ async fn a_key_is_per_owner() {
 /// is AgentKit's word, and the retry creates the agent with the first attempt's id.
 #[tokio::test]
 async fn a_retryable_failure_releases_the_key_and_the_retry_creates_the_same_agent() {
-    let store = Arc::new(dynamo_store("create-release").await);
-    let world = World::registered(Duration::from_secs(30), &store).await;
+    let (store, world, _) = deployed_shared("create-release", Duration::from_secs(30)).await;
     world.inject(Fault::error(Some("CreateSession"), "ErrCreateSessionFail", 500).next(1));
     let mut function = create_fn(store.clone(), world.client(), CreateSettings::default());
     function.settings.unsettled_window = Duration::from_millis(1500);

@@ -21,8 +21,7 @@ async fn alices_agent<S: AgentStore + snapwake::store::ScheduleStore>(
 /// delete ends its session and a late resume is 410.
 #[tokio::test]
 async fn an_agent_delete_racing_a_create_waits_for_it() {
-    let store = Arc::new(dynamo_store("create-vs-delete").await);
-    let world = World::registered(Duration::ZERO, &store).await;
+    let (store, world, _) = deployed_shared("create-vs-delete", Duration::ZERO).await;
     let gate = Arc::new(Gate::after(world.client(), "CreateSession"));
     let function = Arc::new(create_fn(
         store.clone(),
@@ -75,8 +74,7 @@ async fn an_agent_delete_racing_a_create_waits_for_it() {
 /// answers 410 AGENT_GONE: it creates nothing (no session nobody could see or delete).
 #[tokio::test]
 async fn a_takeover_that_finds_the_agent_deleted_is_410_and_creates_nothing() {
-    let store = Arc::new(dynamo_store("create-gone").await);
-    let world = World::registered(Duration::ZERO, &store).await;
+    let (store, world, _) = deployed_shared("create-gone", Duration::ZERO).await;
     // The invocation dies right after AgentKit created the session: a gate never released.
     let agentkit = Arc::new(Gate::after(world.client(), "CreateSession"));
     let mut function = create_fn(store.clone(), agentkit.clone(), CreateSettings::default());

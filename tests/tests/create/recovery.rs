@@ -6,8 +6,7 @@ use super::*;
 
 #[tokio::test]
 async fn a_dead_attempt_is_taken_over_without_a_second_session() {
-    let store = Arc::new(dynamo_store("create-takeover").await);
-    let world = World::registered(Duration::from_secs(30), &store).await;
+    let (store, world, _) = deployed_shared("create-takeover", Duration::from_secs(30)).await;
     // The invocation dies right after AgentKit created the session: a gate never released.
     let agentkit = Arc::new(Gate::after(world.client(), "CreateSession"));
     let mut function = create_fn(store.clone(), agentkit.clone(), CreateSettings::default());

@@ -8,8 +8,7 @@ use super::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn agent_delete_ends_the_session_deletes_every_snapshot_and_leaves_a_tombstone() {
-    let store = Arc::new(dynamo_store("agentdel").await);
-    let world = World::registered(Duration::ZERO, &store).await;
+    let (store, world, _) = deployed_shared("agentdel", Duration::ZERO).await;
     let (agent_id, _) = world.asleep_agent("alice", "Hoarder");
     // More than one page (100) of snapshots, and a live session.
     world.more_snapshots("alice", &agent_id, 130);
@@ -70,8 +69,7 @@ async fn agent_delete_ends_the_session_deletes_every_snapshot_and_leaves_a_tombs
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_delete_whose_holder_died_is_finished_by_the_next_one() {
-    let store = Arc::new(dynamo_store("takeover").await);
-    let world = World::registered(Duration::ZERO, &store).await;
+    let (store, world, _) = deployed_shared("takeover", Duration::ZERO).await;
     let (agent_id, snapshot) = world.asleep_agent("alice", "Orphaned");
     // A deleter acquired, then died: its lease has run out.
     hold(

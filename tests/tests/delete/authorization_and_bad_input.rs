@@ -8,8 +8,7 @@ use super::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn who_may_delete_and_what_bad_input_answers() {
-    let store = Arc::new(dynamo_store("delauthz").await);
-    let world = World::registered(Duration::ZERO, &store).await;
+    let (store, world, _) = deployed_shared("delauthz", Duration::ZERO).await;
     let (agent_id, snapshot) = world.asleep_agent("alice", "Mine");
     let f = delete_fn(store.clone(), world.client(), delete_settings(&quick()));
     let call = |method: &str, p: String, who: Who<'static>| {

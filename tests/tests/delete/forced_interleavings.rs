@@ -13,8 +13,7 @@ use super::*;
 /// done, the delete goes through and the agent stays awake.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_snapshot_delete_while_the_holder_lists_waits_for_the_wake() {
-    let store = Arc::new(dynamo_store("stale-list").await);
-    let world = World::registered(Duration::ZERO, &store).await;
+    let (store, world, _) = deployed_shared("stale-list", Duration::ZERO).await;
     let (agent_id, newest) = world.asleep_agent("alice", "Stale");
     let older = world.more_snapshots("alice", &agent_id, 1).remove(0);
 
@@ -69,8 +68,7 @@ async fn a_snapshot_delete_while_the_holder_lists_waits_for_the_wake() {
 /// handed back (no 409 for a minute), and a retry finishes the job.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_agent_delete_releases_the_agent_and_a_retry_finishes() {
-    let store = Arc::new(dynamo_store("delfault").await);
-    let world = World::registered(Duration::ZERO, &store).await;
+    let (store, world, _) = deployed_shared("delfault", Duration::ZERO).await;
     let (agent_id, _) = world.asleep_agent("alice", "Flaky");
     world.more_snapshots("alice", &agent_id, 2);
     let ctl = world.sim.control();
@@ -110,8 +108,7 @@ async fn a_failed_agent_delete_releases_the_agent_and_a_retry_finishes() {
 /// is 410 and nothing is left in AgentKit.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_resume_meeting_an_agent_delete_is_409_then_410() {
-    let store = Arc::new(dynamo_store("delete-first").await);
-    let world = World::registered(Duration::ZERO, &store).await;
+    let (store, world, _) = deployed_shared("delete-first", Duration::ZERO).await;
     let (agent_id, _) = world.asleep_agent("alice", "Doomed");
     world.more_snapshots("alice", &agent_id, 2);
     let gate = Arc::new(Gate::after(world.client(), "DeleteSessionSnapshot"));
@@ -158,8 +155,7 @@ async fn a_resume_meeting_an_agent_delete_is_409_then_410() {
 /// done, the delete ends the session, deletes the snapshots, and a late resume is 410.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_agent_delete_meeting_a_wake_is_409_until_the_wake_is_done() {
-    let store = Arc::new(dynamo_store("wake-first").await);
-    let world = World::registered(Duration::from_millis(200), &store).await;
+    let (store, world, _) = deployed_shared("wake-first", Duration::from_millis(200)).await;
     let (agent_id, snapshot_id) = world.asleep_agent("alice", "Busy");
     let gate = Arc::new(Gate::after(world.client(), "ResumeSessionFromSnapshot"));
     let resume = Arc::new(resume_fn(store.clone(), gate.clone(), quick()));
@@ -208,8 +204,7 @@ async fn an_agent_delete_meeting_a_wake_is_409_until_the_wake_is_done() {
 /// the session no record names (found by UserSessionId). Nothing survives its 204.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_agent_delete_after_a_dead_wake_ends_the_session_nobody_recorded() {
-    let store = Arc::new(dynamo_store("dead-wake").await);
-    let world = World::registered(Duration::ZERO, &store).await;
+    let (store, world, _) = deployed_shared("dead-wake", Duration::ZERO).await;
     let (agent_id, _) = world.asleep_agent("alice", "Orphan");
     let gate = Arc::new(Gate::after(world.client(), "ResumeSessionFromSnapshot"));
     let resume = Arc::new(resume_fn(store.clone(), gate.clone(), quick()));

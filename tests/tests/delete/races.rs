@@ -22,8 +22,7 @@ async fn contenders(
     Arc<snapwake_resume::Resume<Arc<DynamoStore>, Jittery>>,
     Arc<snapwake_delete::Delete<Arc<DynamoStore>, Jittery>>,
 ) {
-    let store = Arc::new(dynamo_store(table).await);
-    let world = World::registered(Duration::from_millis(30), &store).await;
+    let (store, world, _) = deployed_shared(table, Duration::from_millis(30)).await;
     let jitter = || Jitter::before(world.client(), 15);
     let resume = Arc::new(resume_fn(store.clone(), jitter(), quick()));
     let delete = delete_fn(store.clone(), jitter(), delete_settings(&quick()));

@@ -60,8 +60,7 @@ async fn snapshot_delete_answers_204_then_204_again_in_memory() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn snapshot_delete_honours_if_match() {
-    let store = Arc::new(dynamo_store("ifmatch").await);
-    let world = World::registered(Duration::ZERO, &store).await;
+    let (store, world, _) = deployed_shared("ifmatch", Duration::ZERO).await;
     let (agent_id, newest) = world.asleep_agent("alice", "Versioned");
     let older = world.more_snapshots("alice", &agent_id, 1).remove(0);
     let f = delete_fn(store.clone(), world.client(), delete_settings(&quick()));
@@ -101,8 +100,7 @@ async fn snapshot_delete_honours_if_match() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn another_agents_snapshot_is_not_found_and_kept() {
-    let store = Arc::new(dynamo_store("foreign-snap").await);
-    let world = World::registered(Duration::ZERO, &store).await;
+    let (store, world, _) = deployed_shared("foreign-snap", Duration::ZERO).await;
     let (mine, _) = world.asleep_agent("alice", "Mine");
     let (also_mine, its_snapshot) = world.asleep_agent("alice", "Also mine");
     let (_, bobs_snapshot) = world.asleep_agent("bob", "Bob's");
@@ -144,8 +142,7 @@ async fn another_agents_snapshot_is_not_found_and_kept() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn snapshot_delete_during_a_live_wake_is_409_and_keeps_the_snapshot() {
-    let store = Arc::new(dynamo_store("snapbusy").await);
-    let world = World::registered(Duration::ZERO, &store).await;
+    let (store, world, _) = deployed_shared("snapbusy", Duration::ZERO).await;
     let (agent_id, snapshot) = world.asleep_agent("alice", "Waking");
     hold_as_waking(&store, &agent_id).await;
     let f = delete_fn(store.clone(), world.client(), delete_settings(&quick()));

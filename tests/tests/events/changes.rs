@@ -115,8 +115,7 @@ async fn each_change_over_http_publishes_one_event() {
 /// keeps, the snapshot untouched; the retry that wakes it publishes `awake`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_wake_publishes_wake_failed_with_its_code() {
-    let (store, bus, relay) = announcing("events-failed").await;
-    let world = World::registered(Duration::ZERO, &store).await;
+    let (store, world, bus, relay) = deployed_announcing("events-failed", Duration::ZERO).await;
     let api = Api::new(store.clone(), world.client(), identity());
     let (agent_id, snapshot_id) = world.asleep_agent("alice", "Vanishing");
     let ctl = world.sim.control();

@@ -8,8 +8,7 @@ use super::*;
 /// publishes, and all three carry the same event.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_publish_is_retried_with_the_same_change_id() {
-    let (store, bus, relay) = announcing("events-retry").await;
-    let world = World::registered(Duration::ZERO, &store).await;
+    let (store, world, bus, relay) = deployed_announcing("events-retry", Duration::ZERO).await;
     let api = Api::new(store.clone(), world.client(), identity());
     let (agent_id, _) = world.asleep_agent("alice", "Retried");
     bus.fail_next(&[BusFault::ServerError, BusFault::FailedEntry]);
@@ -40,8 +39,8 @@ async fn a_failed_publish_is_retried_with_the_same_change_id() {
 /// the next.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_bus_down_never_changes_the_answer_and_loses_nothing() {
-    let (store, bus, relay) = announcing("events-down").await;
-    let world = World::registered(Duration::from_millis(200), &store).await;
+    let (store, world, bus, relay) =
+        deployed_announcing("events-down", Duration::from_millis(200)).await;
     let api = Api::new(store.clone(), world.client(), identity());
     let (agent_id, _) = world.asleep_agent("alice", "Unheard");
 

@@ -110,8 +110,7 @@ async fn killable<F: HttpFunction>(api: &F, method: &str, path: &str) -> Option<
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_function_killed_after_its_write_lands_still_has_it_announced() {
-    let (store, bus, relay) = announcing("events-killed").await;
-    let world = World::registered(Duration::ZERO, &store).await;
+    let (store, world, bus, relay) = deployed_announcing("events-killed", Duration::ZERO).await;
     let dying = Arc::new(Dying::new(store.clone()));
     let api = Api::new(dying.clone(), world.client(), identity());
     let (agent_id, _) = world.asleep_agent("alice", "Killed");
@@ -147,8 +146,7 @@ async fn a_function_killed_after_its_write_lands_still_has_it_announced() {
 async fn a_soak_with_random_kills_announces_every_change_once_in_order() {
     const AGENTS: usize = 3;
     const STEPS: usize = 36;
-    let (store, bus, relay) = announcing("events-kill-soak").await;
-    let world = World::registered(Duration::ZERO, &store).await;
+    let (store, world, bus, relay) = deployed_announcing("events-kill-soak", Duration::ZERO).await;
     let dying = Arc::new(Dying::new(store.clone()));
     let api = Api::new(dying.clone(), world.client(), identity());
     let agents: Vec<String> = (0..AGENTS)

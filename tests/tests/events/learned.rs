@@ -15,8 +15,7 @@ type Delete = snapwake_delete::Delete<Store, Kit>;
 
 /// A streamed table relayed to a bus, AgentKit simulated, the API and the delete function.
 async fn setup(test: &str) -> (Store, EventBusDouble, Relay, World, Api<Store, Kit>, Delete) {
-    let (store, bus, relay) = announcing(test).await;
-    let world = World::registered(Duration::ZERO, &store).await;
+    let (store, world, bus, relay) = deployed_announcing(test, Duration::ZERO).await;
     let api = Api::new(store.clone(), world.client(), identity());
     let f = delete_fn(
         store.clone(),

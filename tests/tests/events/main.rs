@@ -34,6 +34,16 @@ async fn announcing(test: &str) -> (Store, EventBusDouble, Relay) {
     (store, bus, relay)
 }
 
+/// [`announcing`], with a [`World`] whose registry is written in the table.
+async fn deployed_announcing(
+    test: &str,
+    session_ready_delay: Duration,
+) -> (Store, World, EventBusDouble, Relay) {
+    let (store, bus, relay) = announcing(test).await;
+    let world = World::registered(session_ready_delay, &store).await;
+    (store, world, bus, relay)
+}
+
 fn key(agent_id: &str) -> AgentKey {
     AgentKey::new(Kind::Codex, agent_id)
 }

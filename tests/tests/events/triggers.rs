@@ -14,8 +14,8 @@ const DAY: Duration = Duration::from_secs(24 * 3600);
 /// A wake schedule's occurrence wakes the agent: `awake` with trigger `schedule`, once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_schedule_wakes_with_trigger_schedule() {
-    let (store, bus, relay) = announcing("events-tick").await;
-    let world = World::registered(Duration::from_millis(300), &store).await;
+    let (store, world, bus, relay) =
+        deployed_announcing("events-tick", Duration::from_millis(300)).await;
     let api = Api::new(store.clone(), world.client(), identity());
     let (agent_id, _) = world.asleep_agent("alice", "Scheduled");
     // Known to snapwake: woken and put to sleep once over HTTP.
@@ -71,8 +71,7 @@ async fn a_schedule_wakes_with_trigger_schedule() {
 /// deletes theirs (`deleted`, trigger `offboarding`), one event each.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_sweep_and_offboarding_announce_their_deletions() {
-    let (store, bus, relay) = announcing("events-cleanup").await;
-    let world = World::registered(Duration::ZERO, &store).await;
+    let (store, world, bus, relay) = deployed_announcing("events-cleanup", Duration::ZERO).await;
     let ctl = world.sim.control();
     let idle = caller::mint("carol");
     ctl.seed_snapshot(SeedSnapshot {
@@ -136,8 +135,8 @@ async fn the_sweep_and_offboarding_announce_their_deletions() {
 /// schedule coming due meanwhile) found in flight and finished is the person's.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_change_is_announced_as_what_started_it_whoever_settles_it() {
-    let (store, bus, relay) = announcing("events-starter").await;
-    let world = World::registered(Duration::from_millis(300), &store).await;
+    let (store, world, bus, relay) =
+        deployed_announcing("events-starter", Duration::from_millis(300)).await;
     let api = Api::new(store.clone(), world.client(), identity());
     let (by_schedule, _) = world.asleep_agent("alice", "Started by the tick");
     let (by_person, _) = world.asleep_agent("alice", "Started by alice");

@@ -48,7 +48,6 @@ pub(crate) async fn call_once<S: AgentStore + snapwake::store::ScheduleStore, K:
     let resp = function.handle(from_event(&event)).await;
     let (status, body) = answer(&resp);
     let content_type = header_of(&resp, "content-type").unwrap_or("");
-    let text = |v: &Value| v.as_str().unwrap_or_default().to_string();
     let json = content_type == "application/json" && body.is_object();
     let sleep = verb == "sleep";
     let (session, malformed, inconsistent) = match status {
@@ -79,14 +78,7 @@ pub(crate) async fn call_once<S: AgentStore + snapwake::store::ScheduleStore, K:
             None,
         ),
     };
-    Answer {
-        status,
-        session,
-        code: text(&body["code"]),
-        retry_after_s: header_of(&resp, "retry-after").and_then(|v| v.parse().ok()),
-        malformed,
-        inconsistent,
-    }
+    Answer::judged(&resp, &body, session, malformed, inconsistent)
 }
 
 /// One retrying caller: `verb` until 200, pausing after 202, 409, 429, 502 and 503, giving

@@ -30,6 +30,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use lambda_http::{Body, Response};
 use serde_json::Value;
 use snapwake::agentkit::types::{Action, Snapshot};
 use snapwake::agentkit::AgentKit;
@@ -67,6 +68,32 @@ struct Answer {
     inconsistent: Option<String>,
 }
 
+/// A JSON string's text, or nothing.
+fn text(v: &Value) -> String {
+    v.as_str().unwrap_or_default().to_string()
+}
+
+impl Answer {
+    /// `resp` (its `status`, `body` and `Retry-After`), judged: its `session`, what is wrong with
+    /// its shape and whether its state contradicts its status.
+    fn judged(
+        resp: &Response<Body>,
+        body: &Value,
+        session: String,
+        malformed: Option<String>,
+        inconsistent: Option<String>,
+    ) -> Answer {
+        Answer {
+            status: resp.status().as_u16(),
+            session,
+            code: text(&body["code"]),
+            retry_after_s: header_of(resp, "retry-after").and_then(|v| v.parse().ok()),
+            malformed,
+            inconsistent,
+        }
+    }
+}
+
 /// Resume `agent_id` once as its `owner`, and judge the answer. Its shape: a 200 is JSON naming
 /// a session, a 202 is JSON with `Retry-After` and `Location`, and every status in `errors` is
 /// a retryable problem+json carrying the request's id; any other status is malformed. Its
@@ -82,7 +109,6 @@ async fn resume_once<S: AgentStore + snapwake::store::ScheduleStore, K: AgentKit
     let resp = function.handle(from_event(&event)).await;
     let (status, body) = answer(&resp);
     let content_type = header_of(&resp, "content-type").unwrap_or("");
-    let text = |v: &Value| v.as_str().unwrap_or_default().to_string();
     let json = content_type == "application/json" && body.is_object();
     let (session, malformed, want_state) = match status {
         200 => {
@@ -110,14 +136,7 @@ async fn resume_once<S: AgentStore + snapwake::store::ScheduleStore, K: AgentKit
     let inconsistent = want_state
         .filter(|want| body["state"] != *want)
         .map(|_| format!("{status} with state {}: {body}", body["state"]));
-    Answer {
-        status,
-        session,
-        code: text(&body["code"]),
-        retry_after_s: header_of(&resp, "retry-after").and_then(|v| v.parse().ok()),
-        malformed,
-        inconsistent,
-    }
+    Answer::judged(&resp, &body, session, malformed, inconsistent)
 }
 
 /// How many answers of each status (and problem code).

@@ -10,9 +10,7 @@ fn agents_woken_and_put_to_sleep_through_503s_and_429s_never_lose_a_workspace() 
     let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     runtime().block_on(async {
         let started = Instant::now();
-        let store = dynamo_store("faults-cycle").await;
-        let world = World::registered(Duration::from_millis(300), &store).await;
-        let ctl = world.sim.control();
+        let (store, world, ctl) = deployed("faults-cycle", Duration::from_millis(300)).await;
         ctl.set_snapshot_ready_delay(Duration::from_millis(300));
         let agents = asleep_fleet(&world, CYCLE_AGENTS, "Cycle");
         ctl.reset_counters();

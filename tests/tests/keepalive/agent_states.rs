@@ -6,8 +6,7 @@ use super::*;
 
 #[tokio::test]
 async fn an_agent_without_a_live_session_is_not_awake() {
-    let (world, store, api) = setup("keepalive-asleep").await;
-    let ctl = world.sim.control();
+    let (world, store, api, ctl) = setup("keepalive-asleep").await;
 
     // Asleep, known only to AgentKit (no record).
     let (never_woken, _) = world.asleep_agent("alice", "Asleep");
@@ -47,8 +46,7 @@ async fn an_agent_without_a_live_session_is_not_awake() {
 
 #[tokio::test]
 async fn temporary_agents_and_agents_without_a_record_are_kept_alive_too() {
-    let (world, store, api) = setup("keepalive-temporary").await;
-    let ctl = world.sim.control();
+    let (world, store, api, ctl) = setup("keepalive-temporary").await;
 
     // Created temporary through the API (a record, a session on the temporary Tool).
     let resp = create_scratch(&api).await;
@@ -104,8 +102,7 @@ async fn temporary_agents_and_agents_without_a_record_are_kept_alive_too() {
 
 #[tokio::test]
 async fn a_deleted_agent_is_gone() {
-    let (world, _store, api) = setup("keepalive-deleted").await;
-    let ctl = world.sim.control();
+    let (world, _store, api, ctl) = setup("keepalive-deleted").await;
     let (agent_id, _) = awake_agent(&world, &api).await;
     let resp = on_agent(&api, "DELETE", &agent_id).await;
     assert_eq!(resp.status().as_u16(), 204, "{:?}", answer(&resp).1);
@@ -116,8 +113,7 @@ async fn a_deleted_agent_is_gone() {
 
 #[tokio::test]
 async fn an_agent_held_by_a_sleep_is_busy() {
-    let (world, store, api) = setup("keepalive-sleeping").await;
-    let ctl = world.sim.control();
+    let (world, store, api, ctl) = setup("keepalive-sleeping").await;
     let (agent_id, session_id) = awake_agent(&world, &api).await;
     let expiry = sim_expiry(&ctl, &session_id);
 
@@ -177,8 +173,7 @@ async fn an_agent_held_by_a_sleep_is_busy() {
 /// (with `Retry-After`) and sends nothing, even though AgentKit already shows a live session.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_agent_held_by_a_wake_a_delete_or_a_create_is_busy() {
-    let (world, store, api) = setup("keepalive-held").await;
-    let ctl = world.sim.control();
+    let (world, store, api, ctl) = setup("keepalive-held").await;
     let gated = |action: &'static str| {
         let gate = Arc::new(Gate::after(world.client(), action));
         let api = Arc::new(Api::new(store.clone(), gate.clone(), identity()));

@@ -6,8 +6,7 @@ use super::*;
 
 #[tokio::test]
 async fn keepalive_moves_the_expiry_by_the_ttl_on_agentkits_clock_each_time() {
-    let (world, store, api) = setup("keepalive-moves").await;
-    let ctl = world.sim.control();
+    let (world, store, api, ctl) = setup("keepalive-moves").await;
     let (agent_id, session_id) = awake_agent(&world, &api).await;
     let created = sim_expiry(&ctl, &session_id);
 
@@ -66,8 +65,7 @@ async fn keepalive_moves_the_expiry_by_the_ttl_on_agentkits_clock_each_time() {
 
 #[tokio::test]
 async fn an_agent_kept_alive_does_not_expire_at_its_old_time() {
-    let (world, store, api) = setup("keepalive-outlives").await;
-    let ctl = world.sim.control();
+    let (world, store, api, ctl) = setup("keepalive-outlives").await;
     let (agent_id, session_id) = awake_agent(&world, &api).await;
     let old = sim_expiry(&ctl, &session_id);
     assert!(old > ctl.now() + 7 * HOUR, "a session lives 8 h");
@@ -130,8 +128,7 @@ async fn an_agent_kept_alive_does_not_expire_at_its_old_time() {
 /// has a record yet.
 #[tokio::test]
 async fn the_answer_is_the_agent_as_a_read_shows_it() {
-    let (world, _store, api) = setup("keepalive-view").await;
-    let ctl = world.sim.control();
+    let (world, _store, api, ctl) = setup("keepalive-view").await;
     let seed = |tool_id: &str, agent_id: &str| {
         ctl.seed_session(SeedSession {
             tool_id: tool_id.to_string(),

@@ -26,12 +26,13 @@ const ALICE: Who<'static> = Who::User("alice");
 const HOUR: Duration = Duration::from_secs(3600);
 
 /// The simulator, a fresh table with the registry, and every function over them.
-async fn setup(test: &str) -> (World, Arc<DynamoStore>, DynamoApi) {
+async fn setup(test: &str) -> (World, Arc<DynamoStore>, DynamoApi, SimControl) {
     let world = World::start(Duration::ZERO).await;
     let store = Arc::new(dynamo_store(test).await);
     world.register(&store).await;
     let api = Api::new(store.clone(), world.client(), identity());
-    (world, store, api)
+    let ctl = world.sim.control();
+    (world, store, api, ctl)
 }
 
 /// `method path` by `who` with `body`, through the dispatcher.

@@ -5,8 +5,7 @@ use super::*;
 
 #[tokio::test]
 async fn out_of_range_ttls_and_bad_bodies_are_refused_before_agentkit() {
-    let (world, _store, api) = setup("keepalive-range").await;
-    let ctl = world.sim.control();
+    let (world, _store, api, ctl) = setup("keepalive-range").await;
     let (agent_id, session_id) = awake_agent(&world, &api).await;
     let expiry = sim_expiry(&ctl, &session_id);
 
@@ -99,7 +98,7 @@ async fn out_of_range_ttls_and_bad_bodies_are_refused_before_agentkit() {
 
 #[tokio::test]
 async fn the_longest_ttl_is_the_configured_one() {
-    let (world, _store, mut api) = setup("keepalive-max").await;
+    let (world, _store, mut api, _) = setup("keepalive-max").await;
     api.resume.wake.max_ttl = HOUR;
     let ctl = world.sim.control();
     let (agent_id, session_id) = awake_agent(&world, &api).await;
@@ -121,7 +120,7 @@ async fn the_longest_ttl_is_the_configured_one() {
 /// description's conformance run sends them, as JSON Schema allows for an integer).
 #[tokio::test]
 async fn a_whole_number_written_as_a_float_is_a_number_of_seconds() {
-    let (world, _store, api) = setup("keepalive-float").await;
+    let (world, _store, api, _) = setup("keepalive-float").await;
     let (agent_id, _) = awake_agent(&world, &api).await;
     for body in [r#"{"ttl_s":3600.0}"#, r#"{"ttl_s":36e2}"#] {
         let (status, answered) = answer(&post(&api, &agent_id, "keepalive", Some(body)).await);

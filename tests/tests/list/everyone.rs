@@ -12,8 +12,7 @@ use super::*;
 async fn everyone_is_paged_from_the_index_once_full_and_current() {
     const OWNERS: usize = 100;
     const AGENTS_PER_OWNER: usize = 10;
-    let store = Arc::new(dynamo_store("list-everyone").await);
-    let world = World::registered(Duration::ZERO, &store).await;
+    let (store, world, _) = deployed_shared("list-everyone", Duration::ZERO).await;
     let base = time::OffsetDateTime::now_utc() - Duration::from_secs(48 * 3600);
     let mut seeds = Vec::new();
     let mut everyone = BTreeSet::new();

@@ -8,8 +8,7 @@ use super::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn who_may_resume_and_what_bad_input_answers() {
-    let store = Arc::new(dynamo_store("authz").await);
-    let world = World::registered(Duration::ZERO, &store).await;
+    let (store, world, _) = deployed_shared("authz", Duration::ZERO).await;
     let (agent_id, _) = world.asleep_agent("alice", "Mine");
     let f = resume_fn(store.clone(), world.client(), quick());
     let call = |method: &str, p: String, who: Who<'static>, body: Option<&str>| {

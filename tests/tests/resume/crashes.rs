@@ -203,8 +203,7 @@ async fn a_holder_dead_at_any_step_is_recovered_in_memory() {
 /// again at once, not after the holder's lease (here 30 s) runs out.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fail_by_anyone_unsticks_an_agent_whose_holder_died_after_recording() {
-    let store = Arc::new(dynamo_store("fail-by-anyone").await);
-    let world = World::registered(Duration::from_millis(1000), &store).await;
+    let (store, world, _) = deployed_shared("fail-by-anyone", Duration::from_millis(1000)).await;
     let subject = Subject::owned(&world);
     let ctl = world.sim.control();
     let settings = WakeSettings {

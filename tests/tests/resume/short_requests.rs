@@ -39,8 +39,7 @@ async fn honouring_retry_after<S: AgentStore + snapwake::store::ScheduleStore, K
 /// send the Resume at all.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn any_wait_setting_wakes_a_storm_exactly_once() {
-    let store = Arc::new(dynamo_store("short-any-wait").await);
-    let world = World::registered(Duration::from_millis(1200), &store).await;
+    let (store, world, _) = deployed_shared("short-any-wait", Duration::from_millis(1200)).await;
     for wait_s in [0u64, 1, 3, 20] {
         let (agent_id, snapshot_id) = world.asleep_agent("alice", "Stormy");
         let settings = WakeSettings {
@@ -79,8 +78,7 @@ async fn any_wait_setting_wakes_a_storm_exactly_once() {
 /// at once from the record, and `Prefer: wait` is granted up to `SNAPWAKE_WAIT_S` and said so.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn short_requests_answer_before_the_boot_and_prefer_wait_holds_them() {
-    let store = Arc::new(dynamo_store("short-answers").await);
-    let world = World::registered(Duration::from_secs(3), &store).await;
+    let (store, world, _) = deployed_shared("short-answers", Duration::from_secs(3)).await;
     let (agent_id, snapshot_id) = world.asleep_agent("alice", "Booting");
     let settings = WakeSettings {
         wait: Duration::from_secs(2),
@@ -136,8 +134,7 @@ async fn short_requests_answer_before_the_boot_and_prefer_wait_holds_them() {
 /// completes the wake and answers 200; everyone after it answers 200 from the record.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_first_ask_after_readiness_sees_200() {
-    let store = Arc::new(dynamo_store("short-after-ready").await);
-    let world = World::registered(Duration::from_millis(1500), &store).await;
+    let (store, world, _) = deployed_shared("short-after-ready", Duration::from_millis(1500)).await;
     let (agent_id, _) = world.asleep_agent("alice", "Ready soon");
     let f = resume_fn(store.clone(), world.client(), WakeSettings::default());
     let (status, body) = answer(&f.handle(alices_request("POST", &path(&agent_id))).await);
@@ -173,8 +170,8 @@ async fn the_first_ask_after_readiness_sees_200() {
 /// of them starts a second wake; a retry after that wakes the agent (without a second Resume).
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_storm_whose_wake_fails_starts_no_second_wake() {
-    let store = Arc::new(dynamo_store("short-failed-storm").await);
-    let world = World::registered(Duration::from_millis(1500), &store).await;
+    let (store, world, _) =
+        deployed_shared("short-failed-storm", Duration::from_millis(1500)).await;
     let (agent_id, snapshot_id) = world.asleep_agent("alice", "Doomed");
     let ctl = world.sim.control();
     ctl.inject(Fault::error(Some("GetSession"), "InvalidResource.NotFound", 404).next(1))

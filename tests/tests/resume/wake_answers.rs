@@ -21,9 +21,7 @@ async fn codex_record(store: &impl AgentStore, agent_id: &str) -> snapwake::doma
 /// names its Tool and the next resume finds the snapshot there, never 422.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_snapshot_agent_wakes_again_after_a_wake_that_expired_or_failed() {
-    let store = Arc::new(dynamo_store("snapshot-agent").await);
-    let world = World::registered(Duration::ZERO, &store).await;
-    let ctl = world.sim.control();
+    let (store, world, ctl) = deployed_shared("snapshot-agent", Duration::ZERO).await;
     let subject = Subject::snapshot_agent(&world);
     let f = resume_fn(store.clone(), world.client(), quick());
 
@@ -66,8 +64,7 @@ async fn a_snapshot_agent_wakes_again_after_a_wake_that_expired_or_failed() {
 /// nothing to wake), and 422 once its session has ended (a temporary agent keeps no snapshot).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_temporary_agent_is_awake_until_its_session_ends_then_not_wakeable() {
-    let store = Arc::new(dynamo_store("temporary").await);
-    let world = World::registered(Duration::ZERO, &store).await;
+    let (store, world, _) = deployed_shared("temporary", Duration::ZERO).await;
     let api = Api::new(store.clone(), world.client(), identity());
     let created = api
         .create
@@ -110,8 +107,7 @@ async fn a_temporary_agent_is_awake_until_its_session_ends_then_not_wakeable() {
 /// 422 NOT_WAKEABLE, the agent rests, nothing is recorded as a provider failure.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_resume_answered_not_found_is_not_wakeable() {
-    let store = Arc::new(dynamo_store("resume-404").await);
-    let world = World::registered(Duration::ZERO, &store).await;
+    let (store, world, _) = deployed_shared("resume-404", Duration::ZERO).await;
     let (agent_id, snapshot_id) = world.asleep_agent("alice", "Gone soon");
     let ctl = world.sim.control();
     ctl.inject(
@@ -142,8 +138,7 @@ async fn a_resume_answered_not_found_is_not_wakeable() {
 /// many callers ask at once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn resuming_an_agent_that_does_not_exist_is_404_for_everybody_and_leaves_no_record() {
-    let store = Arc::new(dynamo_store("resume-nothing").await);
-    let world = World::registered(Duration::ZERO, &store).await;
+    let (store, world, _) = deployed_shared("resume-nothing", Duration::ZERO).await;
     let agent_id = snapwake::identity::caller::mint("alice");
     let f = Arc::new(resume_fn(store.clone(), world.client(), quick()));
     let answers = storm(f.clone(), &agent_id, 20).await;

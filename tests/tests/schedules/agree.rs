@@ -26,8 +26,7 @@ where
 /// A tick at the schedule's next occurrence moves it on: the route and the view still agree.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_route_and_the_view_agree_after_a_tick_moved_the_schedule_on() {
-    let store = dynamo_store("schedule-agree").await;
-    let world = World::registered(Duration::ZERO, &store).await;
+    let (store, world, _) = deployed("schedule-agree", Duration::ZERO).await;
     let api = Api::new(store.clone(), world.client(), identity());
     let agent_id = asleep_agent(&world, &api.resume, "Agreeable").await;
     let set = put_schedule(

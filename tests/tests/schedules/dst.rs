@@ -72,8 +72,7 @@ async fn schedule_since<S: AgentStore + ScheduleStore, K: AgentKit>(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn berlin_and_new_york_fire_at_the_right_instants_across_dst() {
-    let store = dynamo_store("tick-dst").await;
-    let world = World::registered(Duration::from_millis(50), &store).await;
+    let (store, world, _) = deployed("tick-dst", Duration::from_millis(50)).await;
     let f = resume_fn(store.clone(), world.client(), quick_wake());
     let agent_id = asleep_agent(&world, &f, "Data helper").await;
     let (status, _) = settle_alices(&f, &agent_id, "resume", Duration::from_secs(30)).await;
@@ -112,12 +111,7 @@ async fn berlin_and_new_york_fire_at_the_right_instants_across_dst() {
         ["2027-03-28T01:00:00Z"],
         "the gap fires once, at 03:00 CEST"
     );
-    let next = store
-        .get_schedule(&key(&agent_id))
-        .await
-        .unwrap()
-        .unwrap()
-        .next_wake_ms;
+    let next = next_wake(&store, &agent_id).await;
     assert_eq!(next, Some(at("2027-03-29T00:30:00Z")), "then 02:30 CEST");
 
     // Berlin falls back on 2027-10-31 at 03:00 CEST: 02:30 happens twice, fires once (CEST).
@@ -137,12 +131,7 @@ async fn berlin_and_new_york_fire_at_the_right_instants_across_dst() {
     )
     .await;
     assert_eq!(fired, ["2027-10-31T00:30:00Z"], "the fold fires once");
-    let next = store
-        .get_schedule(&key(&agent_id))
-        .await
-        .unwrap()
-        .unwrap()
-        .next_wake_ms;
+    let next = next_wake(&store, &agent_id).await;
     assert_eq!(next, Some(at("2027-11-01T01:30:00Z")), "then 02:30 CET");
 
     // New York springs forward on 2027-03-14 at 02:00 EST: 02:30 → 03:00 EDT (07:00Z).

@@ -94,9 +94,7 @@ fn batch(bodies: &[String]) -> Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_tick_queues_what_is_due_and_the_consumers_wake_each_agent_once() {
-    let store = dynamo_store("fanout-wakes").await;
-    let world = World::registered(Duration::from_millis(300), &store).await;
-    let ctl = world.sim.control();
+    let (store, world, ctl) = deployed("fanout-wakes", Duration::from_millis(300)).await;
     let queue = DueChannel::new();
     let f = Resume {
         fanout: Fanout::Channel(queue.clone()),
@@ -156,9 +154,7 @@ async fn the_tick_queues_what_is_due_and_the_consumers_wake_each_agent_once() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_batch_reports_only_the_messages_it_could_not_handle() {
-    let store = dynamo_store("fanout-batch").await;
-    let world = World::registered(Duration::from_millis(300), &store).await;
-    let ctl = world.sim.control();
+    let (store, world, ctl) = deployed("fanout-batch", Duration::from_millis(300)).await;
     let healthy = resume_fn(store.clone(), world.client(), quick_wake());
     let fine = asleep_agent(&world, &healthy, "Fine").await;
     let broken = asleep_agent(&world, &healthy, "Broken").await;
@@ -215,9 +211,7 @@ async fn a_batch_reports_only_the_messages_it_could_not_handle() {
 /// acknowledged and left to a tick that may never send it again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_contended_occurrence_is_decided_again_within_its_minute() {
-    let store = dynamo_store("fanout-contended").await;
-    let world = World::registered(Duration::from_millis(300), &store).await;
-    let ctl = world.sim.control();
+    let (store, world, ctl) = deployed("fanout-contended", Duration::from_millis(300)).await;
     let queue = DueChannel::new();
     let ticking = Resume {
         fanout: Fanout::Channel(queue.clone()),

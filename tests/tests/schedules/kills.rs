@@ -68,6 +68,29 @@ impl<S: Send + Sync> Layer for Dying<S> {
 /// The lease a tick's acquire takes: short, so a dead tick's lock lapses in a second.
 const LEASE: Duration = Duration::from_secs(1);
 
+/// After a kill and the recovery: the occurrence at `w` woke `agent_id` with one Resume, its
+/// record awake, the schedule's last occurrence reached and the next one a day later.
+async fn woken_once(
+    store: &(impl AgentStore + ScheduleStore),
+    ctl: &SimControl,
+    agent_id: &str,
+    w: u64,
+    what: &str,
+) {
+    let record = store.get(&key(agent_id)).await.unwrap().unwrap();
+    let schedule = store.get_schedule(&key(agent_id)).await.unwrap().unwrap();
+    let what = format!("{what}: record {record:?}, schedule {schedule:?}");
+    assert_eq!(resumes(ctl), 1, "{what}: one Resume for one occurrence");
+    assert_eq!(live_sessions(ctl, agent_id).len(), 1, "{what}");
+    assert_eq!(record.state, WakeState::Awake, "{what}");
+    assert_eq!(
+        schedule.last.as_ref().map(|l| l.outcome.as_str()),
+        Some("reached"),
+        "{what}"
+    );
+    assert_eq!(schedule.next_wake_ms, Some(w + 86_400_000), "{what}");
+}
+
 fn settings() -> snapwake::wake::WakeSettings {
     snapwake::wake::WakeSettings {
         lock: quick_lock(LEASE),
@@ -99,9 +122,7 @@ async fn recover<S: AgentStore + ScheduleStore, K: AgentKit>(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tick_killed_at_any_step_loses_and_repeats_no_occurrence() {
-    let store = dynamo_store("tick-kills").await;
-    let world = World::registered(Duration::from_millis(300), &store).await;
-    let ctl = world.sim.control();
+    let (store, world, ctl) = deployed("tick-kills", Duration::from_millis(300)).await;
     let healthy = resume_fn(store.clone(), world.client(), settings());
     let wake_at_830 = json!({"timezone": "UTC", "wake": "30 8 * * *"});
 
@@ -151,18 +172,7 @@ async fn a_tick_killed_at_any_step_loses_and_repeats_no_occurrence() {
             tokio::time::sleep(lapsed).await;
 
             recover(&healthy, &agent_id, w).await;
-            let record = store.get(&key(&agent_id)).await.unwrap().unwrap();
-            let schedule = store.get_schedule(&key(&agent_id)).await.unwrap().unwrap();
-            let what = format!("{what}: record {record:?}, schedule {schedule:?}");
-            assert_eq!(resumes(&ctl), 1, "{what}: one Resume for one occurrence");
-            assert_eq!(live_sessions(&ctl, &agent_id).len(), 1, "{what}");
-            assert_eq!(record.state, WakeState::Awake, "{what}");
-            assert_eq!(
-                schedule.last.as_ref().map(|l| l.outcome.as_str()),
-                Some("reached"),
-                "{what}"
-            );
-            assert_eq!(schedule.next_wake_ms, Some(w + 86_400_000), "{what}");
+            woken_once(&store, &ctl, &agent_id, w, &what).await;
         }
     }
     assert!(
@@ -212,9 +222,7 @@ fn queued<S, K>(store: S, agentkit: K, queue: &DueChannel) -> Resume<S, K> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_queue_consumer_killed_at_any_step_loses_and_repeats_no_occurrence() {
-    let store = dynamo_store("consumer-kills").await;
-    let world = World::registered(Duration::from_millis(300), &store).await;
-    let ctl = world.sim.control();
+    let (store, world, ctl) = deployed("consumer-kills", Duration::from_millis(300)).await;
     let queue = queue();
     let healthy = queued(store.clone(), world.client(), &queue);
     let wake_at_830 = json!({"timezone": "UTC", "wake": "30 8 * * *"});
@@ -271,18 +279,7 @@ async fn a_queue_consumer_killed_at_any_step_loses_and_repeats_no_occurrence() {
             tokio::time::sleep(lapsed).await;
 
             recover_queued(&queue, &healthy, &agent_id, w).await;
-            let record = store.get(&key(&agent_id)).await.unwrap().unwrap();
-            let schedule = store.get_schedule(&key(&agent_id)).await.unwrap().unwrap();
-            let what = format!("{what}: record {record:?}, schedule {schedule:?}");
-            assert_eq!(resumes(&ctl), 1, "{what}: one Resume for one occurrence");
-            assert_eq!(live_sessions(&ctl, &agent_id).len(), 1, "{what}");
-            assert_eq!(record.state, WakeState::Awake, "{what}");
-            assert_eq!(
-                schedule.last.as_ref().map(|l| l.outcome.as_str()),
-                Some("reached"),
-                "{what}"
-            );
-            assert_eq!(schedule.next_wake_ms, Some(w + 86_400_000), "{what}");
+            woken_once(&store, &ctl, &agent_id, w, &what).await;
         }
     }
     assert!(

@@ -28,6 +28,12 @@ fn key(agent_id: &str) -> AgentKey {
     AgentKey::new(Kind::Codex, agent_id)
 }
 
+/// When the stored schedule of `agent_id` wakes it next.
+async fn next_wake(store: &impl ScheduleStore, agent_id: &str) -> Option<u64> {
+    let schedule = store.get_schedule(&key(agent_id)).await.unwrap();
+    schedule.expect("a schedule").next_wake_ms
+}
+
 /// Epoch ms of an RFC 3339 instant.
 fn at(rfc3339: &str) -> u64 {
     snapwake::ambient::epoch_ms(rfc3339).unwrap()

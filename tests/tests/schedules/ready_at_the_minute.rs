@@ -10,9 +10,7 @@ use super::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_measured_readiness_starts_the_wake_on_the_tick_before_its_minute() {
-    let store = dynamo_store("tick-lead").await;
-    let world = World::registered(Duration::from_millis(300), &store).await;
-    let ctl = world.sim.control();
+    let (store, world, ctl) = deployed("tick-lead", Duration::from_millis(300)).await;
     let f = resume_fn(store.clone(), world.client(), quick_wake());
     let agent_id = asleep_agent(&world, &f, "Data helper").await;
     // As if earlier mornings had measured codex sandboxes Ready in 20 s: 20 s, the budget's
@@ -54,9 +52,7 @@ async fn a_measured_readiness_starts_the_wake_on_the_tick_before_its_minute() {
 /// in it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_crowded_minute_starts_earlier() {
-    let store = dynamo_store("tick-lead-crowd").await;
-    let world = World::registered(Duration::from_millis(100), &store).await;
-    let ctl = world.sim.control();
+    let (store, world, ctl) = deployed("tick-lead-crowd", Duration::from_millis(100)).await;
     let mut f = resume_fn(store.clone(), world.client(), quick_wake());
     // Two scheduled wakes a second, so that a crowd of 200 (300 Resumes, planned for a third
     // refused) takes 150 s.
@@ -94,8 +90,7 @@ async fn a_crowded_minute_starts_earlier() {
 /// measured since would start it later.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_schedule_says_when_waking_starts_and_the_tick_keeps_it() {
-    let store = dynamo_store("tick-lead-shown").await;
-    let world = World::registered(Duration::from_millis(300), &store).await;
+    let (store, world, _) = deployed("tick-lead-shown", Duration::from_millis(300)).await;
     let api = Api::new(store.clone(), world.client(), identity());
     let ctl = world.sim.control();
     let agent_id = asleep_agent(&world, &api.resume, "Data helper").await;

@@ -7,8 +7,7 @@ use super::*;
 /// list shows it on the agent, DELETE removes it (204, then 404).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_schedule_is_set_read_listed_and_removed() {
-    let store = dynamo_store("schedule-routes").await;
-    let world = World::registered(Duration::from_millis(50), &store).await;
+    let (store, world, _) = deployed("schedule-routes", Duration::from_millis(50)).await;
     let f = resume_fn(store.clone(), world.client(), quick_wake());
     let agent_id = asleep_agent(&world, &f, "Data helper").await;
 
@@ -76,8 +75,7 @@ async fn a_schedule_is_set_read_listed_and_removed() {
 /// body's shape) naming what is wrong; a sleep schedule on a temporary agent is NOT_SLEEPABLE.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_schedules_are_refused_naming_the_field() {
-    let store = dynamo_store("schedule-refusals").await;
-    let world = World::registered(Duration::from_millis(50), &store).await;
+    let (store, world, _) = deployed("schedule-refusals", Duration::from_millis(50)).await;
     let f = resume_fn(store.clone(), world.client(), quick_wake());
     let agent_id = asleep_agent(&world, &f, "Data helper").await;
 
@@ -189,8 +187,7 @@ async fn bad_schedules_are_refused_naming_the_field() {
 /// deletes its schedule.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_list_shows_schedules_and_a_delete_takes_them_along() {
-    let store = dynamo_store("schedule-list").await;
-    let world = World::registered(Duration::from_millis(50), &store).await;
+    let (store, world, _) = deployed("schedule-list", Duration::from_millis(50)).await;
     let api = Api::new(store.clone(), world.client(), identity());
     let agent_id = asleep_agent(&world, &api.resume, "Data helper").await;
     let other = asleep_agent(&world, &api.resume, "Reviewer").await;
@@ -250,8 +247,7 @@ async fn the_list_shows_schedules_and_a_delete_takes_them_along() {
 /// a sleep at the same time of day on days that never meet are fine.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_floor_of_a_schedule_is_the_deployments() {
-    let store = dynamo_store("schedule-floor").await;
-    let world = World::registered(Duration::from_millis(50), &store).await;
+    let (store, world, _) = deployed("schedule-floor", Duration::from_millis(50)).await;
     let f = resume_fn(store.clone(), world.client(), quick_wake());
     let agent_id = asleep_agent(&world, &f, "Floor").await;
     let hourly = json!({"timezone": "UTC", "wake": "0 * * * *"});
@@ -311,8 +307,7 @@ async fn the_floor_of_a_schedule_is_the_deployments() {
 /// else's agent is a 404 before AgentKit is asked anything.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_agent_the_table_does_not_know_yet_has_a_schedule_like_any_other() {
-    let store = dynamo_store("schedule-unindexed").await;
-    let world = World::registered(Duration::from_millis(50), &store).await;
+    let (store, world, _) = deployed("schedule-unindexed", Duration::from_millis(50)).await;
     let api = Api::new(store.clone(), world.client(), identity());
     let f = &api.resume;
 

@@ -98,8 +98,7 @@ async fn a_wrong_signature_is_refused_and_nothing_is_queued() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_tick_hands_what_is_due_to_the_queue_on_the_wire() {
     let sqs = SqsDouble::start().await;
-    let store = dynamo_store("sqs-tick").await;
-    let world = World::registered(Duration::from_millis(300), &store).await;
+    let (store, world, _) = deployed("sqs-tick", Duration::from_millis(300)).await;
     let f = Resume {
         fanout: snapwake::fanout::Fanout::Sqs(sqs.sender()),
         ..resume_fn(store.clone(), world.client(), quick_wake())

@@ -9,9 +9,7 @@ use super::*;
 /// Resume, the agent awake, the next occurrence a day later.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_wake_fires_once_however_many_ticks() {
-    let store = dynamo_store("tick-once").await;
-    let world = World::registered(Duration::from_millis(300), &store).await;
-    let ctl = world.sim.control();
+    let (store, world, ctl) = deployed("tick-once", Duration::from_millis(300)).await;
     let f = resume_fn(store.clone(), world.client(), quick_wake());
     let agent_id = asleep_agent(&world, &f, "Data helper").await;
     let w = wake_schedule(&f, &agent_id).await;
@@ -54,9 +52,7 @@ async fn a_wake_fires_once_however_many_ticks() {
 /// join one wake (the lock), one Resume.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_storm_of_clicks_joins_the_scheduled_wake() {
-    let store = dynamo_store("tick-storm").await;
-    let world = World::registered(Duration::from_millis(500), &store).await;
-    let ctl = world.sim.control();
+    let (store, world, ctl) = deployed("tick-storm", Duration::from_millis(500)).await;
     let f = resume_fn(store.clone(), world.client(), quick_wake());
     let agent_id = asleep_agent(&world, &f, "Data helper").await;
     let w = wake_schedule(&f, &agent_id).await;
@@ -88,9 +84,7 @@ async fn a_storm_of_clicks_joins_the_scheduled_wake() {
 /// recorded as missed) and waits for the next.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn late_ticks_catch_up_within_fifteen_minutes_only() {
-    let store = dynamo_store("tick-late").await;
-    let world = World::registered(Duration::from_millis(100), &store).await;
-    let ctl = world.sim.control();
+    let (store, world, ctl) = deployed("tick-late", Duration::from_millis(100)).await;
     let f = resume_fn(store.clone(), world.client(), quick_wake());
     let agent_id = asleep_agent(&world, &f, "Data helper").await;
     let other = asleep_agent(&world, &f, "Reviewer").await;
@@ -121,9 +115,7 @@ async fn late_ticks_catch_up_within_fifteen_minutes_only() {
 /// putting it to sleep is not overruled by later ticks of that occurrence.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_sleep_schedule_leaves_a_ready_snapshot_and_no_session() {
-    let store = dynamo_store("tick-sleep").await;
-    let world = World::registered(Duration::from_millis(100), &store).await;
-    let ctl = world.sim.control();
+    let (store, world, ctl) = deployed("tick-sleep", Duration::from_millis(100)).await;
     ctl.set_snapshot_ready_delay(Duration::from_millis(1500));
     let f = resume_fn(store.clone(), world.client(), quick_wake());
     let agent_id = asleep_agent(&world, &f, "Data helper").await;
@@ -171,13 +163,7 @@ async fn a_sleep_schedule_leaves_a_ready_snapshot_and_no_session() {
     // An awake agent at its wake time is left alone.
     let (status, _) = settle_alices(&f, &agent_id, "resume", Duration::from_secs(30)).await;
     assert_eq!(status, 200);
-    let w = store
-        .get_schedule(&key(&agent_id))
-        .await
-        .unwrap()
-        .unwrap()
-        .next_wake_ms
-        .unwrap();
+    let w = next_wake(&store, &agent_id).await.unwrap();
     tick_until_settled(&f, &agent_id, w, 5).await;
     assert_eq!(resumes(&ctl), 2, "only the person's wake");
 }
@@ -185,8 +171,7 @@ async fn a_sleep_schedule_leaves_a_ready_snapshot_and_no_session() {
 /// A deleted agent's schedule goes with it: the tick removes what a delete left behind.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_deleted_agents_schedule_is_dropped_by_the_tick() {
-    let store = dynamo_store("tick-gone").await;
-    let world = World::registered(Duration::from_millis(50), &store).await;
+    let (store, world, _) = deployed("tick-gone", Duration::from_millis(50)).await;
     let f = resume_fn(store.clone(), world.client(), quick_wake());
     let agent_id = asleep_agent(&world, &f, "Data helper").await;
     let w = wake_schedule(&f, &agent_id).await;

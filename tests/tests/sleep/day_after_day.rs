@@ -11,9 +11,7 @@ use super::*;
 /// snapshot.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sleep_then_resume_three_times_over() {
-    let store = dynamo_store("sleep-cycle").await;
-    let world = World::registered(Duration::from_millis(200), &store).await;
-    let ctl = world.sim.control();
+    let (store, world, ctl) = deployed("sleep-cycle", Duration::from_millis(200)).await;
     let f = resume_fn(store.clone(), world.client(), quick_wake());
     let (agent_id, _) = awake_agent(&world, &f, "Data helper").await;
 
@@ -70,9 +68,7 @@ async fn sleep_then_resume_three_times_over() {
 /// agent is 422 `NOT_SLEEPABLE`, its session untouched.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn asleep_agents_stay_asleep_and_temporary_ones_do_not_sleep() {
-    let store = dynamo_store("sleep-edges").await;
-    let world = World::registered(Duration::ZERO, &store).await;
-    let ctl = world.sim.control();
+    let (store, world, ctl) = deployed("sleep-edges", Duration::ZERO).await;
     let f = resume_fn(store.clone(), world.client(), quick_wake());
 
     let (asleep, snapshot) = world.asleep_agent("alice", "Resting");

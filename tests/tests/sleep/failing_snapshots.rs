@@ -11,9 +11,7 @@ use super::*;
 /// succeeds.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_snapshot_that_cannot_be_taken_leaves_the_agent_awake() {
-    let store = dynamo_store("sleep-refused").await;
-    let world = World::registered(Duration::ZERO, &store).await;
-    let ctl = world.sim.control();
+    let (store, world, ctl) = deployed("sleep-refused", Duration::ZERO).await;
     let f = resume_fn(store.clone(), world.client(), quick_wake());
     let (agent_id, session) = awake_agent(&world, &f, "Stubborn").await;
 
@@ -47,9 +45,7 @@ async fn a_snapshot_that_cannot_be_taken_leaves_the_agent_awake() {
 /// callers that joined it, the session alive, the agent awake; then a good snapshot sleeps.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_snapshot_that_fails_leaves_the_agent_awake_for_everyone_who_joined() {
-    let store = dynamo_store("sleep-failed").await;
-    let world = World::registered(Duration::ZERO, &store).await;
-    let ctl = world.sim.control();
+    let (store, world, ctl) = deployed("sleep-failed", Duration::ZERO).await;
     let f = Arc::new(resume_fn(store.clone(), world.client(), quick_wake()));
     let (agent_id, session) = awake_agent(&world, &f, "Fragile").await;
     ctl.set_snapshot_outcome("Failed");
@@ -91,9 +87,7 @@ async fn a_snapshot_that_fails_leaves_the_agent_awake_for_everyone_who_joined() 
 /// error, never a second snapshot. Once it is Ready, the next call finishes the sleep.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_snapshot_slower_than_every_budget_is_continued_by_the_next_call() {
-    let store = dynamo_store("sleep-slow").await;
-    let world = World::registered(Duration::ZERO, &store).await;
-    let ctl = world.sim.control();
+    let (store, world, ctl) = deployed("sleep-slow", Duration::ZERO).await;
     let wake = WakeSettings {
         wait: Duration::from_millis(2500),
         ..quick_wake()

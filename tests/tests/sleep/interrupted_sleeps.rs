@@ -10,9 +10,7 @@ use super::*;
 /// one more for the retention sweep.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_sleep_that_died_after_snapshotting_is_started_over() {
-    let store = Arc::new(dynamo_store("sleep-crash-snap").await);
-    let world = World::registered(Duration::ZERO, &store).await;
-    let ctl = world.sim.control();
+    let (store, world, ctl) = deployed_shared("sleep-crash-snap", Duration::ZERO).await;
     let wake = WakeSettings {
         lock: quick_lock(Duration::from_millis(800)),
         ..quick_wake()
@@ -49,9 +47,7 @@ async fn a_sleep_that_died_after_snapshotting_is_started_over() {
 /// one, and ends the session only once *that* one is Ready — not when the old one is.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lapsed_sleep_starts_over_with_a_new_snapshot() {
-    let store = dynamo_store("sleep-lapsed").await;
-    let world = World::registered(Duration::ZERO, &store).await;
-    let ctl = world.sim.control();
+    let (store, world, ctl) = deployed("sleep-lapsed", Duration::ZERO).await;
     // A short snapshot lease (it still leaves a DeleteSession of the 2 s AgentKit timeout room
     // after two 2.5 s waits), so the first sleep's lease lapses within the test.
     let wake = WakeSettings {
@@ -128,9 +124,7 @@ async fn a_lapsed_sleep_starts_over_with_a_new_snapshot() {
 /// Ready, the session already ended), then wakes it from the new snapshot.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_sleep_that_died_after_ending_the_session_is_finished_by_a_resume() {
-    let store = Arc::new(dynamo_store("sleep-crash-end").await);
-    let world = World::registered(Duration::ZERO, &store).await;
-    let ctl = world.sim.control();
+    let (store, world, ctl) = deployed_shared("sleep-crash-end", Duration::ZERO).await;
     let wake = quick_wake();
     let f = resume_fn(store.clone(), world.client(), wake.clone());
     let (agent_id, _) = awake_agent(&world, &f, "Halfway").await;
@@ -159,9 +153,7 @@ async fn a_sleep_that_died_after_ending_the_session_is_finished_by_a_resume() {
 /// one snapshot.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lost_snapshot_answer_is_reconciled() {
-    let store = dynamo_store("sleep-lost").await;
-    let world = World::registered(Duration::ZERO, &store).await;
-    let ctl = world.sim.control();
+    let (store, world, ctl) = deployed("sleep-lost", Duration::ZERO).await;
     let f = resume_fn(store.clone(), world.client(), quick_wake());
     let (agent_id, _) = awake_agent(&world, &f, "Lossy").await;
     let before = world.snapshots_of(&agent_id);
@@ -183,9 +175,7 @@ async fn a_lost_snapshot_answer_is_reconciled() {
 /// and the next resume wakes the agent from the snapshot the expiry left.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_sleep_after_the_session_expired_takes_no_snapshot() {
-    let store = dynamo_store("sleep-expired").await;
-    let world = World::registered(Duration::ZERO, &store).await;
-    let ctl = world.sim.control();
+    let (store, world, ctl) = deployed("sleep-expired", Duration::ZERO).await;
     let f = resume_fn(store.clone(), world.client(), quick_wake());
     let (agent_id, session) = awake_agent(&world, &f, "Overnight").await;
     let before = world.snapshots_of(&agent_id);
@@ -216,9 +206,7 @@ async fn a_sleep_after_the_session_expired_takes_no_snapshot() {
 /// comes from a snapshot of that session.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_snapshot_request_applied_late_never_ends_the_session_first() {
-    let store = dynamo_store("sleep-late").await;
-    let world = World::registered(Duration::ZERO, &store).await;
-    let ctl = world.sim.control();
+    let (store, world, ctl) = deployed("sleep-late", Duration::ZERO).await;
     let f = resume_fn(store.clone(), world.client(), quick_wake());
     let (agent_id, session) = awake_agent(&world, &f, "Late snapshot").await;
     let before = world.snapshots_of(&agent_id);

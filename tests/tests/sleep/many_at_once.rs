@@ -6,6 +6,25 @@ use super::*;
 // ---------------------------------------------------------------------------------------------
 // Many at once
 
+/// `verb` of `agent_id` by 50 callers at once, each settled as a client would: their tasks.
+fn fifty_at_once<S, K>(
+    f: &Arc<Resume<S, K>>,
+    agent_id: &str,
+    verb: &'static str,
+) -> Vec<tokio::task::JoinHandle<(u16, Value, u32)>>
+where
+    S: AgentStore + snapwake::store::ScheduleStore + 'static,
+    K: AgentKit + 'static,
+{
+    (0..50)
+        .map(|_| {
+            let f = f.clone();
+            let agent_id = agent_id.to_string();
+            tokio::spawn(async move { settle(&f, &agent_id, verb).await })
+        })
+        .collect()
+}
+
 /// 50 sleeps of one awake agent at once: one CreateSessionSnapshot, one DeleteSession, and
 /// every caller answered 200 asleep (some after a 202).
 ///
@@ -15,9 +34,7 @@ use super::*;
 /// the lock's own tests; this one is about fifty callers at once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fifty_sleeps_at_once_take_one_snapshot_and_end_one_session() {
-    let store = dynamo_store("sleep-fifty").await;
-    let world = World::registered(Duration::ZERO, &store).await;
-    let ctl = world.sim.control();
+    let (store, world, ctl) = deployed("sleep-fifty", Duration::ZERO).await;
     ctl.set_snapshot_ready_delay(Duration::from_millis(500));
     let settings = WakeSettings {
         lock: quick_lock(Duration::from_secs(60)),
@@ -27,13 +44,7 @@ async fn fifty_sleeps_at_once_take_one_snapshot_and_end_one_session() {
     let (agent_id, session) = awake_agent(&world, &f, "Busy").await;
     let before = world.snapshots_of(&agent_id);
 
-    let tasks: Vec<_> = (0..50)
-        .map(|_| {
-            let f = f.clone();
-            let agent_id = agent_id.clone();
-            tokio::spawn(async move { settle(&f, &agent_id, "sleep").await })
-        })
-        .collect();
+    let tasks = fifty_at_once(&f, &agent_id, "sleep");
     let mut slept = 0;
     for t in tasks {
         let (status, body, _) = t.await.unwrap();
@@ -56,9 +67,7 @@ async fn fifty_sleeps_at_once_take_one_snapshot_and_end_one_session() {
 /// CreateSessionSnapshot, one Resume, one live session at the end.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_sleep_racing_fifty_resumes_ends_awake_from_the_new_snapshot() {
-    let store = dynamo_store("sleep-race").await;
-    let world = World::registered(Duration::from_millis(200), &store).await;
-    let ctl = world.sim.control();
+    let (store, world, ctl) = deployed("sleep-race", Duration::from_millis(200)).await;
     let f = Arc::new(resume_fn(store.clone(), world.client(), quick_wake()));
     let (agent_id, _) = awake_agent(&world, &f, "Racer").await;
     let before = world.snapshots_of(&agent_id);
@@ -86,13 +95,7 @@ async fn a_sleep_racing_fifty_resumes_ends_awake_from_the_new_snapshot() {
         );
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    let resumes: Vec<_> = (0..50)
-        .map(|_| {
-            let f = f.clone();
-            let agent_id = agent_id.clone();
-            tokio::spawn(async move { settle(&f, &agent_id, "resume").await })
-        })
-        .collect();
+    let resumes = fifty_at_once(&f, &agent_id, "resume");
     let (status, body, _) = sleep.await.unwrap();
     assert_eq!(
         (status, body["slept"].as_bool()),
@@ -137,9 +140,7 @@ async fn a_sleep_racing_fifty_resumes_ends_awake_from_the_new_snapshot() {
 /// the delete goes through.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_delete_while_sleeping_is_409() {
-    let store = dynamo_store("sleep-delete").await;
-    let world = World::registered(Duration::ZERO, &store).await;
-    let ctl = world.sim.control();
+    let (store, world, ctl) = deployed("sleep-delete", Duration::ZERO).await;
     // A wait just above the client's request timeout (2 s): a Resume or a snapshot is sent.
     let wake = WakeSettings {
         wait: Duration::from_millis(2500),
