@@ -234,7 +234,8 @@ pub fn open_link(url: &OpenUrl, view: &AgentView) -> Option<String> {
 }
 
 /// Step 4 of a wake's holder (docs/wake-protocol.md): the snapshot to resume, decided from a
-/// listing of the agent's own snapshots and what the record expects: the one asked for if Ready, else the newest Ready one (see [`choose`]).
+/// listing of the agent's own snapshots and what the record expects: the one asked for if
+/// Ready, else the newest Ready one (see [`choose`]).
 pub fn pick<'s>(
     snapshots: &'s [Snapshot],
     key: &AgentKey,
