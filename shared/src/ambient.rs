@@ -8,8 +8,7 @@
 //! seconds (`2026-12-02T10:00:00Z`), parsed to be compared, never sorted as text. Ids are v4
 //! UUIDs; they decide order (keys list in order), which is why a seed must draw them.
 
-use std::cell::Cell;
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use time::format_description::well_known::Rfc3339;
 use time::macros::format_description;
 use time::{OffsetDateTime, UtcOffset};

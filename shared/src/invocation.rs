@@ -392,8 +392,10 @@ fn sink() -> &'static Mutex<Option<Sink>> {
     SINK.get_or_init(|| Mutex::new(None))
 }
 
-/// The function this process is, in Lambda (`None` elsewhere).
-fn function_name() -> Option<&'static str> {
+/// Lambda's own name for this process's function (`AWS_LAMBDA_FUNCTION_NAME`; `None` outside
+/// Lambda): the `FunctionName` dimension. Not [`function`], the template's logical id of the
+/// current invocation, which the call recorder and the budget read.
+fn lambda_function_name() -> Option<&'static str> {
     static FUNCTION: OnceLock<Option<String>> = OnceLock::new();
     FUNCTION
         .get_or_init(|| {
@@ -449,7 +451,7 @@ pub fn emit(record: Metric) {
         return;
     }
     let line = record
-        .to_emf_of(namespace, crate::ambient::now_ms(), function_name())
+        .to_emf_of(namespace, crate::ambient::now_ms(), lambda_function_name())
         .to_string();
     match sink().lock() {
         Ok(slot) => match slot.as_ref() {
