@@ -1,9 +1,9 @@
 //! A fresh table per test on DynamoDB Local (Amazon's own engine).
 
-use snapwake::domain::{AgentKey, Kind, WakeState};
+use snapwake::domain::{AgentKey, Kind, ScheduleRecord, WakeState};
 use snapwake::store::dynamo::DynamoStore;
 use snapwake::store::table::{create_table, create_table_without_stream};
-use snapwake::store::{AgentStore, Changes, Condition};
+use snapwake::store::{AgentStore, Changes, Condition, ScheduleStore, StoreError};
 
 pub const REGION: &str = "cn-beijing";
 
@@ -73,4 +73,21 @@ pub async fn hold<S: AgentStore>(
         )
         .await
         .unwrap();
+}
+
+/// Write a new schedule `record` straight to the store, as a setup step: a client's write. The
+/// SDK sends an attempt again when one outlives its timeout (3 s; DynamoDB Local on a loaded
+/// machine can take that long), and the repeat of a write that had landed finds its own item:
+/// a conflict whose current record is the one written is this write, done.
+pub async fn put_new_schedule(store: &DynamoStore, record: &ScheduleRecord) {
+    match store.put_schedule(record, 0).await {
+        Ok(_) => {}
+        Err(StoreError::ScheduleConflict {
+            current: Some(current),
+        }) if current.version == 1
+            && current.key == record.key
+            && (&current.wake, &current.sleep, &current.next_wake_ms)
+                == (&record.wake, &record.sleep, &record.next_wake_ms) => {}
+        Err(e) => panic!("cannot write the schedule {:?}: {e}", record.key),
+    }
 }

@@ -34,7 +34,7 @@ async fn two_agents_keep_office_hours_for_two_weeks() {
         .unwrap();
         let mut record = plan.record(start);
         record.key = Some(key(agent));
-        store.put_schedule(&record, 0).await.unwrap();
+        put_new_schedule(&store, &record).await;
     }
     let snapshots_before: usize = agents.iter().map(|a| world.snapshots_of(a).len()).sum();
     let end = at("2027-04-03T00:00:00Z");
