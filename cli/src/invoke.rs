@@ -231,6 +231,7 @@ async fn invoke(function: Function, event: Value, budget: Duration) -> Result<Va
                 identity,
                 settings: snapwake_create::CreateSettings {
                     open_url: config.open_url.clone(),
+                    idle: config.wake.idle,
                     ..snapwake_create::CreateSettings::default()
                 },
             };

@@ -123,6 +123,53 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/agents/{kind}/{agent_id}/activity": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                kind: components["parameters"]["Kind"];
+                agent_id: components["parameters"]["AgentId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Say the agent is in use, so idle sleep leaves it awake (docs/idle.md).
+         * @description A Studio calls it when its user talks to the agent and, while the agent works on a task, every few minutes. Cheap and coalesced: the table is written at most once a minute per agent. No body (or an empty object). 422 NOT_AWAKE for an agent asleep (wake it instead); 409 while a sleep or a delete holds it; a wake in flight is 204.
+         */
+        post: operations["reportActivity"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/agents/{kind}/{agent_id}/idle": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                kind: components["parameters"]["Kind"];
+                agent_id: components["parameters"]["AgentId"];
+            };
+            cookie?: never;
+        };
+        /** The agent's idle time, the deployment's, and when it would be put to sleep. */
+        get: operations["getIdle"];
+        /**
+         * Set the agent's idle time (0 never; null the deployment's).
+         * @description Counted from now for an awake agent. A temporary agent keeps no snapshot, so idle sleep would lose its work: turning it on there is a 422 NOT_SLEEPABLE.
+         */
+        put: operations["putIdle"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/agents/{kind}/{agent_id}/schedule": {
         parameters: {
             query?: never;
@@ -243,6 +290,20 @@ export interface components {
             /** @description Where a person works with the agent while it is awake (the deployment's SNAPWAKE_OPEN_URL); null otherwise. Never the session's endpoint. */
             open_url?: string | null;
             schedule?: components["schemas"]["Schedule"] | null;
+            /** @description The owner's idle time in minutes (0: never put to sleep for idleness); absent: the deployment's (docs/idle.md). */
+            idle_minutes?: number;
+            /** @description While awake, with idle sleep on: when it is put to sleep unless it is used before (RFC 3339). */
+            idle_sleep_at?: string;
+        };
+        IdleSetting: {
+            /** @description The owner's (0 never); null when none is set and the deployment's applies. */
+            minutes: number | null;
+            /** @description The deployment's (0: off). */
+            deployment_minutes: number;
+            /** @description The one that applies (0: never). */
+            effective_minutes: number;
+            /** @description While awake, when it goes to sleep unless used before (RFC 3339). */
+            idle_sleep_at: string | null;
         };
         Listing: {
             agents: components["schemas"]["Agent"][];
@@ -345,6 +406,7 @@ export type Schedule = components['schemas']['Schedule'];
 export type Session = components['schemas']['Session'];
 export type Snapshot = components['schemas']['Snapshot'];
 export type Agent = components['schemas']['Agent'];
+export type IdleSetting = components['schemas']['IdleSetting'];
 export type Listing = components['schemas']['Listing'];
 export type Capabilities = components['schemas']['Capabilities'];
 export type Enabled = components['schemas']['Enabled'];
@@ -598,6 +660,86 @@ export interface operations {
                     "application/json": components["schemas"]["Agent"] & {
                         ttl_s: number;
                     };
+                };
+            };
+            default: components["responses"]["Problem"];
+        };
+    };
+    reportActivity: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                kind: components["parameters"]["Kind"];
+                agent_id: components["parameters"]["AgentId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": Record<string, never>;
+            };
+        };
+        responses: {
+            /** @description Recorded (or recent enough already). */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            default: components["responses"]["Problem"];
+        };
+    };
+    getIdle: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                kind: components["parameters"]["Kind"];
+                agent_id: components["parameters"]["AgentId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The idle setting. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["IdleSetting"];
+                };
+            };
+            default: components["responses"]["Problem"];
+        };
+    };
+    putIdle: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                kind: components["parameters"]["Kind"];
+                agent_id: components["parameters"]["AgentId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    minutes: number | null;
+                };
+            };
+        };
+        responses: {
+            /** @description The idle setting as now set. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["IdleSetting"];
                 };
             };
             default: components["responses"]["Problem"];

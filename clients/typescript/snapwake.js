@@ -20,6 +20,7 @@
 /** @typedef {Schemas["Capabilities"]} Capabilities */
 /** @typedef {Schemas["Schedule"]} Schedule */
 /** @typedef {Schemas["ScheduleBody"]} ScheduleBody */
+/** @typedef {Schemas["IdleSetting"]} IdleSetting */
 /** @typedef {Schemas["Problem"]} ProblemBody */
 /** @typedef {ProblemBody["code"]} ProblemCode */
 /** @typedef {Operations["resumeAgent"]["responses"][200]["content"]["application/json"]} WokenAgent */
@@ -472,6 +473,42 @@ export class Client {
   async keepalive(kind, agentId, ttlS, options) {
     const path = `${agentPath(kind, agentId)}/keepalive`;
     return (await this.#call("POST", path, { body: { ttl_s: ttlS } }, this.#budget(options))).body;
+  }
+
+  /**
+   * Say the agent is in use, so idle sleep leaves it awake (docs/idle.md): when its user talks
+   * to it, and every few minutes while it works on a task. Cheap: coalesced by snapwake.
+   * @param {Kind} kind
+   * @param {string} agentId
+   * @param {CallOptions} [options]
+   * @returns {Promise<void>}
+   */
+  async activity(kind, agentId, options) {
+    await this.#call("POST", `${agentPath(kind, agentId)}/activity`, {}, this.#budget(options));
+  }
+
+  /**
+   * The agent's idle time, the deployment's, and when it would be put to sleep.
+   * @param {Kind} kind
+   * @param {string} agentId
+   * @param {CallOptions} [options]
+   * @returns {Promise<IdleSetting>}
+   */
+  async getIdle(kind, agentId, options) {
+    return (await this.#call("GET", `${agentPath(kind, agentId)}/idle`, {}, this.#budget(options))).body;
+  }
+
+  /**
+   * Set the agent's idle time in minutes: 0 never, null the deployment's.
+   * @param {Kind} kind
+   * @param {string} agentId
+   * @param {number | null} minutes
+   * @param {CallOptions} [options]
+   * @returns {Promise<IdleSetting>}
+   */
+  async setIdle(kind, agentId, minutes, options) {
+    const path = `${agentPath(kind, agentId)}/idle`;
+    return (await this.#call("PUT", path, { body: { minutes } }, this.#budget(options))).body;
   }
 
   /**

@@ -33,7 +33,8 @@ pub struct Config {
     /// The DynamoDB table (`SNAPWAKE_TABLE`); `None` runs on the in-memory store locally.
     pub table: Option<String>,
     /// Wake, sleep and keepalive timings (`SNAPWAKE_WAIT_S`, `SNAPWAKE_READY_TIMEOUT_S`,
-    /// `SNAPWAKE_MAX_TTL_S`, `SNAPWAKE_SNAPSHOT_GRACE_S`, `SNAPWAKE_SNAPSHOT_TIMEOUT_S`).
+    /// `SNAPWAKE_MAX_TTL_S`, `SNAPWAKE_SNAPSHOT_GRACE_S`, `SNAPWAKE_SNAPSHOT_TIMEOUT_S`) and idle
+    /// sleep (`SNAPWAKE_IDLE_MINUTES`).
     pub wake: WakeSettings,
     /// Explicit Tool ids (`SNAPWAKE_TOOL_<KEY>`), laid over the registry.
     pub tool_overrides: ToolOverrides,
@@ -282,7 +283,21 @@ fn wake_settings(get: &impl Fn(&str) -> Option<String>) -> Result<WakeSettings, 
             reason: format!("must be at least SNAPWAKE_SNAPSHOT_GRACE_S ({grace_s} s)"),
         });
     }
+    let idle_minutes = parse_number(get, "SNAPWAKE_IDLE_MINUTES", 0)?;
+    let idle_minutes = u32::try_from(idle_minutes)
+        .ok()
+        .filter(|m| *m <= crate::domain::idle::MOST_MINUTES)
+        .ok_or_else(|| ConfigError::Invalid {
+            var: "SNAPWAKE_IDLE_MINUTES",
+            reason: format!(
+                "must be between 0 (off) and {} (minutes)",
+                crate::domain::idle::MOST_MINUTES
+            ),
+        })?;
     Ok(WakeSettings {
+        idle: crate::domain::IdlePolicy {
+            default_minutes: idle_minutes,
+        },
         wait: Duration::from_secs(wait_s),
         ready_timeout: Duration::from_secs(ready_s),
         max_ttl: Duration::from_secs(max_ttl_s),

@@ -90,7 +90,8 @@ impl<S: Send + Sync> Layer for CountingStore<S> {
             | Call::PutSchedule(_)
             | Call::SetSchedule(_)
             | Call::DeleteSchedule(_)
-            | Call::DueSchedules => &calls.schedules,
+            | Call::DueSchedules
+            | Call::IdleAgents => &calls.schedules,
             Call::Budget => &calls.budget,
         };
         counter.fetch_add(1, Ordering::Relaxed);

@@ -12,12 +12,17 @@
 
 use snapwake_tests::deployment::{run, Faults, Report, Settings};
 
+/// The studio's deployment runs idle sleep at Daytona's default (docs/idle.md).
+const IDLE_MINUTES: u32 = 15;
+
 fn settings(seed: u64, weeks: u64) -> Settings {
     Settings {
         seed,
         people: 8,
         weeks,
         faults: Faults::On,
+        // As a deployment whose Studio reports activity runs it (docs/idle.md).
+        idle_minutes: IDLE_MINUTES,
     }
 }
 
@@ -55,6 +60,7 @@ fn a_seed_replays_the_same_run() {
         people: 3,
         weeks: 1,
         faults: Faults::On,
+        idle_minutes: IDLE_MINUTES,
     };
     let (first, again) = std::thread::scope(|s| {
         let first = s.spawn(|| run(&small));

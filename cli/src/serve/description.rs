@@ -110,7 +110,9 @@ mod tests {
         let paths = json["paths"].as_object().expect("paths");
         assert!(paths.contains_key("/v1/agents/{kind}/{agent_id}/keepalive"));
         assert!(paths.contains_key("/v1/agents/{kind}/{agent_id}/schedule"));
-        assert_eq!(paths.len(), 8);
+        assert!(paths.contains_key("/v1/agents/{kind}/{agent_id}/activity"));
+        assert!(paths.contains_key("/v1/agents/{kind}/{agent_id}/idle"));
+        assert_eq!(paths.len(), 10);
     }
 
     #[test]

@@ -70,6 +70,10 @@ pub struct ServeArgs {
     /// turns ticking off.
     #[arg(long, default_value = "1m", value_parser = humantime::parse_duration)]
     tick_every: Duration,
+    /// Put an awake agent nobody used for this many minutes to sleep (docs/idle.md); 0: off.
+    /// Default: `SNAPWAKE_IDLE_MINUTES`, else off, and 30 with `--demo`.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(0..=10080))]
+    idle_minutes: Option<u32>,
     /// AgentKit's own time and rate limits in the embedded simulator.
     #[command(flatten)]
     agentkit: crate::sim::SimulatedAgentKit,
@@ -84,6 +88,21 @@ struct Parts {
 
 /// How often the local server refreshes the owner index (with the sweep on).
 const REFRESH_EVERY: Duration = Duration::from_secs(60);
+
+/// The idle time `serve --demo` runs with, unless told otherwise (docs/idle.md).
+const DEMO_IDLE_MINUTES: u32 = 30;
+
+/// Idle sleep as asked: `--idle-minutes`, else the environment's, else 30 minutes with
+/// `--demo` (its simulated Studio is all there is to report use), else off.
+fn idle_policy(args: &ServeArgs, config: &Config) -> snapwake::domain::IdlePolicy {
+    let from_env = config.wake.idle.default_minutes;
+    let default_minutes = match args.idle_minutes {
+        Some(minutes) => minutes,
+        None if from_env == 0 && args.demo => DEMO_IDLE_MINUTES,
+        None => from_env,
+    };
+    snapwake::domain::IdlePolicy { default_minutes }
+}
 
 /// Where `serve --demo` sends the Open action of an awake agent, unless `SNAPWAKE_OPEN_URL`
 /// says otherwise.
@@ -251,6 +270,7 @@ async fn run_with<S: AgentStore + ScheduleStore + BudgetStore + 'static>(
             identity: identity.clone(),
             settings: CreateSettings {
                 open_url: open_url.clone(),
+                idle: idle_policy(&args, &parts.config),
                 ..CreateSettings::default()
             },
         },
@@ -261,6 +281,7 @@ async fn run_with<S: AgentStore + ScheduleStore + BudgetStore + 'static>(
             identity: identity.clone(),
             wake: WakeSettings {
                 open_url,
+                idle: idle_policy(&args, &parts.config),
                 ..parts.config.wake.clone()
             },
             schedules: parts.config.schedules.clone(),

@@ -332,6 +332,8 @@ impl<S: AgentStore, K: AgentKit> Create<S, K> {
         changes.announce = Some(snapwake::invocation::announcement(
             snapwake::domain::Announce::Created,
         ));
+        // Created is used: idle an idle time from now (docs/idle.md).
+        changes.idle_at_ms = Some(self.settings.idle.idle_at(&held.record, now_ms()));
         match lock.release(&mut held, WakeState::Awake, changes).await? {
             Written::Done(record) => Ok(Outcome::Created(Created { record, session })),
             // Our lease ran out and somebody else (a delete) took the agent over.

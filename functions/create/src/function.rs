@@ -42,6 +42,8 @@ pub struct CreateSettings {
     pub unsettled_window: Duration,
     /// The deployment's open link (`SNAPWAKE_OPEN_URL`), which the new agent's view carries.
     pub open_url: Option<OpenUrl>,
+    /// Idle sleep (`SNAPWAKE_IDLE_MINUTES`): a new agent is idle an idle time after its create.
+    pub idle: snapwake::domain::IdlePolicy,
 }
 
 impl Default for CreateSettings {
@@ -56,6 +58,7 @@ impl Default for CreateSettings {
             },
             unsettled_window: UNSETTLED_WINDOW,
             open_url: None,
+            idle: snapwake::domain::IdlePolicy::default(),
         }
     }
 }

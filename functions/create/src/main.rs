@@ -18,6 +18,7 @@ async fn main() -> Result<(), Error> {
             // An unsettled CreateSession is waited out as long as a session may take to start.
             unsettled_window: config.wake.ready_timeout,
             open_url: config.open_url.clone(),
+            idle: config.wake.idle,
             ..CreateSettings::default()
         },
     };

@@ -1,10 +1,10 @@
 //! The resume function: the routes that change whether an agent is awake.
 //!
-//! - `POST /v1/agents/{kind}/{agent_id}/resume` ([`Resume::resume`], below): a convergent
-//!   "ensure awake";
+//! - `POST /v1/agents/{kind}/{agent_id}/resume` ([`resume`]): a convergent "ensure awake";
 //! - `POST …/sleep` ([`sleep`]): snapshot the agent, then end its session;
 //! - `POST …/keepalive` ([`keepalive`]): make the live session last longer;
 //! - `PUT|GET|DELETE …/schedule` ([`schedule`]): when the agent wakes and sleeps by itself;
+//! - `POST …/activity` and `GET|PUT …/idle` ([`idle`]): idle sleep's use and setting;
 //! - the schedules' tick ([`tick`]), a scheduled invocation, and the fan-out queue's batches
 //!   of due occurrences it hands over ([`Invocation`] tells them apart, below).
 //!
@@ -24,24 +24,23 @@ use serde::{Deserialize, Serialize};
 use snapwake::agentkit::types::{Session, Snapshot};
 use snapwake::agentkit::AgentKit;
 use snapwake::ambient::now_ms;
-use snapwake::domain::{
-    AgentKey, AgentRecord, AgentState, AgentView, Description, Retention, ToolRegistry,
-};
+use snapwake::domain::{AgentKey, AgentRecord, AgentView, Description, Retention, ToolRegistry};
 use snapwake::error::{Error, Result};
-use snapwake::http::edge::{self, parse_id, Matched, Route};
+use snapwake::http::edge::{self, Matched, Route};
 use snapwake::identity::{describe, may_act, Caller, Place};
-use snapwake::invocation::{self, begin_event, Budget, Deadline, Metric, Pace};
+use snapwake::invocation::{begin_event, Budget, Deadline, Pace};
 use snapwake::locate::{home_of, Home};
-use snapwake::lock::Agents;
 use snapwake::offboarding::{admit, Admitted};
 use snapwake::store::{AgentStore, ScheduleStore, Within};
-use snapwake::view::{agent_view, record_snapshots, AgentFacts};
-use snapwake::wake::{WakeOutcome, WakeSettings, WakeTarget};
+use snapwake::view::{agent_view, AgentFacts};
+use snapwake::wake::WakeSettings;
 use std::sync::Arc;
 use std::time::Duration;
 use tracing::Instrument;
 
 mod function;
+mod idle;
+mod resume;
 mod keepalive;
 mod schedule;
 mod sleep;
@@ -51,14 +50,19 @@ const RESUME: &str = "/v1/agents/{kind}/{agent_id}/resume";
 const SLEEP: &str = "/v1/agents/{kind}/{agent_id}/sleep";
 const KEEPALIVE: &str = "/v1/agents/{kind}/{agent_id}/keepalive";
 const SCHEDULE: &str = "/v1/agents/{kind}/{agent_id}/schedule";
+const ACTIVITY: &str = "/v1/agents/{kind}/{agent_id}/activity";
+const IDLE: &str = "/v1/agents/{kind}/{agent_id}/idle";
 
-pub const ROUTES: [Route; 6] = [
+pub const ROUTES: [Route; 9] = [
     Route::new("POST", RESUME),
     Route::new("POST", SLEEP),
     Route::new("POST", KEEPALIVE),
     Route::new("PUT", SCHEDULE),
     Route::new("GET", SCHEDULE),
     Route::new("DELETE", SCHEDULE),
+    Route::new("POST", ACTIVITY),
+    Route::new("PUT", IDLE),
+    Route::new("GET", IDLE),
 ];
 
 impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
@@ -82,6 +86,11 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
                 "PUT" => self.put_schedule(request, named).await,
                 "GET" => self.get_schedule(request, named).await,
                 _ => self.delete_schedule(request, named).await,
+            },
+            ACTIVITY => self.activity(request, named).await,
+            IDLE => match request.method().as_str() {
+                "PUT" => self.put_idle(request, named).await,
+                _ => self.get_idle(request, named).await,
             },
             _ => Err(Error::RouteNotFound),
         }
@@ -191,116 +200,6 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
             }
         }
     }
-}
-
-// ---- `POST /v1/agents/{kind}/{agent_id}/resume`: a convergent "ensure awake". 200 with the
-// agent (`"resumed"` says whether this call or a concurrent one woke it); 202 while it is still
-// waking when the wait ends; 404, 409, 410, 422 as docs/http-api.md says.
-
-/// Unknown fields are refused (400) rather than ignored: a misspelt `snapshotid` must not
-/// quietly wake the newest snapshot instead of the one named.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ResumeBody {
-    #[serde(default)]
-    snapshot_id: Option<String>,
-}
-
-/// The answer body: the agent view plus whether it was woken.
-#[derive(Serialize)]
-struct Resumed<'a> {
-    #[serde(flatten)]
-    agent: &'a AgentView,
-    resumed: bool,
-}
-
-impl<S: AgentStore, K: AgentKit> Resume<S, K> {
-    pub(crate) async fn resume(&self, request: &Request, named: Named) -> Reply {
-        let body: ResumeBody = edge::optional_json(request)?.unwrap_or_default();
-        let snapshot_id = body.snapshot_id.as_deref().map(parse_id).transpose()?;
-        // An owner being offboarded gets nothing woken: their agents are on the way out.
-        let (addressed, admitted) = self.admitted(request, named).await?;
-        let target = WakeTarget {
-            describe: addressed.describe(),
-            key: addressed.key.clone(),
-            home: addressed.home.clone(),
-            snapshot_id,
-            admitted,
-        };
-        let key = &addressed.key;
-        let agents = Agents::new(
-            addressed.store,
-            &self.agentkit,
-            &addressed.registry,
-            &self.wake,
-        );
-        let started = tokio::time::Instant::now();
-        let applied_wait = addressed.applied_wait;
-        let outcome = agents
-            .wake(&target, addressed.record, addressed.budget)
-            .await;
-        invocation::emit(wake_metric(&outcome, started.elapsed()));
-        let response = match outcome? {
-            WakeOutcome::Awake {
-                session,
-                resumed,
-                record,
-                snapshots,
-            } => {
-                tracing::info!(agent = %key, resumed, "awake");
-                // A joiner saw no listing: the record's summaries stand in (never a listing
-                // per caller: a storm's AgentKit calls must not grow with its callers).
-                let snapshots = if snapshots.is_empty() {
-                    record_snapshots(&record)
-                } else {
-                    snapshots
-                };
-                let view = view(
-                    key,
-                    &record,
-                    std::slice::from_ref(&session),
-                    &snapshots,
-                    &self.wake,
-                );
-                let body = Resumed {
-                    agent: &view,
-                    resumed,
-                };
-                with_etag(200, &body, &record)
-            }
-            WakeOutcome::Waking { record } => {
-                tracing::info!(agent = %key, "still waking");
-                // A 202 says "still waking", whatever the record's lease says by the time it
-                // is built (a wake whose Resume is unaccounted for, a lease about to lapse).
-                let mut view = view(key, &record, &[], &[], &self.wake);
-                view.state = AgentState::Waking;
-                view.wake = Some(snapwake::view::waking_view(&record));
-                let body = Resumed {
-                    agent: &view,
-                    resumed: false,
-                };
-                accepted(&body, &record, request, self.wake.pace())
-            }
-        };
-        Ok(with_preference(response, applied_wait))
-    }
-}
-
-/// What one resume came to, for the metrics: completed (this call or a concurrent one woke
-/// the agent), already awake, still waking (202), failed (a 5xx: the sandbox did not start,
-/// AgentKit or the table failed), or refused (a 4xx: not found, busy, gone, nothing to wake,
-/// throttled: the caller's or the moment's, not a failure to alarm on); and how long it took.
-fn wake_metric(outcome: &Result<WakeOutcome>, took: std::time::Duration) -> Metric {
-    let name = match outcome {
-        Ok(WakeOutcome::Awake { resumed: true, .. }) => "WakesCompleted",
-        Ok(WakeOutcome::Awake { resumed: false, .. }) => "AlreadyAwake",
-        Ok(WakeOutcome::Waking { .. }) => "WakesInProgress",
-        Err(e) if e.status() >= 500 => "WakesFailed",
-        Err(_) => "WakesRefused",
-    };
-    Metric::of("resume")
-        .count(name, 1)
-        .millis("WakeLatency", took.as_millis() as u64)
 }
 
 /// An agent the caller may act on, as the table has it.

@@ -56,6 +56,7 @@ impl<S: AgentStore, K: AgentKit> Resume<S, K> {
             key: addressed.key.clone(),
             home: addressed.home.clone(),
             admitted,
+            idle_by_ms: None,
         };
         let key = &addressed.key;
         let applied_wait = addressed.applied_wait;

@@ -145,6 +145,13 @@ pub struct AgentView {
     pub open_url: Option<String>,
     #[serde(default)]
     pub schedule: Option<super::schedule::ScheduleView>,
+    /// The owner's idle time in minutes (0: never); absent: the deployment's (docs/idle.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idle_minutes: Option<u32>,
+    /// While awake (or its session starting): when idle sleep puts it to sleep unless it is
+    /// used before (RFC 3339).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idle_sleep_at: Option<String>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -291,6 +298,10 @@ pub struct AgentRecord {
     pub snapshots: Vec<SnapshotView>,
     /// The schedule as views show it; the schedule item is the tick's truth.
     pub schedule: Option<super::schedule::ScheduleSummary>,
+    /// The owner's idle time in minutes (0: never); `None`: the deployment's (docs/idle.md).
+    pub idle_minutes: Option<u32>,
+    /// When this awake agent becomes idle, unless used before (epoch ms): the idle index's key.
+    pub idle_at_ms: Option<u64>,
     /// +1 on every write; the ETag.
     pub version: u64,
     pub updated_at: Option<String>,
@@ -347,6 +358,8 @@ impl AgentRecord {
             error: None,
             snapshots: Vec::new(),
             schedule: None,
+            idle_minutes: None,
+            idle_at_ms: None,
             version: 0,
             updated_at: None,
             expires_at: None,

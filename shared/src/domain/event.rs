@@ -46,6 +46,8 @@ pub enum Trigger {
     Offboarding,
     /// AgentKit itself: a session its clock ended, once snapwake records it.
     Agentkit,
+    /// Idle sleep: nobody used the agent for its idle time (docs/idle.md).
+    Idle,
 }
 
 impl Trigger {
@@ -56,6 +58,7 @@ impl Trigger {
             Trigger::Sweep => "sweep",
             Trigger::Offboarding => "offboarding",
             Trigger::Agentkit => "agentkit",
+            Trigger::Idle => "idle",
         }
     }
 }
@@ -86,7 +89,7 @@ impl std::str::FromStr for Trigger {
     fn from_str(s: &str) -> Result<Self, String> {
         use Trigger::*;
         named(
-            &[Http, Schedule, Sweep, Offboarding, Agentkit],
+            &[Http, Schedule, Sweep, Offboarding, Agentkit, Idle],
             Trigger::as_str,
             s,
         )

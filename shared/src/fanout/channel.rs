@@ -196,6 +196,7 @@ mod tests {
             version: 1,
             lead: DueLead::default(),
             not_before_ms: None,
+            idle: false,
         }
     }
 

@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::domain::{AgentKey, ScheduleRecord};
+use crate::domain::{AgentKey, AgentRecord, ScheduleRecord};
 use crate::schedule::DueLead;
 
 /// One due occurrence of one schedule, as a tick found it (or as its consumer follows it up).
@@ -23,6 +23,10 @@ pub struct DueOccurrence {
     pub version: u64,
     /// How early its wake starts.
     pub lead: DueLead,
+    /// Not a schedule's occurrence: an awake agent the tick found idle, to put to sleep
+    /// (docs/idle.md). `version` is then the agent record's.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub idle: bool,
 }
 
 impl DueOccurrence {
@@ -36,7 +40,22 @@ impl DueOccurrence {
             version: record.version,
             lead,
             not_before_ms: None,
+            idle: false,
         })
+    }
+
+    /// The message for `record`, an awake agent idle at the tick of `tick_ms`.
+    pub fn idle(record: &AgentRecord, tick_ms: u64) -> DueOccurrence {
+        DueOccurrence {
+            agent: record.key.clone(),
+            tick_ms,
+            not_before_ms: None,
+            wake_ms: None,
+            sleep_ms: None,
+            version: record.version,
+            lead: DueLead::default(),
+            idle: true,
+        }
     }
 
     /// The same occurrence to look at again after `wait`, delivered no sooner.
@@ -85,6 +104,7 @@ mod tests {
             version: 7,
             lead: DueLead::default(),
             not_before_ms: None,
+            idle: false,
         };
         let text = serde_json::to_string(&a).unwrap();
         assert_eq!(serde_json::from_str::<DueOccurrence>(&text).unwrap(), a);

@@ -186,6 +186,7 @@ mod tests {
                 alone_ms: Some(65_000),
             },
             not_before_ms: None,
+            idle: false,
         };
         let follow_up = due.follow_up(Duration::from_millis(2_500));
         let body = batch_body("https://sqs.example/1/due", &[&due, &follow_up]).unwrap();

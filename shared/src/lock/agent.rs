@@ -470,6 +470,8 @@ pub struct WakeSettings {
     pub snapshot_stuck_after: Duration,
     /// The open link (`SNAPWAKE_OPEN_URL`) an awake agent's answer carries, if any.
     pub open_url: Option<OpenUrl>,
+    /// Idle sleep (`SNAPWAKE_IDLE_MINUTES`; off by default): when a wake sets the agent idle.
+    pub idle: crate::domain::IdlePolicy,
 }
 
 /// The shortest `ttl_s` a keepalive may ask for.
@@ -492,6 +494,7 @@ impl Default for WakeSettings {
             snapshot_grace: Duration::from_secs(120),
             snapshot_stuck_after: Duration::from_secs(1800),
             open_url: None,
+            idle: crate::domain::IdlePolicy::default(),
         }
     }
 }

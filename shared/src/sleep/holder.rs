@@ -264,6 +264,8 @@ impl<S: AgentStore, K: AgentKit> Sleeping<'_, '_, S, K> {
             session_created_at: Some(live.created_at.clone()),
             verified_at_ms: Some(if live.is_usable() { now_ms() } else { 0 }),
             error: Some(matches!(err, Error::SleepFailed(_)).then(|| err.to_string())),
+            // Awake again: an idle sleep is tried again an idle time later, not each minute.
+            idle_at_ms: Some(self.agents.settings.idle.idle_at(&held.record, now_ms())),
             ..Changes::default()
         };
         self.driver.give_back(held, WakeState::Awake, changes).await;

@@ -29,6 +29,10 @@ pub struct SleepTarget {
     pub describe: Description,
     /// The agent's owner is not being offboarded.
     pub admitted: Admitted,
+    /// An idle sleep's: take the agent only while it is awake and idle by this instant (epoch
+    /// ms), so activity written since, even between the caller's read and the lock, keeps it
+    /// awake (docs/idle.md). `None`: a sleep asked for.
+    pub idle_by_ms: Option<u64>,
 }
 
 /// How a sleep ended for this caller.
@@ -55,6 +59,22 @@ impl<S: AgentStore, K: AgentKit> Agents<'_, S, K> {
             driver: self.driver(&target.key, target.home.clone(), budget),
         };
         sleeping.run(record).await
+    }
+}
+
+impl SleepTarget {
+    /// Whether `record` may be taken for this sleep: always, unless it is an idle sleep and the
+    /// agent was used (or woken) since its idle time. A sleep in flight whose holder is gone is
+    /// taken over and driven on, as any sleep's: that starts nothing new.
+    fn may_take(&self, record: Option<&AgentRecord>) -> bool {
+        let Some(by) = self.idle_by_ms else {
+            return true;
+        };
+        record.is_some_and(|r| match r.state {
+            WakeState::Sleeping => true,
+            WakeState::Awake => r.idle_at_ms.is_some_and(|at| at <= by),
+            _ => false,
+        })
     }
 }
 
@@ -94,6 +114,9 @@ impl<S: AgentStore, K: AgentKit> Sleeping<'_, '_, S, K> {
                     state,
                     retry_after_s,
                 } => return Err(Error::held_by(state, retry_after_s)),
+                Decision::Acquire(_) if !self.target.may_take(record.as_ref()) => {
+                    return Err(Error::NotAwake("used since it became idle".into()));
+                }
                 Decision::Acquire(condition) => {
                     let how = (WakeState::Sleeping, Generation::Sleep);
                     let describe = &self.target.describe;
@@ -234,6 +257,8 @@ impl<S: AgentStore, K: AgentKit> Progress<S> for Snapshotting<'_, K> {
             changes: Changes {
                 state: Some(WakeState::Awake),
                 error: Some(Some(reason.clone())),
+                // Awake again: an idle sleep is tried again an idle time later, not each minute.
+                idle_at_ms: Some(self.settings.idle.idle_at(record, now_ms())),
                 ..Changes::default()
             },
             error: Error::SleepFailed(reason),

@@ -21,7 +21,7 @@ mod port;
 use crate::domain::{AgentKey, AgentRecord, Kind, ScheduleRecord, ToolRegistry};
 use crate::invocation::Deadline;
 pub use port::*;
-pub use schedule::{DueCursor, DuePage, ScheduleStore};
+pub use schedule::{DueCursor, DuePage, IdlePage, ScheduleStore};
 use std::future::Future;
 use std::pin::Pin;
 use std::time::Duration;
@@ -45,6 +45,8 @@ pub enum Call<'c> {
     SetSchedule(&'c AgentKey),
     DeleteSchedule(&'c AgentKey),
     DueSchedules,
+    /// Awake agents by when they become idle (the same index's idle partition).
+    IdleAgents,
     /// A slot of the AgentKit budget taken, or a slowdown put on it.
     Budget,
 }
@@ -222,6 +224,16 @@ where
     ) -> Result<DuePage, StoreError> {
         let answer = self.inner().due_schedules(until_ms, limit, after);
         self.around(Call::DueSchedules, Box::pin(answer)).await
+    }
+
+    async fn idle_agents(
+        &self,
+        until_ms: u64,
+        limit: u32,
+        after: Option<&DueCursor>,
+    ) -> Result<IdlePage, StoreError> {
+        let answer = self.inner().idle_agents(until_ms, limit, after);
+        self.around(Call::IdleAgents, Box::pin(answer)).await
     }
 }
 

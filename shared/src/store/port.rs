@@ -80,6 +80,11 @@ pub struct Changes {
     /// The agent's snapshot summaries, replaced as a whole.
     pub snapshots: Option<Vec<SnapshotView>>,
     pub schedule: Option<Option<crate::domain::ScheduleSummary>>,
+    /// The owner's idle time (`Some(None)`: the deployment's).
+    pub idle_minutes: Option<Option<u32>>,
+    /// When the agent becomes idle (the idle index). A write that leaves the agent neither
+    /// awake nor going to sleep removes it unless it says otherwise ([`Changes::idle_at`]).
+    pub idle_at_ms: Option<Option<u64>>,
     pub expires_at: Option<Option<i64>>,
     pub started_by: Option<crate::domain::Trigger>,
     /// Descriptive fields to set; each `Some` field of it overwrites.
@@ -112,6 +117,8 @@ impl Changes {
         set(&mut r.awaited_since_ms, &self.awaited_since_ms);
         set(&mut r.snapshots, &self.snapshots);
         set(&mut r.schedule, &self.schedule);
+        set(&mut r.idle_minutes, &self.idle_minutes);
+        set(&mut r.idle_at_ms, &self.idle_at());
         set(&mut r.error, &self.error);
         set(&mut r.expires_at, &self.expires_at);
         if let Some(t) = self.started_by {
@@ -122,6 +129,16 @@ impl Changes {
         }
         r.announced = self.announce;
         r
+    }
+
+    /// What this write does to the idle index: what it says, else removed from an agent that
+    /// is no longer awake (or going to sleep): only an awake agent can become idle.
+    pub fn idle_at(&self) -> Option<Option<u64>> {
+        match (self.idle_at_ms, self.state) {
+            (Some(at), _) => Some(at),
+            (None, Some(WakeState::Awake | WakeState::Sleeping) | None) => None,
+            (None, Some(_)) => Some(None),
+        }
     }
 
     /// `record` as the store writes it: [`Changes::apply`], then the store's own counters.
@@ -353,6 +370,9 @@ pub const OWNER_INDEX: &str = "by_owner";
 /// The sparse index of schedules' next due times (GSI on `due_pk`/`due_at`).
 pub const DUE_INDEX: &str = "by_due";
 pub const DUE_PK: &str = "DUE";
+/// The partition of `by_due` holding awake agents by when they become idle (`due_at` on the
+/// agent record itself; docs/table.md, "Idle sleep").
+pub const IDLE_PK: &str = "IDLE";
 pub const SCHEDULE_SK: &str = "SCHEDULE";
 pub const BUDGET_SK: &str = "BUDGET";
 

@@ -20,6 +20,13 @@ pub struct DuePage {
     pub next: Option<DueCursor>,
 }
 
+/// A page of awake agents that became idle, earliest first.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct IdlePage {
+    pub records: Vec<AgentRecord>,
+    pub next: Option<DueCursor>,
+}
+
 pub trait ScheduleStore: Send + Sync {
     /// The schedule of `key` (consistent read).
     fn get_schedule(
@@ -59,6 +66,15 @@ pub trait ScheduleStore: Send + Sync {
         limit: u32,
         after: Option<&DueCursor>,
     ) -> impl Future<Output = Result<DuePage, StoreError>> + Send;
+
+    /// Awake agents idle by `until_ms` (their `idle_at_ms`), earliest first, at most `limit`,
+    /// after `after`: a query of the same index's idle partition. Eventually consistent.
+    fn idle_agents(
+        &self,
+        until_ms: u64,
+        limit: u32,
+        after: Option<&DueCursor>,
+    ) -> impl Future<Output = Result<IdlePage, StoreError>> + Send;
 }
 
 impl<T: ScheduleStore> ScheduleStore for std::sync::Arc<T> {
@@ -100,5 +116,14 @@ impl<T: ScheduleStore> ScheduleStore for std::sync::Arc<T> {
         after: Option<&DueCursor>,
     ) -> impl Future<Output = Result<DuePage, StoreError>> + Send {
         (**self).due_schedules(until_ms, limit, after)
+    }
+
+    fn idle_agents(
+        &self,
+        until_ms: u64,
+        limit: u32,
+        after: Option<&DueCursor>,
+    ) -> impl Future<Output = Result<IdlePage, StoreError>> + Send {
+        (**self).idle_agents(until_ms, limit, after)
     }
 }

@@ -65,6 +65,8 @@ pub mod attr {
     /// A schedule's sparse index keys (`by_due`), present only while it has something due.
     pub const DUE_PK: &str = "due_pk";
     pub const DUE_AT: &str = "due_at";
+    /// The owner's idle time in minutes (N); absent: the deployment's.
+    pub const IDLE_MINUTES: &str = "idle_minutes";
 }
 
 const ACTIVE_WITHIN: Duration = Duration::from_secs(120);

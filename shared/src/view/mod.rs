@@ -219,6 +219,11 @@ pub fn agent_view(facts: &AgentFacts<'_>, now_ms: u64, settings: &LockSettings) 
         as_of: None,
         open_url: None,
         schedule: record.and_then(|r| r.schedule.as_ref()).map(schedule_view),
+        idle_minutes: record.and_then(|r| r.idle_minutes),
+        idle_sleep_at: record
+            .filter(|_| matches!(state, AgentState::Awake | AgentState::Starting))
+            .and_then(|r| r.idle_at_ms)
+            .map(crate::ambient::format_ms),
     };
     view.open_url = facts.open_url.and_then(|t| open_link(t, &view));
     view

@@ -22,6 +22,8 @@ fn view(state: AgentState, session: Option<&str>) -> AgentView {
         as_of: None,
         open_url: None,
         schedule: None,
+        idle_minutes: None,
+        idle_sleep_at: None,
     }
 }
 

@@ -356,6 +356,8 @@ impl<S: AgentStore, K: AgentKit> Progress<S> for Waking<'_, '_, S, K> {
             Ok(Some(s)) if s.is_usable() => {
                 let changes = Changes {
                     state: Some(WakeState::Awake),
+                    // A wake is use: idle from now (docs/idle.md).
+                    idle_at_ms: Some(self.agents.settings.idle.idle_at(record, now_ms())),
                     announce: Some(crate::invocation::announcement(Announce::Awake)),
                     error: Some(None),
                     resume_sent_at_ms: Some(None),

@@ -26,3 +26,4 @@ pub mod run;
 
 pub use run::{run, Failure, Faults, Report, Settings};
 pub use trace::Trace;
+pub use world::Deployment;

@@ -75,6 +75,8 @@ pub struct AgentFacts {
     /// When a person asked it to sleep, or to wake (each request's start).
     pub person_sleeps: Vec<u64>,
     pub person_wakes: Vec<u64>,
+    /// When a person kept it alive (use, to idle sleep, as a wake is).
+    pub person_keepalives: Vec<u64>,
 }
 
 impl AgentFacts {
@@ -91,6 +93,14 @@ impl AgentFacts {
     /// Whether the schedule changed in `(from, to]`.
     pub fn schedule_changed_within(&self, from: u64, to: u64) -> bool {
         self.schedules.iter().any(|(at, _)| *at > from && *at <= to)
+    }
+
+    /// When a person last used it (created, woke or kept it alive: idle sleep counts from then).
+    pub fn last_used_ms(&self) -> u64 {
+        let last = |v: &Vec<u64>| v.last().copied().unwrap_or(0);
+        self.known_ms
+            .max(last(&self.person_wakes))
+            .max(last(&self.person_keepalives))
     }
 
     /// Whether a person asked anything of its state in `[from, to]`: a sleep, a wake, a delete.
@@ -184,6 +194,7 @@ impl Model {
             schedules: Vec::new(),
             person_sleeps: Vec::new(),
             person_wakes: Vec::new(),
+            person_keepalives: Vec::new(),
         });
     }
 

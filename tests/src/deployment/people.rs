@@ -145,6 +145,9 @@ impl People {
 
     /// `owner` keeps `key` awake another hour.
     pub async fn keepalive(&self, owner: &str, key: &AgentKey) {
+        if let Some(a) = self.model().agent(key) {
+            a.person_keepalives.push(self.now());
+        }
         let path = format!("/v1/agents/{}/{}/keepalive", key.kind, key.agent_id);
         let a = self
             .ask(

@@ -36,6 +36,8 @@ pub struct Settings {
     pub people: usize,
     pub weeks: u64,
     pub faults: Faults,
+    /// The deployment's idle time in minutes (docs/idle.md); 0: idle sleep off.
+    pub idle_minutes: u32,
 }
 
 /// What a run did.
@@ -201,7 +203,9 @@ impl Run {
             session_ready_delay: Duration::from_secs(self.rng.u64(5..60)),
             ..SimConfig::default()
         };
-        let deployment = Arc::new(Deployment::new(sim_config, self.settings.seed));
+        let deployment = Arc::new(
+            Deployment::new(sim_config, self.settings.seed).with_idle(self.settings.idle_minutes),
+        );
         deployment
             .sim
             .set_snapshot_ready_delay(Duration::from_secs(self.rng.u64(2..20)));

@@ -250,6 +250,17 @@ impl Deployment {
         }
     }
 
+    /// The same deployment with idle sleep on at `minutes` (0: off), as `IdleMinutes` sets it
+    /// for the create and resume functions.
+    pub fn with_idle(mut self, minutes: u32) -> Deployment {
+        let idle = snapwake::domain::IdlePolicy {
+            default_minutes: minutes,
+        };
+        self.api.resume.wake.idle = idle;
+        self.api.create.settings.idle = idle;
+        self
+    }
+
     /// The in-process queue the tick hands due occurrences to.
     pub fn queue(&self) -> DueChannel {
         match &self.api.resume.fanout {

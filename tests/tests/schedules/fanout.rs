@@ -183,6 +183,7 @@ async fn a_batch_reports_only_the_messages_it_could_not_handle() {
             version: 1,
             lead: DueLead::default(),
             not_before_ms: None,
+            idle: false,
         })
         .unwrap()
     };

@@ -17,6 +17,7 @@ use snapwake_tests::*;
 mod agree;
 mod dst;
 mod fanout;
+mod idle;
 mod kills;
 mod ready_at_the_minute;
 mod routes;

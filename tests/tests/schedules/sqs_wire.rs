@@ -21,6 +21,7 @@ fn due_at_0830(count: usize) -> Vec<DueOccurrence> {
             version: 1,
             lead: DueLead::default(),
             not_before_ms: None,
+            idle: false,
         })
         .collect()
 }

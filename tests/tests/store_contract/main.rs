@@ -76,6 +76,7 @@ contract!(
     concurrent_version_acquires_one_winner,
     schedules_cas_round_trip_and_delete,
     due_index_reads_only_the_due_in_order,
+    idle_index_reads_the_awake_agents_by_their_idle_time,
     budget_slots_are_taken_once_in_order,
     budget_slowdowns_are_kept_once_a_gap,
     lost_answers_are_resolved_by_the_fields_written,

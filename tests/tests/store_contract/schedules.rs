@@ -122,3 +122,89 @@ pub(crate) async fn due_index_reads_only_the_due_in_order<S: AgentStore + Schedu
     let all = store.due_schedules(u64::MAX / 2, 100, None).await.unwrap();
     assert_eq!(all.records.len(), 12);
 }
+
+/// Awake agents with an idle time are in the index's idle partition, earliest first, paged; a
+/// write that leaves the agent asleep takes it out; the schedules' partition never shows them.
+pub async fn idle_index_reads_the_awake_agents_by_their_idle_time<S: AgentStore + ScheduleStore>(
+    store: Arc<S>,
+) {
+    for i in 0..5u64 {
+        let changes = Changes {
+            state: Some(WakeState::Awake),
+            idle_at_ms: Some(Some(20_000 + i * 1_000)),
+            ..Changes::default()
+        };
+        store
+            .update(&key(&format!("idle-{i}")), &Condition::Absent, &changes)
+            .await
+            .unwrap();
+    }
+    let never = Changes {
+        state: Some(WakeState::Awake),
+        idle_minutes: Some(Some(0)),
+        ..Changes::default()
+    };
+    store
+        .update(&key("never"), &Condition::Absent, &never)
+        .await
+        .unwrap();
+
+    let mut seen = Vec::new();
+    let mut after: Option<DueCursor> = None;
+    loop {
+        let page = store.idle_agents(22_500, 2, after.as_ref()).await.unwrap();
+        seen.extend(
+            page.records
+                .iter()
+                .map(|r| (r.key.agent_id.clone(), r.idle_at_ms)),
+        );
+        match page.next {
+            Some(n) => after = Some(n),
+            None => break,
+        }
+    }
+    assert_eq!(
+        seen,
+        vec![
+            ("idle-0".to_string(), Some(20_000)),
+            ("idle-1".to_string(), Some(21_000)),
+            ("idle-2".to_string(), Some(22_000)),
+        ]
+    );
+    let never = store.get(&key("never")).await.unwrap().unwrap();
+    assert_eq!((never.idle_minutes, never.idle_at_ms), (Some(0), None));
+    assert!(
+        store
+            .due_schedules(u64::MAX / 2, 100, None)
+            .await
+            .unwrap()
+            .records
+            .is_empty(),
+        "the schedules' partition holds no agent"
+    );
+
+    // Asleep, it is out of the index, though the write did not name the idle time.
+    let r = store.get(&key("idle-0")).await.unwrap().unwrap();
+    let asleep = Changes {
+        state: Some(WakeState::Asleep),
+        ..Changes::default()
+    };
+    let written = store
+        .update(&r.key, &Condition::Version(r.version), &asleep)
+        .await
+        .unwrap();
+    assert_eq!(written.idle_at_ms, None);
+    let left = store.idle_agents(u64::MAX / 2, 100, None).await.unwrap();
+    assert_eq!(left.records.len(), 4, "{left:?}");
+    // A write that neither says nor changes the state keeps it.
+    let r = store.get(&key("idle-1")).await.unwrap().unwrap();
+    let touched = Changes {
+        verified_at_ms: Some(5),
+        ..Changes::default()
+    };
+    let written = store
+        .update(&r.key, &Condition::Version(r.version), &touched)
+        .await
+        .unwrap();
+    assert_eq!(written.idle_at_ms, Some(21_000));
+}

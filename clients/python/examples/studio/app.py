@@ -8,6 +8,12 @@ Codex lives under `/web/sandbox/...`, OpenClaw and Hermes under `/web/{kind}/...
     POST   .../sessions                         a new agent, {displayName?, retentionMode?}
     POST   .../snapshots/{snapshot_id}/resume   wake the snapshot's agent: its session
     DELETE .../snapshots/{snapshot_id}          {"deleted": true}
+    POST   .../sessions/{user_session_id}/activity   {"ok": true}: the agent is in use
+
+The last one is not the reference's: it is what a Studio adds for idle sleep (docs/idle.md).
+The Studio calls it when its user sends the agent a message, and every few minutes while the
+agent works on a task, so snapwake never puts an agent at work to sleep; snapwake coalesces the
+calls, so calling it on every message is fine.
 
 Errors are the reference's `{"detail": {"code", "message", "retryable"}}`.
 
@@ -281,6 +287,12 @@ def create_app(
         # even one not Ready): a storm of clicks is one wake.
         awake = await client.wake(kind, agent["agent_id"], timeout=WAKE_TIMEOUT_S)
         return public_session(awake)
+
+    @app.post("/web/{kind}/sessions/{user_session_id}/activity")
+    async def activity(kind: KindOf, user_session_id: str, client: Caller) -> dict[str, bool]:
+        # The session's UserSessionId is its agent's stable id.
+        await client.activity(kind, user_session_id)
+        return {"ok": True}
 
     @app.delete("/web/{kind}/snapshots/{snapshot_id}")
     async def delete(kind: KindOf, snapshot_id: str, client: Caller) -> dict[str, bool]:

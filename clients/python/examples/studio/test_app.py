@@ -10,6 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import pytest
+import snapwake
 from fastapi.testclient import TestClient
 
 from tests.serving import Serve
@@ -103,6 +104,26 @@ def test_create_with_the_retention_its_owner_chooses(studio: TestClient) -> None
     too_long = studio.post("/web/hermes/sessions", headers=BOB, json={"displayName": "x" * 41})
     assert too_long.status_code == 422
     assert error(too_long)["code"] == "SANDBOX_INVALID_REQUEST"
+
+
+def test_a_studio_reports_its_users_activity_and_idle_sleep_counts_from_it(
+    studio: TestClient, serve: Serve
+) -> None:
+    made = studio.post("/web/hermes/sessions", headers=ALICE, json={"displayName": "Busy"})
+    assert made.status_code == 200, made.text
+    agent_id = made.json()["userSessionId"]
+    used = studio.post(f"/web/hermes/sessions/{agent_id}/activity", headers=ALICE)
+    assert (used.status_code, used.json()) == (200, {"ok": True}), used.text
+    # `serve --demo` runs idle sleep at 30 minutes: the agent goes to sleep 30 minutes after
+    # its last use unless the Studio reports more.
+    with snapwake.Client(serve.url, user="alice") as client:
+        idle = client.get_idle("hermes", agent_id)
+        assert (idle["deployment_minutes"], idle["effective_minutes"]) == (30, 30), idle
+        assert idle["idle_sleep_at"] is not None, idle
+        set_ = client.set_idle("hermes", agent_id, 0)
+        assert (set_["minutes"], set_["idle_sleep_at"]) == (0, None), set_
+    foreign = studio.post(f"/web/hermes/sessions/{agent_id}/activity", headers=BOB)
+    assert foreign.status_code == 404, foreign.text
 
 
 def test_delete_a_snapshot_and_a_foreign_one_is_not_found(studio: TestClient) -> None:

@@ -16,7 +16,7 @@ from .errors import Unreachable
 from .protocol import Flow, Pause, Reply, Send
 from .schema import Agent, Capabilities, KeepAgentAliveResponse, Kind, Listing, Retention
 from .schema import ListAgentsParametersQuery as ListQuery
-from .schema import ResumeAgentResponse, Schedule, SleepAgentResponse
+from .schema import IdleSetting, ResumeAgentResponse, Schedule, SleepAgentResponse
 
 T = TypeVar("T")
 
@@ -121,6 +121,19 @@ class AsyncClient(wire.Calls):
     ) -> KeepAgentAliveResponse:
         flow = protocol.keepalive(kind, agent_id, ttl_s, self._deadline(timeout))
         return await self._run(flow)
+
+    async def activity(self, kind: Kind, agent_id: str, *, timeout: float | None = None) -> None:
+        await self._run(protocol.activity(kind, agent_id, self._deadline(timeout)))
+
+    async def get_idle(
+        self, kind: Kind, agent_id: str, *, timeout: float | None = None
+    ) -> IdleSetting:
+        return await self._run(protocol.get_idle(kind, agent_id, self._deadline(timeout)))
+
+    async def set_idle(
+        self, kind: Kind, agent_id: str, minutes: int | None, *, timeout: float | None = None
+    ) -> IdleSetting:
+        return await self._run(protocol.put_idle(kind, agent_id, minutes, self._deadline(timeout)))
 
     async def delete(
         self,

@@ -15,7 +15,7 @@ from .errors import Unreachable
 from .protocol import Flow, Pause, Reply, Send
 from .schema import Agent, Capabilities, KeepAgentAliveResponse, Kind, Listing, Retention
 from .schema import ListAgentsParametersQuery as ListQuery
-from .schema import ResumeAgentResponse, Schedule, SleepAgentResponse
+from .schema import IdleSetting, ResumeAgentResponse, Schedule, SleepAgentResponse
 
 T = TypeVar("T")
 
@@ -131,6 +131,21 @@ class Client(wire.Calls):
     ) -> KeepAgentAliveResponse:
         """The live session made to last `ttl_s` more seconds from now."""
         return self._run(protocol.keepalive(kind, agent_id, ttl_s, self._deadline(timeout)))
+
+    def activity(self, kind: Kind, agent_id: str, *, timeout: float | None = None) -> None:
+        """Say the agent is in use, so idle sleep leaves it awake (docs/idle.md): when its user
+        talks to it, and every few minutes while it works on a task. Coalesced by snapwake."""
+        self._run(protocol.activity(kind, agent_id, self._deadline(timeout)))
+
+    def get_idle(self, kind: Kind, agent_id: str, *, timeout: float | None = None) -> IdleSetting:
+        """The agent's idle time, the deployment's, and when it would be put to sleep."""
+        return self._run(protocol.get_idle(kind, agent_id, self._deadline(timeout)))
+
+    def set_idle(
+        self, kind: Kind, agent_id: str, minutes: int | None, *, timeout: float | None = None
+    ) -> IdleSetting:
+        """Set the agent's idle time in minutes: 0 never, None the deployment's."""
+        return self._run(protocol.put_idle(kind, agent_id, minutes, self._deadline(timeout)))
 
     def delete(
         self,

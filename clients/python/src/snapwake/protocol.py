@@ -31,7 +31,8 @@ from urllib.parse import quote
 from .errors import GatewayError, Problem, ScheduleNotFound, SnapwakeError, StillWorking
 from .errors import Unreachable, error_from, retry_after
 from .schema import Agent, Capabilities, CreateBody, KeepAgentAliveResponse, Kind, Listing
-from .schema import Retention, ResumeAgentResponse, Schedule, ScheduleBody, SleepAgentResponse
+from .schema import IdleSetting, Retention, ResumeAgentResponse, Schedule, ScheduleBody
+from .schema import SleepAgentResponse
 
 #: The longest snapwake holds a request for `Prefer: wait` (its SNAPWAKE_WAIT_S is at most 20),
 #: well inside API Gateway's 30 s.
@@ -282,6 +283,25 @@ def keepalive(
     return cast(KeepAgentAliveResponse, answer)
 
 
+def activity(kind: str, agent_id: str, deadline: Deadline) -> Flow[None]:
+    """The agent is in use (docs/idle.md): idle sleep leaves it awake. Repeating it is harmless."""
+    yield from exchange(Send("POST", f"{agent_path(kind, agent_id)}/activity"), deadline)
+
+
+def get_idle(kind: str, agent_id: str, deadline: Deadline) -> Flow[IdleSetting]:
+    answer = yield from json_of(Send("GET", f"{agent_path(kind, agent_id)}/idle"), deadline)
+    return cast(IdleSetting, answer)
+
+
+def put_idle(
+    kind: str, agent_id: str, minutes: int | None, deadline: Deadline
+) -> Flow[IdleSetting]:
+    body = {"minutes": minutes}
+    send = Send("PUT", f"{agent_path(kind, agent_id)}/idle", body=body, has_body=True)
+    answer = yield from json_of(send, deadline)
+    return cast(IdleSetting, answer)
+
+
 def delete(path: str, if_match: str | None, deadline: Deadline) -> Flow[None]:
     """A delete is done also when the agent was already gone (204), so repeating one is safe,
     unless it names a version: after a delete that went through, that repeat would answer 412
@@ -309,7 +329,7 @@ def put_schedule(
 
 
 #: The POST routes whose repeat carries the same operation on (convergent, or an end set from now).
-CONVERGENT_POSTS = ("/resume", "/sleep", "/keepalive")
+CONVERGENT_POSTS = ("/resume", "/sleep", "/keepalive", "/activity")
 
 
 def raw(

@@ -74,6 +74,15 @@ class Agent(TypedDict):
     as_of: NotRequired[str]
     open_url: NotRequired[str | None]
     schedule: NotRequired[Schedule | None]
+    idle_minutes: NotRequired[int]
+    idle_sleep_at: NotRequired[str]
+
+
+class IdleSetting(TypedDict):
+    minutes: int | None
+    deployment_minutes: int
+    effective_minutes: int
+    idle_sleep_at: str | None
 
 
 class ListingPartialItem(TypedDict):
@@ -140,6 +149,14 @@ class KeepAgentAliveRequest(TypedDict):
 
 class KeepAgentAliveResponse(Agent):
     ttl_s: int
+
+
+class ReportActivityRequest(TypedDict):
+    pass
+
+
+class PutIdleRequest(TypedDict):
+    minutes: int | None
 
 
 class CapabilitiesKindRetention(TypedDict):

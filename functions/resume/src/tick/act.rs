@@ -47,6 +47,8 @@ pub(super) const FOLLOW_UP_AT_LEAST: Duration = Duration::from_secs(2);
 impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
     /// Wake or put the agent to sleep exactly as the HTTP routes do, without waiting (the
     /// holder sends its call and the occurrence is followed up), within the store's deadline.
+    /// `idle_by_ms`: an idle sleep's, taking the agent only while still idle by then.
+    #[allow(clippy::too_many_arguments)] // what one act is about; read once by its two callers
     pub(super) async fn act(
         &self,
         store: Within<'_, S>,
@@ -55,6 +57,7 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
         record: AgentRecord,
         registry: &ToolRegistry,
         admitted: Admitted,
+        idle_by_ms: Option<u64>,
     ) -> Acted {
         let home = home_of(registry, &record);
         let describe = record.description.clone();
@@ -85,6 +88,7 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
                     home,
                     describe,
                     admitted,
+                    idle_by_ms,
                 };
                 let agents = Agents::new(store, &self.agentkit, registry, &self.wake);
                 match agents.sleep(&target, Some(record), budget).await {

@@ -128,6 +128,11 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
         due: &DueOccurrence,
         deadline: Deadline,
     ) -> Result<Handled, Error> {
+        if due.idle {
+            let handled = self.idle_due(due, deadline).await?;
+            self.follow_up(due, &handled).await;
+            return Ok(handled);
+        }
         let store = Within::new(&self.store, deadline);
         let registry = self.registry.get(&store).await?;
         let Some(schedule) = store.get_schedule(&due.agent).await? else {
@@ -160,7 +165,13 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
                 tracing::info!(error = %e, %kind, "a readiness seen was not kept");
             }
         }
-        let follow_up = match &handled {
+        self.follow_up(due, &handled).await;
+        Ok(handled)
+    }
+
+    /// Send `due` again, delayed until it is worth looking at again, if `handled` says so.
+    async fn follow_up(&self, due: &DueOccurrence, handled: &Handled) {
+        let follow_up = match handled {
             Handled::Acted { follow_up, .. } | Handled::Carried { follow_up, .. } => *follow_up,
             // Another consumer (or a person's PUT) was writing the item: decide again soon,
             // from what it left (its own follow-up, if any, finds the occurrence moved on).
@@ -174,6 +185,5 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
                 tracing::warn!(agent = %due.agent, error = %e, "a follow-up was not sent; the tick sends the occurrence again");
             }
         }
-        Ok(handled)
     }
 }

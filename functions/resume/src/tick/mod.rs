@@ -48,6 +48,7 @@ use lead::readiness_shown;
 mod act;
 mod due;
 mod handled;
+mod idle;
 mod keep;
 mod lead;
 
@@ -64,7 +65,9 @@ pub struct TickReport {
     pub time_ms: u64,
     /// Schedules due at this tick (a wake starting early to be Ready at its minute included).
     pub due: usize,
-    /// Of those, handed to the fan-out queue.
+    /// Awake agents found idle at this tick (docs/idle.md).
+    pub idle: usize,
+    /// Of those due and idle, handed to the fan-out queue.
     pub queued: usize,
     /// The rest counts what its own invocation did as the consumer ([`Resume::tick_and_consume`];
     /// zero where a queue's consumers act). Occurrences that came due and were acted on:
@@ -130,11 +133,15 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
                 .and_then(|o| o.follow_up_ms)
                 .is_some_and(|at| time_ms < at + FOLLOW_UP_LATE_MS)
         };
-        let messages: Vec<DueOccurrence> = due
+        let mut messages: Vec<DueOccurrence> = due
             .iter()
             .filter(|record| !followed(record))
             .filter_map(|record| DueOccurrence::of(record, time_ms, leads.for_record(record)))
             .collect();
+        // Idle agents go through the same queue (docs/idle.md), after the schedules' wakes.
+        let idle = self.idle_by(store, time_ms, deadline).await?;
+        report.idle = idle.len();
+        messages.extend(idle);
         // Not handed over: the tick fails, and the next one (or the Scheduler's retry) finds
         // the same occurrences due and sends them again.
         self.fanout
@@ -145,9 +152,16 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
         invocation::emit(
             Metric::of("tick")
                 .count("SchedulesDue", report.due as u64)
+                .count("AgentsIdle", report.idle as u64)
                 .count("OccurrencesQueued", report.queued as u64),
         );
-        tracing::info!(time_ms, due = report.due, queued = report.queued, "tick");
+        tracing::info!(
+            time_ms,
+            due = report.due,
+            idle = report.idle,
+            queued = report.queued,
+            "tick"
+        );
         Ok(report)
     }
 
@@ -318,7 +332,7 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
             let started = written.open.as_ref().and_then(|o| o.started_ms);
             let acting = tokio::time::Instant::now();
             let acted = self
-                .act(store, action, &key, agent, registry, admitted)
+                .act(store, action, &key, agent, registry, admitted, None)
                 .await;
             // Only a session this wake started tells how long one takes to be Ready (one
             // found alive, made outside snapwake, took no time at all).

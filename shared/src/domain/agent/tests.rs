@@ -23,6 +23,8 @@ fn view_serialises_in_the_documented_shape() {
         as_of: None,
         open_url: None,
         schedule: None,
+        idle_minutes: None,
+        idle_sleep_at: None,
     };
     let v = serde_json::to_value(&view).unwrap();
     assert_eq!(v["kind"], "codex");

@@ -6,6 +6,7 @@
 use crate::domain::{
     AgentKey, AgentRecord, Announcement, Description, Retention, ToolRegistry, WakeState,
 };
+use crate::store::port::IDLE_PK;
 use crate::store::{port, Changes, Condition, Document, StoreError};
 use aws_sdk_dynamodb::types::AttributeValue;
 use std::collections::{HashMap, HashSet};
@@ -88,6 +89,12 @@ pub(super) fn record_from_item(item: &Item) -> Result<AgentRecord, StoreError> {
             Some(json) => Some(serde_json::from_str(&json).map_err(|e| corrupt(e.to_string()))?),
             None => None,
         },
+        idle_minutes: get_n(item, attr::IDLE_MINUTES)?,
+        // An agent record is in the index's idle partition only (docs/table.md).
+        idle_at_ms: match get_s(item, attr::DUE_PK)? {
+            Some(pk) if pk == IDLE_PK => get_n(item, attr::DUE_AT)?,
+            _ => None,
+        },
         version: get_n(item, attr::VERSION)?.unwrap_or(0),
         updated_at: get_s(item, attr::UPDATED_AT)?,
         expires_at: get_n(item, attr::EXPIRES_AT)?,
@@ -166,7 +173,7 @@ pub(super) fn take_live(
 }
 
 /// What a create must clear when it replaces an expired item: all but the two counters.
-pub(super) const CLEARED_ON_CREATE: [&str; 27] = [
+pub(super) const CLEARED_ON_CREATE: [&str; 30] = [
     attr::OWNER,
     attr::OWNER_KEY,
     attr::DISPLAY_NAME,
@@ -191,6 +198,9 @@ pub(super) const CLEARED_ON_CREATE: [&str; 27] = [
     attr::AWAITED_SINCE_MS,
     attr::SNAPSHOTS,
     attr::SCHEDULE,
+    attr::IDLE_MINUTES,
+    attr::DUE_PK,
+    attr::DUE_AT,
     attr::ERROR,
     attr::EXPIRES_AT,
     attr::GSI1PK,
@@ -387,6 +397,22 @@ pub(super) fn update_expression(expr: &mut Expr, key: &AgentKey, creates: bool, 
             expr.set(attr::SCHEDULE, s(&json));
         }
         Some(None) => expr.remove(attr::SCHEDULE),
+        None => {}
+    }
+    match changes.idle_minutes {
+        Some(Some(m)) => expr.set(attr::IDLE_MINUTES, n(m)),
+        Some(None) => expr.remove(attr::IDLE_MINUTES),
+        None => {}
+    }
+    match changes.idle_at() {
+        Some(Some(at)) => {
+            expr.set(attr::DUE_PK, s(IDLE_PK));
+            expr.set(attr::DUE_AT, n(at));
+        }
+        Some(None) => {
+            expr.remove(attr::DUE_PK);
+            expr.remove(attr::DUE_AT);
+        }
         None => {}
     }
     if let Some(v) = &changes.error {

@@ -8,13 +8,14 @@ use aws_sdk_dynamodb::types::{
     Delete, ReturnValue, ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update,
 };
 
+use super::item::record_from_item;
 use super::item::{attr, get_n, get_s, Item};
 use super::item::{condition_expression, n, s, update_expression, Expr};
 use super::{unavailable, DynamoStore};
 use crate::ambient;
 use crate::domain::{AgentKey, AgentRecord, ScheduleRecord, WakeState};
-use crate::store::port::{self, DUE_INDEX, DUE_PK, SCHEDULE_SK};
-use crate::store::{Changes, Condition, DueCursor, DuePage, ScheduleStore, StoreError};
+use crate::store::port::{self, DUE_INDEX, DUE_PK, IDLE_PK, SCHEDULE_SK};
+use crate::store::{Changes, Condition, DueCursor, DuePage, IdlePage, ScheduleStore, StoreError};
 
 fn key_attrs(key: &AgentKey) -> Item {
     HashMap::from([
@@ -272,11 +273,65 @@ impl ScheduleStore for DynamoStore {
         limit: u32,
         after: Option<&DueCursor>,
     ) -> Result<DuePage, StoreError> {
+        let (items, last) = self.due_partition(DUE_PK, until_ms, limit, after).await?;
+        let records = items.iter().map(from_item).collect::<Result<Vec<_>, _>>()?;
+        let next = last
+            .map(|(pk, due_at_ms)| {
+                Ok::<_, StoreError>(DueCursor {
+                    key: port::parse_schedule_pk(&pk)?,
+                    due_at_ms,
+                })
+            })
+            .transpose()?;
+        Ok(DuePage { records, next })
+    }
+
+    async fn idle_agents(
+        &self,
+        until_ms: u64,
+        limit: u32,
+        after: Option<&DueCursor>,
+    ) -> Result<IdlePage, StoreError> {
+        let (items, last) = self.due_partition(IDLE_PK, until_ms, limit, after).await?;
+        let records = items
+            .iter()
+            .map(record_from_item)
+            .collect::<Result<Vec<_>, _>>()?;
+        let next = last
+            .map(|(pk, due_at_ms)| {
+                Ok::<_, StoreError>(DueCursor {
+                    key: port::parse_agent_pk(&pk)?,
+                    due_at_ms,
+                })
+            })
+            .transpose()?;
+        Ok(IdlePage { records, next })
+    }
+}
+
+impl DynamoStore {
+    /// One page of the `by_due` index's partition `due_pk` (the schedules' or the idle
+    /// agents'), due by `until_ms`, after `after`; with the last item's `pk` and due time when
+    /// there is more.
+    async fn due_partition(
+        &self,
+        due_pk: &str,
+        until_ms: u64,
+        limit: u32,
+        after: Option<&DueCursor>,
+    ) -> Result<(Vec<Item>, Option<(String, u64)>), StoreError> {
         let start = after.map(|c| {
-            let mut k = key_attrs(&c.key);
-            k.insert(attr::DUE_PK.to_string(), s(DUE_PK));
-            k.insert(attr::DUE_AT.to_string(), n(c.due_at_ms));
-            k
+            let (pk, sk) = if due_pk == IDLE_PK {
+                (port::agent_pk(&c.key), port::AGENT_SK)
+            } else {
+                (port::schedule_pk(&c.key), SCHEDULE_SK)
+            };
+            HashMap::from([
+                (attr::PK.to_string(), s(&pk)),
+                (attr::SK.to_string(), s(sk)),
+                (attr::DUE_PK.to_string(), s(due_pk)),
+                (attr::DUE_AT.to_string(), n(c.due_at_ms)),
+            ])
         });
         let out = self
             .client
@@ -286,28 +341,20 @@ impl ScheduleStore for DynamoStore {
             .key_condition_expression("#due_pk = :due_pk AND #due_at <= :until")
             .expression_attribute_names("#due_pk", attr::DUE_PK)
             .expression_attribute_names("#due_at", attr::DUE_AT)
-            .expression_attribute_values(":due_pk", s(DUE_PK))
+            .expression_attribute_values(":due_pk", s(due_pk))
             .expression_attribute_values(":until", n(until_ms))
             .limit(i32::try_from(limit.max(1)).unwrap_or(i32::MAX))
             .set_exclusive_start_key(start)
             .send()
             .await
             .map_err(|e| unavailable("Query", &e))?;
-        let records = out
-            .items()
-            .iter()
-            .map(from_item)
-            .collect::<Result<Vec<_>, _>>()?;
-        let next = match out.last_evaluated_key() {
-            Some(lek) if !lek.is_empty() => {
-                let pk = get_s(lek, attr::PK)?.unwrap_or_default();
-                Some(DueCursor {
-                    key: port::parse_schedule_pk(&pk)?,
-                    due_at_ms: get_n(lek, attr::DUE_AT)?.unwrap_or(0),
-                })
-            }
+        let last = match out.last_evaluated_key() {
+            Some(lek) if !lek.is_empty() => Some((
+                get_s(lek, attr::PK)?.unwrap_or_default(),
+                get_n(lek, attr::DUE_AT)?.unwrap_or(0),
+            )),
             _ => None,
         };
-        Ok(DuePage { records, next })
+        Ok((out.items.unwrap_or_default(), last))
     }
 }

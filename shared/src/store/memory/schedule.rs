@@ -3,8 +3,8 @@
 use super::MemoryStore;
 use crate::ambient::now_s;
 use crate::domain::{AgentKey, AgentRecord, ScheduleRecord, WakeState};
-use crate::store::port::schedule_pk;
-use crate::store::{Changes, DueCursor, DuePage, ScheduleStore, StoreError};
+use crate::store::port::{agent_pk, schedule_pk};
+use crate::store::{Changes, DueCursor, DuePage, IdlePage, ScheduleStore, StoreError};
 
 impl ScheduleStore for MemoryStore {
     async fn get_schedule(&self, key: &AgentKey) -> Result<Option<ScheduleRecord>, StoreError> {
@@ -108,5 +108,33 @@ impl ScheduleStore for MemoryStore {
             _ => None,
         };
         Ok(DuePage { records, next })
+    }
+
+    async fn idle_agents(
+        &self,
+        until_ms: u64,
+        limit: u32,
+        after: Option<&DueCursor>,
+    ) -> Result<IdlePage, StoreError> {
+        let tables = self.lock();
+        let position = |r: &AgentRecord| (r.idle_at_ms.unwrap_or(u64::MAX), agent_pk(&r.key));
+        let start = after.map(|c| (c.due_at_ms, agent_pk(&c.key)));
+        let now_s = now_s();
+        let mut idle: Vec<&AgentRecord> = tables
+            .agents
+            .values()
+            .filter(|r| !r.is_expired(now_s))
+            .filter(|r| r.idle_at_ms.is_some_and(|at| at <= until_ms))
+            .filter(|r| start.as_ref().is_none_or(|s| position(r) > *s))
+            .collect();
+        idle.sort_by_key(|r| position(r));
+        let limit = limit.max(1) as usize;
+        let more = idle.len() > limit;
+        let records: Vec<AgentRecord> = idle.into_iter().take(limit).cloned().collect();
+        let next = records.last().filter(|_| more).map(|last| DueCursor {
+            due_at_ms: last.idle_at_ms.unwrap_or(0),
+            key: last.key.clone(),
+        });
+        Ok(IdlePage { records, next })
     }
 }

@@ -96,6 +96,7 @@ impl Run {
             checks::calls(&mut model, d)?;
             checks::offboardings(&mut model, &progress, &truth, now)?;
             checks::windows(&mut model, &truth, now)?;
+            checks::idle(&mut model, &truth, now, self.settings.idle_minutes)?;
             if now % (10 * MINUTE) < MINUTE {
                 checks::once(&mut model, now)?;
             }
