@@ -48,7 +48,7 @@ out=$(mktemp)
   echo "\`cargo bench -p snapwake-tests --bench <wake|storm_cost|list|deploy|peak_rss>\` (\`bench\` profile),"
   echo "cold start and size from the release binaries (\`cargo build --release\`)."
   echo
-  for bench in wake storm_cost list deploy tick monday sweep_scale events; do
+  for bench in wake storm_cost list deploy tick monday lunch sweep_scale events; do
     echo "running the $bench bench..." >&2
     fresh_dynamodb 2>/dev/null
     cargo bench -q -p snapwake-tests --bench "$bench" 2>/dev/null

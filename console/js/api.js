@@ -251,6 +251,12 @@ export class Api {
     return res.body;
   }
 
+  /** The agent's idle time in minutes (0 never; null the deployment's): PUT, safe to repeat. */
+  async setIdle(agent, minutes, hooks = {}) {
+    const res = await this.call("PUT", Api.path(agent, "idle"), { body: { minutes } }, { ...hooks, safe: true });
+    return res.body;
+  }
+
   /** DELETE with the view's ETag as If-Match, so what was confirmed is what goes. */
   delete(path, etag, hooks = {}) {
     const headers = etag ? { "If-Match": etag } : {};

@@ -315,6 +315,46 @@ function scheduleLine(agent, key, busy) {
   );
 }
 
+/** The idle times an owner picks from ("" is the deployment's; 0 never), in minutes. */
+const IDLE_CHOICES = [
+  ["", "the deployment's time"],
+  ["0", "never"],
+  ["5", "5 minutes"],
+  ["15", "15 minutes"],
+  ["30", "30 minutes"],
+  ["60", "1 hour"],
+  ["120", "2 hours"],
+  ["240", "4 hours"],
+];
+
+/**
+ * Idle sleep (docs/idle.md): how long the agent may go unused before it is put to sleep, and,
+ * while it is awake, when that is. A temporary agent keeps no snapshot: idle sleep would lose
+ * its work, so it is off and says why. An agent snapwake keeps no record of yet cannot be set.
+ */
+function idleLine(agent, key, busy) {
+  const id = `idle-${slug(key)}`;
+  if (agent.retention !== "recoverable") {
+    return h("p", { class: "idle muted" }, "Idle sleep: off — a temporary agent keeps no snapshot, so its work would be lost");
+  }
+  if (!agent.etag) return null;
+  const own = agent.idle_minutes;
+  const value = own === undefined || own === null ? "" : String(own);
+  const choices = IDLE_CHOICES.some(([v]) => v === value) ? IDLE_CHOICES : [...IDLE_CHOICES, [value, `${value} minutes`]];
+  const at = agent.idle_sleep_at;
+  return h(
+    "div",
+    { class: "idle" },
+    h("label", { for: id }, "Put to sleep when unused for"),
+    h(
+      "select",
+      { id, disabled: busy, "aria-describedby": at ? `${id}-when` : undefined, dataset: { key, action: "idle", focus: `idle:${key}` } },
+      choices.map(([v, label]) => h("option", { value: v, selected: v === value }, label)),
+    ),
+    at ? h("p", { class: "muted", id: `${id}-when` }, "Sleeps ", timeEl(at, shortWhen(at)), ` (${relative(at)}) unless it is used`) : null,
+  );
+}
+
 function card(agent, ctx) {
   const key = keyOf(agent);
   const busy = ctx.busy.get(key);
@@ -353,6 +393,7 @@ function card(agent, ctx) {
         : null,
       snapshotList(agent, key, Boolean(busy)),
       scheduleLine(agent, key, Boolean(busy)),
+      idleLine(agent, key, Boolean(busy)),
       busy ? h("p", { class: "progress", id: busyId(key) }, h("span", { class: "spinner", "aria-hidden": "true" }), busy.progress || busy.label) : null,
       failure ? failureNotice(failure, agent, key) : problem && !(problem.verb === "wake" && shown === "awake") ? problemBox(problem, key) : null,
       actions(agent, shown, key, ctx, Boolean(failure)),

@@ -259,6 +259,27 @@ function keepAwake(agent, hours) {
   }, (hooks) => state.api.keepalive(agent, ttl, hooks));
 }
 
+/** Idle sleep's time for `agent` (docs/idle.md): "" the deployment's, "0" never, else minutes. */
+function setIdle(agent, value) {
+  const name = agentName(agent);
+  const minutes = value === "" ? null : Number(value);
+  return act(agent, "idle", {
+    busy: "Saving…",
+    start: `Changing when ${name} is put to sleep unused…`,
+    done: () =>
+      minutes === null
+        ? `${name} is put to sleep after the deployment's idle time.`
+        : minutes === 0
+          ? `${name} is never put to sleep for being unused.`
+          : `${name} is put to sleep after ${duration(minutes * 60_000)} unused.`,
+    failed: `The idle time of ${name} was not changed`,
+  }, async (hooks) => {
+    await state.api.setIdle(agent, minutes, hooks);
+    const fresh = await state.api.call("GET", Api.path(agent), {}, hooks);
+    return fresh.body;
+  });
+}
+
 async function deleteAgent(agent) {
   const name = agentName(agent);
   const snaps = agent.snapshots || [];
@@ -341,6 +362,12 @@ $("agents").addEventListener("click", (e) => {
     }
     default:
   }
+});
+
+$("agents").addEventListener("change", (e) => {
+  const select = e.target.closest("select[data-action='idle']");
+  const agent = select && find(select.dataset.key);
+  if (agent) setIdle(agent, select.value);
 });
 
 // ---- Admins: whose agents, and everyone's a page at a time.

@@ -1,6 +1,7 @@
 """My Agents against `snapwake serve --demo`, in headless Chromium: what alice sees and does,
 what bob and an admin see, and that a double click sends one wake and creates one agent."""
 
+import json
 import re
 
 from playwright.sync_api import expect
@@ -407,3 +408,34 @@ def test_a_session_in_an_unknown_status_says_so(watched, server):
     expect(helper).to_contain_text("Paused")
     expect(w.page.get_by_role("heading", name="Needs a look 1")).to_be_visible()
     w.shot("10-unknown-status")
+
+
+def test_idle_sleep_is_set_per_agent_and_off_for_a_temporary_one(watched, server):
+    w = open_as_alice(watched, server)
+    page = w.page
+    claw = card(page, "Research claw")
+    idle = claw.get_by_label("Put to sleep when unused for")
+    expect(idle).to_have_value("")
+    idle.select_option("0")
+    expect(claw.get_by_label("Put to sleep when unused for")).to_have_value("0")
+    puts = w.sent("PUT", "/idle")
+    assert [json.loads(p["body"]) for p in puts] == [{"minutes": 0}]
+    expect(page.locator("#status")).to_contain_text("never put to sleep")
+    # A time of its own: the awake agent says when it goes to sleep unless it is used.
+    claw.get_by_label("Put to sleep when unused for").select_option("15")
+    expect(claw).to_contain_text("unless it is used")
+    when = claw.locator(".idle time")
+    expect(when).to_have_count(1)
+    assert json.loads(w.sent("PUT", "/idle")[-1]["body"]) == {"minutes": 15}
+    # The keyboard reaches it, and it is named for a screen reader.
+    claw.get_by_label("Put to sleep when unused for").focus()
+    expect(claw.get_by_label("Put to sleep when unused for")).to_be_focused()
+    # A temporary agent keeps no snapshot: off, and the card says why; nothing to change.
+    scratch = card(page, "Scratch hermes")
+    expect(scratch).to_contain_text("Idle sleep: off")
+    expect(scratch.get_by_label("Put to sleep when unused for")).to_have_count(0)
+    w.shot("12-idle-sleep")
+    # Back to the deployment's time.
+    claw.get_by_label("Put to sleep when unused for").select_option("")
+    expect(claw.get_by_label("Put to sleep when unused for")).to_have_value("")
+    assert json.loads(w.sent("PUT", "/idle")[-1]["body"]) == {"minutes": None}

@@ -90,6 +90,20 @@ test("owner=* follows next_cursor through every page", async () => {
   assert.deepEqual(all, ids);
 });
 
+test("activity on an agent in use; its idle time is the owner's to set", async () => {
+  const alice = as("alice");
+  const made = await alice.create({ kind: "hermes", displayName: "Busy", retention: "recoverable" });
+  await alice.activity("hermes", made.agent_id);
+  const idle = await alice.getIdle("hermes", made.agent_id);
+  assert.equal(idle.deployment_minutes, 30, "serve --demo runs idle sleep at 30 minutes");
+  assert.equal(idle.effective_minutes, 30);
+  assert.ok(idle.idle_sleep_at, JSON.stringify(idle));
+  const never = await alice.setIdle("hermes", made.agent_id, 0);
+  assert.deepEqual([never.minutes, never.effective_minutes, never.idle_sleep_at], [0, 0, null]);
+  const back = await alice.setIdle("hermes", made.agent_id, null);
+  assert.equal(back.minutes, null);
+});
+
 test("no schedule reads as null", async () => {
   assert.equal(await as("alice").getSchedule("codex", SLEEPER), null);
 });

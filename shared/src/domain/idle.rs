@@ -40,7 +40,7 @@ impl IdlePolicy {
     /// enough that the write would change nothing that matters (coalescing), or when the agent
     /// is not awake (activity on an agent asleep moves nothing).
     pub fn touched(&self, record: &AgentRecord, used_ms: u64) -> Option<u64> {
-        if record.state != super::WakeState::Awake {
+        if record.state != super::agent::WakeState::Awake {
             return None;
         }
         let next = self.idle_at(record, used_ms)?;

@@ -9,10 +9,11 @@
 //!
 //! Files: `invocation.rs` (an invocation, the table's faults, stops between any two calls),
 //! `world.rs` (the functions and what they run on), `studio.rs` (the people and their habits),
-//! `people.rs` (people as clients), `model.rs` (what the studio did), `checks.rs` and
+//! `people.rs` (people as clients), `model.rs` (what the studio did), `checks.rs`, `idle.rs` and
 //! `views.rs` (the invariants), this file (the run, minute by minute).
 
 mod checks;
+mod idle;
 mod invocation;
 mod logs;
 mod model;

@@ -304,6 +304,13 @@ fn the_owners_idle_time_and_never_are_honoured() {
         tick_until(&d, set_at + 6 * MINUTE).await;
         tokio::time::sleep(Duration::from_secs(30)).await;
         assert_eq!(view(&d, &quick).await["state"], "asleep");
+        // Activity reported for an agent asleep is refused: wake it first.
+        let (status, asleep) = ask(&d, "POST", &path(&quick, "/activity"), None).await;
+        assert_eq!(
+            (status, &asleep["code"]),
+            (422, &json!("NOT_AWAKE")),
+            "{asleep}"
+        );
         tick_until(&d, set_at + 120 * MINUTE).await;
         assert_eq!(view(&d, &never).await["state"], "awake");
 

@@ -8,11 +8,11 @@ use snapwake::domain::AgentKey;
 use snapwake_sim::Fault;
 
 use super::{inject, instant, Faults, Report, Run, MINUTE, WEEK_MINUTES};
-use crate::deployment::checks;
 use crate::deployment::invocation::TableFaults;
 use crate::deployment::people::People;
 use crate::deployment::studio::{self, Act};
 use crate::deployment::views::{self, Stability};
+use crate::deployment::{checks, idle};
 
 /// How long the world is quiet at the end of a run (no faults, no people): time for every
 /// offboarding to finish and every event to be announced.
@@ -96,7 +96,7 @@ impl Run {
             checks::calls(&mut model, d)?;
             checks::offboardings(&mut model, &progress, &truth, now)?;
             checks::windows(&mut model, &truth, now)?;
-            checks::idle(&mut model, &truth, now, self.settings.idle_minutes)?;
+            idle::kept(&mut model, &truth, now, self.settings.idle_minutes)?;
             if now % (10 * MINUTE) < MINUTE {
                 checks::once(&mut model, now)?;
             }
