@@ -295,7 +295,7 @@ fn wake_settings(get: &impl Fn(&str) -> Option<String>) -> Result<WakeSettings, 
             ),
         })?;
     Ok(WakeSettings {
-        idle: crate::domain::IdlePolicy {
+        idle: crate::lock::IdlePolicy {
             default_minutes: idle_minutes,
         },
         wait: Duration::from_secs(wait_s),

@@ -44,12 +44,12 @@ const DEMO_IDLE_MINUTES: u32 = 30;
 
 /// Idle sleep as asked: `--idle-minutes`, else the environment's, else 30 minutes with
 /// `--demo` (its simulated Studio is all there is to report use), else off.
-pub(super) fn idle_policy(args: &ServeArgs, config: &Config) -> snapwake::domain::IdlePolicy {
+pub(super) fn idle_policy(args: &ServeArgs, config: &Config) -> snapwake::wake::IdlePolicy {
     let from_env = config.wake.idle.default_minutes;
     let default_minutes = match args.idle_minutes {
         Some(minutes) => minutes,
         None if from_env == 0 && args.demo => DEMO_IDLE_MINUTES,
         None => from_env,
     };
-    snapwake::domain::IdlePolicy { default_minutes }
+    snapwake::wake::IdlePolicy { default_minutes }
 }

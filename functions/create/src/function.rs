@@ -43,7 +43,7 @@ pub struct CreateSettings {
     /// The deployment's open link (`SNAPWAKE_OPEN_URL`), which the new agent's view carries.
     pub open_url: Option<OpenUrl>,
     /// Idle sleep (`SNAPWAKE_IDLE_MINUTES`): a new agent is idle an idle time after its create.
-    pub idle: snapwake::domain::IdlePolicy,
+    pub idle: snapwake::wake::IdlePolicy,
 }
 
 impl Default for CreateSettings {
@@ -58,7 +58,7 @@ impl Default for CreateSettings {
             },
             unsettled_window: UNSETTLED_WINDOW,
             open_url: None,
-            idle: snapwake::domain::IdlePolicy::default(),
+            idle: snapwake::wake::IdlePolicy::default(),
         }
     }
 }

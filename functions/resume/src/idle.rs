@@ -81,6 +81,18 @@ impl<S: AgentStore, K: AgentKit> Resume<S, K> {
         Err(Error::held_by(record.state, 1))
     }
 
+    /// [`Self::touch`] for a route whose answer stands whether or not the use was recorded:
+    /// the record as written, else as it was.
+    pub(crate) async fn used(&self, store: Within<'_, S>, record: AgentRecord) -> AgentRecord {
+        match self.touch(store, record.clone()).await {
+            Ok(written) => written.unwrap_or(record),
+            Err(e) => {
+                tracing::info!(agent = %record.key, error = %e, "activity not recorded");
+                record
+            }
+        }
+    }
+
     pub(crate) async fn activity(&self, request: &Request, named: Named) -> Reply {
         let _: Option<serde_json::Value> = edge::optional_json(request)?;
         let addressed = self.address(request, named).await?;

@@ -123,12 +123,8 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
             )
             .await?;
         let (mut record, live, home) = (kept.record, kept.session, kept.home);
-        // A person keeping it alive is using it (docs/idle.md); not recorded, the answer stands.
-        match self.touch(store, record.clone()).await {
-            Ok(Some(written)) => record = written,
-            Ok(None) => {}
-            Err(e) => tracing::info!(agent = %key, error = %e, "activity not recorded"),
-        }
+        // A person keeping it alive is using it (docs/idle.md).
+        record = self.used(store, record).await;
         // An agent without a record yet is shown as a read would show it: its Tool's
         // retention, its snapshots as listed.
         record.description.retention = record.description.retention.or(Some(home.retention));

@@ -1,6 +1,7 @@
 //! The resume function: the routes that change whether an agent is awake.
 //!
-//! - `POST /v1/agents/{kind}/{agent_id}/resume` ([`resume`]): a convergent "ensure awake";
+//! - `POST /v1/agents/{kind}/{agent_id}/resume` ([`Resume::resume`], below): a convergent
+//!   "ensure awake";
 //! - `POST …/sleep` ([`sleep`]): snapshot the agent, then end its session;
 //! - `POST …/keepalive` ([`keepalive`]): make the live session last longer;
 //! - `PUT|GET|DELETE …/schedule` ([`schedule`]): when the agent wakes and sleeps by itself;
@@ -16,31 +17,34 @@
 
 pub use crate::function::{Resume, FUNCTION};
 use crate::tick::{BatchResponse, QueueBatch, TickReport};
+pub(crate) use accepted::accepted;
 use lambda_http::aws_lambda_events::apigw::{ApiGatewayV2httpRequest, ApiGatewayV2httpResponse};
-use lambda_http::http::header;
 use lambda_http::request::LambdaRequest;
 use lambda_http::{Body, Context, Request, RequestExt, Response};
 use serde::{Deserialize, Serialize};
 use snapwake::agentkit::types::{Session, Snapshot};
 use snapwake::agentkit::AgentKit;
 use snapwake::ambient::now_ms;
-use snapwake::domain::{AgentKey, AgentRecord, AgentView, Description, Retention, ToolRegistry};
+use snapwake::domain::{
+    AgentKey, AgentRecord, AgentState, AgentView, Description, Retention, ToolRegistry,
+};
 use snapwake::error::{Error, Result};
-use snapwake::http::edge::{self, Matched, Route};
+use snapwake::http::edge::{self, parse_id, Matched, Route};
 use snapwake::identity::{describe, may_act, Caller, Place};
-use snapwake::invocation::{begin_event, Budget, Deadline, Pace};
+use snapwake::invocation::{self, begin_event, Budget, Deadline, Metric};
 use snapwake::locate::{home_of, Home};
+use snapwake::lock::Agents;
 use snapwake::offboarding::{admit, Admitted};
 use snapwake::store::{AgentStore, ScheduleStore, Within};
-use snapwake::view::{agent_view, AgentFacts};
-use snapwake::wake::WakeSettings;
+use snapwake::view::{agent_view, record_snapshots, AgentFacts};
+use snapwake::wake::{WakeOutcome, WakeSettings, WakeTarget};
 use std::sync::Arc;
 use std::time::Duration;
 use tracing::Instrument;
 
+mod accepted;
 mod function;
 mod idle;
-mod resume;
 mod keepalive;
 mod schedule;
 mod sleep;
@@ -202,6 +206,122 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
     }
 }
 
+// ---- `POST /v1/agents/{kind}/{agent_id}/resume`: a convergent "ensure awake". 200 with the
+// agent (`"resumed"` says whether this call or a concurrent one woke it); 202 while it is still
+// waking when the wait ends; 404, 409, 410, 422 as docs/http-api.md says.
+
+/// Unknown fields are refused (400) rather than ignored: a misspelt `snapshotid` must not
+/// quietly wake the newest snapshot instead of the one named.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ResumeBody {
+    #[serde(default)]
+    snapshot_id: Option<String>,
+}
+
+/// The answer body: the agent view plus whether it was woken.
+#[derive(Serialize)]
+struct Resumed<'a> {
+    #[serde(flatten)]
+    agent: &'a AgentView,
+    resumed: bool,
+}
+
+impl<S: AgentStore, K: AgentKit> Resume<S, K> {
+    pub(crate) async fn resume(&self, request: &Request, named: Named) -> Reply {
+        let body: ResumeBody = edge::optional_json(request)?.unwrap_or_default();
+        let snapshot_id = body.snapshot_id.as_deref().map(parse_id).transpose()?;
+        // An owner being offboarded gets nothing woken: their agents are on the way out.
+        let (addressed, admitted) = self.admitted(request, named).await?;
+        let target = WakeTarget {
+            describe: addressed.describe(),
+            key: addressed.key.clone(),
+            home: addressed.home.clone(),
+            snapshot_id,
+            admitted,
+        };
+        let key = &addressed.key;
+        let addressed_store = addressed.store;
+        let agents = Agents::new(
+            addressed.store,
+            &self.agentkit,
+            &addressed.registry,
+            &self.wake,
+        );
+        let started = tokio::time::Instant::now();
+        let applied_wait = addressed.applied_wait;
+        let outcome = agents
+            .wake(&target, addressed.record, addressed.budget)
+            .await;
+        invocation::emit(wake_metric(&outcome, started.elapsed()));
+        let response = match outcome? {
+            WakeOutcome::Awake {
+                session,
+                resumed,
+                mut record,
+                snapshots,
+            } => {
+                tracing::info!(agent = %key, resumed, "awake");
+                // Asked for an agent already awake: a person is using it (docs/idle.md). Its
+                // idle time moves on; a failure to write that leaves the answer as it is.
+                if !resumed {
+                    record = self.used(addressed_store, record).await;
+                }
+                // A joiner saw no listing: the record's summaries stand in (never a listing
+                // per caller: a storm's AgentKit calls must not grow with its callers).
+                let snapshots = if snapshots.is_empty() {
+                    record_snapshots(&record)
+                } else {
+                    snapshots
+                };
+                let view = view(
+                    key,
+                    &record,
+                    std::slice::from_ref(&session),
+                    &snapshots,
+                    &self.wake,
+                );
+                let body = Resumed {
+                    agent: &view,
+                    resumed,
+                };
+                with_etag(200, &body, &record)
+            }
+            WakeOutcome::Waking { record } => {
+                tracing::info!(agent = %key, "still waking");
+                // A 202 says "still waking", whatever the record's lease says by the time it
+                // is built (a wake whose Resume is unaccounted for, a lease about to lapse).
+                let mut view = view(key, &record, &[], &[], &self.wake);
+                view.state = AgentState::Waking;
+                view.wake = Some(snapwake::view::waking_view(&record));
+                let body = Resumed {
+                    agent: &view,
+                    resumed: false,
+                };
+                accepted(&body, &record, request, self.wake.pace())
+            }
+        };
+        Ok(with_preference(response, applied_wait))
+    }
+}
+
+/// What one resume came to, for the metrics: completed (this call or a concurrent one woke
+/// the agent), already awake, still waking (202), failed (a 5xx: the sandbox did not start,
+/// AgentKit or the table failed), or refused (a 4xx: not found, busy, gone, nothing to wake,
+/// throttled: the caller's or the moment's, not a failure to alarm on); and how long it took.
+fn wake_metric(outcome: &Result<WakeOutcome>, took: std::time::Duration) -> Metric {
+    let name = match outcome {
+        Ok(WakeOutcome::Awake { resumed: true, .. }) => "WakesCompleted",
+        Ok(WakeOutcome::Awake { resumed: false, .. }) => "AlreadyAwake",
+        Ok(WakeOutcome::Waking { .. }) => "WakesInProgress",
+        Err(e) if e.status() >= 500 => "WakesFailed",
+        Err(_) => "WakesRefused",
+    };
+    Metric::of("resume")
+        .count(name, 1)
+        .millis("WakeLatency", took.as_millis() as u64)
+}
+
 /// An agent the caller may act on, as the table has it.
 pub(crate) struct Addressed<'a, S> {
     pub caller: Caller,
@@ -357,28 +477,6 @@ pub(crate) fn with_etag<T: Serialize>(
     record: &AgentRecord,
 ) -> Response<Body> {
     edge::with_etag(edge::json(status, body), record)
-}
-
-/// A 202: still at work; ask again after `Retry-After`, or read the agent at `Location`.
-/// `Retry-After` is the pause a poller keeps between two questions to AgentKit about this
-/// work (one second at first, longer once it has taken a while): a client that honours it
-/// sees the 200 within about one pause of the work being done (docs/wake-protocol.md, "Short
-/// requests").
-pub(crate) fn accepted<T: Serialize>(
-    body: &T,
-    record: &AgentRecord,
-    request: &Request,
-    pace: Pace,
-) -> Response<Body> {
-    let mut resp = edge::with_location(
-        with_etag(202, body, record),
-        &edge::prefix(request),
-        &record.key,
-    );
-    let retry_after_s = pace.retry_after_s(record.awaited_since_ms, now_ms());
-    resp.headers_mut()
-        .insert(header::RETRY_AFTER, retry_after_s.into());
-    resp
 }
 
 /// `response` saying which `Prefer: wait` it applied, when the request asked for one.

@@ -15,7 +15,6 @@ pub use agent::{
 pub use agent::{AgentRecord, Description, WakeState};
 pub use agent::{AgentState, AgentView, SessionView, SnapshotView, WakeView};
 pub use event::{Announce, Announcement, EventDetail, StateEvent, Trigger};
-pub use idle::IdlePolicy;
 pub use kind::AgentKey;
 pub use kind::{Kind, ParseKindError, ParseRetentionError, Retention};
 pub use kind::{KindTools, OpenUrl, ToolRegistry};

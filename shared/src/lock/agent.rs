@@ -440,6 +440,45 @@ impl LockSettings {
     }
 }
 
+/// Idle sleep (docs/idle.md), as the deployment runs it: its idle time for agents whose owner set none (0: off, the
+/// default until a deployment's Studio reports activity).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct IdlePolicy {
+    pub default_minutes: u32,
+}
+
+impl IdlePolicy {
+    /// The idle time that applies to an agent: its owner's (0: never), else the deployment's —
+    /// but never a temporary agent's unless its owner turned it on, since its work is not kept.
+    pub fn minutes(&self, own: Option<u32>, retention: Option<crate::domain::Retention>) -> u32 {
+        match own {
+            Some(minutes) => minutes,
+            None if retention == Some(crate::domain::Retention::Temporary) => 0,
+            None => self.default_minutes,
+        }
+    }
+
+    /// When `record`, used at `used_ms`, becomes idle; `None`: idle sleep is off for it.
+    pub fn idle_at(&self, record: &AgentRecord, used_ms: u64) -> Option<u64> {
+        let minutes = self.minutes(record.idle_minutes, record.description.retention);
+        (minutes > 0).then(|| used_ms + u64::from(minutes) * 60_000)
+    }
+
+    /// The idle time to write for activity at `used_ms`: `None` when the record's is recent
+    /// enough that the write would change nothing that matters (coalescing), or when the agent
+    /// is not awake (activity on an agent asleep moves nothing).
+    pub fn touched(&self, record: &AgentRecord, used_ms: u64) -> Option<u64> {
+        if record.state != WakeState::Awake {
+            return None;
+        }
+        let next = self.idle_at(record, used_ms)?;
+        match record.idle_at_ms {
+            Some(kept) if next < kept + crate::domain::idle::COALESCE_MS => None,
+            _ => Some(next),
+        }
+    }
+}
+
 /// Timings of the wakes and sleeps carried out under the lock. Defaults are the specification's.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WakeSettings {
@@ -471,7 +510,7 @@ pub struct WakeSettings {
     /// The open link (`SNAPWAKE_OPEN_URL`) an awake agent's answer carries, if any.
     pub open_url: Option<OpenUrl>,
     /// Idle sleep (`SNAPWAKE_IDLE_MINUTES`; off by default): when a wake sets the agent idle.
-    pub idle: crate::domain::IdlePolicy,
+    pub idle: IdlePolicy,
 }
 
 /// The shortest `ttl_s` a keepalive may ask for.
@@ -494,7 +533,7 @@ impl Default for WakeSettings {
             snapshot_grace: Duration::from_secs(120),
             snapshot_stuck_after: Duration::from_secs(1800),
             open_url: None,
-            idle: crate::domain::IdlePolicy::default(),
+            idle: IdlePolicy::default(),
         }
     }
 }
@@ -1039,3 +1078,6 @@ mod tests;
 
 #[cfg(test)]
 mod decide_tests;
+
+#[cfg(test)]
+mod idle_tests;

@@ -19,5 +19,5 @@ pub mod document;
 pub use agent::Agents;
 pub use agent::{decide, Decision, Intent};
 pub use agent::{Acquire, Acquired, AgentLock, Generation, Held, Written};
-pub use agent::{LockSettings, WakeSettings, MIN_TTL};
+pub use agent::{IdlePolicy, LockSettings, WakeSettings, MIN_TTL};
 pub use document::{DocumentAcquired, DocumentHold, DocumentLock};

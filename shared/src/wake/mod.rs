@@ -29,7 +29,7 @@ use crate::ambient::now_ms;
 use crate::locate::{live_session, own_snapshots, session, snapshots, Home};
 use crate::lock::agent::{Agents, Driver, Look, Polled, Progress, Settler, Step};
 use crate::lock::{Acquired, Decision, Generation, Held, Intent, Written};
-pub use crate::lock::{WakeSettings, MIN_TTL};
+pub use crate::lock::{IdlePolicy, WakeSettings, MIN_TTL};
 use crate::offboarding::Admitted;
 use crate::sleep::SleepOutcome;
 use crate::store::{AgentStore, Changes, Condition};

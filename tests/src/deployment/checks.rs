@@ -193,6 +193,9 @@ pub fn stream(
         if history.len() > 12 {
             history.pop_front();
         }
+        model
+            .idle_seen
+            .insert(new.key.clone(), (new.state, new.idle_at_ms));
         let was = model.resting.get(&new.key).copied();
         if is_resting(new.state) {
             model.resting.insert(new.key.clone(), new.state);

@@ -3,13 +3,22 @@
 
 use std::collections::BTreeMap;
 
+use snapwake::domain::WakeState;
+
 use super::checks::{at, Truth};
 use super::model::Model;
 
-/// Idle sleep kept (docs/idle.md): an agent nobody has used for long past its idle time is not
-/// awake. Its schedule's windows are `windows`' (never asleep inside one): an agent that ever
-/// had a schedule is left to it. The slack covers a sleep whose snapshot failed (awake again,
-/// tried an idle time later) and faults: three idle times and ten minutes.
+/// The longest an agent nobody uses may stay awake with idle sleep on, faults and all: half a
+/// session (AgentKit ends it at eight hours anyway).
+pub const LEFT_ALONE_MS: u64 = 4 * 3_600_000;
+
+/// Idle sleep kept (docs/idle.md). An agent nobody has used (created, woken, kept alive) for its
+/// idle time and two minutes (the tick at the minute, the consumer's turn) is either not awake,
+/// or snapwake is carrying it to sleep: a sleep in flight, or an idle time still on its record
+/// (a sleep that failed sets it an idle time later). Never awake with neither: idle sleep has
+/// lost track of it. And whatever the faults, nobody's agent stays awake unused for
+/// [`LEFT_ALONE_MS`]. An agent that ever had a schedule is `checks::windows`' (never asleep
+/// inside a window); legacy ones were never woken by snapwake.
 pub fn kept(
     model: &mut Model,
     truth: &BTreeMap<String, Truth>,
@@ -19,23 +28,31 @@ pub fn kept(
     if idle_minutes == 0 {
         return Ok(());
     }
-    let slack = 3 * u64::from(idle_minutes) * 60_000 + 10 * 60_000;
+    let idle_ms = u64::from(idle_minutes) * 60_000;
     for a in model.agents.values() {
         let used = a.last_used_ms();
         let left_alone = a.recoverable
             && !a.legacy
             && a.delete_asked_ms.is_none()
             && a.schedules.is_empty()
-            && now > used + slack;
+            && now > used + idle_ms + 2 * 60_000;
         if !left_alone || model.offboarding_of(&a.owner).is_some() || model.outage_within(used, now)
         {
             continue;
         }
         let t = truth.get(&a.key.agent_id).cloned().unwrap_or_default();
-        if !t.live.is_empty() {
+        if t.live.is_empty() {
+            continue;
+        }
+        let record = model.idle_seen.get(&a.key).copied();
+        let carried = matches!(
+            record,
+            Some((WakeState::Sleeping, _)) | Some((WakeState::Awake, Some(_)))
+        );
+        if !carried || now > used + LEFT_ALONE_MS {
             return Err(format!(
                 "{} is awake at {}, nobody having used it since {} (idle time {idle_minutes} \
-                 min); AgentKit: {t:?}; its record: {:#?}",
+                 min), and its record is {record:?}; AgentKit: {t:?}; its record: {:#?}",
                 a.key,
                 at(now),
                 at(used),

@@ -253,7 +253,7 @@ impl Deployment {
     /// The same deployment with idle sleep on at `minutes` (0: off), as `IdleMinutes` sets it
     /// for the create and resume functions.
     pub fn with_idle(mut self, minutes: u32) -> Deployment {
-        let idle = snapwake::domain::IdlePolicy {
+        let idle = snapwake::wake::IdlePolicy {
             default_minutes: minutes,
         };
         self.api.resume.wake.idle = idle;

@@ -5,7 +5,8 @@
 
 use std::future::Future;
 
-use snapwake::domain::{Announce, IdlePolicy, Trigger};
+use snapwake::domain::{Announce, Trigger};
+use snapwake::wake::IdlePolicy;
 use snapwake_sim::SimConfig;
 use snapwake_tests::deployment::Deployment;
 
