@@ -18,7 +18,7 @@
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use futures::stream::{self, StreamExt};
 use snapwake::agentkit::types::MetadataEntry;
@@ -33,6 +33,7 @@ use snapwake::store::{AgentStore, Changes, Condition};
 use snapwake::wake::{IdlePolicy, WakeSettings};
 use snapwake_resume::Resume;
 use snapwake_sim::{Fault, RateLimits, SeedSession, SimConfig};
+use snapwake_tests::fleet::{quantile_s, wake_as_the_console};
 use snapwake_tests::*;
 
 /// How long a session takes to be Ready once started, and a snapshot once asked for.
@@ -60,15 +61,6 @@ struct Outcome {
     agentkit_calls: u64,
     throttled: u64,
     person_ms: Vec<u64>,
-}
-
-/// The `q` quantile of sorted `v`, in seconds.
-fn quantile_s(v: &[u64], q: f64) -> f64 {
-    if v.is_empty() {
-        return f64::NAN;
-    }
-    let i = ((v.len() as f64 - 1.0) * q).round() as usize;
-    v[i] as f64 / 1000.0
 }
 
 /// Seed `n` awake agents (a Ready session each, and a record saying so) idle at `idle_ms`.
@@ -113,28 +105,6 @@ async fn seed(world: &World, store: &DynamoStore, n: usize, idle_ms: u64) -> Vec
         })
         .await;
     ids
-}
-
-/// One person's wake of their own agent, asked again as the console asks: answers the time to
-/// the 200.
-async fn person_wakes(f: &Function, agent_id: &str) -> u64 {
-    let started = Instant::now();
-    let path = format!("/v1/agents/codex/{agent_id}/resume");
-    loop {
-        let (status, body) = answer(
-            &f.handle(prefer_wait(alices_request("POST", &path), 20))
-                .await,
-        );
-        match status {
-            200 => return started.elapsed().as_millis() as u64,
-            202 | 409 | 429 | 503 => tokio::time::sleep(Duration::from_millis(500)).await,
-            other => panic!("the person's wake answered {other}: {body}"),
-        }
-        assert!(
-            started.elapsed() < PATIENCE,
-            "the person's wake never ended"
-        );
-    }
 }
 
 async fn run(n: usize) -> Outcome {
@@ -225,7 +195,9 @@ async fn run(n: usize) -> Outcome {
             for id in person {
                 tokio::time::sleep(Duration::from_secs(2)).await;
                 let f = f.clone();
-                running.push(tokio::spawn(async move { person_wakes(&f, &id).await }));
+                running.push(tokio::spawn(async move {
+                    wake_as_the_console(&*f, &id, PATIENCE).await
+                }));
             }
             let mut times = Vec::new();
             for r in running {

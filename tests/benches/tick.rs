@@ -18,7 +18,7 @@ use snapwake::agentkit::types::MetadataEntry;
 use snapwake::domain::{AgentKey, Kind, ScheduleRecord, WakeState};
 use snapwake::identity::caller;
 use snapwake::invocation::Deadline;
-use snapwake::store::{AgentStore, Condition, ScheduleStore};
+use snapwake::store::{AgentStore, Condition, DueQuery, ScheduleStore};
 use snapwake_resume::Resume;
 use snapwake_sim::SeedSnapshot;
 use snapwake_tests::counting::CountingStore;
@@ -160,7 +160,7 @@ async fn main() {
     let seeded = started.elapsed();
     let quiet_all = store
         .inner
-        .due_schedules(u64::MAX / 2, 1, None)
+        .due_schedules(DueQuery::until(u64::MAX / 2, 1))
         .await
         .unwrap();
     assert!(!quiet_all.records.is_empty());

@@ -13,6 +13,7 @@ pub mod captured_log;
 pub mod counting;
 pub mod deployment;
 pub mod event_bus;
+pub mod fleet;
 pub mod iam;
 pub mod lost_answers;
 pub mod relay;

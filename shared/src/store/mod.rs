@@ -21,7 +21,7 @@ mod port;
 use crate::domain::{AgentKey, AgentRecord, Kind, ScheduleRecord, ToolRegistry};
 use crate::invocation::Deadline;
 pub use port::*;
-pub use schedule::{DueCursor, DuePage, IdlePage, ScheduleStore};
+pub use schedule::{DueCursor, DuePage, DueQuery, IdlePage, ScheduleStore};
 use std::future::Future;
 use std::pin::Pin;
 use std::time::Duration;
@@ -216,23 +216,13 @@ where
         .await
     }
 
-    async fn due_schedules(
-        &self,
-        until_ms: u64,
-        limit: u32,
-        after: Option<&DueCursor>,
-    ) -> Result<DuePage, StoreError> {
-        let answer = self.inner().due_schedules(until_ms, limit, after);
+    async fn due_schedules(&self, q: DueQuery<'_>) -> Result<DuePage, StoreError> {
+        let answer = self.inner().due_schedules(q);
         self.around(Call::DueSchedules, Box::pin(answer)).await
     }
 
-    async fn idle_agents(
-        &self,
-        until_ms: u64,
-        limit: u32,
-        after: Option<&DueCursor>,
-    ) -> Result<IdlePage, StoreError> {
-        let answer = self.inner().idle_agents(until_ms, limit, after);
+    async fn idle_agents(&self, q: DueQuery<'_>) -> Result<IdlePage, StoreError> {
+        let answer = self.inner().idle_agents(q);
         self.around(Call::IdleAgents, Box::pin(answer)).await
     }
 }

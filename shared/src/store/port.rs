@@ -82,8 +82,8 @@ pub struct Changes {
     pub schedule: Option<Option<crate::domain::ScheduleSummary>>,
     /// The owner's idle time (`Some(None)`: the deployment's).
     pub idle_minutes: Option<Option<u32>>,
-    /// When the agent becomes idle (the idle index). A write that leaves the agent neither
-    /// awake nor going to sleep removes it unless it says otherwise ([`Changes::idle_at`]).
+    /// When the agent becomes idle (the idle index). A write that leaves the agent asleep,
+    /// failed or gone removes it unless it says otherwise ([`Changes::idle_at`]).
     pub idle_at_ms: Option<Option<u64>>,
     pub expires_at: Option<Option<i64>>,
     pub started_by: Option<crate::domain::Trigger>,
@@ -131,13 +131,15 @@ impl Changes {
         r
     }
 
-    /// What this write does to the idle index: what it says, else removed from an agent that
-    /// is no longer awake (or going to sleep): only an awake agent can become idle.
+    /// What this write does to the idle index: what it says, else removed from an agent at
+    /// rest and not awake (asleep, failed, gone): only an awake agent can become idle. A change
+    /// in flight keeps it, since it may give the agent back awake (a snapshot's delete, a
+    /// sleep that failed): the simulated deployment found one that lost its idle time so.
     pub fn idle_at(&self) -> Option<Option<u64>> {
         match (self.idle_at_ms, self.state) {
             (Some(at), _) => Some(at),
-            (None, Some(WakeState::Awake | WakeState::Sleeping) | None) => None,
-            (None, Some(_)) => Some(None),
+            (None, Some(WakeState::Asleep | WakeState::Failed | WakeState::Gone)) => Some(None),
+            (None, _) => None,
         }
     }
 

@@ -13,6 +13,26 @@ pub struct DueCursor {
     pub key: AgentKey,
 }
 
+/// Which page of the `by_due` index to read: what is due by `until_ms`, at most `limit`,
+/// after `after` (the last page's end).
+#[derive(Clone, Copy, Debug)]
+pub struct DueQuery<'a> {
+    pub until_ms: u64,
+    pub limit: u32,
+    pub after: Option<&'a DueCursor>,
+}
+
+impl DueQuery<'_> {
+    /// The first page of what is due by `until_ms`, `limit` at most.
+    pub fn until(until_ms: u64, limit: u32) -> DueQuery<'static> {
+        DueQuery {
+            until_ms,
+            limit,
+            after: None,
+        }
+    }
+}
+
 /// A page of due schedules, earliest due first.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct DuePage {
@@ -58,22 +78,18 @@ pub trait ScheduleStore: Send + Sync {
         key: &AgentKey,
     ) -> impl Future<Output = Result<(), StoreError>> + Send;
 
-    /// Schedules due by `until_ms`, earliest first, at most `limit`, after `after`: a query of
-    /// the sparse index. Eventually consistent: a writer decides on a consistent read or a CAS.
+    /// Schedules due by `q.until_ms`, earliest first: a query of the sparse index. Eventually
+    /// consistent: a writer decides on a consistent read or a CAS.
     fn due_schedules(
         &self,
-        until_ms: u64,
-        limit: u32,
-        after: Option<&DueCursor>,
+        q: DueQuery<'_>,
     ) -> impl Future<Output = Result<DuePage, StoreError>> + Send;
 
-    /// Awake agents idle by `until_ms` (their `idle_at_ms`), earliest first, at most `limit`,
-    /// after `after`: a query of the same index's idle partition. Eventually consistent.
+    /// Awake agents idle by `q.until_ms` (their `idle_at_ms`), earliest first: a query of the
+    /// same index's idle partition. Eventually consistent.
     fn idle_agents(
         &self,
-        until_ms: u64,
-        limit: u32,
-        after: Option<&DueCursor>,
+        q: DueQuery<'_>,
     ) -> impl Future<Output = Result<IdlePage, StoreError>> + Send;
 }
 
@@ -111,19 +127,15 @@ impl<T: ScheduleStore> ScheduleStore for std::sync::Arc<T> {
 
     fn due_schedules(
         &self,
-        until_ms: u64,
-        limit: u32,
-        after: Option<&DueCursor>,
+        q: DueQuery<'_>,
     ) -> impl Future<Output = Result<DuePage, StoreError>> + Send {
-        (**self).due_schedules(until_ms, limit, after)
+        (**self).due_schedules(q)
     }
 
     fn idle_agents(
         &self,
-        until_ms: u64,
-        limit: u32,
-        after: Option<&DueCursor>,
+        q: DueQuery<'_>,
     ) -> impl Future<Output = Result<IdlePage, StoreError>> + Send {
-        (**self).idle_agents(until_ms, limit, after)
+        (**self).idle_agents(q)
     }
 }

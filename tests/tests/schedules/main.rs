@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 use snapwake::agentkit::AgentKit;
 use snapwake::domain::{AgentKey, Kind};
 use snapwake::invocation::Deadline;
-use snapwake::store::{AgentStore, ScheduleStore};
+use snapwake::store::{AgentStore, DueQuery, ScheduleStore};
 use snapwake_resume::tick::TickReport;
 use snapwake_resume::Resume;
 use snapwake_sim::SimControl;

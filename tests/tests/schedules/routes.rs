@@ -52,11 +52,11 @@ async fn a_schedule_is_set_read_listed_and_removed() {
 
     // The sparse index holds it: due by its next occurrence, not before.
     let due = store
-        .due_schedules(at(next_wake).min(at(next_sleep)), 10, None)
+        .due_schedules(DueQuery::until(at(next_wake).min(at(next_sleep)), 10))
         .await
         .unwrap();
     assert_eq!(due.records.len(), 1);
-    let due = store.due_schedules(now, 10, None).await.unwrap();
+    let due = store.due_schedules(DueQuery::until(now, 10)).await.unwrap();
     assert!(due.records.is_empty(), "nothing due yet: {due:?}");
 
     let (status, _) = alices_schedule(&f, "DELETE", &agent_id, None).await;

@@ -1,7 +1,7 @@
 //! Schedule items and the sparse `by_due` index: the same answers from both adapters.
 
 use snapwake::domain::{Action, Attempt, Occurrence, ScheduleRecord};
-use snapwake::store::{DueCursor, ScheduleStore};
+use snapwake::store::{DueCursor, DueQuery, ScheduleStore};
 
 use crate::support::*;
 
@@ -87,7 +87,11 @@ pub(crate) async fn due_index_reads_only_the_due_in_order<S: AgentStore + Schedu
     let mut after: Option<DueCursor> = None;
     loop {
         let page = store
-            .due_schedules(10_500, 2, after.as_ref())
+            .due_schedules(DueQuery {
+                until_ms: 10_500,
+                limit: 2,
+                after: after.as_ref(),
+            })
             .await
             .unwrap();
         seen.extend(page.records.iter().map(|r| r.key.clone().unwrap().agent_id));
@@ -101,12 +105,15 @@ pub(crate) async fn due_index_reads_only_the_due_in_order<S: AgentStore + Schedu
         .collect();
     assert_eq!(seen, want);
     assert!(store
-        .due_schedules(8_999, 10, None)
+        .due_schedules(DueQuery::until(8_999, 10))
         .await
         .unwrap()
         .records
         .is_empty());
-    let all = store.due_schedules(u64::MAX / 2, 100, None).await.unwrap();
+    let all = store
+        .due_schedules(DueQuery::until(u64::MAX / 2, 100))
+        .await
+        .unwrap();
     assert_eq!(
         all.records.len(),
         13,
@@ -119,7 +126,10 @@ pub(crate) async fn due_index_reads_only_the_due_in_order<S: AgentStore + Schedu
     done.next_wake_ms = None;
     done.next_sleep_ms = None;
     store.put_schedule(&done, current.version).await.unwrap();
-    let all = store.due_schedules(u64::MAX / 2, 100, None).await.unwrap();
+    let all = store
+        .due_schedules(DueQuery::until(u64::MAX / 2, 100))
+        .await
+        .unwrap();
     assert_eq!(all.records.len(), 12);
 }
 
@@ -152,7 +162,14 @@ pub async fn idle_index_reads_the_awake_agents_by_their_idle_time<S: AgentStore 
     let mut seen = Vec::new();
     let mut after: Option<DueCursor> = None;
     loop {
-        let page = store.idle_agents(22_500, 2, after.as_ref()).await.unwrap();
+        let page = store
+            .idle_agents(DueQuery {
+                until_ms: 22_500,
+                limit: 2,
+                after: after.as_ref(),
+            })
+            .await
+            .unwrap();
         seen.extend(
             page.records
                 .iter()
@@ -175,7 +192,7 @@ pub async fn idle_index_reads_the_awake_agents_by_their_idle_time<S: AgentStore 
     assert_eq!((never.idle_minutes, never.idle_at_ms), (Some(0), None));
     assert!(
         store
-            .due_schedules(u64::MAX / 2, 100, None)
+            .due_schedules(DueQuery::until(u64::MAX / 2, 100))
             .await
             .unwrap()
             .records
@@ -194,7 +211,10 @@ pub async fn idle_index_reads_the_awake_agents_by_their_idle_time<S: AgentStore 
         .await
         .unwrap();
     assert_eq!(written.idle_at_ms, None);
-    let left = store.idle_agents(u64::MAX / 2, 100, None).await.unwrap();
+    let left = store
+        .idle_agents(DueQuery::until(u64::MAX / 2, 100))
+        .await
+        .unwrap();
     assert_eq!(left.records.len(), 4, "{left:?}");
     // A write that neither says nor changes the state keeps it.
     let r = store.get(&key("idle-1")).await.unwrap().unwrap();
@@ -207,4 +227,15 @@ pub async fn idle_index_reads_the_awake_agents_by_their_idle_time<S: AgentStore 
         .await
         .unwrap();
     assert_eq!(written.idle_at_ms, Some(21_000));
+    // A change in flight keeps it too: it may give the agent back awake (a snapshot's delete).
+    let r = store.get(&key("idle-2")).await.unwrap().unwrap();
+    let held = Changes {
+        state: Some(WakeState::Deleting),
+        ..Changes::default()
+    };
+    let written = store
+        .update(&r.key, &Condition::Version(r.version), &held)
+        .await
+        .unwrap();
+    assert_eq!(written.idle_at_ms, Some(22_000));
 }

@@ -16,7 +16,7 @@ use snapwake::error::Error;
 use snapwake::fanout::DueOccurrence;
 use snapwake::invocation::{Deadline, Invocation};
 use snapwake::offboarding::admit;
-use snapwake::store::{AgentStore, Changes, Condition, DueCursor, ScheduleStore, Within};
+use snapwake::store::{AgentStore, Changes, Condition, DueCursor, DueQuery, ScheduleStore, Within};
 
 use super::act::{Acted, FOLLOW_UP_AT_LEAST};
 use super::handled::Handled;
@@ -36,7 +36,13 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
         let mut idle = Vec::new();
         let mut after: Option<DueCursor> = None;
         loop {
-            let page = store.idle_agents(time_ms, PAGE, after.as_ref()).await?;
+            let page = store
+                .idle_agents(DueQuery {
+                    until_ms: time_ms,
+                    limit: PAGE,
+                    after: after.as_ref(),
+                })
+                .await?;
             idle.extend(
                 page.records
                     .iter()

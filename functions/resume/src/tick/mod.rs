@@ -39,7 +39,7 @@ use snapwake::invocation::{self, Metric};
 use snapwake::offboarding::{admit, Admitted};
 use snapwake::schedule::readiness::LONGEST_LEAD_MS;
 use snapwake::schedule::{decide_early, AgentSeen, DueLead, Plan, Step};
-use snapwake::store::{AgentStore, DueCursor, ScheduleStore, StoreError, Within};
+use snapwake::store::{AgentStore, DueCursor, DueQuery, ScheduleStore, StoreError, Within};
 
 use crate::Resume;
 use act::Acted;
@@ -107,7 +107,13 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
         let mut after: Option<DueCursor> = None;
         loop {
             let until = time_ms + LONGEST_LEAD_MS;
-            let page = store.due_schedules(until, PAGE, after.as_ref()).await?;
+            let page = store
+                .due_schedules(DueQuery {
+                    until_ms: until,
+                    limit: PAGE,
+                    after: after.as_ref(),
+                })
+                .await?;
             ahead.extend(page.records);
             match page.next {
                 Some(next) if !deadline.is_past() => after = Some(next),

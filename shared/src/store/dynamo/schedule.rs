@@ -15,7 +15,9 @@ use super::{unavailable, DynamoStore};
 use crate::ambient;
 use crate::domain::{AgentKey, AgentRecord, ScheduleRecord, WakeState};
 use crate::store::port::{self, DUE_INDEX, DUE_PK, IDLE_PK, SCHEDULE_SK};
-use crate::store::{Changes, Condition, DueCursor, DuePage, IdlePage, ScheduleStore, StoreError};
+use crate::store::{
+    Changes, Condition, DueCursor, DuePage, DueQuery, IdlePage, ScheduleStore, StoreError,
+};
 
 fn key_attrs(key: &AgentKey) -> Item {
     HashMap::from([
@@ -267,13 +269,8 @@ impl ScheduleStore for DynamoStore {
         Ok(())
     }
 
-    async fn due_schedules(
-        &self,
-        until_ms: u64,
-        limit: u32,
-        after: Option<&DueCursor>,
-    ) -> Result<DuePage, StoreError> {
-        let (items, last) = self.due_partition(DUE_PK, until_ms, limit, after).await?;
+    async fn due_schedules(&self, q: DueQuery<'_>) -> Result<DuePage, StoreError> {
+        let (items, last) = self.due_partition(DUE_PK, q).await?;
         let records = items.iter().map(from_item).collect::<Result<Vec<_>, _>>()?;
         let next = last
             .map(|(pk, due_at_ms)| {
@@ -286,13 +283,8 @@ impl ScheduleStore for DynamoStore {
         Ok(DuePage { records, next })
     }
 
-    async fn idle_agents(
-        &self,
-        until_ms: u64,
-        limit: u32,
-        after: Option<&DueCursor>,
-    ) -> Result<IdlePage, StoreError> {
-        let (items, last) = self.due_partition(IDLE_PK, until_ms, limit, after).await?;
+    async fn idle_agents(&self, q: DueQuery<'_>) -> Result<IdlePage, StoreError> {
+        let (items, last) = self.due_partition(IDLE_PK, q).await?;
         let records = items
             .iter()
             .map(record_from_item)
@@ -311,16 +303,13 @@ impl ScheduleStore for DynamoStore {
 
 impl DynamoStore {
     /// One page of the `by_due` index's partition `due_pk` (the schedules' or the idle
-    /// agents'), due by `until_ms`, after `after`; with the last item's `pk` and due time when
-    /// there is more.
+    /// agents'); with the last item's `pk` and due time when there is more.
     async fn due_partition(
         &self,
         due_pk: &str,
-        until_ms: u64,
-        limit: u32,
-        after: Option<&DueCursor>,
+        q: DueQuery<'_>,
     ) -> Result<(Vec<Item>, Option<(String, u64)>), StoreError> {
-        let start = after.map(|c| {
+        let start = q.after.map(|c| {
             let (pk, sk) = if due_pk == IDLE_PK {
                 (port::agent_pk(&c.key), port::AGENT_SK)
             } else {
@@ -342,8 +331,8 @@ impl DynamoStore {
             .expression_attribute_names("#due_pk", attr::DUE_PK)
             .expression_attribute_names("#due_at", attr::DUE_AT)
             .expression_attribute_values(":due_pk", s(due_pk))
-            .expression_attribute_values(":until", n(until_ms))
-            .limit(i32::try_from(limit.max(1)).unwrap_or(i32::MAX))
+            .expression_attribute_values(":until", n(q.until_ms))
+            .limit(i32::try_from(q.limit.max(1)).unwrap_or(i32::MAX))
             .set_exclusive_start_key(start)
             .send()
             .await

@@ -4,7 +4,7 @@ use super::MemoryStore;
 use crate::ambient::now_s;
 use crate::domain::{AgentKey, AgentRecord, ScheduleRecord, WakeState};
 use crate::store::port::{agent_pk, schedule_pk};
-use crate::store::{Changes, DueCursor, DuePage, IdlePage, ScheduleStore, StoreError};
+use crate::store::{Changes, DueCursor, DuePage, DueQuery, IdlePage, ScheduleStore, StoreError};
 
 impl ScheduleStore for MemoryStore {
     async fn get_schedule(&self, key: &AgentKey) -> Result<Option<ScheduleRecord>, StoreError> {
@@ -75,12 +75,12 @@ impl ScheduleStore for MemoryStore {
         Ok(())
     }
 
-    async fn due_schedules(
-        &self,
-        until_ms: u64,
-        limit: u32,
-        after: Option<&DueCursor>,
-    ) -> Result<DuePage, StoreError> {
+    async fn due_schedules(&self, q: DueQuery<'_>) -> Result<DuePage, StoreError> {
+        let DueQuery {
+            until_ms,
+            limit,
+            after,
+        } = q;
         let tables = self.lock();
         let position = |r: &ScheduleRecord| {
             let key = r.key.as_ref().map(schedule_pk).unwrap_or_default();
@@ -110,12 +110,12 @@ impl ScheduleStore for MemoryStore {
         Ok(DuePage { records, next })
     }
 
-    async fn idle_agents(
-        &self,
-        until_ms: u64,
-        limit: u32,
-        after: Option<&DueCursor>,
-    ) -> Result<IdlePage, StoreError> {
+    async fn idle_agents(&self, q: DueQuery<'_>) -> Result<IdlePage, StoreError> {
+        let DueQuery {
+            until_ms,
+            limit,
+            after,
+        } = q;
         let tables = self.lock();
         let position = |r: &AgentRecord| (r.idle_at_ms.unwrap_or(u64::MAX), agent_pk(&r.key));
         let start = after.map(|c| (c.due_at_ms, agent_pk(&c.key)));
