@@ -25,15 +25,13 @@ use snapwake::agentkit::types::MetadataEntry;
 use snapwake::ambient::now_ms;
 use snapwake::budget::{AgentKitBudget, BudgetSettings};
 use snapwake::domain::{AgentKey, Description, Kind, Retention, WakeState};
-use snapwake::fanout::{DueChannel, Fanout, AT_ONCE};
 use snapwake::identity::caller;
 use snapwake::invocation::Deadline;
 use snapwake::store::dynamo::DynamoStore;
 use snapwake::store::{AgentStore, Changes, Condition};
 use snapwake::wake::{IdlePolicy, WakeSettings};
-use snapwake_resume::Resume;
 use snapwake_sim::{Fault, RateLimits, SeedSession, SimConfig};
-use snapwake_tests::fleet::{quantile_s, wake_as_the_console};
+use snapwake_tests::fleet::{at_each_size, people_waking, quantile_s, with_a_consumer};
 use snapwake_tests::*;
 
 /// How long a session takes to be Ready once started, and a snapshot once asked for.
@@ -48,8 +46,6 @@ const PATIENCE: Duration = Duration::from_secs(15 * 60);
 const PERSON_WAKES: usize = 30;
 /// The deployment's idle time (its value does not matter here: every agent's is due at once).
 const IDLE_MINUTES: u32 = 15;
-
-type Function = Resume<DynamoStore, snapwake::agentkit::AgentKitClient>;
 
 struct Outcome {
     agents: usize,
@@ -137,7 +133,7 @@ async fn run(n: usize) -> Outcome {
         ..BudgetSettings::default()
     };
     let budget = AgentKitBudget::new(store.clone(), settings);
-    let mut function = resume_fn(
+    let function = resume_fn(
         store.clone(),
         world.client().with_budget(Arc::new(budget)),
         WakeSettings {
@@ -147,20 +143,7 @@ async fn run(n: usize) -> Outcome {
             ..WakeSettings::default()
         },
     );
-    let queue = DueChannel::new();
-    function.fanout = Fanout::Channel(queue.clone());
-    let f: Arc<Function> = Arc::new(function);
-    let consumer = tokio::spawn({
-        let (f, queue) = (f.clone(), queue.clone());
-        async move {
-            queue
-                .consume(AT_ONCE, |due| {
-                    let f = f.clone();
-                    async move { f.due(&due, Deadline::after(TICK_BUDGET)).await.is_ok() }
-                })
-                .await;
-        }
-    });
+    let (f, _, consumer) = with_a_consumer(function, TICK_BUDGET);
 
     // When each agent was first seen with no live session (epoch ms).
     let fleet: HashSet<String> = ids.iter().cloned().collect();
@@ -188,24 +171,7 @@ async fn run(n: usize) -> Outcome {
     });
 
     tokio::time::sleep(Duration::from_millis(minute.saturating_sub(now_ms()))).await;
-    let persons = tokio::spawn({
-        let (f, person) = (f.clone(), person.clone());
-        async move {
-            let mut running = Vec::new();
-            for id in person {
-                tokio::time::sleep(Duration::from_secs(2)).await;
-                let f = f.clone();
-                running.push(tokio::spawn(async move {
-                    wake_as_the_console(&*f, &id, PATIENCE).await
-                }));
-            }
-            let mut times = Vec::new();
-            for r in running {
-                times.push(r.await.unwrap());
-            }
-            times
-        }
-    });
+    let persons = people_waking(f.clone(), person.clone(), PATIENCE);
     let mut ticks = Vec::new();
     let mut at = minute;
     while at <= minute + PATIENCE.as_millis() as u64 && asleep.lock().unwrap().len() < n {
@@ -250,20 +216,7 @@ async fn run(n: usize) -> Outcome {
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
-    let sizes: Vec<usize> = std::env::var("SNAPWAKE_BENCH_LUNCH")
-        .unwrap_or_else(|_| "100,1000".into())
-        .split(',')
-        .map(|s| {
-            s.trim()
-                .parse()
-                .expect("SNAPWAKE_BENCH_LUNCH: sizes, comma separated")
-        })
-        .collect();
-    let mut rows = Vec::new();
-    for n in sizes {
-        eprintln!("lunch with {n} agents...");
-        rows.push(run(n).await);
-    }
+    let rows = at_each_size("SNAPWAKE_BENCH_LUNCH", "100,1000", "lunch", run).await;
     println!("## Everyone to lunch: a fleet idle in one minute");
     println!();
     println!(

@@ -24,7 +24,6 @@ use snapwake::agentkit::types::MetadataEntry;
 use snapwake::ambient::now_ms;
 use snapwake::budget::{at_slowest, AgentKitBudget, BudgetSettings};
 use snapwake::domain::{AgentKey, Kind, ScheduleRecord};
-use snapwake::fanout::{DueChannel, Fanout, AT_ONCE};
 use snapwake::identity::caller;
 use snapwake::invocation::Deadline;
 use snapwake::schedule::plan::DEFAULT_WAKES_PER_SECOND;
@@ -32,9 +31,8 @@ use snapwake::schedule::wake_lead_ms;
 use snapwake::store::dynamo::DynamoStore;
 use snapwake::store::{AgentStore, Condition, ScheduleStore};
 use snapwake::wake::WakeSettings;
-use snapwake_resume::Resume;
 use snapwake_sim::{Fault, RateLimits, SeedSnapshot, SimConfig};
-use snapwake_tests::fleet::{quantile_s, wake_as_the_console};
+use snapwake_tests::fleet::{at_each_size, people_waking, quantile_s, with_a_consumer};
 use snapwake_tests::*;
 
 /// How long a session takes to be Ready once started.
@@ -62,8 +60,6 @@ fn warm_up_minutes(n: usize, wakes_per_second: u32) -> u64 {
     let lead = wake_lead_ms(Some(MEASURED_READINESS_MS), n, wakes_per_second);
     lead.div_ceil(60_000) + 2
 }
-
-type Function = Resume<DynamoStore, snapwake::agentkit::AgentKitClient>;
 
 struct Outcome {
     agents: usize,
@@ -181,20 +177,7 @@ async fn run(n: usize) -> Outcome {
     function.schedules.wakes_per_second = wakes_per_second;
     // Deployed, the tick hands each due occurrence to the queue, which the resume function
     // consumes at the event source mapping's concurrency.
-    let queue = DueChannel::new();
-    function.fanout = Fanout::Channel(queue.clone());
-    let f: Arc<Function> = Arc::new(function);
-    let consumer = tokio::spawn({
-        let (f, queue) = (f.clone(), queue.clone());
-        async move {
-            queue
-                .consume(AT_ONCE, |due| {
-                    let f = f.clone();
-                    async move { f.due(&due, Deadline::after(TICK_BUDGET)).await.is_ok() }
-                })
-                .await;
-        }
-    });
+    let (f, queue, consumer) = with_a_consumer(function, TICK_BUDGET);
 
     // When each scheduled agent's session was first seen Ready (epoch ms), and how many
     // sessions each has.
@@ -223,20 +206,10 @@ async fn run(n: usize) -> Outcome {
     let persons = tokio::spawn({
         let (f, person) = (f.clone(), person.clone());
         async move {
-            let mut times = Vec::new();
-            let mut running = Vec::new();
             tokio::time::sleep(Duration::from_millis(minute.saturating_sub(now_ms()))).await;
-            for id in person {
-                tokio::time::sleep(Duration::from_secs(2)).await;
-                let f = f.clone();
-                running.push(tokio::spawn(async move {
-                    wake_as_the_console(&*f, &id, CATCH_UP).await
-                }));
-            }
-            for r in running {
-                times.push(r.await.unwrap());
-            }
-            times
+            people_waking(f, person, CATCH_UP)
+                .await
+                .expect("the person's wakes")
         }
     });
     let mut ticks = Vec::new();
@@ -295,20 +268,7 @@ async fn run(n: usize) -> Outcome {
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
-    let sizes: Vec<usize> = std::env::var("SNAPWAKE_BENCH_MONDAY")
-        .unwrap_or_else(|_| "100,1000".into())
-        .split(',')
-        .map(|s| {
-            s.trim()
-                .parse()
-                .expect("SNAPWAKE_BENCH_MONDAY: sizes, comma separated")
-        })
-        .collect();
-    let mut rows = Vec::new();
-    for n in sizes {
-        eprintln!("Monday 08:30 with {n} agents...");
-        rows.push(run(n).await);
-    }
+    let rows = at_each_size("SNAPWAKE_BENCH_MONDAY", "100,1000", "Monday 08:30", run).await;
     println!("## Monday 08:30: a fleet due in one minute");
     println!();
     println!(

@@ -236,6 +236,9 @@ impl<S: AgentStore, K: AgentKit> Create<S, K> {
         changes.holder = Some(None);
         changes.lease_until_ms = Some(0);
         changes.poll_until_ms = Some(0);
+        // Idle from now, as a create it settled itself (the long run's seed 1004 found one with
+        // no idle time: awake until AgentKit's eight hours).
+        changes.idle_at_ms = Some(self.settings.idle.idle_at(seen, now_ms()));
         // The create is done, whoever found its session: announced as the create's doing
         // (the simulated deployment's seed 1000 found it unannounced).
         changes.announce = Some(snapwake::invocation::announcement(

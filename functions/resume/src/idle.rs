@@ -18,9 +18,10 @@ use serde::{Deserialize, Serialize};
 use snapwake::agentkit::AgentKit;
 use snapwake::ambient::{format_ms, now_ms};
 use snapwake::domain::idle::MOST_MINUTES;
-use snapwake::domain::{AgentRecord, Retention, WakeState};
+use snapwake::domain::{AgentKey, AgentRecord, Retention, WakeState};
 use snapwake::error::{Error, Result};
 use snapwake::http::edge;
+use snapwake::store::update::{update, Attempt, Step, Updated};
 use snapwake::store::{AgentStore, Changes, Condition, StoreError, Within};
 
 use crate::Resume;
@@ -51,34 +52,67 @@ struct IdleSetting {
 
 impl<S: AgentStore, K: AgentKit> Resume<S, K> {
     /// Activity on `record`, an agent in use now: its idle time moved on, written only when it
-    /// moves by a minute or more; a write lost to another writer is decided again from what
-    /// it left. Nothing when idle sleep is off for it. The record as written, if it was.
+    /// moves by a minute or more (so most calls write nothing and read nothing more); a write
+    /// lost to another writer is decided again from what it left (`store::update`). Nothing
+    /// when idle sleep is off for it. The record as written, if it was.
     pub(crate) async fn touch(
         &self,
         store: Within<'_, S>,
-        mut record: AgentRecord,
+        record: AgentRecord,
     ) -> Result<Option<AgentRecord>> {
-        for _ in 0..ROUNDS {
-            let Some(at) = self.wake.idle.touched(&record, now_ms()) else {
-                return Ok(None);
-            };
-            let changes = Changes {
+        if self.wake.idle.touched(&record, now_ms()).is_none() {
+            return Ok(None);
+        }
+        let key = &record.key;
+        self.write_idle(store, key, |r| {
+            let at = self.wake.idle.touched(r, now_ms())?;
+            Some(Changes {
                 idle_at_ms: Some(Some(at)),
                 ..Changes::default()
-            };
-            match store
-                .update(&record.key, &Condition::Version(record.version), &changes)
-                .await
-            {
-                Ok(written) => return Ok(Some(written)),
-                Err(StoreError::ConditionFailed { current: Some(now) }) => record = *now,
-                Err(StoreError::ConditionFailed { current: None }) => {
-                    return Err(Error::AgentNotFound)
+            })
+        })
+        .await
+    }
+
+    /// Write what `change` makes of `key`'s record, as read, under its version; again from what
+    /// another writer left, a few rounds. `None` from `change`: nothing to write.
+    async fn write_idle(
+        &self,
+        store: Within<'_, S>,
+        key: &AgentKey,
+        change: impl Fn(&AgentRecord) -> Option<Changes>,
+    ) -> Result<Option<AgentRecord>> {
+        let updated = update(
+            ROUNDS,
+            || store.get(key),
+            |current: Option<AgentRecord>| match current {
+                Some(r) if r.state == WakeState::Gone => Step::Stop(Err(Error::AgentGone)),
+                Some(r) => match change(&r) {
+                    Some(changes) => Step::Write((r.version, changes)),
+                    None => Step::Stop(Ok(None)),
+                },
+                None => Step::Stop(Err(Error::AgentNotFound)),
+            },
+            |(version, changes): (u64, Changes)| async move {
+                match store
+                    .update(key, &Condition::Version(version), &changes)
+                    .await
+                {
+                    Ok(written) => Ok(Attempt::Written(written)),
+                    Err(StoreError::ConditionFailed { current }) => {
+                        Ok(Attempt::Lost(Some(current.map(|r| *r))))
+                    }
+                    Err(e) => Err(e),
                 }
-                Err(e) => return Err(e.into()),
-            }
+            },
+        )
+        .await?;
+        match updated {
+            Updated::Written(written) => Ok(Some(written)),
+            Updated::Stopped(answer) => answer,
+            // Written by others every round: busy for now.
+            Updated::KeptChanging => Err(Error::held_by(WakeState::Awake, 1)),
         }
-        Err(Error::held_by(record.state, 1))
     }
 
     /// [`Self::touch`] for a route whose answer stands whether or not the use was recorded:
@@ -141,7 +175,7 @@ impl<S: AgentStore, K: AgentKit> Resume<S, K> {
             )));
         }
         let addressed = self.address(request, named).await?;
-        let mut record = addressed.record.ok_or(Error::AgentNotFound)?;
+        let record = addressed.record.ok_or(Error::AgentNotFound)?;
         let temporary = record.description.retention == Some(Retention::Temporary)
             || addressed
                 .home
@@ -154,35 +188,23 @@ impl<S: AgentStore, K: AgentKit> Resume<S, K> {
                     .into(),
             ));
         }
-        for _ in 0..ROUNDS {
-            if record.state == WakeState::Gone {
-                return Err(Error::AgentGone);
-            }
-            let mut changed = record.clone();
-            changed.idle_minutes = body.minutes;
-            // An awake agent's idle time follows the new setting, counted from now: setting it
-            // is its owner's use.
-            let idle_at = (record.state == WakeState::Awake)
-                .then(|| self.wake.idle.idle_at(&changed, now_ms()));
-            let changes = Changes {
-                idle_minutes: Some(body.minutes),
-                idle_at_ms: idle_at,
-                ..Changes::default()
-            };
-            match addressed
-                .store
-                .update(&record.key, &Condition::Version(record.version), &changes)
-                .await
-            {
-                Ok(written) => return Ok(edge::json(200, &self.idle_setting(&written))),
-                Err(StoreError::ConditionFailed { current: Some(now) }) => record = *now,
-                Err(StoreError::ConditionFailed { current: None }) => {
-                    return Err(Error::AgentNotFound)
-                }
-                Err(e) => return Err(e.into()),
-            }
-        }
-        Err(Error::held_by(record.state, 1))
+        let written = self
+            .write_idle(addressed.store, &record.key, |r| {
+                let mut changed = r.clone();
+                changed.idle_minutes = body.minutes;
+                // An awake agent's idle time follows the new setting, counted from now:
+                // setting it is its owner's use.
+                let idle_at = (r.state == WakeState::Awake)
+                    .then(|| self.wake.idle.idle_at(&changed, now_ms()));
+                Some(Changes {
+                    idle_minutes: Some(body.minutes),
+                    idle_at_ms: idle_at,
+                    ..Changes::default()
+                })
+            })
+            .await?
+            .unwrap_or(record);
+        Ok(edge::json(200, &self.idle_setting(&written)))
     }
 
     fn idle_setting(&self, record: &AgentRecord) -> IdleSetting {

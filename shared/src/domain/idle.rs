@@ -29,13 +29,15 @@ mod tests {
 
     #[test]
     fn the_awake_window_runs_from_the_schedules_wake_to_its_sleep() {
-        let day = |wake: Option<u64>, sleep: Option<u64>| ScheduleSummary {
-            timezone: "UTC".into(),
-            wake: Some("30 8 * * *".into()),
-            sleep: Some("0 18 * * *".into()),
-            next_wake_ms: wake,
-            next_sleep_ms: sleep,
-            next_wake_lead_ms: None,
+        let day = |wake: Option<u64>, sleep: Option<u64>| {
+            let record = crate::domain::ScheduleRecord {
+                wake: Some("30 8 * * *".into()),
+                sleep: Some("0 18 * * *".into()),
+                next_wake_ms: wake,
+                next_sleep_ms: sleep,
+                ..Default::default()
+            };
+            record.summary()
         };
         // 08:30 passed, 18:00 next, tomorrow's 08:30 after it: inside, until 18:00.
         let inside = day(Some(200), Some(100));

@@ -193,9 +193,15 @@ pub fn stream(
         if history.len() > 12 {
             history.pop_front();
         }
+        // With what set off its last announced change (an awake snapwake only learned of is
+        // AgentKit's).
+        let announced_by = new
+            .announced
+            .map(|a| a.trigger)
+            .or_else(|| model.idle_seen.get(&new.key).and_then(|seen| seen.2));
         model
             .idle_seen
-            .insert(new.key.clone(), (new.state, new.idle_at_ms));
+            .insert(new.key.clone(), (new.state, new.idle_at_ms, announced_by));
         let was = model.resting.get(&new.key).copied();
         if is_resting(new.state) {
             model.resting.insert(new.key.clone(), new.state);

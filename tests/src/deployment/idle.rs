@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use snapwake::domain::WakeState;
+use snapwake::domain::{Trigger, WakeState};
 
 use super::checks::{at, Truth};
 use super::model::Model;
@@ -47,8 +47,16 @@ pub fn kept(
         let record = model.idle_seen.get(&a.key).copied();
         let carried = matches!(
             record,
-            Some((WakeState::Sleeping, _)) | Some((WakeState::Awake, Some(_)))
+            Some((WakeState::Sleeping, _, _)) | Some((WakeState::Awake, Some(_), _))
         );
+        // A session snapwake only learned of (the refresh or the sweep found it) has no idle
+        // time until its first use through snapwake (docs/idle.md): not idle sleep's to keep.
+        if matches!(
+            record,
+            Some((WakeState::Awake, None, Some(Trigger::Agentkit)))
+        ) {
+            continue;
+        }
         if !carried || now > used + LEFT_ALONE_MS {
             return Err(format!(
                 "{} is awake at {}, nobody having used it since {} (idle time {idle_minutes} \

@@ -134,9 +134,9 @@ pub struct Model {
     pub owners: BTreeMap<String, Offboarding>,
     /// The last writes of each agent's record, for a violation's message.
     pub history: HashMap<AgentKey, std::collections::VecDeque<String>>,
-    /// Each agent's record as the stream last said, for idle sleep's check: its state and idle
-    /// time.
-    pub idle_seen: HashMap<AgentKey, (snapwake::domain::WakeState, Option<u64>)>,
+    /// Each agent's record as the stream last said, for idle sleep's check: its state, idle
+    /// time, and what set off its last announced change.
+    pub idle_seen: HashMap<AgentKey, (snapwake::domain::WakeState, Option<u64>, Option<Trigger>)>,
     /// The state each agent last rested in (asleep, awake, failed, gone), as the stream said.
     pub resting: HashMap<AgentKey, snapwake::domain::WakeState>,
     /// Who acquired each generation of each agent (its fence): what set off the change it

@@ -16,11 +16,12 @@ const MINUTE: u64 = 60_000;
 /// Monday 2026-11-23, 07:50 UTC.
 const START_S: i64 = 1_795_392_000 + 7 * 3600 + 50 * 60;
 
-/// `test` on a thread and a runtime of its own, its clock paused and the deployment's
-/// (as `snapwake_tests::deployment::run` runs the simulation).
-fn on_simulated_clock<F, Fut>(test: F)
+/// `test` in a studio whose idle time is `minutes` (see [`studio`]), on a thread and a runtime
+/// of its own, its clock paused and the deployment's (as `snapwake_tests::deployment::run`
+/// runs the simulation).
+fn in_a_studio<F, Fut>(minutes: u32, test: F)
 where
-    F: FnOnce() -> Fut + Send + 'static,
+    F: FnOnce(Deployment) -> Fut + Send + 'static,
     Fut: Future<Output = ()>,
 {
     std::thread::Builder::new()
@@ -35,7 +36,7 @@ where
             runtime.block_on(async move {
                 let start = time::OffsetDateTime::from_unix_timestamp(START_S).expect("a Monday");
                 snapwake::ambient::simulate_from(start);
-                test().await;
+                test(studio(minutes).await).await;
             });
         })
         .expect("a thread")
@@ -144,8 +145,7 @@ async fn announced(d: &Deployment, key: &AgentKey) -> Vec<(Announce, Trigger)> {
 
 #[test]
 fn an_agent_left_alone_sleeps_at_its_idle_time_and_wakes_again_from_its_snapshot() {
-    on_simulated_clock(|| async {
-        let d = studio(30).await;
+    in_a_studio(30, |d| async move {
         let key = created(&d, "recoverable").await;
         let made = now();
         let shown = view(&d, &key).await;
@@ -208,8 +208,7 @@ fn an_agent_left_alone_sleeps_at_its_idle_time_and_wakes_again_from_its_snapshot
 
 #[test]
 fn activity_every_ten_minutes_keeps_it_awake_and_it_sleeps_once_that_stops() {
-    on_simulated_clock(|| async {
-        let d = studio(30).await;
+    in_a_studio(30, |d| async move {
         let key = created(&d, "recoverable").await;
         let start = now();
         let mut last = start;
@@ -241,8 +240,7 @@ fn activity_every_ten_minutes_keeps_it_awake_and_it_sleeps_once_that_stops() {
 
 #[test]
 fn inside_its_schedules_awake_window_it_stays_awake() {
-    on_simulated_clock(|| async {
-        let d = studio(15).await;
+    in_a_studio(15, |d| async move {
         let key = created(&d, "recoverable").await;
         let (status, set) = ask(
             &d,
@@ -273,8 +271,7 @@ fn inside_its_schedules_awake_window_it_stays_awake() {
 
 #[test]
 fn the_owners_idle_time_and_never_are_honoured() {
-    on_simulated_clock(|| async {
-        let d = studio(30).await;
+    in_a_studio(30, |d| async move {
         let quick = created(&d, "recoverable").await;
         let never = created(&d, "recoverable").await;
         let (status, set) = ask(&d, "PUT", &path(&quick, "/idle"), Some(r#"{"minutes": 5}"#)).await;
@@ -331,8 +328,7 @@ fn the_owners_idle_time_and_never_are_honoured() {
 
 #[test]
 fn a_temporary_agent_stays_awake_and_turning_it_on_is_refused() {
-    on_simulated_clock(|| async {
-        let d = studio(15).await;
+    in_a_studio(15, |d| async move {
         let key = created(&d, "temporary").await;
         let start = now();
         tick_until(&d, start + 60 * MINUTE).await;
@@ -351,8 +347,7 @@ fn a_temporary_agent_stays_awake_and_turning_it_on_is_refused() {
 
 #[test]
 fn a_wake_racing_the_idle_sleep_ends_with_one_session_and_the_snapshot_kept() {
-    on_simulated_clock(|| async {
-        let d = studio(10).await;
+    in_a_studio(10, |d| async move {
         let key = created(&d, "recoverable").await;
         let made = now();
         tick_until(&d, made + 10 * MINUTE - MINUTE).await;

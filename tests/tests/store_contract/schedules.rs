@@ -159,27 +159,20 @@ pub async fn idle_index_reads_the_awake_agents_by_their_idle_time<S: AgentStore 
         .await
         .unwrap();
 
-    let mut seen = Vec::new();
-    let mut after: Option<DueCursor> = None;
-    loop {
-        let page = store
-            .idle_agents(DueQuery {
-                until_ms: 22_500,
-                limit: 2,
-                after: after.as_ref(),
-            })
-            .await
-            .unwrap();
-        seen.extend(
-            page.records
-                .iter()
-                .map(|r| (r.key.agent_id.clone(), r.idle_at_ms)),
-        );
-        match page.next {
-            Some(n) => after = Some(n),
-            None => break,
-        }
-    }
+    // Five idle by 24,000, three by 22,500: a page of two, then the last one.
+    let by = |after| DueQuery {
+        until_ms: 22_500,
+        limit: 2,
+        after,
+    };
+    let first = store.idle_agents(by(None)).await.unwrap();
+    let rest = store.idle_agents(by(first.next.as_ref())).await.unwrap();
+    assert!(first.next.is_some() && rest.next.is_none(), "{rest:?}");
+    let seen: Vec<(String, Option<u64>)> = [first.records, rest.records]
+        .concat()
+        .into_iter()
+        .map(|r| (r.key.agent_id, r.idle_at_ms))
+        .collect();
     assert_eq!(
         seen,
         vec![
@@ -200,42 +193,36 @@ pub async fn idle_index_reads_the_awake_agents_by_their_idle_time<S: AgentStore 
         "the schedules' partition holds no agent"
     );
 
-    // Asleep, it is out of the index, though the write did not name the idle time.
-    let r = store.get(&key("idle-0")).await.unwrap().unwrap();
-    let asleep = Changes {
-        state: Some(WakeState::Asleep),
+    // What a write of `changes` to `id` (at its version) leaves of its idle time.
+    let after = |id: &'static str, changes: Changes| {
+        let store = store.clone();
+        async move {
+            let r = store.get(&key(id)).await.unwrap().unwrap();
+            let condition = Condition::Version(r.version);
+            let written = store.update(&r.key, &condition, &changes).await.unwrap();
+            written.idle_at_ms
+        }
+    };
+    let state = |s: WakeState| Changes {
+        state: Some(s),
         ..Changes::default()
     };
-    let written = store
-        .update(&r.key, &Condition::Version(r.version), &asleep)
-        .await
-        .unwrap();
-    assert_eq!(written.idle_at_ms, None);
+    // Asleep, it is out of the index, though the write did not name the idle time.
+    assert_eq!(after("idle-0", state(WakeState::Asleep)).await, None);
     let left = store
         .idle_agents(DueQuery::until(u64::MAX / 2, 100))
         .await
         .unwrap();
     assert_eq!(left.records.len(), 4, "{left:?}");
     // A write that neither says nor changes the state keeps it.
-    let r = store.get(&key("idle-1")).await.unwrap().unwrap();
-    let touched = Changes {
+    let verified = Changes {
         verified_at_ms: Some(5),
         ..Changes::default()
     };
-    let written = store
-        .update(&r.key, &Condition::Version(r.version), &touched)
-        .await
-        .unwrap();
-    assert_eq!(written.idle_at_ms, Some(21_000));
+    assert_eq!(after("idle-1", verified).await, Some(21_000));
     // A change in flight keeps it too: it may give the agent back awake (a snapshot's delete).
-    let r = store.get(&key("idle-2")).await.unwrap().unwrap();
-    let held = Changes {
-        state: Some(WakeState::Deleting),
-        ..Changes::default()
-    };
-    let written = store
-        .update(&r.key, &Condition::Version(r.version), &held)
-        .await
-        .unwrap();
-    assert_eq!(written.idle_at_ms, Some(22_000));
+    assert_eq!(
+        after("idle-2", state(WakeState::Deleting)).await,
+        Some(22_000)
+    );
 }

@@ -16,7 +16,9 @@ use snapwake::error::Error;
 use snapwake::fanout::DueOccurrence;
 use snapwake::invocation::{Deadline, Invocation};
 use snapwake::offboarding::admit;
-use snapwake::store::{AgentStore, Changes, Condition, DueCursor, DueQuery, ScheduleStore, Within};
+use snapwake::store::{
+    AgentStore, Changes, Condition, DueQuery, ScheduleStore, StoreError, Within,
+};
 
 use super::act::{Acted, FOLLOW_UP_AT_LEAST};
 use super::handled::Handled;
@@ -33,25 +35,19 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
         time_ms: u64,
         deadline: Deadline,
     ) -> Result<Vec<DueOccurrence>, Error> {
+        let mut page = store.idle_agents(DueQuery::until(time_ms, PAGE)).await?;
         let mut idle = Vec::new();
-        let mut after: Option<DueCursor> = None;
         loop {
-            let page = store
-                .idle_agents(DueQuery {
-                    until_ms: time_ms,
-                    limit: PAGE,
-                    after: after.as_ref(),
-                })
-                .await?;
-            idle.extend(
-                page.records
-                    .iter()
-                    .map(|record| DueOccurrence::idle(record, time_ms)),
-            );
-            match page.next {
-                Some(next) if !deadline.is_past() => after = Some(next),
-                _ => return Ok(idle),
-            }
+            let found = page.records.iter();
+            idle.extend(found.map(|record| DueOccurrence::idle(record, time_ms)));
+            let Some(next) = page.next.filter(|_| !deadline.is_past()) else {
+                return Ok(idle);
+            };
+            let after = DueQuery {
+                after: Some(&next),
+                ..DueQuery::until(time_ms, PAGE)
+            };
+            page = store.idle_agents(after).await?;
         }
     }
 
@@ -130,14 +126,13 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
             ..Changes::default()
         };
         // Lost to another writer: the next tick decides again from what it wrote.
-        match store
+        let lost = |e: &StoreError| matches!(e, StoreError::ConditionFailed { .. });
+        let written = store
             .update(&agent.key, &Condition::Version(agent.version), &changes)
-            .await
-        {
-            Ok(_) | Err(snapwake::store::StoreError::ConditionFailed { .. }) => {
-                Ok(Handled::Settled { ready: None })
-            }
-            Err(e) => Err(e.into()),
+            .await;
+        if let Some(e) = written.as_ref().err().filter(|e| !lost(e)) {
+            return Err(e.clone().into());
         }
+        Ok(Handled::Settled { ready: None })
     }
 }

@@ -270,45 +270,31 @@ impl ScheduleStore for DynamoStore {
     }
 
     async fn due_schedules(&self, q: DueQuery<'_>) -> Result<DuePage, StoreError> {
-        let (items, last) = self.due_partition(DUE_PK, q).await?;
-        let records = items.iter().map(from_item).collect::<Result<Vec<_>, _>>()?;
-        let next = last
-            .map(|(pk, due_at_ms)| {
-                Ok::<_, StoreError>(DueCursor {
-                    key: port::parse_schedule_pk(&pk)?,
-                    due_at_ms,
-                })
-            })
-            .transpose()?;
+        let (records, next) = self
+            .due_partition(DUE_PK, q, from_item, port::parse_schedule_pk)
+            .await?;
         Ok(DuePage { records, next })
     }
 
     async fn idle_agents(&self, q: DueQuery<'_>) -> Result<IdlePage, StoreError> {
-        let (items, last) = self.due_partition(IDLE_PK, q).await?;
-        let records = items
-            .iter()
-            .map(record_from_item)
-            .collect::<Result<Vec<_>, _>>()?;
-        let next = last
-            .map(|(pk, due_at_ms)| {
-                Ok::<_, StoreError>(DueCursor {
-                    key: port::parse_agent_pk(&pk)?,
-                    due_at_ms,
-                })
-            })
-            .transpose()?;
+        let (records, next) = self
+            .due_partition(IDLE_PK, q, record_from_item, port::parse_agent_pk)
+            .await?;
         Ok(IdlePage { records, next })
     }
 }
 
 impl DynamoStore {
     /// One page of the `by_due` index's partition `due_pk` (the schedules' or the idle
-    /// agents'); with the last item's `pk` and due time when there is more.
-    async fn due_partition(
+    /// agents'): its items as `read` reads them, and where the next page starts, if there is
+    /// one (its last item's agent, by `key_of` its `pk`).
+    async fn due_partition<T>(
         &self,
         due_pk: &str,
         q: DueQuery<'_>,
-    ) -> Result<(Vec<Item>, Option<(String, u64)>), StoreError> {
+        read: fn(&Item) -> Result<T, StoreError>,
+        key_of: fn(&str) -> Result<AgentKey, StoreError>,
+    ) -> Result<(Vec<T>, Option<DueCursor>), StoreError> {
         let start = q.after.map(|c| {
             let (pk, sk) = if due_pk == IDLE_PK {
                 (port::agent_pk(&c.key), port::AGENT_SK)
@@ -337,13 +323,14 @@ impl DynamoStore {
             .send()
             .await
             .map_err(|e| unavailable("Query", &e))?;
-        let last = match out.last_evaluated_key() {
-            Some(lek) if !lek.is_empty() => Some((
-                get_s(lek, attr::PK)?.unwrap_or_default(),
-                get_n(lek, attr::DUE_AT)?.unwrap_or(0),
-            )),
+        let next = match out.last_evaluated_key() {
+            Some(lek) if !lek.is_empty() => Some(DueCursor {
+                key: key_of(&get_s(lek, attr::PK)?.unwrap_or_default())?,
+                due_at_ms: get_n(lek, attr::DUE_AT)?.unwrap_or(0),
+            }),
             _ => None,
         };
-        Ok((out.items.unwrap_or_default(), last))
+        let items = out.items.unwrap_or_default();
+        Ok((items.iter().map(read).collect::<Result<_, _>>()?, next))
     }
 }

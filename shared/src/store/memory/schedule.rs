@@ -76,27 +76,20 @@ impl ScheduleStore for MemoryStore {
     }
 
     async fn due_schedules(&self, q: DueQuery<'_>) -> Result<DuePage, StoreError> {
-        let DueQuery {
-            until_ms,
-            limit,
-            after,
-        } = q;
         let tables = self.lock();
         let position = |r: &ScheduleRecord| {
             let key = r.key.as_ref().map(schedule_pk).unwrap_or_default();
             (r.due_at_ms().unwrap_or(u64::MAX), key)
         };
-        let start = after.map(|c| (c.due_at_ms, schedule_pk(&c.key)));
+        let start = q.after.map(|c| (c.due_at_ms, schedule_pk(&c.key)));
         let mut due: Vec<&ScheduleRecord> = tables
             .schedules
             .values()
-            .filter(|r| r.due_at_ms().is_some_and(|d| d <= until_ms))
+            .filter(|r| r.due_at_ms().is_some_and(|d| d <= q.until_ms))
             .filter(|r| start.as_ref().is_none_or(|s| position(r) > *s))
             .collect();
         due.sort_by_key(|r| position(r));
-        let limit = limit.max(1) as usize;
-        let more = due.len() > limit;
-        let records: Vec<ScheduleRecord> = due.into_iter().take(limit).cloned().collect();
+        let (records, more) = first(due, q.limit);
         let next = match records.last() {
             Some(last) if more => Some(DueCursor {
                 due_at_ms: last.due_at_ms().unwrap_or(0),
@@ -111,30 +104,30 @@ impl ScheduleStore for MemoryStore {
     }
 
     async fn idle_agents(&self, q: DueQuery<'_>) -> Result<IdlePage, StoreError> {
-        let DueQuery {
-            until_ms,
-            limit,
-            after,
-        } = q;
         let tables = self.lock();
         let position = |r: &AgentRecord| (r.idle_at_ms.unwrap_or(u64::MAX), agent_pk(&r.key));
-        let start = after.map(|c| (c.due_at_ms, agent_pk(&c.key)));
+        let start = q.after.map(|c| (c.due_at_ms, agent_pk(&c.key)));
         let now_s = now_s();
         let mut idle: Vec<&AgentRecord> = tables
             .agents
             .values()
             .filter(|r| !r.is_expired(now_s))
-            .filter(|r| r.idle_at_ms.is_some_and(|at| at <= until_ms))
+            .filter(|r| r.idle_at_ms.is_some_and(|at| at <= q.until_ms))
             .filter(|r| start.as_ref().is_none_or(|s| position(r) > *s))
             .collect();
         idle.sort_by_key(|r| position(r));
-        let limit = limit.max(1) as usize;
-        let more = idle.len() > limit;
-        let records: Vec<AgentRecord> = idle.into_iter().take(limit).cloned().collect();
+        let (records, more) = first(idle, q.limit);
         let next = records.last().filter(|_| more).map(|last| DueCursor {
             due_at_ms: last.idle_at_ms.unwrap_or(0),
             key: last.key.clone(),
         });
         Ok(IdlePage { records, next })
     }
+}
+
+/// The first `limit` (one at least) of `sorted`, and whether there were more: a page.
+fn first<T: Clone>(sorted: Vec<&T>, limit: u32) -> (Vec<T>, bool) {
+    let limit = limit.max(1) as usize;
+    let more = sorted.len() > limit;
+    (sorted.into_iter().take(limit).cloned().collect(), more)
 }
