@@ -34,7 +34,36 @@ const ROUNDS: u32 = 3;
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct IdleBody {
-    minutes: Option<u32>,
+    /// `None`: not sent (it is required: 400); `Some(None)`: null.
+    #[serde(default, deserialize_with = "whole_minutes")]
+    minutes: Option<Option<u32>>,
+}
+
+/// `POST …/activity` takes no fields; anything sent is refused (400) rather than ignored.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ActivityBody {}
+
+/// A whole number of minutes or null. JSON has one number type, so `30.0` is `30`; a fraction,
+/// a negative number or one past `u32` is refused (400).
+fn whole_minutes<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> std::result::Result<Option<Option<u32>>, D::Error> {
+    use serde::de::Error as _;
+    let Some(n) = Option::<serde_json::Number>::deserialize(d)? else {
+        return Ok(Some(None));
+    };
+    let whole = n.as_u64().or_else(|| {
+        n.as_f64()
+            .filter(|f| *f >= 0.0 && f.fract() == 0.0 && *f <= f64::from(u32::MAX))
+            .map(|f| f as u64)
+    });
+    match whole.and_then(|w| u32::try_from(w).ok()) {
+        Some(minutes) => Ok(Some(Some(minutes))),
+        None => Err(D::Error::custom(format!(
+            "minutes must be a whole number of minutes or null, not {n}"
+        ))),
+    }
 }
 
 /// What `GET|PUT …/idle` answers.
@@ -128,7 +157,7 @@ impl<S: AgentStore, K: AgentKit> Resume<S, K> {
     }
 
     pub(crate) async fn activity(&self, request: &Request, named: Named) -> Reply {
-        let _: Option<serde_json::Value> = edge::optional_json(request)?;
+        let _: Option<ActivityBody> = edge::optional_json(request)?;
         let addressed = self.address(request, named).await?;
         // No record yet (an agent snapwake has not woken or indexed): nothing to move; its
         // first wake sets it idle.
@@ -169,7 +198,13 @@ impl<S: AgentStore, K: AgentKit> Resume<S, K> {
 
     pub(crate) async fn put_idle(&self, request: &Request, named: Named) -> Reply {
         let body: IdleBody = edge::json_body(request)?;
-        if body.minutes.is_some_and(|m| m > MOST_MINUTES) {
+        let Some(minutes) = body.minutes else {
+            return Err(Error::bad_request(
+                "minutes is required: a whole number of minutes, 0 for never, or null for the \
+                 deployment's",
+            ));
+        };
+        if minutes.is_some_and(|m| m > MOST_MINUTES) {
             return Err(Error::unprocessable(format!(
                 "minutes must be between 0 (never) and {MOST_MINUTES}, or null (the deployment's)"
             )));
@@ -181,7 +216,7 @@ impl<S: AgentStore, K: AgentKit> Resume<S, K> {
                 .home
                 .as_ref()
                 .is_some_and(|h| h.retention == Retention::Temporary);
-        if temporary && body.minutes.is_some_and(|m| m > 0) {
+        if temporary && minutes.is_some_and(|m| m > 0) {
             return Err(Error::NotSleepable(
                 "a temporary agent keeps no snapshot: idle sleep would end its session and lose \
                  its work, so it stays off"
@@ -191,13 +226,13 @@ impl<S: AgentStore, K: AgentKit> Resume<S, K> {
         let written = self
             .write_idle(addressed.store, &record.key, |r| {
                 let mut changed = r.clone();
-                changed.idle_minutes = body.minutes;
+                changed.idle_minutes = minutes;
                 // An awake agent's idle time follows the new setting, counted from now:
                 // setting it is its owner's use.
                 let idle_at = (r.state == WakeState::Awake)
                     .then(|| self.wake.idle.idle_at(&changed, now_ms()));
                 Some(Changes {
-                    idle_minutes: Some(body.minutes),
+                    idle_minutes: Some(minutes),
                     idle_at_ms: idle_at,
                     ..Changes::default()
                 })

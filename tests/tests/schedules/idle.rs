@@ -323,6 +323,19 @@ fn the_owners_idle_time_and_never_are_honoured() {
         assert_eq!(status, 422, "{bad}");
         let (status, bad) = ask(&d, "PUT", &path(&never, "/idle"), Some(r#"{"minute": 5}"#)).await;
         assert_eq!(status, 400, "{bad}");
+        let (status, bad) = ask(&d, "PUT", &path(&never, "/idle"), Some("{}")).await;
+        assert_eq!(status, 400, "minutes is required: {bad}");
+        let (status, bad) = ask(&d, "POST", &path(&never, "/activity"), Some(r#"{"x": 1}"#)).await;
+        assert_eq!(status, 400, "activity takes no fields: {bad}");
+        // JSON has one number type: 15.0 is fifteen minutes.
+        let (status, set) = ask(
+            &d,
+            "PUT",
+            &path(&never, "/idle"),
+            Some(r#"{"minutes": 15.0}"#),
+        )
+        .await;
+        assert_eq!((status, &set["minutes"]), (200, &json!(15)), "{set}");
     });
 }
 
