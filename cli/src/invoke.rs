@@ -218,6 +218,7 @@ async fn invoke(function: Function, event: Value, budget: Duration) -> Result<Va
                     lock: config.wake.lock.clone(),
                     cursor_key: config.cursor_key.clone(),
                     open_url: config.open_url.clone(),
+                    prices: config.prices.clone(),
                 },
             );
             let request = http_request(function, &event, context)?;

@@ -56,6 +56,9 @@ pub struct Config {
     pub schedules: ScheduleRules,
     /// The AgentKit budget (`SNAPWAKE_AGENTKIT_LIMITS`, default `agentkit`; `off`: none).
     pub budget: Option<crate::budget::BudgetSettings>,
+    /// Prices for usage's report (`SNAPWAKE_PRICES`, `SNAPWAKE_CURRENCY` default `USD`,
+    /// docs/usage.md); `None`: the report shows time, not money.
+    pub prices: Option<crate::usage::report::Prices>,
 }
 
 pub const DEFAULT_OFFBOARDING_SOURCE: &str = "snapwake.offboarding";
@@ -123,6 +126,14 @@ impl Config {
             event_bus: get("SNAPWAKE_EVENT_BUS").map(|b| b.trim().to_string()),
             due_queue: get("SNAPWAKE_DUE_QUEUE_URL").map(|q| q.trim().to_string()),
             budget: budget.clone(),
+            prices: crate::usage::report::parse_prices(
+                &get("SNAPWAKE_PRICES").unwrap_or_default(),
+                get("SNAPWAKE_CURRENCY").as_deref().unwrap_or("USD").trim(),
+            )
+            .map_err(|reason| ConfigError::Invalid {
+                var: "SNAPWAKE_PRICES",
+                reason,
+            })?,
             schedules: ScheduleRules {
                 min_interval: Duration::from_secs(parse_number(
                     &get,

@@ -16,6 +16,7 @@ pub mod store;
 pub mod budget;
 pub mod error;
 pub mod events;
+pub mod usage;
 pub mod identity;
 pub mod http;
 pub mod locate;

@@ -70,7 +70,12 @@ async fn run(changes: usize) -> Measured {
         inner: table_stream(&store).await,
         records: records.clone(),
     };
-    let relay = tokio::spawn(snapwake::events::follow(source, bus.publisher(), POLL));
+    let relay = tokio::spawn(snapwake::events::follow(
+        source,
+        store.clone(),
+        bus.publisher(),
+        POLL,
+    ));
 
     // Each change: (agent, detail-type, when its request answered).
     let started = Instant::now();

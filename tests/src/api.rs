@@ -9,7 +9,7 @@ use lambda_http::{Body, Request, Response};
 use snapwake::agentkit::AgentKit;
 use snapwake::locate::{RegistryCache, ToolOverrides};
 use snapwake::schedule::ScheduleRules;
-use snapwake::store::{AgentStore, ScheduleStore};
+use snapwake::store::{AgentStore, ScheduleStore, UsageStore};
 use snapwake::wake::WakeSettings;
 use snapwake_create::{Create, CreateSettings};
 use snapwake_delete::{Delete, DeleteSettings};
@@ -116,7 +116,7 @@ pub fn delete_settings(wake: &WakeSettings) -> DeleteSettings {
 /// The list function over `store` and `agentkit`, with the tests' identity and `settings`.
 pub fn list_fn<S, K>(store: S, agentkit: K, settings: ListSettings) -> List<S, K>
 where
-    S: AgentStore + ScheduleStore,
+    S: AgentStore + ScheduleStore + UsageStore,
     K: AgentKit,
 {
     List::new(
@@ -134,6 +134,7 @@ pub fn list_settings(lock: snapwake::lock::LockSettings) -> ListSettings {
         lock,
         cursor_key: None,
         open_url: None,
+        prices: None,
     }
 }
 
@@ -180,8 +181,8 @@ pub trait HttpFunction: Send + Sync {
 
 /// [`HttpFunction`] for each of `functions`, by its own `handle`.
 macro_rules! http_functions {
-    ($($function:ident),*) => {$(
-        impl<S: AgentStore + ScheduleStore, K: AgentKit> HttpFunction for $function<S, K> {
+    ($($function:ident),* ; $bound:path) => {$(
+        impl<S: AgentStore + ScheduleStore + $bound, K: AgentKit> HttpFunction for $function<S, K> {
             fn respond(&self, request: Request) -> impl Future<Output = Response<Body>> + Send {
                 self.handle(request)
             }
@@ -189,7 +190,9 @@ macro_rules! http_functions {
     )*};
 }
 
-http_functions!(Resume, Delete, Create, Api);
+http_functions!(Resume, Delete, Create; Send);
+// The API answers `GET /v1/usage` too.
+http_functions!(Api; UsageStore);
 
 /// Alice's `POST /v1/agents/codex/{agent_id}/{verb}` to `function`, asked again every 100 ms
 /// while the answer is 202, for at most `patience`: the last answer.
@@ -242,7 +245,7 @@ pub fn spawn_request<F: HttpFunction + 'static>(
 
 impl<S, K> Api<S, K>
 where
-    S: AgentStore + ScheduleStore + Clone,
+    S: AgentStore + ScheduleStore + UsageStore + Clone,
     K: AgentKit + Clone,
 {
     /// All four functions over `store` and `agentkit`, with `identity` and [`quick_wake`].
@@ -275,7 +278,7 @@ where
     }
 }
 
-impl<S: AgentStore + ScheduleStore, K: AgentKit> Api<S, K> {
+impl<S: AgentStore + ScheduleStore + UsageStore, K: AgentKit> Api<S, K> {
     /// The function's own `handle`, called directly (no dispatch).
     pub async fn handle_by(
         &self,

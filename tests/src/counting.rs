@@ -21,6 +21,8 @@ pub struct StoreCalls {
     pub schedules: AtomicU64,
     /// The AgentKit budget's slots and slowdowns.
     pub budget: AtomicU64,
+    /// Usage rows added and read (docs/usage.md).
+    pub usage: AtomicU64,
 }
 
 impl StoreCalls {
@@ -93,6 +95,7 @@ impl<S: Send + Sync> Layer for CountingStore<S> {
             | Call::DueSchedules
             | Call::IdleAgents => &calls.schedules,
             Call::Budget => &calls.budget,
+            Call::AddUsage | Call::UsageRows => &calls.usage,
         };
         counter.fetch_add(1, Ordering::Relaxed);
         answer

@@ -1,6 +1,6 @@
 //! The stream consumer as the tests run it: the table's changes (DynamoDB Local's stream, or
-//! the memory store's feed) relayed to an event sink in the background, as the deployed
-//! announce function relays them, and a way to wait until everything written so far has been
+//! the memory store's feed) relayed to the usage rows and an event sink in the background, as
+//! the deployed announce function relays them, and a way to wait until everything written so far has been
 //! handed over ([`Relay::caught_up`]), so that an assertion on the bus never races the relay.
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -8,10 +8,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use snapwake::ambient::now_ms;
-use snapwake::events::{announce, EventSink};
+use snapwake::events::{consume, EventSink};
 use snapwake::store::dynamo::stream::{StartAt, TableStream};
 use snapwake::store::dynamo::{sdk_defaults, DynamoStore};
-use snapwake::store::{ChangeSource, RecordChange};
+use snapwake::store::{ChangeSource, RecordChange, UsageStore};
 
 /// How often the relay reads the stream.
 const POLL: Duration = Duration::from_millis(50);
@@ -31,11 +31,13 @@ impl Drop for Relay {
 }
 
 impl Relay {
-    /// Relay `source` to `sink`; a change whose event cannot be published is tried again,
-    /// before anything later, until it is.
-    pub fn start<C, E>(mut source: C, sink: E) -> Relay
+    /// Relay `source` to `usage` and `sink` as the announce function does
+    /// (`snapwake::events::consume`); a change whose usage or event cannot be written is tried
+    /// again, before anything later, until it is.
+    pub fn start<C, S, E>(mut source: C, usage: S, sink: E) -> Relay
     where
         C: ChangeSource + 'static,
+        S: UsageStore + 'static,
         E: EventSink + 'static,
     {
         let drained_at = Arc::new(AtomicU64::new(0));
@@ -54,8 +56,9 @@ impl Relay {
                     }
                 }
                 if !pending.is_empty() {
-                    match announce(
+                    match consume(
                         &pending,
+                        &usage,
                         &sink,
                         snapwake::invocation::Deadline::after(std::time::Duration::from_secs(60)),
                     )
@@ -77,7 +80,7 @@ impl Relay {
 
     /// The stream of `store`'s table from its first write.
     pub async fn of_table<E: EventSink + 'static>(store: &DynamoStore, sink: E) -> Relay {
-        Relay::start(table_stream(store).await, sink)
+        Relay::start(table_stream(store).await, store.clone(), sink)
     }
 
     /// Wait until every change written before this call has been handed to the sink (at most

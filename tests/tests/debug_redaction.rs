@@ -78,6 +78,7 @@ fn configuration_and_clients() {
         lock: by_keys.wake.lock.clone(),
         cursor_key: by_keys.cursor_key.clone(),
         open_url: None,
+        prices: None,
     };
     assert_redacted("ListSettings", &list, &[]);
 

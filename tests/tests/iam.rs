@@ -212,6 +212,13 @@ fn each_function_reaches_only_its_own_resources() {
         dynamo("ResumeFunction", "Query", "index/by_due", Some("DUE#0")),
         queue_send("ResumeFunction"),
         bus_put("AnnounceFunction"),
+        dynamo(
+            "AnnounceFunction",
+            "UpdateItem",
+            "table",
+            Some("USAGE#2026-12-07"),
+        ),
+        dynamo("ListFunction", "Query", "table", Some("USAGE#2026-12-07")),
         dynamo("DeleteFunction", "BatchGetItem", "table", Some("AGENT#x")),
         dynamo("DeployFunction", "PutItem", "table", Some("REGISTRY")),
     ];
@@ -223,8 +230,11 @@ fn each_function_reaches_only_its_own_resources() {
         dynamo("CreateFunction", "Query", "index/by_owner", Some("alice")),
         // Only the announce function publishes.
         bus_put("ResumeFunction"),
-        // The announce function holds no table access.
+        // The announce function writes usage rows and reads nothing of the table.
         dynamo("AnnounceFunction", "GetItem", "table", Some("AGENT#x")),
+        dynamo("AnnounceFunction", "UpdateItem", "table", Some("AGENT#x")),
+        // The list reads usage rows, nothing else by the table's own key.
+        dynamo("ListFunction", "Query", "table", Some("AGENT#x")),
         // No function scans but the list.
         dynamo("DeleteFunction", "Scan", "table", None),
         // A function the template does not have.

@@ -5,7 +5,7 @@ use lambda_http::{Body, Request, Response};
 use snapwake::agentkit::AgentKit;
 use snapwake::http::edge;
 use snapwake::http::edge::Route;
-use snapwake::store::{AgentStore, ScheduleStore};
+use snapwake::store::{AgentStore, ScheduleStore, UsageStore};
 use snapwake_create::Create;
 use snapwake_delete::Delete;
 use snapwake_list::List;
@@ -40,7 +40,7 @@ pub struct App<S, K> {
     pub delete: Delete<S, K>,
 }
 
-impl<S: AgentStore + ScheduleStore, K: AgentKit> App<S, K> {
+impl<S: AgentStore + ScheduleStore + UsageStore, K: AgentKit> App<S, K> {
     pub async fn handle(&self, request: Request) -> Response<Body> {
         let table = routes();
         let all: Vec<Route> = table.iter().map(|(r, _)| *r).collect();

@@ -33,7 +33,7 @@ use snapwake::identity::IdentityConfig;
 use snapwake::invocation::Deadline;
 use snapwake::locate::RegistryCache;
 use snapwake::store::memory::{FeedReader, MemoryStore};
-use snapwake::store::{AgentStore, BudgetStore, ChangeSource, ScheduleStore};
+use snapwake::store::{AgentStore, BudgetStore, ChangeSource, ScheduleStore, UsageStore};
 use snapwake::wake::WakeSettings;
 use snapwake_create::{Create, CreateSettings};
 use snapwake_delete::{Delete, DeleteSettings};
@@ -139,7 +139,7 @@ async fn parts(args: &ServeArgs) -> Result<Parts, CliError> {
     })
 }
 
-async fn run_with<S: AgentStore + ScheduleStore + BudgetStore + 'static>(
+async fn run_with<S: AgentStore + ScheduleStore + BudgetStore + UsageStore + 'static>(
     args: ServeArgs,
     parts: Parts,
     store: Arc<S>,
@@ -150,6 +150,7 @@ async fn run_with<S: AgentStore + ScheduleStore + BudgetStore + 'static>(
     let events = Arc::new(Recorded::new(EVENTS_KEPT, true));
     tokio::spawn(snapwake::events::follow(
         changes,
+        store.clone(),
         events.clone(),
         STREAM_POLL,
     ));
@@ -201,6 +202,7 @@ async fn run_with<S: AgentStore + ScheduleStore + BudgetStore + 'static>(
                 lock: parts.config.wake.lock.clone(),
                 cursor_key: parts.config.cursor_key.clone(),
                 open_url: open_url.clone(),
+                prices: parts.config.prices.clone(),
             },
         ),
         delete: Delete {
@@ -442,7 +444,7 @@ fn local_identity(config: &IdentityConfig) -> IdentityConfig {
     identity
 }
 
-async fn handle<S: AgentStore + ScheduleStore + 'static, K: AgentKit>(
+async fn handle<S: AgentStore + ScheduleStore + UsageStore + 'static, K: AgentKit>(
     State(app): State<Arc<App<Arc<S>, Arc<K>>>>,
     method: Method,
     uri: Uri,

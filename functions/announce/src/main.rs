@@ -1,4 +1,4 @@
-//! The announce Lambda: the publisher built once, then every batch of the table's stream that
+//! The announce Lambda: the usage store and the publisher built once, then every batch of the table's stream that
 //! its event source mapping hands over to [`Announce::handle`].
 
 use lambda_runtime::{service_fn, Error, LambdaEvent};
@@ -11,6 +11,7 @@ async fn main() -> Result<(), Error> {
     bootstrap::init();
     let config = Config::from_env()?;
     let announce = Announce {
+        usage: bootstrap::dynamo_store(&config).await?,
         sink: bootstrap::publisher(&config)?,
     };
     let announce = &announce;

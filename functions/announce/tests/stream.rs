@@ -5,9 +5,12 @@
 use std::sync::Mutex;
 
 use serde_json::Value;
+use snapwake::domain::usage::parse_day;
 use snapwake::domain::StateEvent;
 use snapwake::events::recorded::Recorded;
 use snapwake::events::{EventError, EventSink};
+use snapwake::store::memory::MemoryStore;
+use snapwake::store::UsageStore;
 use snapwake_announce::Announce;
 
 fn batch() -> Value {
@@ -17,6 +20,7 @@ fn batch() -> Value {
 #[tokio::test]
 async fn a_batch_announces_its_state_changes_in_order_and_nothing_else() {
     let announce = Announce {
+        usage: MemoryStore::new(),
         sink: Recorded::new(100, false),
     };
     let answer = announce.handle(&batch(), far()).await;
@@ -62,8 +66,9 @@ struct Refusing {
 }
 
 /// The function over a bus that refuses `detail_type`.
-fn refusing(detail_type: &'static str) -> Announce<Refusing> {
+fn refusing(detail_type: &'static str) -> Announce<MemoryStore, Refusing> {
     Announce {
+        usage: MemoryStore::new(),
         sink: Refusing {
             refused: detail_type,
             taken: Mutex::new(Vec::new()),
@@ -115,6 +120,7 @@ async fn an_unreadable_record_is_skipped_not_held_against_the_rest() {
     // An image DynamoDB would never write: skipped (logged), the rest announced.
     batch["Records"][0]["dynamodb"]["NewImage"]["version"] = serde_json::json!({"N": "one"});
     let announce = Announce {
+        usage: MemoryStore::new(),
         sink: Recorded::new(100, false),
     };
     let answer = announce.handle(&batch, far()).await;
@@ -127,4 +133,27 @@ async fn an_unreadable_record_is_skipped_not_held_against_the_rest() {
 /// A deadline no test reaches: the invocation's time is not what these tests are about.
 fn far() -> snapwake::invocation::Deadline {
     snapwake::invocation::Deadline::after(std::time::Duration::from_secs(60))
+}
+
+#[tokio::test]
+async fn a_batch_keeps_its_usage_once_however_often_it_is_delivered() {
+    let announce = Announce {
+        usage: MemoryStore::new(),
+        sink: Recorded::new(100, false),
+    };
+    let day = parse_day("2026-12-05").expect("a day");
+    for _ in 0..3 {
+        let answer = announce.handle(&batch(), far()).await;
+        assert_eq!(answer["batchItemFailures"], serde_json::json!([]));
+    }
+    let rows = announce
+        .usage
+        .usage_rows(day, day, None)
+        .await
+        .expect("rows");
+    assert_eq!(rows.len(), 1, "{rows:#?}");
+    let t = rows[0].tally;
+    // Created at 08:00:00 by a person, asleep at 16:00:05 when AgentKit's clock ended it.
+    assert_eq!(t.awake_person_s, 8 * 3_600 + 5);
+    assert_eq!((t.creates, t.sleeps_agentkit, t.snapshots), (1, 1, 1));
 }

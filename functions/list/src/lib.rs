@@ -1,4 +1,5 @@
-//! The list function: `GET /v1/capabilities`, `GET /v1/agents`, `GET /v1/agents/{kind}/{agent_id}`.
+//! The list function: `GET /v1/capabilities`, `GET /v1/agents`, `GET /v1/agents/{kind}/{agent_id}`,
+//! and `GET /v1/usage` (what agents were awake and what it saved, docs/usage.md: `usage.rs`).
 //!
 //! - **capabilities**: per kind, whether each retention is enabled (a Tool of it is in the
 //!   registry) and why not, and the default retention (recoverable when enabled).
@@ -38,6 +39,7 @@ mod gather;
 mod one;
 mod owner;
 mod query;
+mod usage;
 
 use std::sync::Mutex;
 use std::time::Duration;
@@ -55,7 +57,8 @@ use snapwake::index_sync::IndexStatus;
 use snapwake::invocation::Deadline;
 use snapwake::locate::RegistryCache;
 use snapwake::lock::LockSettings;
-use snapwake::store::{AgentStore, Within};
+use snapwake::store::{AgentStore, UsageStore, Within};
+use snapwake::usage::report::Prices;
 
 use crate::cursor::CursorKeys;
 
@@ -63,10 +66,11 @@ use crate::cursor::CursorKeys;
 /// function's policy (`snapwake::aws_calls`).
 pub const FUNCTION: &str = "ListFunction";
 
-pub const ROUTES: [Route; 3] = [
+pub const ROUTES: [Route; 4] = [
     Route::new("GET", "/v1/capabilities"),
     Route::new("GET", "/v1/agents"),
     Route::new("GET", "/v1/agents/{kind}/{agent_id}"),
+    Route::new("GET", "/v1/usage"),
 ];
 
 /// The most a list request works, whatever time the Lambda has left.
@@ -82,6 +86,8 @@ pub struct ListSettings {
     pub cursor_key: Option<Secret>,
     /// The deployment's open link (`SNAPWAKE_OPEN_URL`), which an awake agent's view carries.
     pub open_url: Option<OpenUrl>,
+    /// Prices for the usage report (`SNAPWAKE_PRICES`, docs/usage.md).
+    pub prices: Option<Prices>,
 }
 
 /// The list function's context: ports and settings built once per container.
@@ -92,6 +98,7 @@ pub struct List<S, K> {
     pub identity: IdentityConfig,
     lock: LockSettings,
     open_url: Option<OpenUrl>,
+    prices: Option<Prices>,
     cursor_keys: CursorKeys,
     /// The index sync's completion, once seen.
     index: Mutex<Option<IndexStatus>>,
@@ -100,7 +107,7 @@ pub struct List<S, K> {
     freshness: Mutex<Option<(tokio::time::Instant, snapwake::index_sync::Freshness)>>,
 }
 
-impl<S: AgentStore, K: AgentKit> List<S, K> {
+impl<S: AgentStore + UsageStore, K: AgentKit> List<S, K> {
     pub fn new(
         store: S,
         agentkit: K,
@@ -115,6 +122,7 @@ impl<S: AgentStore, K: AgentKit> List<S, K> {
             identity,
             lock: settings.lock,
             open_url: settings.open_url,
+            prices: settings.prices,
             cursor_keys: CursorKeys::new(settings.cursor_key),
             index: Mutex::new(None),
             freshness: Mutex::new(None),
@@ -138,6 +146,7 @@ impl<S: AgentStore, K: AgentKit> List<S, K> {
         match matched.pattern {
             "/v1/capabilities" => self.capabilities(&store).await,
             "/v1/agents" => self.list(&store, request, &caller, deadline).await,
+            "/v1/usage" => self.usage(&store, request, &caller).await,
             _ => {
                 let kind = edge::parse_kind(&matched.params[0])?;
                 let agent_id = edge::parse_id(&matched.params[1])?;

@@ -18,6 +18,7 @@ async fn main() -> Result<(), Error> {
             lock: config.wake.lock.clone(),
             cursor_key: config.cursor_key.clone(),
             open_url: config.open_url.clone(),
+            prices: config.prices.clone(),
         },
     );
     let list = &list;

@@ -312,6 +312,8 @@ pub struct AgentRecord {
     pub started_by: Option<super::event::Trigger>,
     /// The state change the last write was, if any: what the change stream announces.
     pub announced: Option<super::event::Announcement>,
+    /// What the last announced change left, for usage (docs/usage.md).
+    pub usage: Option<super::usage::UsageMark>,
 }
 
 impl AgentRecord {
@@ -365,6 +367,7 @@ impl AgentRecord {
             expires_at: None,
             started_by: None,
             announced: None,
+            usage: None,
         }
     }
 

@@ -7,6 +7,7 @@ pub mod failure;
 pub mod idle;
 mod kind;
 mod schedule;
+pub mod usage;
 
 pub use agent::{
     is_session_active, is_session_usable, is_snapshot_in_progress, is_snapshot_wakeable,

@@ -15,7 +15,7 @@ mod sink;
 use crate::domain::StateEvent;
 
 pub use derive::{derive, event_of};
-pub use relay::{announce, follow, Relayed};
+pub use relay::{announce, consume, follow, Relayed};
 pub use sink::{EventError, EventSink};
 
 /// The deployment's publisher: EventBridge when `SNAPWAKE_EVENT_BUS` names a bus, else none.

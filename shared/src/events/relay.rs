@@ -12,7 +12,7 @@ use super::sink::EventSink;
 use crate::domain::{AgentKey, StateEvent};
 use crate::invocation::Deadline;
 use crate::invocation::{self, Metric};
-use crate::store::{ChangeSource, RecordChange};
+use crate::store::{ChangeSource, RecordChange, UsageStore};
 
 /// The longest one call's publishing may take (all its tries).
 pub const PUBLISH_BUDGET: Duration = Duration::from_millis(1500);
@@ -74,6 +74,27 @@ pub async fn announce<E: EventSink>(
     relayed
 }
 
+/// One batch of the stream as its consumer handles it: each change's usage kept
+/// (`crate::usage::keep`), then the events of those kept published, up to the first change
+/// either could not handle, which [`Relayed::failed_at`] names.
+pub async fn consume<S: UsageStore, E: EventSink>(
+    changes: &[RecordChange],
+    usage: &S,
+    sink: &E,
+    deadline: Deadline,
+) -> Relayed {
+    let kept = crate::usage::keep(changes, usage).await;
+    let upto = match &kept.failed_at {
+        Some(at) => changes.iter().take_while(|c| &c.sequence != at).count(),
+        None => changes.len(),
+    };
+    let mut relayed = announce(&changes[..upto], sink, deadline).await;
+    if relayed.failed_at.is_none() {
+        relayed.failed_at = kept.failed_at;
+    }
+    relayed
+}
+
 /// `events` in calls: in order, at most [`EVENTS_PER_CALL`] each, one per agent.
 fn calls<'e>(
     events: &'e [(&'e RecordChange, StateEvent)],
@@ -128,8 +149,14 @@ async fn publish<E: EventSink>(
     outcome
 }
 
-/// Relay `source` to `sink` for good, polling every `every`; a failed change is retried first.
-pub async fn follow<C: ChangeSource, E: EventSink>(mut source: C, sink: E, every: Duration) {
+/// Consume `source` for good ([`consume`]: usage into `usage`, events to `sink`), polling every
+/// `every`; a failed change is retried first.
+pub async fn follow<C: ChangeSource, S: UsageStore, E: EventSink>(
+    mut source: C,
+    usage: S,
+    sink: E,
+    every: Duration,
+) {
     let mut pending: Vec<RecordChange> = Vec::new();
     loop {
         if pending.is_empty() {
@@ -140,7 +167,7 @@ pub async fn follow<C: ChangeSource, E: EventSink>(mut source: C, sink: E, every
         }
         if !pending.is_empty() {
             let deadline = Deadline::after(every.max(Duration::from_secs(10)));
-            match announce(&pending, &sink, deadline).await.failed_at {
+            match consume(&pending, &usage, &sink, deadline).await.failed_at {
                 None => {
                     pending.clear();
                     continue;

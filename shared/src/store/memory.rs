@@ -6,6 +6,7 @@
 mod budget;
 mod feed;
 mod schedule;
+mod usage;
 
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard};
@@ -30,6 +31,7 @@ struct Tables {
     schedules: HashMap<AgentKey, ScheduleRecord>,
     budget: HashMap<String, budget::Bucket>,
     feed: feed::Feed,
+    usage: usage::Rows,
 }
 
 /// The in-memory store. Cheap to create; each instance is its own empty table.

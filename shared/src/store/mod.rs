@@ -13,6 +13,7 @@ pub mod dynamo;
 pub mod schedule;
 pub mod stream;
 pub mod update;
+pub mod usage;
 #[cfg(feature = "memory")]
 pub mod memory;
 pub mod table;
@@ -26,6 +27,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::time::Duration;
 pub use stream::{ChangeSource, RecordChange};
+pub use usage::{UsageRow, UsageStore};
 
 /// A call of the store port, as a layer sees it.
 #[derive(Clone, Copy, Debug)]
@@ -49,6 +51,10 @@ pub enum Call<'c> {
     IdleAgents,
     /// A slot of the AgentKit budget taken, or a slowdown put on it.
     Budget,
+    /// A change's usage added to a day's row (docs/usage.md).
+    AddUsage,
+    /// A report's rows read.
+    UsageRows,
 }
 
 impl Call<'_> {
@@ -63,6 +69,7 @@ impl Call<'_> {
                 | Call::SetSchedule(_)
                 | Call::DeleteSchedule(_)
                 | Call::Budget
+                | Call::AddUsage
         )
     }
 }

@@ -5,6 +5,7 @@
 //! index keys (`gsi1pk`/`gsi1sk`) and its opaque cursor. The in-memory adapter pages by the same
 //! `gsi1sk` and cursor, so both answer `query_owner` identically.
 
+use crate::domain::usage::UsageMark;
 use crate::domain::{
     AgentKey, AgentRecord, Description, Kind, SnapshotView, ToolRegistry, WakeState,
 };
@@ -148,7 +149,12 @@ impl Changes {
         let mut r = self.apply(record);
         r.fence += u64::from(self.bump_fence);
         r.version += 1;
-        r.updated_at = Some(crate::ambient::now());
+        let now = crate::ambient::now();
+        if let Some(a) = self.announce {
+            let at_s = crate::ambient::epoch_ms(&now).unwrap_or(0) / 1000;
+            r.usage = Some(UsageMark::after(r.usage.as_ref(), a.what, a.trigger, at_s));
+        }
+        r.updated_at = Some(now);
         r
     }
 

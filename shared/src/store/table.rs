@@ -67,6 +67,17 @@ pub mod attr {
     pub const DUE_AT: &str = "due_at";
     /// The owner's idle time in minutes (N); absent: the deployment's.
     pub const IDLE_MINUTES: &str = "idle_minutes";
+    /// The usage mark (docs/usage.md): how the agent rests since its last announced change
+    /// (`Resting::as_str`), since when (N, epoch seconds), what woke it, when the reference
+    /// Studio's session began (N).
+    pub const USAGE_STATE: &str = "usage_state";
+    pub const USAGE_SINCE: &str = "usage_since";
+    pub const USAGE_BY: &str = "usage_by";
+    pub const REFERENCE_FROM: &str = "reference_from";
+    /// A usage row's applied changes (SS): a change is added to a row once.
+    pub const USAGE_CHANGES: &str = "changes";
+    pub const KIND: &str = "kind";
+    pub const AGENT_ID: &str = "agent_id";
 }
 
 const ACTIVE_WITHIN: Duration = Duration::from_secs(120);

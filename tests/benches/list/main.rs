@@ -41,7 +41,7 @@ struct PathCost {
 }
 
 /// `runs` lists of `owner`'s agents, each counted on its own.
-async fn measure<S: AgentStore + snapwake::store::ScheduleStore>(
+async fn measure<S: AgentStore + snapwake::store::ScheduleStore + snapwake::store::UsageStore>(
     f: &List<Arc<CountingStore<S>>, AgentKitClient>,
     store: &CountingStore<S>,
     world: &World,

@@ -14,7 +14,9 @@ use crate::fleet::*;
 /// page of the Tool once), quiet minutes, and a snapshot another system made, timed from its
 /// making to the first list that shows it (with the schedule's minute added: the refresh runs
 /// once a minute).
-pub(crate) async fn refresh<S: AgentStore + snapwake::store::ScheduleStore>(
+pub(crate) async fn refresh<
+    S: AgentStore + snapwake::store::ScheduleStore + snapwake::store::UsageStore,
+>(
     store: &Arc<CountingStore<S>>,
     world: &World,
     list: &List<Arc<CountingStore<S>>, AgentKitClient>,

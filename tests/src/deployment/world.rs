@@ -206,6 +206,7 @@ impl Deployment {
                     lock: wake.lock.clone(),
                     cursor_key: None,
                     open_url: None,
+                    prices: None,
                 },
             ),
             create: Create {
@@ -269,7 +270,8 @@ impl Deployment {
         }
     }
 
-    /// Relay what the table's stream has to the bus, in order, as the announce function does:
+    /// Relay what the table's stream has to the usage rows (through the table's faults) and the
+    /// bus, in order, as the announce function does:
     /// from the first change the bus refused, nothing later goes out before it. Answers the
     /// changes read off the stream this time (for the model), published or not.
     pub async fn relay(&self) -> Vec<RecordChange> {
@@ -284,8 +286,9 @@ impl Deployment {
         let mut pending =
             std::mem::take(&mut *self.pending.lock().unwrap_or_else(|p| p.into_inner()));
         pending.extend(read.iter().cloned());
-        let relayed = snapwake::events::announce(
+        let relayed = snapwake::events::consume(
             &pending,
+            &self.table,
             &self.bus,
             Deadline::after(Duration::from_secs(60)),
         )

@@ -5,7 +5,9 @@
 
 use super::*;
 
-async fn alices_agents<S: AgentStore + snapwake::store::ScheduleStore>(
+async fn alices_agents<
+    S: AgentStore + snapwake::store::ScheduleStore + snapwake::store::UsageStore,
+>(
     f: &snapwake_list::List<S, AgentKitClient>,
 ) -> (Vec<(String, String)>, Value) {
     let resp = f.handle(alices_request("GET", "/v1/agents")).await;

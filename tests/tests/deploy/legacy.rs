@@ -64,7 +64,7 @@ async fn wake<S: AgentStore + snapwake::store::ScheduleStore>(
 
 /// Whether `owner`'s `GET /v1/agents` lists `agent_id` (the list function, scan path: the
 /// snapshot Tools of the registry, legacy ones included).
-async fn listed<S: AgentStore + snapwake::store::ScheduleStore>(
+async fn listed<S: AgentStore + snapwake::store::ScheduleStore + snapwake::store::UsageStore>(
     store: S,
     endpoint: &str,
     overrides: ToolOverrides,
@@ -80,6 +80,7 @@ async fn listed<S: AgentStore + snapwake::store::ScheduleStore>(
             lock: snapwake::lock::LockSettings::default(),
             cursor_key: Some("a-cursor-key-of-at-least-32-characters".into()),
             open_url: None,
+            prices: None,
         },
     );
     let (status, body) = answer(

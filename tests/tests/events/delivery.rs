@@ -123,6 +123,7 @@ async fn a_request_signed_with_another_secret_is_refused() {
 async fn the_announce_function_publishes_a_stream_batch_over_the_wire() {
     let bus = EventBusDouble::start().await;
     let announce = snapwake_announce::Announce {
+        usage: dynamo_store("announce-over-the-wire").await,
         sink: bus.publisher(),
     };
     let batch: Value = serde_json::from_str(include_str!(

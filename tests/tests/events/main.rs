@@ -49,7 +49,7 @@ fn key(agent_id: &str) -> AgentKey {
 }
 
 /// `method` on `/v1/agents/codex/<agent_id>[/<verb>]` as alice, through the API's routing.
-async fn call<S: AgentStore + ScheduleStore, K: AgentKit>(
+async fn call<S: AgentStore + ScheduleStore + snapwake::store::UsageStore, K: AgentKit>(
     api: &Api<S, K>,
     method: &str,
     agent_id: &str,
@@ -64,7 +64,7 @@ async fn call<S: AgentStore + ScheduleStore, K: AgentKit>(
 }
 
 /// POST `verb` until settled, which must leave the agent `state` (200).
-async fn settle_to<S: AgentStore + ScheduleStore, K: AgentKit>(
+async fn settle_to<S: AgentStore + ScheduleStore + snapwake::store::UsageStore, K: AgentKit>(
     api: &Api<S, K>,
     agent_id: &str,
     verb: &str,
@@ -149,7 +149,7 @@ fn assert_well_formed(bus: &EventBusDouble, world: &World) {
 /// One whole sweep pass of `f`, as its schedule runs it.
 async fn sweep<S, K>(f: &snapwake_delete::Delete<S, K>) -> snapwake_delete::SweepReport
 where
-    S: AgentStore + ScheduleStore,
+    S: AgentStore + ScheduleStore + snapwake::store::UsageStore,
     K: AgentKit,
 {
     let report = f

@@ -42,7 +42,9 @@ async fn everyone_is_paged_from_the_index_once_full_and_current() {
     let admin = Who::Admin("root");
 
     /// Every page of everyone: (sizes of the pages, the agents by id).
-    async fn all_pages<S: AgentStore + snapwake::store::ScheduleStore>(
+    async fn all_pages<
+        S: AgentStore + snapwake::store::ScheduleStore + snapwake::store::UsageStore,
+    >(
         f: &List<S, AgentKitClient>,
         admin: Who<'_>,
         limit: &str,

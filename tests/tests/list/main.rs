@@ -23,7 +23,7 @@ use snapwake_sim::{Fault, SeedSession, SeedSnapshot, SeedTool};
 use snapwake_tests::counting::CountingStore;
 use snapwake_tests::*;
 
-async fn get<S: AgentStore + snapwake::store::ScheduleStore>(
+async fn get<S: AgentStore + snapwake::store::ScheduleStore + snapwake::store::UsageStore>(
     f: &List<S, AgentKitClient>,
     path: &str,
     query: &[(&str, &str)],
@@ -32,7 +32,7 @@ async fn get<S: AgentStore + snapwake::store::ScheduleStore>(
     answer(&f.handle(request_query("GET", path, query, who)).await)
 }
 
-async fn sync<S: AgentStore + snapwake::store::ScheduleStore>(
+async fn sync<S: AgentStore + snapwake::store::ScheduleStore + snapwake::store::UsageStore>(
     store: &S,
     world: &World,
     registry: &ToolRegistry,

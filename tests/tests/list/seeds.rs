@@ -23,7 +23,7 @@ fn session(world: &World, tool: &str, usid: &str, username: &str, name: &str, st
 }
 
 /// A record as the resume or delete function would leave it.
-async fn record<S: AgentStore + snapwake::store::ScheduleStore>(
+async fn record<S: AgentStore + snapwake::store::ScheduleStore + snapwake::store::UsageStore>(
     store: &S,
     world: &World,
     id: &str,
@@ -75,7 +75,9 @@ pub(crate) struct Seeded {
     pub(crate) older: String,
 }
 
-pub(crate) async fn seed<S: AgentStore + snapwake::store::ScheduleStore>(
+pub(crate) async fn seed<
+    S: AgentStore + snapwake::store::ScheduleStore + snapwake::store::UsageStore,
+>(
     store: &S,
     world: &World,
 ) -> Seeded {

@@ -11,7 +11,7 @@ use super::*;
 /// record says `failed`, the snapshot is untouched, and the next resume wakes the agent with
 /// one live session in all.
 async fn failed_resume_keeps_the_snapshot<
-    S: AgentStore + snapwake::store::ScheduleStore + Clone,
+    S: AgentStore + snapwake::store::ScheduleStore + snapwake::store::UsageStore + Clone,
 >(
     store: S,
 ) {
@@ -110,7 +110,7 @@ async fn failed_resume_keeps_the_snapshot<
 }
 
 async fn slow_readiness_answers_202_then_200<
-    S: AgentStore + snapwake::store::ScheduleStore + Clone,
+    S: AgentStore + snapwake::store::ScheduleStore + snapwake::store::UsageStore + Clone,
 >(
     store: S,
 ) {
@@ -208,7 +208,7 @@ async fn slow_readiness_answers_202_then_200_in_memory() {
 /// caller (1.7 s) has taken over: stopping the retries at the window's end leaves one Resume
 /// that acted and one live session, where retrying past it started two sandboxes.
 async fn throttled_resume_ends_inside_its_window<
-    S: AgentStore + snapwake::store::ScheduleStore + Clone + 'static,
+    S: AgentStore + snapwake::store::ScheduleStore + snapwake::store::UsageStore + Clone + 'static,
 >(
     store: S,
 ) {

@@ -12,7 +12,7 @@ use super::*;
 /// The schedule as `GET …/schedule` answers it, and as the agent's view shows it.
 async fn both<S, K>(api: &Api<S, K>, agent_id: &str) -> (Value, Value)
 where
-    S: AgentStore + ScheduleStore,
+    S: AgentStore + ScheduleStore + snapwake::store::UsageStore,
     K: AgentKit,
 {
     let (status, schedule) = alices_schedule(&api.resume, "GET", agent_id, None).await;

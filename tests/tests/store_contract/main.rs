@@ -18,6 +18,7 @@ mod schedules;
 mod budget;
 mod dynamodb_failures;
 mod lock;
+mod usage;
 
 use support::*;
 
@@ -30,6 +31,7 @@ use owner_index::*;
 use races::*;
 use records::*;
 use schedules::*;
+use usage::*;
 
 macro_rules! contract {
     ($($name:ident),* $(,)?) => {
@@ -84,4 +86,6 @@ contract!(
     one_poll_lease_per_version,
     a_poll_lease_taken_until_the_same_instant_has_one_winner,
     a_poll_lease_whose_answer_was_lost_is_still_taken,
+    announced_writes_leave_the_usage_mark,
+    usage_rows_add_each_change_once,
 );

@@ -113,6 +113,7 @@ pub(super) fn record_from_item(item: &Item) -> Result<AgentRecord, StoreError> {
             }),
             None => None,
         },
+        usage: super::usage::mark_from_item(item)?,
     })
 }
 
@@ -427,8 +428,11 @@ pub(super) fn update_expression(expr: &mut Expr, key: &AgentKey, creates: bool, 
         expr.set(attr::STARTED_BY, s(t.as_str()));
     }
     // Every write says whether it is a state change (`Changes::apply`).
+    let now = crate::ambient::now();
     match changes.announce {
         Some(a) => {
+            let now_s = crate::ambient::epoch_ms(&now).unwrap_or(0) / 1000;
+            super::usage::mark_expression(expr, a, now_s);
             expr.set(attr::ANNOUNCE, s(a.what.as_str()));
             expr.set(attr::TRIGGER, s(a.trigger.as_str()));
         }
@@ -474,7 +478,7 @@ pub(super) fn update_expression(expr: &mut Expr, key: &AgentKey, creates: bool, 
     }
 
     expr.increment(attr::VERSION);
-    expr.set(attr::UPDATED_AT, s(&crate::ambient::now()));
+    expr.set(attr::UPDATED_AT, s(&now));
 
     if creates {
         for name in CLEARED_ON_CREATE {

@@ -35,6 +35,7 @@ mod pages;
 mod item;
 mod schedule;
 mod sdk;
+mod usage;
 pub mod stream;
 
 /// The store over one DynamoDB table. Cheap to clone (the SDK client is reference-counted).
