@@ -195,6 +195,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/usage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * What agents were awake, what woke and slept them, and what that saved (docs/usage.md).
+         * @description UTC days, from the table's change stream (seconds behind it at most). By day, every day of the range is a row, oldest first; by agent, a row per agent with usage in the range. `saved_s` is against the reference Studio: each wake's session living 8 hours or until the next wake. Costs appear when the deployment sets prices (`SNAPWAKE_PRICES`). `Accept: text/csv` answers the same rows as CSV (a header, no total).
+         */
+        get: operations["getUsage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/agents/{kind}/{agent_id}/snapshots/{snapshot_id}": {
         parameters: {
             query?: never;
@@ -305,6 +325,67 @@ export interface components {
             /** @description While awake, when it goes to sleep unless used before (RFC 3339). */
             idle_sleep_at: string | null;
         };
+        Usage: {
+            /** Format: date */
+            from: string;
+            /** Format: date */
+            to: string;
+            /** @enum {string} */
+            by: "day" | "agent";
+            /** @description The owner reported on (`*`: everyone). */
+            owner: string;
+            prices: null | components["schemas"]["Prices"];
+            rows: components["schemas"]["UsageRow"][];
+            total: components["schemas"]["UsageTally"];
+        };
+        Prices: {
+            currency: string;
+            per_sandbox_hour: {
+                [key: string]: number;
+            };
+            per_snapshot_gb_month: number | null;
+            gb_per_snapshot: number | null;
+        };
+        /** @description A day's (`day`) or an agent's (`kind`, `agent_id`, `owner`) sums. */
+        UsageRow: components["schemas"]["UsageTally"] & {
+            /** Format: date */
+            day?: string;
+            kind?: components["schemas"]["Kind"];
+            agent_id?: string;
+            owner?: string | null;
+        };
+        UsageTally: {
+            /** @description Seconds awake, by what woke the agent. */
+            awake_s: {
+                person: number;
+                schedule: number;
+                agentkit: number;
+                total: number;
+            };
+            asleep_s: number;
+            /** @description What the reference Studio would have kept awake. */
+            reference_s: number;
+            /** @description reference_s less awake_s.total (negative: kept awake longer). */
+            saved_s: number;
+            wakes: number;
+            creates: number;
+            failed_wakes: number;
+            sleeps: {
+                person: number;
+                schedule: number;
+                idle: number;
+                agentkit: number;
+            };
+            /** @description Snapshots its sleeps kept. */
+            snapshots: number;
+            /** @description Present when the deployment sets prices. */
+            cost?: {
+                awake: number;
+                reference: number;
+                saved: number;
+                snapshots: number;
+            };
+        };
         Listing: {
             agents: components["schemas"]["Agent"][];
             truncated: boolean;
@@ -407,6 +488,10 @@ export type Session = components['schemas']['Session'];
 export type Snapshot = components['schemas']['Snapshot'];
 export type Agent = components['schemas']['Agent'];
 export type IdleSetting = components['schemas']['IdleSetting'];
+export type Usage = components['schemas']['Usage'];
+export type Prices = components['schemas']['Prices'];
+export type UsageRow = components['schemas']['UsageRow'];
+export type UsageTally = components['schemas']['UsageTally'];
 export type Listing = components['schemas']['Listing'];
 export type Capabilities = components['schemas']['Capabilities'];
 export type Enabled = components['schemas']['Enabled'];
@@ -815,6 +900,36 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            default: components["responses"]["Problem"];
+        };
+    };
+    getUsage: {
+        parameters: {
+            query?: {
+                /** @description The first day (YYYY-MM-DD, UTC); default six days before `to`. */
+                from?: string;
+                /** @description The last day, included (YYYY-MM-DD, UTC); default today. At most 367 days. */
+                to?: string;
+                by?: "day" | "agent";
+                /** @description Another owner (admins), or `*` for everyone's usage. */
+                owner?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The usage of the range. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Usage"];
+                    "text/csv": string;
+                };
             };
             default: components["responses"]["Problem"];
         };

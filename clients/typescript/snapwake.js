@@ -21,12 +21,17 @@
 /** @typedef {Schemas["Schedule"]} Schedule */
 /** @typedef {Schemas["ScheduleBody"]} ScheduleBody */
 /** @typedef {Schemas["IdleSetting"]} IdleSetting */
+/** @typedef {Schemas["Usage"]} Usage */
 /** @typedef {Schemas["Problem"]} ProblemBody */
 /** @typedef {ProblemBody["code"]} ProblemCode */
 /** @typedef {Operations["resumeAgent"]["responses"][200]["content"]["application/json"]} WokenAgent */
 /** @typedef {Operations["sleepAgent"]["responses"][200]["content"]["application/json"]} SleptAgent */
 /** @typedef {Operations["keepAgentAlive"]["responses"][200]["content"]["application/json"]} KeptAgent */
 /** @typedef {NonNullable<Operations["listAgents"]["parameters"]["query"]>} ListQuery */
+/**
+ * The query of `usage` and `usageCsv`: the route's, where a day may also be a Date (its UTC day).
+ * @typedef {Omit<NonNullable<Operations["getUsage"]["parameters"]["query"]>, "from" | "to"> & { from?: string | Date, to?: string | Date }} UsageQuery
+ */
 
 /**
  * Options every method takes last.
@@ -57,6 +62,7 @@
  * @property {boolean} [hold] ask snapwake to hold it (`Prefer: wait`) as long as the deadline allows
  * @property {boolean} [repeatable] may be sent again when it is unknown whether the first acted
  *   (default true; a delete naming a version is not)
+ * @property {string} [text] the answer is text of this media type (e.g. "text/csv"), not JSON
  */
 /** @typedef {{ deadline: number, signal?: AbortSignal }} Budget */
 
@@ -512,6 +518,30 @@ export class Client {
   }
 
   /**
+   * What agents were awake, what woke and slept them, and what that saved, over the UTC days
+   * `from` to `to` included ("YYYY-MM-DD" or a Date; default the last 7 days up to today, at
+   * most 367): a row per `by` "day" (the default) or "agent". Admins may name another `owner`,
+   * or "*" for everyone's.
+   * @param {UsageQuery} [query]
+   * @param {CallOptions} [options]
+   * @returns {Promise<Usage>}
+   */
+  async usage(query = {}, options) {
+    return (await this.#call("GET", usagePath(query), {}, this.#budget(options))).body;
+  }
+
+  /**
+   * `usage` as CSV text: a header line and the same rows, no total.
+   * @param {UsageQuery} [query]
+   * @param {CallOptions} [options]
+   * @returns {Promise<string>}
+   */
+  async usageCsv(query = {}, options) {
+    const request = { headers: { Accept: "text/csv" }, text: "text/csv" };
+    return (await this.#call("GET", usagePath(query), request, this.#budget(options))).body;
+  }
+
+  /**
    * Delete the agent, its sessions and snapshots (done, too, when it was already gone).
    * @param {Kind} kind
    * @param {string} agentId
@@ -658,7 +688,7 @@ export class Client {
    * or the caller's abort reason.
    * @param {string} method
    * @param {string} path
-   * @param {{ body?: unknown, headers?: Record<string, string> }} request
+   * @param {{ body?: unknown, headers?: Record<string, string>, text?: string }} request
    * @param {Budget} budget
    * @param {string | null} token
    * @returns {Promise<Answer>}
@@ -705,6 +735,10 @@ export class Client {
     }
     const retryAfter = retryAfterOf(res.headers);
     const requestId = res.headers.get("apigw-requestid");
+    if (res.ok && request.text) {
+      if (res.headers.get("Content-Type")?.startsWith(request.text)) return { status: res.status, headers: res.headers, body: text };
+      throw new GatewayError(res.status, `an answer that is not ${request.text}`, { requestId, retryAfter });
+    }
     if (res.ok) {
       if (readable) return { status: res.status, headers: res.headers, body: json };
       throw new GatewayError(res.status, "an answer that is not JSON", { requestId, retryAfter });
@@ -747,6 +781,16 @@ export class Client {
 /** `/v1/agents/{kind}/{agent_id}`, each part percent-encoded. */
 function agentPath(/** @type {string} */ kind, /** @type {string} */ agentId) {
   return `/v1/agents/${encodeURIComponent(kind)}/${encodeURIComponent(agentId)}`;
+}
+
+/** `/v1/usage` and its query; a Date is its UTC day. @param {UsageQuery} query */
+function usagePath(query) {
+  const q = new URLSearchParams();
+  for (const [k, v] of Object.entries(query)) {
+    if (v !== undefined && v !== null) q.set(k, v instanceof Date ? v.toISOString().slice(0, 10) : String(v));
+  }
+  const s = q.toString();
+  return `/v1/usage${s ? `?${s}` : ""}`;
 }
 
 /** @param {{ ifMatch?: string }} options @returns {Record<string, string>} */

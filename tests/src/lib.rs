@@ -17,6 +17,7 @@ pub mod fleet;
 pub mod iam;
 pub mod lost_answers;
 pub mod relay;
+pub mod usage_count;
 mod requests;
 mod runtime;
 pub mod stalling;

@@ -123,7 +123,7 @@ fn differences(a_name: &str, a: &Declared, b_name: &str, b: &Declared) -> Vec<St
 #[test]
 fn template_handlers_and_api_description_declare_the_same_routes() {
     let handlers = from_handlers();
-    assert_eq!(handlers.len(), 15, "the handlers serve fifteen routes");
+    assert_eq!(handlers.len(), 16, "the handlers serve sixteen routes");
     let mut wrong = differences("the handlers", &handlers, "the template", &from_template());
     wrong.extend(differences(
         "the handlers",

@@ -8,6 +8,7 @@ import asyncio
 import json
 import time
 from collections.abc import Callable, Iterator
+from datetime import date, datetime, timedelta, timezone
 
 import httpx
 import pytest
@@ -231,6 +232,26 @@ def test_an_answer_that_is_not_snapwakes_is_an_error_not_a_success() -> None:
     page = httpx.Response(200, headers={"content-type": "text/html"}, content=b"<html>")
     with pytest.raises(GatewayError) as html:
         client(Script(page)).get("codex", "a1")
+    assert html.value.status == 200
+
+
+def test_usage_sends_its_days_and_asks_for_csv_by_accept() -> None:
+    csv = httpx.Response(200, headers={"content-type": "text/csv; charset=utf-8"}, content=b"d\n")
+    script = Script(csv)
+    # 23:30 at UTC-2 is the next day in UTC.
+    late = datetime(2026, 12, 7, 23, 30, tzinfo=timezone(timedelta(hours=-2)))
+    assert client(script).usage_csv(from_=date(2026, 12, 1), to=late, owner="*") == "d\n"
+    sent = script.requests[0][1]
+    assert sent.url.path == "/v1/usage" and sent.headers["accept"] == "text/csv"
+    assert dict(sent.url.params) == {
+        "from": "2026-12-01",
+        "to": "2026-12-08",
+        "by": "day",
+        "owner": "*",
+    }
+    page = httpx.Response(200, headers={"content-type": "text/html"}, content=b"<html>")
+    with pytest.raises(GatewayError) as html:
+        client(Script(page)).usage_csv()
     assert html.value.status == 200
 
 

@@ -227,6 +227,26 @@ test("each attempt asks to be held no longer than the deadline allows", async ()
   assert.ok(first >= 6 && second <= first - 2, `${first} then ${second}`);
 });
 
+test("usage sends its days (a Date as its UTC day) and asks for CSV by Accept; a page that is not CSV is an error", async () => {
+  const csv = new Response("day,wakes\n", { status: 200, headers: { "Content-Type": "text/csv; charset=utf-8" } });
+  const { fetch, seen } = fake([csv]);
+  // 23:30 at UTC-2 is the next day in UTC.
+  const text = await client(fetch).usageCsv({ from: "2026-12-01", to: new Date("2026-12-07T23:30:00-02:00"), owner: "*" });
+  assert.equal(text, "day,wakes\n");
+  const url = new URL(seen[0].url);
+  assert.ok(url.pathname.endsWith("/v1/usage"), url.pathname);
+  assert.deepEqual(Object.fromEntries(url.searchParams), { from: "2026-12-01", to: "2026-12-08", owner: "*" });
+  assert.equal(seen[0].headers.Accept, "text/csv");
+
+  const page = fake([new Response("<html>", { status: 200, headers: { "Content-Type": "text/html" } })]);
+  const error = await client(page.fetch).usageCsv().catch((e) => e);
+  assert.ok(error instanceof GatewayError && error.status === 200, String(error));
+  const report = fake([json(200, { from: "2026-12-01", to: "2026-12-07", by: "day", owner: "a", prices: null, rows: [], total: {} })]);
+  assert.equal((await client(report.fetch).usage()).to, "2026-12-07");
+  assert.equal(new URL(report.seen[0].url).search, "");
+  assert.equal(report.seen[0].headers.Accept, "application/json");
+});
+
 test("an answer that is not snapwake's is an error, not a success; a cursor answered twice ends the walk", async () => {
   const page = fake([new Response("<html>", { status: 200, headers: { "Content-Type": "text/html" } })]);
   const error = await client(page.fetch).capabilities().catch((e) => e);

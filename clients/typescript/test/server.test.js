@@ -6,7 +6,7 @@ import { spawn } from "node:child_process";
 import { createInterface } from "node:readline";
 import { after, before, test } from "node:test";
 import { fileURLToPath } from "node:url";
-import { AgentNotFound, Client } from "../snapwake.js";
+import { AgentNotFound, Client, InvalidRequest } from "../snapwake.js";
 
 const here = fileURLToPath(new URL(".", import.meta.url));
 const bin = process.env.SNAPWAKE_BIN ?? `${here}../../../target/debug/snapwake`;
@@ -102,6 +102,76 @@ test("activity on an agent in use; its idle time is the owner's to set", async (
   assert.deepEqual([never.minutes, never.effective_minutes, never.idle_sleep_at], [0, 0, null]);
   const back = await alice.setIdle("hermes", made.agent_id, null);
   assert.equal(back.minutes, null);
+});
+
+/** The one row of `report` for `agentId`. @param {import("../schema.d.ts").Usage} report @param {string} agentId */
+const rowOf = (report, agentId) => {
+  const rows = report.rows.filter((r) => r.agent_id === agentId);
+  assert.equal(rows.length, 1, JSON.stringify(report));
+  return rows[0];
+};
+
+/** A CSV answer's lines as objects by its header (snapwake's fields need no quoting). @param {string} text */
+const csvRows = (text) => {
+  const [header, ...lines] = text.trim().split("\n").map((l) => l.split(","));
+  return lines.map((cells) => Object.fromEntries(header.map((name, i) => [name, cells[i]])));
+};
+
+test("usage counts a new agent by day and by agent, the same in CSV; its errors are typed", async () => {
+  const erin = as("erin");
+  const made = await erin.create({ kind: "hermes", displayName: "Counted", retention: "recoverable" });
+  // serve's relay counts the table's changes every 250 ms: today's row shows the create soon.
+  const until = Date.now() + 10_000;
+  let report, today;
+  for (;;) {
+    report = await erin.usage();
+    const last = report.to;
+    today = report.rows.find((r) => r.day === last);
+    if (today && today.awake_s.total > 0 && today.creates + today.wakes >= 1) break;
+    assert.ok(Date.now() < until, `not counted in 10 s: ${JSON.stringify(report)}`);
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+  assert.deepEqual([report.by, report.owner, report.rows.length], ["day", "erin", 7]);
+  assert.ok(report.total.creates >= 1);
+
+  // One day, as a string or as a Date (its UTC day).
+  const one = await erin.usage({ from: new Date(`${report.to}T12:00:00Z`), to: report.to });
+  assert.deepEqual([one.from, one.to, one.rows.length], [report.to, report.to, 1]);
+  assert.equal(one.rows[0].creates, today.creates);
+
+  const byAgent = await erin.usage({ by: "agent" });
+  const row = rowOf(byAgent, made.agent_id);
+  assert.deepEqual([byAgent.by, row.kind, row.owner, row.creates], ["agent", "hermes", "erin", 1]);
+  assert.ok(row.awake_s.total > 0);
+
+  // CSV: the same rows; its awake time, still open, read between two JSON reads.
+  const before = rowOf(await erin.usage({ by: "agent" }), made.agent_id);
+  const text = await erin.usageCsv({ by: "agent" });
+  const after = rowOf(await erin.usage({ by: "agent" }), made.agent_id);
+  const lines = csvRows(text);
+  assert.deepEqual(lines.map((l) => l.agent_id), [made.agent_id], text);
+  const [line] = lines;
+  assert.deepEqual([line.kind, line.owner], ["hermes", "erin"]);
+  const awake = Number(line.awake_s);
+  assert.ok(before.awake_s.total <= awake && awake <= after.awake_s.total, `${before.awake_s.total} ≤ ${awake} ≤ ${after.awake_s.total}`);
+  assert.deepEqual([Number(line.creates), Number(line.wakes)], [before.creates, before.wakes]);
+  assert.deepEqual([after.creates, after.wakes], [before.creates, before.wakes]);
+  const days = csvRows(await erin.usageCsv({ from: report.to, to: report.to }));
+  assert.deepEqual(days.map((l) => l.day), [report.to]);
+
+  const everyone = await as("root", true).usage({ by: "agent", owner: "*" });
+  assert.equal(everyone.owner, "*");
+  assert.equal(rowOf(everyone, made.agent_id).owner, "erin");
+
+  for (const bad of [() => erin.usage({ from: "2026-13-01" }), () => erin.usageCsv({ to: "yesterday" }), () => erin.usage({ from: "2026-12-07", to: "2026-12-01" })]) {
+    const error = await bad().catch((e) => e);
+    assert.ok(error instanceof InvalidRequest, String(error));
+    assert.deepEqual([error.status, error.code, error.retryable], [400, "INVALID_REQUEST", false]);
+  }
+  const refused = await erin.usage({ owner: "*" }).catch((e) => e);
+  assert.ok(refused instanceof AgentNotFound && refused.status === 404, String(refused));
+  const foreign = await erin.usageCsv({ owner: "frank" }).catch((e) => e);
+  assert.ok(foreign instanceof AgentNotFound, String(foreign));
 });
 
 test("no schedule reads as null", async () => {

@@ -1,7 +1,7 @@
 // Type-checked only (npm run typecheck), never run: what a TypeScript user gets from the JSDoc
 // of snapwake.js with `allowJs`. Inside a function so that running it by mistake does nothing.
 import { AgentNotFound, Client, Problem, StillWorking, problemClasses } from "../snapwake.js";
-import type { Agent, AgentState, Kind, Schedule } from "../schema.d.ts";
+import type { Agent, AgentState, Kind, Schedule, Usage } from "../schema.d.ts";
 
 export async function usage(): Promise<void> {
   const client = new Client({ baseUrl: "https://api.example", token: async () => "jwt" });
@@ -30,6 +30,11 @@ export async function usage(): Promise<void> {
   const schedule: Schedule | null = await client.getSchedule("codex", "x", { signal: AbortSignal.timeout(1000) });
   await client.setSchedule("codex", "x", { timezone: "Europe/Berlin", wake: "30 8 * * MON-FRI", sleep: null });
   await client.delete("codex", "x", { ifMatch: '"7"' });
+  const report: Usage = await client.usage({ from: new Date(), to: "2026-12-07", by: "agent", owner: "*" });
+  const awakeS: number = report.total.awake_s.total;
+  const csv: string = await client.usageCsv({ by: "day" }, { timeoutMs: 5000 });
+  // @ts-expect-error: not a grouping
+  await client.usage({ by: "week" });
 
   try {
     await client.get("codex", "x");
@@ -50,5 +55,5 @@ export async function usage(): Promise<void> {
   // @ts-expect-error: not a problem code
   problemClasses.NO_SUCH_CODE;
 
-  void [s, exact, resumed, slept, ttl, schedule, Busy];
+  void [s, exact, resumed, slept, ttl, schedule, awakeS, csv, Busy];
 }

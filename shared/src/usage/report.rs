@@ -127,19 +127,7 @@ pub struct Asked<'a> {
 /// The report of `rows` (the days' rows of the agents asked about) and `records` (those agents'
 /// records, whose marks hold what no change has closed yet).
 pub fn report(asked: &Asked, rows: &[UsageRow], records: &[AgentRecord]) -> Report {
-    let mut parts: Vec<UsageRow> = rows.to_vec();
-    for record in records {
-        let Some(mark) = record.usage else { continue };
-        for (day, tally) in tally_open(&mark, asked.now_s) {
-            parts.push(UsageRow {
-                day,
-                owner_key: String::new(),
-                owner: record.description.owner.clone(),
-                agent: record.key.clone(),
-                tally,
-            });
-        }
-    }
+    let parts = parts(rows, records, asked.now_s);
     let mut lines: BTreeMap<Line, Entry> = BTreeMap::new();
     if asked.by == By::Day {
         for day in asked.from..=asked.to {
@@ -176,6 +164,24 @@ pub fn report(asked: &Asked, rows: &[UsageRow], records: &[AgentRecord]) -> Repo
         total,
         prices: asked.prices.cloned(),
     }
+}
+
+/// What a report sums: the day rows, and what each record's mark still has open at `now_s`.
+pub fn parts(rows: &[UsageRow], records: &[AgentRecord], now_s: u64) -> Vec<UsageRow> {
+    let mut parts: Vec<UsageRow> = rows.to_vec();
+    for record in records {
+        let Some(mark) = record.usage else { continue };
+        for (day, tally) in tally_open(&mark, now_s) {
+            parts.push(UsageRow {
+                day,
+                owner_key: String::new(),
+                owner: record.description.owner.clone(),
+                agent: record.key.clone(),
+                tally,
+            });
+        }
+    }
+    parts
 }
 
 /// Money to the cent's hundredth: what a person reads, without a float's tail.

@@ -20,6 +20,7 @@ mod model;
 mod people;
 mod studio;
 mod trace;
+mod usage;
 mod views;
 mod world;
 

@@ -32,7 +32,7 @@ use snapwake_list::{List, ListSettings};
 use snapwake_resume::Resume;
 use snapwake_sim::{InProcess, RateLimits, SimConfig, SimControl};
 
-use super::invocation::{FaultyTable, Stoppable};
+use super::invocation::{FaultyTable, Invocation, Stop, Stoppable};
 use crate::{identity, Api, Hooked};
 
 /// The table every function shares.
@@ -147,6 +147,8 @@ pub struct Deployment {
     pending: Mutex<Vec<RecordChange>>,
     /// The last change read off the stream.
     read_up_to: Mutex<u64>,
+    /// How often the announce function is killed while it keeps a batch's usage, and the dice.
+    announce_kills: Mutex<(f64, fastrand::Rng)>,
 }
 
 /// The simulator's credentials, which the client signs with.
@@ -247,6 +249,7 @@ impl Deployment {
             transport,
             bus: Bus::default(),
             pending: Mutex::new(Vec::new()),
+            announce_kills: Mutex::new((0.0, fastrand::Rng::with_seed(seed ^ 0xa11))),
             read_up_to: Mutex::new(0),
         }
     }
@@ -286,19 +289,59 @@ impl Deployment {
         let mut pending =
             std::mem::take(&mut *self.pending.lock().unwrap_or_else(|p| p.into_inner()));
         pending.extend(read.iter().cloned());
-        let relayed = snapwake::events::consume(
-            &pending,
-            &self.table,
-            &self.bus,
-            Deadline::after(Duration::from_secs(60)),
-        )
-        .await;
+        // The announce function runs as an invocation: the table's faults reach its usage
+        // writes, and now and then it is killed at one of them (a write landed or not), as a
+        // Lambda dies; the mapping then hands the whole batch over again.
+        let stop = {
+            let mut kills = self
+                .announce_kills
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
+            let (rate, rng) = &mut *kills;
+            (*rate > 0.0 && rng.f64() < *rate).then(|| Stop {
+                at_call: rng.u32(1..=6),
+                after_landing: rng.bool(),
+            })
+        };
+        let consumed = Invocation::new("announce", stop)
+            .run(snapwake::events::consume(
+                &pending,
+                &self.table,
+                &self.bus,
+                Deadline::after(Duration::from_secs(60)),
+            ))
+            .await;
+        let Some(relayed) = consumed else {
+            *self.pending.lock().unwrap_or_else(|p| p.into_inner()) = pending;
+            return read;
+        };
         if let Some(at) = relayed.failed_at {
             let done = pending.iter().take_while(|c| c.sequence != at).count();
             pending.drain(..done);
             *self.pending.lock().unwrap_or_else(|p| p.into_inner()) = pending;
         }
         read
+    }
+
+    /// Kill the announce function while it keeps usage at `rate` of its batches.
+    pub fn kill_announce(&self, rate: f64, seed: u64) {
+        *self
+            .announce_kills
+            .lock()
+            .unwrap_or_else(|p| p.into_inner()) = (rate, fastrand::Rng::with_seed(seed));
+    }
+
+    /// The agents with a change not consumed yet (its usage kept, its event published): one
+    /// the bus refused and those after it, and what was written since the last relay.
+    pub fn unrelayed(&self) -> std::collections::HashSet<snapwake::domain::AgentKey> {
+        let up_to = *self.read_up_to.lock().unwrap_or_else(|p| p.into_inner());
+        let pending = self.pending.lock().unwrap_or_else(|p| p.into_inner());
+        pending
+            .iter()
+            .cloned()
+            .chain(self.table.memory.changes_after(up_to, usize::MAX))
+            .filter_map(|c| c.new.or(c.old).map(|r| r.key))
+            .collect()
     }
 
     /// A deploy of the catalogue, as its daily schedule runs it.

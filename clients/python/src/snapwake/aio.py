@@ -7,16 +7,17 @@ import asyncio
 import inspect
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from datetime import date
 from typing import Any, TypeVar, Unpack, cast
 
 import httpx
 
 from . import protocol, wire
 from .errors import Unreachable
-from .protocol import Flow, Pause, Reply, Send
+from .protocol import Flow, Pause, Reply, Send, UsageBy
 from .schema import Agent, Capabilities, KeepAgentAliveResponse, Kind, Listing, Retention
 from .schema import ListAgentsParametersQuery as ListQuery
-from .schema import IdleSetting, ResumeAgentResponse, Schedule, SleepAgentResponse
+from .schema import IdleSetting, ResumeAgentResponse, Schedule, SleepAgentResponse, Usage
 
 T = TypeVar("T")
 
@@ -171,6 +172,30 @@ class AsyncClient(wire.Calls):
     ) -> None:
         path = f"{protocol.agent_path(kind, agent_id)}/schedule"
         await self._run(protocol.delete(path, None, self._deadline(timeout)))
+
+    async def usage(
+        self,
+        *,
+        from_: date | str | None = None,
+        to: date | str | None = None,
+        by: UsageBy = "day",
+        owner: str | None = None,
+        timeout: float | None = None,
+    ) -> Usage:
+        params = protocol.usage_query(from_, to, by, owner)
+        return await self._run(protocol.usage(params, self._deadline(timeout)))
+
+    async def usage_csv(
+        self,
+        *,
+        from_: date | str | None = None,
+        to: date | str | None = None,
+        by: UsageBy = "day",
+        owner: str | None = None,
+        timeout: float | None = None,
+    ) -> str:
+        params = protocol.usage_query(from_, to, by, owner)
+        return await self._run(protocol.usage_csv(params, self._deadline(timeout)))
 
     async def request(
         self,

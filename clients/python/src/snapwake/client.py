@@ -6,16 +6,17 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
+from datetime import date
 from typing import Any, TypeVar, Unpack, cast
 
 import httpx
 
 from . import protocol, wire
 from .errors import Unreachable
-from .protocol import Flow, Pause, Reply, Send
+from .protocol import Flow, Pause, Reply, Send, UsageBy
 from .schema import Agent, Capabilities, KeepAgentAliveResponse, Kind, Listing, Retention
 from .schema import ListAgentsParametersQuery as ListQuery
-from .schema import IdleSetting, ResumeAgentResponse, Schedule, SleepAgentResponse
+from .schema import IdleSetting, ResumeAgentResponse, Schedule, SleepAgentResponse, Usage
 
 T = TypeVar("T")
 
@@ -182,6 +183,35 @@ class Client(wire.Calls):
     def delete_schedule(self, kind: Kind, agent_id: str, *, timeout: float | None = None) -> None:
         path = f"{protocol.agent_path(kind, agent_id)}/schedule"
         self._run(protocol.delete(path, None, self._deadline(timeout)))
+
+    def usage(
+        self,
+        *,
+        from_: date | str | None = None,
+        to: date | str | None = None,
+        by: UsageBy = "day",
+        owner: str | None = None,
+        timeout: float | None = None,
+    ) -> Usage:
+        """What agents were awake, what woke and slept them, and what that saved, over the UTC
+        days `from_` to `to` included (`from_` is the query's `from`, a Python keyword): a `date`
+        or "YYYY-MM-DD", by default the last 7 days up to today, at most 367. A row per "day"
+        or per "agent"; admins may ask for another `owner`, or "*" for everyone's."""
+        params = protocol.usage_query(from_, to, by, owner)
+        return self._run(protocol.usage(params, self._deadline(timeout)))
+
+    def usage_csv(
+        self,
+        *,
+        from_: date | str | None = None,
+        to: date | str | None = None,
+        by: UsageBy = "day",
+        owner: str | None = None,
+        timeout: float | None = None,
+    ) -> str:
+        """`usage` as CSV text: a header line and the same rows, no total."""
+        params = protocol.usage_query(from_, to, by, owner)
+        return self._run(protocol.usage_csv(params, self._deadline(timeout)))
 
     def request(
         self,

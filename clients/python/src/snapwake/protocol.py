@@ -25,14 +25,15 @@ import random
 import time
 from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, TypeVar, cast
+from datetime import date, datetime, timezone
+from typing import Any, Literal, TypeVar, cast
 from urllib.parse import quote
 
 from .errors import GatewayError, Problem, ScheduleNotFound, SnapwakeError, StillWorking
 from .errors import Unreachable, error_from, retry_after
 from .schema import Agent, Capabilities, CreateBody, KeepAgentAliveResponse, Kind, Listing
 from .schema import IdleSetting, Retention, ResumeAgentResponse, Schedule, ScheduleBody
-from .schema import SleepAgentResponse
+from .schema import SleepAgentResponse, Usage
 
 #: The longest snapwake holds a request for `Prefer: wait` (its SNAPWAKE_WAIT_S is at most 20),
 #: well inside API Gateway's 30 s.
@@ -328,6 +329,21 @@ def put_schedule(
     return cast(Schedule, answer)
 
 
+def usage(params: Mapping[str, str], deadline: Deadline) -> Flow[Usage]:
+    answer = yield from json_of(Send("GET", "/v1/usage", params), deadline)
+    return cast(Usage, answer)
+
+
+def usage_csv(params: Mapping[str, str], deadline: Deadline) -> Flow[str]:
+    """The same report as CSV (`Accept: text/csv`): a header line and the rows, no total."""
+    send = Send("GET", "/v1/usage", params, headers={"Accept": "text/csv"})
+    reply = yield from exchange(send, deadline)
+    if not reply.headers.get("content-type", "").startswith("text/csv"):
+        # A proxy's page, or a server that does not know CSV: not the report.
+        raise GatewayError(reply.status, "an answer that is not CSV", None)
+    return reply.content.decode("utf-8")
+
+
 #: The POST routes whose repeat carries the same operation on (convergent, or an end set from now).
 CONVERGENT_POSTS = ("/resume", "/sleep", "/keepalive", "/activity")
 
@@ -367,3 +383,27 @@ def schedule_body(timezone: str, wake: str | None, sleep: str | None) -> Schedul
 def delete_path(kind: str, agent_id: str, snapshot_id: str | None) -> str:
     path = agent_path(kind, agent_id)
     return f"{path}/snapshots/{quote(snapshot_id, safe='')}" if snapshot_id else path
+
+
+#: How a usage report is grouped: a row per UTC day, or per agent.
+UsageBy = Literal["day", "agent"]
+
+
+def usage_query(
+    from_: date | str | None, to: date | str | None, by: UsageBy, owner: str | None
+) -> dict[str, str]:
+    """The query of `GET /v1/usage`: `from_` is its `from` (a Python keyword)."""
+    query = {"from": from_, "to": to}
+    params = {name: day_of(day) for name, day in query.items() if day is not None}
+    params["by"] = by
+    if owner is not None:
+        params["owner"] = owner
+    return params
+
+
+def day_of(day: date | str) -> str:
+    """A day as YYYY-MM-DD: a `date`, a `datetime` (its UTC day when it has a time zone), or a
+    string, sent as it is (snapwake answers 400 to one that is not a day)."""
+    if isinstance(day, datetime):
+        day = (day.astimezone(timezone.utc) if day.tzinfo else day).date()
+    return day.isoformat() if isinstance(day, date) else day

@@ -85,6 +85,47 @@ class IdleSetting(TypedDict):
     idle_sleep_at: str | None
 
 
+class Prices(TypedDict):
+    currency: str
+    per_sandbox_hour: dict[str, float]
+    per_snapshot_gb_month: float | None
+    gb_per_snapshot: float | None
+
+
+class UsageTallyAwakeS(TypedDict):
+    person: int
+    schedule: int
+    agentkit: int
+    total: int
+
+
+class UsageTallySleeps(TypedDict):
+    person: int
+    schedule: int
+    idle: int
+    agentkit: int
+
+
+class UsageTallyCost(TypedDict):
+    awake: float
+    reference: float
+    saved: float
+    snapshots: float
+
+
+class UsageTally(TypedDict):
+    awake_s: UsageTallyAwakeS
+    asleep_s: int
+    reference_s: int
+    saved_s: int
+    wakes: int
+    creates: int
+    failed_wakes: int
+    sleeps: UsageTallySleeps
+    snapshots: int
+    cost: NotRequired[UsageTallyCost]
+
+
 class ListingPartialItem(TypedDict):
     kind: Literal['codex', 'openclaw', 'hermes']
     tool_id: NotRequired[str]
@@ -159,6 +200,24 @@ class PutIdleRequest(TypedDict):
     minutes: int | None
 
 
+GetUsageParametersQuery = TypedDict(
+    'GetUsageParametersQuery',
+    {
+        'from': NotRequired[str],
+        'to': NotRequired[str],
+        'by': NotRequired[Literal['day', 'agent']],
+        'owner': NotRequired[str],
+    },
+)
+
+
+class UsageRow(UsageTally):
+    day: NotRequired[str]
+    kind: NotRequired[Kind]
+    agent_id: NotRequired[str]
+    owner: NotRequired[str | None]
+
+
 class CapabilitiesKindRetention(TypedDict):
     temporary: Enabled
     recoverable: Enabled
@@ -172,3 +231,17 @@ class CapabilitiesKind(TypedDict):
 
 class Capabilities(TypedDict):
     kinds: list[CapabilitiesKind]
+
+
+Usage = TypedDict(
+    'Usage',
+    {
+        'from': str,
+        'to': str,
+        'by': Literal['day', 'agent'],
+        'owner': str,
+        'prices': Prices | None,
+        'rows': list[UsageRow],
+        'total': UsageTally,
+    },
+)

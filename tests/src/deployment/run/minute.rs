@@ -12,7 +12,7 @@ use crate::deployment::invocation::TableFaults;
 use crate::deployment::people::People;
 use crate::deployment::studio::{self, Act};
 use crate::deployment::views::{self, Stability};
-use crate::deployment::{checks, idle};
+use crate::deployment::{checks, idle, usage};
 
 /// How long the world is quiet at the end of a run (no faults, no people): time for every
 /// offboarding to finish and every event to be announced.
@@ -107,6 +107,10 @@ impl Run {
                 .count();
             self.report.agent_weeks += alive as f64 / WEEK_MINUTES as f64;
         }
+        // Usage equals the events' count: hourly, and at the last check.
+        if views_too || now % (60 * MINUTE) < MINUTE {
+            usage::equals_events(d, now).await?;
+        }
         stability.update(&truth, now);
         if views_too {
             views::check(people, stability, now).await?;
@@ -152,6 +156,7 @@ impl Run {
             .unwrap_or_else(|p| p.into_inner())
             .stop_rate = 0.01;
         d.bus.refuse(0.02, self.settings.seed ^ 0xb05);
+        d.kill_announce(0.05, self.settings.seed ^ 0xa11);
     }
 
     /// Everything quiet: no fault, no person. Time for what was left to converge, then the
@@ -170,6 +175,7 @@ impl Run {
             .unwrap_or_else(|p| p.into_inner())
             .stop_rate = 0.0;
         d.bus.refuse(0.0, 0);
+        d.kill_announce(0.0, 0);
         self.note(people, "quiet from here".into());
         let first = self.settings.weeks * WEEK_MINUTES;
         let mut outage = None;
