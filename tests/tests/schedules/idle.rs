@@ -12,14 +12,14 @@ use snapwake_tests::deployment::Deployment;
 
 use super::*;
 
-const MINUTE: u64 = 60_000;
+pub(crate) const MINUTE: u64 = 60_000;
 /// Monday 2026-11-23, 07:50 UTC.
-const START_S: i64 = 1_795_392_000 + 7 * 3600 + 50 * 60;
+pub(crate) const START_S: i64 = 1_795_392_000 + 7 * 3600 + 50 * 60;
 
 /// `test` in a studio whose idle time is `minutes` (see [`studio`]), on a thread and a runtime
 /// of its own, its clock paused and the deployment's (as `snapwake_tests::deployment::run`
 /// runs the simulation).
-fn in_a_studio<F, Fut>(minutes: u32, test: F)
+pub(crate) fn in_a_studio<F, Fut>(minutes: u32, test: F)
 where
     F: FnOnce(Deployment) -> Fut + Send + 'static,
     Fut: Future<Output = ()>,
@@ -63,12 +63,17 @@ async fn studio(minutes: u32) -> Deployment {
     d
 }
 
-fn now() -> u64 {
+pub(crate) fn now() -> u64 {
     snapwake::ambient::now_ms()
 }
 
 /// `method path` as alice, asked again while the answer says to (202, retryable).
-async fn ask(d: &Deployment, method: &str, path: &str, body: Option<&str>) -> (u16, Value) {
+pub(crate) async fn ask(
+    d: &Deployment,
+    method: &str,
+    path: &str,
+    body: Option<&str>,
+) -> (u16, Value) {
     for _ in 0..60 {
         let mut req = request(method, path, Who::User("alice"), body);
         if body.is_some() {
@@ -88,7 +93,7 @@ async fn ask(d: &Deployment, method: &str, path: &str, body: Option<&str>) -> (u
 }
 
 /// Alice's new agent (awake), as the Studio creates it.
-async fn created(d: &Deployment, retention: &str) -> AgentKey {
+pub(crate) async fn created(d: &Deployment, retention: &str) -> AgentKey {
     let body =
         format!(r#"{{"kind": "codex", "display_name": "Helper", "retention": "{retention}"}}"#);
     let (status, view) = ask(d, "POST", "/v1/agents", Some(&body)).await;
@@ -96,11 +101,11 @@ async fn created(d: &Deployment, retention: &str) -> AgentKey {
     AgentKey::new(Kind::Codex, view["agent_id"].as_str().unwrap())
 }
 
-fn path(key: &AgentKey, tail: &str) -> String {
+pub(crate) fn path(key: &AgentKey, tail: &str) -> String {
     format!("/v1/agents/{}/{}{tail}", key.kind, key.agent_id)
 }
 
-async fn view(d: &Deployment, key: &AgentKey) -> Value {
+pub(crate) async fn view(d: &Deployment, key: &AgentKey) -> Value {
     let (status, view) = ask(d, "GET", &path(key, ""), None).await;
     assert_eq!(status, 200, "{view}");
     view

@@ -23,6 +23,7 @@ mod ready_at_the_minute;
 mod routes;
 mod sqs_wire;
 mod ticks;
+mod usage;
 mod weeks;
 
 fn key(agent_id: &str) -> AgentKey {
