@@ -94,6 +94,14 @@ function retriable(e, safe) {
   return e.retryable && AUTO_RETRY.has(e.status);
 }
 
+/** "?a=1&b=2" of the query's values that are set, or "". */
+function search(query) {
+  const q = new URLSearchParams();
+  for (const [k, v] of Object.entries(query)) if (v !== undefined && v !== null && v !== "") q.set(k, v);
+  const s = q.toString();
+  return s ? `?${s}` : "";
+}
+
 export class Api {
   /**
    * @param {string} base the API's base URL ("" = this page's origin)
@@ -111,7 +119,10 @@ export class Api {
     return new URL(prefix + path, this.base.origin).href;
   }
 
-  /** One request. Resolves `{status, headers, body}` for 2xx; throws a Problem otherwise. */
+  /**
+   * One request. Resolves `{status, headers, body, text}` for 2xx (`body` the JSON, null when
+   * the answer is not JSON; `text` the answer as it came); throws a Problem otherwise.
+   */
   async request(method, path, { body, headers = {}, absolute = false } = {}) {
     const init = {
       method,
@@ -139,7 +150,7 @@ export class Api {
     } catch {
       json = null;
     }
-    if (res.ok) return { status: res.status, headers: res.headers, body: json };
+    if (res.ok) return { status: res.status, headers: res.headers, body: json, text: raw };
     const retryAfter = retryAfterMs(res.headers);
     const object = json && typeof json === "object" && !Array.isArray(json) ? json : null;
     if (object && typeof object.title === "string") throw new Problem(object, res.status, retryAfter);
@@ -198,10 +209,16 @@ export class Api {
   }
 
   list(query = {}, hooks = {}) {
-    const q = new URLSearchParams();
-    for (const [k, v] of Object.entries(query)) if (v !== undefined && v !== null && v !== "") q.set(k, v);
-    const s = q.toString();
-    return this.call("GET", `/v1/agents${s ? `?${s}` : ""}`, {}, hooks);
+    return this.call("GET", `/v1/agents${search(query)}`, {}, hooks);
+  }
+
+  /**
+   * `GET /v1/usage` (`from`, `to`, `by`, `owner`): the report as JSON, or as CSV in the
+   * answer's `text` when `csv` is set (`Accept: text/csv`).
+   */
+  usage(query = {}, { csv = false, ...hooks } = {}) {
+    const headers = csv ? { Accept: "text/csv" } : {};
+    return this.call("GET", `/v1/usage${search(query)}`, { headers }, hooks);
   }
 
   static path(agent, ...rest) {

@@ -85,3 +85,43 @@ export function agentName(agent) {
 export function count(n, one, many = `${one}s`) {
   return `${n} ${n === 1 ? one : many}`;
 }
+
+const oneDecimal = new Intl.NumberFormat(undefined, { maximumFractionDigits: 1 });
+
+/**
+ * Seconds as hours a person reads: "41.5 h", "126 h", "0 h"; under six minutes in minutes
+ * ("4 min", "under a minute"), so a short day is not "0 h". Negative keeps its sign ("−2 h").
+ */
+export function hours(s) {
+  const n = Number(s) || 0;
+  if (n === 0) return "0 h";
+  const sign = n < 0 ? "−" : "";
+  const abs = Math.abs(n);
+  if (abs < 360) {
+    const min = Math.round(abs / 60);
+    return min < 1 ? "under a minute" : `${sign}${min} min`;
+  }
+  return `${sign}${oneDecimal.format(abs / 3600)} h`;
+}
+
+/** An amount of `currency` (ISO 4217) in the reader's locale: "$4.98"; the code if unknown. */
+export function money(amount, currency) {
+  const n = Number(amount) || 0;
+  try {
+    return new Intl.NumberFormat(undefined, { style: "currency", currency }).format(n);
+  } catch {
+    return `${n.toFixed(2)} ${currency}`;
+  }
+}
+
+const dayFormats = {
+  short: new Intl.DateTimeFormat(undefined, { timeZone: "UTC", weekday: "short", day: "numeric" }),
+  medium: new Intl.DateTimeFormat(undefined, { timeZone: "UTC", day: "numeric", month: "short" }),
+  long: new Intl.DateTimeFormat(undefined, { timeZone: "UTC", weekday: "short", day: "numeric", month: "short", year: "numeric" }),
+};
+
+/** A UTC day ("2026-12-03") as "Thu 3" (`short`), "3 Dec" (`medium`) or "Thu, 3 Dec 2026". */
+export function day(iso, style = "long") {
+  const t = Date.parse(`${iso}T00:00:00Z`);
+  return Number.isNaN(t) ? String(iso) : dayFormats[style].format(new Date(t));
+}

@@ -9,6 +9,8 @@ import { scheduleDialog } from "./schedule-dialog.js";
 import { agentName, count, duration, shortWhen, until, when } from "./format.js";
 import { localSession } from "./identity.js";
 import { oidcSession } from "./auth.js";
+import { tabs } from "./tabs.js";
+import { usageView } from "./usage.js";
 
 const $ = (id) => document.getElementById(id);
 
@@ -28,6 +30,8 @@ const state = {
   generation: 0, // bumped when the identity changes: late answers for the old one are dropped
   signInProblem: null, // why the sign-in this page came back from failed (deployed)
   schedules: null, // the schedule editor
+  views: null, // the tabs: "agents" or "usage"
+  usage: null, // the Usage view
 };
 
 function announce(text) {
@@ -389,7 +393,7 @@ $("admin-filter").addEventListener("submit", (e) => {
   if (!scope) return;
   state.scope = scope;
   announce("Loading agents…");
-  load({ announceDone: true });
+  refresh();
 });
 $("owner-id").addEventListener("input", () => {
   $("admin-filter").querySelector('input[value="owner"]').checked = true;
@@ -406,7 +410,13 @@ $("first-page").addEventListener("click", () => {
   state.scope.page = 1;
   load({ announceDone: true });
 });
-$("refresh").addEventListener("click", () => load({ announceDone: true }));
+/** List the agents again, and the usage too (now if it is shown); the view shown announces. */
+function refresh() {
+  const usage = state.views.current === "usage";
+  load({ announceDone: !usage });
+  state.usage.refresh({ announceDone: usage });
+}
+$("refresh").addEventListener("click", refresh);
 
 // ---- Who is calling.
 
@@ -419,6 +429,8 @@ function signedOut(problem) {
   $("admin-filter").hidden = true;
   $("agents").replaceChildren();
   $("pager").hidden = true;
+  $("views").hidden = true;
+  $("panel-usage").hidden = true;
   $("sign-in").hidden = false;
   $("sign-out").hidden = true;
   $("oidc-user").textContent = "";
@@ -439,9 +451,12 @@ async function begin() {
   state.scope = { mode: "mine", owner: "", limit: 20, page: 1, cursors: [null] };
   $("admin-filter").reset();
   $("agents").replaceChildren();
+  state.usage.reset();
   showProblem(null);
   if (!state.session.signedIn) return signedOut(state.signInProblem);
   $("signed-out").hidden = true;
+  $("views").hidden = false;
+  state.views.select(state.views.current);
   $("new-agent").hidden = false;
   $("refresh").hidden = false;
   announce(`Loading the agents of ${state.session.label()}…`);
@@ -450,6 +465,8 @@ async function begin() {
   const loaded = await load();
   if (generation !== state.generation || !state.session.signedIn) return;
   $("admin-filter").hidden = !admin;
+  // Usage names the agents the listing knows, so it is asked for after it.
+  if (state.views.current === "usage") state.usage.show();
   if (loaded) announce(`${state.session.label()}${admin ? " (admin)" : ""}: ${count(state.agents.length, "agent")}.`);
   draw();
 }
@@ -491,6 +508,18 @@ async function main() {
     state.session = localSession(config, () => begin());
   }
   state.api = new Api(config.api_base || "", () => state.session.headers());
+  state.usage = usageView({
+    api: state.api,
+    announce,
+    owner: () => ({ owner: state.scope.owner, everyone: "*" })[state.scope.mode] ?? null,
+    nameOf: (row) => {
+      const agent = find(keyOf(row));
+      return agent ? agentName(agent) : null;
+    },
+    showOwners: () => state.scope.mode !== "mine",
+    onProblem: handleAuth,
+  });
+  state.views = tabs($("views"), (view) => (view === "usage" ? state.usage.show() : state.usage.hide()));
   const dialog = createDialog({
     api: state.api,
     capabilities,

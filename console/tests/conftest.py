@@ -54,14 +54,17 @@ class Server:
     """`snapwake serve --demo` on a free port; `sim` is its embedded simulator's address.
 
     `slow_wake` makes a session take 3 s to be Ready, so the page must follow 202s (its
-    requests are short: it never says `Prefer: wait`).
+    requests are short: it never says `Prefer: wait`). `env`: more of the server's settings
+    (e.g. `SNAPWAKE_PRICES`).
     """
 
-    def __init__(self, slow_wake=False):
+    def __init__(self, slow_wake=False, env=None):
         # Port 0: the server binds a free port itself and says which (a port picked here and
         # bound there later could be taken in between: "Address already in use").
+        settings = env or {}
         env = {k: v for k, v in os.environ.items() if k not in ("AGENTKIT_ENDPOINT", "SNAPWAKE_TABLE")}
         env["RUST_LOG"] = "warn"
+        env.update(settings)
         ready_ms = "300"
         if slow_wake:
             env.update({"SNAPWAKE_WAIT_S": "2", "AGENTKIT_TIMEOUT_MS": "1000"})
@@ -129,7 +132,8 @@ class Server:
 
 @pytest.fixture
 def serve():
-    """A factory: `serve(slow_wake=True)`; every server it starts is stopped after the test."""
+    """A factory: `serve(slow_wake=True)`, `serve(env={...})`; every server it starts is
+    stopped after the test."""
     started = []
 
     def start(**kwargs):

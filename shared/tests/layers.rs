@@ -24,6 +24,7 @@ const LAYERS: &[&str] = &[
     "store",
     "budget",
     "error",
+    "usage",
     "events",
     "identity",
     "http",

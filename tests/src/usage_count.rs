@@ -12,6 +12,9 @@ use snapwake::domain::{AgentKey, StateEvent, Trigger};
 const DAY: u64 = 86_400;
 const SESSION: u64 = 8 * 3_600;
 
+/// A count a change adds on its day.
+type Count = (u64, fn(&mut Tally));
+
 /// What an interval counts as.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Part {
@@ -49,7 +52,7 @@ pub fn count(events: &[StateEvent], now_s: u64) -> BTreeMap<(AgentKey, u64), Tal
     for (agent, mut list) in by_agent {
         list.sort_by_key(|e| version(&e.detail.change_id));
         let mut intervals: Vec<(u64, u64, Part)> = Vec::new();
-        let mut counts: Vec<(u64, fn(&mut Tally))> = Vec::new();
+        let mut counts: Vec<Count> = Vec::new();
         // The state since the last event, and the reference session's start.
         let mut state: Option<(u64, Part)> = None;
         let mut reference: Option<u64> = None;

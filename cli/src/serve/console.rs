@@ -50,6 +50,13 @@ static ASSETS: &[Asset] = &[
     asset!("js/identity.js", JS),
     asset!("js/schedule.js", JS),
     asset!("js/schedule-dialog.js", JS),
+    asset!("js/tabs.js", JS),
+    asset!("js/usage.js", JS),
+    asset!("js/usage-chart.js", JS),
+    asset!("js/usage-table.js", JS),
+    // Chart.js, for the Usage view's chart, and its licence (console/vendor/README.md).
+    asset!("vendor/chart.umd.min.js", JS),
+    asset!("vendor/chart.js-LICENSE.txt", "text/plain; charset=utf-8"),
 ];
 
 /// The policy of every page file: nothing but this origin, nothing inline.
@@ -131,16 +138,16 @@ mod tests {
     use std::path::Path;
 
     /// Every page file under `console/` (not its tests, not the deployment example) is
-    /// compiled in.
+    /// compiled in: the page's own, and the libraries vendored with their licences.
     #[test]
     fn every_page_file_is_served() {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../console");
         let mut files = Vec::new();
-        for dir in [root.clone(), root.join("js")] {
+        for dir in [root.clone(), root.join("js"), root.join("vendor")] {
             for entry in std::fs::read_dir(&dir).expect("console/") {
                 let path = entry.expect("entry").path();
                 let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
-                if ["html", "css", "js", "svg"].contains(&ext) {
+                if ["html", "css", "js", "svg", "txt"].contains(&ext) {
                     let rel = path.strip_prefix(&root).expect("under console/");
                     files.push(rel.to_string_lossy().replace('\\', "/"));
                 }

@@ -307,3 +307,18 @@ impl crate::store::ChangeSource for FeedReader {
         Ok(changes)
     }
 }
+
+impl super::UsageStore for MemoryStore {
+    async fn add_usage(&self, row: &super::UsageRow, change_id: &str) -> Result<bool, StoreError> {
+        Ok(self.lock().usage.add(row, change_id))
+    }
+
+    async fn usage_rows(
+        &self,
+        from: u64,
+        to: u64,
+        owner_keys: Option<&[String]>,
+    ) -> Result<Vec<super::UsageRow>, StoreError> {
+        Ok(self.lock().usage.read(from, to, owner_keys))
+    }
+}

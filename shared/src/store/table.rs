@@ -78,6 +78,40 @@ pub mod attr {
     pub const USAGE_CHANGES: &str = "changes";
     pub const KIND: &str = "kind";
     pub const AGENT_ID: &str = "agent_id";
+
+    /// What a create must clear when it replaces an expired item: all but the two counters.
+    pub const CLEARED_ON_CREATE: [&str; 30] = [
+        OWNER,
+        OWNER_KEY,
+        DISPLAY_NAME,
+        CREATED_BY,
+        RETENTION,
+        TOOL_ID,
+        REGION,
+        CREATED_AT,
+        STATE,
+        HOLDER,
+        LEASE_UNTIL_MS,
+        SNAPSHOT_ID,
+        SESSION_ID,
+        SESSION_EXPIRE_AT,
+        SESSION_CREATED_AT,
+        STARTED_BY,
+        VERIFIED_AT_MS,
+        RESUME_SENT_AT,
+        CREATE_SENT_AT,
+        POLL_UNTIL_MS,
+        POLLER,
+        AWAITED_SINCE_MS,
+        SNAPSHOTS,
+        SCHEDULE,
+        IDLE_MINUTES,
+        DUE_PK,
+        DUE_AT,
+        ERROR,
+        EXPIRES_AT,
+        GSI1PK,
+    ];
 }
 
 const ACTIVE_WITHIN: Duration = Duration::from_secs(120);

@@ -3,7 +3,7 @@
 
 use std::future::Future;
 
-use super::{Answer, Call, Layer, StoreError};
+use super::port::StoreError;
 use crate::domain::usage::Tally;
 use crate::domain::AgentKey;
 
@@ -60,26 +60,5 @@ impl<T: UsageStore> UsageStore for std::sync::Arc<T> {
         owner_keys: Option<&[String]>,
     ) -> Result<Vec<UsageRow>, StoreError> {
         (**self).usage_rows(from, to, owner_keys).await
-    }
-}
-
-impl<L: Layer> UsageStore for L
-where
-    L::Inner: UsageStore,
-{
-    async fn add_usage(&self, row: &UsageRow, change_id: &str) -> Result<bool, StoreError> {
-        let answer: Answer<'_, bool> = Box::pin(self.inner().add_usage(row, change_id));
-        self.around(Call::AddUsage, answer).await
-    }
-
-    async fn usage_rows(
-        &self,
-        from: u64,
-        to: u64,
-        owner_keys: Option<&[String]>,
-    ) -> Result<Vec<UsageRow>, StoreError> {
-        let answer: Answer<'_, Vec<UsageRow>> =
-            Box::pin(self.inner().usage_rows(from, to, owner_keys));
-        self.around(Call::UsageRows, answer).await
     }
 }

@@ -158,7 +158,7 @@ fn a_week_of_usage_is_what_the_events_count_to_the_second() {
         .await;
         assert_eq!(resp.status(), 200);
         assert_eq!(
-            header_of(&resp, "content-type").as_deref(),
+            header_of(&resp, "content-type"),
             Some("text/csv; charset=utf-8")
         );
         let csv = match resp.body() {

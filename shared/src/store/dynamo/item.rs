@@ -3,8 +3,9 @@
 //! The port's conditions and changes as DynamoDB expressions: every write is one `UpdateItem`
 //! whose `ConditionExpression` checks and whose `UpdateExpression` writes, in one atomic step.
 
+use crate::domain::usage::{UsageMark, WokenBy};
 use crate::domain::{
-    AgentKey, AgentRecord, Announcement, Description, Retention, ToolRegistry, WakeState,
+    AgentKey, AgentRecord, Announce, Announcement, Description, Retention, ToolRegistry, WakeState,
 };
 use crate::store::port::IDLE_PK;
 use crate::store::{port, Changes, Condition, Document, StoreError};
@@ -113,7 +114,7 @@ pub(super) fn record_from_item(item: &Item) -> Result<AgentRecord, StoreError> {
             }),
             None => None,
         },
-        usage: super::usage::mark_from_item(item)?,
+        usage: mark_from_item(item)?,
     })
 }
 
@@ -172,40 +173,6 @@ pub(super) fn take_live(
     }
     Ok(false)
 }
-
-/// What a create must clear when it replaces an expired item: all but the two counters.
-pub(super) const CLEARED_ON_CREATE: [&str; 30] = [
-    attr::OWNER,
-    attr::OWNER_KEY,
-    attr::DISPLAY_NAME,
-    attr::CREATED_BY,
-    attr::RETENTION,
-    attr::TOOL_ID,
-    attr::REGION,
-    attr::CREATED_AT,
-    attr::STATE,
-    attr::HOLDER,
-    attr::LEASE_UNTIL_MS,
-    attr::SNAPSHOT_ID,
-    attr::SESSION_ID,
-    attr::SESSION_EXPIRE_AT,
-    attr::SESSION_CREATED_AT,
-    attr::STARTED_BY,
-    attr::VERIFIED_AT_MS,
-    attr::RESUME_SENT_AT,
-    attr::CREATE_SENT_AT,
-    attr::POLL_UNTIL_MS,
-    attr::POLLER,
-    attr::AWAITED_SINCE_MS,
-    attr::SNAPSHOTS,
-    attr::SCHEDULE,
-    attr::IDLE_MINUTES,
-    attr::DUE_PK,
-    attr::DUE_AT,
-    attr::ERROR,
-    attr::EXPIRES_AT,
-    attr::GSI1PK,
-];
 
 /// An expression under construction: placeholders are registered as they are used, since
 /// DynamoDB rejects a request that declares a name or value its expressions do not use.
@@ -432,7 +399,7 @@ pub(super) fn update_expression(expr: &mut Expr, key: &AgentKey, creates: bool, 
     match changes.announce {
         Some(a) => {
             let now_s = crate::ambient::epoch_ms(&now).unwrap_or(0) / 1000;
-            super::usage::mark_expression(expr, a, now_s);
+            mark_expression(expr, a, now_s);
             expr.set(attr::ANNOUNCE, s(a.what.as_str()));
             expr.set(attr::TRIGGER, s(a.trigger.as_str()));
         }
@@ -481,10 +448,46 @@ pub(super) fn update_expression(expr: &mut Expr, key: &AgentKey, creates: bool, 
     expr.set(attr::UPDATED_AT, s(&now));
 
     if creates {
-        for name in CLEARED_ON_CREATE {
+        for name in attr::CLEARED_ON_CREATE {
             if !expr.touched.contains(name) {
                 expr.remove(name);
             }
         }
     }
+}
+
+/// The mark `announced` leaves, written at `now_s`: what `UsageMark::after` computes, with the
+/// fields it keeps left as they are.
+pub(super) fn mark_expression(expr: &mut Expr, announced: Announcement, now_s: u64) {
+    match announced.what {
+        Announce::Awake | Announce::Created => {
+            expr.set(attr::USAGE_STATE, s("awake"));
+            let by = WokenBy::of(announced.trigger);
+            expr.set(attr::USAGE_BY, s(by.as_str()));
+            expr.set(attr::REFERENCE_FROM, n(now_s));
+        }
+        Announce::Asleep | Announce::WakeFailed => expr.set(attr::USAGE_STATE, s("asleep")),
+        Announce::Deleted => {
+            expr.set(attr::USAGE_STATE, s("gone"));
+            expr.remove(attr::REFERENCE_FROM);
+        }
+    }
+    expr.set(attr::USAGE_SINCE, n(now_s));
+}
+
+/// The record's usage mark, if an announced write left one.
+pub(super) fn mark_from_item(item: &Item) -> Result<Option<UsageMark>, StoreError> {
+    let Some(state) = get_s(item, attr::USAGE_STATE)? else {
+        return Ok(None);
+    };
+    let corrupt = |e: String| StoreError::Corrupt(format!("usage mark: {e}"));
+    Ok(Some(UsageMark {
+        resting: state.parse().map_err(corrupt)?,
+        since_s: get_n(item, attr::USAGE_SINCE)?.unwrap_or(0),
+        woken_by: get_s(item, attr::USAGE_BY)?
+            .map(|b| b.parse())
+            .transpose()
+            .map_err(corrupt)?,
+        reference_from_s: get_n(item, attr::REFERENCE_FROM)?,
+    }))
 }

@@ -1,5 +1,4 @@
-//! Usage in DynamoDB (docs/usage.md): the usage mark an announced write leaves on the agent
-//! record, and the day rows (`pk` `USAGE#<YYYY-MM-DD>`, `sk` `<owner_key>#<kind>#<agent_id>`),
+//! Usage rows in DynamoDB (docs/usage.md; the usage mark on agent records is `item.rs`'s): the day rows (`pk` `USAGE#<YYYY-MM-DD>`, `sk` `<owner_key>#<kind>#<agent_id>`),
 //! each change added once: `ADD` of its counts and of its id to the row's `changes` set, on
 //! the condition that the set does not hold the id yet.
 
@@ -8,46 +7,10 @@ use aws_sdk_dynamodb::types::AttributeValue;
 
 use super::item::{attr, get_n, get_s, n, s, Expr, Item};
 use super::{unavailable, DynamoStore, MIN_QUERY_LIMIT};
-use crate::domain::usage::{day_name, Tally, UsageMark, DAY_S};
-use crate::domain::{AgentKey, Announce, Announcement};
+use crate::domain::usage::{day_name, Tally, DAY_S};
+use crate::domain::AgentKey;
 use crate::store::usage::{UsageRow, UsageStore, MOST_ROWS, ROW_KEPT_DAYS};
 use crate::store::StoreError;
-
-/// The mark `announced` leaves, written at `now_s`: what `UsageMark::after` computes, with the
-/// fields it keeps left as they are.
-pub(super) fn mark_expression(expr: &mut Expr, announced: Announcement, now_s: u64) {
-    match announced.what {
-        Announce::Awake | Announce::Created => {
-            expr.set(attr::USAGE_STATE, s("awake"));
-            let by = crate::domain::usage::WokenBy::of(announced.trigger);
-            expr.set(attr::USAGE_BY, s(by.as_str()));
-            expr.set(attr::REFERENCE_FROM, n(now_s));
-        }
-        Announce::Asleep | Announce::WakeFailed => expr.set(attr::USAGE_STATE, s("asleep")),
-        Announce::Deleted => {
-            expr.set(attr::USAGE_STATE, s("gone"));
-            expr.remove(attr::REFERENCE_FROM);
-        }
-    }
-    expr.set(attr::USAGE_SINCE, n(now_s));
-}
-
-/// The record's usage mark, if an announced write left one.
-pub(super) fn mark_from_item(item: &Item) -> Result<Option<UsageMark>, StoreError> {
-    let Some(state) = get_s(item, attr::USAGE_STATE)? else {
-        return Ok(None);
-    };
-    let corrupt = |e: String| StoreError::Corrupt(format!("usage mark: {e}"));
-    Ok(Some(UsageMark {
-        resting: state.parse().map_err(corrupt)?,
-        since_s: get_n(item, attr::USAGE_SINCE)?.unwrap_or(0),
-        woken_by: get_s(item, attr::USAGE_BY)?
-            .map(|b| b.parse())
-            .transpose()
-            .map_err(corrupt)?,
-        reference_from_s: get_n(item, attr::REFERENCE_FROM)?,
-    }))
-}
 
 fn row_pk(day: u64) -> String {
     format!("USAGE#{}", day_name(day))

@@ -2,24 +2,26 @@
 
 use std::collections::{BTreeMap, HashSet};
 
-use super::MemoryStore;
 use crate::domain::Kind;
-use crate::store::usage::{UsageRow, UsageStore, MOST_ROWS};
-use crate::store::StoreError;
+use crate::store::usage::{UsageRow, MOST_ROWS};
+
+/// A row's place: its day, owner key, and agent.
+type RowKey = (u64, String, Kind, String);
 
 /// Rows by day, owner key and agent, each with the changes added to it.
-pub(super) type Rows = BTreeMap<(u64, String, Kind, String), (UsageRow, HashSet<String>)>;
+#[derive(Default)]
+pub(super) struct Rows(BTreeMap<RowKey, (UsageRow, HashSet<String>)>);
 
-impl UsageStore for MemoryStore {
-    async fn add_usage(&self, row: &UsageRow, change_id: &str) -> Result<bool, StoreError> {
-        let mut tables = self.lock();
+impl Rows {
+    /// `row`'s counts added to its day's row, unless `change_id` was added already (`false`).
+    pub(super) fn add(&mut self, row: &UsageRow, change_id: &str) -> bool {
         let key = (
             row.day,
             row.owner_key.clone(),
             row.agent.kind,
             row.agent.agent_id.clone(),
         );
-        let (kept, changes) = tables.usage.entry(key).or_insert_with(|| {
+        let (kept, changes) = self.0.entry(key).or_insert_with(|| {
             let empty = UsageRow {
                 tally: Default::default(),
                 ..row.clone()
@@ -27,29 +29,23 @@ impl UsageStore for MemoryStore {
             (empty, HashSet::new())
         });
         if !changes.insert(change_id.to_string()) {
-            return Ok(false);
+            return false;
         }
         kept.tally.add(&row.tally);
         kept.owner.clone_from(&row.owner);
-        Ok(true)
+        true
     }
 
-    async fn usage_rows(
-        &self,
-        from: u64,
-        to: u64,
-        owner_keys: Option<&[String]>,
-    ) -> Result<Vec<UsageRow>, StoreError> {
-        let tables = self.lock();
+    /// The rows of days `from..=to` of `owner_keys` (all: `None`), at most `MOST_ROWS + 1`.
+    pub(super) fn read(&self, from: u64, to: u64, owner_keys: Option<&[String]>) -> Vec<UsageRow> {
         let first = (from, String::new(), Kind::Codex, String::new());
-        Ok(tables
-            .usage
+        self.0
             .range(first..)
             .map(|(_, (row, _))| row)
             .take_while(|row| row.day <= to)
             .filter(|row| owner_keys.is_none_or(|keys| keys.contains(&row.owner_key)))
             .take(MOST_ROWS + 1)
             .cloned()
-            .collect())
+            .collect()
     }
 }
