@@ -160,6 +160,26 @@ mod tests {
         assert_eq!(ASSETS[0].path, "index.html");
     }
 
+    /// Each vendored file is the one its README names by sha256: a library is updated on
+    /// purpose, with its README, never by a stray edit.
+    #[test]
+    fn vendored_files_are_the_ones_their_readme_names() {
+        use sha2::{Digest, Sha256};
+        let readme = include_str!("../../../console/vendor/README.md");
+        for asset in ASSETS.iter().filter(|a| a.path.starts_with("vendor/")) {
+            let name = asset.path.trim_start_matches("vendor/");
+            let hex: String = Sha256::digest(asset.body)
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect();
+            let named = readme
+                .split(&format!("sha256 of `{name}`:"))
+                .nth(1)
+                .and_then(|rest| rest.split('`').nth(1));
+            assert_eq!(named, Some(hex.as_str()), "{name}");
+        }
+    }
+
     #[test]
     fn the_demo_config_lists_its_owners_and_an_admin() {
         let c = local_config(true, 28800);

@@ -112,7 +112,8 @@ mod tests {
         assert!(paths.contains_key("/v1/agents/{kind}/{agent_id}/schedule"));
         assert!(paths.contains_key("/v1/agents/{kind}/{agent_id}/activity"));
         assert!(paths.contains_key("/v1/agents/{kind}/{agent_id}/idle"));
-        assert_eq!(paths.len(), 10);
+        assert!(paths.contains_key("/v1/usage"));
+        assert_eq!(paths.len(), 11);
     }
 
     #[test]
