@@ -909,7 +909,7 @@ export interface operations {
             query?: {
                 /** @description The first day (YYYY-MM-DD, UTC); default six days before `to`. */
                 from?: string;
-                /** @description The last day, included (YYYY-MM-DD, UTC); default today. At most 367 days. */
+                /** @description The last day, included (YYYY-MM-DD, UTC); default today. A range keeps its last 367 days (the answer's `from` says where it begins); `from` after `to` is no day. */
                 to?: string;
                 by?: "day" | "agent";
                 /** @description Another owner (admins), or `*` for everyone's usage. */

@@ -163,11 +163,15 @@ test("usage counts a new agent by day and by agent, the same in CSV; its errors 
   assert.equal(everyone.owner, "*");
   assert.equal(rowOf(everyone, made.agent_id).owner, "erin");
 
-  for (const bad of [() => erin.usage({ from: "2026-13-01" }), () => erin.usageCsv({ to: "yesterday" }), () => erin.usage({ from: "2026-12-07", to: "2026-12-01" })]) {
+  for (const bad of [() => erin.usage({ from: "2026-13-01" }), () => erin.usageCsv({ to: "yesterday" })]) {
     const error = await bad().catch((e) => e);
     assert.ok(error instanceof InvalidRequest, String(error));
     assert.deepEqual([error.status, error.code, error.retryable], [400, "INVALID_REQUEST", false]);
   }
+  // A range whose from is after its to holds no day; a long one keeps its last 367 days.
+  assert.deepEqual((await erin.usage({ from: "2026-12-07", to: "2026-12-01" })).rows, []);
+  const long = await erin.usage({ from: "2000-01-01", to: "2026-12-07" });
+  assert.deepEqual([long.from, long.rows.length], ["2025-12-06", 367]);
   const refused = await erin.usage({ owner: "*" }).catch((e) => e);
   assert.ok(refused instanceof AgentNotFound && refused.status === 404, String(refused));
   const foreign = await erin.usageCsv({ owner: "frank" }).catch((e) => e);

@@ -3,13 +3,16 @@
 //! JSON or, for `Accept: text/csv`, CSV.
 //!
 //! Choices where the specification is silent: the range defaults to the last 7 days up to
-//! today; `owner` naming someone else from a non-admin answers 404, as the list does; a range
-//! holding more rows than one answer can carry is a 422 (ask for fewer days).
+//! today; every well-formed range is answered (a date is a date): days before 1970 read as
+//! 1970-01-01 (nothing was kept before), a range longer than [`MOST_DAYS`] keeps its last
+//! [`MOST_DAYS`] days (the answer's `from` says so), and `from` after `to` is a range of no day;
+//! `owner` naming someone else from a non-admin answers 404, as the list does; a range holding
+//! more rows than one answer can carry is a 422 (ask for fewer days).
 
 use lambda_http::{Body, Request, RequestExt, Response};
 use snapwake::agentkit::AgentKit;
 use snapwake::ambient::now_s;
-use snapwake::domain::usage::{parse_day, DAY_S};
+use snapwake::domain::usage::DAY_S;
 use snapwake::domain::AgentRecord;
 use snapwake::error::{Error, Result};
 use snapwake::http::edge;
@@ -41,22 +44,16 @@ fn usage_query(request: &Request, today: u64) -> Result<UsageQuery> {
         params
             .first(name)
             .map(|d| {
-                parse_day(d).ok_or_else(|| {
+                days_since_1970(d).ok_or_else(|| {
                     Error::bad_request(format!("{name} must be a date as YYYY-MM-DD, not {d:?}"))
                 })
             })
             .transpose()
     };
     let to = day("to")?.unwrap_or(today);
-    let from = day("from")?.unwrap_or(to.saturating_sub(DEFAULT_DAYS - 1));
-    if from > to {
-        return Err(Error::bad_request("from must not be after to"));
-    }
-    if to - from + 1 > MOST_DAYS {
-        return Err(Error::bad_request(format!(
-            "a report covers at most {MOST_DAYS} days"
-        )));
-    }
+    let from = day("from")?
+        .unwrap_or(to.saturating_sub(DEFAULT_DAYS - 1))
+        .max(to.saturating_sub(MOST_DAYS - 1));
     let by = match params.first("by") {
         None | Some("day") => By::Day,
         Some("agent") => By::Agent,
@@ -76,6 +73,14 @@ fn usage_query(request: &Request, today: u64) -> Result<UsageQuery> {
         by,
         owner,
     })
+}
+
+/// `YYYY-MM-DD` as days since 1970-01-01, a date before it as 0 (none: not a date).
+fn days_since_1970(s: &str) -> Option<u64> {
+    let format = time::macros::format_description!("[year]-[month]-[day]");
+    let date = time::Date::parse(s, &format).ok()?;
+    let epoch = time::Date::from_julian_day(2_440_588).ok()?;
+    Some(u64::try_from((date - epoch).whole_days()).unwrap_or(0))
 }
 
 /// Whether the caller asked for CSV rather than JSON.

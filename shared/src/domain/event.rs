@@ -63,7 +63,8 @@ impl Trigger {
     }
 }
 
-fn named<T: Copy>(all: &[T], name: fn(T) -> &'static str, s: &str) -> Result<T, String> {
+/// The one of `all` whose `name` is `s`.
+pub(super) fn named<T: Copy>(all: &[T], name: fn(T) -> &'static str, s: &str) -> Result<T, String> {
     all.iter()
         .copied()
         .find(|v| name(*v) == s)

@@ -11,7 +11,7 @@
 
 use std::collections::BTreeMap;
 
-use super::event::{Announce, Trigger};
+use super::event::{named, Announce, Trigger};
 
 /// A day in seconds.
 pub const DAY_S: u64 = 86_400;
@@ -40,10 +40,8 @@ impl std::str::FromStr for Resting {
     type Err = String;
 
     fn from_str(s: &str) -> Result<Self, String> {
-        [Resting::Awake, Resting::Asleep, Resting::Gone]
-            .into_iter()
-            .find(|r| r.as_str() == s)
-            .ok_or_else(|| format!("unknown resting state {s:?}"))
+        use Resting::*;
+        named(&[Awake, Asleep, Gone], Resting::as_str, s)
     }
 }
 
@@ -80,10 +78,8 @@ impl std::str::FromStr for WokenBy {
     type Err = String;
 
     fn from_str(s: &str) -> Result<Self, String> {
-        [WokenBy::Person, WokenBy::Schedule, WokenBy::Agentkit]
-            .into_iter()
-            .find(|w| w.as_str() == s)
-            .ok_or_else(|| format!("unknown waker {s:?}"))
+        use WokenBy::*;
+        named(&[Person, Schedule, Agentkit], WokenBy::as_str, s)
     }
 }
 

@@ -114,6 +114,12 @@ pub(crate) async fn view(d: &Deployment, key: &AgentKey) -> Value {
 /// Tick at each whole minute after now, up to and including `until_ms`, as the Scheduler does; the
 /// queue's consumer works what each tick hands it, in the tick's invocation.
 async fn tick_until(d: &Deployment, until_ms: u64) {
+    minutes_until(d, until_ms, false).await;
+}
+
+/// [`tick_until`], and with `refresh` the minute refresh after each tick, as deployed (what
+/// records a session AgentKit's clock ended).
+pub(crate) async fn minutes_until(d: &Deployment, until_ms: u64, refresh: bool) {
     loop {
         // The next whole minute strictly after now: the one just ticked is done.
         let next = (now() / MINUTE + 1) * MINUTE;
@@ -126,6 +132,13 @@ async fn tick_until(d: &Deployment, until_ms: u64) {
             .tick_and_consume(next, Deadline::after(Duration::from_secs(28)))
             .await
             .expect("a tick");
+        if refresh {
+            d.api
+                .delete
+                .refresh(Deadline::after(Duration::from_secs(28)))
+                .await
+                .expect("a refresh");
+        }
     }
 }
 

@@ -8,30 +8,8 @@ use lambda_http::{Body, Response};
 use snapwake::domain::usage::{parse_day, Tally, DAY_S};
 use snapwake_tests::deployment::Deployment;
 
-use super::idle::{ask, created, in_a_studio, now, path, MINUTE, START_S};
+use super::idle::{ask, created, in_a_studio, minutes_until, now, path, START_S};
 use super::*;
-
-/// The tick and the minute refresh at each whole minute up to `until_ms`, as deployed (the
-/// refresh is what records a session AgentKit's clock ended).
-async fn minutes_until(d: &Deployment, until_ms: u64) {
-    loop {
-        let next = (now() / MINUTE + 1) * MINUTE;
-        if next > until_ms {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(next - now())).await;
-        d.api
-            .resume
-            .tick_and_consume(next, Deadline::after(Duration::from_secs(28)))
-            .await
-            .expect("a tick");
-        d.api
-            .delete
-            .refresh(Deadline::after(Duration::from_secs(28)))
-            .await
-            .expect("a refresh");
-    }
-}
 
 /// A usage row's tally, read back from its JSON.
 fn tally_of(row: &Value) -> Tally {
@@ -92,24 +70,24 @@ fn a_week_of_usage_is_what_the_events_count_to_the_second() {
         assert_eq!(status, 200, "{body}");
         // Made and deleted within the hour.
         let e = created(&d, "temporary").await;
-        minutes_until(&d, day_ms(0, 8, 40)).await;
+        minutes_until(&d, day_ms(0, 8, 40), true).await;
         let (status, body) = ask(&d, "DELETE", &path(&e, ""), None).await;
         assert!(status == 204 || status == 200, "{status} {body}");
 
         for day in 0..7 {
             if day < 5 {
-                minutes_until(&d, day_ms(day, 10, 0)).await;
+                minutes_until(&d, day_ms(day, 10, 0), true).await;
                 let (status, body) = ask(&d, "POST", &path(&a, "/resume"), None).await;
                 assert_eq!(status, 200, "{body}");
-                minutes_until(&d, day_ms(day, 10, 10)).await;
+                minutes_until(&d, day_ms(day, 10, 10), true).await;
                 let (status, body) = ask(&d, "POST", &path(&a, "/sleep"), None).await;
                 assert_eq!(status, 200, "{body}");
-                minutes_until(&d, day_ms(day, 19, 0)).await;
+                minutes_until(&d, day_ms(day, 19, 0), true).await;
             }
             // The night and the weekend: nothing is due, the tick would find nothing.
             tokio::time::sleep(Duration::from_millis(day_ms(day + 1, 7, 0) - now())).await;
         }
-        minutes_until(&d, day_ms(7, 7, 5)).await;
+        minutes_until(&d, day_ms(7, 7, 5), true).await;
         d.relay().await;
         assert!(d.unrelayed().is_empty(), "the stream consumed");
 
