@@ -90,3 +90,4 @@ mod admins;
 mod queries_and_single_agents;
 mod budget;
 mod everyone;
+mod usage;
