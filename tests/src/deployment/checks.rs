@@ -160,6 +160,7 @@ pub fn stream(
             continue;
         }
         let acquired = old.map_or(new.fence > 0, |o| new.fence > o.fence);
+        model.note_written_ahead(old, new, acquired);
         if let (true, Some(l)) = (acquired, &landed) {
             // A takeover of a lapsed change of the same kind carries that change on, the doing
             // of what started it (docs/events.md, "Triggers").

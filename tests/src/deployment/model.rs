@@ -168,6 +168,26 @@ pub struct Model {
 }
 
 impl Model {
+    /// A wake taken over (`acquired`) after its holder wrote ahead that a Resume was going
+    /// out: the protocol cannot know whether it went (the holder may have stopped just before
+    /// the call), so it waits that Resume out as one whose answer was lost. Long run, seed 1035.
+    pub(super) fn note_written_ahead(
+        &mut self,
+        old: Option<&snapwake::domain::AgentRecord>,
+        new: &snapwake::domain::AgentRecord,
+        acquired: bool,
+    ) {
+        if let Some(sent) = old
+            .filter(|o| acquired && o.state == WakeState::Waking)
+            .and_then(|o| o.resume_sent_at_ms)
+        {
+            self.ambiguous_resumes
+                .entry(new.key.agent_id.clone())
+                .or_default()
+                .push(sent);
+        }
+    }
+
     pub fn agent(&mut self, key: &AgentKey) -> Option<&mut AgentFacts> {
         self.agents.get_mut(key)
     }
