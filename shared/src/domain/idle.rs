@@ -16,9 +16,12 @@ pub const MOST_MINUTES: u32 = 7 * 24 * 60;
 pub fn awake_window_ends(schedule: Option<&ScheduleSummary>, now_ms: u64) -> Option<u64> {
     let schedule = schedule?;
     let sleep = schedule.next_sleep_ms.filter(|&s| s > now_ms)?;
-    // A wake due before the sleep starts a window still ahead: not inside one now.
+    // A wake still to come before the sleep starts a window ahead: not inside one now. A wake
+    // already due whose occurrence the tick has not worked off yet has begun its window (the
+    // long run's seed 1039: an agent awake since before its wake, idle-slept inside the window
+    // its summary still showed ahead).
     match schedule.next_wake_ms {
-        Some(wake) if wake < sleep => None,
+        Some(wake) if wake < sleep && wake > now_ms => None,
         _ => schedule.wake.as_ref().map(|_| sleep),
     }
 }
@@ -44,6 +47,11 @@ mod tests {
         assert_eq!(awake_window_ends(Some(&inside), 50), Some(100));
         // The wake comes first: the window is still ahead.
         assert_eq!(awake_window_ends(Some(&day(Some(80), Some(100))), 50), None);
+        // The wake is due and not yet worked off: its window has begun.
+        assert_eq!(
+            awake_window_ends(Some(&day(Some(40), Some(100))), 50),
+            Some(100)
+        );
         // No sleep in the schedule: no window (idle sleep ends a day nobody came to).
         let wake_only = ScheduleSummary {
             sleep: None,
