@@ -195,8 +195,9 @@ class Client(wire.Calls):
     ) -> Usage:
         """What agents were awake, what woke and slept them, and what that saved, over the UTC
         days `from_` to `to` included (`from_` is the query's `from`, a Python keyword): a `date`
-        or "YYYY-MM-DD", by default the last 7 days up to today, at most 367. A row per "day"
-        or per "agent"; admins may ask for another `owner`, or "*" for everyone's."""
+        or "YYYY-MM-DD", by default the last 7 days up to today; a longer range keeps its last
+        367. A row per "day" or per "agent"; admins may ask for another `owner`, or "*" for
+        everyone's."""
         params = protocol.usage_query(from_, to, by, owner)
         return self._run(protocol.usage(params, self._deadline(timeout)))
 
