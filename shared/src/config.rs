@@ -109,6 +109,12 @@ impl Config {
             .map_or(crate::schedule::plan::DEFAULT_WAKES_PER_SECOND, |l| {
                 crate::budget::at_slowest(l.background).max(1)
             });
+        let idle_sleeps_per_second = budget
+            .as_ref()
+            .and_then(|b| b.lanes("CreateSessionSnapshot"))
+            .map_or(crate::schedule::plan::DEFAULT_IDLE_SLEEPS_PER_SECOND, |l| {
+                l.background.max(1)
+            });
         Ok(Config {
             identity: identity_config(&get)?,
             agentkit: agentkit_config(&get)?,
@@ -141,6 +147,7 @@ impl Config {
                     ScheduleRules::default().min_interval.as_secs(),
                 )?),
                 wakes_per_second,
+                idle_sleeps_per_second,
             },
         })
     }

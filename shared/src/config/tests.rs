@@ -276,3 +276,28 @@ fn a_schedule_fires_at_most_hourly_unless_configured() {
     let err = config(&vars).unwrap_err().to_string();
     assert!(err.contains("SNAPWAKE_SCHEDULE_MIN_INTERVAL_S"), "{err}");
 }
+
+#[test]
+fn idle_sleeps_are_handed_over_at_the_background_lane_of_the_snapshot_limit() {
+    let assumed = config(&KEYS).unwrap();
+    // 20 a second: 90% of it is 18, less the people's fifth (4): 14.
+    assert_eq!(assumed.schedules.idle_sleeps_per_second, 14);
+    let limits = [
+        KEYS[0],
+        KEYS[1],
+        (
+            "SNAPWAKE_AGENTKIT_LIMITS",
+            "agentkit,CreateSessionSnapshot=50",
+        ),
+    ];
+    // 45, less 9: 36.
+    assert_eq!(
+        config(&limits).unwrap().schedules.idle_sleeps_per_second,
+        36
+    );
+    let off = [KEYS[0], KEYS[1], ("SNAPWAKE_AGENTKIT_LIMITS", "off")];
+    assert_eq!(
+        config(&off).unwrap().schedules.idle_sleeps_per_second,
+        crate::schedule::plan::DEFAULT_IDLE_SLEEPS_PER_SECOND
+    );
+}

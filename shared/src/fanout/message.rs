@@ -11,7 +11,8 @@ pub struct DueOccurrence {
     pub agent: AgentKey,
     /// The tick's time (epoch ms): the consumer decides as of it, as the tick would have.
     pub tick_ms: u64,
-    /// Not to be delivered before this (epoch ms): a follow-up, sent ahead of its time.
+    /// Not to be delivered before this (epoch ms): a follow-up, or an idle agent handed over
+    /// ahead of its place in the line ([`in_line`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub not_before_ms: Option<u64>,
     /// The schedule's next occurrences when the tick read it: which occurrence this is.
@@ -76,6 +77,19 @@ impl DueOccurrence {
     }
 }
 
+/// `messages` delivered `per_second` from `now_ms` on, in order: the first at once, each next
+/// one `1 / per_second` later. A burst handed over at once would wait in line at the queue's
+/// consumers for the same AgentKit slots, ahead of the follow-ups that finish what the first
+/// ones started (docs/idle.md, "Everyone at once").
+pub fn in_line(messages: &mut [DueOccurrence], per_second: u32, now_ms: u64) {
+    let per_second = u64::from(per_second.max(1));
+    for (place, message) in (0u64..).zip(messages.iter_mut()) {
+        if place > 0 {
+            message.not_before_ms = Some(now_ms + place * 1000 / per_second);
+        }
+    }
+}
+
 /// Why occurrences were not handed over. The tick fails, and the next one sends them again.
 #[derive(Debug, thiserror::Error)]
 pub enum FanoutError {
@@ -114,5 +128,33 @@ mod tests {
         assert_eq!(later.tick_ms, 65_000, "decided as of the tick and the wait");
         let text = serde_json::to_string(&later).unwrap();
         assert_eq!(serde_json::from_str::<DueOccurrence>(&text).unwrap(), later);
+    }
+
+    #[test]
+    fn messages_in_line_are_delivered_at_the_pace_asked_the_first_at_once() {
+        let idle = |id: &str| DueOccurrence {
+            agent: AgentKey::new(Kind::Codex, id),
+            tick_ms: 60_000,
+            wake_ms: None,
+            sleep_ms: None,
+            version: 3,
+            lead: DueLead::default(),
+            not_before_ms: None,
+            idle: true,
+        };
+        let mut messages: Vec<DueOccurrence> = ["a", "b", "c", "d"].map(idle).into();
+        in_line(&mut messages, 4, 1_000_000);
+        let at: Vec<Option<u64>> = messages.iter().map(|m| m.not_before_ms).collect();
+        assert_eq!(
+            at,
+            [None, Some(1_000_250), Some(1_000_500), Some(1_000_750)]
+        );
+        assert!(
+            messages.iter().all(|m| m.tick_ms == 60_000),
+            "decided as of the tick"
+        );
+        // No pace is read as one a second, not as a division by zero.
+        in_line(&mut messages, 0, 0);
+        assert_eq!(messages[3].not_before_ms, Some(3_000));
     }
 }

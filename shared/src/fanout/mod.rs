@@ -12,7 +12,7 @@ mod message;
 pub mod sqs;
 
 pub use channel::{ChannelCounts, DueChannel, AT_ONCE};
-pub use message::{DueOccurrence, FanoutError};
+pub use message::{in_line, DueOccurrence, FanoutError};
 pub use sqs::SqsQueue;
 
 /// Where the tick hands due occurrences.

@@ -27,17 +27,26 @@ pub struct ScheduleRules {
     pub min_interval: Duration,
     /// Scheduled wakes started a second (`crate::budget`'s background lane); leads allow for it.
     pub wakes_per_second: u32,
+    /// Idle agents handed to the queue a second (docs/idle.md, "Everyone at once"): the
+    /// background lane of CreateSessionSnapshot's limit, at its whole rate.
+    pub idle_sleeps_per_second: u32,
 }
 
 /// The background lane of AgentKit's assumed Resume limit (20 a second: 90% of it, less the
 /// people's fifth: 14), slowed to half as AgentKit's 429s can slow it (`crate::budget`).
 pub const DEFAULT_WAKES_PER_SECOND: u32 = 7;
 
+/// The background lane of AgentKit's assumed CreateSessionSnapshot limit (20 a second: 90% of
+/// it, less the people's fifth). Not slowed to half as wakes are: an idle sleep late by a few
+/// seconds costs little, and the budget paces the calls whatever the hand-over's pace.
+pub const DEFAULT_IDLE_SLEEPS_PER_SECOND: u32 = 14;
+
 impl Default for ScheduleRules {
     fn default() -> Self {
         ScheduleRules {
             min_interval: Duration::from_secs(3600),
             wakes_per_second: DEFAULT_WAKES_PER_SECOND,
+            idle_sleeps_per_second: DEFAULT_IDLE_SLEEPS_PER_SECOND,
         }
     }
 }

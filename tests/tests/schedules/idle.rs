@@ -6,6 +6,7 @@
 use std::future::Future;
 
 use snapwake::domain::{Announce, Trigger};
+use snapwake::fanout::Fanout;
 use snapwake::wake::IdlePolicy;
 use snapwake_sim::SimConfig;
 use snapwake_tests::deployment::Deployment;
@@ -403,5 +404,67 @@ fn a_wake_racing_the_idle_sleep_ends_with_one_session_and_the_snapshot_kept() {
         for s in shown["snapshots"].as_array().unwrap() {
             assert_eq!(s["status"], "Ready", "{shown}");
         }
+    });
+}
+
+#[test]
+fn a_studio_idle_at_once_is_handed_over_in_line_a_minute_of_the_lane_at_a_time() {
+    in_a_studio(30, |mut d| async move {
+        // A lane of one snapshot a second: a tick hands over at most 60, one a second.
+        d.api.resume.schedules.idle_sleeps_per_second = 1;
+        let d = d;
+        let keys: Vec<AgentKey> =
+            futures::future::join_all((0..62).map(|_| created(&d, "recoverable"))).await;
+        let mut idle_at = Vec::new();
+        for key in &keys {
+            let shown = view(&d, key).await;
+            idle_at.push(at(shown["idle_sleep_at"].as_str().expect("an idle time")));
+        }
+        let minute = idle_at.iter().max().unwrap() / MINUTE * MINUTE;
+        assert!(
+            idle_at.iter().all(|at| *at > minute),
+            "idle in the same minute"
+        );
+        tick_until(&d, minute).await;
+        let next = minute + MINUTE;
+        tokio::time::sleep(Duration::from_millis(next - now())).await;
+        let deadline = Deadline::after(Duration::from_secs(28));
+        let first = d.api.resume.tick(next, deadline).await.expect("a tick");
+        assert_eq!(first.idle, 60, "{first:?}");
+        let Fanout::Channel(queue) = &d.api.resume.fanout else {
+            panic!("the deployment's fan-out is a channel");
+        };
+        assert_eq!(queue.counts().delayed, 59, "each after the one before it");
+        // The queue's consumer works them as they come; the next tick finds the other two.
+        let f = &d.api.resume;
+        queue
+            .drain(snapwake::fanout::AT_ONCE, |due| async move {
+                let deadline = Deadline::after(Duration::from_secs(28));
+                f.due(&due, deadline).await.is_ok()
+            })
+            .await;
+        tick_until(&d, next + 3 * MINUTE).await;
+        tokio::time::sleep(Duration::from_secs(30)).await;
+        d.relay().await;
+        let published = d.bus.published.lock().unwrap().clone();
+        let mut slept: Vec<u64> = published
+            .iter()
+            .filter(|e| e.detail_type == "snapwake.agent.asleep")
+            .map(|e| {
+                assert_eq!(e.detail.trigger, Trigger::Idle);
+                at(&e.detail.at)
+            })
+            .collect();
+        slept.sort_unstable();
+        assert_eq!(slept.len(), keys.len(), "every agent asleep once");
+        for key in &keys {
+            assert_eq!(live(&d, key), 0, "{key} still has a session");
+        }
+        // In line: the 60 of the first tick over its minute, not at once.
+        assert!(
+            slept[59] - slept[0] >= 50_000,
+            "the first 60 asleep within {} ms of each other",
+            slept[59] - slept[0]
+        );
     });
 }

@@ -28,19 +28,22 @@ use crate::Resume;
 const PAGE: u32 = 100;
 
 impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
-    /// The awake agents idle by `time_ms` (the tick's time), as messages for the queue.
+    /// The first `most` awake agents idle by `time_ms` (the tick's time), longest idle first,
+    /// as messages for the queue.
     pub(super) async fn idle_by(
         &self,
         store: Within<'_, S>,
         time_ms: u64,
+        most: usize,
         deadline: Deadline,
     ) -> Result<Vec<DueOccurrence>, Error> {
         let mut page = store.idle_agents(DueQuery::until(time_ms, PAGE)).await?;
         let mut idle = Vec::new();
         loop {
-            let found = page.records.iter();
+            let found = page.records.iter().take(most.saturating_sub(idle.len()));
             idle.extend(found.map(|record| DueOccurrence::idle(record, time_ms)));
-            let Some(next) = page.next.filter(|_| !deadline.is_past()) else {
+            let more = idle.len() < most && !deadline.is_past();
+            let Some(next) = page.next.filter(|_| more) else {
                 return Ok(idle);
             };
             let after = DueQuery {

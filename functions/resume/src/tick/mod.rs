@@ -32,7 +32,7 @@ use snapwake::domain::{
     Action, AgentRecord, ScheduleRecord, Settled, ToolRegistry, Trigger, WakeState,
 };
 use snapwake::error::Error;
-use snapwake::fanout::{DueChannel, DueOccurrence, Fanout, AT_ONCE};
+use snapwake::fanout::{in_line, DueChannel, DueOccurrence, Fanout, AT_ONCE};
 use snapwake::invocation::Deadline;
 use snapwake::invocation::Invocation;
 use snapwake::invocation::{self, Metric};
@@ -65,7 +65,8 @@ pub struct TickReport {
     pub time_ms: u64,
     /// Schedules due at this tick (a wake starting early to be Ready at its minute included).
     pub due: usize,
-    /// Awake agents found idle at this tick (docs/idle.md).
+    /// Awake agents found idle at this tick and handed over (docs/idle.md): at most what the
+    /// budget's lane puts to sleep in a minute; the next tick finds the rest.
     pub idle: usize,
     /// Of those due and idle, handed to the fan-out queue.
     pub queued: usize,
@@ -144,8 +145,14 @@ impl<S: AgentStore + ScheduleStore, K: AgentKit> Resume<S, K> {
             .filter(|record| !followed(record))
             .filter_map(|record| DueOccurrence::of(record, time_ms, leads.for_record(record)))
             .collect();
-        // Idle agents go through the same queue (docs/idle.md), after the schedules' wakes.
-        let idle = self.idle_by(store, time_ms, deadline).await?;
+        // Idle agents go through the same queue (docs/idle.md), after the schedules' wakes, in
+        // line at the pace the budget's lane takes their snapshots, as many as fill the minute
+        // to the next tick (which finds the rest, idle still): "Everyone at once".
+        let pace = self.schedules.idle_sleeps_per_second.max(1);
+        let mut idle = self
+            .idle_by(store, time_ms, pace as usize * 60, deadline)
+            .await?;
+        in_line(&mut idle, pace, now_ms());
         report.idle = idle.len();
         messages.extend(idle);
         // Not handed over: the tick fails, and the next one (or the Scheduler's retry) finds
