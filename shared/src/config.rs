@@ -101,20 +101,6 @@ impl Config {
                 reason,
             })?;
         let budget = budget_settings(&get)?;
-        // A scheduled wake starts early enough for the Resumes the background lane lets out a
-        // second at its slowest: a burst is when 429s come (docs/schedules.md).
-        let wakes_per_second = budget
-            .as_ref()
-            .and_then(|b| b.lanes("ResumeSessionFromSnapshot"))
-            .map_or(crate::schedule::plan::DEFAULT_WAKES_PER_SECOND, |l| {
-                crate::budget::at_slowest(l.background).max(1)
-            });
-        let idle_sleeps_per_second = budget
-            .as_ref()
-            .and_then(|b| b.lanes("CreateSessionSnapshot"))
-            .map_or(crate::schedule::plan::DEFAULT_IDLE_SLEEPS_PER_SECOND, |l| {
-                l.background.max(1)
-            });
         Ok(Config {
             identity: identity_config(&get)?,
             agentkit: agentkit_config(&get)?,
@@ -146,9 +132,9 @@ impl Config {
                     "SNAPWAKE_SCHEDULE_MIN_INTERVAL_S",
                     ScheduleRules::default().min_interval.as_secs(),
                 )?),
-                wakes_per_second,
-                idle_sleeps_per_second,
-            },
+                ..ScheduleRules::default()
+            }
+            .paced_by(budget.as_ref()),
         })
     }
 }

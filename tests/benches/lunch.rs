@@ -30,6 +30,7 @@ use snapwake::budget::{AgentKitBudget, BudgetSettings};
 use snapwake::domain::{AgentKey, Description, Kind, Retention, WakeState};
 use snapwake::identity::caller;
 use snapwake::invocation::Deadline;
+use snapwake::schedule::ScheduleRules;
 use snapwake::store::dynamo::DynamoStore;
 use snapwake::store::{AgentStore, Changes, Condition};
 use snapwake::wake::{IdlePolicy, WakeSettings};
@@ -150,9 +151,7 @@ async fn run(n: usize) -> Outcome {
         ..BudgetSettings::default()
     };
     // The tick hands idle agents over at the background lane's pace, as `Config` reads it.
-    let pace = settings
-        .lanes(CreateSessionSnapshot::NAME)
-        .map_or(14, |l| l.background);
+    let rules = ScheduleRules::default().paced_by(Some(&settings));
     let budget = AgentKitBudget::new(store.clone(), settings);
     let mut function = resume_fn(
         store.clone(),
@@ -164,7 +163,7 @@ async fn run(n: usize) -> Outcome {
             ..WakeSettings::default()
         },
     );
-    function.schedules.idle_sleeps_per_second = pace;
+    function.schedules = rules;
     let (f, _, consumer) = with_a_consumer(function, TICK_BUDGET);
 
     // When each agent was first seen with no live session (epoch ms).

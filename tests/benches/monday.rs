@@ -22,12 +22,12 @@ use std::time::Duration;
 use futures::stream::{self, StreamExt};
 use snapwake::agentkit::types::MetadataEntry;
 use snapwake::ambient::now_ms;
-use snapwake::budget::{at_slowest, AgentKitBudget, BudgetSettings};
+use snapwake::budget::{AgentKitBudget, BudgetSettings};
 use snapwake::domain::{AgentKey, Kind, ScheduleRecord};
 use snapwake::identity::caller;
 use snapwake::invocation::Deadline;
-use snapwake::schedule::plan::DEFAULT_WAKES_PER_SECOND;
 use snapwake::schedule::wake_lead_ms;
+use snapwake::schedule::ScheduleRules;
 use snapwake::store::dynamo::DynamoStore;
 use snapwake::store::{AgentStore, Condition, ScheduleStore};
 use snapwake::wake::WakeSettings;
@@ -150,11 +150,8 @@ async fn run(n: usize) -> Outcome {
         limits: ctl.rate_limits(),
         ..BudgetSettings::default()
     };
-    let wakes_per_second = settings
-        .lanes("ResumeSessionFromSnapshot")
-        .map_or(DEFAULT_WAKES_PER_SECOND, |l| {
-            at_slowest(l.background).max(1)
-        });
+    let rules = ScheduleRules::default().paced_by(Some(&settings));
+    let wakes_per_second = rules.wakes_per_second;
     let warm_up = warm_up_minutes(n, wakes_per_second);
     let minute = (now_ms() / 60_000 + 2 + warm_up + n as u64 / 2_000) * 60_000;
     let first_tick = minute - warm_up * 60_000;
@@ -174,7 +171,7 @@ async fn run(n: usize) -> Outcome {
         world.client().with_budget(Arc::new(budget)),
         WakeSettings::default(),
     );
-    function.schedules.wakes_per_second = wakes_per_second;
+    function.schedules = rules;
     // Deployed, the tick hands each due occurrence to the queue, which the resume function
     // consumes at the event source mapping's concurrency.
     let (f, queue, consumer) = with_a_consumer(function, TICK_BUDGET);

@@ -41,6 +41,28 @@ pub const DEFAULT_WAKES_PER_SECOND: u32 = 7;
 /// seconds costs little, and the budget paces the calls whatever the hand-over's pace.
 pub const DEFAULT_IDLE_SLEEPS_PER_SECOND: u32 = 14;
 
+impl ScheduleRules {
+    /// These rules with the rates planned from the deployment's AgentKit budget (its background
+    /// lanes; the defaults above when there is no budget): what `Config` reads, and what a bench
+    /// assuming other limits sets.
+    pub fn paced_by(self, budget: Option<&crate::budget::BudgetSettings>) -> ScheduleRules {
+        use crate::agentkit::types::{
+            Action as _, CreateSessionSnapshot, ResumeSessionFromSnapshot,
+        };
+        let background = |action| budget.and_then(|b| b.lanes(action)).map(|l| l.background);
+        ScheduleRules {
+            // A burst is when 429s come: a scheduled wake's lead plans the lane at its slowest.
+            wakes_per_second: background(ResumeSessionFromSnapshot::NAME)
+                .map_or(DEFAULT_WAKES_PER_SECOND, |b| {
+                    crate::budget::at_slowest(b).max(1)
+                }),
+            idle_sleeps_per_second: background(CreateSessionSnapshot::NAME)
+                .map_or(DEFAULT_IDLE_SLEEPS_PER_SECOND, |b| b.max(1)),
+            ..self
+        }
+    }
+}
+
 impl Default for ScheduleRules {
     fn default() -> Self {
         ScheduleRules {
